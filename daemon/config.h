@@ -1,0 +1,56 @@
+/*
+ * The configuration of csqd: one table of typed keys (name, type, range,
+ * default) in config.c, read with libconfig. Every key is optional; an
+ * unknown key, a wrong type or a value out of range is an error.
+ */
+#ifndef CSQD_CONFIG_H
+#define CSQD_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "csq.h"
+#include "log.h"
+
+#define CONFIG_LISTEN_MAX 16
+#define CONFIG_STR_MAX	  256
+
+enum config_fsync { CONFIG_FSYNC_ALWAYS, CONFIG_FSYNC_EVERYSEC, CONFIG_FSYNC_NO };
+
+struct config {
+	int nlisten;
+	char listen[CONFIG_LISTEN_MAX][CONFIG_STR_MAX]; /* host:port, [v6]:port, unix:/path */
+	char requirepass[CONFIG_STR_MAX];
+	char engine[16];				/* "memory" or "redis" */
+	struct csq_limits limits; /* servicer_ttl, user_ttl, max_tier, max_queue_length */
+	int64_t max_clients;
+	char journal[CONFIG_STR_MAX];
+	enum config_fsync fsync;
+	char redis_host[CONFIG_STR_MAX];
+	int64_t redis_port;
+	char redis_password[CONFIG_STR_MAX];
+	int64_t redis_db;
+	char redis_prefix[CONFIG_STR_MAX];
+	char http_listen[CONFIG_STR_MAX]; /* "" = off */
+	enum log_level log_level;
+};
+
+/* The built-in defaults of protocol.md. */
+void config_default(struct config *);
+
+/*
+ * Reads path into cfg (starting from the defaults). On errors returns their
+ * count and prints each to err as "path:line: message"; cfg is then
+ * unspecified and must not be used.
+ */
+int config_load(struct config *cfg, const char *path, FILE *err);
+
+/* Splits "host:port", "[v6]:port" or "unix:/path". 0 when valid. */
+struct config_addr {
+	int is_unix;
+	char host[CONFIG_STR_MAX]; /* or the socket path */
+	int port;
+};
+int config_parse_addr(const char *s, struct config_addr *out);
+
+#endif

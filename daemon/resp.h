@@ -1,0 +1,63 @@
+/*
+ * The RESP codec of csqd: requests in (RESP2 arrays of bulk strings, parsed
+ * with hiredis's redisReader, and inline lines), replies out, written straight
+ * into a libevent evbuffer.
+ *
+ * Limits are checked before anything large is allocated: a bulk string over
+ * RESP_BULK_MAX, an array over RESP_ARGS_MAX elements, an inline line or a
+ * header line over RESP_INLINE_MAX bytes is a protocol error.
+ */
+#ifndef CSQD_RESP_H
+#define CSQD_RESP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct evbuffer;
+
+#define RESP_BULK_MAX	(512LL * 1024 * 1024)
+#define RESP_ARGS_MAX	(1024 * 1024)
+#define RESP_INLINE_MAX (64 * 1024)
+
+/* One parsed request: argc arguments, each argv[i] of argvlen[i] bytes and
+ * NUL-terminated (a bulk may contain NULs; argvlen is the truth). */
+struct resp_request {
+	int argc;
+	char **argv;
+	size_t *argvlen;
+};
+
+struct resp_parser;
+
+enum resp_parse {
+	RESP_PARSE_OK,	   /* *req holds a request; call again for the next */
+	RESP_PARSE_NEED,   /* all input consumed, no complete request */
+	RESP_PARSE_ERROR,  /* protocol error: reply with error text, close */
+};
+
+struct resp_parser *resp_parser_new(void);
+void resp_parser_free(struct resp_parser *);
+/*
+ * Takes bytes from in (draining what it consumes) and returns the next
+ * request in req, which stays valid until the next call or
+ * resp_request_clear(). An empty inline line or an empty array is skipped,
+ * as Redis does. On RESP_PARSE_ERROR, error() gives the text after
+ * "-ERR Protocol error: ".
+ */
+enum resp_parse resp_parse(struct resp_parser *, struct evbuffer *in,
+    struct resp_request *req);
+const char *resp_parser_error(const struct resp_parser *);
+void resp_request_clear(struct resp_request *);
+
+/* Replies. */
+void resp_simple(struct evbuffer *, const char *s);		/* +s */
+void resp_error(struct evbuffer *, const char *fmt, ...)	/* -fmt */
+    __attribute__((format(printf, 2, 3)));
+void resp_integer(struct evbuffer *, int64_t);			/* :n */
+void resp_bulk(struct evbuffer *, const char *s, size_t len);	/* $len */
+void resp_bulk_str(struct evbuffer *, const char *s);
+void resp_bulk_u64(struct evbuffer *, uint64_t); /* decimal as bulk */
+void resp_null(struct evbuffer *);			/* $-1 */
+void resp_array(struct evbuffer *, int64_t n);		/* *n */
+
+#endif

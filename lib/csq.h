@@ -1,0 +1,247 @@
+/*
+ * libcsq: the customer-service queue matcher as a deterministic state machine.
+ *
+ * No sockets, no clock reads, no global state: every call that depends on time
+ * takes now_ms, and every effect other than the return value comes out as a
+ * struct csq_event through the emit callback given to csq_new(), in causal
+ * order, before the call returns.
+ */
+#ifndef CSQ_H
+#define CSQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CSQ_VERSION "0.1.0"
+
+#define CSQ_ID_MAX	      64	/* bytes in a user, servicer or queue id */
+#define CSQ_ROOM_MAX	      (CSQ_ID_MAX + 1 + 4) /* "<servicer>/<index>" */
+#define CSQ_TIER_LIMIT	      15	/* max_tier may be at most this */
+#define CSQ_CAPACITY_MAX      1000	/* rooms per servicer */
+#define CSQ_SERVICER_QUEUES   32	/* queues one servicer may serve */
+#define CSQ_TTL_MAX	      86400	/* seconds, for users and servicers */
+#define CSQ_RANGE_COUNT_MAX   1000	/* entries in one QUEUE reply */
+#define CSQ_RANGE_COUNT_DEF   20
+#define CSQ_DEFAULT_QUEUE     "default"
+
+/* Results of every operation; the daemon turns them into error replies. */
+enum csq_status {
+	CSQ_OK = 0,
+	CSQ_EUSER,	/* invalid user id */
+	CSQ_ESERVICER,	/* invalid servicer id */
+	CSQ_EQUEUE,	/* invalid queue id */
+	CSQ_EROOM,	/* invalid room id */
+	CSQ_ERANGE,	/* an argument is out of its range */
+	CSQ_ENOTFOUND,	/* no such servicer or room */
+	CSQ_EFULL,	/* queue at its maximum length */
+	CSQ_ETRYAGAIN,	/* engine unavailable, nothing changed */
+	CSQ_EEXHAUSTED, /* the order-key sequence is used up */
+};
+
+const char *csq_status_text(enum csq_status);
+
+/* Limits and defaults that the configuration may change at run time. */
+struct csq_limits {
+	uint32_t servicer_ttl_s; /* 1..CSQ_TTL_MAX */
+	uint32_t user_ttl_s;	 /* 0..CSQ_TTL_MAX, 0 = never */
+	uint32_t max_tier;	 /* 0..CSQ_TIER_LIMIT */
+	uint64_t max_queue_length;
+};
+
+void csq_limits_default(struct csq_limits *);
+
+enum csq_event_type {
+	CSQ_EV_QUEUED,
+	CSQ_EV_RESCORED,
+	CSQ_EV_MATCHED,
+	CSQ_EV_LEFT,
+	CSQ_EV_RELEASED,
+	CSQ_EV_REQUEUED,
+	CSQ_EV_SERVICER_UP,
+	CSQ_EV_SERVICER_DOWN,
+	CSQ_EV_SERVICER_PAUSED,
+	CSQ_EV_SERVICER_RESUMED,
+};
+
+enum csq_reason {
+	CSQ_REASON_NONE,
+	CSQ_REASON_LEAVE,
+	CSQ_REASON_TIMEOUT,
+	CSQ_REASON_LOGOUT,
+	CSQ_REASON_LOST,
+	CSQ_REASON_BY_SERVICER, /* released by */
+	CSQ_REASON_BY_USER,
+};
+
+/*
+ * One event. Strings are copies owned by the event, valid during the emit
+ * callback only. Fields that do not apply to the type are empty / zero.
+ */
+struct csq_event {
+	enum csq_event_type type;
+	uint64_t ts_ms;
+	char user[CSQ_ID_MAX + 1];
+	char queue[CSQ_ID_MAX + 1];
+	char from_queue[CSQ_ID_MAX + 1]; /* rescored after a move */
+	char servicer[CSQ_ID_MAX + 1];
+	char room[CSQ_ROOM_MAX + 1];
+	uint32_t tier;
+	uint64_t position;
+	uint64_t waited_ms;
+	uint32_t capacity;		    /* servicer_up */
+	char queues[CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1)]; /* "a,b,c" */
+	enum csq_reason reason;
+};
+
+typedef void csq_emit_fn(void *arg, const struct csq_event *);
+
+/* Formats ev as one JSON object; returns its length like snprintf. */
+int csq_event_json(const struct csq_event *ev, char *buf, size_t len);
+const char *csq_event_name(enum csq_event_type);
+
+/*
+ * The channels an event goes to, in the order given by the protocol:
+ * user:<id>, servicer:<id>, queue:<q>, queue:<from>, events. Returns how many
+ * were written to out (at most CSQ_EVENT_CHANNELS).
+ */
+#define CSQ_EVENT_CHANNELS 5
+#define CSQ_CHANNEL_MAX	   (CSQ_ID_MAX + 16)
+int csq_event_channels(const struct csq_event *,
+    char out[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX]);
+
+/* Identifiers: 1..64 bytes of [A-Za-z0-9._:@-]. */
+int csq_valid_id(const char *s, size_t len);
+/* Splits "<servicer>/<index>"; 0 when well formed. */
+int csq_parse_room(const char *s, size_t len, char sid[CSQ_ID_MAX + 1],
+    uint32_t *index);
+
+enum csq_servicer_status {
+	CSQ_SERVICER_READY,
+	CSQ_SERVICER_PAUSED,
+};
+
+struct csq_servicer_info {
+	char id[CSQ_ID_MAX + 1];
+	enum csq_servicer_status status;
+	uint32_t capacity;
+	uint32_t active; /* busy rooms */
+	uint32_t ttl_s;
+	uint64_t idle_ms; /* since login or last new user */
+};
+
+enum csq_user_state {
+	CSQ_USER_NONE,
+	CSQ_USER_WAITING,
+	CSQ_USER_ASSIGNED,
+};
+
+struct csq_user_info {
+	enum csq_user_state state;
+	char queue[CSQ_ID_MAX + 1];
+	uint64_t position; /* waiting: 1-based rank */
+	uint32_t tier;
+	uint64_t waited_ms; /* waiting: since original arrival */
+	char room[CSQ_ROOM_MAX + 1];
+	char servicer[CSQ_ID_MAX + 1];
+	uint64_t since_ms; /* assigned: time in the room */
+};
+
+struct csq_queue_entry {
+	char user[CSQ_ID_MAX + 1];
+	uint32_t tier;
+	uint64_t waited_ms;
+};
+
+struct csq_stats {
+	uint64_t waiting;
+	uint64_t servicers;
+	uint64_t rooms_busy;
+	uint64_t rooms_free;
+	uint64_t enqueued_total;
+	uint64_t matched_total;
+	uint64_t abandoned_total;
+	uint64_t requeued_total;
+	uint64_t servicers_lost_total;
+};
+
+/* Options of HEARTBEAT; a has_ flag of 0 keeps the previous value. */
+struct csq_heartbeat_args {
+	const char *servicer;
+	int has_capacity, has_queues, has_ttl;
+	uint32_t capacity;
+	uint32_t ttl_s;
+	size_t nqueues;
+	const char *queues[CSQ_SERVICER_QUEUES];
+};
+
+struct csq_enqueue_args {
+	const char *user;
+	int has_queue, has_tier, has_ttl;
+	const char *queue;
+	uint32_t tier;
+	uint32_t ttl_s;
+};
+
+struct csq;
+
+/* Takes a copy of limits; emit may be NULL. Dies on out of memory. */
+struct csq *csq_new(const struct csq_limits *, csq_emit_fn *emit, void *arg);
+void csq_free(struct csq *);
+void csq_set_limits(struct csq *, const struct csq_limits *);
+const struct csq_limits *csq_get_limits(const struct csq *);
+
+enum csq_status csq_heartbeat(struct csq *, uint64_t now_ms,
+    const struct csq_heartbeat_args *, struct csq_servicer_info *out);
+enum csq_status csq_pause(struct csq *, uint64_t now_ms, const char *sid);
+enum csq_status csq_resume(struct csq *, uint64_t now_ms, const char *sid);
+enum csq_status csq_logout(struct csq *, uint64_t now_ms, const char *sid,
+    uint64_t *requeued);
+/* *ended: 1 a conversation ended, 0 the room was already free. */
+enum csq_status csq_release(struct csq *, uint64_t now_ms, const char *room,
+    int *ended);
+
+enum csq_status csq_enqueue(struct csq *, uint64_t now_ms,
+    const struct csq_enqueue_args *, struct csq_user_info *out);
+/* *known: 1 waiting or assigned, 0 unknown. ttl_s < 0: keep the TTL. */
+enum csq_status csq_touch(struct csq *, uint64_t now_ms, const char *uid,
+    int64_t ttl_s, int *known);
+enum csq_status csq_leave(struct csq *, uint64_t now_ms, const char *uid,
+    int *known);
+enum csq_status csq_where(struct csq *, uint64_t now_ms, const char *uid,
+    struct csq_user_info *out);
+
+/*
+ * Waiting users of queue q in service order, from offset, at most count
+ * (<= CSQ_RANGE_COUNT_MAX) into out; *n gets how many.
+ */
+enum csq_status csq_queue_range(struct csq *, uint64_t now_ms, const char *q,
+    uint64_t offset, uint32_t count, struct csq_queue_entry *out, size_t *n);
+enum csq_status csq_qlen(struct csq *, const char *q, uint64_t *len);
+
+/*
+ * All servicers ordered by id. Returns a malloc'd array the caller frees, *n
+ * its length.
+ */
+struct csq_servicer_info *csq_servicers(struct csq *, uint64_t now_ms,
+    size_t *n);
+void csq_stats(const struct csq *, struct csq_stats *);
+
+/* Earliest TTL deadline in ms, or UINT64_MAX when there is none. */
+uint64_t csq_next_deadline(const struct csq *);
+/* Acts on every deadline <= now_ms: lost servicers, abandoned users. */
+void csq_expire(struct csq *, uint64_t now_ms);
+/*
+ * Moves every deadline forward so that none falls before now_ms + its TTL
+ * (after a restart: nobody is lost for the time the daemon was down).
+ */
+void csq_rearm_deadlines(struct csq *, uint64_t now_ms);
+
+/*
+ * Checks every invariant: each user in exactly one place, the maps agree in
+ * both directions, counters match, and no free room of a ready servicer sits
+ * beside a waiting user of a queue it serves. Returns 0, or -1 with a
+ * description in buf.
+ */
+int csq_check(const struct csq *, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * The engine interface: where the state lives. csqd turns each command into a
+ * struct csq_op, hands it to the engine, and writes the reply when the engine
+ * calls back with a struct csq_result. The memory engine calls back before
+ * csq_engine_call() returns; the Redis engine calls back later, from the event
+ * loop. Either way the callback runs exactly once per call.
+ */
+#ifndef CSQ_ENGINE_H
+#define CSQ_ENGINE_H
+
+#include "csq.h"
+
+enum csq_opcode {
+	CSQ_OP_HEARTBEAT,
+	CSQ_OP_PAUSE,
+	CSQ_OP_RESUME,
+	CSQ_OP_LOGOUT,
+	CSQ_OP_RELEASE,
+	CSQ_OP_ENQUEUE,
+	CSQ_OP_TOUCH,
+	CSQ_OP_LEAVE,
+	CSQ_OP_WHERE,
+	CSQ_OP_QUEUE,
+	CSQ_OP_QLEN,
+	CSQ_OP_SERVICERS,
+	CSQ_OP_STATS,
+};
+
+/* One request; strings are borrowed for the duration of the call only. */
+struct csq_op {
+	enum csq_opcode code;
+	const char *id; /* servicer, user, room or queue, by code */
+	struct csq_heartbeat_args heartbeat;
+	struct csq_enqueue_args enqueue;
+	int64_t ttl_s; /* TOUCH: < 0 keeps the TTL */
+	uint64_t offset;
+	uint32_t count;
+};
+
+/* One answer; arrays are owned by the engine, valid during the callback. */
+struct csq_result {
+	enum csq_status status;
+	int64_t n; /* LOGOUT, RELEASE, TOUCH, LEAVE, QLEN */
+	struct csq_servicer_info servicer;
+	struct csq_user_info user;
+	struct csq_stats stats;
+	const struct csq_queue_entry *entries; /* QUEUE */
+	const struct csq_servicer_info *servicers; /* SERVICERS */
+	size_t nentries;
+};
+
+typedef void csq_engine_cb(void *arg, const struct csq_result *);
+
+struct csq_engine;
+
+struct csq_engine_ops {
+	const char *name;
+	void (*call)(struct csq_engine *, const struct csq_op *,
+	    csq_engine_cb *, void *);
+	/* Earliest deadline (ms of the engine's clock), UINT64_MAX if none. */
+	uint64_t (*next_deadline)(struct csq_engine *);
+	/* Acts on the deadlines that have passed. */
+	void (*expire)(struct csq_engine *);
+	void (*set_limits)(struct csq_engine *, const struct csq_limits *);
+	/* 1 when the engine can answer (healthz), 0 when it cannot. */
+	int (*up)(struct csq_engine *);
+	void (*free)(struct csq_engine *);
+};
+
+struct csq_engine {
+	const struct csq_engine_ops *ops;
+};
+
+typedef uint64_t csq_clock_fn(void *arg); /* milliseconds */
+
+/*
+ * The memory engine: the whole state in this process. clock gives the time;
+ * events come out through emit.
+ */
+struct csq_engine *csq_engine_memory_new(const struct csq_limits *,
+    csq_clock_fn *clock, void *clock_arg, csq_emit_fn *emit, void *emit_arg);
+/* The state machine behind a memory engine (for tests and checks). */
+struct csq *csq_engine_memory_state(struct csq_engine *);
+
+static inline void
+csq_engine_call(struct csq_engine *e, const struct csq_op *op,
+    csq_engine_cb *cb, void *arg)
+{
+	e->ops->call(e, op, cb, arg);
+}
+
+#endif

@@ -1,0 +1,99 @@
+/* Identifiers, room names, status texts and the default limits. */
+#include "csq.h"
+
+#include <string.h>
+
+#define ROOM_INDEX_DIGITS 9 /* keeps the index below 2^32 */
+
+/* The id alphabet: [A-Za-z0-9._:@-]. */
+static int
+id_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
+	    c == '@' || c == '-';
+}
+
+int
+csq_valid_id(const char *s, size_t len)
+{
+	size_t i;
+
+	if (s == NULL || len == 0 || len > CSQ_ID_MAX)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!id_char((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * A room is "<servicer>/<index>" with index a strict decimal of at most
+ * nine digits: no sign, no leading zero, no spaces. Whether it exists (index
+ * below the capacity) is the caller's question: "s/5000" is well formed.
+ */
+int
+csq_parse_room(const char *s, size_t len, char sid[CSQ_ID_MAX + 1],
+    uint32_t *index)
+{
+	const char *slash;
+	size_t idlen, i;
+	uint32_t v = 0;
+
+	if (s == NULL || (slash = memchr(s, '/', len)) == NULL)
+		return -1;
+	idlen = (size_t)(slash - s);
+	if (!csq_valid_id(s, idlen))
+		return -1;
+	i = idlen + 1;
+	if (i == len || len - i > ROOM_INDEX_DIGITS)
+		return -1;
+	if (s[i] == '0' && len - i > 1)
+		return -1;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint32_t)(s[i] - '0');
+	}
+	memcpy(sid, s, idlen);
+	sid[idlen] = '\0';
+	*index = v;
+	return 0;
+}
+
+const char *
+csq_status_text(enum csq_status st)
+{
+	switch (st) {
+	case CSQ_OK:
+		return "OK";
+	case CSQ_EUSER:
+		return "ERR invalid user id";
+	case CSQ_ESERVICER:
+		return "ERR invalid servicer id";
+	case CSQ_EQUEUE:
+		return "ERR invalid queue id";
+	case CSQ_EROOM:
+		return "ERR invalid room id";
+	case CSQ_ERANGE:
+		return "ERR value is not an integer or out of range";
+	case CSQ_ENOTFOUND:
+		return "NOTFOUND no such servicer or room";
+	case CSQ_EFULL:
+		return "FULL queue is at its maximum length";
+	case CSQ_ETRYAGAIN:
+		return "TRYAGAIN engine unavailable, nothing was changed";
+	case CSQ_EEXHAUSTED:
+		return "ERR order key sequence exhausted";
+	}
+	return "ERR unknown status";
+}
+
+void
+csq_limits_default(struct csq_limits *l)
+{
+	l->servicer_ttl_s = 30;
+	l->user_ttl_s = 120;
+	l->max_tier = 9;
+	l->max_queue_length = 100000;
+}

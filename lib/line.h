@@ -1,0 +1,39 @@
+/*
+ * The waiting line of one queue: an ordered set of (packed order key, value)
+ * with rank, as a skiplist with spans (the model is Redis's t_zset.c). Keys
+ * are unique. insert, remove, rank and nth are O(log n); first is O(1).
+ */
+#ifndef CSQ_LINE_H
+#define CSQ_LINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct csq_line;
+struct csq_line_node;
+
+/* Dies on out of memory. The line never owns the values. */
+struct csq_line *csq_line_new(void);
+void csq_line_free(struct csq_line *);
+uint64_t csq_line_len(const struct csq_line *);
+
+/* Inserts key (not present yet) with value; returns its node. */
+struct csq_line_node *csq_line_insert(struct csq_line *, uint64_t key,
+    void *value);
+/* Removes the node with key; returns its value, NULL if absent. */
+void *csq_line_remove(struct csq_line *, uint64_t key);
+/* 1-based rank of key, 0 when absent. */
+uint64_t csq_line_rank(const struct csq_line *, uint64_t key);
+/* Node of the smallest key, NULL when empty. */
+struct csq_line_node *csq_line_first(const struct csq_line *);
+/* Node at 0-based index, NULL when out of range. */
+struct csq_line_node *csq_line_nth(const struct csq_line *, uint64_t index);
+/* Following node in order, NULL at the end. */
+struct csq_line_node *csq_line_next(const struct csq_line_node *);
+uint64_t csq_line_node_key(const struct csq_line_node *);
+void *csq_line_node_value(const struct csq_line_node *);
+
+/* Checks the spans and order; 0 when consistent (for tests). */
+int csq_line_check(const struct csq_line *);
+
+#endif
