@@ -1,1 +1,888 @@
-/* placeholder */
+/*
+ * Commands. The dispatcher checks, in Redis's order, authentication, the
+ * name, the arity and the subscribe-mode context; handlers check their
+ * arguments completely before anything changes, so that every bad request
+ * gets one clear error and changes nothing.
+ */
+#include "command.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "client.h"
+#include "engine.h"
+#include "log.h"
+#include "pubsub.h"
+#include "resp.h"
+#include "server.h"
+#include "util.h"
+
+#define CMD_NOAUTH 0x1 /* allowed before AUTH */
+#define CMD_PUBSUB 0x2 /* allowed in subscribe mode */
+
+#define NAME_ECHO_MAX	  128 /* bytes of an unknown command echoed back */
+#define CLIENT_NAME_MAX	  256
+#define INFO_MAX	  2048
+#define INT64_DIGITS_MAX  20
+#define QUEUE_LIST_MAX	  (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
+
+#define ERR_SYNTAX "ERR syntax error"
+#define ERR_RANGE  "ERR value is not an integer or out of range"
+
+typedef void command_proc(struct client *, const struct resp_request *);
+
+struct command {
+	const char *name; /* lower case, as errors quote it */
+	int arity;	  /* > 0: exactly; < 0: at least -arity */
+	int flags;
+	command_proc *proc;
+};
+
+/* Argument helpers. */
+
+static int
+arg_is(const struct resp_request *req, int i, const char *word)
+{
+	return req->argvlen[i] == strlen(word) &&
+	    strncasecmp(req->argv[i], word, req->argvlen[i]) == 0;
+}
+
+/* Strict decimal as Redis parses it: no sign but '-', no leading zero. */
+static int
+parse_int(const char *s, size_t len, int64_t *out)
+{
+	uint64_t v = 0, limit;
+	size_t i = 0;
+	int neg = 0;
+
+	if (len == 0 || len > INT64_DIGITS_MAX)
+		return -1;
+	if (s[0] == '-') {
+		neg = 1;
+		if (++i == len)
+			return -1;
+	}
+	if (s[i] == '0' && (len - i > 1 || neg))
+		return -1;
+	limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (v > (limit - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
+}
+
+/* An integer argument within [min, max]; replies the error otherwise. */
+static int
+arg_int(struct client *c, const struct resp_request *req, int i, int64_t min,
+    int64_t max, int64_t *out)
+{
+	if (parse_int(req->argv[i], req->argvlen[i], out) != 0 ||
+	    *out < min || *out > max) {
+		resp_error(client_output(c), ERR_RANGE);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+arg_id(struct client *c, const struct resp_request *req, int i,
+    enum csq_status invalid)
+{
+	if (csq_valid_id(req->argv[i], req->argvlen[i]))
+		return 0;
+	resp_error(client_output(c), "%s", csq_status_text(invalid));
+	return -1;
+}
+
+/* Engine calls and their replies. */
+
+static void
+reply_servicer(struct evbuffer *out, const struct csq_servicer_info *s)
+{
+	resp_array(out, 10);
+	resp_bulk_str(out, "servicer");
+	resp_bulk_str(out, s->id);
+	resp_bulk_str(out, "status");
+	resp_bulk_str(out,
+	    s->status == CSQ_SERVICER_READY ? "ready" : "paused");
+	resp_bulk_str(out, "capacity");
+	resp_integer(out, s->capacity);
+	resp_bulk_str(out, "active");
+	resp_integer(out, s->active);
+	resp_bulk_str(out, "ttl");
+	resp_integer(out, s->ttl_s);
+}
+
+/* ENQUEUE's reply, or WHERE's with detail (tier, waited_ms, since_ms). */
+static void
+reply_user(struct evbuffer *out, const struct csq_user_info *u, int detail)
+{
+	switch (u->state) {
+	case CSQ_USER_NONE:
+		resp_array(out, 2);
+		resp_bulk_str(out, "state");
+		resp_bulk_str(out, "none");
+		return;
+	case CSQ_USER_WAITING:
+		resp_array(out, detail ? 10 : 6);
+		resp_bulk_str(out, "state");
+		resp_bulk_str(out, "waiting");
+		resp_bulk_str(out, "queue");
+		resp_bulk_str(out, u->queue);
+		resp_bulk_str(out, "position");
+		resp_integer(out, (int64_t)u->position);
+		if (detail) {
+			resp_bulk_str(out, "tier");
+			resp_integer(out, u->tier);
+			resp_bulk_str(out, "waited_ms");
+			resp_integer(out, (int64_t)u->waited_ms);
+		}
+		return;
+	case CSQ_USER_ASSIGNED:
+		resp_array(out, detail ? 10 : 8);
+		resp_bulk_str(out, "state");
+		resp_bulk_str(out, "assigned");
+		resp_bulk_str(out, "queue");
+		resp_bulk_str(out, u->queue);
+		resp_bulk_str(out, "room");
+		resp_bulk_str(out, u->room);
+		resp_bulk_str(out, "servicer");
+		resp_bulk_str(out, u->servicer);
+		if (detail) {
+			resp_bulk_str(out, "since_ms");
+			resp_integer(out, (int64_t)u->since_ms);
+		}
+		return;
+	}
+}
+
+static void
+reply_stats(struct evbuffer *out, const struct csq_stats *st)
+{
+	const struct {
+		const char *name;
+		uint64_t value;
+	} f[] = {
+		{ "waiting", st->waiting },
+		{ "servicers", st->servicers },
+		{ "rooms_busy", st->rooms_busy },
+		{ "rooms_free", st->rooms_free },
+		{ "enqueued_total", st->enqueued_total },
+		{ "matched_total", st->matched_total },
+		{ "abandoned_total", st->abandoned_total },
+		{ "requeued_total", st->requeued_total },
+		{ "servicers_lost_total", st->servicers_lost_total },
+	};
+	size_t i, n = sizeof(f) / sizeof(f[0]);
+
+	resp_array(out, (int64_t)n * 2);
+	for (i = 0; i < n; i++) {
+		resp_bulk_str(out, f[i].name);
+		resp_integer(out, (int64_t)f[i].value);
+	}
+}
+
+static void
+command_result(void *arg, const struct csq_result *r)
+{
+	struct client *c = arg;
+	struct evbuffer *out;
+	size_t i;
+
+	if (c->state == CLIENT_DEAD)
+		goto done;
+	out = client_output(c);
+	if (r->status != CSQ_OK) {
+		c->server->stats.errors_total++;
+		resp_error(out, "%s", csq_status_text(r->status));
+		goto done;
+	}
+	switch (c->pending) {
+	case CSQ_OP_HEARTBEAT:
+		reply_servicer(out, &r->servicer);
+		break;
+	case CSQ_OP_PAUSE:
+	case CSQ_OP_RESUME:
+		resp_simple(out, "OK");
+		break;
+	case CSQ_OP_LOGOUT:
+	case CSQ_OP_RELEASE:
+	case CSQ_OP_TOUCH:
+	case CSQ_OP_LEAVE:
+	case CSQ_OP_QLEN:
+		resp_integer(out, r->n);
+		break;
+	case CSQ_OP_ENQUEUE:
+		reply_user(out, &r->user, 0);
+		break;
+	case CSQ_OP_WHERE:
+		reply_user(out, &r->user, 1);
+		break;
+	case CSQ_OP_QUEUE:
+		resp_array(out, (int64_t)r->nentries);
+		for (i = 0; i < r->nentries; i++) {
+			resp_array(out, 3);
+			resp_bulk_str(out, r->entries[i].user);
+			resp_integer(out, r->entries[i].tier);
+			resp_integer(out, (int64_t)r->entries[i].waited_ms);
+		}
+		break;
+	case CSQ_OP_SERVICERS:
+		resp_array(out, (int64_t)r->nentries);
+		for (i = 0; i < r->nentries; i++) {
+			const struct csq_servicer_info *s = &r->servicers[i];
+
+			resp_array(out, 5);
+			resp_bulk_str(out, s->id);
+			resp_bulk_str(out, s->status == CSQ_SERVICER_READY ?
+				"ready" : "paused");
+			resp_integer(out, s->capacity);
+			resp_integer(out, s->active);
+			resp_integer(out, (int64_t)s->idle_ms);
+		}
+		break;
+	case CSQ_OP_STATS:
+		reply_stats(out, &r->stats);
+		break;
+	}
+done:
+	server_arm_deadline(c->server);
+	client_resume(c);
+	client_unref(c);
+}
+
+/* Hands op to the engine; the reply is written when it answers. */
+static void
+command_call(struct client *c, const struct csq_op *op)
+{
+	client_ref(c);
+	c->inflight = 1;
+	c->pending = op->code;
+	csq_engine_call(c->server->engine, op, command_result, c);
+}
+
+static void
+op_init(struct csq_op *op, enum csq_opcode code, const char *id)
+{
+	memset(op, 0, sizeof(*op));
+	op->code = code;
+	op->id = id;
+	op->ttl_s = -1;
+}
+
+/* Servicers. */
+
+/*
+ * QUEUES q1,q2,...: 1..32 valid ids. buf receives the ids NUL-separated;
+ * queues[] points into it.
+ */
+static int
+parse_queues(struct client *c, const char *s, size_t len,
+    char buf[QUEUE_LIST_MAX], struct csq_heartbeat_args *hb)
+{
+	size_t start = 0, end, n = 0, off = 0;
+
+	for (;;) {
+		for (end = start; end < len && s[end] != ','; end++)
+			;
+		if (!csq_valid_id(s + start, end - start)) {
+			resp_error(client_output(c), "%s",
+			    csq_status_text(CSQ_EQUEUE));
+			return -1;
+		}
+		if (n == CSQ_SERVICER_QUEUES) {
+			resp_error(client_output(c),
+			    "ERR too many queues (at most %d)",
+			    CSQ_SERVICER_QUEUES);
+			return -1;
+		}
+		memcpy(buf + off, s + start, end - start);
+		buf[off + end - start] = '\0';
+		hb->queues[n++] = buf + off;
+		off += end - start + 1;
+		if (end == len)
+			break;
+		start = end + 1;
+	}
+	hb->nqueues = n;
+	hb->has_queues = 1;
+	return 0;
+}
+
+static void
+cmd_heartbeat(struct client *c, const struct resp_request *req)
+{
+	char queues[QUEUE_LIST_MAX];
+	struct csq_op op;
+	struct csq_heartbeat_args *hb = &op.heartbeat;
+	int64_t v;
+	int i;
+
+	if (arg_id(c, req, 1, CSQ_ESERVICER))
+		return;
+	op_init(&op, CSQ_OP_HEARTBEAT, req->argv[1]);
+	hb->servicer = req->argv[1];
+	for (i = 2; i < req->argc; i += 2) {
+		if (i + 1 == req->argc) {
+			resp_error(client_output(c), ERR_SYNTAX);
+			return;
+		}
+		if (arg_is(req, i, "capacity")) {
+			if (arg_int(c, req, i + 1, 1, CSQ_CAPACITY_MAX, &v))
+				return;
+			hb->has_capacity = 1;
+			hb->capacity = (uint32_t)v;
+		} else if (arg_is(req, i, "ttl")) {
+			if (arg_int(c, req, i + 1, 1, CSQ_TTL_MAX, &v))
+				return;
+			hb->has_ttl = 1;
+			hb->ttl_s = (uint32_t)v;
+		} else if (arg_is(req, i, "queues")) {
+			if (parse_queues(c, req->argv[i + 1],
+				req->argvlen[i + 1], queues, hb))
+				return;
+		} else {
+			resp_error(client_output(c), ERR_SYNTAX);
+			return;
+		}
+	}
+	command_call(c, &op);
+}
+
+/* PAUSE, RESUME, LOGOUT: one servicer id. */
+static void
+servicer_command(struct client *c, const struct resp_request *req,
+    enum csq_opcode code)
+{
+	struct csq_op op;
+
+	if (arg_id(c, req, 1, CSQ_ESERVICER))
+		return;
+	op_init(&op, code, req->argv[1]);
+	command_call(c, &op);
+}
+
+static void
+cmd_pause(struct client *c, const struct resp_request *req)
+{
+	servicer_command(c, req, CSQ_OP_PAUSE);
+}
+
+static void
+cmd_resume(struct client *c, const struct resp_request *req)
+{
+	servicer_command(c, req, CSQ_OP_RESUME);
+}
+
+static void
+cmd_logout(struct client *c, const struct resp_request *req)
+{
+	servicer_command(c, req, CSQ_OP_LOGOUT);
+}
+
+static void
+cmd_release(struct client *c, const struct resp_request *req)
+{
+	char sid[CSQ_ID_MAX + 1];
+	struct csq_op op;
+	uint32_t idx;
+
+	if (csq_parse_room(req->argv[1], req->argvlen[1], sid, &idx) != 0) {
+		resp_error(client_output(c), "%s",
+		    csq_status_text(CSQ_EROOM));
+		return;
+	}
+	op_init(&op, CSQ_OP_RELEASE, req->argv[1]);
+	command_call(c, &op);
+}
+
+/* Users. */
+
+static void
+cmd_enqueue(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+	struct csq_enqueue_args *a = &op.enqueue;
+	int64_t v;
+	int i;
+
+	if (arg_id(c, req, 1, CSQ_EUSER))
+		return;
+	op_init(&op, CSQ_OP_ENQUEUE, req->argv[1]);
+	a->user = req->argv[1];
+	for (i = 2; i < req->argc; i += 2) {
+		if (i + 1 == req->argc) {
+			resp_error(client_output(c), ERR_SYNTAX);
+			return;
+		}
+		if (arg_is(req, i, "queue")) {
+			if (arg_id(c, req, i + 1, CSQ_EQUEUE))
+				return;
+			a->has_queue = 1;
+			a->queue = req->argv[i + 1];
+		} else if (arg_is(req, i, "tier")) {
+			if (arg_int(c, req, i + 1, 0,
+				c->server->cfg.limits.max_tier, &v))
+				return;
+			a->has_tier = 1;
+			a->tier = (uint32_t)v;
+		} else if (arg_is(req, i, "ttl")) {
+			if (arg_int(c, req, i + 1, 0, CSQ_TTL_MAX, &v))
+				return;
+			a->has_ttl = 1;
+			a->ttl_s = (uint32_t)v;
+		} else {
+			resp_error(client_output(c), ERR_SYNTAX);
+			return;
+		}
+	}
+	command_call(c, &op);
+}
+
+static void
+cmd_touch(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	if (arg_id(c, req, 1, CSQ_EUSER))
+		return;
+	op_init(&op, CSQ_OP_TOUCH, req->argv[1]);
+	if (req->argc != 2 && (req->argc != 4 || !arg_is(req, 2, "ttl"))) {
+		resp_error(client_output(c), ERR_SYNTAX);
+		return;
+	}
+	if (req->argc == 4 && arg_int(c, req, 3, 0, CSQ_TTL_MAX, &op.ttl_s))
+		return;
+	command_call(c, &op);
+}
+
+static void
+user_command(struct client *c, const struct resp_request *req,
+    enum csq_opcode code)
+{
+	struct csq_op op;
+
+	if (arg_id(c, req, 1, CSQ_EUSER))
+		return;
+	op_init(&op, code, req->argv[1]);
+	command_call(c, &op);
+}
+
+static void
+cmd_leave(struct client *c, const struct resp_request *req)
+{
+	user_command(c, req, CSQ_OP_LEAVE);
+}
+
+static void
+cmd_where(struct client *c, const struct resp_request *req)
+{
+	user_command(c, req, CSQ_OP_WHERE);
+}
+
+/* Admin. */
+
+static void
+cmd_queue(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+	int64_t v;
+
+	if (req->argc > 4) {
+		resp_error(client_output(c), ERR_SYNTAX);
+		return;
+	}
+	if (arg_id(c, req, 1, CSQ_EQUEUE))
+		return;
+	op_init(&op, CSQ_OP_QUEUE, req->argv[1]);
+	op.count = CSQ_RANGE_COUNT_DEF;
+	if (req->argc > 2) {
+		if (arg_int(c, req, 2, 0, INT64_MAX, &v))
+			return;
+		op.offset = (uint64_t)v;
+	}
+	if (req->argc > 3) {
+		if (arg_int(c, req, 3, 0, CSQ_RANGE_COUNT_MAX, &v))
+			return;
+		op.count = (uint32_t)v;
+	}
+	command_call(c, &op);
+}
+
+static void
+cmd_qlen(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	if (arg_id(c, req, 1, CSQ_EQUEUE))
+		return;
+	op_init(&op, CSQ_OP_QLEN, req->argv[1]);
+	command_call(c, &op);
+}
+
+static void
+cmd_servicers(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	(void)req;
+	op_init(&op, CSQ_OP_SERVICERS, NULL);
+	command_call(c, &op);
+}
+
+static void
+cmd_stats(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	(void)req;
+	op_init(&op, CSQ_OP_STATS, NULL);
+	command_call(c, &op);
+}
+
+/* Connection and Redis-client compatibility. */
+
+static void
+cmd_ping(struct client *c, const struct resp_request *req)
+{
+	struct evbuffer *out = client_output(c);
+
+	if (req->argc > 2) {
+		resp_error(out, "ERR wrong number of arguments for 'ping' "
+				"command");
+		return;
+	}
+	if (client_subscribed(c)) {
+		resp_array(out, 2);
+		resp_bulk_str(out, "pong");
+		resp_bulk(out, req->argc == 2 ? req->argv[1] : "",
+		    req->argc == 2 ? req->argvlen[1] : 0);
+	} else if (req->argc == 2)
+		resp_bulk(out, req->argv[1], req->argvlen[1]);
+	else
+		resp_simple(out, "PONG");
+}
+
+static void
+cmd_quit(struct client *c, const struct resp_request *req)
+{
+	(void)req;
+	resp_simple(client_output(c), "OK");
+	client_close_after_reply(c);
+}
+
+/* Compares without an early exit, so timing tells nothing. */
+static int
+secret_equal(const char *a, size_t alen, const char *b)
+{
+	size_t blen = strlen(b), i;
+	unsigned char diff = alen != blen;
+
+	for (i = 0; i < alen; i++)
+		diff |= (unsigned char)a[i] ^ (unsigned char)b[i % (blen + 1)];
+	return diff == 0;
+}
+
+static void
+cmd_auth(struct client *c, const struct resp_request *req)
+{
+	const char *pass = c->server->cfg.requirepass;
+	struct evbuffer *out = client_output(c);
+	int p = req->argc - 1;
+
+	if (req->argc > 3) {
+		resp_error(out, ERR_SYNTAX);
+		return;
+	}
+	if (pass[0] == '\0') {
+		resp_error(out, "ERR AUTH <password> called without any "
+				"password configured for the default user. "
+				"Are you sure your configuration is correct?");
+		return;
+	}
+	if ((req->argc == 3 && !arg_is(req, 1, "default")) ||
+	    !secret_equal(req->argv[p], req->argvlen[p], pass)) {
+		resp_error(out, "WRONGPASS invalid username-password pair");
+		return;
+	}
+	c->authed = 1;
+	resp_simple(out, "OK");
+}
+
+static void
+cmd_select(struct client *c, const struct resp_request *req)
+{
+	int64_t db;
+
+	if (parse_int(req->argv[1], req->argvlen[1], &db) != 0)
+		resp_error(client_output(c), ERR_RANGE);
+	else if (db != 0)
+		resp_error(client_output(c), "ERR DB index is out of range");
+	else
+		resp_simple(client_output(c), "OK");
+}
+
+static void
+cmd_command(struct client *c, const struct resp_request *req)
+{
+	(void)req;
+	resp_array(client_output(c), 0);
+}
+
+static void
+cmd_client(struct client *c, const struct resp_request *req)
+{
+	struct evbuffer *out = client_output(c);
+	size_t i;
+
+	if (arg_is(req, 1, "id") && req->argc == 2)
+		resp_integer(out, (int64_t)c->id);
+	else if (arg_is(req, 1, "getname") && req->argc == 2) {
+		if (c->name != NULL)
+			resp_bulk_str(out, c->name);
+		else
+			resp_null(out);
+	} else if (arg_is(req, 1, "setname") && req->argc == 3) {
+		if (req->argvlen[2] > CLIENT_NAME_MAX)
+			goto badname;
+		for (i = 0; i < req->argvlen[2]; i++)
+			if (req->argv[2][i] <= ' ' || req->argv[2][i] > '~')
+				goto badname;
+		free(c->name);
+		c->name = req->argvlen[2] ?
+		    csq_xstrndup(req->argv[2], req->argvlen[2]) : NULL;
+		resp_simple(out, "OK");
+	} else if (arg_is(req, 1, "setinfo") && req->argc == 4)
+		resp_simple(out, "OK");
+	else if (arg_is(req, 1, "id") || arg_is(req, 1, "getname") ||
+	    arg_is(req, 1, "setname") || arg_is(req, 1, "setinfo"))
+		resp_error(out, "ERR wrong number of arguments for 'client|%s' "
+				"command", req->argv[1]);
+	else
+		resp_error(out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
+		    (int)(req->argvlen[1] > NAME_ECHO_MAX ? NAME_ECHO_MAX :
+			req->argvlen[1]), req->argv[1]);
+	return;
+badname:
+	resp_error(out, "ERR Client names cannot contain spaces, newlines or "
+			"special characters.");
+}
+
+static void
+cmd_info(struct client *c, const struct resp_request *req)
+{
+	struct server *s = c->server;
+	char buf[INFO_MAX];
+	int n;
+
+	(void)req;
+	n = snprintf(buf, sizeof(buf),
+	    "# Server\r\n"
+	    "csq_version:%s\r\n"
+	    "redis_version:7.0.0\r\n"
+	    "redis_mode:standalone\r\n"
+	    "engine:%s\r\n"
+	    "process_id:%ld\r\n"
+	    "uptime_in_seconds:%llu\r\n"
+	    "\r\n# Clients\r\n"
+	    "connected_clients:%llu\r\n"
+	    "maxclients:%lld\r\n"
+	    "\r\n# Persistence\r\n"
+	    "loading:0\r\n"
+	    "\r\n# Stats\r\n"
+	    "total_connections_received:%llu\r\n"
+	    "rejected_connections:%llu\r\n"
+	    "total_commands_processed:%llu\r\n"
+	    "total_error_replies:%llu\r\n",
+	    CSQ_VERSION, s->engine->ops->name, (long)getpid(),
+	    (unsigned long long)((server_now_ms() - s->started_ms) / 1000),
+	    (unsigned long long)s->nclients, (long long)s->cfg.max_clients,
+	    (unsigned long long)s->stats.connections_total,
+	    (unsigned long long)s->stats.rejected_total,
+	    (unsigned long long)s->stats.commands_total,
+	    (unsigned long long)s->stats.errors_total);
+	resp_bulk(client_output(c), buf, (size_t)n < sizeof(buf) ?
+		(size_t)n : sizeof(buf) - 1);
+}
+
+/* Pub/sub. */
+
+static void
+reply_subscription(struct client *c, const char *kind, const char *name,
+    size_t len)
+{
+	struct evbuffer *out = client_output(c);
+
+	resp_array(out, 3);
+	resp_bulk_str(out, kind);
+	if (name != NULL)
+		resp_bulk(out, name, len);
+	else
+		resp_null(out);
+	resp_integer(out, (int64_t)pubsub_count(&c->subs));
+}
+
+static void
+cmd_subscribe(struct client *c, const struct resp_request *req)
+{
+	int i;
+
+	for (i = 1; i < req->argc; i++) {
+		pubsub_subscribe(c->server->pubsub, c, req->argv[i],
+		    req->argvlen[i]);
+		reply_subscription(c, "subscribe", req->argv[i],
+		    req->argvlen[i]);
+	}
+}
+
+static void
+cmd_psubscribe(struct client *c, const struct resp_request *req)
+{
+	int i;
+
+	for (i = 1; i < req->argc; i++) {
+		pubsub_psubscribe(c->server->pubsub, c, req->argv[i],
+		    req->argvlen[i]);
+		reply_subscription(c, "psubscribe", req->argv[i],
+		    req->argvlen[i]);
+	}
+}
+
+static void
+cmd_unsubscribe(struct client *c, const struct resp_request *req)
+{
+	const char *name;
+	char *copy;
+	size_t len;
+	int i;
+
+	if (req->argc == 1 && c->subs.nchannels == 0)
+		reply_subscription(c, "unsubscribe", NULL, 0);
+	while (req->argc == 1 && c->subs.nchannels > 0) {
+		name = pubsub_channel_name(&c->subs, 0, &len);
+		copy = csq_xstrndup(name, len);
+		pubsub_unsubscribe(c->server->pubsub, c, copy, len);
+		reply_subscription(c, "unsubscribe", copy, len);
+		free(copy);
+	}
+	for (i = 1; i < req->argc; i++) {
+		pubsub_unsubscribe(c->server->pubsub, c, req->argv[i],
+		    req->argvlen[i]);
+		reply_subscription(c, "unsubscribe", req->argv[i],
+		    req->argvlen[i]);
+	}
+}
+
+static void
+cmd_punsubscribe(struct client *c, const struct resp_request *req)
+{
+	int i;
+
+	if (req->argc == 1 && c->subs.npatterns == 0)
+		reply_subscription(c, "punsubscribe", NULL, 0);
+	while (req->argc == 1 && c->subs.npatterns > 0) {
+		char *p = csq_xstrndup(c->subs.patterns[0],
+		    strlen(c->subs.patterns[0]));
+		size_t len = strlen(p);
+
+		pubsub_punsubscribe(c->server->pubsub, c, p, len);
+		reply_subscription(c, "punsubscribe", p, len);
+		free(p);
+	}
+	for (i = 1; i < req->argc; i++) {
+		pubsub_punsubscribe(c->server->pubsub, c, req->argv[i],
+		    req->argvlen[i]);
+		reply_subscription(c, "punsubscribe", req->argv[i],
+		    req->argvlen[i]);
+	}
+}
+
+static const struct command commands[] = {
+	{ "heartbeat", -2, 0, cmd_heartbeat },
+	{ "enqueue", -2, 0, cmd_enqueue },
+	{ "release", 2, 0, cmd_release },
+	{ "where", 2, 0, cmd_where },
+	{ "touch", -2, 0, cmd_touch },
+	{ "leave", 2, 0, cmd_leave },
+	{ "pause", 2, 0, cmd_pause },
+	{ "resume", 2, 0, cmd_resume },
+	{ "logout", 2, 0, cmd_logout },
+	{ "queue", -2, 0, cmd_queue },
+	{ "qlen", 2, 0, cmd_qlen },
+	{ "servicers", 1, 0, cmd_servicers },
+	{ "stats", 1, 0, cmd_stats },
+	{ "ping", -1, CMD_PUBSUB, cmd_ping },
+	{ "quit", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_quit },
+	{ "auth", -2, CMD_NOAUTH, cmd_auth },
+	{ "subscribe", -2, CMD_PUBSUB, cmd_subscribe },
+	{ "unsubscribe", -1, CMD_PUBSUB, cmd_unsubscribe },
+	{ "psubscribe", -2, CMD_PUBSUB, cmd_psubscribe },
+	{ "punsubscribe", -1, CMD_PUBSUB, cmd_punsubscribe },
+	{ "info", -1, 0, cmd_info },
+	{ "client", -2, 0, cmd_client },
+	{ "select", 2, 0, cmd_select },
+	{ "command", -1, 0, cmd_command },
+};
+
+static const struct command *
+command_lookup(const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strlen(commands[i].name) == len &&
+		    strncasecmp(commands[i].name, name, len) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+void
+command_dispatch(struct client *c, const struct resp_request *req)
+{
+	struct evbuffer *out = client_output(c);
+	const struct command *cmd;
+	size_t echo;
+
+	c->server->stats.commands_total++;
+	cmd = command_lookup(req->argv[0], req->argvlen[0]);
+	if (!c->authed && (cmd == NULL || !(cmd->flags & CMD_NOAUTH))) {
+		resp_error(out, "NOAUTH Authentication required.");
+		goto error;
+	}
+	if (cmd == NULL) {
+		echo = req->argvlen[0] > NAME_ECHO_MAX ? NAME_ECHO_MAX :
+		    req->argvlen[0];
+		resp_error(out, "ERR unknown command '%.*s'", (int)echo,
+		    req->argv[0]);
+		goto error;
+	}
+	if ((cmd->arity > 0 && req->argc != cmd->arity) ||
+	    (cmd->arity < 0 && req->argc < -cmd->arity)) {
+		resp_error(out,
+		    "ERR wrong number of arguments for '%s' command",
+		    cmd->name);
+		goto error;
+	}
+	if (client_subscribed(c) && !(cmd->flags & CMD_PUBSUB)) {
+		resp_error(out,
+		    "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
+		    "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
+		    "this context",
+		    cmd->name);
+		goto error;
+	}
+	cmd->proc(c, req);
+	return;
+error:
+	c->server->stats.errors_total++;
+}

@@ -1,1 +1,609 @@
-/* placeholder */
+/*
+ * The configuration of csqd. Every key lives in config_keys[] with its type,
+ * range and default; loading walks the whole libconfig tree once, checks each
+ * setting against its table entry, and counts every error instead of stopping
+ * at the first, so `csqd -n` reports them all at once.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <libconfig.h>
+
+#include "config.h"
+
+#define CONFIG_PORT_MAX      65535
+#define CONFIG_PORT_DIGITS   5
+#define CONFIG_REDIS_DB_MAX  1000000
+#define CONFIG_QUEUE_MAX     100000000 /* max_queue_length at most */
+#define CONFIG_CLIENTS_MAX   1000000
+#define CONFIG_MSG_MAX       512
+#define CONFIG_SUN_PATH_SIZE sizeof(((struct sockaddr_un *)0)->sun_path)
+
+enum config_type {
+	CONFIG_T_INT,    /* libconfig int or int64, within min..max */
+	CONFIG_T_STRING, /* shorter than the field; check() may refine */
+	CONFIG_T_ENUM,   /* one of names[] */
+	CONFIG_T_LIST,   /* min..max strings, each passing check() */
+};
+
+/* How a value is stored at its offset in struct config. */
+enum config_field {
+	CONFIG_F_U32,  /* uint32_t */
+	CONFIG_F_U64,  /* uint64_t */
+	CONFIG_F_I64,  /* int64_t */
+	CONFIG_F_ENUM, /* an enum: the index into names[] */
+	CONFIG_F_STR,  /* char[size]: the string (for an enum, the name) */
+	CONFIG_F_LIST, /* char[max][size] plus an int count at count_off */
+};
+
+/* Returns NULL when s is acceptable, else why not. */
+typedef const char *config_check_fn(const char *s);
+
+struct config_key {
+	const char *name; /* full path, "memory.fsync" */
+	enum config_type type;
+	enum config_field field;
+	size_t off;
+	size_t size;      /* CONFIG_F_STR and CONFIG_F_LIST: bytes per string */
+	size_t count_off; /* CONFIG_F_LIST: offset of the int count */
+	int64_t min, max; /* CONFIG_T_INT: range; CONFIG_T_LIST: entries */
+	int64_t def_int;  /* CONFIG_T_INT and CONFIG_T_ENUM (an index) */
+	const char *def_str;
+	const char *const *names; /* CONFIG_T_ENUM, NULL-terminated */
+	config_check_fn *check;
+};
+
+static const char *config_check_listen(const char *);
+static const char *config_check_http(const char *);
+static const char *config_check_nonempty(const char *);
+static const char *config_check_prefix(const char *);
+
+static const char *const config_engines[] = {"memory", "redis", NULL};
+/* In the order of enum config_fsync. */
+static const char *const config_fsyncs[] = {"always", "everysec", "no", NULL};
+/* In the order of enum log_level. */
+static const char *const config_levels[] = {"debug", "info", "warning", "error",
+                                            NULL};
+
+#define OFF(m)  offsetof(struct config, m)
+#define SIZE(m) sizeof(((struct config *)0)->m)
+
+#define KEY_INT(n, fld, m, lo, hi, d)                                          \
+	{                                                                      \
+		.name = (n), .type = CONFIG_T_INT, .field = (fld),             \
+		.off = OFF(m), .min = (lo), .max = (hi), .def_int = (d)        \
+	}
+#define KEY_STR(n, m, d, chk)                                                  \
+	{                                                                      \
+		.name = (n), .type = CONFIG_T_STRING, .field = CONFIG_F_STR,   \
+		.off = OFF(m), .size = SIZE(m), .def_str = (d), .check = (chk) \
+	}
+#define KEY_ENUM(n, fld, m, nm, d)                                             \
+	{                                                                      \
+		.name = (n), .type = CONFIG_T_ENUM, .field = (fld),            \
+		.off = OFF(m), .size = SIZE(m), .names = (nm), .def_int = (d)  \
+	}
+#define KEY_LIST(n, m, cnt, most, d, chk)                                      \
+	{                                                                      \
+		.name = (n), .type = CONFIG_T_LIST, .field = CONFIG_F_LIST,    \
+		.off = OFF(m), .size = sizeof(((struct config *)0)->m[0]),     \
+		.count_off = OFF(cnt), .min = 1, .max = (most),                \
+		.def_str = (d), .check = (chk)                                 \
+	}
+
+/* Every key of protocol.md, "Running csqd", with its default. */
+static const struct config_key config_keys[] = {
+    KEY_LIST("listen", listen, nlisten, CONFIG_LISTEN_MAX, "127.0.0.1:7878",
+             config_check_listen),
+    KEY_STR("requirepass", requirepass, "", NULL),
+    KEY_ENUM("engine", CONFIG_F_STR, engine, config_engines, 0),
+    KEY_INT("servicer_ttl", CONFIG_F_U32, limits.servicer_ttl_s, 1, CSQ_TTL_MAX,
+            30),
+    KEY_INT("user_ttl", CONFIG_F_U32, limits.user_ttl_s, 0, CSQ_TTL_MAX, 120),
+    KEY_INT("max_tier", CONFIG_F_U32, limits.max_tier, 0, CSQ_TIER_LIMIT, 9),
+    KEY_INT("max_queue_length", CONFIG_F_U64, limits.max_queue_length, 1,
+            CONFIG_QUEUE_MAX, 100000),
+    KEY_INT("max_clients", CONFIG_F_I64, max_clients, 1, CONFIG_CLIENTS_MAX,
+            10000),
+    KEY_STR("memory.journal", journal, "", NULL),
+    KEY_ENUM("memory.fsync", CONFIG_F_ENUM, fsync, config_fsyncs,
+             CONFIG_FSYNC_EVERYSEC),
+    KEY_STR("redis.host", redis_host, "127.0.0.1", config_check_nonempty),
+    KEY_INT("redis.port", CONFIG_F_I64, redis_port, 1, CONFIG_PORT_MAX, 6379),
+    KEY_STR("redis.password", redis_password, "", NULL),
+    KEY_INT("redis.db", CONFIG_F_I64, redis_db, 0, CONFIG_REDIS_DB_MAX, 0),
+    KEY_STR("redis.prefix", redis_prefix, "csq", config_check_prefix),
+    KEY_STR("http.listen", http_listen, "127.0.0.1:7879", config_check_http),
+    KEY_ENUM("log.level", CONFIG_F_ENUM, log_level, config_levels,
+             LOG_LVL_INFO),
+};
+
+#define CONFIG_NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+
+/* CONFIG_F_ENUM stores through an int. */
+_Static_assert(sizeof(enum config_fsync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum log_level) == sizeof(int), "enum size");
+
+/* Where errors go while one file is being checked. */
+struct config_report {
+	FILE *err;
+	const char *name; /* file name, or the name given to a string */
+	int errors;
+};
+
+static void config_error(struct config_report *, const config_setting_t *,
+                         const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+config_error(struct config_report *r, const config_setting_t *s,
+             const char *fmt, ...)
+{
+	const char *file = NULL;
+	va_list ap;
+
+	r->errors++;
+	if (r->err == NULL)
+		return;
+	if (s != NULL)
+		file = config_setting_source_file(s);
+	fprintf(r->err, "%s:%u: ", file != NULL ? file : r->name,
+	        s != NULL ? (unsigned)config_setting_source_line(s) : 0U);
+	va_start(ap, fmt);
+	vfprintf(r->err, fmt, ap);
+	va_end(ap);
+	fputc('\n', r->err);
+}
+
+static void *
+config_field(struct config *cfg, const struct config_key *k)
+{
+	return (char *)cfg + k->off;
+}
+
+static void
+config_store_int(struct config *cfg, const struct config_key *k, int64_t v)
+{
+	void *p = config_field(cfg, k);
+
+	switch (k->field) {
+	case CONFIG_F_U32:
+		*(uint32_t *)p = (uint32_t)v;
+		break;
+	case CONFIG_F_U64:
+		*(uint64_t *)p = (uint64_t)v;
+		break;
+	case CONFIG_F_I64:
+		*(int64_t *)p = v;
+		break;
+	case CONFIG_F_ENUM:
+		*(int *)p = (int)v;
+		break;
+	default:
+		break;
+	}
+}
+
+/* The caller has checked that s fits. */
+static void
+config_store_str(struct config *cfg, const struct config_key *k, size_t i,
+                 const char *s)
+{
+	char *p = (char *)config_field(cfg, k) + i * k->size;
+
+	memcpy(p, s, strlen(s) + 1);
+}
+
+static void
+config_store_enum(struct config *cfg, const struct config_key *k, int64_t i)
+{
+	if (k->field == CONFIG_F_STR)
+		config_store_str(cfg, k, 0, k->names[i]);
+	else
+		config_store_int(cfg, k, i);
+}
+
+void
+config_default(struct config *cfg)
+{
+	const struct config_key *k;
+	size_t i;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		k = &config_keys[i];
+		switch (k->type) {
+		case CONFIG_T_INT:
+			config_store_int(cfg, k, k->def_int);
+			break;
+		case CONFIG_T_STRING:
+			config_store_str(cfg, k, 0, k->def_str);
+			break;
+		case CONFIG_T_ENUM:
+			config_store_enum(cfg, k, k->def_int);
+			break;
+		case CONFIG_T_LIST:
+			config_store_str(cfg, k, 0, k->def_str);
+			*(int *)((char *)cfg + k->count_off) = 1;
+			break;
+		}
+	}
+}
+
+static const struct config_key *
+config_find(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		if (strcmp(config_keys[i].name, path) == 0)
+			return &config_keys[i];
+	}
+	return NULL;
+}
+
+/* Whether some key lives under "path.", which makes path a group. */
+static int
+config_is_group(const char *path)
+{
+	size_t i, len = strlen(path);
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		if (strncmp(config_keys[i].name, path, len) == 0 &&
+		    config_keys[i].name[len] == '.')
+			return 1;
+	}
+	return 0;
+}
+
+static int
+config_is_int(const config_setting_t *s)
+{
+	int t = config_setting_type(s);
+
+	return t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64;
+}
+
+/* Checks one string value for key k (or one entry of a list); 0 if it fits. */
+static int
+config_check_str(struct config_report *r, const config_setting_t *s,
+                 const struct config_key *k, const char *v)
+{
+	const char *why;
+
+	if (strlen(v) >= k->size) {
+		config_error(r, s, "%s is too long (at most %zu bytes)",
+		             k->name, k->size - 1);
+		return -1;
+	}
+	if (k->check != NULL && (why = k->check(v)) != NULL) {
+		config_error(r, s, "%s: \"%s\": %s", k->name, v, why);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+config_set_int(struct config_report *r, struct config *cfg,
+               const config_setting_t *s, const struct config_key *k)
+{
+	long long v;
+
+	if (!config_is_int(s)) {
+		config_error(r, s, "%s must be an integer", k->name);
+		return;
+	}
+	v = config_setting_get_int64(s);
+	if (v < k->min || v > k->max) {
+		config_error(r, s,
+		             "%s must be between %" PRId64 " and %" PRId64
+		             " (not %lld)",
+		             k->name, k->min, k->max, v);
+		return;
+	}
+	config_store_int(cfg, k, (int64_t)v);
+}
+
+static void
+config_set_string(struct config_report *r, struct config *cfg,
+                  const config_setting_t *s, const struct config_key *k)
+{
+	const char *v;
+
+	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
+		config_error(r, s, "%s must be a string", k->name);
+		return;
+	}
+	v = config_setting_get_string(s);
+	if (config_check_str(r, s, k, v) == 0)
+		config_store_str(cfg, k, 0, v);
+}
+
+static void
+config_set_enum(struct config_report *r, struct config *cfg,
+                const config_setting_t *s, const struct config_key *k)
+{
+	char want[CONFIG_MSG_MAX];
+	const char *v;
+	size_t len = 0;
+	int i;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		v = config_setting_get_string(s);
+		for (i = 0; k->names[i] != NULL; i++) {
+			if (strcmp(v, k->names[i]) == 0) {
+				config_store_enum(cfg, k, i);
+				return;
+			}
+		}
+	}
+	want[0] = '\0';
+	for (i = 0; k->names[i] != NULL && len < sizeof(want); i++) {
+		len += snprintf(want + len, sizeof(want) - len, "%s\"%s\"",
+		                i == 0 ? "" : ", ", k->names[i]);
+	}
+	config_error(r, s, "%s must be one of %s", k->name, want);
+}
+
+static void
+config_set_list(struct config_report *r, struct config *cfg,
+                const config_setting_t *s, const struct config_key *k)
+{
+	const config_setting_t *e;
+	int i, n, bad = 0;
+
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY &&
+	    config_setting_type(s) != CONFIG_TYPE_LIST) {
+		config_error(r, s, "%s must be a list of strings", k->name);
+		return;
+	}
+	n = config_setting_length(s);
+	if (n < k->min || n > k->max) {
+		config_error(r, s,
+		             "%s must have between %" PRId64 " and %" PRId64
+		             " entries (not %d)",
+		             k->name, k->min, k->max, n);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		/* Errors name the list's line: libconfig gives an element
+		 * the line of the token after it, which may be the next. */
+		e = config_setting_get_elem(s, (unsigned)i);
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			config_error(r, s, "%s must be a list of strings",
+			             k->name);
+			bad = 1;
+		} else if (config_check_str(r, s, k,
+		                            config_setting_get_string(e)) != 0)
+			bad = 1;
+	}
+	if (bad)
+		return;
+	for (i = 0; i < n; i++)
+		config_store_str(cfg, k, (size_t)i,
+		                 config_setting_get_string_elem(s, i));
+	*(int *)((char *)cfg + k->count_off) = n;
+}
+
+/* Checks and stores every setting under group g, whose path is prefix. */
+static void
+config_walk(struct config_report *r, struct config *cfg,
+            const config_setting_t *g, const char *prefix)
+{
+	const struct config_key *k;
+	const config_setting_t *s;
+	char path[CONFIG_MSG_MAX];
+	int i, n;
+
+	n = config_setting_length(g);
+	for (i = 0; i < n; i++) {
+		s = config_setting_get_elem(g, (unsigned)i);
+		snprintf(path, sizeof(path), "%s%s%s", prefix,
+		         *prefix != '\0' ? "." : "", config_setting_name(s));
+		if ((k = config_find(path)) != NULL) {
+			switch (k->type) {
+			case CONFIG_T_INT:
+				config_set_int(r, cfg, s, k);
+				break;
+			case CONFIG_T_STRING:
+				config_set_string(r, cfg, s, k);
+				break;
+			case CONFIG_T_ENUM:
+				config_set_enum(r, cfg, s, k);
+				break;
+			case CONFIG_T_LIST:
+				config_set_list(r, cfg, s, k);
+				break;
+			}
+		} else if (config_is_group(path)) {
+			if (config_setting_type(s) != CONFIG_TYPE_GROUP)
+				config_error(r, s, "%s must be a group", path);
+			else
+				config_walk(r, cfg, s, path);
+		} else
+			config_error(r, s, "unknown key %s", path);
+	}
+}
+
+/* Applies a parsed tree, or reports why it could not be parsed. */
+static int
+config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
+             FILE *err)
+{
+	struct config_report r = {err, name, 0};
+	const char *file;
+
+	config_default(cfg);
+	if (!ok) {
+		file = config_error_file(lc);
+		if (err != NULL && config_error_type(lc) == CONFIG_ERR_FILE_IO)
+			fprintf(err, "%s: cannot read: %s\n", name,
+			        errno != 0 ? strerror(errno)
+			                   : config_error_text(lc));
+		else if (err != NULL)
+			fprintf(err, "%s:%d: %s\n", file != NULL ? file : name,
+			        config_error_line(lc), config_error_text(lc));
+		return 1;
+	}
+	config_walk(&r, cfg, config_root_setting(lc), "");
+	return r.errors;
+}
+
+int
+config_load(struct config *cfg, const char *path, FILE *err)
+{
+	config_t lc;
+	int ok, n;
+
+	config_init(&lc);
+	errno = 0;
+	ok = config_read_file(&lc, path) == CONFIG_TRUE;
+	n = config_apply(cfg, &lc, ok, path, err);
+	config_destroy(&lc);
+	return n;
+}
+
+int
+config_load_string(struct config *cfg, const char *text, const char *name,
+                   FILE *err)
+{
+	config_t lc;
+	int ok, n;
+
+	config_init(&lc);
+	ok = config_read_string(&lc, text) == CONFIG_TRUE;
+	n = config_apply(cfg, &lc, ok, name, err);
+	config_destroy(&lc);
+	return n;
+}
+
+/* Parses a strict decimal port, 1..65535. */
+static int
+config_parse_port(const char *s)
+{
+	size_t i, len = strlen(s);
+	int port = 0;
+
+	if (len == 0 || len > CONFIG_PORT_DIGITS)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		port = port * 10 + (s[i] - '0');
+	}
+	return port >= 1 && port <= CONFIG_PORT_MAX ? port : -1;
+}
+
+/* A host name or IPv4 address: letters, digits, '-', '.' and '_'. */
+static int
+config_valid_host(const char *h, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (!((h[i] >= 'a' && h[i] <= 'z') ||
+		      (h[i] >= 'A' && h[i] <= 'Z') ||
+		      (h[i] >= '0' && h[i] <= '9') || h[i] == '-' ||
+		      h[i] == '.' || h[i] == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+int
+config_parse_addr(const char *s, struct config_addr *out)
+{
+	struct in6_addr in6;
+	const char *host, *end, *colon;
+	size_t len;
+	int port;
+
+	memset(out, 0, sizeof(*out));
+	if (s == NULL || *s == '\0')
+		return -1;
+	if (strncmp(s, "unix:", 5) == 0) {
+		host = s + 5;
+		len = strlen(host);
+		if (host[0] != '/' || len >= CONFIG_SUN_PATH_SIZE ||
+		    len >= sizeof(out->host))
+			return -1;
+		out->is_unix = 1;
+		memcpy(out->host, host, len + 1);
+		return 0;
+	}
+	if (*s == '[') {
+		host = s + 1;
+		if ((end = strchr(host, ']')) == NULL || end[1] != ':')
+			return -1;
+		colon = end + 1;
+	} else {
+		if ((colon = strrchr(s, ':')) == NULL)
+			return -1;
+		host = s;
+		end = colon;
+		if (!config_valid_host(host, (size_t)(end - host)))
+			return -1;
+	}
+	len = (size_t)(end - host);
+	if (len == 0 || len >= sizeof(out->host))
+		return -1;
+	if ((port = config_parse_port(colon + 1)) < 0)
+		return -1;
+	memcpy(out->host, host, len);
+	out->host[len] = '\0';
+	if (*s == '[' && inet_pton(AF_INET6, out->host, &in6) != 1) {
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	out->port = port;
+	return 0;
+}
+
+static const char *
+config_check_listen(const char *s)
+{
+	struct config_addr a;
+
+	if (config_parse_addr(s, &a) != 0)
+		return "not host:port, [ipv6]:port or unix:/path";
+	return NULL;
+}
+
+static const char *
+config_check_http(const char *s)
+{
+	struct config_addr a;
+
+	if (*s == '\0')
+		return NULL;
+	if (config_parse_addr(s, &a) != 0 || a.is_unix)
+		return "not host:port or [ipv6]:port";
+	return NULL;
+}
+
+static const char *
+config_check_nonempty(const char *s)
+{
+	return *s == '\0' ? "must not be empty" : NULL;
+}
+
+/* Keys are "{prefix}:...", a hash tag that a brace inside would cut short. */
+static const char *
+config_check_prefix(const char *s)
+{
+	if (*s == '\0')
+		return "must not be empty";
+	if (strpbrk(s, "{}") != NULL)
+		return "must not contain '{' or '}'";
+	return NULL;
+}

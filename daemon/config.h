@@ -44,6 +44,9 @@ void config_default(struct config *);
  * unspecified and must not be used.
  */
 int config_load(struct config *cfg, const char *path, FILE *err);
+/* The same for configuration text; name stands for the file in errors. */
+int config_load_string(struct config *cfg, const char *text, const char *name,
+    FILE *err);
 
 /* Splits "host:port", "[v6]:port" or "unix:/path". 0 when valid. */
 struct config_addr {

@@ -1,1 +1,202 @@
-/* placeholder */
+/* Listening sockets and the admission of new connections. */
+#include "listener.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "client.h"
+#include "log.h"
+#include "resp.h"
+#include "server.h"
+#include "util.h"
+
+#define LISTEN_BACKLOG	  511
+#define ACCEPT_BACKOFF_MS 100 /* out of descriptors: pause accepting */
+
+struct listener {
+	struct listener *next;
+	struct server *server;
+	struct evconnlistener *evl;
+	struct event *backoff;
+	char path[CONFIG_STR_MAX]; /* unix socket to remove, or "" */
+	char name[CONFIG_STR_MAX];
+};
+
+static void
+listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct listener *l = arg;
+	struct server *s = l->server;
+	struct client *c;
+	int full;
+
+	(void)evl, (void)sa, (void)salen;
+	if (s->stopping) {
+		evutil_closesocket(fd);
+		return;
+	}
+	s->stats.connections_total++;
+	full = s->nclients >= (uint64_t)s->cfg.max_clients;
+	if ((c = client_new(s, fd)) == NULL)
+		return;
+	if (full) {
+		/* Told why, as Redis does, then closed gracefully. */
+		s->stats.rejected_total++;
+		resp_error(client_output(c),
+		    "ERR max number of clients reached");
+		client_close_after_reply(c);
+	}
+}
+
+static void
+listener_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener *l = arg;
+
+	(void)fd, (void)what;
+	evconnlistener_enable(l->evl);
+}
+
+static void
+listener_error_cb(struct evconnlistener *evl, void *arg)
+{
+	struct listener *l = arg;
+	struct timeval tv = { 0, ACCEPT_BACKOFF_MS * 1000 };
+	int err = EVUTIL_SOCKET_ERROR();
+
+	(void)evl;
+	log_warnx("accept on %s: %s", l->name,
+	    evutil_socket_error_to_string(err));
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		/* Retrying at once would spin: wait for descriptors. */
+		evconnlistener_disable(l->evl);
+		evtimer_add(l->backoff, &tv);
+	}
+}
+
+static struct listener *
+listener_add(struct server *s, const char *name, const struct sockaddr *sa,
+    socklen_t salen, unsigned flags)
+{
+	struct listener *l = csq_xcalloc(1, sizeof(*l));
+
+	l->server = s;
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	l->evl = evconnlistener_new_bind(s->base, listener_accept_cb, l,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | flags,
+	    LISTEN_BACKLOG, sa, (int)salen);
+	if (l->evl == NULL) {
+		log_warn("cannot listen on %s", name);
+		free(l);
+		return NULL;
+	}
+	evconnlistener_set_error_cb(l->evl, listener_error_cb);
+	l->backoff = evtimer_new(s->base, listener_resume_cb, l);
+	l->next = s->listeners;
+	s->listeners = l;
+	return l;
+}
+
+static int
+listener_open_unix(struct server *s, const char *name, const char *path)
+{
+	struct sockaddr_un sun;
+	struct listener *l;
+	struct stat st;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("unix socket path too long: %s", path);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	/* A socket left by an earlier run is in the way; anything else
+	 * at that path is not ours to remove. */
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	l = listener_add(s, name, (struct sockaddr *)&sun, sizeof(sun), 0);
+	if (l == NULL)
+		return -1;
+	snprintf(l->path, sizeof(l->path), "%s", path);
+	return 0;
+}
+
+static int
+listener_open_tcp(struct server *s, const char *name, const char *host,
+    int port)
+{
+	struct addrinfo hints, *res, *ai;
+	char service[16];
+	int err, n = 0;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(service, sizeof(service), "%d", port);
+	if ((err = getaddrinfo(host, service, &hints, &res)) != 0) {
+		log_warnx("cannot listen on %s: %s", name, gai_strerror(err));
+		return -1;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if (listener_add(s, name, ai->ai_addr, ai->ai_addrlen,
+			LEV_OPT_REUSEABLE) == NULL) {
+			freeaddrinfo(res);
+			return -1;
+		}
+		n++;
+	}
+	freeaddrinfo(res);
+	return n > 0 ? 0 : -1;
+}
+
+int
+listener_open_all(struct server *s)
+{
+	struct config_addr addr;
+	int i;
+
+	for (i = 0; i < s->cfg.nlisten; i++) {
+		const char *name = s->cfg.listen[i];
+
+		if (config_parse_addr(name, &addr) != 0) {
+			log_warnx("invalid listen address: %s", name);
+			return -1;
+		}
+		if (addr.is_unix ?
+			listener_open_unix(s, name, addr.host) :
+			listener_open_tcp(s, name, addr.host, addr.port))
+			return -1;
+		log_info("listening on %s", name);
+	}
+	return 0;
+}
+
+void
+listener_close_all(struct server *s)
+{
+	struct listener *l;
+
+	while ((l = s->listeners) != NULL) {
+		s->listeners = l->next;
+		evconnlistener_free(l->evl);
+		event_free(l->backoff);
+		if (l->path[0] != '\0')
+			unlink(l->path);
+		free(l);
+	}
+}

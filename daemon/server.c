@@ -1,1 +1,259 @@
-/* placeholder */
+/*
+ * The server: sets up the event loop, the engine, pub/sub, the listeners,
+ * the deadline timer and the signals, runs the loop, and tears it all down
+ * in reverse.
+ */
+#include "server.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "listener.h"
+#include "log.h"
+#include "pubsub.h"
+#include "util.h"
+
+#define EVENT_JSON_MAX 4096
+#define STOP_GRACE_S   5 /* longest wait for replies in flight at a stop */
+
+uint64_t
+server_now_ms(void)
+{
+	static uint64_t last;
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	/* A clock stepped back must not move deadlines or waits back. */
+	if (now < last)
+		now = last;
+	last = now;
+	return now;
+}
+
+static uint64_t
+server_clock(void *arg)
+{
+	(void)arg;
+	return server_now_ms();
+}
+
+/* Every event of the engine goes to the channels that want it. */
+static void
+server_emit(void *arg, const struct csq_event *ev)
+{
+	struct server *s = arg;
+	char json[EVENT_JSON_MAX];
+	char channels[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX];
+	int n, len, i;
+
+	len = csq_event_json(ev, json, sizeof(json));
+	if (len < 0 || (size_t)len >= sizeof(json)) {
+		log_warnx("event %s too long to publish",
+		    csq_event_name(ev->type));
+		return;
+	}
+	n = csq_event_channels(ev, channels);
+	for (i = 0; i < n; i++)
+		pubsub_publish(s->pubsub, channels[i], strlen(channels[i]),
+		    json, (size_t)len);
+	if (ev->type == CSQ_EV_SERVICER_DOWN &&
+	    ev->reason == CSQ_REASON_LOST)
+		log_info("servicer %s lost", ev->servicer);
+}
+
+void
+server_arm_deadline(struct server *s)
+{
+	uint64_t next = s->engine->ops->next_deadline(s->engine), now, delay;
+	struct timeval tv;
+
+	if (next == s->deadline_armed)
+		return;
+	s->deadline_armed = next;
+	if (next == UINT64_MAX) {
+		evtimer_del(s->deadline_ev);
+		return;
+	}
+	now = server_now_ms();
+	/* One millisecond late rather than early: early wakes do nothing. */
+	delay = (next > now ? next - now : 0) + 1;
+	tv.tv_sec = (time_t)(delay / 1000);
+	tv.tv_usec = (suseconds_t)(delay % 1000) * 1000;
+	evtimer_add(s->deadline_ev, &tv);
+}
+
+static void
+server_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd, (void)what;
+	s->deadline_armed = UINT64_MAX;
+	s->engine->ops->expire(s->engine);
+	server_arm_deadline(s);
+}
+
+void
+server_client_gone(struct server *s)
+{
+	if (s->stopping && TAILQ_EMPTY(&s->clients))
+		event_base_loopexit(s->base, NULL);
+}
+
+static void
+server_stop_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd, (void)what;
+	log_warnx("clients still connected after %d s; stopping anyway",
+	    STOP_GRACE_S);
+	event_base_loopexit(s->base, NULL);
+}
+
+/* SIGTERM, SIGINT: stop accepting, flush the replies in flight, exit. */
+static void
+server_stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *s = arg;
+	struct timeval tv = { STOP_GRACE_S, 0 };
+	struct client *c, *next;
+
+	(void)what;
+	if (s->stopping) {
+		event_base_loopbreak(s->base);
+		return;
+	}
+	log_info("signal %d: stopping", (int)sig);
+	s->stopping = 1;
+	listener_close_all(s);
+	for (c = TAILQ_FIRST(&s->clients); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		client_close_after_reply(c);
+	}
+	evtimer_add(s->stop_ev, &tv);
+	server_client_gone(s);
+}
+
+/* Logs each line of a reload's error report. */
+static void
+server_log_lines(char *text)
+{
+	char *line, *save = NULL;
+
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save))
+		log_warnx("%s", line);
+}
+
+/* SIGHUP: what can change at run time changes; the rest waits. */
+static void
+server_reload_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *s = arg;
+	struct config next;
+	char *report = NULL;
+	size_t reportlen = 0;
+	FILE *err;
+	int n;
+
+	(void)sig, (void)what;
+	if (s->config_path == NULL) {
+		log_info("SIGHUP: no configuration file, nothing to reload");
+		return;
+	}
+	if ((err = open_memstream(&report, &reportlen)) == NULL)
+		fatal("open_memstream");
+	n = config_load(&next, s->config_path, err);
+	fclose(err);
+	if (n > 0) {
+		server_log_lines(report);
+		log_warnx("reload of %s failed (%d errors); keeping the "
+			  "running configuration", s->config_path, n);
+		free(report);
+		return;
+	}
+	free(report);
+	s->cfg.limits = next.limits;
+	s->cfg.max_clients = next.max_clients;
+	s->cfg.log_level = next.log_level;
+	memcpy(s->cfg.requirepass, next.requirepass, sizeof(next.requirepass));
+	s->engine->ops->set_limits(s->engine, &s->cfg.limits);
+	log_set_level(s->cfg.log_level);
+	if (next.nlisten != s->cfg.nlisten ||
+	    memcmp(next.listen, s->cfg.listen, sizeof(next.listen)) != 0 ||
+	    strcmp(next.engine, s->cfg.engine) != 0)
+		log_warnx("listen and engine changes take effect at the next "
+			  "start");
+	log_info("configuration reloaded from %s", s->config_path);
+}
+
+static struct csq_engine *
+server_engine(struct server *s)
+{
+	if (strcmp(s->cfg.engine, "memory") == 0)
+		return csq_engine_memory_new(&s->cfg.limits, server_clock, s,
+		    server_emit, s);
+	log_warnx("engine \"%s\" is not available in this build",
+	    s->cfg.engine);
+	return NULL;
+}
+
+int
+server_run(const struct config *cfg, const char *config_path)
+{
+	struct server *s = csq_xcalloc(1, sizeof(*s));
+	struct client *c;
+	int status = 1;
+
+	s->cfg = *cfg;
+	s->config_path = config_path;
+	s->started_ms = server_now_ms();
+	s->deadline_armed = UINT64_MAX;
+	TAILQ_INIT(&s->clients);
+	signal(SIGPIPE, SIG_IGN);
+	if ((s->base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	s->pubsub = pubsub_new();
+	s->deadline_ev = evtimer_new(s->base, server_deadline_cb, s);
+	s->stop_ev = evtimer_new(s->base, server_stop_timeout_cb, s);
+	s->sig_term = evsignal_new(s->base, SIGTERM, server_stop_cb, s);
+	s->sig_int = evsignal_new(s->base, SIGINT, server_stop_cb, s);
+	s->sig_hup = evsignal_new(s->base, SIGHUP, server_reload_cb, s);
+	evsignal_add(s->sig_term, NULL);
+	evsignal_add(s->sig_int, NULL);
+	evsignal_add(s->sig_hup, NULL);
+
+	if ((s->engine = server_engine(s)) == NULL)
+		goto out;
+	if (listener_open_all(s) != 0)
+		goto out;
+	log_info("csqd %s ready, engine %s", CSQ_VERSION,
+	    s->engine->ops->name);
+	server_arm_deadline(s);
+	event_base_dispatch(s->base);
+	status = 0;
+	log_info("stopped");
+out:
+	listener_close_all(s);
+	while ((c = TAILQ_FIRST(&s->clients)) != NULL)
+		client_close(c, "server stopping");
+	if (s->engine != NULL)
+		s->engine->ops->free(s->engine);
+	pubsub_free(s->pubsub);
+	event_free(s->deadline_ev);
+	event_free(s->stop_ev);
+	event_free(s->sig_term);
+	event_free(s->sig_int);
+	event_free(s->sig_hup);
+	event_base_free(s->base);
+	free(s);
+	return status;
+}

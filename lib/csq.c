@@ -1,1 +1,853 @@
-/* placeholder */
+/*
+ * The public operations of libcsq. Each validates all of its input before it
+ * changes anything, so an error leaves the state as it was; then it changes
+ * the state, emits the events in causal order and runs the matcher where a
+ * match may have become possible.
+ */
+#include "orderkey.h"
+#include "state.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS_PER_S 1000
+/* Fixed seeds keep the library deterministic; ids are short and checked. */
+#define SEED_USERS     UINT64_C(0x9e3779b97f4a7c15)
+#define SEED_SERVICERS UINT64_C(0xc2b2ae3d27d4eb4f)
+#define SEED_QUEUES    UINT64_C(0x165667b19e3779f9)
+
+/* Length of a NUL-terminated id if it is a valid one, else 0. */
+static size_t
+id_len(const char *s)
+{
+	size_t len;
+
+	if (s == NULL)
+		return 0;
+	len = strnlen(s, CSQ_ID_MAX + 1);
+	return csq_valid_id(s, len) ? len : 0;
+}
+
+static uint64_t
+ttl_ms(uint32_t ttl_s)
+{
+	return (uint64_t)ttl_s * MS_PER_S;
+}
+
+static uint64_t
+elapsed(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
+static uint32_t
+user_tier(const struct csq_user *u)
+{
+	struct csq_key k;
+
+	csq_key_unpack(u->key, &k);
+	return k.tier;
+}
+
+struct csq_queue *
+csq_queue_get(struct csq *c, const char *name, size_t len, int create)
+{
+	struct csq_queue *q = csq_dict_get(c->queues, name, len);
+
+	if (q != NULL || !create)
+		return q;
+	q = csq_xmalloc(sizeof(*q) + len + 1);
+	q->line = csq_line_new();
+	csq_heap_init(&q->avail);
+	q->refs = 0;
+	q->namelen = len;
+	memcpy(q->name, name, len);
+	q->name[len] = '\0';
+	csq_dict_put(c->queues, q->name, len, q);
+	return q;
+}
+
+void
+csq_queue_ref(struct csq_queue *q)
+{
+	q->refs++;
+}
+
+static void
+queue_destroy(struct csq_queue *q)
+{
+	csq_line_free(q->line);
+	csq_heap_free(&q->avail);
+	free(q);
+}
+
+/* Frees q once no user is in it and no servicer serves it. */
+void
+csq_queue_unref(struct csq *c, struct csq_queue *q)
+{
+	if (q->refs > 0 && --q->refs > 0)
+		return;
+	csq_dict_del(c->queues, q->name, q->namelen);
+	queue_destroy(q);
+}
+
+void
+csq_deadline_set(struct csq *c, struct csq_deadline *d, uint64_t at_ms)
+{
+	csq_heap_set(&c->deadlines, &d->node, at_ms, ++c->tie);
+}
+
+void
+csq_deadline_clear(struct csq *c, struct csq_deadline *d)
+{
+	if (csq_heap_contains(&d->node))
+		csq_heap_remove(&c->deadlines, &d->node);
+}
+
+void
+csq_event_begin(struct csq_event *ev, enum csq_event_type type, uint64_t now)
+{
+	ev->type = type;
+	ev->ts_ms = now;
+	ev->user[0] = ev->queue[0] = ev->from_queue[0] = '\0';
+	ev->servicer[0] = ev->room[0] = ev->queues[0] = '\0';
+	ev->tier = 0;
+	ev->position = ev->waited_ms = 0;
+	ev->capacity = 0;
+	ev->reason = CSQ_REASON_NONE;
+}
+
+void
+csq_event_user(struct csq_event *ev, const struct csq_user *u)
+{
+	memcpy(ev->user, u->id, u->idlen + 1);
+	memcpy(ev->queue, u->queue->name, u->queue->namelen + 1);
+	ev->tier = user_tier(u);
+}
+
+void
+csq_emit(struct csq *c, const struct csq_event *ev)
+{
+	if (c->emit != NULL)
+		c->emit(c->emit_arg, ev);
+}
+
+uint64_t
+csq_user_position(const struct csq_user *u)
+{
+	return csq_line_rank(u->queue->line, u->key);
+}
+
+/* Frees u, which must be in no line and no room any more. */
+void
+csq_user_free(struct csq *c, struct csq_user *u)
+{
+	csq_deadline_clear(c, &u->deadline);
+	csq_dict_del(c->users, u->id, u->idlen);
+	csq_queue_unref(c, u->queue);
+	free(u);
+}
+
+struct csq *
+csq_new(const struct csq_limits *limits, csq_emit_fn *emit, void *arg)
+{
+	struct csq *c = csq_xcalloc(1, sizeof(*c));
+	struct csq_queue *q;
+
+	c->limits = *limits;
+	c->emit = emit;
+	c->emit_arg = arg;
+	c->users = csq_dict_new(SEED_USERS);
+	c->servicers = csq_dict_new(SEED_SERVICERS);
+	c->queues = csq_dict_new(SEED_QUEUES);
+	csq_heap_init(&c->deadlines);
+	/* The default queue exists always: it holds a reference of its own. */
+	q = csq_queue_get(c, CSQ_DEFAULT_QUEUE, strlen(CSQ_DEFAULT_QUEUE), 1);
+	csq_queue_ref(q);
+	return c;
+}
+
+static void
+free_user(void *arg, const char *key, size_t len, void *val)
+{
+	(void)arg, (void)key, (void)len;
+	free(val);
+}
+
+static void
+free_servicer(void *arg, const char *key, size_t len, void *val)
+{
+	struct csq_servicer *s = val;
+
+	(void)arg, (void)key, (void)len;
+	free(s->rooms);
+	free(s);
+}
+
+static void
+free_queue(void *arg, const char *key, size_t len, void *val)
+{
+	(void)arg, (void)key, (void)len;
+	queue_destroy(val);
+}
+
+void
+csq_free(struct csq *c)
+{
+	if (c == NULL)
+		return;
+	csq_dict_each(c->users, free_user, NULL);
+	csq_dict_each(c->servicers, free_servicer, NULL);
+	csq_dict_each(c->queues, free_queue, NULL);
+	csq_dict_free(c->users);
+	csq_dict_free(c->servicers);
+	csq_dict_free(c->queues);
+	csq_heap_free(&c->deadlines);
+	free(c);
+}
+
+void
+csq_set_limits(struct csq *c, const struct csq_limits *limits)
+{
+	c->limits = *limits;
+}
+
+const struct csq_limits *
+csq_get_limits(const struct csq *c)
+{
+	return &c->limits;
+}
+
+/* Servicers. */
+
+static struct csq_servicer *
+servicer_get(const struct csq *c, const char *sid)
+{
+	return csq_dict_get(c->servicers, sid, strlen(sid));
+}
+
+static void
+servicer_info(const struct csq_servicer *s, uint64_t now,
+    struct csq_servicer_info *out)
+{
+	memcpy(out->id, s->id, s->idlen + 1);
+	out->status = s->status;
+	out->capacity = s->capacity;
+	out->active = s->active;
+	out->ttl_s = s->ttl_s;
+	out->idle_ms = elapsed(now, s->last_ms);
+}
+
+/*
+ * Resolves a heartbeat's queue list into queues (created, not yet
+ * referenced), duplicates collapsed. Nothing is created unless all are valid.
+ */
+static enum csq_status
+heartbeat_queues(struct csq *c, const struct csq_heartbeat_args *a,
+    struct csq_queue **out, uint32_t *n)
+{
+	size_t i, j, len[CSQ_SERVICER_QUEUES];
+	uint32_t k = 0;
+
+	if (a->nqueues < 1 || a->nqueues > CSQ_SERVICER_QUEUES)
+		return CSQ_ERANGE;
+	for (i = 0; i < a->nqueues; i++)
+		if ((len[i] = id_len(a->queues[i])) == 0)
+			return CSQ_EQUEUE;
+	for (i = 0; i < a->nqueues; i++) {
+		for (j = 0; j < i; j++)
+			if (len[j] == len[i] &&
+			    memcmp(a->queues[j], a->queues[i], len[i]) == 0)
+				break;
+		if (j == i)
+			out[k++] = csq_queue_get(c, a->queues[i], len[i], 1);
+	}
+	*n = k;
+	return CSQ_OK;
+}
+
+static void
+servicer_set_queues(struct csq *c, struct csq_servicer *s,
+    struct csq_queue **qs, uint32_t n)
+{
+	uint32_t i;
+
+	/* Reference the new set before dropping the old: shared queues
+	 * must not be freed in between. */
+	for (i = 0; i < n; i++)
+		csq_queue_ref(qs[i]);
+	for (i = 0; i < s->nqueues; i++)
+		csq_queue_unref(c, s->queues[i]);
+	for (i = 0; i < n; i++) {
+		s->queues[i] = qs[i];
+		csq_heap_node_init(&s->avail[i].node);
+		s->avail[i].servicer = s;
+	}
+	s->nqueues = n;
+}
+
+static void
+servicer_up_event(struct csq *c, const struct csq_servicer *s, uint64_t now)
+{
+	struct csq_event ev;
+	size_t off = 0;
+	uint32_t i;
+
+	csq_event_begin(&ev, CSQ_EV_SERVICER_UP, now);
+	memcpy(ev.servicer, s->id, s->idlen + 1);
+	ev.capacity = s->capacity;
+	for (i = 0; i < s->nqueues; i++) {
+		if (i > 0)
+			ev.queues[off++] = ',';
+		memcpy(ev.queues + off, s->queues[i]->name,
+		    s->queues[i]->namelen);
+		off += s->queues[i]->namelen;
+	}
+	ev.queues[off] = '\0';
+	csq_emit(c, &ev);
+}
+
+enum csq_status
+csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
+    struct csq_servicer_info *out)
+{
+	struct csq_queue *qs[CSQ_SERVICER_QUEUES];
+	struct csq_servicer *s;
+	size_t idlen;
+	uint32_t nq = 0;
+	int login;
+	enum csq_status st;
+
+	if ((idlen = id_len(a->servicer)) == 0)
+		return CSQ_ESERVICER;
+	if (a->has_capacity &&
+	    (a->capacity < 1 || a->capacity > CSQ_CAPACITY_MAX))
+		return CSQ_ERANGE;
+	if (a->has_ttl && (a->ttl_s < 1 || a->ttl_s > CSQ_TTL_MAX))
+		return CSQ_ERANGE;
+	if (a->has_queues && (st = heartbeat_queues(c, a, qs, &nq)) != CSQ_OK)
+		return st;
+
+	s = csq_dict_get(c->servicers, a->servicer, idlen);
+	if ((login = s == NULL)) {
+		s = csq_xcalloc(1, sizeof(*s) + idlen + 1);
+		s->idlen = idlen;
+		memcpy(s->id, a->servicer, idlen);
+		s->status = CSQ_SERVICER_READY;
+		s->ttl_s = c->limits.servicer_ttl_s;
+		csq_heap_node_init(&s->deadline.node);
+		s->deadline.kind = CSQ_DL_SERVICER;
+		csq_servicer_set_capacity(s, 1);
+		if (nq == 0) {
+			qs[nq++] = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
+			    strlen(CSQ_DEFAULT_QUEUE), 1);
+		}
+		s->last_order = ++c->order;
+		s->last_ms = now;
+		csq_dict_put(c->servicers, s->id, idlen, s);
+		c->stats.servicers++;
+	} else
+		csq_servicer_unaccount(c, s);
+
+	if (a->has_capacity)
+		csq_servicer_set_capacity(s, a->capacity);
+	if (nq > 0)
+		servicer_set_queues(c, s, qs, nq);
+	if (a->has_ttl)
+		s->ttl_s = a->ttl_s;
+	csq_deadline_set(c, &s->deadline, now + ttl_ms(s->ttl_s));
+	csq_servicer_account(c, s);
+	if (login)
+		servicer_up_event(c, s, now);
+	csq_match_servicer(c, s, now);
+	servicer_info(s, now, out);
+	return CSQ_OK;
+}
+
+static enum csq_status
+servicer_set_status(struct csq *c, uint64_t now, const char *sid,
+    enum csq_servicer_status status)
+{
+	struct csq_servicer *s;
+	struct csq_event ev;
+
+	if (id_len(sid) == 0)
+		return CSQ_ESERVICER;
+	if ((s = servicer_get(c, sid)) == NULL)
+		return CSQ_ENOTFOUND;
+	if (s->status == status)
+		return CSQ_OK;
+	csq_servicer_unaccount(c, s);
+	s->status = status;
+	csq_servicer_account(c, s);
+	csq_event_begin(&ev, status == CSQ_SERVICER_READY ?
+		CSQ_EV_SERVICER_RESUMED : CSQ_EV_SERVICER_PAUSED, now);
+	memcpy(ev.servicer, s->id, s->idlen + 1);
+	csq_emit(c, &ev);
+	csq_match_servicer(c, s, now);
+	return CSQ_OK;
+}
+
+enum csq_status
+csq_pause(struct csq *c, uint64_t now, const char *sid)
+{
+	return servicer_set_status(c, now, sid, CSQ_SERVICER_PAUSED);
+}
+
+enum csq_status
+csq_resume(struct csq *c, uint64_t now, const char *sid)
+{
+	return servicer_set_status(c, now, sid, CSQ_SERVICER_READY);
+}
+
+enum csq_status
+csq_logout(struct csq *c, uint64_t now, const char *sid, uint64_t *requeued)
+{
+	struct csq_servicer *s;
+
+	*requeued = 0;
+	if (id_len(sid) == 0)
+		return CSQ_ESERVICER;
+	if ((s = servicer_get(c, sid)) != NULL)
+		*requeued = csq_servicer_remove(c, s, now, CSQ_REASON_LOGOUT);
+	return CSQ_OK;
+}
+
+/* The conversation in room idx of s ends; the user leaves the system. */
+static void
+room_release(struct csq *c, struct csq_servicer *s, uint32_t idx,
+    uint64_t now, enum csq_reason by)
+{
+	struct csq_user *u = s->rooms[idx];
+	struct csq_event ev;
+
+	csq_servicer_unaccount(c, s);
+	s->rooms[idx] = NULL;
+	s->active--;
+	csq_servicer_trim(s);
+	csq_servicer_account(c, s);
+	csq_event_begin(&ev, CSQ_EV_RELEASED, now);
+	csq_event_user(&ev, u);
+	memcpy(ev.servicer, s->id, s->idlen + 1);
+	csq_room_name(s, idx, ev.room);
+	ev.reason = by;
+	csq_user_free(c, u);
+	csq_emit(c, &ev);
+	csq_match_servicer(c, s, now);
+}
+
+enum csq_status
+csq_release(struct csq *c, uint64_t now, const char *room, int *ended)
+{
+	char sid[CSQ_ID_MAX + 1];
+	struct csq_servicer *s;
+	uint32_t idx;
+
+	*ended = 0;
+	if (room == NULL ||
+	    csq_parse_room(room, strlen(room), sid, &idx))
+		return CSQ_EROOM;
+	if ((s = servicer_get(c, sid)) == NULL ||
+	    !csq_servicer_room_exists(s, idx))
+		return CSQ_ENOTFOUND;
+	if (s->rooms[idx] == NULL)
+		return CSQ_OK;
+	room_release(c, s, idx, now, CSQ_REASON_BY_SERVICER);
+	*ended = 1;
+	return CSQ_OK;
+}
+
+/* Users. */
+
+static struct csq_user *
+user_get(const struct csq *c, const char *uid)
+{
+	return csq_dict_get(c->users, uid, strlen(uid));
+}
+
+static void
+user_info(const struct csq_user *u, uint64_t now, struct csq_user_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->state = u->state;
+	memcpy(out->queue, u->queue->name, u->queue->namelen + 1);
+	out->tier = user_tier(u);
+	out->waited_ms = elapsed(now, u->arrival_ms);
+	if (u->state == CSQ_USER_WAITING)
+		out->position = csq_user_position(u);
+	else {
+		memcpy(out->servicer, u->servicer->id, u->servicer->idlen + 1);
+		csq_room_name(u->servicer, u->room, out->room);
+		out->since_ms = elapsed(now, u->assigned_ms);
+	}
+}
+
+static void
+user_deadline(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	if (u->ttl_s > 0)
+		csq_deadline_set(c, &u->deadline, now + ttl_ms(u->ttl_s));
+	else
+		csq_deadline_clear(c, &u->deadline);
+}
+
+static void
+user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
+    const struct csq_queue *from, uint64_t now)
+{
+	struct csq_event ev;
+
+	csq_event_begin(&ev, type, now);
+	csq_event_user(&ev, u);
+	ev.position = csq_user_position(u);
+	if (from != NULL)
+		memcpy(ev.from_queue, from->name, from->namelen + 1);
+	csq_emit(c, &ev);
+}
+
+/*
+ * A waiting user changes tier or queue and keeps its arrival. A move to a
+ * queue with a free room is a match (then only matched is published).
+ */
+static void
+user_rescore(struct csq *c, struct csq_user *u, struct csq_queue *to,
+    uint32_t tier, uint64_t now)
+{
+	struct csq_queue *from = u->queue;
+	struct csq_key k;
+
+	csq_key_unpack(u->key, &k);
+	if (to == from && tier == k.tier)
+		return;
+	csq_line_remove(from->line, u->key);
+	k.tier = tier;
+	u->key = csq_key_pack(&k);
+	if (to != from) {
+		csq_queue_ref(to);
+		u->queue = to;
+	}
+	csq_line_insert(to->line, u->key, u);
+	if (!csq_match_user(c, u, now))
+		user_event(c, CSQ_EV_RESCORED, u, to != from ? from : NULL,
+		    now);
+	if (to != from)
+		csq_queue_unref(c, from);
+}
+
+/* A queue that was looked up with create but got no reference goes. */
+static void
+queue_drop_unused(struct csq *c, struct csq_queue *q)
+{
+	if (q->refs == 0)
+		csq_queue_unref(c, q);
+}
+
+enum csq_status
+csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
+    struct csq_user_info *out)
+{
+	struct csq_queue *q = NULL;
+	struct csq_user *u;
+	struct csq_key k;
+	size_t idlen, qlen = 0;
+
+	if ((idlen = id_len(a->user)) == 0)
+		return CSQ_EUSER;
+	if (a->has_queue && (qlen = id_len(a->queue)) == 0)
+		return CSQ_EQUEUE;
+	if (a->has_tier && a->tier > c->limits.max_tier)
+		return CSQ_ERANGE;
+	if (a->has_ttl && a->ttl_s > CSQ_TTL_MAX)
+		return CSQ_ERANGE;
+
+	if ((u = csq_dict_get(c->users, a->user, idlen)) != NULL) {
+		if (u->state == CSQ_USER_ASSIGNED) {
+			user_info(u, now, out);
+			return CSQ_OK;
+		}
+		if (a->has_queue) {
+			q = csq_queue_get(c, a->queue, qlen, 1);
+			if (q != u->queue &&
+			    csq_line_len(q->line) >= c->limits.max_queue_length) {
+				queue_drop_unused(c, q);
+				return CSQ_EFULL;
+			}
+		} else
+			q = u->queue;
+		if (a->has_ttl)
+			u->ttl_s = a->ttl_s;
+		user_deadline(c, u, now);
+		user_rescore(c, u, q, a->has_tier ? a->tier : user_tier(u),
+		    now);
+		user_info(u, now, out);
+		return CSQ_OK;
+	}
+
+	if (a->has_queue)
+		q = csq_queue_get(c, a->queue, qlen, 1);
+	else
+		q = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
+		    strlen(CSQ_DEFAULT_QUEUE), 0);
+	if (csq_line_len(q->line) >= c->limits.max_queue_length) {
+		queue_drop_unused(c, q);
+		return CSQ_EFULL;
+	}
+	if (c->seq >= CSQ_KEY_SEQ_MAX) {
+		queue_drop_unused(c, q);
+		return CSQ_EEXHAUSTED;
+	}
+	k.tier = a->has_tier ? a->tier : 0;
+	k.seq = ++c->seq;
+
+	u = csq_xmalloc(sizeof(*u) + idlen + 1);
+	u->queue = q;
+	csq_queue_ref(q);
+	u->key = csq_key_pack(&k);
+	u->arrival_ms = now;
+	u->ttl_s = a->has_ttl ? a->ttl_s : c->limits.user_ttl_s;
+	u->state = CSQ_USER_WAITING;
+	csq_heap_node_init(&u->deadline.node);
+	u->deadline.kind = CSQ_DL_USER;
+	u->servicer = NULL;
+	u->room = 0;
+	u->assigned_ms = 0;
+	u->idlen = idlen;
+	memcpy(u->id, a->user, idlen);
+	u->id[idlen] = '\0';
+	csq_dict_put(c->users, u->id, idlen, u);
+	c->stats.enqueued_total++;
+
+	csq_line_insert(q->line, u->key, u);
+	c->stats.waiting++;
+	user_deadline(c, u, now);
+	if (!csq_match_user(c, u, now))
+		user_event(c, CSQ_EV_QUEUED, u, NULL, now);
+	user_info(u, now, out);
+	return CSQ_OK;
+}
+
+enum csq_status
+csq_touch(struct csq *c, uint64_t now, const char *uid, int64_t ttl_s,
+    int *known)
+{
+	struct csq_user *u;
+
+	*known = 0;
+	if (id_len(uid) == 0)
+		return CSQ_EUSER;
+	if (ttl_s > CSQ_TTL_MAX)
+		return CSQ_ERANGE;
+	if ((u = user_get(c, uid)) == NULL)
+		return CSQ_OK;
+	*known = 1;
+	if (ttl_s >= 0)
+		u->ttl_s = (uint32_t)ttl_s;
+	if (u->state == CSQ_USER_WAITING)
+		user_deadline(c, u, now);
+	return CSQ_OK;
+}
+
+/* A waiting user gives up (LEAVE) or times out. */
+static void
+user_abandon(struct csq *c, struct csq_user *u, uint64_t now,
+    enum csq_reason reason)
+{
+	struct csq_event ev;
+
+	csq_line_remove(u->queue->line, u->key);
+	c->stats.waiting--;
+	c->stats.abandoned_total++;
+	csq_event_begin(&ev, CSQ_EV_LEFT, now);
+	csq_event_user(&ev, u);
+	ev.reason = reason;
+	csq_user_free(c, u);
+	csq_emit(c, &ev);
+}
+
+enum csq_status
+csq_leave(struct csq *c, uint64_t now, const char *uid, int *known)
+{
+	struct csq_user *u;
+
+	*known = 0;
+	if (id_len(uid) == 0)
+		return CSQ_EUSER;
+	if ((u = user_get(c, uid)) == NULL)
+		return CSQ_OK;
+	*known = 1;
+	if (u->state == CSQ_USER_WAITING)
+		user_abandon(c, u, now, CSQ_REASON_LEAVE);
+	else
+		room_release(c, u->servicer, u->room, now, CSQ_REASON_BY_USER);
+	return CSQ_OK;
+}
+
+enum csq_status
+csq_where(struct csq *c, uint64_t now, const char *uid,
+    struct csq_user_info *out)
+{
+	struct csq_user *u;
+
+	if (id_len(uid) == 0)
+		return CSQ_EUSER;
+	if ((u = user_get(c, uid)) == NULL) {
+		memset(out, 0, sizeof(*out));
+		out->state = CSQ_USER_NONE;
+		return CSQ_OK;
+	}
+	user_info(u, now, out);
+	return CSQ_OK;
+}
+
+/* Admin. */
+
+enum csq_status
+csq_queue_range(struct csq *c, uint64_t now, const char *qname,
+    uint64_t offset, uint32_t count, struct csq_queue_entry *out, size_t *n)
+{
+	struct csq_line_node *node;
+	struct csq_queue *q;
+	struct csq_user *u;
+	size_t len;
+
+	*n = 0;
+	if ((len = id_len(qname)) == 0)
+		return CSQ_EQUEUE;
+	if (count > CSQ_RANGE_COUNT_MAX)
+		return CSQ_ERANGE;
+	if ((q = csq_queue_get(c, qname, len, 0)) == NULL)
+		return CSQ_OK;
+	for (node = csq_line_nth(q->line, offset); node != NULL && *n < count;
+	     node = csq_line_next(node)) {
+		u = csq_line_node_value(node);
+		memcpy(out[*n].user, u->id, u->idlen + 1);
+		out[*n].tier = user_tier(u);
+		out[*n].waited_ms = elapsed(now, u->arrival_ms);
+		(*n)++;
+	}
+	return CSQ_OK;
+}
+
+enum csq_status
+csq_qlen(struct csq *c, const char *qname, uint64_t *len)
+{
+	struct csq_queue *q;
+	size_t n;
+
+	*len = 0;
+	if ((n = id_len(qname)) == 0)
+		return CSQ_EQUEUE;
+	if ((q = csq_queue_get(c, qname, n, 0)) != NULL)
+		*len = csq_line_len(q->line);
+	return CSQ_OK;
+}
+
+struct servicers_walk {
+	struct csq_servicer_info *out;
+	size_t n;
+	uint64_t now;
+};
+
+static void
+servicers_collect(void *arg, const char *key, size_t len, void *val)
+{
+	struct servicers_walk *w = arg;
+
+	(void)key, (void)len;
+	servicer_info(val, w->now, &w->out[w->n++]);
+}
+
+static int
+servicer_info_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct csq_servicer_info *)a)->id,
+	    ((const struct csq_servicer_info *)b)->id);
+}
+
+struct csq_servicer_info *
+csq_servicers(struct csq *c, uint64_t now, size_t *n)
+{
+	struct servicers_walk w;
+
+	w.out = csq_xmalloc((csq_dict_len(c->servicers) + 1) *
+	    sizeof(*w.out));
+	w.n = 0;
+	w.now = now;
+	csq_dict_each(c->servicers, servicers_collect, &w);
+	qsort(w.out, w.n, sizeof(*w.out), servicer_info_cmp);
+	*n = w.n;
+	return w.out;
+}
+
+void
+csq_stats(const struct csq *c, struct csq_stats *out)
+{
+	*out = c->stats;
+}
+
+/* Deadlines. */
+
+uint64_t
+csq_next_deadline(const struct csq *c)
+{
+	struct csq_heap_node *top = csq_heap_top(&c->deadlines);
+
+	return top != NULL ? top->key : UINT64_MAX;
+}
+
+void
+csq_expire(struct csq *c, uint64_t now)
+{
+	struct csq_heap_node *top;
+	struct csq_deadline *d;
+
+	while ((top = csq_heap_top(&c->deadlines)) != NULL && top->key <= now) {
+		d = csq_container_of(top, struct csq_deadline, node);
+		csq_deadline_clear(c, d);
+		if (d->kind == CSQ_DL_USER)
+			user_abandon(c,
+			    csq_container_of(d, struct csq_user, deadline),
+			    now, CSQ_REASON_TIMEOUT);
+		else
+			csq_servicer_remove(c,
+			    csq_container_of(d, struct csq_servicer, deadline),
+			    now, CSQ_REASON_LOST);
+	}
+}
+
+struct rearm_walk {
+	struct csq *c;
+	uint64_t now;
+};
+
+static void
+rearm_user(void *arg, const char *key, size_t len, void *val)
+{
+	struct rearm_walk *w = arg;
+	struct csq_user *u = val;
+
+	(void)key, (void)len;
+	if (u->state == CSQ_USER_WAITING)
+		user_deadline(w->c, u, w->now);
+}
+
+static void
+rearm_servicer(void *arg, const char *key, size_t len, void *val)
+{
+	struct rearm_walk *w = arg;
+	struct csq_servicer *s = val;
+
+	(void)key, (void)len;
+	csq_deadline_set(w->c, &s->deadline, w->now + ttl_ms(s->ttl_s));
+}
+
+void
+csq_rearm_deadlines(struct csq *c, uint64_t now)
+{
+	struct rearm_walk w = { c, now };
+
+	csq_dict_each(c->users, rearm_user, &w);
+	csq_dict_each(c->servicers, rearm_servicer, &w);
+}

@@ -1,5 +1,5 @@
 /*
- * A hash table from byte-string ids (at most CSQ_ID_MAX bytes) to values,
+ * A hash table from byte-string keys (ids, channel names) to values,
  * with separate chaining and a seeded hash. The dict copies keys; it never
  * owns values. Grows (and shrinks) by doubling.
  */

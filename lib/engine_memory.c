@@ -1,1 +1,158 @@
-/* placeholder */
+/*
+ * The memory engine: the whole state in this process, in one struct csq.
+ * It answers every call at once, before csq_engine_call() returns.
+ */
+#include "engine.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct engine_memory {
+	struct csq_engine base;
+	struct csq *csq;
+	csq_clock_fn *clock;
+	void *clock_arg;
+	struct csq_queue_entry entries[CSQ_RANGE_COUNT_MAX];
+};
+
+static struct engine_memory *
+engine_memory(struct csq_engine *e)
+{
+	return (struct engine_memory *)e;
+}
+
+static void
+memory_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
+    void *arg)
+{
+	struct engine_memory *m = engine_memory(e);
+	struct csq_servicer_info *list = NULL;
+	struct csq_result r;
+	uint64_t now = m->clock(m->clock_arg), u64 = 0;
+	int known = 0;
+
+	memset(&r, 0, sizeof(r));
+	switch (op->code) {
+	case CSQ_OP_HEARTBEAT:
+		r.status = csq_heartbeat(m->csq, now, &op->heartbeat,
+		    &r.servicer);
+		break;
+	case CSQ_OP_PAUSE:
+		r.status = csq_pause(m->csq, now, op->id);
+		break;
+	case CSQ_OP_RESUME:
+		r.status = csq_resume(m->csq, now, op->id);
+		break;
+	case CSQ_OP_LOGOUT:
+		r.status = csq_logout(m->csq, now, op->id, &u64);
+		r.n = (int64_t)u64;
+		break;
+	case CSQ_OP_RELEASE:
+		r.status = csq_release(m->csq, now, op->id, &known);
+		r.n = known;
+		break;
+	case CSQ_OP_ENQUEUE:
+		r.status = csq_enqueue(m->csq, now, &op->enqueue, &r.user);
+		break;
+	case CSQ_OP_TOUCH:
+		r.status = csq_touch(m->csq, now, op->id, op->ttl_s, &known);
+		r.n = known;
+		break;
+	case CSQ_OP_LEAVE:
+		r.status = csq_leave(m->csq, now, op->id, &known);
+		r.n = known;
+		break;
+	case CSQ_OP_WHERE:
+		r.status = csq_where(m->csq, now, op->id, &r.user);
+		break;
+	case CSQ_OP_QUEUE:
+		r.status = csq_queue_range(m->csq, now, op->id, op->offset,
+		    op->count, m->entries, &r.nentries);
+		r.entries = m->entries;
+		break;
+	case CSQ_OP_QLEN:
+		r.status = csq_qlen(m->csq, op->id, &u64);
+		r.n = (int64_t)u64;
+		break;
+	case CSQ_OP_SERVICERS:
+		list = csq_servicers(m->csq, now, &r.nentries);
+		r.servicers = list;
+		r.status = CSQ_OK;
+		break;
+	case CSQ_OP_STATS:
+		csq_stats(m->csq, &r.stats);
+		r.status = CSQ_OK;
+		break;
+	default:
+		r.status = CSQ_ERANGE;
+		break;
+	}
+	cb(arg, &r);
+	free(list);
+}
+
+static uint64_t
+memory_next_deadline(struct csq_engine *e)
+{
+	return csq_next_deadline(engine_memory(e)->csq);
+}
+
+static void
+memory_expire(struct csq_engine *e)
+{
+	struct engine_memory *m = engine_memory(e);
+
+	csq_expire(m->csq, m->clock(m->clock_arg));
+}
+
+static void
+memory_set_limits(struct csq_engine *e, const struct csq_limits *limits)
+{
+	csq_set_limits(engine_memory(e)->csq, limits);
+}
+
+static int
+memory_up(struct csq_engine *e)
+{
+	(void)e;
+	return 1;
+}
+
+static void
+memory_free(struct csq_engine *e)
+{
+	struct engine_memory *m = engine_memory(e);
+
+	csq_free(m->csq);
+	free(m);
+}
+
+static const struct csq_engine_ops memory_ops = {
+	.name = "memory",
+	.call = memory_call,
+	.next_deadline = memory_next_deadline,
+	.expire = memory_expire,
+	.set_limits = memory_set_limits,
+	.up = memory_up,
+	.free = memory_free,
+};
+
+struct csq_engine *
+csq_engine_memory_new(const struct csq_limits *limits, csq_clock_fn *clock,
+    void *clock_arg, csq_emit_fn *emit, void *emit_arg)
+{
+	struct engine_memory *m = csq_xcalloc(1, sizeof(*m));
+
+	m->base.ops = &memory_ops;
+	m->csq = csq_new(limits, emit, emit_arg);
+	m->clock = clock;
+	m->clock_arg = clock_arg;
+	return &m->base;
+}
+
+struct csq *
+csq_engine_memory_state(struct csq_engine *e)
+{
+	return engine_memory(e)->csq;
+}

@@ -1,1 +1,192 @@
-/* placeholder */
+/* Events: their names, their JSON form and the channels they go to. */
+#include "csq.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const event_names[] = {
+	[CSQ_EV_QUEUED] = "queued",
+	[CSQ_EV_RESCORED] = "rescored",
+	[CSQ_EV_MATCHED] = "matched",
+	[CSQ_EV_LEFT] = "left",
+	[CSQ_EV_RELEASED] = "released",
+	[CSQ_EV_REQUEUED] = "requeued",
+	[CSQ_EV_SERVICER_UP] = "servicer_up",
+	[CSQ_EV_SERVICER_DOWN] = "servicer_down",
+	[CSQ_EV_SERVICER_PAUSED] = "servicer_paused",
+	[CSQ_EV_SERVICER_RESUMED] = "servicer_resumed",
+};
+
+const char *
+csq_event_name(enum csq_event_type type)
+{
+	if ((size_t)type >= sizeof(event_names) / sizeof(event_names[0]))
+		return "unknown";
+	return event_names[type];
+}
+
+static const char *
+reason_name(enum csq_reason r)
+{
+	switch (r) {
+	case CSQ_REASON_LEAVE:
+		return "leave";
+	case CSQ_REASON_TIMEOUT:
+		return "timeout";
+	case CSQ_REASON_LOGOUT:
+		return "logout";
+	case CSQ_REASON_LOST:
+		return "lost";
+	case CSQ_REASON_BY_SERVICER:
+		return "servicer";
+	case CSQ_REASON_BY_USER:
+		return "user";
+	case CSQ_REASON_NONE:
+		break;
+	}
+	return "";
+}
+
+/* An snprintf that appends and keeps counting past the end of buf. */
+struct json {
+	char *buf;
+	size_t len;
+	size_t off;
+};
+
+static void
+json_add(struct json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+json_add(struct json *j, const char *fmt, ...)
+{
+	va_list ap;
+	size_t room = j->off < j->len ? j->len - j->off : 0;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? j->buf + j->off : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		j->off += (size_t)n;
+}
+
+/* Ids are [A-Za-z0-9._:@-] only, so strings need no escaping. */
+static void
+json_str(struct json *j, const char *key, const char *val)
+{
+	json_add(j, ",\"%s\":\"%s\"", key, val);
+}
+
+static void
+json_u64(struct json *j, const char *key, uint64_t val)
+{
+	json_add(j, ",\"%s\":%" PRIu64, key, val);
+}
+
+static void
+json_queues(struct json *j, const char *list)
+{
+	const char *p = list, *comma;
+	int first = 1;
+
+	json_add(j, ",\"queues\":[");
+	while (*p != '\0') {
+		comma = strchr(p, ',');
+		if (comma == NULL)
+			comma = p + strlen(p);
+		json_add(j, "%s\"%.*s\"", first ? "" : ",", (int)(comma - p), p);
+		first = 0;
+		p = *comma == ',' ? comma + 1 : comma;
+	}
+	json_add(j, "]");
+}
+
+int
+csq_event_json(const struct csq_event *ev, char *buf, size_t len)
+{
+	struct json j = { buf, len, 0 };
+
+	if (len > 0)
+		buf[0] = '\0';
+	json_add(&j, "{\"event\":\"%s\",\"ts\":%" PRIu64,
+	    csq_event_name(ev->type), ev->ts_ms);
+	switch (ev->type) {
+	case CSQ_EV_QUEUED:
+	case CSQ_EV_RESCORED:
+		json_str(&j, "user", ev->user);
+		json_str(&j, "queue", ev->queue);
+		json_u64(&j, "tier", ev->tier);
+		json_u64(&j, "position", ev->position);
+		if (ev->from_queue[0] != '\0')
+			json_str(&j, "from_queue", ev->from_queue);
+		break;
+	case CSQ_EV_MATCHED:
+		json_str(&j, "user", ev->user);
+		json_str(&j, "queue", ev->queue);
+		json_u64(&j, "tier", ev->tier);
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "room", ev->room);
+		json_u64(&j, "waited_ms", ev->waited_ms);
+		break;
+	case CSQ_EV_LEFT:
+		json_str(&j, "user", ev->user);
+		json_str(&j, "queue", ev->queue);
+		json_str(&j, "reason", reason_name(ev->reason));
+		break;
+	case CSQ_EV_RELEASED:
+		json_str(&j, "user", ev->user);
+		json_str(&j, "queue", ev->queue);
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "room", ev->room);
+		json_str(&j, "by", reason_name(ev->reason));
+		break;
+	case CSQ_EV_REQUEUED:
+		json_str(&j, "user", ev->user);
+		json_str(&j, "queue", ev->queue);
+		json_u64(&j, "tier", ev->tier);
+		json_u64(&j, "position", ev->position);
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "room", ev->room);
+		json_str(&j, "reason", reason_name(ev->reason));
+		break;
+	case CSQ_EV_SERVICER_UP:
+		json_str(&j, "servicer", ev->servicer);
+		json_u64(&j, "capacity", ev->capacity);
+		json_queues(&j, ev->queues);
+		break;
+	case CSQ_EV_SERVICER_DOWN:
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "reason", reason_name(ev->reason));
+		break;
+	case CSQ_EV_SERVICER_PAUSED:
+	case CSQ_EV_SERVICER_RESUMED:
+		json_str(&j, "servicer", ev->servicer);
+		break;
+	}
+	json_add(&j, "}");
+	return (int)j.off;
+}
+
+int
+csq_event_channels(const struct csq_event *ev,
+    char out[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX])
+{
+	int n = 0;
+
+	if (ev->user[0] != '\0')
+		snprintf(out[n++], CSQ_CHANNEL_MAX, "user:%s", ev->user);
+	if (ev->servicer[0] != '\0')
+		snprintf(out[n++], CSQ_CHANNEL_MAX, "servicer:%s",
+		    ev->servicer);
+	if (ev->queue[0] != '\0')
+		snprintf(out[n++], CSQ_CHANNEL_MAX, "queue:%s", ev->queue);
+	if (ev->from_queue[0] != '\0' && strcmp(ev->from_queue, ev->queue))
+		snprintf(out[n++], CSQ_CHANNEL_MAX, "queue:%s",
+		    ev->from_queue);
+	snprintf(out[n++], CSQ_CHANNEL_MAX, "events");
+	return n;
+}

@@ -1,1 +1,269 @@
-/* placeholder */
+/*
+ * The waiting line: a skiplist with spans, after Redis's t_zset.c. Each
+ * link knows how many nodes it skips (its span), so the rank of a key and
+ * the node at a rank come out of the same O(log n) descent as a search.
+ * The level of a new node is drawn from a per-line xorshift generator with
+ * a fixed seed, so that runs are reproducible.
+ */
+#include "line.h"
+
+#include <stdlib.h>
+
+#include "util.h"
+
+#define LINE_MAX_LEVEL 32
+#define LINE_SEED      UINT64_C(0x2545f4914f6cdd1d)
+
+struct line_link {
+	struct csq_line_node *forward;
+	uint32_t span; /* a line never holds 2^32 users: max_queue_length
+			  is at most 10^8 */
+};
+
+struct csq_line_node {
+	uint64_t key;
+	void *value;
+	struct line_link level[];
+};
+
+struct csq_line {
+	struct csq_line_node *header;
+	uint64_t length;
+	int level;
+	uint64_t rng;
+};
+
+static struct csq_line_node *
+line_node_new(int level, uint64_t key, void *value)
+{
+	struct csq_line_node *n;
+
+	n = csq_xmalloc(sizeof(*n) + (size_t)level * sizeof(n->level[0]));
+	n->key = key;
+	n->value = value;
+	return n;
+}
+
+struct csq_line *
+csq_line_new(void)
+{
+	struct csq_line *l = csq_xmalloc(sizeof(*l));
+	int i;
+
+	l->header = line_node_new(LINE_MAX_LEVEL, 0, NULL);
+	for (i = 0; i < LINE_MAX_LEVEL; i++) {
+		l->header->level[i].forward = NULL;
+		l->header->level[i].span = 0;
+	}
+	l->length = 0;
+	l->level = 1;
+	l->rng = LINE_SEED;
+	return l;
+}
+
+void
+csq_line_free(struct csq_line *l)
+{
+	struct csq_line_node *n, *next;
+
+	if (l == NULL)
+		return;
+	for (n = l->header; n != NULL; n = next) {
+		next = n->level[0].forward;
+		free(n);
+	}
+	free(l);
+}
+
+uint64_t
+csq_line_len(const struct csq_line *l)
+{
+	return l->length;
+}
+
+/* 1 + the number of heads in a row of a coin with p = 1/4. */
+static int
+line_random_level(struct csq_line *l)
+{
+	uint64_t r;
+	int level = 1;
+
+	l->rng ^= l->rng << 13;
+	l->rng ^= l->rng >> 7;
+	l->rng ^= l->rng << 17;
+	for (r = l->rng; (r & 3) == 0 && level < LINE_MAX_LEVEL; r >>= 2)
+		level++;
+	return level;
+}
+
+struct csq_line_node *
+csq_line_insert(struct csq_line *l, uint64_t key, void *value)
+{
+	struct csq_line_node *update[LINE_MAX_LEVEL], *x = l->header;
+	uint32_t rank[LINE_MAX_LEVEL];
+	int i, level;
+
+	if (l->length >= UINT32_MAX - 1)
+		abort(); /* spans are 32 bits; see struct line_link */
+	for (i = l->level - 1; i >= 0; i--) {
+		rank[i] = i == l->level - 1 ? 0 : rank[i + 1];
+		while (x->level[i].forward != NULL &&
+		    x->level[i].forward->key < key) {
+			rank[i] += x->level[i].span;
+			x = x->level[i].forward;
+		}
+		update[i] = x;
+	}
+	level = line_random_level(l);
+	if (level > l->level) {
+		for (i = l->level; i < level; i++) {
+			rank[i] = 0;
+			update[i] = l->header;
+			update[i]->level[i].span = (uint32_t)l->length;
+		}
+		l->level = level;
+	}
+	x = line_node_new(level, key, value);
+	for (i = 0; i < level; i++) {
+		x->level[i].forward = update[i]->level[i].forward;
+		update[i]->level[i].forward = x;
+		x->level[i].span = update[i]->level[i].span - (rank[0] - rank[i]);
+		update[i]->level[i].span = (rank[0] - rank[i]) + 1;
+	}
+	for (i = level; i < l->level; i++)
+		update[i]->level[i].span++;
+	l->length++;
+	return x;
+}
+
+void *
+csq_line_remove(struct csq_line *l, uint64_t key)
+{
+	struct csq_line_node *update[LINE_MAX_LEVEL], *x = l->header;
+	void *value;
+	int i;
+
+	for (i = l->level - 1; i >= 0; i--) {
+		while (x->level[i].forward != NULL &&
+		    x->level[i].forward->key < key)
+			x = x->level[i].forward;
+		update[i] = x;
+	}
+	x = x->level[0].forward;
+	if (x == NULL || x->key != key)
+		return NULL;
+	for (i = 0; i < l->level; i++) {
+		if (update[i]->level[i].forward == x) {
+			update[i]->level[i].span += x->level[i].span - 1;
+			update[i]->level[i].forward = x->level[i].forward;
+		} else
+			update[i]->level[i].span--;
+	}
+	while (l->level > 1 && l->header->level[l->level - 1].forward == NULL)
+		l->level--;
+	l->length--;
+	value = x->value;
+	free(x);
+	return value;
+}
+
+uint64_t
+csq_line_rank(const struct csq_line *l, uint64_t key)
+{
+	const struct csq_line_node *x = l->header;
+	uint64_t rank = 0;
+	int i;
+
+	for (i = l->level - 1; i >= 0; i--) {
+		while (x->level[i].forward != NULL &&
+		    x->level[i].forward->key <= key) {
+			rank += x->level[i].span;
+			x = x->level[i].forward;
+		}
+		if (x != l->header && x->key == key)
+			return rank;
+	}
+	return 0;
+}
+
+struct csq_line_node *
+csq_line_first(const struct csq_line *l)
+{
+	return l->header->level[0].forward;
+}
+
+struct csq_line_node *
+csq_line_nth(const struct csq_line *l, uint64_t index)
+{
+	struct csq_line_node *x = l->header;
+	uint64_t traversed = 0, target = index + 1;
+	int i;
+
+	if (index >= l->length)
+		return NULL;
+	for (i = l->level - 1; i >= 0; i--) {
+		while (x->level[i].forward != NULL &&
+		    traversed + x->level[i].span <= target) {
+			traversed += x->level[i].span;
+			x = x->level[i].forward;
+		}
+		if (traversed == target)
+			return x;
+	}
+	return NULL;
+}
+
+struct csq_line_node *
+csq_line_next(const struct csq_line_node *n)
+{
+	return n->level[0].forward;
+}
+
+uint64_t
+csq_line_node_key(const struct csq_line_node *n)
+{
+	return n->key;
+}
+
+void *
+csq_line_node_value(const struct csq_line_node *n)
+{
+	return n->value;
+}
+
+int
+csq_line_check(const struct csq_line *l)
+{
+	const struct csq_line_node *x, *y;
+	uint64_t n = 0, px, py;
+	int i;
+
+	for (x = l->header->level[0].forward; x != NULL;
+	     x = x->level[0].forward) {
+		n++;
+		if (x->level[0].forward != NULL &&
+		    x->level[0].forward->key <= x->key)
+			return -1;
+	}
+	if (n != l->length)
+		return -1;
+	for (i = 0; i < l->level; i++) {
+		x = y = l->header;
+		px = py = 0;
+		while (x->level[i].forward != NULL) {
+			while (y != x->level[i].forward) {
+				if ((y = y->level[0].forward) == NULL)
+					return -1;
+				py++;
+			}
+			if (x->level[i].span != py - px)
+				return -1;
+			x = y;
+			px = py;
+		}
+	}
+	for (i = l->level; i < LINE_MAX_LEVEL; i++)
+		if (l->header->level[i].forward != NULL)
+			return -1;
+	return 0;
+}

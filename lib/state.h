@@ -35,6 +35,12 @@ struct csq_deadline {
 
 struct csq_servicer;
 
+/* A servicer's place in the avail heap of one queue it serves. */
+struct csq_avail {
+	struct csq_heap_node node; /* key = the servicer's last_order */
+	struct csq_servicer *servicer;
+};
+
 struct csq_user {
 	struct csq_queue *queue;
 	uint64_t key; /* packed order key: tier and arrival sequence */
@@ -61,7 +67,7 @@ struct csq_servicer {
 	struct csq_user **rooms;
 	uint32_t nqueues;
 	struct csq_queue *queues[CSQ_SERVICER_QUEUES];
-	struct csq_heap_node avail[CSQ_SERVICER_QUEUES]; /* in queues[i] */
+	struct csq_avail avail[CSQ_SERVICER_QUEUES]; /* in queues[i]->avail */
 	uint64_t last_order; /* event order of login or last new user */
 	uint64_t last_ms;    /* its time, for idle_ms */
 	struct csq_deadline deadline;
@@ -113,7 +119,7 @@ uint64_t csq_servicer_remove(struct csq *, struct csq_servicer *,
     uint64_t now, enum csq_reason);
 
 /* matcher.c */
-void csq_match_user(struct csq *, struct csq_user *, uint64_t now);
+int csq_match_user(struct csq *, struct csq_user *, uint64_t now);
 void csq_match_servicer(struct csq *, struct csq_servicer *, uint64_t now);
 void csq_assign(struct csq *, struct csq_user *, struct csq_servicer *,
     uint32_t room, uint64_t now);

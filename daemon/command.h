@@ -1,0 +1,14 @@
+/*
+ * The command table: each command's name, arity, where it is allowed and
+ * its handler. Handlers check every argument, turn the request into an
+ * engine call (or answer themselves) and write the reply.
+ */
+#ifndef CSQD_COMMAND_H
+#define CSQD_COMMAND_H
+
+struct client;
+struct resp_request;
+
+void command_dispatch(struct client *, const struct resp_request *);
+
+#endif

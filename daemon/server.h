@@ -1,0 +1,50 @@
+/*
+ * The server: the event loop and everything hanging off it (listeners,
+ * clients, the engine, pub/sub, the deadline timer, signals).
+ */
+#ifndef CSQD_SERVER_H
+#define CSQD_SERVER_H
+
+#include <stdint.h>
+
+#include "client.h"
+#include "config.h"
+#include "engine.h"
+
+struct listener;
+
+struct server_stats {
+	uint64_t connections_total;
+	uint64_t rejected_total; /* over max_clients */
+	uint64_t commands_total;
+	uint64_t errors_total;
+};
+
+struct server {
+	struct event_base *base;
+	struct config cfg;
+	const char *config_path; /* NULL: built-in defaults */
+	struct csq_engine *engine;
+	struct pubsub *pubsub;
+	struct listener *listeners;
+	struct client_list clients;
+	uint64_t nclients;
+	uint64_t next_client_id;
+	struct event *deadline_ev;
+	uint64_t deadline_armed; /* UINT64_MAX: not armed */
+	struct event *sig_term, *sig_int, *sig_hup, *stop_ev;
+	int stopping;
+	uint64_t started_ms;
+	struct server_stats stats;
+};
+
+/* Runs csqd until SIGTERM/SIGINT; returns the exit status. */
+int server_run(const struct config *, const char *config_path);
+/* Wall clock in Unix milliseconds, never going backwards. */
+uint64_t server_now_ms(void);
+/* Arms the timer for the engine's earliest deadline if it moved. */
+void server_arm_deadline(struct server *);
+/* A client went away (for a stop waiting on the last one). */
+void server_client_gone(struct server *);
+
+#endif

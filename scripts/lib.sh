@@ -1,0 +1,83 @@
+# shellcheck shell=bash
+#
+# Shared by scripts/run and scripts/test: where the repository is, and the
+# Debian packages csqd needs to build and test. Sourced, never executed.
+
+# The Debian (bookworm) packages of the build, the tests and the Redis engine.
+CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
+	libconfig-dev libcmocka-dev redis-tools redis-server)
+
+# Prints a message on stderr, prefixed with the script's name.
+csq_say()
+{
+	printf '%s: %s\n' "${0##*/}" "$*" >&2
+}
+
+# Changes to the repository root, found from this file's own path, so that the
+# scripts work from any directory.
+csq_cd_root()
+{
+	local here
+	here=$(cd -P -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd) || return 1
+	cd -- "$here/.." || return 1
+}
+
+# Prints, one a line, the packages of CSQ_PACKAGES that are not installed.
+csq_missing_packages()
+{
+	local p status
+	for p in "${CSQ_PACKAGES[@]}"; do
+		status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) ||
+			status=
+		[ "$status" = installed ] || printf '%s\n' "$p"
+	done
+}
+
+# Installs the missing packages when it can: as root, or through sudo when it
+# needs no password (a script must never stop at a prompt). Returns 1, naming
+# the packages, when something is missing and cannot be installed.
+csq_install_packages()
+{
+	local missing sudo=()
+
+	if ! command -v dpkg-query >/dev/null 2>&1; then
+		# Not Debian: nothing to check with; CMake's pkg-config checks will
+		# name whatever is missing.
+		csq_say "no dpkg-query; not checking for packages" \
+			"(needed: ${CSQ_PACKAGES[*]})"
+		return 0
+	fi
+
+	missing=$(csq_missing_packages | tr '\n' ' ')
+	missing=${missing% }
+	[ -z "$missing" ] && return 0
+
+	if [ "$(id -u)" -eq 0 ]; then
+		sudo=()
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+		sudo=(sudo -n)
+	else
+		csq_say "missing packages: $missing"
+		csq_say "install them as root: apt-get install -y" \
+			"--no-install-recommends $missing"
+		return 1
+	fi
+
+	csq_say "installing missing packages: $missing"
+	# The output goes to stderr so that stdout stays csqd's own.
+	# shellcheck disable=SC2086 # $missing is a list of words on purpose
+	if ! { ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive \
+		apt-get update &&
+		${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends $missing; } >&2; then
+		csq_say "apt-get failed"
+	fi
+
+	missing=$(csq_missing_packages | tr '\n' ' ')
+	missing=${missing% }
+	if [ -n "$missing" ]; then
+		csq_say "still missing packages: $missing"
+		return 1
+	fi
+	return 0
+}

@@ -1,0 +1,205 @@
+/* Events: the exact JSON of each type and the channels each goes to. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "csq.h"
+
+static void
+ev_init(struct csq_event *ev, enum csq_event_type type)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+	ev->ts_ms = 1700000000123ULL;
+}
+
+static void
+assert_json(const struct csq_event *ev, const char *expect)
+{
+	char buf[4096];
+	int n = csq_event_json(ev, buf, sizeof(buf));
+
+	assert_int_equal(n, (int)strlen(expect));
+	assert_string_equal(buf, expect);
+}
+
+static void
+test_json_each_type(void **state)
+{
+	struct csq_event ev;
+
+	(void)state;
+	ev_init(&ev, CSQ_EV_QUEUED);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "default");
+	ev.tier = 2;
+	ev.position = 3;
+	assert_json(&ev, "{\"event\":\"queued\",\"ts\":1700000000123,"
+			 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
+			 "\"position\":3}");
+	ev.type = CSQ_EV_RESCORED;
+	strcpy(ev.from_queue, "old");
+	assert_json(&ev, "{\"event\":\"rescored\",\"ts\":1700000000123,"
+			 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
+			 "\"position\":3,\"from_queue\":\"old\"}");
+
+	ev_init(&ev, CSQ_EV_MATCHED);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "q");
+	strcpy(ev.servicer, "s");
+	strcpy(ev.room, "s/0");
+	ev.waited_ms = 42;
+	assert_json(&ev, "{\"event\":\"matched\",\"ts\":1700000000123,"
+			 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+			 "\"servicer\":\"s\",\"room\":\"s/0\","
+			 "\"waited_ms\":42}");
+	ev.type = CSQ_EV_RELEASED;
+	ev.reason = CSQ_REASON_BY_USER;
+	assert_json(&ev, "{\"event\":\"released\",\"ts\":1700000000123,"
+			 "\"user\":\"u1\",\"queue\":\"q\",\"servicer\":\"s\","
+			 "\"room\":\"s/0\",\"by\":\"user\"}");
+	ev.type = CSQ_EV_REQUEUED;
+	ev.reason = CSQ_REASON_LOST;
+	ev.position = 1;
+	assert_json(&ev, "{\"event\":\"requeued\",\"ts\":1700000000123,"
+			 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+			 "\"position\":1,\"servicer\":\"s\",\"room\":\"s/0\","
+			 "\"reason\":\"lost\"}");
+
+	ev_init(&ev, CSQ_EV_LEFT);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "q");
+	ev.reason = CSQ_REASON_TIMEOUT;
+	assert_json(&ev, "{\"event\":\"left\",\"ts\":1700000000123,"
+			 "\"user\":\"u1\",\"queue\":\"q\",\"reason\":"
+			 "\"timeout\"}");
+
+	ev_init(&ev, CSQ_EV_SERVICER_UP);
+	strcpy(ev.servicer, "agent-7");
+	ev.capacity = 3;
+	strcpy(ev.queues, "a,b.c,default");
+	assert_json(&ev, "{\"event\":\"servicer_up\",\"ts\":1700000000123,"
+			 "\"servicer\":\"agent-7\",\"capacity\":3,"
+			 "\"queues\":[\"a\",\"b.c\",\"default\"]}");
+	ev.type = CSQ_EV_SERVICER_DOWN;
+	ev.reason = CSQ_REASON_LOGOUT;
+	assert_json(&ev, "{\"event\":\"servicer_down\",\"ts\":1700000000123,"
+			 "\"servicer\":\"agent-7\",\"reason\":\"logout\"}");
+	ev.type = CSQ_EV_SERVICER_PAUSED;
+	assert_json(&ev, "{\"event\":\"servicer_paused\",\"ts\":"
+			 "1700000000123,\"servicer\":\"agent-7\"}");
+	ev.type = CSQ_EV_SERVICER_RESUMED;
+	assert_json(&ev, "{\"event\":\"servicer_resumed\",\"ts\":"
+			 "1700000000123,\"servicer\":\"agent-7\"}");
+}
+
+/* A short buffer: the length comes back as snprintf's, nothing overruns. */
+static void
+test_json_truncates(void **state)
+{
+	struct csq_event ev;
+	char buf[10];
+	char full[512];
+	int n;
+
+	(void)state;
+	ev_init(&ev, CSQ_EV_SERVICER_PAUSED);
+	strcpy(ev.servicer, "s");
+	n = csq_event_json(&ev, buf, sizeof(buf));
+	assert_int_equal(n, csq_event_json(&ev, full, sizeof(full)));
+	assert_int_equal(strlen(buf), sizeof(buf) - 1);
+	assert_memory_equal(buf, full, sizeof(buf) - 1);
+}
+
+static void
+test_channels(void **state)
+{
+	char ch[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX];
+	struct csq_event ev;
+
+	(void)state;
+	ev_init(&ev, CSQ_EV_QUEUED);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "q");
+	assert_int_equal(csq_event_channels(&ev, ch), 3);
+	assert_string_equal(ch[0], "user:u1");
+	assert_string_equal(ch[1], "queue:q");
+	assert_string_equal(ch[2], "events");
+
+	ev.type = CSQ_EV_RESCORED;
+	strcpy(ev.from_queue, "old");
+	assert_int_equal(csq_event_channels(&ev, ch), 4);
+	assert_string_equal(ch[2], "queue:old");
+	assert_string_equal(ch[3], "events");
+
+	ev_init(&ev, CSQ_EV_MATCHED);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "q");
+	strcpy(ev.servicer, "s");
+	strcpy(ev.room, "s/0");
+	assert_int_equal(csq_event_channels(&ev, ch), 4);
+	assert_string_equal(ch[0], "user:u1");
+	assert_string_equal(ch[1], "servicer:s");
+	assert_string_equal(ch[2], "queue:q");
+	assert_string_equal(ch[3], "events");
+
+	ev_init(&ev, CSQ_EV_SERVICER_DOWN);
+	strcpy(ev.servicer, "s");
+	assert_int_equal(csq_event_channels(&ev, ch), 2);
+	assert_string_equal(ch[0], "servicer:s");
+	assert_string_equal(ch[1], "events");
+}
+
+static void
+test_ids_and_rooms(void **state)
+{
+	char sid[CSQ_ID_MAX + 1], id65[66];
+	uint32_t idx;
+
+	(void)state;
+	assert_true(csq_valid_id("aZ09._:@-", 9));
+	assert_false(csq_valid_id("", 0));
+	assert_false(csq_valid_id("a b", 3));
+	assert_false(csq_valid_id("a/b", 3));
+	assert_false(csq_valid_id("a\0b", 3));
+	assert_false(csq_valid_id("é", strlen("é")));
+	memset(id65, 'x', sizeof(id65));
+	assert_true(csq_valid_id(id65, 64));
+	assert_false(csq_valid_id(id65, 65));
+
+	assert_int_equal(csq_parse_room("s/0", 3, sid, &idx), 0);
+	assert_string_equal(sid, "s");
+	assert_int_equal(idx, 0);
+	assert_int_equal(csq_parse_room("agent.1/999", 11, sid, &idx), 0);
+	assert_int_equal(idx, 999);
+	assert_int_equal(csq_parse_room("s/999999999", 11, sid, &idx), 0);
+	assert_int_equal(idx, 999999999);
+	assert_int_not_equal(csq_parse_room("s/1000000000", 12, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("s/01", 4, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("s/-1", 4, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("s/+1", 4, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("s/", 2, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("/0", 2, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("s", 1, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("s/1x", 4, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("s/1/2", 5, sid, &idx), 0);
+	assert_int_not_equal(csq_parse_room("b d/0", 5, sid, &idx), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_each_type),
+		cmocka_unit_test(test_json_truncates),
+		cmocka_unit_test(test_channels),
+		cmocka_unit_test(test_ids_and_rooms),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
