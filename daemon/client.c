@@ -22,13 +22,16 @@
 #include "server.h"
 #include "util.h"
 
-#define CLIENT_BATCH	       1024 /* requests per turn: no client starves others */
+#define CLIENT_BATCH           1024 /* requests per turn: no client starves others */
 #define CLIENT_OUTPUT_PAUSE    (1024 * 1024) /* stop reading requests above */
 #define CLIENT_PUBSUB_HARD_MAX (32 * 1024 * 1024) /* a subscriber too slow */
-#define CLIENT_LINGER_S	       2 /* after a protocol error, wait for EOF */
+#define CLIENT_LINGER_S        2 /* after a protocol error, wait for EOF */
 
 static const char *const client_state_names[] = {
-	"active", "closing", "draining", "dead",
+    "active",
+    "closing",
+    "draining",
+    "dead",
 };
 
 static void client_process(struct client *);
@@ -38,7 +41,7 @@ client_set_state(struct client *c, enum client_state state)
 {
 	assert(state < CLIENT_STATE_MAX && state >= c->state);
 	log_debug("client %llu: %s -> %s", (unsigned long long)c->id,
-	    client_state_names[c->state], client_state_names[state]);
+	          client_state_names[c->state], client_state_names[state]);
 	/* nclients counts the connections that are served, not those on
 	 * their way out, so that max_clients admits new ones at once. */
 	if (c->state == CLIENT_ACTIVE && state != CLIENT_ACTIVE)
@@ -104,7 +107,7 @@ client_close(struct client *c, const char *why)
 static void
 client_drain(struct client *c)
 {
-	struct timeval tv = { CLIENT_LINGER_S, 0 };
+	struct timeval tv = {CLIENT_LINGER_S, 0};
 
 	if (c->server->stopping) {
 		client_close(c, "server stopping");
@@ -113,7 +116,7 @@ client_drain(struct client *c)
 	client_set_state(c, CLIENT_DRAINING);
 	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
 	evbuffer_drain(bufferevent_get_input(c->bev),
-	    evbuffer_get_length(bufferevent_get_input(c->bev)));
+	               evbuffer_get_length(bufferevent_get_input(c->bev)));
 	bufferevent_enable(c->bev, EV_READ);
 	evtimer_add(c->linger, &tv);
 }
@@ -196,8 +199,8 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_EOF)
 		client_close(c, "end of input");
 	else if (what & BEV_EVENT_ERROR)
-		client_close(c, evutil_socket_error_to_string(
-				    EVUTIL_SOCKET_ERROR()));
+		client_close(
+		    c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
 /* Runs the requests waiting in the input buffer, in order. */
@@ -223,7 +226,7 @@ client_process(struct client *c)
 			c->paused = 1;
 			bufferevent_disable(c->bev, EV_READ);
 			bufferevent_setwatermark(c->bev, EV_WRITE,
-			    CLIENT_OUTPUT_PAUSE / 2, 0);
+			                         CLIENT_OUTPUT_PAUSE / 2, 0);
 			break;
 		}
 		switch (resp_parse(c->parser, in, &c->req)) {
@@ -234,10 +237,10 @@ client_process(struct client *c)
 			break;
 		case RESP_PARSE_ERROR:
 			resp_error(out, "ERR Protocol error: %s",
-			    resp_parser_error(c->parser));
+			           resp_parser_error(c->parser));
 			log_debug("client %llu: protocol error: %s",
-			    (unsigned long long)c->id,
-			    resp_parser_error(c->parser));
+			          (unsigned long long)c->id,
+			          resp_parser_error(c->parser));
 			client_close_after_reply(c);
 			break;
 		}
@@ -270,7 +273,7 @@ client_push_end(struct client *c)
 	/* Not closed here: the publisher may be walking a list that holds
 	 * this client. */
 	log_warnx("client %llu: subscriber output over %d bytes, closing",
-	    (unsigned long long)c->id, CLIENT_PUBSUB_HARD_MAX);
+	          (unsigned long long)c->id, CLIENT_PUBSUB_HARD_MAX);
 	c->killed = "output buffer limit";
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	client_wake(c);
@@ -302,7 +305,7 @@ client_new(struct server *s, evutil_socket_t fd)
 	TAILQ_INSERT_TAIL(&s->clients, c, entry);
 	s->nclients++;
 	bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
-	    client_event_cb, c);
+	                  client_event_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	log_debug("client %llu: connected", (unsigned long long)c->id);
 	return c;

@@ -18,10 +18,10 @@ struct server;
 struct evbuffer;
 
 enum client_state {
-	CLIENT_ACTIVE,	 /* reading requests, writing replies */
-	CLIENT_CLOSING,	 /* a last reply is being flushed; input ignored */
+	CLIENT_ACTIVE,   /* reading requests, writing replies */
+	CLIENT_CLOSING,  /* a last reply is being flushed; input ignored */
 	CLIENT_DRAINING, /* write side shut down; reading until EOF */
-	CLIENT_DEAD,	 /* torn down; freed when the last reference goes */
+	CLIENT_DEAD,     /* torn down; freed when the last reference goes */
 	CLIENT_STATE_MAX
 };
 
@@ -36,13 +36,13 @@ struct client {
 	const char *killed;   /* set when it must go at the next turn */
 	enum client_state state;
 	uint64_t id;
-	int refs;	/* the connection itself + engine calls in flight */
+	int refs; /* the connection itself + engine calls in flight */
 	int authed;
-	int inflight;	/* an engine call has not answered yet */
+	int inflight;            /* an engine call has not answered yet */
 	enum csq_opcode pending; /* what it was */
-	int reading;	/* inside client_process: no re-entry */
-	int paused;	/* output too large: not reading requests */
-	char *name;	/* CLIENT SETNAME */
+	int reading;             /* inside client_process: no re-entry */
+	int paused;              /* output too large: not reading requests */
+	char *name;              /* CLIENT SETNAME */
 	struct pubsub_subs subs;
 };
 

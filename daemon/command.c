@@ -25,11 +25,11 @@
 #define CMD_NOAUTH 0x1 /* allowed before AUTH */
 #define CMD_PUBSUB 0x2 /* allowed in subscribe mode */
 
-#define NAME_ECHO_MAX	  128 /* bytes of an unknown command echoed back */
-#define CLIENT_NAME_MAX	  256
-#define INFO_MAX	  2048
-#define INT64_DIGITS_MAX  20
-#define QUEUE_LIST_MAX	  (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
+#define NAME_ECHO_MAX    128 /* bytes of an unknown command echoed back */
+#define CLIENT_NAME_MAX  256
+#define INFO_MAX         2048
+#define INT64_DIGITS_MAX 20
+#define QUEUE_LIST_MAX   (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
 
 #define ERR_SYNTAX "ERR syntax error"
 #define ERR_RANGE  "ERR value is not an integer or out of range"
@@ -38,7 +38,7 @@ typedef void command_proc(struct client *, const struct resp_request *);
 
 struct command {
 	const char *name; /* lower case, as errors quote it */
-	int arity;	  /* > 0: exactly; < 0: at least -arity */
+	int arity;        /* > 0: exactly; < 0: at least -arity */
 	int flags;
 	command_proc *proc;
 };
@@ -49,7 +49,7 @@ static int
 arg_is(const struct resp_request *req, int i, const char *word)
 {
 	return req->argvlen[i] == strlen(word) &&
-	    strncasecmp(req->argv[i], word, req->argvlen[i]) == 0;
+	       strncasecmp(req->argv[i], word, req->argvlen[i]) == 0;
 }
 
 /* Strict decimal as Redis parses it: no sign but '-', no leading zero. */
@@ -84,10 +84,10 @@ parse_int(const char *s, size_t len, int64_t *out)
 /* An integer argument within [min, max]; replies the error otherwise. */
 static int
 arg_int(struct client *c, const struct resp_request *req, int i, int64_t min,
-    int64_t max, int64_t *out)
+        int64_t max, int64_t *out)
 {
-	if (parse_int(req->argv[i], req->argvlen[i], out) != 0 ||
-	    *out < min || *out > max) {
+	if (parse_int(req->argv[i], req->argvlen[i], out) != 0 || *out < min ||
+	    *out > max) {
 		resp_error(client_output(c), ERR_RANGE);
 		return -1;
 	}
@@ -96,7 +96,7 @@ arg_int(struct client *c, const struct resp_request *req, int i, int64_t min,
 
 static int
 arg_id(struct client *c, const struct resp_request *req, int i,
-    enum csq_status invalid)
+       enum csq_status invalid)
 {
 	if (csq_valid_id(req->argv[i], req->argvlen[i]))
 		return 0;
@@ -114,7 +114,7 @@ reply_servicer(struct evbuffer *out, const struct csq_servicer_info *s)
 	resp_bulk_str(out, s->id);
 	resp_bulk_str(out, "status");
 	resp_bulk_str(out,
-	    s->status == CSQ_SERVICER_READY ? "ready" : "paused");
+	              s->status == CSQ_SERVICER_READY ? "ready" : "paused");
 	resp_bulk_str(out, "capacity");
 	resp_integer(out, s->capacity);
 	resp_bulk_str(out, "active");
@@ -173,15 +173,15 @@ reply_stats(struct evbuffer *out, const struct csq_stats *st)
 		const char *name;
 		uint64_t value;
 	} f[] = {
-		{ "waiting", st->waiting },
-		{ "servicers", st->servicers },
-		{ "rooms_busy", st->rooms_busy },
-		{ "rooms_free", st->rooms_free },
-		{ "enqueued_total", st->enqueued_total },
-		{ "matched_total", st->matched_total },
-		{ "abandoned_total", st->abandoned_total },
-		{ "requeued_total", st->requeued_total },
-		{ "servicers_lost_total", st->servicers_lost_total },
+	    {"waiting", st->waiting},
+	    {"servicers", st->servicers},
+	    {"rooms_busy", st->rooms_busy},
+	    {"rooms_free", st->rooms_free},
+	    {"enqueued_total", st->enqueued_total},
+	    {"matched_total", st->matched_total},
+	    {"abandoned_total", st->abandoned_total},
+	    {"requeued_total", st->requeued_total},
+	    {"servicers_lost_total", st->servicers_lost_total},
 	};
 	size_t i, n = sizeof(f) / sizeof(f[0]);
 
@@ -244,8 +244,9 @@ command_result(void *arg, const struct csq_result *r)
 
 			resp_array(out, 5);
 			resp_bulk_str(out, s->id);
-			resp_bulk_str(out, s->status == CSQ_SERVICER_READY ?
-				"ready" : "paused");
+			resp_bulk_str(out, s->status == CSQ_SERVICER_READY
+			                       ? "ready"
+			                       : "paused");
 			resp_integer(out, s->capacity);
 			resp_integer(out, s->active);
 			resp_integer(out, (int64_t)s->idle_ms);
@@ -288,7 +289,7 @@ op_init(struct csq_op *op, enum csq_opcode code, const char *id)
  */
 static int
 parse_queues(struct client *c, const char *s, size_t len,
-    char buf[QUEUE_LIST_MAX], struct csq_heartbeat_args *hb)
+             char buf[QUEUE_LIST_MAX], struct csq_heartbeat_args *hb)
 {
 	size_t start = 0, end, n = 0, off = 0;
 
@@ -297,13 +298,13 @@ parse_queues(struct client *c, const char *s, size_t len,
 			;
 		if (!csq_valid_id(s + start, end - start)) {
 			resp_error(client_output(c), "%s",
-			    csq_status_text(CSQ_EQUEUE));
+			           csq_status_text(CSQ_EQUEUE));
 			return -1;
 		}
 		if (n == CSQ_SERVICER_QUEUES) {
 			resp_error(client_output(c),
-			    "ERR too many queues (at most %d)",
-			    CSQ_SERVICER_QUEUES);
+			           "ERR too many queues (at most %d)",
+			           CSQ_SERVICER_QUEUES);
 			return -1;
 		}
 		memcpy(buf + off, s + start, end - start);
@@ -349,7 +350,7 @@ cmd_heartbeat(struct client *c, const struct resp_request *req)
 			hb->ttl_s = (uint32_t)v;
 		} else if (arg_is(req, i, "queues")) {
 			if (parse_queues(c, req->argv[i + 1],
-				req->argvlen[i + 1], queues, hb))
+			                 req->argvlen[i + 1], queues, hb))
 				return;
 		} else {
 			resp_error(client_output(c), ERR_SYNTAX);
@@ -362,7 +363,7 @@ cmd_heartbeat(struct client *c, const struct resp_request *req)
 /* PAUSE, RESUME, LOGOUT: one servicer id. */
 static void
 servicer_command(struct client *c, const struct resp_request *req,
-    enum csq_opcode code)
+                 enum csq_opcode code)
 {
 	struct csq_op op;
 
@@ -398,8 +399,7 @@ cmd_release(struct client *c, const struct resp_request *req)
 	uint32_t idx;
 
 	if (csq_parse_room(req->argv[1], req->argvlen[1], sid, &idx) != 0) {
-		resp_error(client_output(c), "%s",
-		    csq_status_text(CSQ_EROOM));
+		resp_error(client_output(c), "%s", csq_status_text(CSQ_EROOM));
 		return;
 	}
 	op_init(&op, CSQ_OP_RELEASE, req->argv[1]);
@@ -432,7 +432,7 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 			a->queue = req->argv[i + 1];
 		} else if (arg_is(req, i, "tier")) {
 			if (arg_int(c, req, i + 1, 0,
-				c->server->cfg.limits.max_tier, &v))
+			            c->server->cfg.limits.max_tier, &v))
 				return;
 			a->has_tier = 1;
 			a->tier = (uint32_t)v;
@@ -468,7 +468,7 @@ cmd_touch(struct client *c, const struct resp_request *req)
 
 static void
 user_command(struct client *c, const struct resp_request *req,
-    enum csq_opcode code)
+             enum csq_opcode code)
 {
 	struct csq_op op;
 
@@ -559,14 +559,14 @@ cmd_ping(struct client *c, const struct resp_request *req)
 
 	if (req->argc > 2) {
 		resp_error(out, "ERR wrong number of arguments for 'ping' "
-				"command");
+		                "command");
 		return;
 	}
 	if (client_subscribed(c)) {
 		resp_array(out, 2);
 		resp_bulk_str(out, "pong");
 		resp_bulk(out, req->argc == 2 ? req->argv[1] : "",
-		    req->argc == 2 ? req->argvlen[1] : 0);
+		          req->argc == 2 ? req->argvlen[1] : 0);
 	} else if (req->argc == 2)
 		resp_bulk(out, req->argv[1], req->argvlen[1]);
 	else
@@ -606,8 +606,8 @@ cmd_auth(struct client *c, const struct resp_request *req)
 	}
 	if (pass[0] == '\0') {
 		resp_error(out, "ERR AUTH <password> called without any "
-				"password configured for the default user. "
-				"Are you sure your configuration is correct?");
+		                "password configured for the default user. "
+		                "Are you sure your configuration is correct?");
 		return;
 	}
 	if ((req->argc == 3 && !arg_is(req, 1, "default")) ||
@@ -659,23 +659,28 @@ cmd_client(struct client *c, const struct resp_request *req)
 			if (req->argv[2][i] <= ' ' || req->argv[2][i] > '~')
 				goto badname;
 		free(c->name);
-		c->name = req->argvlen[2] ?
-		    csq_xstrndup(req->argv[2], req->argvlen[2]) : NULL;
+		c->name = req->argvlen[2]
+		              ? csq_xstrndup(req->argv[2], req->argvlen[2])
+		              : NULL;
 		resp_simple(out, "OK");
 	} else if (arg_is(req, 1, "setinfo") && req->argc == 4)
 		resp_simple(out, "OK");
 	else if (arg_is(req, 1, "id") || arg_is(req, 1, "getname") ||
-	    arg_is(req, 1, "setname") || arg_is(req, 1, "setinfo"))
-		resp_error(out, "ERR wrong number of arguments for 'client|%s' "
-				"command", req->argv[1]);
+	         arg_is(req, 1, "setname") || arg_is(req, 1, "setinfo"))
+		resp_error(out,
+		           "ERR wrong number of arguments for 'client|%s' "
+		           "command",
+		           req->argv[1]);
 	else
-		resp_error(out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
-		    (int)(req->argvlen[1] > NAME_ECHO_MAX ? NAME_ECHO_MAX :
-			req->argvlen[1]), req->argv[1]);
+		resp_error(
+		    out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
+		    (int)(req->argvlen[1] > NAME_ECHO_MAX ? NAME_ECHO_MAX
+		                                          : req->argvlen[1]),
+		    req->argv[1]);
 	return;
 badname:
 	resp_error(out, "ERR Client names cannot contain spaces, newlines or "
-			"special characters.");
+	                "special characters.");
 }
 
 static void
@@ -686,7 +691,8 @@ cmd_info(struct client *c, const struct resp_request *req)
 	int n;
 
 	(void)req;
-	n = snprintf(buf, sizeof(buf),
+	n = snprintf(
+	    buf, sizeof(buf),
 	    "# Server\r\n"
 	    "csq_version:%s\r\n"
 	    "redis_version:7.0.0\r\n"
@@ -711,15 +717,15 @@ cmd_info(struct client *c, const struct resp_request *req)
 	    (unsigned long long)s->stats.rejected_total,
 	    (unsigned long long)s->stats.commands_total,
 	    (unsigned long long)s->stats.errors_total);
-	resp_bulk(client_output(c), buf, (size_t)n < sizeof(buf) ?
-		(size_t)n : sizeof(buf) - 1);
+	resp_bulk(client_output(c), buf,
+	          (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
 /* Pub/sub. */
 
 static void
 reply_subscription(struct client *c, const char *kind, const char *name,
-    size_t len)
+                   size_t len)
 {
 	struct evbuffer *out = client_output(c);
 
@@ -739,9 +745,9 @@ cmd_subscribe(struct client *c, const struct resp_request *req)
 
 	for (i = 1; i < req->argc; i++) {
 		pubsub_subscribe(c->server->pubsub, c, req->argv[i],
-		    req->argvlen[i]);
+		                 req->argvlen[i]);
 		reply_subscription(c, "subscribe", req->argv[i],
-		    req->argvlen[i]);
+		                   req->argvlen[i]);
 	}
 }
 
@@ -752,9 +758,9 @@ cmd_psubscribe(struct client *c, const struct resp_request *req)
 
 	for (i = 1; i < req->argc; i++) {
 		pubsub_psubscribe(c->server->pubsub, c, req->argv[i],
-		    req->argvlen[i]);
+		                  req->argvlen[i]);
 		reply_subscription(c, "psubscribe", req->argv[i],
-		    req->argvlen[i]);
+		                   req->argvlen[i]);
 	}
 }
 
@@ -777,9 +783,9 @@ cmd_unsubscribe(struct client *c, const struct resp_request *req)
 	}
 	for (i = 1; i < req->argc; i++) {
 		pubsub_unsubscribe(c->server->pubsub, c, req->argv[i],
-		    req->argvlen[i]);
+		                   req->argvlen[i]);
 		reply_subscription(c, "unsubscribe", req->argv[i],
-		    req->argvlen[i]);
+		                   req->argvlen[i]);
 	}
 }
 
@@ -792,7 +798,7 @@ cmd_punsubscribe(struct client *c, const struct resp_request *req)
 		reply_subscription(c, "punsubscribe", NULL, 0);
 	while (req->argc == 1 && c->subs.npatterns > 0) {
 		char *p = csq_xstrndup(c->subs.patterns[0],
-		    strlen(c->subs.patterns[0]));
+		                       strlen(c->subs.patterns[0]));
 		size_t len = strlen(p);
 
 		pubsub_punsubscribe(c->server->pubsub, c, p, len);
@@ -801,37 +807,37 @@ cmd_punsubscribe(struct client *c, const struct resp_request *req)
 	}
 	for (i = 1; i < req->argc; i++) {
 		pubsub_punsubscribe(c->server->pubsub, c, req->argv[i],
-		    req->argvlen[i]);
+		                    req->argvlen[i]);
 		reply_subscription(c, "punsubscribe", req->argv[i],
-		    req->argvlen[i]);
+		                   req->argvlen[i]);
 	}
 }
 
 static const struct command commands[] = {
-	{ "heartbeat", -2, 0, cmd_heartbeat },
-	{ "enqueue", -2, 0, cmd_enqueue },
-	{ "release", 2, 0, cmd_release },
-	{ "where", 2, 0, cmd_where },
-	{ "touch", -2, 0, cmd_touch },
-	{ "leave", 2, 0, cmd_leave },
-	{ "pause", 2, 0, cmd_pause },
-	{ "resume", 2, 0, cmd_resume },
-	{ "logout", 2, 0, cmd_logout },
-	{ "queue", -2, 0, cmd_queue },
-	{ "qlen", 2, 0, cmd_qlen },
-	{ "servicers", 1, 0, cmd_servicers },
-	{ "stats", 1, 0, cmd_stats },
-	{ "ping", -1, CMD_PUBSUB, cmd_ping },
-	{ "quit", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_quit },
-	{ "auth", -2, CMD_NOAUTH, cmd_auth },
-	{ "subscribe", -2, CMD_PUBSUB, cmd_subscribe },
-	{ "unsubscribe", -1, CMD_PUBSUB, cmd_unsubscribe },
-	{ "psubscribe", -2, CMD_PUBSUB, cmd_psubscribe },
-	{ "punsubscribe", -1, CMD_PUBSUB, cmd_punsubscribe },
-	{ "info", -1, 0, cmd_info },
-	{ "client", -2, 0, cmd_client },
-	{ "select", 2, 0, cmd_select },
-	{ "command", -1, 0, cmd_command },
+    {"heartbeat", -2, 0, cmd_heartbeat},
+    {"enqueue", -2, 0, cmd_enqueue},
+    {"release", 2, 0, cmd_release},
+    {"where", 2, 0, cmd_where},
+    {"touch", -2, 0, cmd_touch},
+    {"leave", 2, 0, cmd_leave},
+    {"pause", 2, 0, cmd_pause},
+    {"resume", 2, 0, cmd_resume},
+    {"logout", 2, 0, cmd_logout},
+    {"queue", -2, 0, cmd_queue},
+    {"qlen", 2, 0, cmd_qlen},
+    {"servicers", 1, 0, cmd_servicers},
+    {"stats", 1, 0, cmd_stats},
+    {"ping", -1, CMD_PUBSUB, cmd_ping},
+    {"quit", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_quit},
+    {"auth", -2, CMD_NOAUTH, cmd_auth},
+    {"subscribe", -2, CMD_PUBSUB, cmd_subscribe},
+    {"unsubscribe", -1, CMD_PUBSUB, cmd_unsubscribe},
+    {"psubscribe", -2, CMD_PUBSUB, cmd_psubscribe},
+    {"punsubscribe", -1, CMD_PUBSUB, cmd_punsubscribe},
+    {"info", -1, 0, cmd_info},
+    {"client", -2, 0, cmd_client},
+    {"select", 2, 0, cmd_select},
+    {"command", -1, 0, cmd_command},
 };
 
 static const struct command *
@@ -860,21 +866,22 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		goto error;
 	}
 	if (cmd == NULL) {
-		echo = req->argvlen[0] > NAME_ECHO_MAX ? NAME_ECHO_MAX :
-		    req->argvlen[0];
+		echo = req->argvlen[0] > NAME_ECHO_MAX ? NAME_ECHO_MAX
+		                                       : req->argvlen[0];
 		resp_error(out, "ERR unknown command '%.*s'", (int)echo,
-		    req->argv[0]);
+		           req->argv[0]);
 		goto error;
 	}
 	if ((cmd->arity > 0 && req->argc != cmd->arity) ||
 	    (cmd->arity < 0 && req->argc < -cmd->arity)) {
 		resp_error(out,
-		    "ERR wrong number of arguments for '%s' command",
-		    cmd->name);
+		           "ERR wrong number of arguments for '%s' command",
+		           cmd->name);
 		goto error;
 	}
 	if (client_subscribed(c) && !(cmd->flags & CMD_PUBSUB)) {
-		resp_error(out,
+		resp_error(
+		    out,
 		    "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
 		    "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
 		    "this context",

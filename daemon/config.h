@@ -13,16 +13,22 @@
 #include "log.h"
 
 #define CONFIG_LISTEN_MAX 16
-#define CONFIG_STR_MAX	  256
+#define CONFIG_STR_MAX    256
 
-enum config_fsync { CONFIG_FSYNC_ALWAYS, CONFIG_FSYNC_EVERYSEC, CONFIG_FSYNC_NO };
+enum config_fsync {
+	CONFIG_FSYNC_ALWAYS,
+	CONFIG_FSYNC_EVERYSEC,
+	CONFIG_FSYNC_NO
+};
 
 struct config {
 	int nlisten;
-	char listen[CONFIG_LISTEN_MAX][CONFIG_STR_MAX]; /* host:port, [v6]:port, unix:/path */
+	char listen[CONFIG_LISTEN_MAX]
+	           [CONFIG_STR_MAX]; /* host:port, [v6]:port, unix:/path */
 	char requirepass[CONFIG_STR_MAX];
-	char engine[16];				/* "memory" or "redis" */
-	struct csq_limits limits; /* servicer_ttl, user_ttl, max_tier, max_queue_length */
+	char engine[16]; /* "memory" or "redis" */
+	struct csq_limits
+	    limits; /* servicer_ttl, user_ttl, max_tier, max_queue_length */
 	int64_t max_clients;
 	char journal[CONFIG_STR_MAX];
 	enum config_fsync fsync;
@@ -46,7 +52,7 @@ void config_default(struct config *);
 int config_load(struct config *cfg, const char *path, FILE *err);
 /* The same for configuration text; name stands for the file in errors. */
 int config_load_string(struct config *cfg, const char *text, const char *name,
-    FILE *err);
+                       FILE *err);
 
 /* Splits "host:port", "[v6]:port" or "unix:/path". 0 when valid. */
 struct config_addr {

@@ -22,7 +22,7 @@
 #include "server.h"
 #include "util.h"
 
-#define LISTEN_BACKLOG	  511
+#define LISTEN_BACKLOG    511
 #define ACCEPT_BACKOFF_MS 100 /* out of descriptors: pause accepting */
 
 struct listener {
@@ -36,7 +36,7 @@ struct listener {
 
 static void
 listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
-    struct sockaddr *sa, int salen, void *arg)
+                   struct sockaddr *sa, int salen, void *arg)
 {
 	struct listener *l = arg;
 	struct server *s = l->server;
@@ -56,7 +56,7 @@ listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 		/* Told why, as Redis does, then closed gracefully. */
 		s->stats.rejected_total++;
 		resp_error(client_output(c),
-		    "ERR max number of clients reached");
+		           "ERR max number of clients reached");
 		client_close_after_reply(c);
 	}
 }
@@ -74,12 +74,12 @@ static void
 listener_error_cb(struct evconnlistener *evl, void *arg)
 {
 	struct listener *l = arg;
-	struct timeval tv = { 0, ACCEPT_BACKOFF_MS * 1000 };
+	struct timeval tv = {0, ACCEPT_BACKOFF_MS * 1000};
 	int err = EVUTIL_SOCKET_ERROR();
 
 	(void)evl;
 	log_warnx("accept on %s: %s", l->name,
-	    evutil_socket_error_to_string(err));
+	          evutil_socket_error_to_string(err));
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 		/* Retrying at once would spin: wait for descriptors. */
 		evconnlistener_disable(l->evl);
@@ -89,15 +89,16 @@ listener_error_cb(struct evconnlistener *evl, void *arg)
 
 static struct listener *
 listener_add(struct server *s, const char *name, const struct sockaddr *sa,
-    socklen_t salen, unsigned flags)
+             socklen_t salen, unsigned flags)
 {
 	struct listener *l = csq_xcalloc(1, sizeof(*l));
 
 	l->server = s;
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->evl = evconnlistener_new_bind(s->base, listener_accept_cb, l,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | flags,
-	    LISTEN_BACKLOG, sa, (int)salen);
+	                                 LEV_OPT_CLOSE_ON_FREE |
+	                                     LEV_OPT_CLOSE_ON_EXEC | flags,
+	                                 LISTEN_BACKLOG, sa, (int)salen);
 	if (l->evl == NULL) {
 		log_warn("cannot listen on %s", name);
 		free(l);
@@ -137,7 +138,7 @@ listener_open_unix(struct server *s, const char *name, const char *path)
 
 static int
 listener_open_tcp(struct server *s, const char *name, const char *host,
-    int port)
+                  int port)
 {
 	struct addrinfo hints, *res, *ai;
 	char service[16];
@@ -154,7 +155,7 @@ listener_open_tcp(struct server *s, const char *name, const char *host,
 	}
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if (listener_add(s, name, ai->ai_addr, ai->ai_addrlen,
-			LEV_OPT_REUSEABLE) == NULL) {
+		                 LEV_OPT_REUSEABLE) == NULL) {
 			freeaddrinfo(res);
 			return -1;
 		}
@@ -177,9 +178,9 @@ listener_open_all(struct server *s)
 			log_warnx("invalid listen address: %s", name);
 			return -1;
 		}
-		if (addr.is_unix ?
-			listener_open_unix(s, name, addr.host) :
-			listener_open_tcp(s, name, addr.host, addr.port))
+		if (addr.is_unix
+		        ? listener_open_unix(s, name, addr.host)
+		        : listener_open_tcp(s, name, addr.host, addr.port))
 			return -1;
 		log_info("listening on %s", name);
 	}

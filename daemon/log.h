@@ -13,9 +13,7 @@ void log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_error(const char *, ...) __attribute__((format(printf, 1, 2)));
-void fatal(const char *, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
-void fatalx(const char *, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
+void fatal(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #endif

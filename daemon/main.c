@@ -15,9 +15,9 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: csqd [-nv] [-c file]\n"
-			"  -c file  run with this configuration\n"
-			"  -n       check the configuration and exit\n"
-			"  -v       print the version and exit\n");
+	                "  -c file  run with this configuration\n"
+	                "  -n       check the configuration and exit\n"
+	                "  -v       print the version and exit\n");
 	exit(EX_USAGE);
 }
 
@@ -57,7 +57,7 @@ main(int argc, char *argv[])
 	}
 	if (errors > 0) {
 		fprintf(stderr, "csqd: %d error%s in %s\n", errors,
-		    errors == 1 ? "" : "s", path);
+		        errors == 1 ? "" : "s", path);
 		return EX_CONFIG;
 	}
 	log_set_level(cfg.log_level);

@@ -64,7 +64,7 @@ grow(void *arr, size_t *cap, size_t n, size_t elem)
 
 int
 pubsub_subscribe(struct pubsub *ps, struct client *c, const char *name,
-    size_t len)
+                 size_t len)
 {
 	struct pubsub_subs *subs = client_subs(c);
 	struct pubsub_channel *ch;
@@ -81,7 +81,7 @@ pubsub_subscribe(struct pubsub *ps, struct client *c, const char *name,
 		if (subs->channels[i] == ch)
 			return 0;
 	grow(&subs->channels, &subs->capchannels, subs->nchannels,
-	    sizeof(*subs->channels));
+	     sizeof(*subs->channels));
 	subs->channels[subs->nchannels++] = ch;
 	grow(&ch->clients, &ch->cap, ch->nclients, sizeof(*ch->clients));
 	ch->clients[ch->nclients++] = c;
@@ -97,7 +97,7 @@ channel_drop(struct pubsub *ps, struct pubsub_channel *ch, struct client *c)
 		if (ch->clients[i] == c) {
 			/* Keep delivery order stable: shift, don't swap. */
 			memmove(&ch->clients[i], &ch->clients[i + 1],
-			    (ch->nclients - i - 1) * sizeof(*ch->clients));
+			        (ch->nclients - i - 1) * sizeof(*ch->clients));
 			ch->nclients--;
 			break;
 		}
@@ -111,7 +111,7 @@ channel_drop(struct pubsub *ps, struct pubsub_channel *ch, struct client *c)
 
 int
 pubsub_unsubscribe(struct pubsub *ps, struct client *c, const char *name,
-    size_t len)
+                   size_t len)
 {
 	struct pubsub_subs *subs = client_subs(c);
 	struct pubsub_channel *ch;
@@ -123,7 +123,7 @@ pubsub_unsubscribe(struct pubsub *ps, struct client *c, const char *name,
 		if (subs->channels[i] != ch)
 			continue;
 		memmove(&subs->channels[i], &subs->channels[i + 1],
-		    (subs->nchannels - i - 1) * sizeof(*subs->channels));
+		        (subs->nchannels - i - 1) * sizeof(*subs->channels));
 		subs->nchannels--;
 		channel_drop(ps, ch, c);
 		return 1;
@@ -133,7 +133,7 @@ pubsub_unsubscribe(struct pubsub *ps, struct client *c, const char *name,
 
 int
 pubsub_psubscribe(struct pubsub *ps, struct client *c, const char *pat,
-    size_t len)
+                  size_t len)
 {
 	struct pubsub_subs *subs = client_subs(c);
 	char *copy;
@@ -145,7 +145,7 @@ pubsub_psubscribe(struct pubsub *ps, struct client *c, const char *pat,
 			return 0;
 	copy = csq_xstrndup(pat, len);
 	grow(&subs->patterns, &subs->cappatterns, subs->npatterns,
-	    sizeof(*subs->patterns));
+	     sizeof(*subs->patterns));
 	subs->patterns[subs->npatterns++] = copy;
 	grow(&ps->patterns, &ps->cap, ps->npatterns, sizeof(*ps->patterns));
 	ps->patterns[ps->npatterns].client = c;
@@ -156,7 +156,7 @@ pubsub_psubscribe(struct pubsub *ps, struct client *c, const char *pat,
 
 int
 pubsub_punsubscribe(struct pubsub *ps, struct client *c, const char *pat,
-    size_t len)
+                    size_t len)
 {
 	struct pubsub_subs *subs = client_subs(c);
 	char *copy = NULL;
@@ -168,7 +168,7 @@ pubsub_punsubscribe(struct pubsub *ps, struct client *c, const char *pat,
 			continue;
 		copy = subs->patterns[i];
 		memmove(&subs->patterns[i], &subs->patterns[i + 1],
-		    (subs->npatterns - i - 1) * sizeof(*subs->patterns));
+		        (subs->npatterns - i - 1) * sizeof(*subs->patterns));
 		subs->npatterns--;
 		break;
 	}
@@ -178,7 +178,7 @@ pubsub_punsubscribe(struct pubsub *ps, struct client *c, const char *pat,
 		if (ps->patterns[i].pattern != copy)
 			continue;
 		memmove(&ps->patterns[i], &ps->patterns[i + 1],
-		    (ps->npatterns - i - 1) * sizeof(*ps->patterns));
+		        (ps->npatterns - i - 1) * sizeof(*ps->patterns));
 		ps->npatterns--;
 		break;
 	}
@@ -220,8 +220,8 @@ pubsub_channel_name(const struct pubsub_subs *subs, size_t i, size_t *len)
 }
 
 void
-pubsub_publish(struct pubsub *ps, const char *name, size_t len,
-    const char *msg, size_t msglen)
+pubsub_publish(struct pubsub *ps, const char *name, size_t len, const char *msg,
+               size_t msglen)
 {
 	struct pubsub_channel *ch;
 	struct evbuffer *out;

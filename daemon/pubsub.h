@@ -26,23 +26,23 @@ void pubsub_free(struct pubsub *);
 
 /* Each returns 1 when it changed something, 0 when it was already so. */
 int pubsub_subscribe(struct pubsub *, struct client *, const char *ch,
-    size_t len);
+                     size_t len);
 int pubsub_unsubscribe(struct pubsub *, struct client *, const char *ch,
-    size_t len);
+                       size_t len);
 int pubsub_psubscribe(struct pubsub *, struct client *, const char *pat,
-    size_t len);
+                      size_t len);
 int pubsub_punsubscribe(struct pubsub *, struct client *, const char *pat,
-    size_t len);
+                        size_t len);
 /* Drops every subscription of the client (its teardown). */
 void pubsub_forget(struct pubsub *, struct client *);
 
 size_t pubsub_count(const struct pubsub_subs *);
 /* Name of the i-th channel / pattern of a client, for UNSUBSCRIBE all. */
 const char *pubsub_channel_name(const struct pubsub_subs *, size_t i,
-    size_t *len);
+                                size_t *len);
 
 /* Sends msg to every subscriber of ch and of a matching pattern. */
 void pubsub_publish(struct pubsub *, const char *ch, size_t chlen,
-    const char *msg, size_t len);
+                    const char *msg, size_t len);
 
 #endif

@@ -15,8 +15,8 @@
 
 struct evbuffer;
 
-#define RESP_BULK_MAX	(512LL * 1024 * 1024)
-#define RESP_ARGS_MAX	(1024 * 1024)
+#define RESP_BULK_MAX   (512LL * 1024 * 1024)
+#define RESP_ARGS_MAX   (1024 * 1024)
 #define RESP_INLINE_MAX (64 * 1024)
 
 /* One parsed request: argc arguments, each argv[i] of argvlen[i] bytes and
@@ -30,9 +30,9 @@ struct resp_request {
 struct resp_parser;
 
 enum resp_parse {
-	RESP_PARSE_OK,	   /* *req holds a request; call again for the next */
-	RESP_PARSE_NEED,   /* all input consumed, no complete request */
-	RESP_PARSE_ERROR,  /* protocol error: reply with error text, close */
+	RESP_PARSE_OK,    /* *req holds a request; call again for the next */
+	RESP_PARSE_NEED,  /* all input consumed, no complete request */
+	RESP_PARSE_ERROR, /* protocol error: reply with error text, close */
 };
 
 struct resp_parser *resp_parser_new(void);
@@ -45,19 +45,19 @@ void resp_parser_free(struct resp_parser *);
  * "-ERR Protocol error: ".
  */
 enum resp_parse resp_parse(struct resp_parser *, struct evbuffer *in,
-    struct resp_request *req);
+                           struct resp_request *req);
 const char *resp_parser_error(const struct resp_parser *);
 void resp_request_clear(struct resp_request *);
 
 /* Replies. */
-void resp_simple(struct evbuffer *, const char *s);		/* +s */
-void resp_error(struct evbuffer *, const char *fmt, ...)	/* -fmt */
+void resp_simple(struct evbuffer *, const char *s);      /* +s */
+void resp_error(struct evbuffer *, const char *fmt, ...) /* -fmt */
     __attribute__((format(printf, 2, 3)));
-void resp_integer(struct evbuffer *, int64_t);			/* :n */
-void resp_bulk(struct evbuffer *, const char *s, size_t len);	/* $len */
+void resp_integer(struct evbuffer *, int64_t);                /* :n */
+void resp_bulk(struct evbuffer *, const char *s, size_t len); /* $len */
 void resp_bulk_str(struct evbuffer *, const char *s);
 void resp_bulk_u64(struct evbuffer *, uint64_t); /* decimal as bulk */
-void resp_null(struct evbuffer *);			/* $-1 */
-void resp_array(struct evbuffer *, int64_t n);		/* *n */
+void resp_null(struct evbuffer *);               /* $-1 */
+void resp_array(struct evbuffer *, int64_t n);   /* *n */
 
 #endif

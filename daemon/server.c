@@ -56,15 +56,14 @@ server_emit(void *arg, const struct csq_event *ev)
 	len = csq_event_json(ev, json, sizeof(json));
 	if (len < 0 || (size_t)len >= sizeof(json)) {
 		log_warnx("event %s too long to publish",
-		    csq_event_name(ev->type));
+		          csq_event_name(ev->type));
 		return;
 	}
 	n = csq_event_channels(ev, channels);
 	for (i = 0; i < n; i++)
 		pubsub_publish(s->pubsub, channels[i], strlen(channels[i]),
-		    json, (size_t)len);
-	if (ev->type == CSQ_EV_SERVICER_DOWN &&
-	    ev->reason == CSQ_REASON_LOST)
+		               json, (size_t)len);
+	if (ev->type == CSQ_EV_SERVICER_DOWN && ev->reason == CSQ_REASON_LOST)
 		log_info("servicer %s lost", ev->servicer);
 }
 
@@ -114,7 +113,7 @@ server_stop_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd, (void)what;
 	log_warnx("clients still connected after %d s; stopping anyway",
-	    STOP_GRACE_S);
+	          STOP_GRACE_S);
 	event_base_loopexit(s->base, NULL);
 }
 
@@ -123,7 +122,7 @@ static void
 server_stop_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct server *s = arg;
-	struct timeval tv = { STOP_GRACE_S, 0 };
+	struct timeval tv = {STOP_GRACE_S, 0};
 	struct client *c, *next;
 
 	(void)what;
@@ -176,7 +175,8 @@ server_reload_cb(evutil_socket_t sig, short what, void *arg)
 	if (n > 0) {
 		server_log_lines(report);
 		log_warnx("reload of %s failed (%d errors); keeping the "
-			  "running configuration", s->config_path, n);
+		          "running configuration",
+		          s->config_path, n);
 		free(report);
 		return;
 	}
@@ -191,7 +191,7 @@ server_reload_cb(evutil_socket_t sig, short what, void *arg)
 	    memcmp(next.listen, s->cfg.listen, sizeof(next.listen)) != 0 ||
 	    strcmp(next.engine, s->cfg.engine) != 0)
 		log_warnx("listen and engine changes take effect at the next "
-			  "start");
+		          "start");
 	log_info("configuration reloaded from %s", s->config_path);
 }
 
@@ -200,9 +200,9 @@ server_engine(struct server *s)
 {
 	if (strcmp(s->cfg.engine, "memory") == 0)
 		return csq_engine_memory_new(&s->cfg.limits, server_clock, s,
-		    server_emit, s);
+		                             server_emit, s);
 	log_warnx("engine \"%s\" is not available in this build",
-	    s->cfg.engine);
+	          s->cfg.engine);
 	return NULL;
 }
 
@@ -235,8 +235,7 @@ server_run(const struct config *cfg, const char *config_path)
 		goto out;
 	if (listener_open_all(s) != 0)
 		goto out;
-	log_info("csqd %s ready, engine %s", CSQ_VERSION,
-	    s->engine->ops->name);
+	log_info("csqd %s ready, engine %s", CSQ_VERSION, s->engine->ops->name);
 	server_arm_deadline(s);
 	event_base_dispatch(s->base);
 	status = 0;

@@ -19,8 +19,7 @@ struct check {
 	uint64_t timed; /* waiting users with a TTL */
 };
 
-static void
-check_fail(struct check *k, const char *fmt, ...)
+static void check_fail(struct check *k, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
@@ -69,13 +68,11 @@ check_user(void *arg, const char *key, size_t len, void *val)
 		rank = csq_line_rank(u->queue->line, u->key);
 		node = rank ? csq_line_nth(u->queue->line, rank - 1) : NULL;
 		if (node == NULL || csq_line_node_value(node) != u)
-			check_fail(k, "waiting user %s not in its line",
-			    u->id);
+			check_fail(k, "waiting user %s not in its line", u->id);
 		if (u->servicer != NULL)
 			check_fail(k, "waiting user %s has a room", u->id);
 		if (csq_heap_contains(&u->deadline.node) != (u->ttl_s > 0))
-			check_fail(k, "waiting user %s deadline wrong",
-			    u->id);
+			check_fail(k, "waiting user %s deadline wrong", u->id);
 		break;
 	case CSQ_USER_ASSIGNED:
 		k->assigned++;
@@ -85,8 +82,7 @@ check_user(void *arg, const char *key, size_t len, void *val)
 		    u->servicer->rooms[u->room] != u)
 			check_fail(k, "U2R of %s disagrees with R2U", u->id);
 		if (csq_heap_contains(&u->deadline.node))
-			check_fail(k, "assigned user %s has a deadline",
-			    u->id);
+			check_fail(k, "assigned user %s has a deadline", u->id);
 		break;
 	default:
 		check_fail(k, "user %s in state %d", u->id, (int)u->state);
@@ -115,11 +111,11 @@ check_servicer(void *arg, const char *key, size_t len, void *val)
 			check_fail(k, "R2U %s/%u disagrees with U2R", s->id, i);
 		if (csq_dict_get(k->c->users, u->id, u->idlen) != u)
 			check_fail(k, "room %s/%u holds an unknown user", s->id,
-			    i);
+			           i);
 	}
 	if (active != s->active)
 		check_fail(k, "servicer %s active %u, rooms say %u", s->id,
-		    s->active, active);
+		           s->active, active);
 	if (s->nrooms != (top > s->capacity ? top : s->capacity))
 		check_fail(k, "servicer %s has %u rooms", s->id, s->nrooms);
 	if (!csq_heap_contains(&s->deadline.node))
@@ -130,19 +126,19 @@ check_servicer(void *arg, const char *key, size_t len, void *val)
 		k->free += s->capacity - s->active;
 	if (s->nqueues < 1 || s->nqueues > CSQ_SERVICER_QUEUES)
 		check_fail(k, "servicer %s serves %u queues", s->id,
-		    s->nqueues);
+		           s->nqueues);
 	for (i = 0; i < s->nqueues; i++) {
 		for (j = 0; j < i; j++)
 			if (s->queues[j] == s->queues[i])
 				check_fail(k, "servicer %s serves %s twice",
-				    s->id, s->queues[i]->name);
+				           s->id, s->queues[i]->name);
 		if (csq_heap_contains(&s->avail[i].node) != has_free)
 			check_fail(k, "servicer %s avail in %s wrong", s->id,
-			    s->queues[i]->name);
+			           s->queues[i]->name);
 		if (has_free && csq_line_len(s->queues[i]->line) > 0)
 			check_fail(k,
-			    "free room of %s beside waiting users of %s",
-			    s->id, s->queues[i]->name);
+			           "free room of %s beside waiting users of %s",
+			           s->id, s->queues[i]->name);
 	}
 }
 
@@ -175,7 +171,7 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 {
 	struct check *k = arg;
 	const struct csq_queue *q = val;
-	struct queue_refs r = { k->c, q, 0 };
+	struct queue_refs r = {k->c, q, 0};
 
 	if (len != q->namelen || memcmp(key, q->name, len) != 0)
 		check_fail(k, "queue %s filed under another name", q->name);
@@ -187,7 +183,7 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 		r.refs++;
 	if (r.refs != q->refs || r.refs == 0)
 		check_fail(k, "queue %s has %" PRIu64 " refs, counted %" PRIu64,
-		    q->name, q->refs, r.refs);
+		           q->name, q->refs, r.refs);
 }
 
 int
@@ -204,22 +200,23 @@ csq_check(const struct csq *c, char *buf, size_t len)
 	csq_dict_each(c->queues, check_queue, &k);
 	if (k.waiting != c->stats.waiting)
 		check_fail(&k, "waiting %" PRIu64 ", counted %" PRIu64,
-		    c->stats.waiting, k.waiting);
+		           c->stats.waiting, k.waiting);
 	if (k.assigned != k.busy || k.busy != c->stats.rooms_busy)
-		check_fail(&k, "busy rooms %" PRIu64 ", assigned users %" PRIu64
-		    ", counter %" PRIu64, k.busy, k.assigned,
-		    c->stats.rooms_busy);
+		check_fail(&k,
+		           "busy rooms %" PRIu64 ", assigned users %" PRIu64
+		           ", counter %" PRIu64,
+		           k.busy, k.assigned, c->stats.rooms_busy);
 	if (k.free != c->stats.rooms_free)
 		check_fail(&k, "free rooms %" PRIu64 ", counter %" PRIu64,
-		    k.free, c->stats.rooms_free);
+		           k.free, c->stats.rooms_free);
 	if (k.servicers != c->stats.servicers)
 		check_fail(&k, "servicers %" PRIu64 ", counter %" PRIu64,
-		    k.servicers, c->stats.servicers);
+		           k.servicers, c->stats.servicers);
 	if (csq_dict_len(c->users) != k.waiting + k.assigned)
 		check_fail(&k, "users dict holds %zu, placed %" PRIu64,
-		    csq_dict_len(c->users), k.waiting + k.assigned);
+		           csq_dict_len(c->users), k.waiting + k.assigned);
 	if (c->deadlines.len != k.servicers + k.timed)
 		check_fail(&k, "%zu deadlines, expected %" PRIu64,
-		    c->deadlines.len, k.servicers + k.timed);
+		           c->deadlines.len, k.servicers + k.timed);
 	return k.failed ? -1 : 0;
 }

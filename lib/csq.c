@@ -230,7 +230,7 @@ servicer_get(const struct csq *c, const char *sid)
 
 static void
 servicer_info(const struct csq_servicer *s, uint64_t now,
-    struct csq_servicer_info *out)
+              struct csq_servicer_info *out)
 {
 	memcpy(out->id, s->id, s->idlen + 1);
 	out->status = s->status;
@@ -246,7 +246,7 @@ servicer_info(const struct csq_servicer *s, uint64_t now,
  */
 static enum csq_status
 heartbeat_queues(struct csq *c, const struct csq_heartbeat_args *a,
-    struct csq_queue **out, uint32_t *n)
+                 struct csq_queue **out, uint32_t *n)
 {
 	size_t i, j, len[CSQ_SERVICER_QUEUES];
 	uint32_t k = 0;
@@ -270,7 +270,7 @@ heartbeat_queues(struct csq *c, const struct csq_heartbeat_args *a,
 
 static void
 servicer_set_queues(struct csq *c, struct csq_servicer *s,
-    struct csq_queue **qs, uint32_t n)
+                    struct csq_queue **qs, uint32_t n)
 {
 	uint32_t i;
 
@@ -302,7 +302,7 @@ servicer_up_event(struct csq *c, const struct csq_servicer *s, uint64_t now)
 		if (i > 0)
 			ev.queues[off++] = ',';
 		memcpy(ev.queues + off, s->queues[i]->name,
-		    s->queues[i]->namelen);
+		       s->queues[i]->namelen);
 		off += s->queues[i]->namelen;
 	}
 	ev.queues[off] = '\0';
@@ -311,7 +311,7 @@ servicer_up_event(struct csq *c, const struct csq_servicer *s, uint64_t now)
 
 enum csq_status
 csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
-    struct csq_servicer_info *out)
+              struct csq_servicer_info *out)
 {
 	struct csq_queue *qs[CSQ_SERVICER_QUEUES];
 	struct csq_servicer *s;
@@ -342,7 +342,7 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 		csq_servicer_set_capacity(s, 1);
 		if (nq == 0) {
 			qs[nq++] = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
-			    strlen(CSQ_DEFAULT_QUEUE), 1);
+			                         strlen(CSQ_DEFAULT_QUEUE), 1);
 		}
 		s->last_order = ++c->order;
 		s->last_ms = now;
@@ -368,7 +368,7 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 
 static enum csq_status
 servicer_set_status(struct csq *c, uint64_t now, const char *sid,
-    enum csq_servicer_status status)
+                    enum csq_servicer_status status)
 {
 	struct csq_servicer *s;
 	struct csq_event ev;
@@ -382,8 +382,10 @@ servicer_set_status(struct csq *c, uint64_t now, const char *sid,
 	csq_servicer_unaccount(c, s);
 	s->status = status;
 	csq_servicer_account(c, s);
-	csq_event_begin(&ev, status == CSQ_SERVICER_READY ?
-		CSQ_EV_SERVICER_RESUMED : CSQ_EV_SERVICER_PAUSED, now);
+	csq_event_begin(&ev,
+	                status == CSQ_SERVICER_READY ? CSQ_EV_SERVICER_RESUMED
+	                                             : CSQ_EV_SERVICER_PAUSED,
+	                now);
 	memcpy(ev.servicer, s->id, s->idlen + 1);
 	csq_emit(c, &ev);
 	csq_match_servicer(c, s, now);
@@ -417,8 +419,8 @@ csq_logout(struct csq *c, uint64_t now, const char *sid, uint64_t *requeued)
 
 /* The conversation in room idx of s ends; the user leaves the system. */
 static void
-room_release(struct csq *c, struct csq_servicer *s, uint32_t idx,
-    uint64_t now, enum csq_reason by)
+room_release(struct csq *c, struct csq_servicer *s, uint32_t idx, uint64_t now,
+             enum csq_reason by)
 {
 	struct csq_user *u = s->rooms[idx];
 	struct csq_event ev;
@@ -446,8 +448,7 @@ csq_release(struct csq *c, uint64_t now, const char *room, int *ended)
 	uint32_t idx;
 
 	*ended = 0;
-	if (room == NULL ||
-	    csq_parse_room(room, strlen(room), sid, &idx))
+	if (room == NULL || csq_parse_room(room, strlen(room), sid, &idx))
 		return CSQ_EROOM;
 	if ((s = servicer_get(c, sid)) == NULL ||
 	    !csq_servicer_room_exists(s, idx))
@@ -495,7 +496,7 @@ user_deadline(struct csq *c, struct csq_user *u, uint64_t now)
 
 static void
 user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
-    const struct csq_queue *from, uint64_t now)
+           const struct csq_queue *from, uint64_t now)
 {
 	struct csq_event ev;
 
@@ -513,7 +514,7 @@ user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
  */
 static void
 user_rescore(struct csq *c, struct csq_user *u, struct csq_queue *to,
-    uint32_t tier, uint64_t now)
+             uint32_t tier, uint64_t now)
 {
 	struct csq_queue *from = u->queue;
 	struct csq_key k;
@@ -531,7 +532,7 @@ user_rescore(struct csq *c, struct csq_user *u, struct csq_queue *to,
 	csq_line_insert(to->line, u->key, u);
 	if (!csq_match_user(c, u, now))
 		user_event(c, CSQ_EV_RESCORED, u, to != from ? from : NULL,
-		    now);
+		           now);
 	if (to != from)
 		csq_queue_unref(c, from);
 }
@@ -546,7 +547,7 @@ queue_drop_unused(struct csq *c, struct csq_queue *q)
 
 enum csq_status
 csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
-    struct csq_user_info *out)
+            struct csq_user_info *out)
 {
 	struct csq_queue *q = NULL;
 	struct csq_user *u;
@@ -569,8 +570,8 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 		}
 		if (a->has_queue) {
 			q = csq_queue_get(c, a->queue, qlen, 1);
-			if (q != u->queue &&
-			    csq_line_len(q->line) >= c->limits.max_queue_length) {
+			if (q != u->queue && csq_line_len(q->line) >=
+			                         c->limits.max_queue_length) {
 				queue_drop_unused(c, q);
 				return CSQ_EFULL;
 			}
@@ -580,7 +581,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 			u->ttl_s = a->ttl_s;
 		user_deadline(c, u, now);
 		user_rescore(c, u, q, a->has_tier ? a->tier : user_tier(u),
-		    now);
+		             now);
 		user_info(u, now, out);
 		return CSQ_OK;
 	}
@@ -589,7 +590,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 		q = csq_queue_get(c, a->queue, qlen, 1);
 	else
 		q = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
-		    strlen(CSQ_DEFAULT_QUEUE), 0);
+		                  strlen(CSQ_DEFAULT_QUEUE), 0);
 	if (csq_line_len(q->line) >= c->limits.max_queue_length) {
 		queue_drop_unused(c, q);
 		return CSQ_EFULL;
@@ -630,7 +631,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 
 enum csq_status
 csq_touch(struct csq *c, uint64_t now, const char *uid, int64_t ttl_s,
-    int *known)
+          int *known)
 {
 	struct csq_user *u;
 
@@ -652,7 +653,7 @@ csq_touch(struct csq *c, uint64_t now, const char *uid, int64_t ttl_s,
 /* A waiting user gives up (LEAVE) or times out. */
 static void
 user_abandon(struct csq *c, struct csq_user *u, uint64_t now,
-    enum csq_reason reason)
+             enum csq_reason reason)
 {
 	struct csq_event ev;
 
@@ -686,7 +687,7 @@ csq_leave(struct csq *c, uint64_t now, const char *uid, int *known)
 
 enum csq_status
 csq_where(struct csq *c, uint64_t now, const char *uid,
-    struct csq_user_info *out)
+          struct csq_user_info *out)
 {
 	struct csq_user *u;
 
@@ -704,8 +705,8 @@ csq_where(struct csq *c, uint64_t now, const char *uid,
 /* Admin. */
 
 enum csq_status
-csq_queue_range(struct csq *c, uint64_t now, const char *qname,
-    uint64_t offset, uint32_t count, struct csq_queue_entry *out, size_t *n)
+csq_queue_range(struct csq *c, uint64_t now, const char *qname, uint64_t offset,
+                uint32_t count, struct csq_queue_entry *out, size_t *n)
 {
 	struct csq_line_node *node;
 	struct csq_queue *q;
@@ -763,7 +764,7 @@ static int
 servicer_info_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct csq_servicer_info *)a)->id,
-	    ((const struct csq_servicer_info *)b)->id);
+	              ((const struct csq_servicer_info *)b)->id);
 }
 
 struct csq_servicer_info *
@@ -771,8 +772,7 @@ csq_servicers(struct csq *c, uint64_t now, size_t *n)
 {
 	struct servicers_walk w;
 
-	w.out = csq_xmalloc((csq_dict_len(c->servicers) + 1) *
-	    sizeof(*w.out));
+	w.out = csq_xmalloc((csq_dict_len(c->servicers) + 1) * sizeof(*w.out));
 	w.n = 0;
 	w.now = now;
 	csq_dict_each(c->servicers, servicers_collect, &w);
@@ -807,11 +807,12 @@ csq_expire(struct csq *c, uint64_t now)
 		d = csq_container_of(top, struct csq_deadline, node);
 		csq_deadline_clear(c, d);
 		if (d->kind == CSQ_DL_USER)
-			user_abandon(c,
-			    csq_container_of(d, struct csq_user, deadline),
+			user_abandon(
+			    c, csq_container_of(d, struct csq_user, deadline),
 			    now, CSQ_REASON_TIMEOUT);
 		else
-			csq_servicer_remove(c,
+			csq_servicer_remove(
+			    c,
 			    csq_container_of(d, struct csq_servicer, deadline),
 			    now, CSQ_REASON_LOST);
 	}
@@ -846,7 +847,7 @@ rearm_servicer(void *arg, const char *key, size_t len, void *val)
 void
 csq_rearm_deadlines(struct csq *c, uint64_t now)
 {
-	struct rearm_walk w = { c, now };
+	struct rearm_walk w = {c, now};
 
 	csq_dict_each(c->users, rearm_user, &w);
 	csq_dict_each(c->servicers, rearm_servicer, &w);

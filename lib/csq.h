@@ -14,27 +14,27 @@
 
 #define CSQ_VERSION "0.1.0"
 
-#define CSQ_ID_MAX	      64	/* bytes in a user, servicer or queue id */
-#define CSQ_ROOM_MAX	      (CSQ_ID_MAX + 1 + 4) /* "<servicer>/<index>" */
-#define CSQ_TIER_LIMIT	      15	/* max_tier may be at most this */
-#define CSQ_CAPACITY_MAX      1000	/* rooms per servicer */
-#define CSQ_SERVICER_QUEUES   32	/* queues one servicer may serve */
-#define CSQ_TTL_MAX	      86400	/* seconds, for users and servicers */
-#define CSQ_RANGE_COUNT_MAX   1000	/* entries in one QUEUE reply */
-#define CSQ_RANGE_COUNT_DEF   20
-#define CSQ_DEFAULT_QUEUE     "default"
+#define CSQ_ID_MAX          64 /* bytes in a user, servicer or queue id */
+#define CSQ_ROOM_MAX        (CSQ_ID_MAX + 1 + 4) /* "<servicer>/<index>" */
+#define CSQ_TIER_LIMIT      15    /* max_tier may be at most this */
+#define CSQ_CAPACITY_MAX    1000  /* rooms per servicer */
+#define CSQ_SERVICER_QUEUES 32    /* queues one servicer may serve */
+#define CSQ_TTL_MAX         86400 /* seconds, for users and servicers */
+#define CSQ_RANGE_COUNT_MAX 1000  /* entries in one QUEUE reply */
+#define CSQ_RANGE_COUNT_DEF 20
+#define CSQ_DEFAULT_QUEUE   "default"
 
 /* Results of every operation; the daemon turns them into error replies. */
 enum csq_status {
 	CSQ_OK = 0,
-	CSQ_EUSER,	/* invalid user id */
-	CSQ_ESERVICER,	/* invalid servicer id */
-	CSQ_EQUEUE,	/* invalid queue id */
-	CSQ_EROOM,	/* invalid room id */
-	CSQ_ERANGE,	/* an argument is out of its range */
-	CSQ_ENOTFOUND,	/* no such servicer or room */
-	CSQ_EFULL,	/* queue at its maximum length */
-	CSQ_ETRYAGAIN,	/* engine unavailable, nothing changed */
+	CSQ_EUSER,      /* invalid user id */
+	CSQ_ESERVICER,  /* invalid servicer id */
+	CSQ_EQUEUE,     /* invalid queue id */
+	CSQ_EROOM,      /* invalid room id */
+	CSQ_ERANGE,     /* an argument is out of its range */
+	CSQ_ENOTFOUND,  /* no such servicer or room */
+	CSQ_EFULL,      /* queue at its maximum length */
+	CSQ_ETRYAGAIN,  /* engine unavailable, nothing changed */
 	CSQ_EEXHAUSTED, /* the order-key sequence is used up */
 };
 
@@ -43,8 +43,8 @@ const char *csq_status_text(enum csq_status);
 /* Limits and defaults that the configuration may change at run time. */
 struct csq_limits {
 	uint32_t servicer_ttl_s; /* 1..CSQ_TTL_MAX */
-	uint32_t user_ttl_s;	 /* 0..CSQ_TTL_MAX, 0 = never */
-	uint32_t max_tier;	 /* 0..CSQ_TIER_LIMIT */
+	uint32_t user_ttl_s;     /* 0..CSQ_TTL_MAX, 0 = never */
+	uint32_t max_tier;       /* 0..CSQ_TIER_LIMIT */
 	uint64_t max_queue_length;
 };
 
@@ -88,7 +88,7 @@ struct csq_event {
 	uint32_t tier;
 	uint64_t position;
 	uint64_t waited_ms;
-	uint32_t capacity;		    /* servicer_up */
+	uint32_t capacity;                                   /* servicer_up */
 	char queues[CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1)]; /* "a,b,c" */
 	enum csq_reason reason;
 };
@@ -105,15 +105,15 @@ const char *csq_event_name(enum csq_event_type);
  * were written to out (at most CSQ_EVENT_CHANNELS).
  */
 #define CSQ_EVENT_CHANNELS 5
-#define CSQ_CHANNEL_MAX	   (CSQ_ID_MAX + 16)
+#define CSQ_CHANNEL_MAX    (CSQ_ID_MAX + 16)
 int csq_event_channels(const struct csq_event *,
-    char out[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX]);
+                       char out[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX]);
 
 /* Identifiers: 1..64 bytes of [A-Za-z0-9._:@-]. */
 int csq_valid_id(const char *s, size_t len);
 /* Splits "<servicer>/<index>"; 0 when well formed. */
 int csq_parse_room(const char *s, size_t len, char sid[CSQ_ID_MAX + 1],
-    uint32_t *index);
+                   uint32_t *index);
 
 enum csq_servicer_status {
 	CSQ_SERVICER_READY,
@@ -191,31 +191,34 @@ void csq_set_limits(struct csq *, const struct csq_limits *);
 const struct csq_limits *csq_get_limits(const struct csq *);
 
 enum csq_status csq_heartbeat(struct csq *, uint64_t now_ms,
-    const struct csq_heartbeat_args *, struct csq_servicer_info *out);
+                              const struct csq_heartbeat_args *,
+                              struct csq_servicer_info *out);
 enum csq_status csq_pause(struct csq *, uint64_t now_ms, const char *sid);
 enum csq_status csq_resume(struct csq *, uint64_t now_ms, const char *sid);
 enum csq_status csq_logout(struct csq *, uint64_t now_ms, const char *sid,
-    uint64_t *requeued);
+                           uint64_t *requeued);
 /* *ended: 1 a conversation ended, 0 the room was already free. */
 enum csq_status csq_release(struct csq *, uint64_t now_ms, const char *room,
-    int *ended);
+                            int *ended);
 
 enum csq_status csq_enqueue(struct csq *, uint64_t now_ms,
-    const struct csq_enqueue_args *, struct csq_user_info *out);
+                            const struct csq_enqueue_args *,
+                            struct csq_user_info *out);
 /* *known: 1 waiting or assigned, 0 unknown. ttl_s < 0: keep the TTL. */
 enum csq_status csq_touch(struct csq *, uint64_t now_ms, const char *uid,
-    int64_t ttl_s, int *known);
+                          int64_t ttl_s, int *known);
 enum csq_status csq_leave(struct csq *, uint64_t now_ms, const char *uid,
-    int *known);
+                          int *known);
 enum csq_status csq_where(struct csq *, uint64_t now_ms, const char *uid,
-    struct csq_user_info *out);
+                          struct csq_user_info *out);
 
 /*
  * Waiting users of queue q in service order, from offset, at most count
  * (<= CSQ_RANGE_COUNT_MAX) into out; *n gets how many.
  */
 enum csq_status csq_queue_range(struct csq *, uint64_t now_ms, const char *q,
-    uint64_t offset, uint32_t count, struct csq_queue_entry *out, size_t *n);
+                                uint64_t offset, uint32_t count,
+                                struct csq_queue_entry *out, size_t *n);
 enum csq_status csq_qlen(struct csq *, const char *q, uint64_t *len);
 
 /*
@@ -223,7 +226,7 @@ enum csq_status csq_qlen(struct csq *, const char *q, uint64_t *len);
  * its length.
  */
 struct csq_servicer_info *csq_servicers(struct csq *, uint64_t now_ms,
-    size_t *n);
+                                        size_t *n);
 void csq_stats(const struct csq *, struct csq_stats *);
 
 /* Earliest TTL deadline in ms, or UINT64_MAX when there is none. */

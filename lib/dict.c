@@ -11,7 +11,7 @@
 #include "util.h"
 
 #define DICT_MIN_BUCKETS 16
-#define DICT_SHRINK_AT	 8 /* shrink when len < buckets / this */
+#define DICT_SHRINK_AT   8 /* shrink when len < buckets / this */
 
 struct dict_entry {
 	struct dict_entry *next;
@@ -109,8 +109,7 @@ dict_resize(struct csq_dict *d, size_t nbuckets)
 
 /* The link that points at key's entry, or at the NULL ending its chain. */
 static struct dict_entry **
-dict_find(const struct csq_dict *d, const char *key, size_t len,
-    uint64_t hash)
+dict_find(const struct csq_dict *d, const char *key, size_t len, uint64_t hash)
 {
 	struct dict_entry **p = &d->buckets[hash & (d->nbuckets - 1)];
 
@@ -173,7 +172,8 @@ csq_dict_del(struct csq_dict *d, const char *key, size_t len)
 
 void
 csq_dict_each(const struct csq_dict *d,
-    void (*fn)(void *arg, const char *key, size_t len, void *val), void *arg)
+              void (*fn)(void *arg, const char *key, size_t len, void *val),
+              void *arg)
 {
 	struct dict_entry *e, *next;
 	size_t i;

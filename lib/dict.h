@@ -22,6 +22,8 @@ void *csq_dict_del(struct csq_dict *, const char *key, size_t len);
 
 /* Calls fn for every entry; fn must not change the dict. */
 void csq_dict_each(const struct csq_dict *,
-    void (*fn)(void *arg, const char *key, size_t len, void *val), void *arg);
+                   void (*fn)(void *arg, const char *key, size_t len,
+                              void *val),
+                   void *arg);
 
 #endif

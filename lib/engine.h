@@ -44,7 +44,7 @@ struct csq_result {
 	struct csq_servicer_info servicer;
 	struct csq_user_info user;
 	struct csq_stats stats;
-	const struct csq_queue_entry *entries; /* QUEUE */
+	const struct csq_queue_entry *entries;     /* QUEUE */
 	const struct csq_servicer_info *servicers; /* SERVICERS */
 	size_t nentries;
 };
@@ -56,7 +56,7 @@ struct csq_engine;
 struct csq_engine_ops {
 	const char *name;
 	void (*call)(struct csq_engine *, const struct csq_op *,
-	    csq_engine_cb *, void *);
+	             csq_engine_cb *, void *);
 	/* Earliest deadline (ms of the engine's clock), UINT64_MAX if none. */
 	uint64_t (*next_deadline)(struct csq_engine *);
 	/* Acts on the deadlines that have passed. */
@@ -78,13 +78,14 @@ typedef uint64_t csq_clock_fn(void *arg); /* milliseconds */
  * events come out through emit.
  */
 struct csq_engine *csq_engine_memory_new(const struct csq_limits *,
-    csq_clock_fn *clock, void *clock_arg, csq_emit_fn *emit, void *emit_arg);
+                                         csq_clock_fn *clock, void *clock_arg,
+                                         csq_emit_fn *emit, void *emit_arg);
 /* The state machine behind a memory engine (for tests and checks). */
 struct csq *csq_engine_memory_state(struct csq_engine *);
 
 static inline void
 csq_engine_call(struct csq_engine *e, const struct csq_op *op,
-    csq_engine_cb *cb, void *arg)
+                csq_engine_cb *cb, void *arg)
 {
 	e->ops->call(e, op, cb, arg);
 }

@@ -24,7 +24,7 @@ engine_memory(struct csq_engine *e)
 
 static void
 memory_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
-    void *arg)
+            void *arg)
 {
 	struct engine_memory *m = engine_memory(e);
 	struct csq_servicer_info *list = NULL;
@@ -35,8 +35,8 @@ memory_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 	memset(&r, 0, sizeof(r));
 	switch (op->code) {
 	case CSQ_OP_HEARTBEAT:
-		r.status = csq_heartbeat(m->csq, now, &op->heartbeat,
-		    &r.servicer);
+		r.status =
+		    csq_heartbeat(m->csq, now, &op->heartbeat, &r.servicer);
 		break;
 	case CSQ_OP_PAUSE:
 		r.status = csq_pause(m->csq, now, op->id);
@@ -68,7 +68,7 @@ memory_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 		break;
 	case CSQ_OP_QUEUE:
 		r.status = csq_queue_range(m->csq, now, op->id, op->offset,
-		    op->count, m->entries, &r.nentries);
+		                           op->count, m->entries, &r.nentries);
 		r.entries = m->entries;
 		break;
 	case CSQ_OP_QLEN:
@@ -129,18 +129,18 @@ memory_free(struct csq_engine *e)
 }
 
 static const struct csq_engine_ops memory_ops = {
-	.name = "memory",
-	.call = memory_call,
-	.next_deadline = memory_next_deadline,
-	.expire = memory_expire,
-	.set_limits = memory_set_limits,
-	.up = memory_up,
-	.free = memory_free,
+    .name = "memory",
+    .call = memory_call,
+    .next_deadline = memory_next_deadline,
+    .expire = memory_expire,
+    .set_limits = memory_set_limits,
+    .up = memory_up,
+    .free = memory_free,
 };
 
 struct csq_engine *
 csq_engine_memory_new(const struct csq_limits *limits, csq_clock_fn *clock,
-    void *clock_arg, csq_emit_fn *emit, void *emit_arg)
+                      void *clock_arg, csq_emit_fn *emit, void *emit_arg)
 {
 	struct engine_memory *m = csq_xcalloc(1, sizeof(*m));
 

@@ -7,16 +7,16 @@
 #include <string.h>
 
 static const char *const event_names[] = {
-	[CSQ_EV_QUEUED] = "queued",
-	[CSQ_EV_RESCORED] = "rescored",
-	[CSQ_EV_MATCHED] = "matched",
-	[CSQ_EV_LEFT] = "left",
-	[CSQ_EV_RELEASED] = "released",
-	[CSQ_EV_REQUEUED] = "requeued",
-	[CSQ_EV_SERVICER_UP] = "servicer_up",
-	[CSQ_EV_SERVICER_DOWN] = "servicer_down",
-	[CSQ_EV_SERVICER_PAUSED] = "servicer_paused",
-	[CSQ_EV_SERVICER_RESUMED] = "servicer_resumed",
+    [CSQ_EV_QUEUED] = "queued",
+    [CSQ_EV_RESCORED] = "rescored",
+    [CSQ_EV_MATCHED] = "matched",
+    [CSQ_EV_LEFT] = "left",
+    [CSQ_EV_RELEASED] = "released",
+    [CSQ_EV_REQUEUED] = "requeued",
+    [CSQ_EV_SERVICER_UP] = "servicer_up",
+    [CSQ_EV_SERVICER_DOWN] = "servicer_down",
+    [CSQ_EV_SERVICER_PAUSED] = "servicer_paused",
+    [CSQ_EV_SERVICER_RESUMED] = "servicer_resumed",
 };
 
 const char *
@@ -56,8 +56,7 @@ struct json {
 	size_t off;
 };
 
-static void
-json_add(struct json *j, const char *fmt, ...)
+static void json_add(struct json *j, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
@@ -98,7 +97,8 @@ json_queues(struct json *j, const char *list)
 		comma = strchr(p, ',');
 		if (comma == NULL)
 			comma = p + strlen(p);
-		json_add(j, "%s\"%.*s\"", first ? "" : ",", (int)(comma - p), p);
+		json_add(j, "%s\"%.*s\"", first ? "" : ",", (int)(comma - p),
+		         p);
 		first = 0;
 		p = *comma == ',' ? comma + 1 : comma;
 	}
@@ -108,12 +108,12 @@ json_queues(struct json *j, const char *list)
 int
 csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 {
-	struct json j = { buf, len, 0 };
+	struct json j = {buf, len, 0};
 
 	if (len > 0)
 		buf[0] = '\0';
 	json_add(&j, "{\"event\":\"%s\",\"ts\":%" PRIu64,
-	    csq_event_name(ev->type), ev->ts_ms);
+	         csq_event_name(ev->type), ev->ts_ms);
 	switch (ev->type) {
 	case CSQ_EV_QUEUED:
 	case CSQ_EV_RESCORED:
@@ -173,7 +173,7 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 
 int
 csq_event_channels(const struct csq_event *ev,
-    char out[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX])
+                   char out[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX])
 {
 	int n = 0;
 
@@ -181,12 +181,11 @@ csq_event_channels(const struct csq_event *ev,
 		snprintf(out[n++], CSQ_CHANNEL_MAX, "user:%s", ev->user);
 	if (ev->servicer[0] != '\0')
 		snprintf(out[n++], CSQ_CHANNEL_MAX, "servicer:%s",
-		    ev->servicer);
+		         ev->servicer);
 	if (ev->queue[0] != '\0')
 		snprintf(out[n++], CSQ_CHANNEL_MAX, "queue:%s", ev->queue);
 	if (ev->from_queue[0] != '\0' && strcmp(ev->from_queue, ev->queue))
-		snprintf(out[n++], CSQ_CHANNEL_MAX, "queue:%s",
-		    ev->from_queue);
+		snprintf(out[n++], CSQ_CHANNEL_MAX, "queue:%s", ev->from_queue);
 	snprintf(out[n++], CSQ_CHANNEL_MAX, "events");
 	return n;
 }

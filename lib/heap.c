@@ -80,7 +80,7 @@ heap_down(struct csq_heap *h, size_t i)
 
 void
 csq_heap_set(struct csq_heap *h, struct csq_heap_node *n, uint64_t key,
-    uint64_t tie)
+             uint64_t tie)
 {
 	n->key = key;
 	n->tie = tie;

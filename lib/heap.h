@@ -29,7 +29,7 @@ void csq_heap_free(struct csq_heap *); /* frees the array, not the nodes */
 void csq_heap_node_init(struct csq_heap_node *);
 /* Inserts, or repositions when already in this heap; dies on OOM. */
 void csq_heap_set(struct csq_heap *, struct csq_heap_node *, uint64_t key,
-    uint64_t tie);
+                  uint64_t tie);
 void csq_heap_remove(struct csq_heap *, struct csq_heap_node *);
 struct csq_heap_node *csq_heap_top(const struct csq_heap *);
 static inline int
@@ -39,6 +39,6 @@ csq_heap_contains(const struct csq_heap_node *n)
 }
 
 #define csq_container_of(ptr, type, member)                                    \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 #endif

@@ -10,8 +10,8 @@ static int
 id_char(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
-	    c == '@' || c == '-';
+	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
+	       c == '@' || c == '-';
 }
 
 int
@@ -34,7 +34,7 @@ csq_valid_id(const char *s, size_t len)
  */
 int
 csq_parse_room(const char *s, size_t len, char sid[CSQ_ID_MAX + 1],
-    uint32_t *index)
+               uint32_t *index)
 {
 	const char *slash;
 	size_t idlen, i;

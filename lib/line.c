@@ -17,7 +17,7 @@
 struct line_link {
 	struct csq_line_node *forward;
 	uint32_t span; /* a line never holds 2^32 users: max_queue_length
-			  is at most 10^8 */
+	                  is at most 10^8 */
 };
 
 struct csq_line_node {
@@ -108,7 +108,7 @@ csq_line_insert(struct csq_line *l, uint64_t key, void *value)
 	for (i = l->level - 1; i >= 0; i--) {
 		rank[i] = i == l->level - 1 ? 0 : rank[i + 1];
 		while (x->level[i].forward != NULL &&
-		    x->level[i].forward->key < key) {
+		       x->level[i].forward->key < key) {
 			rank[i] += x->level[i].span;
 			x = x->level[i].forward;
 		}
@@ -127,7 +127,8 @@ csq_line_insert(struct csq_line *l, uint64_t key, void *value)
 	for (i = 0; i < level; i++) {
 		x->level[i].forward = update[i]->level[i].forward;
 		update[i]->level[i].forward = x;
-		x->level[i].span = update[i]->level[i].span - (rank[0] - rank[i]);
+		x->level[i].span =
+		    update[i]->level[i].span - (rank[0] - rank[i]);
 		update[i]->level[i].span = (rank[0] - rank[i]) + 1;
 	}
 	for (i = level; i < l->level; i++)
@@ -145,7 +146,7 @@ csq_line_remove(struct csq_line *l, uint64_t key)
 
 	for (i = l->level - 1; i >= 0; i--) {
 		while (x->level[i].forward != NULL &&
-		    x->level[i].forward->key < key)
+		       x->level[i].forward->key < key)
 			x = x->level[i].forward;
 		update[i] = x;
 	}
@@ -176,7 +177,7 @@ csq_line_rank(const struct csq_line *l, uint64_t key)
 
 	for (i = l->level - 1; i >= 0; i--) {
 		while (x->level[i].forward != NULL &&
-		    x->level[i].forward->key <= key) {
+		       x->level[i].forward->key <= key) {
 			rank += x->level[i].span;
 			x = x->level[i].forward;
 		}
@@ -203,7 +204,7 @@ csq_line_nth(const struct csq_line *l, uint64_t index)
 		return NULL;
 	for (i = l->level - 1; i >= 0; i--) {
 		while (x->level[i].forward != NULL &&
-		    traversed + x->level[i].span <= target) {
+		       traversed + x->level[i].span <= target) {
 			traversed += x->level[i].span;
 			x = x->level[i].forward;
 		}

@@ -13,7 +13,7 @@
 /* Puts waiting user u into room of s. */
 void
 csq_assign(struct csq *c, struct csq_user *u, struct csq_servicer *s,
-    uint32_t room, uint64_t now)
+           uint32_t room, uint64_t now)
 {
 	struct csq_event ev;
 

@@ -15,7 +15,7 @@ uint64_t
 csq_key_pack(const struct csq_key *k)
 {
 	return ((uint64_t)(CSQ_KEY_TIER_MAX - k->tier) << CSQ_KEY_SEQ_BITS) |
-	    (k->seq & CSQ_KEY_SEQ_MAX);
+	       (k->seq & CSQ_KEY_SEQ_MAX);
 }
 
 void

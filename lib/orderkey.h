@@ -17,9 +17,9 @@
 
 #define CSQ_KEY_TIER_BITS 4
 #define CSQ_KEY_SEQ_BITS  49
-#define CSQ_KEY_SEQ_MAX	  ((UINT64_C(1) << CSQ_KEY_SEQ_BITS) - 1)
+#define CSQ_KEY_SEQ_MAX   ((UINT64_C(1) << CSQ_KEY_SEQ_BITS) - 1)
 #define CSQ_KEY_TIER_MAX  ((1u << CSQ_KEY_TIER_BITS) - 1)
-#define CSQ_KEY_LIMIT	  (UINT64_C(1) << (CSQ_KEY_TIER_BITS + CSQ_KEY_SEQ_BITS))
+#define CSQ_KEY_LIMIT     (UINT64_C(1) << (CSQ_KEY_TIER_BITS + CSQ_KEY_SEQ_BITS))
 
 struct csq_key {
 	uint32_t tier; /* 0..CSQ_KEY_TIER_MAX, higher served first */

@@ -35,7 +35,7 @@ csq_servicer_unaccount(struct csq *c, struct csq_servicer *s)
 	for (i = 0; i < s->nqueues; i++)
 		if (csq_heap_contains(&s->avail[i].node))
 			csq_heap_remove(&s->queues[i]->avail,
-			    &s->avail[i].node);
+			                &s->avail[i].node);
 }
 
 /* Puts s back into the counters and heaps after a change. */
@@ -52,7 +52,7 @@ csq_servicer_account(struct csq *c, struct csq_servicer *s)
 	for (i = 0; i < s->nqueues; i++) {
 		s->avail[i].servicer = s;
 		csq_heap_set(&s->queues[i]->avail, &s->avail[i].node,
-		    s->last_order, 0);
+		             s->last_order, 0);
 	}
 }
 
@@ -102,7 +102,7 @@ csq_servicer_set_capacity(struct csq_servicer *s, uint32_t capacity)
 
 void
 csq_room_name(const struct csq_servicer *s, uint32_t index,
-    char out[CSQ_ROOM_MAX + 1])
+              char out[CSQ_ROOM_MAX + 1])
 {
 	snprintf(out, CSQ_ROOM_MAX + 1, "%s/%u", s->id, index);
 }
@@ -124,7 +124,7 @@ user_key_cmp(const void *a, const void *b)
  */
 uint64_t
 csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
-    enum csq_reason reason)
+                    enum csq_reason reason)
 {
 	struct csq_user **back;
 	struct csq_user *u;
@@ -145,7 +145,7 @@ csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
 		c->stats.requeued_total++;
 		if (u->ttl_s > 0)
 			csq_deadline_set(c, &u->deadline,
-			    now + (uint64_t)u->ttl_s * 1000);
+			                 now + (uint64_t)u->ttl_s * 1000);
 		csq_event_begin(&ev, CSQ_EV_REQUEUED, now);
 		csq_event_user(&ev, u);
 		ev.position = csq_user_position(u);

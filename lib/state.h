@@ -47,7 +47,7 @@ struct csq_user {
 	uint64_t arrival_ms;
 	uint32_t ttl_s; /* 0 = never expires while waiting */
 	enum csq_user_state state;
-	struct csq_deadline deadline; /* in the heap only while waiting */
+	struct csq_deadline deadline;  /* in the heap only while waiting */
 	struct csq_servicer *servicer; /* assigned: U2R */
 	uint32_t room;
 	uint64_t assigned_ms;
@@ -83,15 +83,15 @@ struct csq {
 	struct csq_dict *servicers;
 	struct csq_dict *queues;
 	struct csq_heap deadlines;
-	uint64_t seq;	/* last order-key sequence handed out */
+	uint64_t seq;   /* last order-key sequence handed out */
 	uint64_t order; /* last servicer event order */
-	uint64_t tie;	/* last deadline tie-breaker */
+	uint64_t tie;   /* last deadline tie-breaker */
 	struct csq_stats stats;
 };
 
 /* csq.c */
 struct csq_queue *csq_queue_get(struct csq *, const char *name, size_t len,
-    int create);
+                                int create);
 void csq_queue_ref(struct csq_queue *);
 void csq_queue_unref(struct csq *, struct csq_queue *);
 void csq_deadline_set(struct csq *, struct csq_deadline *, uint64_t at_ms);
@@ -113,15 +113,15 @@ int csq_servicer_room_exists(const struct csq_servicer *, uint32_t index);
 void csq_servicer_set_capacity(struct csq_servicer *, uint32_t capacity);
 void csq_servicer_trim(struct csq_servicer *);
 void csq_room_name(const struct csq_servicer *, uint32_t index,
-    char out[CSQ_ROOM_MAX + 1]);
+                   char out[CSQ_ROOM_MAX + 1]);
 /* Requeues every user in s's rooms and removes s (logout or loss). */
-uint64_t csq_servicer_remove(struct csq *, struct csq_servicer *,
-    uint64_t now, enum csq_reason);
+uint64_t csq_servicer_remove(struct csq *, struct csq_servicer *, uint64_t now,
+                             enum csq_reason);
 
 /* matcher.c */
 int csq_match_user(struct csq *, struct csq_user *, uint64_t now);
 void csq_match_servicer(struct csq *, struct csq_servicer *, uint64_t now);
 void csq_assign(struct csq *, struct csq_user *, struct csq_servicer *,
-    uint32_t room, uint64_t now);
+                uint32_t room, uint64_t now);
 
 #endif

@@ -40,13 +40,13 @@ test_json_each_type(void **state)
 	ev.tier = 2;
 	ev.position = 3;
 	assert_json(&ev, "{\"event\":\"queued\",\"ts\":1700000000123,"
-			 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
-			 "\"position\":3}");
+	                 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
+	                 "\"position\":3}");
 	ev.type = CSQ_EV_RESCORED;
 	strcpy(ev.from_queue, "old");
 	assert_json(&ev, "{\"event\":\"rescored\",\"ts\":1700000000123,"
-			 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
-			 "\"position\":3,\"from_queue\":\"old\"}");
+	                 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
+	                 "\"position\":3,\"from_queue\":\"old\"}");
 
 	ev_init(&ev, CSQ_EV_MATCHED);
 	strcpy(ev.user, "u1");
@@ -55,47 +55,47 @@ test_json_each_type(void **state)
 	strcpy(ev.room, "s/0");
 	ev.waited_ms = 42;
 	assert_json(&ev, "{\"event\":\"matched\",\"ts\":1700000000123,"
-			 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
-			 "\"servicer\":\"s\",\"room\":\"s/0\","
-			 "\"waited_ms\":42}");
+	                 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	                 "\"servicer\":\"s\",\"room\":\"s/0\","
+	                 "\"waited_ms\":42}");
 	ev.type = CSQ_EV_RELEASED;
 	ev.reason = CSQ_REASON_BY_USER;
 	assert_json(&ev, "{\"event\":\"released\",\"ts\":1700000000123,"
-			 "\"user\":\"u1\",\"queue\":\"q\",\"servicer\":\"s\","
-			 "\"room\":\"s/0\",\"by\":\"user\"}");
+	                 "\"user\":\"u1\",\"queue\":\"q\",\"servicer\":\"s\","
+	                 "\"room\":\"s/0\",\"by\":\"user\"}");
 	ev.type = CSQ_EV_REQUEUED;
 	ev.reason = CSQ_REASON_LOST;
 	ev.position = 1;
 	assert_json(&ev, "{\"event\":\"requeued\",\"ts\":1700000000123,"
-			 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
-			 "\"position\":1,\"servicer\":\"s\",\"room\":\"s/0\","
-			 "\"reason\":\"lost\"}");
+	                 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	                 "\"position\":1,\"servicer\":\"s\",\"room\":\"s/0\","
+	                 "\"reason\":\"lost\"}");
 
 	ev_init(&ev, CSQ_EV_LEFT);
 	strcpy(ev.user, "u1");
 	strcpy(ev.queue, "q");
 	ev.reason = CSQ_REASON_TIMEOUT;
 	assert_json(&ev, "{\"event\":\"left\",\"ts\":1700000000123,"
-			 "\"user\":\"u1\",\"queue\":\"q\",\"reason\":"
-			 "\"timeout\"}");
+	                 "\"user\":\"u1\",\"queue\":\"q\",\"reason\":"
+	                 "\"timeout\"}");
 
 	ev_init(&ev, CSQ_EV_SERVICER_UP);
 	strcpy(ev.servicer, "agent-7");
 	ev.capacity = 3;
 	strcpy(ev.queues, "a,b.c,default");
 	assert_json(&ev, "{\"event\":\"servicer_up\",\"ts\":1700000000123,"
-			 "\"servicer\":\"agent-7\",\"capacity\":3,"
-			 "\"queues\":[\"a\",\"b.c\",\"default\"]}");
+	                 "\"servicer\":\"agent-7\",\"capacity\":3,"
+	                 "\"queues\":[\"a\",\"b.c\",\"default\"]}");
 	ev.type = CSQ_EV_SERVICER_DOWN;
 	ev.reason = CSQ_REASON_LOGOUT;
 	assert_json(&ev, "{\"event\":\"servicer_down\",\"ts\":1700000000123,"
-			 "\"servicer\":\"agent-7\",\"reason\":\"logout\"}");
+	                 "\"servicer\":\"agent-7\",\"reason\":\"logout\"}");
 	ev.type = CSQ_EV_SERVICER_PAUSED;
 	assert_json(&ev, "{\"event\":\"servicer_paused\",\"ts\":"
-			 "1700000000123,\"servicer\":\"agent-7\"}");
+	                 "1700000000123,\"servicer\":\"agent-7\"}");
 	ev.type = CSQ_EV_SERVICER_RESUMED;
 	assert_json(&ev, "{\"event\":\"servicer_resumed\",\"ts\":"
-			 "1700000000123,\"servicer\":\"agent-7\"}");
+	                 "1700000000123,\"servicer\":\"agent-7\"}");
 }
 
 /* A short buffer: the length comes back as snprintf's, nothing overruns. */
@@ -195,10 +195,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_each_type),
-		cmocka_unit_test(test_json_truncates),
-		cmocka_unit_test(test_channels),
-		cmocka_unit_test(test_ids_and_rooms),
+	    cmocka_unit_test(test_json_each_type),
+	    cmocka_unit_test(test_json_truncates),
+	    cmocka_unit_test(test_channels),
+	    cmocka_unit_test(test_ids_and_rooms),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

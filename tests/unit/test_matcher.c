@@ -68,7 +68,7 @@ check(struct fixture *f)
 
 static void
 hb(struct fixture *f, const char *sid, uint32_t capacity, const char *queues,
-    struct csq_servicer_info *out)
+   struct csq_servicer_info *out)
 {
 	struct csq_heartbeat_args a;
 	struct csq_servicer_info info;
@@ -88,8 +88,8 @@ hb(struct fixture *f, const char *sid, uint32_t capacity, const char *queues,
 		     p = strtok_r(NULL, ",", &save))
 			a.queues[a.nqueues++] = p;
 	}
-	assert_int_equal(csq_heartbeat(f->csq, f->now, &a,
-			     out ? out : &info), CSQ_OK);
+	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, out ? out : &info),
+	                 CSQ_OK);
 	check(f);
 }
 
@@ -111,7 +111,7 @@ enq(struct fixture *f, const char *uid, const char *queue, int tier,
 		a.tier = (uint32_t)tier;
 	}
 	assert_int_equal(csq_enqueue(f->csq, f->now, &a, out ? out : &info),
-	    CSQ_OK);
+	                 CSQ_OK);
 	check(f);
 }
 
@@ -139,12 +139,13 @@ line_of(struct fixture *f, const char *q)
 	struct csq_queue_entry e[CSQ_RANGE_COUNT_MAX];
 	size_t n, i, off = 0;
 
-	assert_int_equal(csq_queue_range(f->csq, f->now, q, 0,
-			     CSQ_RANGE_COUNT_MAX, e, &n), CSQ_OK);
+	assert_int_equal(
+	    csq_queue_range(f->csq, f->now, q, 0, CSQ_RANGE_COUNT_MAX, e, &n),
+	    CSQ_OK);
 	buf[0] = '\0';
 	for (i = 0; i < n; i++)
 		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s",
-		    i ? "," : "", e[i].user);
+		                        i ? "," : "", e[i].user);
 	return buf;
 }
 
@@ -171,7 +172,9 @@ test_fifo_same_millisecond(void **state)
 	}
 	for (page = 0; page < 2; page++) {
 		assert_int_equal(csq_queue_range(f->csq, f->now, "default",
-				     (uint64_t)page * 100, 100, e, &n), CSQ_OK);
+		                                 (uint64_t)page * 100, 100, e,
+		                                 &n),
+		                 CSQ_OK);
 		assert_int_equal(n, 100);
 		for (i = 0; i < 100; i++) {
 			snprintf(uid, sizeof(uid), "u%d", page * 100 + i);
@@ -180,11 +183,13 @@ test_fifo_same_millisecond(void **state)
 			assert_int_equal(e[i].waited_ms, 0);
 		}
 	}
-	assert_int_equal(csq_queue_range(f->csq, f->now, "default", 200, 100,
-			     e, &n), CSQ_OK);
+	assert_int_equal(
+	    csq_queue_range(f->csq, f->now, "default", 200, 100, e, &n),
+	    CSQ_OK);
 	assert_int_equal(n, 0);
 	assert_int_equal(csq_queue_range(f->csq, f->now, "default", 0,
-			     CSQ_RANGE_COUNT_MAX + 1, e, &n), CSQ_ERANGE);
+	                                 CSQ_RANGE_COUNT_MAX + 1, e, &n),
+	                 CSQ_ERANGE);
 }
 
 static void
@@ -395,7 +400,7 @@ test_user_ttl_and_touch(void **state)
 	where(f, "forever", &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
 	assert_int_equal(csq_touch(f->csq, f->now, "nobody", 5, &known),
-	    CSQ_OK);
+	                 CSQ_OK);
 	assert_int_equal(known, 0);
 	assert_int_equal(csq_next_deadline(f->csq), UINT64_MAX);
 }
@@ -419,13 +424,13 @@ test_capacity_lowered(void **state)
 	assert_int_equal(si.capacity, 1);
 	assert_int_equal(release(f, "s/2"), 1);
 	assert_int_equal(csq_release(f->csq, f->now, "s/2", &ended),
-	    CSQ_ENOTFOUND);
+	                 CSQ_ENOTFOUND);
 	assert_int_equal(release(f, "s/0"), 1);
 	where(f, "w", &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
 	assert_int_equal(release(f, "s/1"), 1);
 	assert_int_equal(csq_release(f->csq, f->now, "s/1", &ended),
-	    CSQ_ENOTFOUND);
+	                 CSQ_ENOTFOUND);
 	where(f, "w", &u);
 	assert_string_equal(u.room, "s/0");
 }
@@ -481,7 +486,7 @@ test_full_and_move(void **state)
 	assert_int_equal(csq_enqueue(f->csq, f->now, &a, &u), CSQ_EFULL);
 	where(f, "c", &u);
 	assert_string_equal(u.queue, "big"); /* unchanged */
-	enq(f, "a", "big", -1, &u);	      /* moves, keeps arrival */
+	enq(f, "a", "big", -1, &u);          /* moves, keeps arrival */
 	assert_string_equal(u.queue, "big");
 	assert_int_equal(u.position, 1);
 	assert_int_equal(last_event(f)->type, CSQ_EV_RESCORED);
@@ -543,14 +548,15 @@ test_bad_input_changes_nothing(void **state)
 	h.queues[1] = "not fine";
 	assert_int_equal(csq_heartbeat(f->csq, f->now, &h, &si), CSQ_EQUEUE);
 	assert_int_equal(csq_release(f->csq, f->now, "s/01", &known),
-	    CSQ_EROOM);
+	                 CSQ_EROOM);
 	assert_int_equal(csq_release(f->csq, f->now, "s", &known), CSQ_EROOM);
 	assert_int_equal(csq_release(f->csq, f->now, "s/1", &known),
-	    CSQ_ENOTFOUND);
+	                 CSQ_ENOTFOUND);
 	assert_int_equal(csq_release(f->csq, f->now, "nobody/0", &known),
-	    CSQ_ENOTFOUND);
-	assert_int_equal(csq_touch(f->csq, f->now, "x", CSQ_TTL_MAX + 1,
-			     &known), CSQ_ERANGE);
+	                 CSQ_ENOTFOUND);
+	assert_int_equal(
+	    csq_touch(f->csq, f->now, "x", CSQ_TTL_MAX + 1, &known),
+	    CSQ_ERANGE);
 	check(f);
 	csq_stats(f->csq, &after);
 	assert_memory_equal(&before, &after, sizeof(before));
@@ -638,7 +644,7 @@ model_event(void *arg, const struct csq_event *ev)
 	}
 	if (!ok && m->errors++ == 0)
 		snprintf(m->why, sizeof(m->why), "%s of %s in state %d",
-		    csq_event_name(ev->type), ev->user, (int)from);
+		         csq_event_name(ev->type), ev->user, (int)from);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -655,7 +661,7 @@ rnd(uint32_t n)
 static void
 test_randomized(void **state)
 {
-	static const char *queues[] = { "default", "q1", "q2" };
+	static const char *queues[] = {"default", "q1", "q2"};
 	struct model m;
 	struct csq_limits l;
 	struct csq *c;
@@ -692,7 +698,7 @@ test_randomized(void **state)
 					h.queues[j] = queues[rnd(3)];
 			}
 			assert_int_equal(csq_heartbeat(c, now, &h, &si),
-			    CSQ_OK);
+			                 CSQ_OK);
 			assert_true(si.active <= CSQ_CAPACITY_MAX);
 			break;
 		case 2:
@@ -725,7 +731,7 @@ test_randomized(void **state)
 			break;
 		case 9:
 			csq_touch(c, now, uid, rnd(2) ? -1 : (int64_t)rnd(6),
-			    &known);
+			          &known);
 			break;
 		case 10:
 			csq_leave(c, now, uid, &known);
@@ -753,31 +759,30 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_fifo_same_millisecond,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(
-		    test_tiers_and_rescore_keep_arrival, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_longest_idle_servicer,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_best_across_queues, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(
-		    test_loss_requeues_at_old_place, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_logout_then_matches,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_user_ttl_and_touch, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_capacity_lowered, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_pause_resume, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_full_and_move, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_bad_input_changes_nothing,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_queue_lifetime, setup,
-		    teardown),
-		cmocka_unit_test(test_randomized),
+	    cmocka_unit_test_setup_teardown(test_fifo_same_millisecond, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_tiers_and_rescore_keep_arrival,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_longest_idle_servicer, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_best_across_queues, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_loss_requeues_at_old_place,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_logout_then_matches, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_user_ttl_and_touch, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_capacity_lowered, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_full_and_move, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_input_changes_nothing,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_queue_lifetime, setup,
+	                                    teardown),
+	    cmocka_unit_test(test_randomized),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,7 +13,7 @@
 static void
 test_order(void **state)
 {
-	struct csq_key a = { 0, 1 }, b = { 0, 2 }, vip = { 3, 1000 };
+	struct csq_key a = {0, 1}, b = {0, 2}, vip = {3, 1000};
 
 	(void)state;
 	assert_true(csq_key_cmp(&a, &b) < 0); /* FIFO within a tier */
@@ -28,8 +28,8 @@ test_order(void **state)
 static void
 test_pack_edges(void **state)
 {
-	const uint32_t tiers[] = { 0, 1, 9, CSQ_KEY_TIER_MAX };
-	const uint64_t seqs[] = { 1, 2, CSQ_KEY_SEQ_MAX - 1, CSQ_KEY_SEQ_MAX };
+	const uint32_t tiers[] = {0, 1, 9, CSQ_KEY_TIER_MAX};
+	const uint64_t seqs[] = {1, 2, CSQ_KEY_SEQ_MAX - 1, CSQ_KEY_SEQ_MAX};
 	struct csq_key k, back;
 	uint64_t p;
 	size_t i, j;
@@ -88,7 +88,7 @@ test_pack_preserves_order(void **state)
 static void
 test_rescore_keeps_arrival(void **state)
 {
-	struct csq_key first = { 0, 10 }, second = { 0, 11 };
+	struct csq_key first = {0, 10}, second = {0, 11};
 
 	(void)state;
 	first.tier = 5;
@@ -113,11 +113,11 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_order),
-		cmocka_unit_test(test_pack_edges),
-		cmocka_unit_test(test_pack_preserves_order),
-		cmocka_unit_test(test_rescore_keeps_arrival),
-		cmocka_unit_test(test_horizon),
+	    cmocka_unit_test(test_order),
+	    cmocka_unit_test(test_pack_edges),
+	    cmocka_unit_test(test_pack_preserves_order),
+	    cmocka_unit_test(test_rescore_keeps_arrival),
+	    cmocka_unit_test(test_horizon),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,7 +60,7 @@ test_line_basics(void **state)
 	assert_ptr_equal(csq_line_remove(l, 20), &v[2]);
 	assert_int_equal(csq_line_rank(l, 30), 2);
 	assert_int_equal(csq_line_node_key(csq_line_next(csq_line_first(l))),
-	    30);
+	                 30);
 	assert_null(csq_line_next(csq_line_nth(l, 1)));
 	assert_int_equal(csq_line_check(l), 0);
 	csq_line_free(l);
@@ -89,7 +89,7 @@ test_line_random(void **state)
 			qsort(model, len, sizeof(*model), u64_cmp);
 		} else if (i < len) {
 			assert_ptr_equal(csq_line_remove(l, key),
-			    (void *)(uintptr_t)key);
+			                 (void *)(uintptr_t)key);
 			model[i] = model[--len];
 			qsort(model, len, sizeof(*model), u64_cmp);
 		} else
@@ -100,9 +100,10 @@ test_line_random(void **state)
 			for (i = 0, n = csq_line_first(l); i < len;
 			     i++, n = csq_line_next(n)) {
 				assert_non_null(n);
-				assert_int_equal(csq_line_node_key(n), model[i]);
+				assert_int_equal(csq_line_node_key(n),
+				                 model[i]);
 				assert_int_equal(csq_line_rank(l, model[i]),
-				    i + 1);
+				                 i + 1);
 				assert_ptr_equal(csq_line_nth(l, i), n);
 			}
 			assert_null(n);
@@ -155,14 +156,15 @@ test_heap_random(void **state)
 		best = N;
 		for (i = 0; i < N; i++) {
 			assert_int_equal(csq_heap_contains(&items[i].node),
-			    items[i].in);
+			                 items[i].in);
 			if (items[i].in)
 				assert_ptr_equal(h.nodes[items[i].node.index],
-				    &items[i].node);
-			if (items[i].in && (best == N ||
-				items[i].node.key < items[best].node.key ||
-				(items[i].node.key == items[best].node.key &&
-				    items[i].node.tie < items[best].node.tie)))
+				                 &items[i].node);
+			if (items[i].in &&
+			    (best == N ||
+			     items[i].node.key < items[best].node.key ||
+			     (items[i].node.key == items[best].node.key &&
+			      items[i].node.tie < items[best].node.tie)))
 				best = i;
 		}
 		top = csq_heap_top(&h);
@@ -200,12 +202,12 @@ test_dict(void **state)
 	assert_null(csq_dict_get(d, "x", 1));
 	for (i = 1; i <= N; i++) {
 		snprintf(key, sizeof(key), "user-%zu", i);
-		assert_null(csq_dict_put(d, key, strlen(key),
-		    (void *)(uintptr_t)i));
+		assert_null(
+		    csq_dict_put(d, key, strlen(key), (void *)(uintptr_t)i));
 	}
 	assert_int_equal(csq_dict_len(d), N);
 	assert_ptr_equal(csq_dict_put(d, "user-7", 6, (void *)(uintptr_t)7),
-	    (void *)(uintptr_t)7);
+	                 (void *)(uintptr_t)7);
 	csq_dict_each(d, count_entry, seen);
 	for (i = 1; i <= N; i++)
 		assert_int_equal(seen[i], 1);
@@ -216,7 +218,7 @@ test_dict(void **state)
 	for (i = 1; i <= N; i += 2) {
 		snprintf(key, sizeof(key), "user-%zu", i);
 		assert_ptr_equal(csq_dict_del(d, key, strlen(key)),
-		    (void *)(uintptr_t)i);
+		                 (void *)(uintptr_t)i);
 	}
 	assert_null(csq_dict_del(d, "user-1", 6));
 	for (i = 1; i <= N; i++) {
@@ -225,7 +227,7 @@ test_dict(void **state)
 			assert_null(csq_dict_get(d, key, strlen(key)));
 		else
 			assert_ptr_equal(csq_dict_get(d, key, strlen(key)),
-			    (void *)(uintptr_t)i);
+			                 (void *)(uintptr_t)i);
 	}
 	for (i = 2; i <= N; i += 2) {
 		snprintf(key, sizeof(key), "user-%zu", i);
@@ -244,10 +246,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_line_basics),
-		cmocka_unit_test(test_line_random),
-		cmocka_unit_test(test_heap_random),
-		cmocka_unit_test(test_dict),
+	    cmocka_unit_test(test_line_basics),
+	    cmocka_unit_test(test_line_random),
+	    cmocka_unit_test(test_heap_random),
+	    cmocka_unit_test(test_dict),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
