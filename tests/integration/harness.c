@@ -1,0 +1,1131 @@
+/*
+ * Integration test harness: see harness.h.
+ */
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define START_TIMEOUT_MS  10000 /* the daemon must answer PING by then */
+#define STOP_TIMEOUT_MS   10000 /* and exit after SIGTERM by then */
+#define CONNECT_TIMEOUT_S 5
+#define READ_TIMEOUT_S    10
+#define LIVE_MAX          64
+#define REPR_BULK_MAX     300 /* longer bulk strings are shown cut */
+
+static const char *harness_bin;
+static const char *harness_engine = "memory";
+static struct csqd *harness_live[LIVE_MAX];
+static int harness_started;
+
+void
+fail_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s:%d: ", file, line);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	_fail(file, line);
+}
+
+/* An aborted test must not leave a daemon behind. */
+static void
+harness_kill_all(void)
+{
+	int i;
+
+	for (i = 0; i < LIVE_MAX; i++) {
+		if (harness_live[i] != NULL && harness_live[i]->running) {
+			kill(harness_live[i]->pid, SIGKILL);
+			waitpid(harness_live[i]->pid, NULL, 0);
+			harness_live[i]->running = 0;
+		}
+	}
+}
+
+void
+csqd_init(int argc, char **argv)
+{
+	const char *e;
+
+	if (argc > 1)
+		harness_bin = argv[1];
+	else
+		harness_bin = getenv("CSQD");
+	if (harness_bin == NULL || *harness_bin == '\0') {
+		fprintf(stderr, "usage: %s /path/to/csqd (or set CSQD)\n",
+		        argv[0]);
+		exit(2);
+	}
+	if (access(harness_bin, X_OK) != 0) {
+		fprintf(stderr, "%s: not executable: %s\n", argv[0],
+		        harness_bin);
+		exit(2);
+	}
+	e = getenv("CSQ_TEST_ENGINE");
+	if (e != NULL && *e != '\0')
+		harness_engine = e;
+	/* Raw-socket tests write to sockets the daemon has closed. */
+	signal(SIGPIPE, SIG_IGN);
+	atexit(harness_kill_all);
+}
+
+const char *
+csqd_binary(void)
+{
+	return harness_bin;
+}
+
+const char *
+csqd_engine(void)
+{
+	return harness_engine;
+}
+
+void
+sleep_ms(int ms)
+{
+	struct timespec ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+write_file(const char *path, const char *text)
+{
+	FILE *f;
+
+	f = fopen(path, "w");
+	if (f == NULL)
+		fail_at(__FILE__, __LINE__, "cannot write %s: %s", path,
+		        strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Binds 127.0.0.1:0 to let the kernel pick a free port, then frees it. */
+static int
+harness_free_port(void)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd, port;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd == -1)
+		fail_at(__FILE__, __LINE__, "socket: %s", strerror(errno));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1)
+		fail_at(__FILE__, __LINE__, "bind: %s", strerror(errno));
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+void
+csqd_dump_log(struct csqd *d)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f;
+
+	f = fopen(d->log_path, "r");
+	if (f == NULL)
+		return;
+	fprintf(stderr, "---- csqd log (%s) ----\n", d->log_path);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, stderr);
+	fprintf(stderr, "---- end of csqd log ----\n");
+	fclose(f);
+}
+
+void
+csqd_rewrite_conf(struct csqd *d, const char *extra_conf)
+{
+	char *text;
+
+	if (asprintf(&text, "%s%s\n", d->base_conf,
+	             extra_conf != NULL ? extra_conf : "") == -1)
+		abort();
+	write_file(d->conf_path, text);
+	free(text);
+}
+
+/* Any reply at all (even -NOAUTH) means the daemon is serving. */
+static int
+harness_answers(int port)
+{
+	struct timeval tv = {0, 200000};
+	redisContext *c;
+	redisReply *r;
+	int ok = 0;
+
+	c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	if (c == NULL)
+		return 0;
+	if (c->err == 0) {
+		redisSetTimeout(c, tv);
+		r = redisCommand(c, "PING");
+		if (r != NULL) {
+			ok = 1;
+			freeReplyObject(r);
+		}
+	}
+	redisFree(c);
+	return ok;
+}
+
+static struct csqd *harness_start(const char *, int);
+
+struct csqd *
+csqd_start(const char *extra_conf)
+{
+	return harness_start(extra_conf, 0);
+}
+
+struct csqd *
+csqd_start_unix(const char *extra_conf)
+{
+	return harness_start(extra_conf, 1);
+}
+
+static struct csqd *
+harness_start(const char *extra_conf, int with_unix)
+{
+	char unix_listen[CSQD_PATH_MAX + 16] = "";
+	struct csqd *d;
+	int64_t deadline;
+	int fd, i, status;
+	char *redis = NULL;
+	const char *rport;
+
+	d = calloc(1, sizeof(*d));
+	if (d == NULL)
+		abort();
+	snprintf(d->dir, sizeof(d->dir), "/tmp/csqd-it.XXXXXX");
+	if (mkdtemp(d->dir) == NULL)
+		fail_at(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+	snprintf(d->conf_path, sizeof(d->conf_path), "%s/csqd.conf", d->dir);
+	snprintf(d->log_path, sizeof(d->log_path), "%s/csqd.log", d->dir);
+	d->port = harness_free_port();
+	if (with_unix) {
+		snprintf(d->unix_path, sizeof(d->unix_path), "%s/csqd.sock",
+		         d->dir);
+		snprintf(unix_listen, sizeof(unix_listen), ", \"unix:%s\"",
+		         d->unix_path);
+	}
+
+	/*
+	 * The HTTP listener is off so that tests run in parallel do not fight
+	 * over its default port; with the Redis engine every daemon gets its
+	 * own key prefix, so runs do not see each other's state.
+	 */
+	if (strcmp(harness_engine, "redis") == 0) {
+		rport = getenv("CSQ_TEST_REDIS_PORT");
+		if (asprintf(&redis,
+		             "redis: { host = \"127.0.0.1\"; port = %s; "
+		             "prefix = \"csqit%ldx%d\"; };\n",
+		             rport != NULL ? rport : "6379", (long)getpid(),
+		             harness_started) == -1)
+			abort();
+	}
+	snprintf(d->base_conf, sizeof(d->base_conf),
+	         "listen = [ \"127.0.0.1:%d\"%s ];\n"
+	         "engine = \"%s\";\n"
+	         "http: { listen = \"\"; };\n"
+	         "%s",
+	         d->port, unix_listen, harness_engine,
+	         redis != NULL ? redis : "");
+	free(redis);
+	harness_started++;
+	csqd_rewrite_conf(d, extra_conf);
+
+	d->pid = fork();
+	if (d->pid == -1)
+		fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
+	if (d->pid == 0) {
+		fd = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd != -1) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		/* Dies with the test even if the test is SIGKILLed. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGPIPE, SIG_DFL);
+		execl(harness_bin, harness_bin, "-c", d->conf_path,
+		      (char *)NULL);
+		fprintf(stderr, "exec %s: %s\n", harness_bin, strerror(errno));
+		_exit(127);
+	}
+	d->running = 1;
+	for (i = 0; i < LIVE_MAX; i++) {
+		if (harness_live[i] == NULL) {
+			harness_live[i] = d;
+			break;
+		}
+	}
+
+	deadline = now_ms() + START_TIMEOUT_MS;
+	for (;;) {
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+			d->running = 0;
+			csqd_dump_log(d);
+			fail_at(
+			    __FILE__, __LINE__,
+			    "csqd died at startup (status 0x%x); config:\n%s%s",
+			    status, d->base_conf,
+			    extra_conf != NULL ? extra_conf : "");
+		}
+		if (harness_answers(d->port))
+			break;
+		if (now_ms() > deadline) {
+			csqd_dump_log(d);
+			fail_at(
+			    __FILE__, __LINE__,
+			    "csqd did not answer PING on port %d within %d ms",
+			    d->port, START_TIMEOUT_MS);
+		}
+		sleep_ms(20);
+	}
+	return d;
+}
+
+redisContext *
+csqd_connect(struct csqd *d)
+{
+	struct timeval ctv = {CONNECT_TIMEOUT_S, 0};
+	struct timeval rtv = {READ_TIMEOUT_S, 0};
+	redisContext *c;
+
+	c = redisConnectWithTimeout("127.0.0.1", d->port, ctv);
+	if (c == NULL || c->err)
+		fail_at(__FILE__, __LINE__, "connect to csqd port %d: %s",
+		        d->port, c != NULL ? c->errstr : "out of memory");
+	redisSetTimeout(c, rtv);
+	return c;
+}
+
+int
+csqd_alive(struct csqd *d)
+{
+	int status;
+
+	if (!d->running)
+		return 0;
+	if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+		d->running = 0;
+		return 0;
+	}
+	return 1;
+}
+
+int
+csqd_stop(struct csqd *d)
+{
+	int64_t deadline;
+	int i, status = 0, rc = -1;
+	pid_t w;
+
+	if (d == NULL)
+		return -1;
+	if (d->running) {
+		kill(d->pid, SIGTERM);
+		deadline = now_ms() + STOP_TIMEOUT_MS;
+		while ((w = waitpid(d->pid, &status, WNOHANG)) == 0 &&
+		       now_ms() < deadline)
+			sleep_ms(10);
+		if (w == 0) {
+			fprintf(stderr, "csqd did not exit after SIGTERM\n");
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, &status, 0);
+			rc = -1;
+		} else if (WIFEXITED(status))
+			rc = WEXITSTATUS(status);
+		else if (WIFSIGNALED(status))
+			rc = 128 + WTERMSIG(status);
+		d->running = 0;
+	} else
+		fprintf(stderr, "csqd had already exited\n");
+	if (rc != 0) {
+		fprintf(stderr, "csqd exit status %d\n", rc);
+		csqd_dump_log(d);
+	}
+	for (i = 0; i < LIVE_MAX; i++)
+		if (harness_live[i] == d)
+			harness_live[i] = NULL;
+	unlink(d->conf_path);
+	unlink(d->log_path);
+	if (d->unix_path[0] != '\0')
+		unlink(d->unix_path);
+	rmdir(d->dir);
+	free(d);
+	return rc;
+}
+
+int
+csqd_run(char *out, size_t outlen, const char *arg, ...)
+{
+	const char *argv[16];
+	int p[2], argc = 0, status, rc;
+	size_t used = 0;
+	ssize_t n;
+	struct pollfd pfd;
+	int64_t deadline;
+	va_list ap;
+	pid_t pid;
+
+	argv[argc++] = harness_bin;
+	va_start(ap, arg);
+	while (arg != NULL && argc < 15) {
+		argv[argc++] = arg;
+		arg = va_arg(ap, const char *);
+	}
+	va_end(ap);
+	argv[argc] = NULL;
+
+	if (pipe(p) == -1)
+		fail_at(__FILE__, __LINE__, "pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid == -1)
+		fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(p[0]);
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[1]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execv(harness_bin, (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	deadline = now_ms() + START_TIMEOUT_MS;
+	for (;;) {
+		pfd.fd = p[0];
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 100) == 1) {
+			n = read(p[0], out + used, outlen - 1 - used);
+			if (n <= 0)
+				break;
+			used += n;
+			if (used == outlen - 1)
+				break;
+		}
+		if (now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			break;
+		}
+	}
+	out[used] = '\0';
+	close(p[0]);
+	waitpid(pid, &status, 0);
+	if (WIFEXITED(status))
+		rc = WEXITSTATUS(status);
+	else
+		rc = 128 + WTERMSIG(status);
+	return rc;
+}
+
+int
+csqd_fx_setup(void **state, const char *extra_conf)
+{
+	struct csqd_fx *fx;
+
+	fx = calloc(1, sizeof(*fx));
+	if (fx == NULL)
+		abort();
+	*state = fx;
+	fx->d = csqd_start(extra_conf);
+	fx->c = csqd_connect(fx->d);
+	return 0;
+}
+
+int
+csqd_fx_teardown(void **state)
+{
+	struct csqd_fx *fx = *state;
+	int rc;
+
+	if (fx == NULL)
+		return 0;
+	if (fx->c != NULL)
+		redisFree(fx->c);
+	rc = csqd_stop(fx->d);
+	free(fx);
+	*state = NULL;
+	if (rc != 0) {
+		fprintf(stderr, "csqd exited with status %d (expected 0)\n",
+		        rc);
+		return -1;
+	}
+	return 0;
+}
+
+int
+raw_connect(int port)
+{
+	struct sockaddr_in sin;
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd == -1)
+		fail_at(__FILE__, __LINE__, "socket: %s", strerror(errno));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1)
+		fail_at(__FILE__, __LINE__, "connect: %s", strerror(errno));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* Send errors are ignored: the daemon may close on purpose mid-request. */
+void
+raw_send(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		p += n;
+		len -= n;
+	}
+}
+
+void
+raw_sends(int fd, const char *s)
+{
+	raw_send(fd, s, strlen(s));
+}
+
+size_t
+raw_read(int fd, char *buf, size_t cap, int idle_ms, int *closed)
+{
+	struct pollfd pfd;
+	size_t used = 0;
+	ssize_t n;
+
+	*closed = 0;
+	while (used < cap - 1) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, idle_ms) <= 0)
+			break;
+		n = recv(fd, buf + used, cap - 1 - used, 0);
+		if (n == 0 || (n == -1 && errno != EINTR)) {
+			*closed = 1;
+			break;
+		}
+		if (n > 0)
+			used += n;
+	}
+	buf[used] = '\0';
+	return used;
+}
+
+size_t
+raw_read_n(int fd, char *buf, size_t want, int timeout_ms)
+{
+	struct pollfd pfd;
+	int64_t deadline = now_ms() + timeout_ms;
+	size_t used = 0;
+	ssize_t n;
+	int left;
+
+	while (used < want) {
+		left = (int)(deadline - now_ms());
+		if (left <= 0)
+			break;
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, left) <= 0)
+			break;
+		n = recv(fd, buf + used, want - used, 0);
+		if (n <= 0)
+			break;
+		used += n;
+	}
+	buf[used] = '\0';
+	return used;
+}
+
+struct repr {
+	char *buf;
+	size_t len, used;
+};
+
+static void
+repr_add(struct repr *r, const char *s, size_t n)
+{
+	if (r->used + n >= r->len)
+		n = r->len - 1 - r->used;
+	memcpy(r->buf + r->used, s, n);
+	r->used += n;
+	r->buf[r->used] = '\0';
+}
+
+/* Bulk strings are quoted with '; inside them ' and \\ are escaped. */
+static void
+repr_str(struct repr *r, const char *s, size_t n, int quoted)
+{
+	char tmp[8];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (i == REPR_BULK_MAX) {
+			snprintf(tmp, sizeof(tmp), "...");
+			repr_add(r, tmp, strlen(tmp));
+			break;
+		}
+		if (quoted && (s[i] == '\'' || s[i] == '\\')) {
+			tmp[0] = '\\';
+			tmp[1] = s[i];
+			repr_add(r, tmp, 2);
+		} else if ((unsigned char)s[i] < 0x20 ||
+		           (unsigned char)s[i] >= 0x7f) {
+			snprintf(tmp, sizeof(tmp), "\\x%02x",
+			         (unsigned char)s[i]);
+			repr_add(r, tmp, 4);
+		} else
+			repr_add(r, s + i, 1);
+	}
+}
+
+static void
+repr_reply(struct repr *r, const redisReply *rep)
+{
+	char tmp[32];
+	size_t i;
+
+	if (rep == NULL) {
+		repr_add(r, "(null)", 6);
+		return;
+	}
+	switch (rep->type) {
+	case REDIS_REPLY_STATUS:
+		repr_add(r, "+", 1);
+		repr_str(r, rep->str, rep->len, 0);
+		break;
+	case REDIS_REPLY_ERROR:
+		repr_add(r, "-", 1);
+		repr_str(r, rep->str, rep->len, 0);
+		break;
+	case REDIS_REPLY_INTEGER:
+		snprintf(tmp, sizeof(tmp), ":%lld", rep->integer);
+		repr_add(r, tmp, strlen(tmp));
+		break;
+	case REDIS_REPLY_NIL:
+		repr_add(r, "nil", 3);
+		break;
+	case REDIS_REPLY_STRING:
+		repr_add(r, "'", 1);
+		repr_str(r, rep->str, rep->len, 1);
+		repr_add(r, "'", 1);
+		break;
+	case REDIS_REPLY_ARRAY:
+		repr_add(r, "[", 1);
+		for (i = 0; i < rep->elements; i++) {
+			if (i > 0)
+				repr_add(r, ",", 1);
+			repr_reply(r, rep->element[i]);
+		}
+		repr_add(r, "]", 1);
+		break;
+	default:
+		snprintf(tmp, sizeof(tmp), "?type%d", rep->type);
+		repr_add(r, tmp, strlen(tmp));
+		break;
+	}
+}
+
+void
+reply_repr(const redisReply *rep, char *buf, size_t len)
+{
+	struct repr r = {buf, len, 0};
+
+	buf[0] = '\0';
+	repr_reply(&r, rep);
+}
+
+redisReply *
+reply_field(const redisReply *r, const char *name)
+{
+	size_t i;
+
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+		return NULL;
+	for (i = 0; i + 1 < r->elements; i += 2) {
+		if (r->element[i]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[i]->str, name) == 0)
+			return r->element[i + 1];
+	}
+	return NULL;
+}
+
+static redisReply *
+harness_vcmd(const char *file, int line, redisContext *c, const char *fmt,
+             va_list ap)
+{
+	redisReply *r;
+
+	r = redisvCommand(c, fmt, ap);
+	if (r == NULL)
+		fail_at(file, line, "command '%s' got no reply: %s", fmt,
+		        c->errstr);
+	return r;
+}
+
+redisReply *
+cmd_at(const char *file, int line, redisContext *c, const char *fmt, ...)
+{
+	redisReply *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = harness_vcmd(file, line, c, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+redisReply *
+cmd_argv_at(const char *file, int line, redisContext *c, int argc,
+            const char **argv, const size_t *argvlen)
+{
+	redisReply *r;
+
+	r = redisCommandArgv(c, argc, argv, argvlen);
+	if (r == NULL)
+		fail_at(file, line, "command '%s' got no reply: %s", argv[0],
+		        c->errstr);
+	return r;
+}
+
+redisReply *
+get_reply_at(const char *file, int line, redisContext *c)
+{
+	void *r = NULL;
+
+	if (redisGetReply(c, &r) != REDIS_OK || r == NULL)
+		fail_at(file, line, "no reply: %s", c->errstr);
+	return r;
+}
+
+void
+check_at(const char *file, int line, redisContext *c, const char *expect,
+         const char *fmt, ...)
+{
+	char got[8192];
+	redisReply *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = harness_vcmd(file, line, c, fmt, ap);
+	va_end(ap);
+	reply_repr(r, got, sizeof(got));
+	freeReplyObject(r);
+	if (strcmp(got, expect) != 0)
+		fail_at(file, line,
+		        "command '%s'\n  expected %s\n  got      %s", fmt,
+		        expect, got);
+}
+
+void
+assert_repr_at(const char *file, int line, const redisReply *r,
+               const char *expect)
+{
+	char got[8192];
+
+	reply_repr(r, got, sizeof(got));
+	if (strcmp(got, expect) != 0)
+		fail_at(file, line, "reply\n  expected %s\n  got      %s",
+		        expect, got);
+}
+
+void
+assert_status_at(const char *file, int line, const redisReply *r,
+                 const char *status)
+{
+	char got[8192];
+
+	if (r != NULL && r->type == REDIS_REPLY_STATUS &&
+	    strcmp(r->str, status) == 0)
+		return;
+	reply_repr(r, got, sizeof(got));
+	fail_at(file, line, "expected status +%s, got %s", status, got);
+}
+
+void
+assert_error_at(const char *file, int line, const redisReply *r,
+                const char *text)
+{
+	char got[8192];
+
+	if (r != NULL && r->type == REDIS_REPLY_ERROR &&
+	    strcmp(r->str, text) == 0)
+		return;
+	reply_repr(r, got, sizeof(got));
+	fail_at(file, line, "expected error -%s, got %s", text, got);
+}
+
+void
+assert_error_prefix_at(const char *file, int line, const redisReply *r,
+                       const char *prefix)
+{
+	char got[8192];
+
+	if (r != NULL && r->type == REDIS_REPLY_ERROR &&
+	    strncmp(r->str, prefix, strlen(prefix)) == 0)
+		return;
+	reply_repr(r, got, sizeof(got));
+	fail_at(file, line, "expected error starting -%s, got %s", prefix, got);
+}
+
+void
+assert_integer_at(const char *file, int line, const redisReply *r, long long v)
+{
+	char got[8192];
+
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == v)
+		return;
+	reply_repr(r, got, sizeof(got));
+	fail_at(file, line, "expected :%lld, got %s", v, got);
+}
+
+void
+assert_bulk_at(const char *file, int line, const redisReply *r, const char *s)
+{
+	char got[8192];
+
+	if (r != NULL && r->type == REDIS_REPLY_STRING && r->len == strlen(s) &&
+	    memcmp(r->str, s, r->len) == 0)
+		return;
+	reply_repr(r, got, sizeof(got));
+	fail_at(file, line, "expected bulk '%s', got %s", s, got);
+}
+
+long long
+field_int_at(const char *file, int line, const redisReply *r, const char *name)
+{
+	char got[8192];
+	redisReply *v;
+
+	v = reply_field(r, name);
+	if (v != NULL && v->type == REDIS_REPLY_INTEGER)
+		return v->integer;
+	reply_repr(r, got, sizeof(got));
+	fail_at(file, line, "no integer field '%s' in %s", name, got);
+	return -1;
+}
+
+const char *
+field_str_at(const char *file, int line, const redisReply *r, const char *name)
+{
+	char got[8192];
+	redisReply *v;
+
+	v = reply_field(r, name);
+	if (v != NULL && v->type == REDIS_REPLY_STRING)
+		return v->str;
+	reply_repr(r, got, sizeof(got));
+	fail_at(file, line, "no bulk field '%s' in %s", name, got);
+	return NULL;
+}
+
+static void
+harness_lower(char *dst, const char *src, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && src[i] != '\0'; i++)
+		dst[i] = tolower((unsigned char)src[i]);
+	dst[i] = '\0';
+}
+
+void
+subscribe_at(const char *file, int line, redisContext *c, const char *verb,
+             int already, int n, const char **names)
+{
+	const char *argv[64];
+	char kind[32], expect[512];
+	redisReply *r;
+	int i;
+
+	argv[0] = verb;
+	for (i = 0; i < n && i < 63; i++)
+		argv[i + 1] = names[i];
+	redisAppendCommandArgv(c, n + 1, argv, NULL);
+	harness_lower(kind, verb, sizeof(kind));
+	for (i = 0; i < n; i++) {
+		r = get_reply_at(file, line, c);
+		snprintf(expect, sizeof(expect), "['%s','%s',:%d]", kind,
+		         names[i], already + i + 1);
+		assert_repr_at(file, line, r, expect);
+		freeReplyObject(r);
+	}
+}
+
+static void
+harness_copy(char *dst, size_t len, const redisReply *r)
+{
+	snprintf(dst, len, "%s", r->type == REDIS_REPLY_STRING ? r->str : "?");
+}
+
+void
+msgs_collect_at(const char *file, int line, redisContext *c, struct msgs *m)
+{
+	char got[8192];
+	redisReply *r;
+	struct msg *x;
+
+	m->n = 0;
+	redisAppendCommand(c, "PING");
+	for (;;) {
+		r = get_reply_at(file, line, c);
+		if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+		    r->element[0]->type == REDIS_REPLY_STRING) {
+			if (strcmp(r->element[0]->str, "pong") == 0) {
+				freeReplyObject(r);
+				return;
+			}
+			if (m->n < MSGS_MAX &&
+			    strcmp(r->element[0]->str, "message") == 0 &&
+			    r->elements == 3) {
+				x = &m->m[m->n++];
+				snprintf(x->kind, sizeof(x->kind), "message");
+				x->pattern[0] = '\0';
+				harness_copy(x->channel, sizeof(x->channel),
+				             r->element[1]);
+				x->payload = strdup(r->element[2]->str);
+				freeReplyObject(r);
+				continue;
+			}
+			if (m->n < MSGS_MAX &&
+			    strcmp(r->element[0]->str, "pmessage") == 0 &&
+			    r->elements == 4) {
+				x = &m->m[m->n++];
+				snprintf(x->kind, sizeof(x->kind), "pmessage");
+				harness_copy(x->pattern, sizeof(x->pattern),
+				             r->element[1]);
+				harness_copy(x->channel, sizeof(x->channel),
+				             r->element[2]);
+				x->payload = strdup(r->element[3]->str);
+				freeReplyObject(r);
+				continue;
+			}
+		}
+		reply_repr(r, got, sizeof(got));
+		freeReplyObject(r);
+		fail_at(file, line, "unexpected push in subscribe mode: %s",
+		        got);
+	}
+}
+
+void
+msgs_free(struct msgs *m)
+{
+	int i;
+
+	for (i = 0; i < m->n; i++)
+		free(m->m[i].payload);
+	m->n = 0;
+}
+
+int
+msgs_find(const struct msgs *m, int from, const char *event)
+{
+	char v[256], want[256];
+	int i;
+
+	snprintf(want, sizeof(want), "\"%s\"", event);
+	for (i = from; i < m->n; i++) {
+		if (json_value(m->m[i].payload, "event", v, sizeof(v)) == 0 &&
+		    strcmp(v, want) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* Skips a JSON string starting at its opening quote; returns past it. */
+static const char *
+json_skip_string(const char *p)
+{
+	for (p++; *p != '\0' && *p != '"'; p++)
+		if (*p == '\\' && p[1] != '\0')
+			p++;
+	return *p == '"' ? p + 1 : p;
+}
+
+/* Skips one JSON value (string, array, object or scalar). */
+static const char *
+json_skip_value(const char *p)
+{
+	int depth = 0;
+
+	if (*p == '"')
+		return json_skip_string(p);
+	if (*p == '[' || *p == '{') {
+		do {
+			if (*p == '"') {
+				p = json_skip_string(p);
+				continue;
+			}
+			if (*p == '[' || *p == '{')
+				depth++;
+			else if (*p == ']' || *p == '}')
+				depth--;
+			p++;
+		} while (*p != '\0' && depth > 0);
+		return p;
+	}
+	while (*p != '\0' && *p != ',' && *p != '}' && *p != ']' &&
+	       !isspace((unsigned char)*p))
+		p++;
+	return p;
+}
+
+int
+json_value(const char *json, const char *key, char *out, size_t outlen)
+{
+	const char *p = json, *k, *v, *e;
+	size_t klen = strlen(key), n;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p != '{')
+		return -1;
+	p++;
+	for (;;) {
+		while (isspace((unsigned char)*p) || *p == ',')
+			p++;
+		if (*p != '"')
+			return -1;
+		k = p + 1;
+		p = json_skip_string(p);
+		n = (size_t)(p - k) - 1;
+		while (isspace((unsigned char)*p))
+			p++;
+		if (*p != ':')
+			return -1;
+		p++;
+		while (isspace((unsigned char)*p))
+			p++;
+		v = p;
+		e = json_skip_value(p);
+		if (n == klen && memcmp(k, key, klen) == 0) {
+			n = (size_t)(e - v);
+			if (n >= outlen)
+				n = outlen - 1;
+			memcpy(out, v, n);
+			out[n] = '\0';
+			return 0;
+		}
+		p = e;
+		if (*p == '\0' || p == v)
+			return -1;
+	}
+}
+
+void
+assert_json_str_at(const char *file, int line, const char *json,
+                   const char *key, const char *value)
+{
+	char v[1024], want[1024];
+
+	snprintf(want, sizeof(want), "\"%s\"", value);
+	if (json_value(json, key, v, sizeof(v)) != 0)
+		fail_at(file, line, "no key \"%s\" in %s", key, json);
+	if (strcmp(v, want) != 0)
+		fail_at(file, line, "key \"%s\": expected %s, got %s in %s",
+		        key, want, v, json);
+}
+
+long long
+json_int_at(const char *file, int line, const char *json, const char *key)
+{
+	char v[1024], *end;
+	long long n;
+
+	if (json_value(json, key, v, sizeof(v)) != 0)
+		fail_at(file, line, "no key \"%s\" in %s", key, json);
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (v[0] == '\0' || *end != '\0' || errno != 0)
+		fail_at(file, line,
+		        "key \"%s\": %s is not a JSON integer in %s", key, v,
+		        json);
+	return n;
+}
+
+void
+assert_json_int_at(const char *file, int line, const char *json,
+                   const char *key, long long value)
+{
+	long long n;
+
+	n = json_int_at(file, line, json, key);
+	if (n != value)
+		fail_at(file, line, "key \"%s\": expected %lld, got %lld in %s",
+		        key, value, n, json);
+}
+
+void
+assert_json_has_at(const char *file, int line, const char *json,
+                   const char *key)
+{
+	char v[1024];
+
+	if (json_value(json, key, v, sizeof(v)) != 0)
+		fail_at(file, line, "no key \"%s\" in %s", key, json);
+}
+
+void
+assert_json_lacks_at(const char *file, int line, const char *json,
+                     const char *key)
+{
+	char v[1024];
+
+	if (json_value(json, key, v, sizeof(v)) == 0)
+		fail_at(file, line, "unexpected key \"%s\" in %s", key, json);
+}

@@ -1,0 +1,180 @@
+/*
+ * Integration test harness: runs the real csqd on a free port with a private
+ * configuration file, talks to it with hiredis or a raw socket, and checks
+ * replies exactly. Every test program calls csqd_init(argc, argv) first;
+ * argv[1] (or $CSQD) is the daemon binary and $CSQ_TEST_ENGINE the engine.
+ */
+#ifndef CSQ_TEST_HARNESS_H
+#define CSQ_TEST_HARNESS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+
+#define CSQD_PATH_MAX 512
+
+struct csqd {
+	pid_t pid;
+	int port;
+	int running;
+	char dir[64]; /* private temporary directory */
+	char conf_path[CSQD_PATH_MAX];
+	char log_path[CSQD_PATH_MAX];  /* the daemon's stdout and stderr */
+	char unix_path[CSQD_PATH_MAX]; /* "" unless started with a socket */
+	char base_conf[1024];          /* listen, engine, redis prefix */
+};
+
+/* The fixture most tests use: a daemon and one connection to it. */
+struct csqd_fx {
+	struct csqd *d;
+	redisContext *c;
+};
+
+void csqd_init(int argc, char **argv);
+const char *csqd_binary(void);
+const char *csqd_engine(void);
+
+struct csqd *csqd_start(const char *extra_conf);
+/* The same, also listening on a Unix socket (d->unix_path). */
+struct csqd *csqd_start_unix(const char *extra_conf);
+/* Rewrites the configuration file (same listen/engine) for a SIGHUP. */
+void csqd_rewrite_conf(struct csqd *, const char *extra_conf);
+redisContext *csqd_connect(struct csqd *);
+/* SIGTERM, wait; returns the exit status (128 + signal when killed). */
+int csqd_stop(struct csqd *);
+int csqd_alive(struct csqd *);
+/* Prints the daemon's log to stderr (on failures). */
+void csqd_dump_log(struct csqd *);
+
+/* Runs csqd with arguments; output (stdout+stderr) into out. Exit status. */
+int csqd_run(char *out, size_t outlen, const char *arg, ...);
+
+/* Fixture helpers: start with extra configuration / stop and assert 0. */
+int csqd_fx_setup(void **state, const char *extra_conf);
+int csqd_fx_teardown(void **state);
+
+/* Writes a file (for configurations). */
+void write_file(const char *path, const char *text);
+void sleep_ms(int ms);
+int64_t now_ms(void);
+
+/* Raw sockets, for requests hiredis would refuse to send. */
+int raw_connect(int port);
+void raw_send(int fd, const void *buf, size_t len);
+void raw_sends(int fd, const char *s);
+/*
+ * Reads until the peer closes or nothing arrives for idle_ms. Returns the
+ * length read (NUL-terminated in buf); *closed tells whether EOF was seen.
+ */
+size_t raw_read(int fd, char *buf, size_t cap, int idle_ms, int *closed);
+/* Reads until exactly want bytes arrived (or timeout_ms). */
+size_t raw_read_n(int fd, char *buf, size_t want, int timeout_ms);
+
+/* A compact rendering of a reply: +OK -ERR x :1 "bulk" nil [a,b]. */
+void reply_repr(const redisReply *, char *buf, size_t len);
+/* The value after field name in a flat field/value array, or NULL. */
+redisReply *reply_field(const redisReply *, const char *name);
+
+redisReply *cmd_at(const char *file, int line, redisContext *, const char *fmt,
+                   ...);
+redisReply *cmd_argv_at(const char *file, int line, redisContext *, int argc,
+                        const char **argv, const size_t *argvlen);
+redisReply *get_reply_at(const char *file, int line, redisContext *);
+void check_at(const char *file, int line, redisContext *, const char *expect,
+              const char *fmt, ...);
+void assert_repr_at(const char *file, int line, const redisReply *,
+                    const char *expect);
+void assert_status_at(const char *file, int line, const redisReply *,
+                      const char *status);
+void assert_error_at(const char *file, int line, const redisReply *,
+                     const char *text);
+void assert_error_prefix_at(const char *file, int line, const redisReply *,
+                            const char *prefix);
+void assert_integer_at(const char *file, int line, const redisReply *,
+                       long long v);
+void assert_bulk_at(const char *file, int line, const redisReply *,
+                    const char *s);
+long long field_int_at(const char *file, int line, const redisReply *,
+                       const char *name);
+const char *field_str_at(const char *file, int line, const redisReply *,
+                         const char *name);
+
+/* Runs a command, returns its reply (never NULL: fails the test instead). */
+#define CMD(c, ...)          cmd_at(__FILE__, __LINE__, (c), __VA_ARGS__)
+#define CMD_ARGV(c, n, v, l) cmd_argv_at(__FILE__, __LINE__, (c), (n), (v), (l))
+#define GET_REPLY(c)         get_reply_at(__FILE__, __LINE__, (c))
+/* Runs a command and compares reply_repr of its reply with expect. */
+#define CHECK(c, expect, ...)                                                  \
+	check_at(__FILE__, __LINE__, (c), (expect), __VA_ARGS__)
+#define assert_repr(r, e)         assert_repr_at(__FILE__, __LINE__, (r), (e))
+#define assert_reply_status(r, s) assert_status_at(__FILE__, __LINE__, (r), (s))
+#define assert_reply_error(r, s)  assert_error_at(__FILE__, __LINE__, (r), (s))
+#define assert_reply_error_prefix(r, s)                                        \
+	assert_error_prefix_at(__FILE__, __LINE__, (r), (s))
+#define assert_reply_integer(r, v)                                             \
+	assert_integer_at(__FILE__, __LINE__, (r), (v))
+#define assert_reply_bulk(r, s) assert_bulk_at(__FILE__, __LINE__, (r), (s))
+#define FIELD_INT(r, n)         field_int_at(__FILE__, __LINE__, (r), (n))
+#define FIELD_STR(r, n)         field_str_at(__FILE__, __LINE__, (r), (n))
+
+/* Pub/sub: messages collected on a subscribed connection. */
+#define MSGS_MAX 512
+struct msg {
+	char kind[16];     /* message or pmessage */
+	char pattern[128]; /* pmessage only */
+	char channel[128];
+	char *payload;
+};
+struct msgs {
+	int n;
+	struct msg m[MSGS_MAX];
+};
+
+/* Subscribes (verb SUBSCRIBE or PSUBSCRIBE) and checks the confirmations. */
+void subscribe_at(const char *file, int line, redisContext *, const char *verb,
+                  int already, int n, const char **names);
+/*
+ * Collects the messages pushed so far: sends PING and reads until its
+ * ["pong",""]. Anything published before the PING arrived is included.
+ */
+void msgs_collect_at(const char *file, int line, redisContext *, struct msgs *);
+void msgs_free(struct msgs *);
+/* Index of the next message at or after from whose event is ev, or -1. */
+int msgs_find(const struct msgs *, int from, const char *event);
+#define SUBSCRIBE(c, n, names)                                                 \
+	subscribe_at(__FILE__, __LINE__, (c), "SUBSCRIBE", 0, (n), (names))
+#define PSUBSCRIBE(c, n, names)                                                \
+	subscribe_at(__FILE__, __LINE__, (c), "PSUBSCRIBE", 0, (n), (names))
+#define MSGS_COLLECT(c, m) msgs_collect_at(__FILE__, __LINE__, (c), (m))
+
+/* Minimal JSON: the raw value text of a top-level key ("x" with quotes). */
+int json_value(const char *json, const char *key, char *out, size_t outlen);
+void assert_json_str_at(const char *file, int line, const char *json,
+                        const char *key, const char *value);
+void assert_json_int_at(const char *file, int line, const char *json,
+                        const char *key, long long value);
+void assert_json_has_at(const char *file, int line, const char *json,
+                        const char *key);
+void assert_json_lacks_at(const char *file, int line, const char *json,
+                          const char *key);
+long long json_int_at(const char *file, int line, const char *json,
+                      const char *key);
+#define assert_json_str(j, k, v)                                               \
+	assert_json_str_at(__FILE__, __LINE__, (j), (k), (v))
+#define assert_json_int(j, k, v)                                               \
+	assert_json_int_at(__FILE__, __LINE__, (j), (k), (v))
+#define assert_json_has(j, k) assert_json_has_at(__FILE__, __LINE__, (j), (k))
+#define assert_json_lacks(j, k)                                                \
+	assert_json_lacks_at(__FILE__, __LINE__, (j), (k))
+#define JSON_INT(j, k) json_int_at(__FILE__, __LINE__, (j), (k))
+
+/* Fails the test at file:line with a formatted message. */
+void fail_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,151 @@
+#!/bin/sh
+# The README tour with the real redis-cli: csqd must work with an unmodified
+# Redis client (inline arguments, RESP2 replies, pub/sub).
+# Usage: redis_cli.sh /path/to/csqd [redis-cli]. Exit 77 (skip) without
+# redis-cli. The engine comes from $CSQ_TEST_ENGINE (default memory).
+set -u
+
+CSQD=${1:?usage: redis_cli.sh /path/to/csqd [redis-cli]}
+CLI=${2:-redis-cli}
+ENGINE=${CSQ_TEST_ENGINE:-memory}
+
+if ! command -v "$CLI" >/dev/null 2>&1; then
+	echo "redis-cli not found: skipped"
+	exit 77
+fi
+
+tmp=$(mktemp -d /tmp/csqd-cli.XXXXXX)
+pid=
+subpid=
+cleanup() {
+	[ -n "$subpid" ] && kill "$subpid" 2>/dev/null
+	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+	echo "FAIL: $*"
+	echo "---- csqd log ----"
+	cat "$tmp/csqd.log" 2>/dev/null
+	exit 1
+}
+
+# Compares the output of a redis-cli call with what is expected.
+expect() {
+	want=$1
+	shift
+	got=$("$CLI" -p "$port" "$@" 2>&1)
+	if [ "$got" != "$want" ]; then
+		printf 'redis-cli %s\n--- expected\n%s\n--- got\n%s\n' "$*" \
+		    "$want" "$got"
+		fail "unexpected output"
+	fi
+}
+
+# A free port: try a few random ones until csqd starts and answers.
+started=0
+for attempt in 1 2 3 4 5 6 7 8; do
+	port=$(( 20000 + ($$ * 7 + attempt * 7919 + $(date +%N | sed 's/^0*//;s/^$/0/') ) % 40000 ))
+	cat >"$tmp/csqd.conf" <<EOF
+listen = [ "127.0.0.1:$port" ];
+engine = "$ENGINE";
+http: { listen = ""; };
+EOF
+	"$CSQD" -c "$tmp/csqd.conf" >"$tmp/csqd.log" 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 100 ]; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			break
+		fi
+		if [ "$("$CLI" -p "$port" PING 2>/dev/null)" = "PONG" ]; then
+			started=1
+			break
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ $started -eq 1 ] && break
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	pid=
+done
+[ $started -eq 1 ] || fail "csqd did not start"
+
+# The subscriber, in the background, writing to a file.
+"$CLI" -p "$port" SUBSCRIBE events >"$tmp/sub.out" 2>&1 &
+subpid=$!
+i=0
+until grep -q '^events$' "$tmp/sub.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt 50 ] && fail "subscriber not ready: $(cat "$tmp/sub.out")"
+	sleep 0.1
+done
+
+# redis-cli right-aligns the indexes of a 10-element array.
+expect ' 1) "servicer"
+ 2) "agent1"
+ 3) "status"
+ 4) "ready"
+ 5) "capacity"
+ 6) (integer) 2
+ 7) "active"
+ 8) (integer) 0
+ 9) "ttl"
+10) (integer) 30' --no-raw HEARTBEAT agent1 CAPACITY 2
+
+expect '1) "state"
+2) "assigned"
+3) "queue"
+4) "default"
+5) "room"
+6) "agent1/0"
+7) "servicer"
+8) "agent1"' --no-raw ENQUEUE u1
+
+# Raw output (stdout not a terminal), as scripts see it.
+expect 'state
+waiting
+queue
+support
+position
+1' ENQUEUE u2 QUEUE support
+
+expect '(integer) 1' --no-raw QLEN support
+expect '(integer) 1' --no-raw RELEASE agent1/0
+expect '(integer) 0' --no-raw RELEASE agent1/0
+expect '(error) ERR invalid room id' --no-raw RELEASE agent1
+expect '(error) NOTFOUND no such servicer or room' --no-raw RELEASE agent2/0
+expect '1) "state"
+2) "none"' --no-raw WHERE u1
+expect 'OK' --no-raw PAUSE agent1
+expect "(error) ERR unknown command 'NOPE'" --no-raw NOPE
+
+# The subscriber saw the login, the match and the release.
+i=0
+until grep -q '"event": *"released"' "$tmp/sub.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt 50 ] && fail "no released event: $(cat "$tmp/sub.out")"
+	sleep 0.1
+done
+for ev in servicer_up matched queued released servicer_paused; do
+	grep -q "\"event\": *\"$ev\"" "$tmp/sub.out" ||
+	    fail "no $ev event in: $(cat "$tmp/sub.out")"
+done
+grep -q '"room": *"agent1/0"' "$tmp/sub.out" ||
+    fail "no room in events: $(cat "$tmp/sub.out")"
+
+kill "$subpid" 2>/dev/null
+wait "$subpid" 2>/dev/null
+subpid=
+
+# SIGTERM: exit 0 (also no sanitizer report).
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ $rc -eq 0 ] || fail "csqd exited $rc after SIGTERM"
+echo "redis-cli tour: OK"
+exit 0

@@ -1,0 +1,828 @@
+/*
+ * Robustness: pipelining, inline requests, garbage, truncated and oversize
+ * requests, big legal requests, error texts, ids, max_clients. Each test
+ * says how it tries to break the daemon; every test ends by checking that
+ * the daemon still answers, and the teardown that it exits 0 on SIGTERM
+ * (so a sanitizer report fails the test).
+ */
+#include <sys/socket.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define PIPELINE_N  1000
+#define READ_IDLE   2000 /* ms without data before a raw read gives up */
+#define SHORT_IDLE  300  /* ms of silence that means "no reply" */
+#define BIG_ARG     (1024 * 1024)
+#define RAW_BUF     (256 * 1024)
+#define GARBAGE_N   40
+#define GARBAGE_LEN 2048
+
+static int
+setup(void **state)
+{
+	return csqd_fx_setup(state, "");
+}
+
+static int
+setup_max_clients(void **state)
+{
+	return csqd_fx_setup(state, "max_clients = 3;");
+}
+
+static int
+teardown(void **state)
+{
+	return csqd_fx_teardown(state);
+}
+
+/* The daemon still serves: a new connection gets +PONG. */
+static void
+assert_alive_at(const char *file, int line, struct csqd *d)
+{
+	redisContext *c;
+
+	if (!csqd_alive(d)) {
+		csqd_dump_log(d);
+		fail_at(file, line, "csqd died");
+	}
+	c = csqd_connect(d);
+	check_at(file, line, c, "+PONG", "PING");
+	redisFree(c);
+}
+#define ASSERT_ALIVE(d) assert_alive_at(__FILE__, __LINE__, (d))
+
+/* Sends bytes on a new connection, returns what came back until close. */
+static size_t
+raw_exchange(struct csqd *d, const void *req, size_t len, char *out, size_t cap,
+             int idle_ms, int *closed)
+{
+	size_t n;
+	int fd;
+
+	fd = raw_connect(d->port);
+	raw_send(fd, req, len);
+	n = raw_read(fd, out, cap, idle_ms, closed);
+	close(fd);
+	return n;
+}
+
+static void
+expect_raw_at(const char *file, int line, struct csqd *d, const char *req,
+              size_t len, const char *expect, int expect_close)
+{
+	char *out = malloc(RAW_BUF), shown[512], wanted[512];
+	int closed;
+
+	raw_exchange(d, req, len, out, RAW_BUF,
+	             expect_close ? READ_IDLE : SHORT_IDLE, &closed);
+	if (strcmp(out, expect) != 0 || closed != expect_close) {
+		redisReply fake = {.type = REDIS_REPLY_STRING};
+
+		/* Shown escaped: CR and LF as \x0d \x0a. */
+		fake.str = out;
+		fake.len = strlen(out);
+		reply_repr(&fake, shown, sizeof(shown));
+		fake.str = (char *)expect;
+		fake.len = strlen(expect);
+		reply_repr(&fake, wanted, sizeof(wanted));
+		free(out);
+		fail_at(
+		    file, line,
+		    "request of %zu bytes:\n  expected %s%s\n  got      %s%s",
+		    len, wanted, expect_close ? " then close" : "", shown,
+		    closed ? " then close" : "");
+	}
+	free(out);
+}
+#define EXPECT_RAW(d, req, expect, cl)                                         \
+	expect_raw_at(__FILE__, __LINE__, (d), (req), strlen(req), (expect),   \
+	              (cl))
+
+/* A protocol error: one "-ERR Protocol error: ..." line, then a close. */
+static void
+expect_protocol_error_at(const char *file, int line, struct csqd *d,
+                         const char *req, size_t len)
+{
+	static const char prefix[] = "-ERR Protocol error: ";
+	char *out = malloc(RAW_BUF);
+	char *crlf;
+	int closed;
+
+	raw_exchange(d, req, len, out, RAW_BUF, READ_IDLE, &closed);
+	crlf = strstr(out, "\r\n");
+	if (strncmp(out, prefix, strlen(prefix)) != 0 || crlf == NULL ||
+	    crlf[2] != '\0' || !closed) {
+		out[200] = '\0';
+		fail_at(
+		    file, line,
+		    "request %.40s... (%zu bytes): expected one "
+		    "'-ERR Protocol error: ...' line and a close, got '%s'%s",
+		    req, len, out, closed ? " and a close" : " (still open)");
+	}
+	free(out);
+}
+#define EXPECT_PROTOCOL_ERROR(d, req, len)                                     \
+	expect_protocol_error_at(__FILE__, __LINE__, (d), (req), (len))
+#define EXPECT_PROTOCOL_ERROR_S(d, req)                                        \
+	expect_protocol_error_at(__FILE__, __LINE__, (d), (req), strlen(req))
+
+/*
+ * 1000 requests written before any reply is read: replies must come back
+ * complete and in request order (tries to break output ordering and the
+ * per-event work cap, which must resume rather than drop requests).
+ */
+static void
+pipeline_1000(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+	char expect[64];
+	int i, enq = 0;
+
+	for (i = 0; i < PIPELINE_N; i++) {
+		switch (i % 3) {
+		case 0:
+			redisAppendCommand(fx->c, "PING m%d", i);
+			break;
+		case 1:
+			redisAppendCommand(fx->c, "ENQUEUE u%d", i);
+			break;
+		default:
+			redisAppendCommand(fx->c, "QLEN default");
+			break;
+		}
+	}
+	for (i = 0; i < PIPELINE_N; i++) {
+		r = GET_REPLY(fx->c);
+		switch (i % 3) {
+		case 0:
+			snprintf(expect, sizeof(expect), "m%d", i);
+			assert_reply_bulk(r, expect);
+			break;
+		case 1:
+			enq++;
+			assert_int_equal(FIELD_INT(r, "position"), enq);
+			break;
+		default:
+			assert_reply_integer(r, enq);
+			break;
+		}
+		freeReplyObject(r);
+	}
+	CHECK(fx->c, ":333", "QLEN default");
+}
+
+/*
+ * 1000 requests in one buffer, multibulk and inline mixed: many requests
+ * per read, requests split across reads at arbitrary places.
+ */
+static void
+pipeline_one_buffer(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const char mb[] = "*1\r\n$4\r\nPING\r\n";
+	static const char in[] = "PING\r\n";
+	size_t len = 0, n;
+	char *req, *out;
+	int i, fd;
+
+	req = malloc(PIPELINE_N * sizeof(mb));
+	out = malloc(PIPELINE_N * 7 + 1);
+	for (i = 0; i < PIPELINE_N; i++) {
+		const char *s = i % 2 ? in : mb;
+
+		memcpy(req + len, s, strlen(s));
+		len += strlen(s);
+	}
+	fd = raw_connect(fx->d->port);
+	raw_send(fd, req, len);
+	n = raw_read_n(fd, out, PIPELINE_N * 7, 10000);
+	close(fd);
+	assert_int_equal(n, PIPELINE_N * 7);
+	for (i = 0; i < PIPELINE_N; i++)
+		assert_memory_equal(out + i * 7, "+PONG\r\n", 7);
+	free(req);
+	free(out);
+	ASSERT_ALIVE(fx->d);
+}
+
+/* One byte per write: the parser must keep its state across reads. */
+static void
+byte_by_byte(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const char req[] = "*2\r\n$4\r\nPING\r\n$5\r\nhello\r\n"
+	                          "PING \"a b\"\r\n";
+	char out[64];
+	size_t i;
+	int fd;
+
+	fd = raw_connect(fx->d->port);
+	for (i = 0; i < strlen(req); i++) {
+		raw_send(fd, req + i, 1);
+		sleep_ms(2);
+	}
+	raw_read_n(fd, out, 20, 5000);
+	close(fd);
+	assert_string_equal(out, "$5\r\nhello\r\n$3\r\na b\r\n");
+}
+
+/* Inline requests as nc or telnet send them, with Redis's quoting. */
+static void
+inline_requests(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	EXPECT_RAW(fx->d, "PING\r\n", "+PONG\r\n", 0);
+	EXPECT_RAW(fx->d, "ping\n", "+PONG\r\n", 0);
+	EXPECT_RAW(fx->d, "\r\n\r\nPING\r\n", "+PONG\r\n", 0);
+	EXPECT_RAW(fx->d, "PING   x  \r\n", "$1\r\nx\r\n", 0);
+	EXPECT_RAW(fx->d, "PING \"hello world\"\r\n", "$11\r\nhello world\r\n",
+	           0);
+	EXPECT_RAW(fx->d, "PING 'a b'\r\n", "$3\r\na b\r\n", 0);
+	EXPECT_RAW(fx->d, "PING \"a\\x41\\n\"\r\n", "$3\r\naA\n\r\n", 0);
+	EXPECT_RAW(fx->d, "PING \"\"\r\n", "$0\r\n\r\n", 0);
+	EXPECT_RAW(fx->d, "ENQUEUE u1 TIER 2\r\n",
+	           "*6\r\n$5\r\nstate\r\n$7\r\nwaiting\r\n$5\r\nqueue\r\n"
+	           "$7\r\ndefault\r\n$8\r\nposition\r\n:1\r\n",
+	           0);
+	EXPECT_RAW(fx->d, "enqueue \"u2\" tier '1'\r\n",
+	           "*6\r\n$5\r\nstate\r\n$7\r\nwaiting\r\n$5\r\nqueue\r\n"
+	           "$7\r\ndefault\r\n$8\r\nposition\r\n:2\r\n",
+	           0);
+	EXPECT_RAW(fx->d, "QLEN default\r\nWHERE nobody\r\n",
+	           ":2\r\n*2\r\n$5\r\nstate\r\n$4\r\nnone\r\n", 0);
+	/* Unbalanced quotes are a protocol error, as in Redis. */
+	EXPECT_RAW(fx->d, "PING \"abc\r\n",
+	           "-ERR Protocol error: unbalanced quotes in request\r\n", 1);
+	EXPECT_RAW(fx->d, "PING \"a\"b\r\n",
+	           "-ERR Protocol error: unbalanced quotes in request\r\n", 1);
+	EXPECT_RAW(fx->d, "PING 'abc\r\n",
+	           "-ERR Protocol error: unbalanced quotes in request\r\n", 1);
+	ASSERT_ALIVE(fx->d);
+}
+
+/*
+ * Malformed framing gets the Redis text and a close, after the replies to
+ * the requests before it; nothing after it is executed.
+ */
+static void
+protocol_errors(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	EXPECT_RAW(fx->d, "*abc\r\n",
+	           "-ERR Protocol error: invalid multibulk length\r\n", 1);
+	EXPECT_RAW(fx->d, "*1\r\n$abc\r\n",
+	           "-ERR Protocol error: invalid bulk length\r\n", 1);
+	EXPECT_RAW(fx->d, "*1\r\n$-1\r\n",
+	           "-ERR Protocol error: invalid bulk length\r\n", 1);
+	EXPECT_RAW(fx->d, "*1\r\nPING\r\n",
+	           "-ERR Protocol error: expected '$', got 'P'\r\n", 1);
+	EXPECT_RAW(fx->d, "PING\r\n*abc\r\n",
+	           "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n",
+	           1);
+	EXPECT_RAW(fx->d, "*abc\r\nENQUEUE u1\r\n",
+	           "-ERR Protocol error: invalid multibulk length\r\n", 1);
+	CHECK(fx->c, "['state','none']", "WHERE u1");
+	/* Empty and null arrays are skipped silently, as Redis does. */
+	EXPECT_RAW(fx->d, "*0\r\nPING\r\n", "+PONG\r\n", 0);
+	EXPECT_RAW(fx->d, "*-1\r\nPING\r\n", "+PONG\r\n", 0);
+	EXPECT_PROTOCOL_ERROR_S(fx->d, "*99999999999999999999\r\n");
+	EXPECT_PROTOCOL_ERROR_S(fx->d, "*1\r\n$99999999999999999999\r\n");
+	ASSERT_ALIVE(fx->d);
+}
+
+/*
+ * Oversize: the limits (1,048,576 elements, 512 MiB bulk, 64 KiB line) must
+ * be checked before allocating; just under them is legal.
+ */
+static void
+oversize_requests(void **state)
+{
+	struct csqd_fx *fx = *state;
+	size_t len = 70 * 1024;
+	char *big;
+
+	EXPECT_PROTOCOL_ERROR_S(fx->d, "*1048577\r\n");
+	EXPECT_PROTOCOL_ERROR_S(fx->d, "*1\r\n$536870913\r\n");
+	EXPECT_PROTOCOL_ERROR_S(fx->d, "*2\r\n$4\r\nPING\r\n$2147483648\r\n");
+	/* At the limits: no error, the daemon waits for the rest. */
+	EXPECT_RAW(fx->d, "*1048576\r\n", "", 0);
+	EXPECT_RAW(fx->d, "*1\r\n$536870912\r\nabc", "", 0);
+
+	big = malloc(len + 1);
+	/* An inline line of 70 KB and no newline. */
+	memset(big, 'A', len);
+	big[len] = '\0';
+	EXPECT_PROTOCOL_ERROR(fx->d, big, len);
+	/* A multibulk count line over 64 KiB. */
+	memset(big, '1', len);
+	big[0] = '*';
+	EXPECT_PROTOCOL_ERROR(fx->d, big, len);
+	/* A bulk length line over 64 KiB. */
+	memcpy(big, "*1\r\n$", 5);
+	EXPECT_PROTOCOL_ERROR(fx->d, big, len);
+	free(big);
+	ASSERT_ALIVE(fx->d);
+}
+
+/* Big but legal: a 1 MB argument and 100,000 arguments. */
+static void
+big_legal_requests(void **state)
+{
+	struct csqd_fx *fx = *state;
+	const char *argv[2];
+	size_t argvlen[2];
+	const char **many;
+	redisReply *r;
+	char *arg;
+	int i, n = 100000;
+
+	arg = malloc(BIG_ARG);
+	for (i = 0; i < BIG_ARG; i++)
+		arg[i] = 'a' + i % 26;
+	argv[0] = "PING";
+	argvlen[0] = 4;
+	argv[1] = arg;
+	argvlen[1] = BIG_ARG;
+	r = CMD_ARGV(fx->c, 2, argv, argvlen);
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	assert_int_equal(r->len, BIG_ARG);
+	assert_memory_equal(r->str, arg, BIG_ARG);
+	freeReplyObject(r);
+	argv[0] = "ENQUEUE";
+	argvlen[0] = 7;
+	r = CMD_ARGV(fx->c, 2, argv, argvlen);
+	assert_reply_error(r, "ERR invalid user id");
+	freeReplyObject(r);
+	free(arg);
+
+	many = malloc(n * sizeof(*many));
+	for (i = 0; i < n; i++)
+		many[i] = "x";
+	many[0] = "PING";
+	r = CMD_ARGV(fx->c, n, many, NULL);
+	assert_reply_error(r, "ERR wrong number of arguments for 'ping' "
+	                      "command");
+	freeReplyObject(r);
+	many[0] = "ENQUEUE";
+	r = CMD_ARGV(fx->c, n, many, NULL);
+	assert_reply_error_prefix(r, "ERR ");
+	freeReplyObject(r);
+	free(many);
+	CHECK(fx->c, "+PONG", "PING");
+}
+
+/*
+ * Random bytes: every reply must be an error line (or nothing), and the
+ * daemon must live on. Tries to break the parser with binary, NULs, stray
+ * CR/LF, '*' and '$' at odd places.
+ */
+static void
+garbage(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const char alphabet[] = "*$\r\n-+:0123456789 \"'\\x";
+	char buf[GARBAGE_LEN], *out = malloc(RAW_BUF), *p, *e;
+	int round, i, closed;
+
+	srandom(4242);
+	for (round = 0; round < GARBAGE_N; round++) {
+		for (i = 0; i < GARBAGE_LEN; i++) {
+			if (round % 2 == 0)
+				buf[i] = (char)(random() & 0xff);
+			else
+				buf[i] =
+				    alphabet[random() % (sizeof(alphabet) - 1)];
+		}
+		/* Start like a request half the time. */
+		if (round % 4 == 1)
+			buf[0] = '*';
+		raw_exchange(fx->d, buf, sizeof(buf), out, RAW_BUF, SHORT_IDLE,
+		             &closed);
+		for (p = out; *p != '\0'; p = e + 2) {
+			e = strstr(p, "\r\n");
+			if (*p != '-' || e == NULL)
+				fail_msg("round %d: reply not an error line: "
+				         "%.80s",
+				         round, p);
+		}
+	}
+	free(out);
+	ASSERT_ALIVE(fx->d);
+}
+
+/*
+ * An error message must not let request bytes break the reply framing: a
+ * command name with CR LF inside still gives one line.
+ */
+static void
+error_text_sanitized(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const char req[] = "*1\r\n$4\r\na\r\nb\r\nPING\r\n";
+	static const char prefix[] = "-ERR unknown command '";
+	char out[512], *crlf;
+	int closed;
+
+	raw_exchange(fx->d, req, strlen(req), out, sizeof(out), SHORT_IDLE,
+	             &closed);
+	assert_false(closed);
+	assert_memory_equal(out, prefix, strlen(prefix));
+	crlf = strstr(out, "\r\n");
+	assert_non_null(crlf);
+	assert_null(memchr(out, '\n', crlf - out));
+	assert_string_equal(crlf + 2, "+PONG\r\n");
+}
+
+/*
+ * Connections dropped mid-request, and with megabytes of replies unread
+ * (closed with a reset): nothing half-read is executed, writes to a dead
+ * socket (EPIPE, ECONNRESET) do not kill the daemon.
+ */
+static void
+truncated_and_dropped(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const char *partial[] = {
+	    "*3\r\n$7\r\nENQUEUE\r\n$2\r\nu1",
+	    "*3\r\n$7\r\nENQUEUE\r\n$2\r\nu1\r\n$5\r\nQUE",
+	    "*2\r\n$4",
+	    "*2",
+	    "ENQUEUE u1",
+	    "*2\r\n$7\r\nENQUEUE\r\n$1000000\r\nuuuuuuuuuu",
+	};
+	struct linger lg = {1, 0};
+	size_t i;
+	int fd;
+
+	for (i = 0; i < sizeof(partial) / sizeof(partial[0]); i++) {
+		fd = raw_connect(fx->d->port);
+		raw_sends(fd, partial[i]);
+		sleep_ms(20);
+		close(fd);
+	}
+	sleep_ms(50);
+	CHECK(fx->c, "['state','none']", "WHERE u1");
+	CHECK(fx->c, ":0", "QLEN default");
+
+	/*
+	 * 20 x 256 KB of replies, never read; then a reset. The socket is
+	 * non-blocking: if the daemon stops reading (its output is full), we
+	 * stop writing.
+	 */
+	{
+		static const char head[] = "*2\r\n$4\r\nPING\r\n$262144\r\n";
+		size_t one = strlen(head) + 256 * 1024 + 2, len = 20 * one;
+		size_t off = 0;
+		int64_t deadline = now_ms() + 2000;
+		char *req = malloc(len);
+		ssize_t n;
+
+		for (i = 0; i < 20; i++) {
+			memcpy(req + i * one, head, strlen(head));
+			memset(req + i * one + strlen(head), 'z', 256 * 1024);
+			memcpy(req + (i + 1) * one - 2, "\r\n", 2);
+		}
+		fd = raw_connect(fx->d->port);
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		while (off < len && now_ms() < deadline) {
+			n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+			if (n > 0)
+				off += n;
+			else
+				sleep_ms(5);
+		}
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);
+		free(req);
+	}
+
+	/* Half-close after a request: the reply still comes, then EOF. */
+	fd = raw_connect(fx->d->port);
+	raw_sends(fd, "PING\r\n");
+	shutdown(fd, SHUT_WR);
+	{
+		char out[64];
+		int closed;
+
+		raw_read(fd, out, sizeof(out), READ_IDLE, &closed);
+		assert_string_equal(out, "+PONG\r\n");
+		assert_true(closed);
+	}
+	close(fd);
+	sleep_ms(50);
+	ASSERT_ALIVE(fx->d);
+}
+
+/*
+ * A subscriber that never reads while thousands of events are published,
+ * then vanishes with a reset: the publisher must not block or crash.
+ */
+static void
+slow_subscriber(void **state)
+{
+	struct csqd_fx *fx = *state;
+	struct linger lg = {1, 0};
+	redisContext *sub;
+	redisReply *r;
+	int i;
+
+	sub = csqd_connect(fx->d);
+	r = CMD(sub, "SUBSCRIBE events");
+	freeReplyObject(r);
+	r = CMD(sub, "PSUBSCRIBE *");
+	freeReplyObject(r);
+	for (i = 0; i < 2000; i++)
+		redisAppendCommand(fx->c, "ENQUEUE u%d", i);
+	for (i = 0; i < 2000; i++) {
+		r = GET_REPLY(fx->c);
+		assert_int_equal(FIELD_INT(r, "position"), i + 1);
+		freeReplyObject(r);
+	}
+	setsockopt(sub->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	redisFree(sub);
+	CHECK(fx->c, ":2000", "QLEN default");
+	ASSERT_ALIVE(fx->d);
+}
+
+/* QUIT answers +OK and closes; requests after it are not executed. */
+static void
+quit_closes(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	EXPECT_RAW(fx->d, "PING\r\nQUIT\r\nENQUEUE u1\r\n", "+PONG\r\n+OK\r\n",
+	           1);
+	CHECK(fx->c, "['state','none']", "WHERE u1");
+	EXPECT_RAW(fx->d, "*1\r\n$4\r\nquit\r\n", "+OK\r\n", 1);
+}
+
+/* Unknown commands keep the name as sent; arity errors use lowercase. */
+static void
+unknown_and_arity(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const struct {
+		const char *cmd, *name;
+	} arity[] = {
+	    {"ENQUEUE", "enqueue"},
+	    {"enqueue", "enqueue"},
+	    {"EnQuEuE", "enqueue"},
+	    {"TOUCH", "touch"},
+	    {"LEAVE", "leave"},
+	    {"LEAVE a b", "leave"},
+	    {"WHERE", "where"},
+	    {"WHERE a b", "where"},
+	    {"HEARTBEAT", "heartbeat"},
+	    {"PAUSE", "pause"},
+	    {"RESUME", "resume"},
+	    {"LOGOUT", "logout"},
+	    {"LOGOUT a b", "logout"},
+	    {"RELEASE", "release"},
+	    {"RELEASE a/0 b", "release"},
+	    {"QUEUE", "queue"},
+	    {"QLEN", "qlen"},
+	    {"SERVICERS x", "servicers"},
+	    {"STATS x", "stats"},
+	    {"PING a b", "ping"},
+	    {"AUTH", "auth"},
+	    {"SELECT", "select"},
+	    {"CLIENT", "client"},
+	};
+	char expect[256];
+	size_t i;
+
+	CHECK(fx->c, "-ERR unknown command 'FOO'", "FOO");
+	CHECK(fx->c, "-ERR unknown command 'fOo'", "fOo bar baz");
+	CHECK(fx->c, "-ERR unknown command 'GET'", "GET x");
+	CHECK(fx->c, "-ERR unknown command 'HELLO'", "HELLO 3");
+	for (i = 0; i < sizeof(arity) / sizeof(arity[0]); i++) {
+		snprintf(expect, sizeof(expect),
+		         "-ERR wrong number of arguments for '%s' command",
+		         arity[i].name);
+		check_at(__FILE__, __LINE__, fx->c, expect, arity[i].cmd);
+	}
+	CHECK(fx->c, "+PONG", "PING");
+}
+
+/* Command names and keywords ignore case; ids do not. */
+static void
+case_rules(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	CHECK(fx->c, "+PONG", "ping");
+	CHECK(fx->c, "+PONG", "PiNg");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
+	      "enqueue u1 tier 1 queue q ttl 30");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:2]",
+	      "EnQueue U1 Queue q");
+	CHECK(fx->c, "['state','waiting','queue','Q','position',:1]",
+	      "ENQUEUE u2 QUEUE Q");
+	CHECK(fx->c, ":2", "qlen q");
+	CHECK(fx->c, ":1", "QLEN Q");
+	CHECK(fx->c, "['state','none']", "where u3");
+	CHECK(fx->c, ":1", "Leave U1");
+	CHECK(fx->c, ":1", "QLEN q");
+}
+
+/* Each class of bad byte in user, servicer and queue ids. */
+static void
+invalid_ids(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const struct {
+		const char *s;
+		size_t len;
+	} bad[] = {
+	    {"", 0},
+	    {"a b", 3},
+	    {"a/b", 3},
+	    {"a,b", 3},
+	    {"a*", 2},
+	    {"a?", 2},
+	    {"a[1]", 4},
+	    {"a\"b", 3},
+	    {"a'b", 3},
+	    {"a#b", 3},
+	    {"a$b", 3},
+	    {"a!b", 3},
+	    {"a+b", 3},
+	    {"a=b", 3},
+	    {"a\\b", 3},
+	    {"a\tb", 3},
+	    {"a\rb", 3},
+	    {"a\nb", 3},
+	    {"\x01", 1},
+	    {"a\x7f", 2},
+	    {"caf\xc3\xa9", 5},
+	    {"a\0b", 3},
+	    {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	     "a",
+	     65},
+	};
+	const char *argv[2];
+	size_t argvlen[2], i;
+	redisReply *r;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		argv[0] = "ENQUEUE";
+		argvlen[0] = 7;
+		argv[1] = bad[i].s;
+		argvlen[1] = bad[i].len;
+		r = CMD_ARGV(fx->c, 2, argv, argvlen);
+		assert_reply_error(r, "ERR invalid user id");
+		freeReplyObject(r);
+
+		argv[0] = "HEARTBEAT";
+		argvlen[0] = 9;
+		r = CMD_ARGV(fx->c, 2, argv, argvlen);
+		assert_reply_error(r, "ERR invalid servicer id");
+		freeReplyObject(r);
+
+		argv[0] = "QLEN";
+		argvlen[0] = 4;
+		r = CMD_ARGV(fx->c, 2, argv, argvlen);
+		assert_reply_error(r, "ERR invalid queue id");
+		freeReplyObject(r);
+
+		{
+			const char *v[4] = {"ENQUEUE", "ok", "QUEUE", bad[i].s};
+			size_t l[4] = {7, 2, 5, bad[i].len};
+
+			r = CMD_ARGV(fx->c, 4, v, l);
+			assert_reply_error(r, "ERR invalid queue id");
+			freeReplyObject(r);
+		}
+	}
+	CHECK(fx->c, "[]", "SERVICERS");
+	CHECK(fx->c, "['state','none']", "WHERE ok");
+	/* Every allowed class at once. */
+	CHECK(fx->c, "['state','waiting','queue','Az09._:@-','position',:1]",
+	      "ENQUEUE Az09._:@- QUEUE Az09._:@-");
+}
+
+/*
+ * max_clients = 3: the 4th connection gets the Redis error and a close;
+ * once one leaves, a new one is accepted.
+ */
+static void
+max_clients(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *c[2];
+	redisReply *r;
+	char out[256];
+	int64_t deadline;
+	int i, fd, closed;
+
+	/* fx->c is the first; the startup probe may still be closing. */
+	for (i = 0; i < 2; i++) {
+		deadline = now_ms() + 2000;
+		for (;;) {
+			c[i] = csqd_connect(fx->d);
+			r = redisCommand(c[i], "PING");
+			if (r != NULL && r->type == REDIS_REPLY_STATUS) {
+				freeReplyObject(r);
+				break;
+			}
+			if (r != NULL)
+				freeReplyObject(r);
+			redisFree(c[i]);
+			if (now_ms() > deadline)
+				fail_msg("connection %d of 3 refused", i + 2);
+			sleep_ms(50);
+		}
+	}
+	CHECK(fx->c, "+PONG", "PING");
+	/* Refused at accept: the error comes without a request. */
+	fd = raw_connect(fx->d->port);
+	raw_read(fd, out, sizeof(out), READ_IDLE, &closed);
+	close(fd);
+	assert_string_equal(out, "-ERR max number of clients reached\r\n");
+	assert_true(closed);
+	/* The three are still served. */
+	CHECK(c[0], "+PONG", "PING");
+	CHECK(c[1], "+PONG", "PING");
+	redisFree(c[1]);
+	deadline = now_ms() + 2000;
+	for (;;) {
+		c[1] = csqd_connect(fx->d);
+		r = redisCommand(c[1], "PING");
+		if (r != NULL && r->type == REDIS_REPLY_STATUS) {
+			freeReplyObject(r);
+			break;
+		}
+		if (r != NULL)
+			freeReplyObject(r);
+		redisFree(c[1]);
+		if (now_ms() > deadline)
+			fail_msg("no room for a new client after one left");
+		sleep_ms(50);
+	}
+	redisFree(c[0]);
+	redisFree(c[1]);
+}
+
+/* 200 connections open at once, each served. */
+static void
+many_connections(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *c[200];
+	int i;
+
+	for (i = 0; i < 200; i++)
+		c[i] = csqd_connect(fx->d);
+	for (i = 0; i < 200; i++)
+		redisAppendCommand(c[i], "ENQUEUE c%d", i);
+	for (i = 0; i < 200; i++) {
+		redisReply *r = GET_REPLY(c[i]);
+
+		assert_string_equal(FIELD_STR(r, "state"), "waiting");
+		freeReplyObject(r);
+	}
+	for (i = 0; i < 200; i++)
+		redisFree(c[i]);
+	CHECK(fx->c, ":200", "QLEN default");
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(pipeline_1000, setup, teardown),
+	    cmocka_unit_test_setup_teardown(pipeline_one_buffer, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(byte_by_byte, setup, teardown),
+	    cmocka_unit_test_setup_teardown(inline_requests, setup, teardown),
+	    cmocka_unit_test_setup_teardown(protocol_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(oversize_requests, setup, teardown),
+	    cmocka_unit_test_setup_teardown(big_legal_requests, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(garbage, setup, teardown),
+	    cmocka_unit_test_setup_teardown(error_text_sanitized, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(truncated_and_dropped, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(slow_subscriber, setup, teardown),
+	    cmocka_unit_test_setup_teardown(quit_closes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(unknown_and_arity, setup, teardown),
+	    cmocka_unit_test_setup_teardown(case_rules, setup, teardown),
+	    cmocka_unit_test_setup_teardown(invalid_ids, setup, teardown),
+	    cmocka_unit_test_setup_teardown(max_clients, setup_max_clients,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(many_connections, setup, teardown),
+	};
+
+	csqd_init(argc, argv);
+	return cmocka_run_group_tests_name("robustness", tests, NULL, NULL);
+}

@@ -1,0 +1,270 @@
+/*
+ * Time to live: lost servicers (servicer_ttl = 1), abandoning users (TTL 1),
+ * TOUCH and ENQUEUE keeping users alive, TTL 0 never expiring.
+ * Waits poll with a deadline, so the whole program sleeps a few seconds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define POLL_MS     100
+#define DEADLINE_MS 5000
+
+static int
+setup_servicer_ttl(void **state)
+{
+	return csqd_fx_setup(state, "servicer_ttl = 1;\nmax_queue_length = 1;");
+}
+
+static int
+setup(void **state)
+{
+	return csqd_fx_setup(state, "");
+}
+
+static int
+setup_user_ttl(void **state)
+{
+	return csqd_fx_setup(state, "user_ttl = 1;");
+}
+
+static int
+teardown(void **state)
+{
+	return csqd_fx_teardown(state);
+}
+
+static int
+user_state_is(redisContext *c, const char *user, const char *state)
+{
+	redisReply *r;
+	int yes;
+
+	r = CMD(c, "WHERE %s", user);
+	yes = r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+	      strcmp(r->element[1]->str, state) == 0;
+	freeReplyObject(r);
+	return yes;
+}
+
+/*
+ * s1's TTL (1 s) runs out: its user is requeued at its old place, ahead of a
+ * user who came later, past the queue's length limit; s2, kept alive by
+ * heartbeats, stays.
+ */
+static void
+servicer_lost_requeues(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+	int64_t t0, t;
+
+	r = CMD(fx->c, "HEARTBEAT s2 QUEUES other");
+	assert_int_equal(FIELD_INT(r, "ttl"), 1);
+	freeReplyObject(r);
+	t0 = now_ms();
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,'active',:0,"
+	      "'ttl',:1]",
+	      "HEARTBEAT s1");
+	CHECK(fx->c,
+	      "['state','assigned','queue','default','room','s1/0',"
+	      "'servicer','s1']",
+	      "ENQUEUE u1");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u2");
+	CHECK(fx->c, "-FULL queue is at its maximum length", "ENQUEUE u3");
+	for (;;) {
+		r = CMD(fx->c, "HEARTBEAT s2");
+		freeReplyObject(r);
+		if (user_state_is(fx->c, "u1", "waiting"))
+			break;
+		if (now_ms() - t0 > DEADLINE_MS)
+			fail_msg("s1 not lost %d ms after its last heartbeat",
+			         DEADLINE_MS);
+		sleep_ms(POLL_MS);
+	}
+	t = now_ms() - t0;
+	/* Not before its TTL ran out. */
+	assert_true(t >= 1000);
+	r = CMD(fx->c, "WHERE u1");
+	assert_int_equal(FIELD_INT(r, "position"), 1);
+	assert_int_equal(FIELD_INT(r, "tier"), 0);
+	assert_true(FIELD_INT(r, "waited_ms") >= 1000);
+	freeReplyObject(r);
+	r = CMD(fx->c, "WHERE u2");
+	assert_int_equal(FIELD_INT(r, "position"), 2);
+	freeReplyObject(r);
+	/* Nobody is lost: the length limit (1) does not apply. */
+	CHECK(fx->c, ":2", "QLEN default");
+	r = CMD(fx->c, "SERVICERS");
+	assert_int_equal(r->elements, 1);
+	assert_reply_bulk(r->element[0]->element[0], "s2");
+	freeReplyObject(r);
+	CHECK(fx->c, "-NOTFOUND no such servicer or room", "RELEASE s1/0");
+	CHECK(fx->c, "-NOTFOUND no such servicer or room", "PAUSE s1");
+	r = CMD(fx->c, "STATS");
+	assert_int_equal(FIELD_INT(r, "servicers_lost_total"), 1);
+	assert_int_equal(FIELD_INT(r, "requeued_total"), 1);
+	assert_int_equal(FIELD_INT(r, "servicers"), 1);
+	assert_int_equal(FIELD_INT(r, "waiting"), 2);
+	freeReplyObject(r);
+	/* Back again: a new login, which takes u1 first. */
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
+	      "'ttl',:1]",
+	      "HEARTBEAT s1");
+	CHECK(fx->c,
+	      "['state','assigned','queue','default','room','s1/0',"
+	      "'servicer','s1']",
+	      "ENQUEUE u1");
+}
+
+/* ENQUEUE TTL 1 and no touch: the user abandons, reason timeout. */
+static void
+user_ttl_abandon(void **state)
+{
+	struct csqd_fx *fx = *state;
+	const char *ch[] = {"user:u1"};
+	struct msgs *m = calloc(1, sizeof(*m));
+	redisContext *sub;
+	redisReply *r;
+	int64_t t0;
+
+	sub = csqd_connect(fx->d);
+	SUBSCRIBE(sub, 1, ch);
+	t0 = now_ms();
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1 TTL 1");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:2]",
+	      "ENQUEUE u2 TTL 0");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:3]",
+	      "ENQUEUE u3");
+	while (!user_state_is(fx->c, "u1", "none")) {
+		if (now_ms() - t0 > DEADLINE_MS)
+			fail_msg("u1 (TTL 1) still waiting after %d ms",
+			         DEADLINE_MS);
+		sleep_ms(POLL_MS);
+	}
+	assert_true(now_ms() - t0 >= 1000);
+	MSGS_COLLECT(sub, m);
+	assert_int_equal(m->n, 2);
+	assert_json_str(m->m[0].payload, "event", "queued");
+	assert_json_str(m->m[1].payload, "event", "left");
+	assert_json_str(m->m[1].payload, "user", "u1");
+	assert_json_str(m->m[1].payload, "queue", "default");
+	assert_json_str(m->m[1].payload, "reason", "timeout");
+	r = CMD(fx->c, "WHERE u2");
+	assert_int_equal(FIELD_INT(r, "position"), 1);
+	freeReplyObject(r);
+	r = CMD(fx->c, "WHERE u3");
+	assert_int_equal(FIELD_INT(r, "position"), 2);
+	freeReplyObject(r);
+	r = CMD(fx->c, "STATS");
+	assert_int_equal(FIELD_INT(r, "abandoned_total"), 1);
+	assert_int_equal(FIELD_INT(r, "waiting"), 2);
+	freeReplyObject(r);
+	CHECK(fx->c, ":0", "TOUCH u1");
+	msgs_free(m);
+	free(m);
+	redisFree(sub);
+}
+
+/*
+ * user_ttl = 1: TOUCH and ENQUEUE keep users alive past it, TOUCH TTL
+ * replaces the TTL, TTL 0 never expires, assigned users do not expire.
+ */
+static void
+touch_keeps_alive(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+	int64_t t0;
+	int i;
+
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,'active',:0,"
+	      "'ttl',:60]",
+	      "HEARTBEAT s1 QUEUES vip TTL 60");
+	CHECK(
+	    fx->c,
+	    "['state','assigned','queue','vip','room','s1/0','servicer','s1']",
+	    "ENQUEUE v1 QUEUE vip");
+	t0 = now_ms();
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:2]",
+	      "ENQUEUE u2 TTL 0");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:3]",
+	      "ENQUEUE u3 TTL 0");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:4]",
+	      "ENQUEUE u4");
+	CHECK(fx->c, ":1", "TOUCH u3 TTL 1");
+	for (i = 0; i < 4; i++) {
+		sleep_ms(400);
+		CHECK(fx->c, ":1", "TOUCH u1");
+		CHECK(fx->c,
+		      "['state','waiting','queue','default','position',:1]",
+		      "ENQUEUE u1");
+		assert_true(user_state_is(fx->c, "u4", "waiting"));
+		/* ENQUEUE touches too (u4's position moves when u3 goes). */
+		r = CMD(fx->c, "ENQUEUE u4");
+		assert_string_equal(FIELD_STR(r, "state"), "waiting");
+		freeReplyObject(r);
+		if (i == 0)
+			CHECK(fx->c, ":1", "TOUCH u3");
+	}
+	/* 1.6 s after their arrival. */
+	assert_true(now_ms() - t0 >= 1600);
+	assert_true(user_state_is(fx->c, "u1", "waiting"));
+	assert_true(user_state_is(fx->c, "u4", "waiting"));
+	/* u3 was last touched at 0.4 s with TTL 1: gone by now or soon. */
+	while (!user_state_is(fx->c, "u3", "none")) {
+		if (now_ms() - t0 > DEADLINE_MS)
+			fail_msg("u3 (TOUCH TTL 1) did not expire");
+		sleep_ms(POLL_MS);
+	}
+	/* Now nobody touches u1 and u4. */
+	t0 = now_ms();
+	while (!user_state_is(fx->c, "u1", "none") ||
+	       !user_state_is(fx->c, "u4", "none")) {
+		if (now_ms() - t0 > DEADLINE_MS)
+			fail_msg("u1/u4 (user_ttl 1) did not expire");
+		sleep_ms(POLL_MS);
+	}
+	assert_true(now_ms() - t0 >= 500);
+	/* TTL 0: still there; the assigned user too. */
+	CHECK(fx->c, ":1", "QLEN default");
+	assert_true(user_state_is(fx->c, "u2", "waiting"));
+	assert_true(user_state_is(fx->c, "v1", "assigned"));
+	/*
+	 * v1 has been in its room for over 2 s: requeued, its TTL restarts
+	 * (it does not abandon at once), then runs out.
+	 */
+	CHECK(fx->c, ":1", "LOGOUT s1");
+	t0 = now_ms();
+	assert_true(user_state_is(fx->c, "v1", "waiting"));
+	while (!user_state_is(fx->c, "v1", "none")) {
+		if (now_ms() - t0 > DEADLINE_MS)
+			fail_msg("requeued v1 (user_ttl 1) did not expire");
+		sleep_ms(POLL_MS);
+	}
+	assert_true(now_ms() - t0 >= 500);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(servicer_lost_requeues,
+	                                    setup_servicer_ttl, teardown),
+	    cmocka_unit_test_setup_teardown(user_ttl_abandon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(touch_keeps_alive, setup_user_ttl,
+	                                    teardown),
+	};
+
+	csqd_init(argc, argv);
+	return cmocka_run_group_tests_name("ttl", tests, NULL, NULL);
+}
