@@ -320,43 +320,78 @@ parse_queues(struct client *c, const char *s, size_t len,
 	return 0;
 }
 
+/*
+ * Options: "NAME value" pairs after the first arguments, names
+ * case-insensitive, in any order, the last of a repeated name winning (as
+ * Redis's SET does with EX). An integer option is checked against its
+ * range; an id option against the id alphabet.
+ */
+enum opt_kind { OPT_INT, OPT_ID, OPT_LIST };
+
+struct opt {
+	const char *name;
+	enum opt_kind kind;
+	int64_t min, max;        /* OPT_INT */
+	enum csq_status invalid; /* OPT_ID */
+	int arg;                 /* index of its value; 0 when absent */
+	int64_t num;
+};
+
+/* Replies the error and returns -1 when an option is bad. */
+static int
+parse_options(struct client *c, const struct resp_request *req, int first,
+              struct opt *opts, size_t nopts)
+{
+	size_t k;
+	int i;
+
+	for (i = first; i < req->argc; i += 2) {
+		for (k = 0; k < nopts && !arg_is(req, i, opts[k].name); k++)
+			;
+		if (k == nopts || i + 1 == req->argc) {
+			resp_error(client_output(c), ERR_SYNTAX);
+			return -1;
+		}
+		opts[k].arg = i + 1;
+	}
+	for (k = 0; k < nopts; k++) {
+		if (opts[k].arg == 0)
+			continue;
+		if (opts[k].kind == OPT_INT &&
+		    arg_int(c, req, opts[k].arg, opts[k].min, opts[k].max,
+		            &opts[k].num))
+			return -1;
+		if (opts[k].kind == OPT_ID &&
+		    arg_id(c, req, opts[k].arg, opts[k].invalid))
+			return -1;
+	}
+	return 0;
+}
+
 static void
 cmd_heartbeat(struct client *c, const struct resp_request *req)
 {
+	struct opt opts[] = {
+	    {"capacity", OPT_INT, 1, CSQ_CAPACITY_MAX, CSQ_OK, 0, 0},
+	    {"queues", OPT_LIST, 0, 0, CSQ_OK, 0, 0},
+	    {"ttl", OPT_INT, 1, CSQ_TTL_MAX, CSQ_OK, 0, 0},
+	};
 	char queues[QUEUE_LIST_MAX];
 	struct csq_op op;
 	struct csq_heartbeat_args *hb = &op.heartbeat;
-	int64_t v;
-	int i;
 
-	if (arg_id(c, req, 1, CSQ_ESERVICER))
+	if (arg_id(c, req, 1, CSQ_ESERVICER) ||
+	    parse_options(c, req, 2, opts, 3))
 		return;
 	op_init(&op, CSQ_OP_HEARTBEAT, req->argv[1]);
 	hb->servicer = req->argv[1];
-	for (i = 2; i < req->argc; i += 2) {
-		if (i + 1 == req->argc) {
-			resp_error(client_output(c), ERR_SYNTAX);
-			return;
-		}
-		if (arg_is(req, i, "capacity")) {
-			if (arg_int(c, req, i + 1, 1, CSQ_CAPACITY_MAX, &v))
-				return;
-			hb->has_capacity = 1;
-			hb->capacity = (uint32_t)v;
-		} else if (arg_is(req, i, "ttl")) {
-			if (arg_int(c, req, i + 1, 1, CSQ_TTL_MAX, &v))
-				return;
-			hb->has_ttl = 1;
-			hb->ttl_s = (uint32_t)v;
-		} else if (arg_is(req, i, "queues")) {
-			if (parse_queues(c, req->argv[i + 1],
-			                 req->argvlen[i + 1], queues, hb))
-				return;
-		} else {
-			resp_error(client_output(c), ERR_SYNTAX);
-			return;
-		}
-	}
+	hb->has_capacity = opts[0].arg != 0;
+	hb->capacity = (uint32_t)opts[0].num;
+	if (opts[1].arg && parse_queues(c, req->argv[opts[1].arg],
+	                                req->argvlen[opts[1].arg], queues, hb))
+		return;
+	hb->has_ttl = opts[2].arg != 0;
+	hb->ttl_s = (uint32_t)opts[2].num;
 	command_call(c, &op);
 }
 
@@ -411,58 +446,38 @@ cmd_release(struct client *c, const struct resp_request *req)
 static void
 cmd_enqueue(struct client *c, const struct resp_request *req)
 {
+	struct opt opts[] = {
+	    {"queue", OPT_ID, 0, 0, CSQ_EQUEUE, 0, 0},
+	    {"tier", OPT_INT, 0, c->server->cfg.limits.max_tier, CSQ_OK, 0, 0},
+	    {"ttl", OPT_INT, 0, CSQ_TTL_MAX, CSQ_OK, 0, 0},
+	};
 	struct csq_op op;
 	struct csq_enqueue_args *a = &op.enqueue;
-	int64_t v;
-	int i;
 
-	if (arg_id(c, req, 1, CSQ_EUSER))
+	if (arg_id(c, req, 1, CSQ_EUSER) || parse_options(c, req, 2, opts, 3))
 		return;
 	op_init(&op, CSQ_OP_ENQUEUE, req->argv[1]);
 	a->user = req->argv[1];
-	for (i = 2; i < req->argc; i += 2) {
-		if (i + 1 == req->argc) {
-			resp_error(client_output(c), ERR_SYNTAX);
-			return;
-		}
-		if (arg_is(req, i, "queue")) {
-			if (arg_id(c, req, i + 1, CSQ_EQUEUE))
-				return;
-			a->has_queue = 1;
-			a->queue = req->argv[i + 1];
-		} else if (arg_is(req, i, "tier")) {
-			if (arg_int(c, req, i + 1, 0,
-			            c->server->cfg.limits.max_tier, &v))
-				return;
-			a->has_tier = 1;
-			a->tier = (uint32_t)v;
-		} else if (arg_is(req, i, "ttl")) {
-			if (arg_int(c, req, i + 1, 0, CSQ_TTL_MAX, &v))
-				return;
-			a->has_ttl = 1;
-			a->ttl_s = (uint32_t)v;
-		} else {
-			resp_error(client_output(c), ERR_SYNTAX);
-			return;
-		}
-	}
+	a->has_queue = opts[0].arg != 0;
+	a->queue = opts[0].arg ? req->argv[opts[0].arg] : NULL;
+	a->has_tier = opts[1].arg != 0;
+	a->tier = (uint32_t)opts[1].num;
+	a->has_ttl = opts[2].arg != 0;
+	a->ttl_s = (uint32_t)opts[2].num;
 	command_call(c, &op);
 }
 
 static void
 cmd_touch(struct client *c, const struct resp_request *req)
 {
+	struct opt ttl = {"ttl", OPT_INT, 0, CSQ_TTL_MAX, CSQ_OK, 0, 0};
 	struct csq_op op;
 
-	if (arg_id(c, req, 1, CSQ_EUSER))
+	if (arg_id(c, req, 1, CSQ_EUSER) || parse_options(c, req, 2, &ttl, 1))
 		return;
 	op_init(&op, CSQ_OP_TOUCH, req->argv[1]);
-	if (req->argc != 2 && (req->argc != 4 || !arg_is(req, 2, "ttl"))) {
-		resp_error(client_output(c), ERR_SYNTAX);
-		return;
-	}
-	if (req->argc == 4 && arg_int(c, req, 3, 0, CSQ_TTL_MAX, &op.ttl_s))
-		return;
+	if (ttl.arg)
+		op.ttl_s = ttl.num;
 	command_call(c, &op);
 }
 
@@ -813,6 +828,18 @@ cmd_punsubscribe(struct client *c, const struct resp_request *req)
 	}
 }
 
+/* RESET, as Redis: the connection as if new (subscriptions, name, AUTH). */
+static void
+cmd_reset(struct client *c, const struct resp_request *req)
+{
+	(void)req;
+	pubsub_forget(c->server->pubsub, c);
+	free(c->name);
+	c->name = NULL;
+	c->authed = c->server->cfg.requirepass[0] == '\0';
+	resp_simple(client_output(c), "RESET");
+}
+
 static const struct command commands[] = {
     {"heartbeat", -2, 0, cmd_heartbeat},
     {"enqueue", -2, 0, cmd_enqueue},
@@ -829,6 +856,7 @@ static const struct command commands[] = {
     {"stats", 1, 0, cmd_stats},
     {"ping", -1, CMD_PUBSUB, cmd_ping},
     {"quit", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_quit},
+    {"reset", 1, CMD_PUBSUB, cmd_reset},
     {"auth", -2, CMD_NOAUTH, cmd_auth},
     {"subscribe", -2, CMD_PUBSUB, cmd_subscribe},
     {"unsubscribe", -1, CMD_PUBSUB, cmd_unsubscribe},

@@ -14,10 +14,14 @@
 #define LINE_MAX_LEVEL 32
 #define LINE_SEED      UINT64_C(0x2545f4914f6cdd1d)
 
+/*
+ * A link is 16 bytes whether its span is 32 or 64 bits wide (the pointer
+ * pads it), so the span is 64 bits and can never overflow. A node of level
+ * 1 (three in four nodes) is 32 bytes.
+ */
 struct line_link {
 	struct csq_line_node *forward;
-	uint32_t span; /* a line never holds 2^32 users: max_queue_length
-	                  is at most 10^8 */
+	uint64_t span; /* nodes from this one to forward, or to the end */
 };
 
 struct csq_line_node {
@@ -100,11 +104,9 @@ struct csq_line_node *
 csq_line_insert(struct csq_line *l, uint64_t key, void *value)
 {
 	struct csq_line_node *update[LINE_MAX_LEVEL], *x = l->header;
-	uint32_t rank[LINE_MAX_LEVEL];
+	uint64_t rank[LINE_MAX_LEVEL];
 	int i, level;
 
-	if (l->length >= UINT32_MAX - 1)
-		abort(); /* spans are 32 bits; see struct line_link */
 	for (i = l->level - 1; i >= 0; i--) {
 		rank[i] = i == l->level - 1 ? 0 : rank[i + 1];
 		while (x->level[i].forward != NULL &&
@@ -119,7 +121,7 @@ csq_line_insert(struct csq_line *l, uint64_t key, void *value)
 		for (i = l->level; i < level; i++) {
 			rank[i] = 0;
 			update[i] = l->header;
-			update[i]->level[i].span = (uint32_t)l->length;
+			update[i]->level[i].span = l->length;
 		}
 		l->level = level;
 	}
@@ -232,39 +234,49 @@ csq_line_node_value(const struct csq_line_node *n)
 	return n->value;
 }
 
+/*
+ * One walk along level 0, counting positions. At each level, the node that
+ * the previous link of that level points at must turn up later in the walk,
+ * exactly span positions further on; the last link of a level spans the
+ * nodes after it. O(n) plus the total of the node levels.
+ */
 int
 csq_line_check(const struct csq_line *l)
 {
-	const struct csq_line_node *x, *y;
-	uint64_t n = 0, px, py;
+	const struct csq_line_node *expect[LINE_MAX_LEVEL], *x;
+	uint64_t from[LINE_MAX_LEVEL], span[LINE_MAX_LEVEL], pos = 0;
 	int i;
 
+	if (l->level < 1 || l->level > LINE_MAX_LEVEL)
+		return -1;
+	if (l->level > 1 && l->header->level[l->level - 1].forward == NULL)
+		return -1; /* the level did not come down after a remove */
+	for (i = 0; i < LINE_MAX_LEVEL; i++) {
+		if (i >= l->level && l->header->level[i].forward != NULL)
+			return -1;
+		expect[i] = l->header->level[i].forward;
+		span[i] = l->header->level[i].span;
+		from[i] = 0;
+	}
 	for (x = l->header->level[0].forward; x != NULL;
 	     x = x->level[0].forward) {
-		n++;
+		pos++;
 		if (x->level[0].forward != NULL &&
 		    x->level[0].forward->key <= x->key)
 			return -1;
-	}
-	if (n != l->length)
-		return -1;
-	for (i = 0; i < l->level; i++) {
-		x = y = l->header;
-		px = py = 0;
-		while (x->level[i].forward != NULL) {
-			while (y != x->level[i].forward) {
-				if ((y = y->level[0].forward) == NULL)
-					return -1;
-				py++;
-			}
-			if (x->level[i].span != py - px)
+		/* A node of level n is the one expected at levels 0..n-1. */
+		for (i = 0; i < l->level && expect[i] == x; i++) {
+			if (pos - from[i] != span[i])
 				return -1;
-			x = y;
-			px = py;
+			expect[i] = x->level[i].forward;
+			span[i] = x->level[i].span;
+			from[i] = pos;
 		}
 	}
-	for (i = l->level; i < LINE_MAX_LEVEL; i++)
-		if (l->header->level[i].forward != NULL)
+	if (pos != l->length)
+		return -1;
+	for (i = 0; i < l->level; i++)
+		if (expect[i] != NULL || span[i] != pos - from[i])
 			return -1;
 	return 0;
 }

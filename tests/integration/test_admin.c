@@ -81,6 +81,11 @@ auth_required(void **state)
 	/* The refused ENQUEUE did nothing. */
 	CHECK(fx->c, "['state','none']", "WHERE u1");
 	CHECK(fx->c, "[]", "SERVICERS");
+	/* RESET makes the connection new again: unauthenticated. */
+	CHECK(fx->c, "+RESET", "RESET");
+	CHECK(fx->c, NOAUTH, "PING");
+	CHECK(fx->c, NOAUTH, "RESET");
+	CHECK(fx->c, "+OK", "AUTH pw");
 
 	c2 = csqd_connect(fx->d);
 	CHECK(c2, NOAUTH, "PING");

@@ -505,6 +505,16 @@ subscribe_mode_framing(void **state)
 	assert_true(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
 	CHECK(sub, "+PONG", "PING");
 
+	/* RESET leaves subscribe mode, as in Redis: nothing more arrives. */
+	SUBSCRIBE(sub, 2, ab);
+	CHECK(sub, "['psubscribe','p*',:3]", "PSUBSCRIBE p*");
+	CHECK(sub, "+RESET", "RESET");
+	CHECK(sub, "+PONG", "PING");
+	CHECK(sub, "['unsubscribe',nil,:0]", "UNSUBSCRIBE");
+	CHECK(sub, "['punsubscribe',nil,:0]", "PUNSUBSCRIBE");
+	CHECK(sub, "-ERR wrong number of arguments for 'reset' command",
+	      "RESET now");
+
 	/* QUIT in subscribe mode: +OK, then the connection is closed. */
 	SUBSCRIBE(sub, 2, ab);
 	CHECK(sub, "+OK", "QUIT");

@@ -266,6 +266,10 @@ touch(void **state)
 	CHECK(fx->c, OUT_OF_RANGE, "TOUCH u1 TTL x");
 	CHECK(fx->c, SYNTAX, "TOUCH u1 FOO");
 	CHECK(fx->c, SYNTAX, "TOUCH u1 TTL");
+	/* Repeated options: the last wins, as with ENQUEUE and HEARTBEAT. */
+	CHECK(fx->c, ":1", "TOUCH u1 TTL 5 TTL 6");
+	CHECK(fx->c, OUT_OF_RANGE, "TOUCH u1 TTL 5 TTL -1");
+	CHECK(fx->c, SYNTAX, "TOUCH u1 TTL 5 TTL");
 	CHECK(fx->c, "-ERR invalid user id", "TOUCH %s", "bad id");
 	CHECK(fx->c, "-ERR wrong number of arguments for 'touch' command",
 	      "TOUCH");

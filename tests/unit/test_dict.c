@@ -1,0 +1,336 @@
+/*
+ * The dict: put, get, replace and delete; keys are bytes (any length,
+ * embedded NULs, shared prefixes) and are copied; 100k keys make the table
+ * grow and shrink; each visits every entry exactly once.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dict.h"
+
+#define MANY_KEYS  100000
+#define MODEL_KEYS 512
+#define MODEL_OPS  50000
+#define LONG_KEY   300 /* channel names may be longer than ids */
+
+static uint64_t rng_state = UINT64_C(0x2545f4914f6cdd1d);
+
+static uint64_t
+rng(uint64_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state % n;
+}
+
+static void *
+val(size_t i)
+{
+	return (void *)(uintptr_t)(i + 1);
+}
+
+static size_t
+key_of(char *buf, size_t size, size_t i)
+{
+	return (size_t)snprintf(buf, size, "user-%zu", i);
+}
+
+static void
+test_basics(void **state)
+{
+	struct csq_dict *d = csq_dict_new(1);
+	int a, b, c;
+
+	(void)state;
+	assert_int_equal(csq_dict_len(d), 0);
+	assert_null(csq_dict_get(d, "alice", 5));
+	assert_null(csq_dict_del(d, "alice", 5));
+	assert_null(csq_dict_put(d, "alice", 5, &a));
+	assert_null(csq_dict_put(d, "bob", 3, &b));
+	assert_int_equal(csq_dict_len(d), 2);
+	assert_ptr_equal(csq_dict_get(d, "alice", 5), &a);
+	assert_ptr_equal(csq_dict_get(d, "bob", 3), &b);
+	/* Replace returns the old value and does not add an entry. */
+	assert_ptr_equal(csq_dict_put(d, "alice", 5, &c), &a);
+	assert_int_equal(csq_dict_len(d), 2);
+	assert_ptr_equal(csq_dict_get(d, "alice", 5), &c);
+	assert_ptr_equal(csq_dict_del(d, "alice", 5), &c);
+	assert_null(csq_dict_get(d, "alice", 5));
+	assert_null(csq_dict_del(d, "alice", 5));
+	assert_int_equal(csq_dict_len(d), 1);
+	/* The length is part of the key: "bo" and "bobb" are others. */
+	assert_null(csq_dict_get(d, "bob", 2));
+	assert_null(csq_dict_get(d, "bobb", 4));
+	csq_dict_free(d);
+	csq_dict_free(NULL);
+}
+
+/* The dict keeps its own copy: the caller's buffer may change. */
+static void
+test_keys_copied(void **state)
+{
+	struct csq_dict *d = csq_dict_new(2);
+	char buf[16];
+	int a;
+
+	(void)state;
+	memcpy(buf, "queue-1", 7);
+	csq_dict_put(d, buf, 7, &a);
+	memcpy(buf, "XXXXXXX", 7);
+	assert_null(csq_dict_get(d, buf, 7));
+	assert_ptr_equal(csq_dict_get(d, "queue-1", 7), &a);
+	csq_dict_free(d);
+}
+
+/*
+ * Binary keys: every prefix of one buffer (length 0 to LONG_KEY, with NUL
+ * bytes inside) is its own key.
+ */
+static void
+test_binary_prefixes(void **state)
+{
+	struct csq_dict *d = csq_dict_new(3);
+	char key[LONG_KEY];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(key); i++)
+		key[i] = (char)(i % 3 == 0 ? 0 : 'a' + i % 26);
+	for (i = 0; i <= sizeof(key); i++)
+		assert_null(csq_dict_put(d, key, i, val(i)));
+	assert_int_equal(csq_dict_len(d), sizeof(key) + 1);
+	for (i = 0; i <= sizeof(key); i++)
+		assert_ptr_equal(csq_dict_get(d, key, i), val(i));
+	/* Same length, one byte different: absent. */
+	key[5] ^= 1;
+	for (i = 6; i <= sizeof(key); i++)
+		assert_null(csq_dict_get(d, key, i));
+	key[5] ^= 1;
+	for (i = 0; i <= sizeof(key); i += 2)
+		assert_ptr_equal(csq_dict_del(d, key, i), val(i));
+	for (i = 0; i <= sizeof(key); i++)
+		assert_ptr_equal(csq_dict_get(d, key, i),
+		                 i % 2 ? val(i) : NULL);
+	csq_dict_free(d);
+}
+
+/* Ids that share a long prefix and differ only at the end. */
+static void
+test_same_prefix(void **state)
+{
+	struct csq_dict *d = csq_dict_new(4);
+	char key[64];
+	size_t i, len;
+
+	(void)state;
+	memset(key, 'p', sizeof(key));
+	for (i = 0; i < 256; i++) {
+		key[sizeof(key) - 1] = (char)i;
+		assert_null(csq_dict_put(d, key, sizeof(key), val(i)));
+	}
+	for (i = 0; i < 256; i++) {
+		key[sizeof(key) - 1] = (char)i;
+		assert_ptr_equal(csq_dict_get(d, key, sizeof(key)), val(i));
+	}
+	/* "user-1" .. "user-19": prefixes of each other. */
+	for (i = 1; i < 20; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_null(csq_dict_put(d, key, len, val(1000 + i)));
+	}
+	for (i = 1; i < 20; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(d, key, len), val(1000 + i));
+	}
+	assert_int_equal(csq_dict_len(d), 256 + 19);
+	csq_dict_free(d);
+}
+
+struct visit {
+	unsigned char *seen;
+	size_t calls;
+};
+
+/* Checks that the key handed to fn is the key the value was stored under. */
+static void
+visit_entry(void *arg, const char *key, size_t len, void *v)
+{
+	struct visit *vi = arg;
+	size_t i = (size_t)(uintptr_t)v - 1;
+	char buf[32];
+
+	assert_int_equal(len, key_of(buf, sizeof(buf), i));
+	assert_memory_equal(key, buf, len);
+	vi->seen[i]++;
+	vi->calls++;
+}
+
+static void
+assert_each_once(const struct csq_dict *d, size_t n, int (*in)(size_t))
+{
+	struct visit vi = {calloc(n, 1), 0};
+	size_t i;
+
+	csq_dict_each(d, visit_entry, &vi);
+	assert_int_equal(vi.calls, csq_dict_len(d));
+	for (i = 0; i < n; i++)
+		assert_int_equal(vi.seen[i], in(i) ? 1 : 0);
+	free(vi.seen);
+}
+
+static int
+all(size_t i)
+{
+	(void)i;
+	return 1;
+}
+
+static int
+odd(size_t i)
+{
+	return i % 2 == 1;
+}
+
+static int
+none(size_t i)
+{
+	(void)i;
+	return 0;
+}
+
+/* 100k keys in: the table grows; out again: it shrinks; nothing lost. */
+static void
+test_grow_shrink(void **state)
+{
+	struct csq_dict *d = csq_dict_new(UINT64_C(0xdeadbeefcafe));
+	char key[32];
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < MANY_KEYS; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_null(csq_dict_put(d, key, len, val(i)));
+	}
+	assert_int_equal(csq_dict_len(d), MANY_KEYS);
+	assert_each_once(d, MANY_KEYS, all);
+	for (i = 0; i < MANY_KEYS; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(d, key, len), val(i));
+	}
+	for (i = 0; i < MANY_KEYS; i += 2) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
+	}
+	assert_int_equal(csq_dict_len(d), MANY_KEYS / 2);
+	assert_each_once(d, MANY_KEYS, odd);
+	for (i = 0; i < MANY_KEYS; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(d, key, len),
+		                 i % 2 ? val(i) : NULL);
+	}
+	/* Down to a handful: shrinks past every size on the way. */
+	for (i = 1; i < MANY_KEYS - 10; i += 2) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
+	}
+	assert_int_equal(csq_dict_len(d), 5);
+	for (i = MANY_KEYS - 9; i < MANY_KEYS; i += 2) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(d, key, len), val(i));
+		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
+	}
+	assert_int_equal(csq_dict_len(d), 0);
+	assert_each_once(d, MANY_KEYS, none);
+	/* And it still works after shrinking. */
+	assert_null(csq_dict_put(d, "again", 5, val(0)));
+	assert_ptr_equal(csq_dict_get(d, "again", 5), val(0));
+	csq_dict_free(d); /* frees the entries left */
+}
+
+/* Random put / replace / del against an array model. */
+static void
+test_random_model(void **state)
+{
+	struct csq_dict *d = csq_dict_new(99);
+	void *model[MODEL_KEYS] = {0}, *v;
+	size_t i, len, n = 0;
+	char key[32];
+	int op;
+
+	(void)state;
+	for (op = 0; op < MODEL_OPS; op++) {
+		i = rng(MODEL_KEYS);
+		len = key_of(key, sizeof(key), i);
+		switch (rng(3)) {
+		case 0:
+			v = val(rng(1000));
+			assert_ptr_equal(csq_dict_put(d, key, len, v),
+			                 model[i]);
+			n += model[i] == NULL;
+			model[i] = v;
+			break;
+		case 1:
+			assert_ptr_equal(csq_dict_del(d, key, len), model[i]);
+			n -= model[i] != NULL;
+			model[i] = NULL;
+			break;
+		case 2:
+			assert_ptr_equal(csq_dict_get(d, key, len), model[i]);
+			break;
+		}
+		assert_int_equal(csq_dict_len(d), n);
+	}
+	for (i = 0; i < MODEL_KEYS; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(d, key, len), model[i]);
+	}
+	csq_dict_free(d);
+}
+
+/* Two seeds, same contents: the seed changes placement, not answers. */
+static void
+test_seeds(void **state)
+{
+	struct csq_dict *a = csq_dict_new(0), *b = csq_dict_new(UINT64_MAX);
+	char key[32];
+	size_t i, len;
+
+	(void)state;
+	for (i = 0; i < 1000; i++) {
+		len = key_of(key, sizeof(key), i);
+		csq_dict_put(a, key, len, val(i));
+		csq_dict_put(b, key, len, val(i));
+	}
+	for (i = 0; i < 1000; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(a, key, len),
+		                 csq_dict_get(b, key, len));
+	}
+	assert_each_once(a, 1000, all);
+	assert_each_once(b, 1000, all);
+	csq_dict_free(a);
+	csq_dict_free(b);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_basics),
+	    cmocka_unit_test(test_keys_copied),
+	    cmocka_unit_test(test_binary_prefixes),
+	    cmocka_unit_test(test_same_prefix),
+	    cmocka_unit_test(test_grow_shrink),
+	    cmocka_unit_test(test_random_model),
+	    cmocka_unit_test(test_seeds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
