@@ -198,6 +198,17 @@ server_reload_cb(evutil_socket_t sig, short what, void *arg)
 static struct csq_engine *
 server_engine(struct server *s)
 {
+	/* Durability that was asked for and cannot be given is a reason not
+	 * to start, not a warning. */
+	if (s->cfg.journal[0] != '\0') {
+		log_warnx("memory.journal is not supported in this build yet; "
+		          "refusing to run without the journal asked for");
+		return NULL;
+	}
+	if (s->cfg.http_listen[0] != '\0')
+		log_warnx("http.listen %s: the HTTP endpoint is not built yet; "
+		          "ignored",
+		          s->cfg.http_listen);
 	if (strcmp(s->cfg.engine, "memory") == 0)
 		return csq_engine_memory_new(&s->cfg.limits, server_clock, s,
 		                             server_emit, s);
