@@ -227,7 +227,7 @@ csqd_start_unix(const char *extra_conf)
 static struct csqd *
 harness_start(const char *extra_conf, int with_unix)
 {
-	char unix_listen[CSQD_PATH_MAX + 16] = "";
+	char unix_listen[CSQD_PATH_MAX + 64] = "";
 	struct csqd *d;
 	int64_t deadline;
 	int fd, i, status;
@@ -246,8 +246,8 @@ harness_start(const char *extra_conf, int with_unix)
 	if (with_unix) {
 		snprintf(d->unix_path, sizeof(d->unix_path), "%s/csqd.sock",
 		         d->dir);
-		snprintf(unix_listen, sizeof(unix_listen), ", \"unix:%s\"",
-		         d->unix_path);
+		snprintf(unix_listen, sizeof(unix_listen),
+		         ", \"unix:%s\", \"[::1]:%d\"", d->unix_path, d->port);
 	}
 
 	/*

@@ -40,7 +40,8 @@ const char *csqd_binary(void);
 const char *csqd_engine(void);
 
 struct csqd *csqd_start(const char *extra_conf);
-/* The same, also listening on a Unix socket (d->unix_path). */
+/* The same, also listening on a Unix socket (d->unix_path) and on
+ * [::1] at the same port. */
 struct csqd *csqd_start_unix(const char *extra_conf);
 /* Rewrites the configuration file (same listen/engine) for a SIGHUP. */
 void csqd_rewrite_conf(struct csqd *, const char *extra_conf);

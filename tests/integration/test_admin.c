@@ -313,12 +313,13 @@ sighup_reload(void **state)
 	      "ENQUEUE x3 QUEUE q TIER 9");
 }
 
-/* listen may name a Unix socket beside TCP: both serve the same state. */
+/* listen may name a Unix socket and IPv6 beside IPv4: all serve the same
+ * state. */
 static void
 unix_socket(void **state)
 {
 	struct timeval tv = {5, 0};
-	redisContext *u, *c;
+	redisContext *u, *c, *v6;
 	struct csqd *d;
 
 	(void)state;
@@ -334,6 +335,13 @@ unix_socket(void **state)
 	CHECK(c, "['state','waiting','queue','default','position',:2]",
 	      "ENQUEUE u2");
 	CHECK(u, ":2", "QLEN default");
+	/* The same daemon on IPv6 loopback. */
+	v6 = redisConnectWithTimeout("::1", d->port, tv);
+	assert_non_null(v6);
+	if (v6->err)
+		fail_msg("connect [::1]:%d: %s", d->port, v6->errstr);
+	CHECK(v6, ":2", "QLEN default");
+	redisFree(v6);
 	redisFree(u);
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
