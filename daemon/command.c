@@ -255,6 +255,10 @@ command_result(void *arg, const struct csq_result *r)
 	case CSQ_OP_STATS:
 		reply_stats(out, &r->stats);
 		break;
+	case CSQ_OP_EXPIRE:
+	case CSQ_OP_LIMITS:
+	case CSQ_OP_REARM:
+		break; /* the engine's own, never a client's */
 	}
 done:
 	server_arm_deadline(c->server);

@@ -13,6 +13,7 @@
 
 #include <event2/event.h>
 
+#include "journal.h"
 #include "listener.h"
 #include "log.h"
 #include "pubsub.h"
@@ -198,20 +199,25 @@ server_reload_cb(evutil_socket_t sig, short what, void *arg)
 static struct csq_engine *
 server_engine(struct server *s)
 {
-	/* Durability that was asked for and cannot be given is a reason not
-	 * to start, not a warning. */
-	if (s->cfg.journal[0] != '\0') {
-		log_warnx("memory.journal is not supported in this build yet; "
-		          "refusing to run without the journal asked for");
-		return NULL;
-	}
+	struct csq_engine *e;
+
 	if (s->cfg.http_listen[0] != '\0')
 		log_warnx("http.listen %s: the HTTP endpoint is not built yet; "
 		          "ignored",
 		          s->cfg.http_listen);
-	if (strcmp(s->cfg.engine, "memory") == 0)
-		return csq_engine_memory_new(&s->cfg.limits, server_clock, s,
-		                             server_emit, s);
+	if (strcmp(s->cfg.engine, "memory") == 0) {
+		e = csq_engine_memory_new(&s->cfg.limits, server_clock, s,
+		                          server_emit, s);
+		/* Durability asked for and not given is a reason not to
+		 * start: the journal opens (and replays) or csqd stops. */
+		if (s->cfg.journal[0] != '\0' &&
+		    (s->journal = journal_open(s->base, s->cfg.journal,
+		                               s->cfg.fsync, e)) == NULL) {
+			e->ops->free(e);
+			return NULL;
+		}
+		return e;
+	}
 	log_warnx("engine \"%s\" is not available in this build",
 	          s->cfg.engine);
 	return NULL;
@@ -255,6 +261,7 @@ out:
 	listener_close_all(s);
 	while ((c = TAILQ_FIRST(&s->clients)) != NULL)
 		client_close(c, "server stopping");
+	journal_close(s->journal);
 	if (s->engine != NULL)
 		s->engine->ops->free(s->engine);
 	pubsub_free(s->pubsub);

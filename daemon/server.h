@@ -25,6 +25,7 @@ struct server {
 	struct config cfg;
 	const char *config_path; /* NULL: built-in defaults */
 	struct csq_engine *engine;
+	struct journal *journal; /* memory engine with memory.journal */
 	struct pubsub *pubsub;
 	struct listener *listeners;
 	struct client_list clients;

@@ -24,6 +24,10 @@ enum csq_opcode {
 	CSQ_OP_QLEN,
 	CSQ_OP_SERVICERS,
 	CSQ_OP_STATS,
+	/* Not commands: changes of state that a journal must replay too. */
+	CSQ_OP_EXPIRE, /* act on the deadlines passed */
+	CSQ_OP_LIMITS, /* limits changed (reload) */
+	CSQ_OP_REARM,  /* every deadline anew from now (after a restart) */
 };
 
 /* One request; strings are borrowed for the duration of the call only. */
@@ -35,6 +39,7 @@ struct csq_op {
 	int64_t ttl_s; /* TOUCH: < 0 keeps the TTL */
 	uint64_t offset;
 	uint32_t count;
+	struct csq_limits limits; /* LIMITS */
 };
 
 /* One answer; arrays are owned by the engine, valid during the callback. */
@@ -82,6 +87,24 @@ struct csq_engine *csq_engine_memory_new(const struct csq_limits *,
                                          csq_emit_fn *emit, void *emit_arg);
 /* The state machine behind a memory engine (for tests and checks). */
 struct csq *csq_engine_memory_state(struct csq_engine *);
+
+/*
+ * The journal hook: called with every operation that may change the state,
+ * and the time it runs at, before it runs. A nonzero return refuses the
+ * operation (-TRYAGAIN, nothing changed). Replaying the same operations at
+ * the same times into a new engine rebuilds the same state: libcsq is
+ * deterministic.
+ */
+typedef int csq_journal_fn(void *arg, const struct csq_op *, uint64_t now_ms);
+void csq_engine_memory_set_journal(struct csq_engine *, csq_journal_fn *,
+                                   void *arg);
+/* Applies a journaled operation: no journal, no events, no reply. */
+void csq_engine_memory_replay(struct csq_engine *, const struct csq_op *,
+                              uint64_t now_ms);
+/* After a restart: every TTL runs again from now (journaled). */
+void csq_engine_memory_rearm(struct csq_engine *);
+/* 1 when op may change the state (and so goes to the journal). */
+int csq_op_mutates(enum csq_opcode);
 
 static inline void
 csq_engine_call(struct csq_engine *e, const struct csq_op *op,

@@ -13,6 +13,11 @@ struct engine_memory {
 	struct csq *csq;
 	csq_clock_fn *clock;
 	void *clock_arg;
+	csq_emit_fn *emit;
+	void *emit_arg;
+	csq_journal_fn *journal;
+	void *journal_arg;
+	int replaying; /* events of a replay are history: not published */
 	struct csq_queue_entry entries[CSQ_RANGE_COUNT_MAX];
 };
 
@@ -23,72 +28,154 @@ engine_memory(struct csq_engine *e)
 }
 
 static void
+memory_emit(void *arg, const struct csq_event *ev)
+{
+	struct engine_memory *m = arg;
+
+	if (!m->replaying && m->emit != NULL)
+		m->emit(m->emit_arg, ev);
+}
+
+int
+csq_op_mutates(enum csq_opcode code)
+{
+	switch (code) {
+	case CSQ_OP_WHERE:
+	case CSQ_OP_QUEUE:
+	case CSQ_OP_QLEN:
+	case CSQ_OP_SERVICERS:
+	case CSQ_OP_STATS:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/*
+ * Runs op at now. The one dispatcher for calls and replays, so that a
+ * replay does exactly what the call did. *list is a SERVICERS array the
+ * caller frees.
+ */
+static void
+memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, struct csq_servicer_info **list)
+{
+	uint64_t u64 = 0;
+	int known = 0;
+
+	memset(r, 0, sizeof(*r));
+	switch (op->code) {
+	case CSQ_OP_HEARTBEAT:
+		r->status =
+		    csq_heartbeat(m->csq, now, &op->heartbeat, &r->servicer);
+		break;
+	case CSQ_OP_PAUSE:
+		r->status = csq_pause(m->csq, now, op->id);
+		break;
+	case CSQ_OP_RESUME:
+		r->status = csq_resume(m->csq, now, op->id);
+		break;
+	case CSQ_OP_LOGOUT:
+		r->status = csq_logout(m->csq, now, op->id, &u64);
+		r->n = (int64_t)u64;
+		break;
+	case CSQ_OP_RELEASE:
+		r->status = csq_release(m->csq, now, op->id, &known);
+		r->n = known;
+		break;
+	case CSQ_OP_ENQUEUE:
+		r->status = csq_enqueue(m->csq, now, &op->enqueue, &r->user);
+		break;
+	case CSQ_OP_TOUCH:
+		r->status = csq_touch(m->csq, now, op->id, op->ttl_s, &known);
+		r->n = known;
+		break;
+	case CSQ_OP_LEAVE:
+		r->status = csq_leave(m->csq, now, op->id, &known);
+		r->n = known;
+		break;
+	case CSQ_OP_WHERE:
+		r->status = csq_where(m->csq, now, op->id, &r->user);
+		break;
+	case CSQ_OP_QUEUE:
+		r->status =
+		    csq_queue_range(m->csq, now, op->id, op->offset, op->count,
+		                    m->entries, &r->nentries);
+		r->entries = m->entries;
+		break;
+	case CSQ_OP_QLEN:
+		r->status = csq_qlen(m->csq, op->id, &u64);
+		r->n = (int64_t)u64;
+		break;
+	case CSQ_OP_SERVICERS:
+		*list = csq_servicers(m->csq, now, &r->nentries);
+		r->servicers = *list;
+		r->status = CSQ_OK;
+		break;
+	case CSQ_OP_STATS:
+		csq_stats(m->csq, &r->stats);
+		r->status = CSQ_OK;
+		break;
+	case CSQ_OP_EXPIRE:
+		csq_expire(m->csq, now);
+		r->status = CSQ_OK;
+		break;
+	case CSQ_OP_LIMITS:
+		csq_set_limits(m->csq, &op->limits);
+		r->status = CSQ_OK;
+		break;
+	case CSQ_OP_REARM:
+		csq_rearm_deadlines(m->csq, now);
+		r->status = CSQ_OK;
+		break;
+	default:
+		r->status = CSQ_ERANGE;
+		break;
+	}
+}
+
+/* Journals op, then runs it; a journal that cannot write refuses it. */
+static int
+memory_run(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+           struct csq_result *r, struct csq_servicer_info **list)
+{
+	if (m->journal != NULL && csq_op_mutates(op->code) &&
+	    m->journal(m->journal_arg, op, now) != 0) {
+		memset(r, 0, sizeof(*r));
+		r->status = CSQ_ETRYAGAIN;
+		return -1;
+	}
+	memory_apply(m, op, now, r, list);
+	return 0;
+}
+
+static void
 memory_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
             void *arg)
 {
 	struct engine_memory *m = engine_memory(e);
 	struct csq_servicer_info *list = NULL;
 	struct csq_result r;
-	uint64_t now = m->clock(m->clock_arg), u64 = 0;
-	int known = 0;
 
-	memset(&r, 0, sizeof(r));
-	switch (op->code) {
-	case CSQ_OP_HEARTBEAT:
-		r.status =
-		    csq_heartbeat(m->csq, now, &op->heartbeat, &r.servicer);
-		break;
-	case CSQ_OP_PAUSE:
-		r.status = csq_pause(m->csq, now, op->id);
-		break;
-	case CSQ_OP_RESUME:
-		r.status = csq_resume(m->csq, now, op->id);
-		break;
-	case CSQ_OP_LOGOUT:
-		r.status = csq_logout(m->csq, now, op->id, &u64);
-		r.n = (int64_t)u64;
-		break;
-	case CSQ_OP_RELEASE:
-		r.status = csq_release(m->csq, now, op->id, &known);
-		r.n = known;
-		break;
-	case CSQ_OP_ENQUEUE:
-		r.status = csq_enqueue(m->csq, now, &op->enqueue, &r.user);
-		break;
-	case CSQ_OP_TOUCH:
-		r.status = csq_touch(m->csq, now, op->id, op->ttl_s, &known);
-		r.n = known;
-		break;
-	case CSQ_OP_LEAVE:
-		r.status = csq_leave(m->csq, now, op->id, &known);
-		r.n = known;
-		break;
-	case CSQ_OP_WHERE:
-		r.status = csq_where(m->csq, now, op->id, &r.user);
-		break;
-	case CSQ_OP_QUEUE:
-		r.status = csq_queue_range(m->csq, now, op->id, op->offset,
-		                           op->count, m->entries, &r.nentries);
-		r.entries = m->entries;
-		break;
-	case CSQ_OP_QLEN:
-		r.status = csq_qlen(m->csq, op->id, &u64);
-		r.n = (int64_t)u64;
-		break;
-	case CSQ_OP_SERVICERS:
-		list = csq_servicers(m->csq, now, &r.nentries);
-		r.servicers = list;
-		r.status = CSQ_OK;
-		break;
-	case CSQ_OP_STATS:
-		csq_stats(m->csq, &r.stats);
-		r.status = CSQ_OK;
-		break;
-	default:
-		r.status = CSQ_ERANGE;
-		break;
-	}
+	memory_run(m, op, m->clock(m->clock_arg), &r, &list);
 	cb(arg, &r);
+	free(list);
+}
+
+/* A state-changing operation that is not a client's command. */
+static void
+memory_internal(struct engine_memory *m, enum csq_opcode code,
+                const struct csq_limits *limits)
+{
+	struct csq_servicer_info *list = NULL;
+	struct csq_result r;
+	struct csq_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.code = code;
+	if (limits != NULL)
+		op.limits = *limits;
+	memory_run(m, &op, m->clock(m->clock_arg), &r, &list);
 	free(list);
 }
 
@@ -103,13 +190,16 @@ memory_expire(struct csq_engine *e)
 {
 	struct engine_memory *m = engine_memory(e);
 
-	csq_expire(m->csq, m->clock(m->clock_arg));
+	/* Journaled only when something is due: an idle timer writes
+	 * nothing. */
+	if (csq_next_deadline(m->csq) <= m->clock(m->clock_arg))
+		memory_internal(m, CSQ_OP_EXPIRE, NULL);
 }
 
 static void
 memory_set_limits(struct csq_engine *e, const struct csq_limits *limits)
 {
-	csq_set_limits(engine_memory(e)->csq, limits);
+	memory_internal(engine_memory(e), CSQ_OP_LIMITS, limits);
 }
 
 static int
@@ -145,7 +235,9 @@ csq_engine_memory_new(const struct csq_limits *limits, csq_clock_fn *clock,
 	struct engine_memory *m = csq_xcalloc(1, sizeof(*m));
 
 	m->base.ops = &memory_ops;
-	m->csq = csq_new(limits, emit, emit_arg);
+	m->emit = emit;
+	m->emit_arg = emit_arg;
+	m->csq = csq_new(limits, memory_emit, m);
 	m->clock = clock;
 	m->clock_arg = clock_arg;
 	return &m->base;
@@ -155,4 +247,34 @@ struct csq *
 csq_engine_memory_state(struct csq_engine *e)
 {
 	return engine_memory(e)->csq;
+}
+
+void
+csq_engine_memory_set_journal(struct csq_engine *e, csq_journal_fn *fn,
+                              void *arg)
+{
+	struct engine_memory *m = engine_memory(e);
+
+	m->journal = fn;
+	m->journal_arg = arg;
+}
+
+void
+csq_engine_memory_replay(struct csq_engine *e, const struct csq_op *op,
+                         uint64_t now)
+{
+	struct engine_memory *m = engine_memory(e);
+	struct csq_servicer_info *list = NULL;
+	struct csq_result r;
+
+	m->replaying = 1;
+	memory_apply(m, op, now, &r, &list);
+	m->replaying = 0;
+	free(list);
+}
+
+void
+csq_engine_memory_rearm(struct csq_engine *e)
+{
+	memory_internal(engine_memory(e), CSQ_OP_REARM, NULL);
 }

@@ -469,32 +469,6 @@ version_and_usage(void **state)
 	assert_int_not_equal(rc, 0);
 }
 
-/*
- * What this build cannot do yet it must not pretend to do: a journal asked
- * for stops the start with a message (durability is not optional), and
- * nothing is left listening.
- */
-static void
-unbuilt_features_refused(void **state)
-{
-	char dir[] = "/tmp/csq-it-unbuilt-XXXXXX", path[128], out[4096];
-	int rc;
-
-	(void)state;
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/journal.conf", dir);
-	write_file(path, "listen = [ \"127.0.0.1:1\" ];\n"
-	                 "memory: { journal = \"/tmp/csq.journal\"; };\n");
-	rc = csqd_run(out, sizeof(out), "-c", path, NULL);
-	assert_int_equal(rc, 1);
-	assert_non_null(strstr(out, "memory.journal is not supported"));
-	/* -n only checks the file: it is valid. */
-	rc = csqd_run(out, sizeof(out), "-n", "-c", path, NULL);
-	assert_int_equal(rc, 0);
-	unlink(path);
-	rmdir(dir);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -511,7 +485,6 @@ main(int argc, char **argv)
 	    cmocka_unit_test(sigint_exits_0),
 	    cmocka_unit_test(check_config),
 	    cmocka_unit_test(version_and_usage),
-	    cmocka_unit_test(unbuilt_features_refused),
 	};
 
 	csqd_init(argc, argv);

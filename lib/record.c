@@ -1,0 +1,214 @@
+/* Journal records: encoding, decoding and their checksum. */
+#include "record.h"
+
+#include <string.h>
+
+#define CRC32C_POLY 0x82f63b78u /* Castagnoli, reflected */
+
+uint32_t
+csq_crc32c(const void *data, size_t len)
+{
+	static uint32_t table[256];
+	const uint8_t *p = data;
+	uint32_t crc = 0xffffffffu, c;
+	int i, k;
+
+	if (table[1] == 0) {
+		for (i = 0; i < 256; i++) {
+			c = (uint32_t)i;
+			for (k = 0; k < 8; k++)
+				c = c & 1 ? (c >> 1) ^ CRC32C_POLY : c >> 1;
+			table[i] = c;
+		}
+	}
+	while (len-- > 0)
+		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc ^ 0xffffffffu;
+}
+
+/* A cursor over a record's bytes; any overrun sets bad. */
+struct cursor {
+	uint8_t *w;       /* writing */
+	const uint8_t *r; /* reading */
+	size_t left;
+	int bad;
+};
+
+static void
+put_u64(struct cursor *c, uint64_t v, int bytes)
+{
+	int i;
+
+	for (i = 0; i < bytes; i++)
+		*c->w++ = (uint8_t)(v >> (8 * i));
+}
+
+static void
+put_str(struct cursor *c, const char *s)
+{
+	size_t len = s != NULL ? strlen(s) : 0;
+
+	*c->w++ = (uint8_t)len;
+	memcpy(c->w, s, len);
+	c->w += len;
+}
+
+static uint64_t
+get_u64(struct cursor *c, int bytes)
+{
+	uint64_t v = 0;
+	int i;
+
+	if (c->left < (size_t)bytes) {
+		c->bad = 1;
+		return 0;
+	}
+	for (i = 0; i < bytes; i++)
+		v |= (uint64_t)c->r[i] << (8 * i);
+	c->r += bytes;
+	c->left -= (size_t)bytes;
+	return v;
+}
+
+static const char *
+get_str(struct cursor *c, char *out, size_t cap)
+{
+	size_t len = (size_t)get_u64(c, 1);
+
+	if (c->bad || len >= cap || c->left < len) {
+		c->bad = 1;
+		out[0] = '\0';
+		return out;
+	}
+	memcpy(out, c->r, len);
+	out[len] = '\0';
+	c->r += len;
+	c->left -= len;
+	return out;
+}
+
+size_t
+csq_record_encode(const struct csq_op *op, uint64_t now,
+                  uint8_t buf[CSQ_RECORD_MAX])
+{
+	struct cursor c = {buf + CSQ_RECORD_HEADER, NULL, 0, 0};
+	const struct csq_heartbeat_args *h = &op->heartbeat;
+	const struct csq_enqueue_args *e = &op->enqueue;
+	uint32_t len, crc;
+	size_t i;
+
+	put_u64(&c, op->code, 1);
+	put_u64(&c, now, 8);
+	switch (op->code) {
+	case CSQ_OP_HEARTBEAT:
+		put_str(&c, h->servicer);
+		put_u64(&c,
+		        (uint64_t)(h->has_capacity | h->has_queues << 1 |
+		                   h->has_ttl << 2),
+		        1);
+		put_u64(&c, h->capacity, 4);
+		put_u64(&c, h->ttl_s, 4);
+		put_u64(&c, h->has_queues ? h->nqueues : 0, 1);
+		for (i = 0; h->has_queues && i < h->nqueues; i++)
+			put_str(&c, h->queues[i]);
+		break;
+	case CSQ_OP_ENQUEUE:
+		put_str(&c, e->user);
+		put_u64(&c,
+		        (uint64_t)(e->has_queue | e->has_tier << 1 |
+		                   e->has_ttl << 2),
+		        1);
+		put_str(&c, e->has_queue ? e->queue : "");
+		put_u64(&c, e->tier, 4);
+		put_u64(&c, e->ttl_s, 4);
+		break;
+	case CSQ_OP_TOUCH:
+		put_str(&c, op->id);
+		put_u64(&c, (uint64_t)op->ttl_s, 8);
+		break;
+	case CSQ_OP_LIMITS:
+		put_u64(&c, op->limits.servicer_ttl_s, 4);
+		put_u64(&c, op->limits.user_ttl_s, 4);
+		put_u64(&c, op->limits.max_tier, 4);
+		put_u64(&c, op->limits.max_queue_length, 8);
+		break;
+	case CSQ_OP_EXPIRE:
+	case CSQ_OP_REARM:
+		break;
+	default: /* PAUSE, RESUME, LOGOUT, RELEASE, LEAVE: one id */
+		put_str(&c, op->id);
+		break;
+	}
+	len = (uint32_t)(c.w - buf - CSQ_RECORD_HEADER);
+	crc = csq_crc32c(buf + CSQ_RECORD_HEADER, len);
+	c.w = buf;
+	put_u64(&c, len, 4);
+	put_u64(&c, crc, 4);
+	return CSQ_RECORD_HEADER + len;
+}
+
+int
+csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
+                  uint64_t *now, struct csq_record_strings *st)
+{
+	struct cursor c = {NULL, payload, len, 0};
+	struct csq_heartbeat_args *h = &op->heartbeat;
+	struct csq_enqueue_args *e = &op->enqueue;
+	unsigned flags;
+	size_t i;
+
+	memset(op, 0, sizeof(*op));
+	op->ttl_s = -1;
+	op->code = (enum csq_opcode)get_u64(&c, 1);
+	*now = get_u64(&c, 8);
+	switch (op->code) {
+	case CSQ_OP_HEARTBEAT:
+		h->servicer = op->id = get_str(&c, st->id, sizeof(st->id));
+		flags = (unsigned)get_u64(&c, 1);
+		h->has_capacity = flags & 1;
+		h->has_queues = (flags >> 1) & 1;
+		h->has_ttl = (flags >> 2) & 1;
+		h->capacity = (uint32_t)get_u64(&c, 4);
+		h->ttl_s = (uint32_t)get_u64(&c, 4);
+		h->nqueues = (size_t)get_u64(&c, 1);
+		if (h->nqueues > CSQ_SERVICER_QUEUES)
+			return -1;
+		for (i = 0; i < h->nqueues; i++)
+			h->queues[i] =
+			    get_str(&c, st->queues[i], sizeof(st->queues[i]));
+		break;
+	case CSQ_OP_ENQUEUE:
+		e->user = op->id = get_str(&c, st->id, sizeof(st->id));
+		flags = (unsigned)get_u64(&c, 1);
+		e->has_queue = flags & 1;
+		e->has_tier = (flags >> 1) & 1;
+		e->has_ttl = (flags >> 2) & 1;
+		e->queue = get_str(&c, st->queue, sizeof(st->queue));
+		e->tier = (uint32_t)get_u64(&c, 4);
+		e->ttl_s = (uint32_t)get_u64(&c, 4);
+		break;
+	case CSQ_OP_TOUCH:
+		op->id = get_str(&c, st->id, sizeof(st->id));
+		op->ttl_s = (int64_t)get_u64(&c, 8);
+		break;
+	case CSQ_OP_LIMITS:
+		op->limits.servicer_ttl_s = (uint32_t)get_u64(&c, 4);
+		op->limits.user_ttl_s = (uint32_t)get_u64(&c, 4);
+		op->limits.max_tier = (uint32_t)get_u64(&c, 4);
+		op->limits.max_queue_length = get_u64(&c, 8);
+		break;
+	case CSQ_OP_EXPIRE:
+	case CSQ_OP_REARM:
+		break;
+	case CSQ_OP_PAUSE:
+	case CSQ_OP_RESUME:
+	case CSQ_OP_LOGOUT:
+	case CSQ_OP_RELEASE:
+	case CSQ_OP_LEAVE:
+		op->id = get_str(&c, st->id, sizeof(st->id));
+		break;
+	default:
+		return -1; /* not an operation that changes anything */
+	}
+	return c.bad || c.left != 0 ? -1 : 0;
+}

@@ -1,0 +1,41 @@
+/*
+ * Journal records: one operation and the time it ran at, as bytes.
+ *
+ *   u32 length of the payload (little endian)
+ *   u32 CRC-32C of the payload
+ *   payload: u8 opcode, u64 now_ms, then the operation's arguments
+ *            (strings as u8 length + bytes; integers little endian)
+ *
+ * Pure functions: the daemon's journal does the file I/O.
+ */
+#ifndef CSQ_RECORD_H
+#define CSQ_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+#define CSQ_RECORD_HEADER 8
+#define CSQ_RECORD_MAX    4096 /* the largest record, header included */
+
+/* Strings a decoded operation points into. */
+struct csq_record_strings {
+	char id[CSQ_ROOM_MAX + 1];
+	char queue[CSQ_ID_MAX + 1];
+	char queues[CSQ_SERVICER_QUEUES][CSQ_ID_MAX + 1];
+};
+
+uint32_t csq_crc32c(const void *, size_t);
+
+/* Writes op at now as one whole record into buf; returns its size. */
+size_t csq_record_encode(const struct csq_op *, uint64_t now,
+                         uint8_t buf[CSQ_RECORD_MAX]);
+/*
+ * Reads one payload (without the header) into op and *now, its strings
+ * into st. Returns 0, or -1 when the payload is not a valid record.
+ */
+int csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *,
+                      uint64_t *now, struct csq_record_strings *st);
+
+#endif

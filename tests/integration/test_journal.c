@@ -1,0 +1,446 @@
+/*
+ * The memory engine's journal: kill -9 at random moments while a client
+ * enqueues, then restart and find every acknowledged change; damaged
+ * journals (torn tail, flipped bytes, empty, garbage); deadlines after a
+ * restart; the file's mode.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define ROUNDS       5
+#define STREAM_USERS 1500
+#define TIERS        3
+
+struct jfx {
+	char dir[64];
+	char journal[128];
+	char conf[512];
+};
+
+static int
+setup(void **state)
+{
+	struct jfx *j = calloc(1, sizeof(*j));
+
+	snprintf(j->dir, sizeof(j->dir), "/tmp/csq-journal-XXXXXX");
+	assert_non_null(mkdtemp(j->dir));
+	snprintf(j->journal, sizeof(j->journal), "%s/csqd.journal", j->dir);
+	snprintf(j->conf, sizeof(j->conf),
+	         "memory: { journal = \"%s\"; fsync = \"always\"; };\n",
+	         j->journal);
+	*state = j;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct jfx *j = *state;
+	char path[160];
+
+	unlink(j->journal);
+	snprintf(path, sizeof(path), "%s/conf", j->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/s.sock", j->dir);
+	unlink(path);
+	rmdir(j->dir);
+	free(j);
+	return 0;
+}
+
+/* kill -9: no chance to flush or sync anything. */
+static void
+kill9(struct csqd *d)
+{
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, NULL, 0);
+	d->running = 0;
+	csqd_stop(d); /* only frees; reports "already exited" */
+}
+
+static int
+log_contains(struct csqd *d, const char *text)
+{
+	char buf[65536];
+	size_t n;
+	FILE *f = fopen(d->log_path, "r");
+
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, text) != NULL;
+}
+
+/* WHERE of every user, SERVICERS without idle_ms, QLEN: the whole state. */
+static void
+snapshot(redisContext *c, int nusers, char *out, size_t len)
+{
+	char one[512];
+	size_t off = 0;
+	redisReply *r;
+	size_t i;
+	int u;
+
+	for (u = 0; u < nusers; u++) {
+		r = CMD(c, "WHERE u%d", u);
+		/* waited_ms and since_ms grow with the clock: keep the rest. */
+		for (i = 0; i + 1 < r->elements; i += 2)
+			if (strcmp(r->element[i]->str, "waited_ms") != 0 &&
+			    strcmp(r->element[i]->str, "since_ms") != 0) {
+				reply_repr(r->element[i + 1], one, sizeof(one));
+				off += (size_t)snprintf(
+				    out + off, len - off, "%s=%s ",
+				    r->element[i]->str, one);
+			}
+		off += (size_t)snprintf(out + off, len - off, "|");
+		freeReplyObject(r);
+	}
+	r = CMD(c, "SERVICERS");
+	for (i = 0; i < r->elements; i++)
+		off +=
+		    (size_t)snprintf(out + off, len - off, "%s/%s/%lld/%lld ",
+		                     r->element[i]->element[0]->str,
+		                     r->element[i]->element[1]->str,
+		                     r->element[i]->element[2]->integer,
+		                     r->element[i]->element[3]->integer);
+	freeReplyObject(r);
+	r = CMD(c, "QLEN default");
+	snprintf(out + off, len - off, "qlen=%lld", r->integer);
+	freeReplyObject(r);
+}
+
+/* Every kind of change, kill -9, restart: the same state, 0600 file. */
+static void
+restart_keeps_state(void **state)
+{
+	static char before[65536], after[65536];
+	struct jfx *j = *state;
+	struct csqd *d;
+	redisContext *c;
+	struct stat sb;
+	int u;
+
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	CHECK(c,
+	      "['servicer','s1','status','ready','capacity',:2,'active',:0,"
+	      "'ttl',:600]",
+	      "HEARTBEAT s1 CAPACITY 2 TTL 600 QUEUES default,q2");
+	for (u = 0; u < 8; u++)
+		freeReplyObject(
+		    CMD(c, "ENQUEUE u%d TIER %d TTL 600", u, u % 3));
+	freeReplyObject(CMD(c, "ENQUEUE u8 QUEUE q2 TTL 0"));
+	CHECK(c, ":1", "RELEASE s1/0");
+	CHECK(c, ":1", "LEAVE u5");
+	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u3 TIER 4");
+	CHECK(c, "+OK", "PAUSE s1");
+	CHECK(c, ":1", "RELEASE s1/1");
+	CHECK(c, ":1", "TOUCH u6 TTL 900");
+	CHECK(c,
+	      "['servicer','s2','status','ready','capacity',:1,'active',:1,"
+	      "'ttl',:600]",
+	      "HEARTBEAT s2 TTL 600");
+	snapshot(c, 9, before, sizeof(before));
+	redisFree(c);
+	kill9(d);
+
+	assert_int_equal(stat(j->journal, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	snapshot(c, 9, after, sizeof(after));
+	assert_string_equal(after, before);
+	/* Nothing is replayed twice: a second restart, the same again. */
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	snapshot(c, 9, after, sizeof(after));
+	assert_string_equal(after, before);
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
+/* Expected service order of the first n stream users: tier, arrival. */
+static int
+stream_before(int a, int b)
+{
+	if (a % TIERS != b % TIERS)
+		return a % TIERS > b % TIERS;
+	return a < b;
+}
+
+/*
+ * Rounds of: a client pipelines STREAM_USERS enqueues (tiers mixed) to a
+ * servicer with 3 rooms; after a random number of replies the daemon is
+ * killed with SIGKILL. After the restart every acknowledged user must be
+ * there, in service order, the first three in their rooms; of the
+ * unacknowledged, only a gap-free run right after them may be.
+ */
+static void
+kill9_rounds(void **state)
+{
+	struct jfx *j = *state;
+	static int kept[ROUNDS * STREAM_USERS], present[ROUNDS * STREAM_USERS];
+	static int order[ROUNDS * STREAM_USERS];
+	struct csqd *d;
+	redisContext *c;
+	redisReply *r;
+	int round, i, acked, n, k, base, u, gap;
+	size_t e;
+	unsigned seed = 12345;
+
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	freeReplyObject(CMD(c, "HEARTBEAT s1 CAPACITY 3 TTL 3600"));
+	redisFree(c);
+	for (round = 0; round < ROUNDS; round++) {
+		base = round * STREAM_USERS;
+		c = csqd_connect(d);
+		for (i = 0; i < STREAM_USERS; i++)
+			redisAppendCommand(c, "ENQUEUE u%d TIER %d TTL 0",
+			                   base + i, (base + i) % TIERS);
+		acked = 100 + (int)(rand_r(&seed) % (STREAM_USERS - 200));
+		for (i = 0; i < acked; i++) {
+			assert_int_equal(redisGetReply(c, (void **)&r),
+			                 REDIS_OK);
+			assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+			freeReplyObject(r);
+			kept[base + i] = 1;
+		}
+		kill9(d);
+		redisFree(c);
+
+		d = csqd_start(j->conf);
+		c = csqd_connect(d);
+		/* The users who sat in rooms still sit there. */
+		for (i = 0; i < 3; i++) {
+			char room[8];
+
+			snprintf(room, sizeof(room), "s1/%d", i);
+			r = CMD(c, "WHERE u%d", i);
+			assert_string_equal(FIELD_STR(r, "room"), room);
+			freeReplyObject(r);
+		}
+		/* The whole line, page by page. */
+		memset(present, 0, sizeof(present));
+		n = 0;
+		for (k = 0;; k += 1000) {
+			r = CMD(c, "QUEUE default %d 1000", k);
+			for (e = 0; e < r->elements; e++) {
+				u = atoi(r->element[e]->element[0]->str + 1);
+				present[u] = 1;
+				order[n++] = u;
+			}
+			e = r->elements;
+			freeReplyObject(r);
+			if (e < 1000)
+				break;
+		}
+		/* Every acknowledged user, of this round and earlier. */
+		for (u = 3; u < base + STREAM_USERS; u++)
+			if (kept[u] && !present[u])
+				fail_msg("round %d: acknowledged u%d lost",
+				         round, u);
+		/* Unacknowledged: a run without gaps, then nobody. */
+		gap = 0;
+		for (u = base + acked; u < base + STREAM_USERS; u++) {
+			if (!present[u])
+				gap = 1;
+			else if (gap)
+				fail_msg("round %d: u%d present after a gap",
+				         round, u);
+			else
+				kept[u] = 1; /* in the journal from now on */
+		}
+		/* Service order: tier first, then arrival, exactly. */
+		for (i = 1; i < n; i++)
+			if (!stream_before(order[i - 1], order[i]))
+				fail_msg("round %d: u%d before u%d", round,
+				         order[i - 1], order[i]);
+		redisFree(c);
+	}
+	assert_int_equal(csqd_stop(d), 0);
+}
+
+/* Writes a configuration outside the harness, for daemons expected to
+ * refuse to start (csqd_run waits for them to exit). */
+static const char *
+refusing_conf(struct jfx *j)
+{
+	static char path[160];
+	char text[1024];
+
+	snprintf(path, sizeof(path), "%s/conf", j->dir);
+	snprintf(text, sizeof(text),
+	         "listen = [ \"unix:%s/s.sock\" ];\nhttp: { listen = \"\"; };\n"
+	         "%s",
+	         j->dir, j->conf);
+	write_file(path, text);
+	return path;
+}
+
+static size_t
+file_size(const char *path)
+{
+	struct stat sb;
+
+	assert_int_equal(stat(path, &sb), 0);
+	return (size_t)sb.st_size;
+}
+
+static void
+flip_byte(const char *path, size_t off)
+{
+	unsigned char b;
+	int fd = open(path, O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= 0x40;
+	assert_int_equal(pwrite(fd, &b, 1, (off_t)off), 1);
+	close(fd);
+}
+
+/* Builds a journal of n enqueues (u0..), stopped cleanly. */
+static void
+make_journal(struct jfx *j, int n)
+{
+	struct csqd *d;
+	redisContext *c;
+	int i;
+
+	unlink(j->journal);
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	for (i = 0; i < n; i++)
+		freeReplyObject(CMD(c, "ENQUEUE u%d TTL 0", i));
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
+static long long
+qlen_after_start(struct jfx *j, const char *expect_log)
+{
+	struct csqd *d = csqd_start(j->conf);
+	redisContext *c = csqd_connect(d);
+	redisReply *r = CMD(c, "QLEN default");
+	long long n = r->integer;
+
+	freeReplyObject(r);
+	if (expect_log != NULL && !log_contains(d, expect_log)) {
+		csqd_dump_log(d);
+		fail_msg("log lacks \"%s\"", expect_log);
+	}
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+	return n;
+}
+
+static void
+damaged_journals(void **state)
+{
+	struct jfx *j = *state;
+	char out[4096];
+	size_t size;
+	int fd;
+
+	/* A torn tail: the last record cut short is dropped. */
+	make_journal(j, 200);
+	size = file_size(j->journal);
+	assert_int_equal(truncate(j->journal, (off_t)(size - 3)), 0);
+	assert_int_equal(qlen_after_start(j, "torn tail"), 199);
+	/* ...and the cut is permanent: the next start is clean. */
+	assert_int_equal(qlen_after_start(j, "replayed"), 199);
+
+	/* A flipped byte in the last record: that record is dropped. */
+	make_journal(j, 200);
+	size = file_size(j->journal);
+	flip_byte(j->journal, size - 2);
+	assert_int_equal(qlen_after_start(j, "torn tail"), 199);
+
+	/* A flipped byte in the middle: refuse, naming the offset. */
+	make_journal(j, 200);
+	flip_byte(j->journal, 40);
+	assert_int_equal(
+	    csqd_run(out, sizeof(out), "-c", refusing_conf(j), NULL), 1);
+	assert_non_null(strstr(out, "offset"));
+	assert_non_null(strstr(out, "refusing to start"));
+	/* The damaged file was not touched. */
+	assert_true(file_size(j->journal) > 4096);
+
+	/* An empty file: an empty state, and a journal from then on. */
+	fd = open(j->journal, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(qlen_after_start(j, "replayed 0 records"), 0);
+
+	/* A file of garbage: not a journal, refused. */
+	write_file(j->journal,
+	           "this is not a journal, it is a shopping list: eggs\n");
+	assert_int_equal(
+	    csqd_run(out, sizeof(out), "-c", refusing_conf(j), NULL), 1);
+	assert_non_null(strstr(out, "not a csq journal"));
+}
+
+/* A restart gives servicers and users their TTL again from the restart. */
+static void
+deadlines_rearmed(void **state)
+{
+	struct jfx *j = *state;
+	struct csqd *d;
+	redisContext *c;
+	redisReply *r;
+
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	freeReplyObject(CMD(c, "HEARTBEAT s1 TTL 2 QUEUES other"));
+	freeReplyObject(CMD(c, "ENQUEUE u1 TTL 2"));
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+	sleep_ms(2500); /* both deadlines pass while csqd is down */
+
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	r = CMD(c, "SERVICERS");
+	assert_int_equal(r->elements, 1);
+	assert_string_equal(r->element[0]->element[0]->str, "s1");
+	freeReplyObject(r);
+	r = CMD(c, "WHERE u1");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	freeReplyObject(r);
+	CHECK(c, ":1", "QLEN default");
+	sleep_ms(2500); /* now the TTLs run out for real */
+	CHECK(c, "[]", "SERVICERS");
+	CHECK(c, ":0", "QLEN default");
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(restart_keeps_state, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(kill9_rounds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(damaged_journals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(deadlines_rearmed, setup, teardown),
+	};
+
+	csqd_init(argc, argv);
+	return cmocka_run_group_tests_name("journal", tests, NULL, NULL);
+}
