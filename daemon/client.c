@@ -268,6 +268,7 @@ client_push_begin(struct client *c)
 void
 client_push_end(struct client *c)
 {
+	server_hold_output(c->server, c);
 	if (evbuffer_get_length(client_output(c)) <= CLIENT_PUBSUB_HARD_MAX)
 		return;
 	/* Not closed here: the publisher may be walking a list that holds

@@ -42,6 +42,7 @@ struct client {
 	enum csq_opcode pending; /* what it was */
 	int reading;             /* inside client_process: no re-entry */
 	int paused;              /* output too large: not reading requests */
+	int held;                /* output held for the journal's commit */
 	char *name;              /* CLIENT SETNAME */
 	struct pubsub_subs subs;
 };

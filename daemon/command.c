@@ -260,6 +260,7 @@ command_result(void *arg, const struct csq_result *r)
 	case CSQ_OP_REARM:
 		break; /* the engine's own, never a client's */
 	}
+	server_hold_output(c->server, c);
 done:
 	server_arm_deadline(c->server);
 	client_resume(c);

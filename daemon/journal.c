@@ -31,6 +31,10 @@ struct journal {
 	enum config_fsync fsync;
 	int dirty; /* written since the last fsync */
 	struct event *timer;
+	struct event *commit; /* fsync = "always": once per loop turn */
+	int commit_pending;
+	void (*committed)(void *);
+	void *committed_arg;
 	uint64_t size;
 };
 
@@ -91,9 +95,45 @@ journal_append(void *arg, const struct csq_op *op, uint64_t now)
 	}
 	j->size += len;
 	j->dirty = 1;
-	if (j->fsync == CONFIG_FSYNC_ALWAYS)
-		return journal_sync(j);
+	/* Group commit: one fsync at the end of this loop turn for every
+	 * record written in it. Replies that depend on these records are
+	 * held back until then (journal_uncommitted). */
+	if (j->fsync == CONFIG_FSYNC_ALWAYS && !j->commit_pending) {
+		j->commit_pending = 1;
+		event_active(j->commit, EV_TIMEOUT, 0);
+	}
 	return 0;
+}
+
+static void
+journal_commit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct journal *j = arg;
+
+	(void)fd, (void)what;
+	j->commit_pending = 0;
+	/* Replies for these records are held: they must not leave unless
+	 * the records are on disk. */
+	if (journal_sync(j) != 0)
+		fatalx("journal %s: cannot sync with fsync = always; "
+		       "stopping before any reply promises what the disk "
+		       "does not hold",
+		       j->path);
+	if (j->committed != NULL)
+		j->committed(j->committed_arg);
+}
+
+int
+journal_uncommitted(const struct journal *j)
+{
+	return j != NULL && j->commit_pending;
+}
+
+void
+journal_set_commit_cb(struct journal *j, void (*cb)(void *), void *arg)
+{
+	j->committed = cb;
+	j->committed_arg = arg;
 }
 
 static void
@@ -254,6 +294,7 @@ journal_open(struct event_base *base, const char *path, enum config_fsync fsync,
 	j->fsync = fsync;
 	j->size = (uint64_t)keep;
 	j->timer = event_new(base, -1, EV_PERSIST, journal_timer_cb, j);
+	j->commit = event_new(base, -1, 0, journal_commit_cb, j);
 	event_add(j->timer, &tv);
 	csq_engine_memory_set_journal(e, journal_append, j);
 	/* Nobody is lost for the time the daemon was down. */
@@ -282,6 +323,7 @@ journal_close(struct journal *j)
 	j->dirty = 1;
 	journal_sync(j);
 	event_free(j->timer);
+	event_free(j->commit);
 	close(j->fd);
 	free(j->path);
 	free(j);

@@ -20,6 +20,13 @@ struct journal;
  */
 struct journal *journal_open(struct event_base *, const char *path,
                              enum config_fsync, struct csq_engine *e);
+/*
+ * 1 while records written in this loop turn wait for their fsync (fsync =
+ * "always"): output that tells of them must wait too. The commit callback
+ * runs after each such fsync.
+ */
+int journal_uncommitted(const struct journal *);
+void journal_set_commit_cb(struct journal *, void (*)(void *), void *);
 /* Changes the fsync policy (reload). */
 void journal_set_fsync(struct journal *, enum config_fsync);
 /* Syncs and closes. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "journal.h"
@@ -98,6 +99,40 @@ server_deadline_cb(evutil_socket_t fd, short what, void *arg)
 	s->deadline_armed = UINT64_MAX;
 	s->engine->ops->expire(s->engine);
 	server_arm_deadline(s);
+}
+
+void
+server_hold_output(struct server *s, struct client *c)
+{
+	if (c->held || c->state == CLIENT_DEAD ||
+	    !journal_uncommitted(s->journal))
+		return;
+	c->held = 1;
+	client_ref(c);
+	bufferevent_disable(c->bev, EV_WRITE);
+	if (s->nheld == s->capheld) {
+		s->capheld = s->capheld ? s->capheld * 2 : 64;
+		s->held = csq_xrealloc(s->held, s->capheld * sizeof(*s->held));
+	}
+	s->held[s->nheld++] = c;
+}
+
+/* The journal is on disk: what waited for it may leave. */
+static void
+server_committed(void *arg)
+{
+	struct server *s = arg;
+	struct client *c;
+	size_t i;
+
+	for (i = 0; i < s->nheld; i++) {
+		c = s->held[i];
+		c->held = 0;
+		if (c->state != CLIENT_DEAD)
+			bufferevent_enable(c->bev, EV_WRITE);
+		client_unref(c);
+	}
+	s->nheld = 0;
 }
 
 void
@@ -216,6 +251,8 @@ server_engine(struct server *s)
 			e->ops->free(e);
 			return NULL;
 		}
+		if (s->journal != NULL)
+			journal_set_commit_cb(s->journal, server_committed, s);
 		return e;
 	}
 	log_warnx("engine \"%s\" is not available in this build",
@@ -261,7 +298,9 @@ out:
 	listener_close_all(s);
 	while ((c = TAILQ_FIRST(&s->clients)) != NULL)
 		client_close(c, "server stopping");
+	server_committed(s);
 	journal_close(s->journal);
+	free(s->held);
 	if (s->engine != NULL)
 		s->engine->ops->free(s->engine);
 	pubsub_free(s->pubsub);

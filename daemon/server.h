@@ -26,6 +26,8 @@ struct server {
 	const char *config_path; /* NULL: built-in defaults */
 	struct csq_engine *engine;
 	struct journal *journal; /* memory engine with memory.journal */
+	struct client **held;    /* output waiting for the journal's fsync */
+	size_t nheld, capheld;
 	struct pubsub *pubsub;
 	struct listener *listeners;
 	struct client_list clients;
@@ -45,6 +47,11 @@ int server_run(const struct config *, const char *config_path);
 uint64_t server_now_ms(void);
 /* Arms the timer for the engine's earliest deadline if it moved. */
 void server_arm_deadline(struct server *);
+/*
+ * Output of c that tells of journal records not yet synced (fsync =
+ * "always") stays in its buffer until the group commit; no-op otherwise.
+ */
+void server_hold_output(struct server *, struct client *);
 /* A client went away (for a stop waiting on the last one). */
 void server_client_gone(struct server *);
 
