@@ -7,6 +7,7 @@
 #include "journal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -19,11 +20,17 @@
 
 #include "log.h"
 #include "record.h"
+#include "snapshot.h"
 #include "util.h"
 
 #define JOURNAL_MAGIC     "CSQJOURNAL1\n"
 #define JOURNAL_MAGIC_LEN (sizeof(JOURNAL_MAGIC) - 1)
 #define JOURNAL_SYNC_S    1 /* fsync = "everysec" */
+/* Compaction when the file reaches this many times the last snapshot, and
+ * never below JOURNAL_COMPACT_MIN bytes. */
+#define JOURNAL_COMPACT_FACTOR 4
+#define JOURNAL_COMPACT_MIN    (4u << 20)
+#define JOURNAL_WRITE_BUF      (64 * 1024)
 
 struct journal {
 	int fd;
@@ -35,6 +42,10 @@ struct journal {
 	int commit_pending;
 	void (*committed)(void *);
 	void *committed_arg;
+	struct csq_engine *engine;
+	struct event *compact; /* runs after the operation that asked */
+	uint64_t compact_at;   /* size that triggers a compaction */
+	uint64_t longest_pause_ms;
 	uint64_t size;
 };
 
@@ -95,6 +106,9 @@ journal_append(void *arg, const struct csq_op *op, uint64_t now)
 	}
 	j->size += len;
 	j->dirty = 1;
+	if (j->size >= j->compact_at &&
+	    !event_pending(j->compact, EV_TIMEOUT, NULL))
+		event_active(j->compact, EV_TIMEOUT, 0);
 	/* Group commit: one fsync at the end of this loop turn for every
 	 * record written in it. Replies that depend on these records are
 	 * held back until then (journal_uncommitted). */
@@ -136,6 +150,129 @@ journal_set_commit_cb(struct journal *j, void (*cb)(void *), void *arg)
 	j->committed_arg = arg;
 }
 
+static uint64_t elapsed_ms(const struct timespec *);
+
+/* A buffered writer for compaction: records go out 64 KiB at a time. */
+struct journal_writer {
+	int fd;
+	int failed;
+	size_t len;
+	uint64_t total;
+	uint8_t buf[JOURNAL_WRITE_BUF];
+};
+
+static void
+writer_flush(struct journal_writer *w)
+{
+	if (!w->failed && w->len > 0 && write_all(w->fd, w->buf, w->len) != 0)
+		w->failed = 1;
+	w->total += w->len;
+	w->len = 0;
+}
+
+static void
+writer_add(struct journal_writer *w, const void *p, size_t len)
+{
+	if (w->len + len > sizeof(w->buf))
+		writer_flush(w);
+	memcpy(w->buf + w->len, p, len);
+	w->len += len;
+}
+
+static void
+writer_item(void *arg, const struct csq_snap_item *it)
+{
+	struct journal_writer *w = arg;
+	uint8_t rec[CSQ_RECORD_MAX];
+
+	writer_add(w, rec, csq_record_encode_snap(it, rec));
+}
+
+static void
+journal_schedule(struct journal *j)
+{
+	uint64_t base =
+	    j->size > JOURNAL_COMPACT_MIN ? j->size : JOURNAL_COMPACT_MIN;
+
+	j->compact_at = base * JOURNAL_COMPACT_FACTOR;
+}
+
+/*
+ * Compaction: the live state as a snapshot (the limits, then every item)
+ * in a new file, synced, then renamed over the journal. It runs between
+ * two operations of the event loop, so no change can slip in meanwhile;
+ * its length is the pause, logged, the longest kept.
+ */
+static void
+journal_compact(struct journal *j)
+{
+	struct journal_writer *w = csq_xcalloc(1, sizeof(*w));
+	char *tmp, *dir, *slash;
+	uint8_t rec[CSQ_RECORD_MAX];
+	struct timespec t0;
+	struct csq_op op;
+	uint64_t before = j->size, ms;
+	int dfd;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (asprintf(&tmp, "%s.compact", j->path) < 0)
+		fatal("asprintf");
+	w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		log_warn("journal %s: compaction: open", tmp);
+		goto out;
+	}
+	writer_add(w, JOURNAL_MAGIC, JOURNAL_MAGIC_LEN);
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_LIMITS;
+	op.limits = *csq_get_limits(csq_engine_memory_state(j->engine));
+	writer_add(w, rec, csq_record_encode(&op, 0, rec));
+	csq_engine_memory_snapshot(j->engine, writer_item, w);
+	writer_flush(w);
+	if (w->failed || fdatasync(w->fd) != 0 || rename(tmp, j->path) != 0) {
+		log_warn("journal %s: compaction failed; keeping the journal",
+		         j->path);
+		close(w->fd);
+		unlink(tmp);
+		goto out;
+	}
+	/* The rename is durable only once the directory is synced. */
+	dir = csq_xstrndup(j->path, strlen(j->path));
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+	if ((dfd = open(slash != NULL ? dir : ".", O_RDONLY | O_DIRECTORY)) >=
+	    0) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	free(dir);
+	close(j->fd);
+	j->fd = w->fd;
+	j->size = w->total;
+	j->dirty = 0;
+	ms = elapsed_ms(&t0);
+	if (ms > j->longest_pause_ms)
+		j->longest_pause_ms = ms;
+	log_info("journal %s: compacted %" PRIu64 " to %" PRIu64
+	         " bytes in %" PRIu64 " ms (longest pause so far %" PRIu64
+	         " ms)",
+	         j->path, before, j->size, ms, j->longest_pause_ms);
+out:
+	journal_schedule(j);
+	free(tmp);
+	free(w);
+}
+
+static void
+journal_compact_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	journal_compact(arg);
+}
+
 static void
 journal_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -156,6 +293,27 @@ elapsed_ms(const struct timespec *t0)
 	                  ((int64_t)t1.tv_nsec - t0->tv_nsec) / 1000000);
 }
 
+/* Decodes one payload and applies it to e: an operation or a snapshot
+ * item. -1 when it is not a valid record or does not fit the state. */
+static int
+journal_apply(const uint8_t *payload, size_t len, struct csq_engine *e)
+{
+	struct csq_record_strings st;
+	struct csq_snap_item it;
+	struct csq_op op;
+	uint64_t now;
+
+	if (csq_record_is_snap(payload, len))
+		return csq_record_decode_snap(payload, len, &it) != 0 ||
+		               csq_engine_memory_restore(e, &it) != 0
+		           ? -1
+		           : 0;
+	if (csq_record_decode(payload, len, &op, &now, &st) != 0)
+		return -1;
+	csq_engine_memory_replay(e, &op, now);
+	return 0;
+}
+
 /*
  * Replays buf (the whole file) into e. Returns the length of the good
  * prefix to keep, or -1 when the file is damaged beyond a torn tail.
@@ -164,9 +322,6 @@ static int64_t
 journal_replay(const char *path, const uint8_t *buf, size_t size,
                struct csq_engine *e, uint64_t *records)
 {
-	struct csq_record_strings st;
-	struct csq_op op;
-	uint64_t now;
 	size_t off = JOURNAL_MAGIC_LEN, len = 0;
 	const char *why;
 
@@ -182,8 +337,8 @@ journal_replay(const char *path, const uint8_t *buf, size_t size,
 			why = "a record cut short";
 		else if (csq_crc32c(buf + off + CSQ_RECORD_HEADER, len) !=
 		             le32(buf + off + 4) ||
-		         csq_record_decode(buf + off + CSQ_RECORD_HEADER, len,
-		                           &op, &now, &st) != 0)
+		         journal_apply(buf + off + CSQ_RECORD_HEADER, len, e) !=
+		             0)
 			why = off + CSQ_RECORD_HEADER + len < size
 			          ? "a damaged record"
 			          : "a damaged last record";
@@ -205,7 +360,6 @@ journal_replay(const char *path, const uint8_t *buf, size_t size,
 			          path, why, off, size - off);
 			return (int64_t)off;
 		}
-		csq_engine_memory_replay(e, &op, now);
 		(*records)++;
 		off += CSQ_RECORD_HEADER + len;
 	}
@@ -295,6 +449,9 @@ journal_open(struct event_base *base, const char *path, enum config_fsync fsync,
 	j->size = (uint64_t)keep;
 	j->timer = event_new(base, -1, EV_PERSIST, journal_timer_cb, j);
 	j->commit = event_new(base, -1, 0, journal_commit_cb, j);
+	j->compact = event_new(base, -1, 0, journal_compact_cb, j);
+	j->engine = e;
+	journal_schedule(j);
 	event_add(j->timer, &tv);
 	csq_engine_memory_set_journal(e, journal_append, j);
 	/* Nobody is lost for the time the daemon was down. */
@@ -324,6 +481,7 @@ journal_close(struct journal *j)
 	journal_sync(j);
 	event_free(j->timer);
 	event_free(j->commit);
+	event_free(j->compact);
 	close(j->fd);
 	free(j->path);
 	free(j);

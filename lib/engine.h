@@ -103,6 +103,16 @@ void csq_engine_memory_replay(struct csq_engine *, const struct csq_op *,
                               uint64_t now_ms);
 /* After a restart: every TTL runs again from now (journaled). */
 void csq_engine_memory_rearm(struct csq_engine *);
+/* Compaction: the state as snapshot items, and their restoration into a
+ * new engine (lib/snapshot.h). restore returns -1 when an item does not
+ * fit. */
+struct csq_snap_item;
+void csq_engine_memory_snapshot(struct csq_engine *,
+                                void (*fn)(void *,
+                                           const struct csq_snap_item *),
+                                void *arg);
+int csq_engine_memory_restore(struct csq_engine *,
+                              const struct csq_snap_item *);
 /* 1 when op may change the state (and so goes to the journal). */
 int csq_op_mutates(enum csq_opcode);
 

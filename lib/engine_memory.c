@@ -3,6 +3,7 @@
  * It answers every call at once, before csq_engine_call() returns.
  */
 #include "engine.h"
+#include "snapshot.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -277,4 +278,18 @@ void
 csq_engine_memory_rearm(struct csq_engine *e)
 {
 	memory_internal(engine_memory(e), CSQ_OP_REARM, NULL);
+}
+
+void
+csq_engine_memory_snapshot(struct csq_engine *e,
+                           void (*fn)(void *, const struct csq_snap_item *),
+                           void *arg)
+{
+	csq_snapshot(engine_memory(e)->csq, fn, arg);
+}
+
+int
+csq_engine_memory_restore(struct csq_engine *e, const struct csq_snap_item *it)
+{
+	return csq_restore(engine_memory(e)->csq, it);
 }

@@ -87,6 +87,8 @@ get_str(struct cursor *c, char *out, size_t cap)
 	return out;
 }
 
+static size_t record_seal(uint8_t *buf, struct cursor *c);
+
 size_t
 csq_record_encode(const struct csq_op *op, uint64_t now,
                   uint8_t buf[CSQ_RECORD_MAX])
@@ -94,7 +96,6 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 	struct cursor c = {buf + CSQ_RECORD_HEADER, NULL, 0, 0};
 	const struct csq_heartbeat_args *h = &op->heartbeat;
 	const struct csq_enqueue_args *e = &op->enqueue;
-	uint32_t len, crc;
 	size_t i;
 
 	put_u64(&c, op->code, 1);
@@ -139,12 +140,7 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		put_str(&c, op->id);
 		break;
 	}
-	len = (uint32_t)(c.w - buf - CSQ_RECORD_HEADER);
-	crc = csq_crc32c(buf + CSQ_RECORD_HEADER, len);
-	c.w = buf;
-	put_u64(&c, len, 4);
-	put_u64(&c, crc, 4);
-	return CSQ_RECORD_HEADER + len;
+	return record_seal(buf, &c);
 }
 
 int
@@ -209,6 +205,147 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		break;
 	default:
 		return -1; /* not an operation that changes anything */
+	}
+	return c.bad || c.left != 0 ? -1 : 0;
+}
+
+int
+csq_record_is_snap(const uint8_t *payload, size_t len)
+{
+	return len > 0 && payload[0] >= CSQ_RECORD_SNAP;
+}
+
+/* Writes the header of a record whose payload ends at c->w. */
+static size_t
+record_seal(uint8_t *buf, struct cursor *c)
+{
+	uint32_t len = (uint32_t)(c->w - buf - CSQ_RECORD_HEADER);
+	uint32_t crc = csq_crc32c(buf + CSQ_RECORD_HEADER, len);
+
+	c->w = buf;
+	put_u64(c, len, 4);
+	put_u64(c, crc, 4);
+	return CSQ_RECORD_HEADER + len;
+}
+
+static void
+put_stats(struct cursor *c, const struct csq_stats *st)
+{
+	put_u64(c, st->enqueued_total, 8);
+	put_u64(c, st->matched_total, 8);
+	put_u64(c, st->abandoned_total, 8);
+	put_u64(c, st->requeued_total, 8);
+	put_u64(c, st->servicers_lost_total, 8);
+}
+
+size_t
+csq_record_encode_snap(const struct csq_snap_item *it,
+                       uint8_t buf[CSQ_RECORD_MAX])
+{
+	struct cursor c = {buf + CSQ_RECORD_HEADER, NULL, 0, 0};
+	const struct csq_snap_servicer *s = &it->u.servicer;
+	const struct csq_snap_user *u = &it->u.user;
+	uint32_t i;
+
+	put_u64(&c, CSQ_RECORD_SNAP + (uint64_t)it->kind, 1);
+	put_u64(&c, 0, 8);
+	switch (it->kind) {
+	case CSQ_SNAP_STATE:
+		put_u64(&c, it->u.state.seq, 8);
+		put_u64(&c, it->u.state.order, 8);
+		put_u64(&c, it->u.state.tie, 8);
+		put_stats(&c, &it->u.state.stats);
+		break;
+	case CSQ_SNAP_SERVICER:
+		put_str(&c, s->id);
+		put_u64(&c, s->status, 1);
+		put_u64(&c, s->capacity, 4);
+		put_u64(&c, s->ttl_s, 4);
+		put_u64(&c, s->last_order, 8);
+		put_u64(&c, s->last_ms, 8);
+		put_u64(&c, s->deadline, 8);
+		put_u64(&c, s->deadline_tie, 8);
+		put_u64(&c, s->nqueues, 1);
+		for (i = 0; i < s->nqueues; i++)
+			put_str(&c, s->queues[i]);
+		break;
+	case CSQ_SNAP_USER:
+		put_str(&c, u->id);
+		put_str(&c, u->queue);
+		put_u64(&c, u->key, 8);
+		put_u64(&c, u->arrival_ms, 8);
+		put_u64(&c, u->ttl_s, 4);
+		put_u64(&c, u->state, 1);
+		put_u64(&c, u->has_deadline, 1);
+		put_u64(&c, u->deadline, 8);
+		put_u64(&c, u->deadline_tie, 8);
+		put_str(&c, u->servicer);
+		put_u64(&c, u->room, 4);
+		put_u64(&c, u->assigned_ms, 8);
+		break;
+	}
+	return record_seal(buf, &c);
+}
+
+int
+csq_record_decode_snap(const uint8_t *payload, size_t len,
+                       struct csq_snap_item *it)
+{
+	struct cursor c = {NULL, payload, len, 0};
+	struct csq_snap_servicer *s = &it->u.servicer;
+	struct csq_snap_user *u = &it->u.user;
+	struct csq_stats *st = &it->u.state.stats;
+	uint64_t code;
+	uint32_t i;
+
+	memset(it, 0, sizeof(*it));
+	code = get_u64(&c, 1);
+	(void)get_u64(&c, 8);
+	switch (code) {
+	case CSQ_RECORD_SNAP + CSQ_SNAP_STATE:
+		it->kind = CSQ_SNAP_STATE;
+		it->u.state.seq = get_u64(&c, 8);
+		it->u.state.order = get_u64(&c, 8);
+		it->u.state.tie = get_u64(&c, 8);
+		st->enqueued_total = get_u64(&c, 8);
+		st->matched_total = get_u64(&c, 8);
+		st->abandoned_total = get_u64(&c, 8);
+		st->requeued_total = get_u64(&c, 8);
+		st->servicers_lost_total = get_u64(&c, 8);
+		break;
+	case CSQ_RECORD_SNAP + CSQ_SNAP_SERVICER:
+		it->kind = CSQ_SNAP_SERVICER;
+		get_str(&c, s->id, sizeof(s->id));
+		s->status = (uint32_t)get_u64(&c, 1);
+		s->capacity = (uint32_t)get_u64(&c, 4);
+		s->ttl_s = (uint32_t)get_u64(&c, 4);
+		s->last_order = get_u64(&c, 8);
+		s->last_ms = get_u64(&c, 8);
+		s->deadline = get_u64(&c, 8);
+		s->deadline_tie = get_u64(&c, 8);
+		s->nqueues = (uint32_t)get_u64(&c, 1);
+		if (s->nqueues > CSQ_SERVICER_QUEUES)
+			return -1;
+		for (i = 0; i < s->nqueues; i++)
+			get_str(&c, s->queues[i], sizeof(s->queues[i]));
+		break;
+	case CSQ_RECORD_SNAP + CSQ_SNAP_USER:
+		it->kind = CSQ_SNAP_USER;
+		get_str(&c, u->id, sizeof(u->id));
+		get_str(&c, u->queue, sizeof(u->queue));
+		u->key = get_u64(&c, 8);
+		u->arrival_ms = get_u64(&c, 8);
+		u->ttl_s = (uint32_t)get_u64(&c, 4);
+		u->state = (uint32_t)get_u64(&c, 1);
+		u->has_deadline = (uint32_t)get_u64(&c, 1);
+		u->deadline = get_u64(&c, 8);
+		u->deadline_tie = get_u64(&c, 8);
+		get_str(&c, u->servicer, sizeof(u->servicer));
+		u->room = (uint32_t)get_u64(&c, 4);
+		u->assigned_ms = get_u64(&c, 8);
+		break;
+	default:
+		return -1;
 	}
 	return c.bad || c.left != 0 ? -1 : 0;
 }

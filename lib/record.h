@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "snapshot.h"
 
 #define CSQ_RECORD_HEADER 8
 #define CSQ_RECORD_MAX    4096 /* the largest record, header included */
@@ -37,5 +38,15 @@ size_t csq_record_encode(const struct csq_op *, uint64_t now,
  */
 int csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *,
                       uint64_t *now, struct csq_record_strings *st);
+
+/* Snapshot items (compaction) share the format; their code byte is
+ * CSQ_RECORD_SNAP + the item's kind. */
+#define CSQ_RECORD_SNAP 0x80
+
+int csq_record_is_snap(const uint8_t *payload, size_t len);
+size_t csq_record_encode_snap(const struct csq_snap_item *,
+                              uint8_t buf[CSQ_RECORD_MAX]);
+int csq_record_decode_snap(const uint8_t *payload, size_t len,
+                           struct csq_snap_item *);
 
 #endif

@@ -430,6 +430,69 @@ deadlines_rearmed(void **state)
 	assert_int_equal(csqd_stop(d), 0);
 }
 
+/*
+ * Compaction under load: heartbeats that name 32 long queues make the
+ * journal grow fast while the state stays small; past the threshold the
+ * journal is rewritten as a snapshot, changes go on during and after it,
+ * then kill -9 and restart: the identical state.
+ */
+static void
+compaction_under_load(void **state)
+{
+	static char before[65536], after[65536];
+	struct jfx *j = *state;
+	char queues[32 * 66 + 1];
+	struct csqd *d;
+	redisContext *c;
+	redisReply *r;
+	size_t off = 0;
+	int i, q;
+
+	for (q = 0; q < 32; q++)
+		off +=
+		    (size_t)snprintf(queues + off, sizeof(queues) - off,
+		                     "%sq%02d-%s", q ? "," : "", q,
+		                     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		                     "xxxxxxxxxxxxxxxxxxxx");
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	freeReplyObject(CMD(c, "HEARTBEAT s1 CAPACITY 2 TTL 600"));
+	for (i = 0; i < 9000; i++) {
+		redisAppendCommand(c, "HEARTBEAT s9 TTL 600 QUEUES %s", queues);
+		if (i % 50 == 0)
+			redisAppendCommand(c, "ENQUEUE u%d TIER %d TTL 0",
+			                   i / 50, (i / 50) % 3);
+	}
+	for (i = 0; i < 9000 + 180; i++) {
+		assert_int_equal(redisGetReply(c, (void **)&r), REDIS_OK);
+		assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+		freeReplyObject(r);
+	}
+	if (!log_contains(d, "compacted")) {
+		csqd_dump_log(d);
+		fail_msg("no compaction after 9000 large records");
+	}
+	/* The journal is now the snapshot plus what came after it. */
+	assert_true(file_size(j->journal) < 4u << 20);
+	for (i = 180; i < 200; i++)
+		freeReplyObject(CMD(c, "ENQUEUE u%d TTL 0", i));
+	CHECK(c, ":1", "RELEASE s1/0");
+	CHECK(c, ":1", "LEAVE u7");
+	snapshot(c, 200, before, sizeof(before));
+	redisFree(c);
+	kill9(d);
+
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	snapshot(c, 200, after, sizeof(after));
+	assert_string_equal(after, before);
+	r = CMD(c, "SERVICERS");
+	assert_int_equal(r->elements, 2);
+	freeReplyObject(r);
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -439,6 +502,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(kill9_rounds, setup, teardown),
 	    cmocka_unit_test_setup_teardown(damaged_journals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(deadlines_rearmed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(compaction_under_load, setup,
+	                                    teardown),
 	};
 
 	csqd_init(argc, argv);

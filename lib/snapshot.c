@@ -1,0 +1,216 @@
+/* Snapshots of the state, and their restoration (journal compaction). */
+#include "snapshot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "orderkey.h"
+#include "state.h"
+#include "util.h"
+
+struct snap_walk {
+	csq_snap_fn *fn;
+	void *arg;
+};
+
+static void
+snap_servicer(void *arg, const char *key, size_t len, void *val)
+{
+	struct snap_walk *w = arg;
+	const struct csq_servicer *s = val;
+	struct csq_snap_item it;
+	struct csq_snap_servicer *o = &it.u.servicer;
+	uint32_t i;
+
+	(void)key, (void)len;
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_SERVICER;
+	memcpy(o->id, s->id, s->idlen + 1);
+	o->status = s->status;
+	o->capacity = s->capacity;
+	o->ttl_s = s->ttl_s;
+	o->nqueues = s->nqueues;
+	for (i = 0; i < s->nqueues; i++)
+		memcpy(o->queues[i], s->queues[i]->name,
+		       s->queues[i]->namelen + 1);
+	o->last_order = s->last_order;
+	o->last_ms = s->last_ms;
+	o->deadline = s->deadline.node.key;
+	o->deadline_tie = s->deadline.node.tie;
+	w->fn(w->arg, &it);
+}
+
+static void
+snap_user(void *arg, const char *key, size_t len, void *val)
+{
+	struct snap_walk *w = arg;
+	const struct csq_user *u = val;
+	struct csq_snap_item it;
+	struct csq_snap_user *o = &it.u.user;
+
+	(void)key, (void)len;
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_USER;
+	memcpy(o->id, u->id, u->idlen + 1);
+	memcpy(o->queue, u->queue->name, u->queue->namelen + 1);
+	o->key = u->key;
+	o->arrival_ms = u->arrival_ms;
+	o->ttl_s = u->ttl_s;
+	o->state = u->state;
+	o->has_deadline = csq_heap_contains(&u->deadline.node);
+	o->deadline = u->deadline.node.key;
+	o->deadline_tie = u->deadline.node.tie;
+	if (u->state == CSQ_USER_ASSIGNED) {
+		memcpy(o->servicer, u->servicer->id, u->servicer->idlen + 1);
+		o->room = u->room;
+		o->assigned_ms = u->assigned_ms;
+	}
+	w->fn(w->arg, &it);
+}
+
+void
+csq_snapshot(const struct csq *c, csq_snap_fn *fn, void *arg)
+{
+	struct snap_walk w = {fn, arg};
+	struct csq_snap_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_STATE;
+	it.u.state.seq = c->seq;
+	it.u.state.order = c->order;
+	it.u.state.tie = c->tie;
+	it.u.state.stats = c->stats;
+	fn(arg, &it);
+	csq_dict_each(c->servicers, snap_servicer, &w);
+	csq_dict_each(c->users, snap_user, &w);
+}
+
+static int
+restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
+{
+	size_t idlen = strlen(o->id);
+	struct csq_queue *q;
+	struct csq_servicer *s;
+	uint32_t i;
+
+	if (!csq_valid_id(o->id, idlen) ||
+	    csq_dict_get(c->servicers, o->id, idlen) != NULL ||
+	    o->capacity < 1 || o->capacity > CSQ_CAPACITY_MAX ||
+	    o->nqueues < 1 || o->nqueues > CSQ_SERVICER_QUEUES ||
+	    o->status > CSQ_SERVICER_PAUSED)
+		return -1;
+	for (i = 0; i < o->nqueues; i++)
+		if (!csq_valid_id(o->queues[i], strlen(o->queues[i])))
+			return -1;
+	s = csq_xcalloc(1, sizeof(*s) + idlen + 1);
+	s->idlen = idlen;
+	memcpy(s->id, o->id, idlen);
+	s->status = o->status;
+	s->ttl_s = o->ttl_s;
+	csq_servicer_set_capacity(s, o->capacity);
+	for (i = 0; i < o->nqueues; i++) {
+		q = csq_queue_get(c, o->queues[i], strlen(o->queues[i]), 1);
+		csq_queue_ref(q);
+		s->queues[i] = q;
+		csq_heap_node_init(&s->avail[i].node);
+		s->avail[i].servicer = s;
+	}
+	s->nqueues = o->nqueues;
+	s->last_order = o->last_order;
+	s->last_ms = o->last_ms;
+	csq_heap_node_init(&s->deadline.node);
+	s->deadline.kind = CSQ_DL_SERVICER;
+	csq_heap_set(&c->deadlines, &s->deadline.node, o->deadline,
+	             o->deadline_tie);
+	csq_dict_put(c->servicers, s->id, idlen, s);
+	c->stats.servicers++;
+	csq_servicer_account(c, s);
+	return 0;
+}
+
+static int
+restore_user(struct csq *c, const struct csq_snap_user *o)
+{
+	size_t idlen = strlen(o->id), i;
+	struct csq_servicer *s = NULL;
+	struct csq_user *u;
+
+	if (!csq_valid_id(o->id, idlen) ||
+	    csq_dict_get(c->users, o->id, idlen) != NULL ||
+	    !csq_valid_id(o->queue, strlen(o->queue)) ||
+	    o->key >= CSQ_KEY_LIMIT)
+		return -1;
+	if (o->state == CSQ_USER_ASSIGNED) {
+		s = csq_dict_get(c->servicers, o->servicer,
+		                 strlen(o->servicer));
+		if (s == NULL || o->room >= CSQ_CAPACITY_MAX ||
+		    (o->room < s->nrooms && s->rooms[o->room] != NULL))
+			return -1;
+	} else if (o->state != CSQ_USER_WAITING ||
+	           csq_line_rank(
+	               csq_queue_get(c, o->queue, strlen(o->queue), 1)->line,
+	               o->key) != 0)
+		return -1;
+
+	u = csq_xcalloc(1, sizeof(*u) + idlen + 1);
+	u->idlen = idlen;
+	memcpy(u->id, o->id, idlen);
+	u->queue = csq_queue_get(c, o->queue, strlen(o->queue), 1);
+	csq_queue_ref(u->queue);
+	u->key = o->key;
+	u->arrival_ms = o->arrival_ms;
+	u->ttl_s = o->ttl_s;
+	u->state = o->state;
+	csq_heap_node_init(&u->deadline.node);
+	u->deadline.kind = CSQ_DL_USER;
+	csq_dict_put(c->users, u->id, idlen, u);
+	if (s == NULL) {
+		csq_line_insert(u->queue->line, u->key, u);
+		c->stats.waiting++;
+		if (o->has_deadline)
+			csq_heap_set(&c->deadlines, &u->deadline.node,
+			             o->deadline, o->deadline_tie);
+		return 0;
+	}
+	csq_servicer_unaccount(c, s);
+	if (o->room >= s->nrooms) {
+		s->rooms =
+		    csq_xrealloc(s->rooms, (o->room + 1) * sizeof(*s->rooms));
+		for (i = s->nrooms; i <= o->room; i++)
+			s->rooms[i] = NULL;
+		s->nrooms = o->room + 1;
+	}
+	s->rooms[o->room] = u;
+	s->active++;
+	u->servicer = s;
+	u->room = o->room;
+	u->assigned_ms = o->assigned_ms;
+	csq_servicer_account(c, s);
+	return 0;
+}
+
+int
+csq_restore(struct csq *c, const struct csq_snap_item *it)
+{
+	const struct csq_stats *st;
+
+	switch (it->kind) {
+	case CSQ_SNAP_STATE:
+		st = &it->u.state.stats;
+		c->seq = it->u.state.seq;
+		c->order = it->u.state.order;
+		c->tie = it->u.state.tie;
+		/* The live counts come back with the items themselves. */
+		c->stats.enqueued_total = st->enqueued_total;
+		c->stats.matched_total = st->matched_total;
+		c->stats.abandoned_total = st->abandoned_total;
+		c->stats.requeued_total = st->requeued_total;
+		c->stats.servicers_lost_total = st->servicers_lost_total;
+		return 0;
+	case CSQ_SNAP_SERVICER:
+		return restore_servicer(c, &it->u.servicer);
+	case CSQ_SNAP_USER:
+		return restore_user(c, &it->u.user);
+	}
+	return -1;
+}

@@ -1,0 +1,59 @@
+/*
+ * A snapshot of the whole state of libcsq as a sequence of items, and its
+ * restoration into an empty state: the journal's compaction writes one,
+ * and replays it before the records that follow it. Restoring gives back
+ * exactly the same state: keys, arrival times, deadlines with their
+ * tie-breakers, the servicers' assignment order, the counters.
+ */
+#ifndef CSQ_SNAPSHOT_H
+#define CSQ_SNAPSHOT_H
+
+#include "csq.h"
+
+enum csq_snap_kind { CSQ_SNAP_STATE, CSQ_SNAP_SERVICER, CSQ_SNAP_USER };
+
+struct csq_snap_state {
+	uint64_t seq, order, tie;
+	struct csq_stats stats; /* the *_total counters are taken from here */
+};
+
+struct csq_snap_servicer {
+	char id[CSQ_ID_MAX + 1];
+	uint32_t status, capacity, ttl_s, nqueues;
+	char queues[CSQ_SERVICER_QUEUES][CSQ_ID_MAX + 1];
+	uint64_t last_order, last_ms;
+	uint64_t deadline, deadline_tie;
+};
+
+struct csq_snap_user {
+	char id[CSQ_ID_MAX + 1];
+	char queue[CSQ_ID_MAX + 1];
+	uint64_t key, arrival_ms;
+	uint32_t ttl_s, state;
+	uint32_t has_deadline;
+	uint64_t deadline, deadline_tie;
+	char servicer[CSQ_ID_MAX + 1]; /* assigned */
+	uint32_t room;
+	uint64_t assigned_ms;
+};
+
+struct csq_snap_item {
+	enum csq_snap_kind kind;
+	union {
+		struct csq_snap_state state;
+		struct csq_snap_servicer servicer;
+		struct csq_snap_user user;
+	} u;
+};
+
+typedef void csq_snap_fn(void *arg, const struct csq_snap_item *);
+
+/* Calls fn for the state, then every servicer, then every user. */
+void csq_snapshot(const struct csq *, csq_snap_fn *fn, void *arg);
+/*
+ * Restores one item into a state that started empty, items in snapshot
+ * order. -1 when the item does not fit (an unknown servicer, a busy room).
+ */
+int csq_restore(struct csq *, const struct csq_snap_item *);
+
+#endif

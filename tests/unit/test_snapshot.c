@@ -1,0 +1,301 @@
+/*
+ * Snapshots: a state built by thousands of random operations is restored
+ * into an empty one; the copy passes every invariant, snapshots the same,
+ * and then behaves the same: the same further operations give the same
+ * events, byte for byte.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "csq.h"
+#include "snapshot.h"
+
+#define LOG_MAX (4 * 1024 * 1024)
+
+struct log {
+	char *buf;
+	size_t len;
+};
+
+static void
+log_event(void *arg, const struct csq_event *ev)
+{
+	struct log *l = arg;
+	int n;
+
+	n = csq_event_json(ev, l->buf + l->len, LOG_MAX - l->len);
+	assert_true(n > 0 && l->len + (size_t)n + 1 < LOG_MAX);
+	l->len += (size_t)n;
+	l->buf[l->len++] = '\n';
+	l->buf[l->len] = '\0';
+}
+
+static uint64_t rng;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+/* One random operation on c at *now (the same sequence given the seed). */
+static void
+random_op(struct csq *c, uint64_t *now)
+{
+	static const char *queues[] = {"default", "q1", "q2"};
+	struct csq_heartbeat_args h;
+	struct csq_enqueue_args a;
+	struct csq_servicer_info si;
+	struct csq_user_info u;
+	char sid[16], uid[16], room[32];
+	uint64_t n64;
+	int known;
+	uint32_t j;
+
+	snprintf(sid, sizeof(sid), "s%u", rnd(6));
+	snprintf(uid, sizeof(uid), "u%u", rnd(80));
+	switch (rnd(10)) {
+	case 0:
+	case 1:
+		memset(&h, 0, sizeof(h));
+		h.servicer = sid;
+		h.has_capacity = rnd(2);
+		h.capacity = 1 + rnd(3);
+		h.has_ttl = 1;
+		h.ttl_s = 1 + rnd(5);
+		if (rnd(2)) {
+			h.has_queues = 1;
+			h.nqueues = 1 + rnd(3);
+			for (j = 0; j < h.nqueues; j++)
+				h.queues[j] = queues[rnd(3)];
+		}
+		csq_heartbeat(c, *now, &h, &si);
+		break;
+	case 2:
+		if (rnd(2))
+			csq_pause(c, *now, sid);
+		else
+			csq_resume(c, *now, sid);
+		break;
+	case 3:
+		if (rnd(5) == 0)
+			csq_logout(c, *now, sid, &n64);
+		break;
+	case 4:
+		snprintf(room, sizeof(room), "%s/%u", sid, rnd(4));
+		csq_release(c, *now, room, &known);
+		break;
+	case 5:
+	case 6:
+		memset(&a, 0, sizeof(a));
+		a.user = uid;
+		a.has_queue = rnd(2);
+		a.queue = queues[rnd(3)];
+		a.has_tier = rnd(2);
+		a.tier = rnd(4);
+		a.has_ttl = rnd(2);
+		a.ttl_s = rnd(6);
+		csq_enqueue(c, *now, &a, &u);
+		break;
+	case 7:
+		csq_touch(c, *now, uid, rnd(2) ? -1 : (int64_t)rnd(6), &known);
+		break;
+	case 8:
+		csq_leave(c, *now, uid, &known);
+		break;
+	case 9:
+		*now += rnd(800);
+		csq_expire(c, *now);
+		break;
+	}
+}
+
+static void
+restore_into(void *arg, const struct csq_snap_item *it)
+{
+	assert_int_equal(csq_restore(arg, it), 0);
+}
+
+/* A canonical text of a snapshot: its items, sorted. */
+static int
+line_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct dump {
+	char *lines[4096];
+	size_t n;
+};
+
+static void
+dump_item(void *arg, const struct csq_snap_item *it)
+{
+	struct dump *d = arg;
+	char buf[4096];
+	const struct csq_snap_user *u = &it->u.user;
+	const struct csq_snap_servicer *s = &it->u.servicer;
+	size_t off;
+	uint32_t i;
+
+	switch (it->kind) {
+	case CSQ_SNAP_STATE:
+		snprintf(buf, sizeof(buf), "state %llu %llu %llu %llu %llu",
+		         (unsigned long long)it->u.state.seq,
+		         (unsigned long long)it->u.state.order,
+		         (unsigned long long)it->u.state.tie,
+		         (unsigned long long)it->u.state.stats.waiting,
+		         (unsigned long long)it->u.state.stats.rooms_free);
+		break;
+	case CSQ_SNAP_SERVICER:
+		off =
+		    (size_t)snprintf(buf, sizeof(buf),
+		                     "servicer %s %u %u %u %llu %llu %llu %llu",
+		                     s->id, s->status, s->capacity, s->ttl_s,
+		                     (unsigned long long)s->last_order,
+		                     (unsigned long long)s->last_ms,
+		                     (unsigned long long)s->deadline,
+		                     (unsigned long long)s->deadline_tie);
+		for (i = 0; i < s->nqueues; i++)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off,
+			                        " %s", s->queues[i]);
+		break;
+	case CSQ_SNAP_USER:
+		snprintf(
+		    buf, sizeof(buf),
+		    "user %s %s %llu %llu %u %u %u %llu %llu %s %u %llu", u->id,
+		    u->queue, (unsigned long long)u->key,
+		    (unsigned long long)u->arrival_ms, u->ttl_s, u->state,
+		    u->has_deadline,
+		    (unsigned long long)(u->has_deadline ? u->deadline : 0),
+		    (unsigned long long)(u->has_deadline ? u->deadline_tie : 0),
+		    u->servicer, u->room, (unsigned long long)u->assigned_ms);
+		break;
+	}
+	assert_true(d->n < 4096);
+	d->lines[d->n++] = strdup(buf);
+}
+
+static void
+dump_of(const struct csq *c, struct dump *d)
+{
+	d->n = 0;
+	csq_snapshot(c, dump_item, d);
+	qsort(d->lines, d->n, sizeof(d->lines[0]), line_cmp);
+}
+
+static void
+dump_free(struct dump *d)
+{
+	while (d->n > 0)
+		free(d->lines[--d->n]);
+}
+
+static void
+test_restore_behaves_the_same(void **state)
+{
+	static struct dump da, db;
+	struct csq_limits l;
+	struct log la, lb;
+	struct csq *a, *b;
+	char why[256];
+	uint64_t now = 5000000, now_b, seed;
+	int round, i;
+	size_t k;
+
+	(void)state;
+	la.buf = malloc(LOG_MAX);
+	lb.buf = malloc(LOG_MAX);
+	csq_limits_default(&l);
+	l.max_queue_length = 30;
+	for (round = 0; round < 20; round++) {
+		rng = 0x9e3779b97f4a7c15ULL + (uint64_t)round;
+		la.len = lb.len = 0;
+		a = csq_new(&l, log_event, &la);
+		for (i = 0; i < 2000; i++)
+			random_op(a, &now);
+		b = csq_new(&l, log_event, &lb);
+		csq_snapshot(a, restore_into, b);
+		if (csq_check(b, why, sizeof(why)) != 0)
+			fail_msg("round %d: restored state: %s", round, why);
+		dump_of(a, &da);
+		dump_of(b, &db);
+		assert_int_equal(da.n, db.n);
+		for (k = 0; k < da.n; k++)
+			assert_string_equal(da.lines[k], db.lines[k]);
+		dump_free(&da);
+		dump_free(&db);
+
+		/* The same future: the same operations, the same events. */
+		la.len = lb.len = 0;
+		la.buf[0] = lb.buf[0] = '\0';
+		seed = rng;
+		now_b = now;
+		for (i = 0; i < 2000; i++)
+			random_op(a, &now);
+		rng = seed;
+		for (i = 0; i < 2000; i++)
+			random_op(b, &now_b);
+		assert_true(la.len > 0);
+		assert_string_equal(la.buf, lb.buf);
+		csq_free(a);
+		csq_free(b);
+	}
+	free(la.buf);
+	free(lb.buf);
+}
+
+/* Items that do not fit are refused, not half applied. */
+static void
+test_restore_refuses(void **state)
+{
+	struct csq_limits l;
+	struct csq_snap_item it;
+	struct csq *c;
+
+	(void)state;
+	csq_limits_default(&l);
+	c = csq_new(&l, NULL, NULL);
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_USER;
+	strcpy(it.u.user.id, "u1");
+	strcpy(it.u.user.queue, "q");
+	it.u.user.state = CSQ_USER_ASSIGNED;
+	strcpy(it.u.user.servicer, "nobody");
+	assert_int_equal(csq_restore(c, &it), -1);
+	it.u.user.state = 7;
+	assert_int_equal(csq_restore(c, &it), -1);
+	strcpy(it.u.user.id, "bad id");
+	it.u.user.state = CSQ_USER_WAITING;
+	assert_int_equal(csq_restore(c, &it), -1);
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_SERVICER;
+	strcpy(it.u.servicer.id, "s");
+	it.u.servicer.capacity = 0;
+	it.u.servicer.nqueues = 1;
+	strcpy(it.u.servicer.queues[0], "q");
+	assert_int_equal(csq_restore(c, &it), -1);
+	assert_int_equal(csq_check(c, NULL, 0), 0);
+	csq_free(c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_restore_behaves_the_same),
+	    cmocka_unit_test(test_restore_refuses),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
