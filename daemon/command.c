@@ -17,6 +17,7 @@
 #include "client.h"
 #include "engine.h"
 #include "log.h"
+#include "metrics.h"
 #include "pubsub.h"
 #include "resp.h"
 #include "server.h"
@@ -192,6 +193,10 @@ reply_stats(struct evbuffer *out, const struct csq_stats *st)
 	}
 }
 
+/* The client whose command runs now (a synchronous engine answers then). */
+static struct client *command_running;
+static const char *command_op_name(enum csq_opcode);
+
 static void
 command_result(void *arg, const struct csq_result *r)
 {
@@ -204,6 +209,11 @@ command_result(void *arg, const struct csq_result *r)
 	out = client_output(c);
 	if (r->status != CSQ_OK) {
 		c->server->stats.errors_total++;
+		/* An answer after the dispatch returned: the dispatcher
+		 * could not see this error reply. */
+		if (command_running != c)
+			metrics_command_error(c->server->metrics,
+			                      command_op_name(c->pending));
 		resp_error(out, "%s", csq_status_text(r->status));
 		goto done;
 	}
@@ -873,6 +883,53 @@ static const struct command commands[] = {
     {"command", -1, 0, cmd_command},
 };
 
+/* The command of an engine call, for its metrics. */
+static const char *
+command_op_name(enum csq_opcode op)
+{
+	static const char *const names[] = {
+	    [CSQ_OP_HEARTBEAT] = "heartbeat", [CSQ_OP_PAUSE] = "pause",
+	    [CSQ_OP_RESUME] = "resume",       [CSQ_OP_LOGOUT] = "logout",
+	    [CSQ_OP_RELEASE] = "release",     [CSQ_OP_ENQUEUE] = "enqueue",
+	    [CSQ_OP_TOUCH] = "touch",         [CSQ_OP_LEAVE] = "leave",
+	    [CSQ_OP_WHERE] = "where",         [CSQ_OP_QUEUE] = "queue",
+	    [CSQ_OP_QLEN] = "qlen",           [CSQ_OP_SERVICERS] = "servicers",
+	    [CSQ_OP_STATS] = "stats",
+	};
+
+	if ((size_t)op < sizeof(names) / sizeof(names[0]) && names[op] != NULL)
+		return names[op];
+	return "unknown";
+}
+
+/*
+ * Metrics of one command: its time from dispatch to reply (with an engine
+ * that answers later, to the hand-off), and whether the reply written
+ * since `before` is an error.
+ */
+static void
+command_measure(struct client *c, const char *name, uint64_t start,
+                size_t before)
+{
+	struct evbuffer_ptr pos;
+	struct evbuffer_iovec v;
+	struct evbuffer *out;
+	int error = 0;
+
+	if (c->state != CLIENT_DEAD && c->bev != NULL) {
+		out = client_output(c);
+		/* Peeked, not copied out: a bufferevent's output buffer is
+		 * frozen at its start, and copyout refuses such a buffer. */
+		if (evbuffer_get_length(out) > before &&
+		    evbuffer_ptr_set(out, &pos, before, EVBUFFER_PTR_SET) ==
+		        0 &&
+		    evbuffer_peek(out, 1, &pos, &v, 1) >= 1 && v.iov_len >= 1)
+			error = *(const char *)v.iov_base == '-';
+	}
+	metrics_command(c->server->metrics, name, metrics_now_us() - start,
+	                error);
+}
+
 static const struct command *
 command_lookup(const char *name, size_t len)
 {
@@ -890,7 +947,8 @@ command_dispatch(struct client *c, const struct resp_request *req)
 {
 	struct evbuffer *out = client_output(c);
 	const struct command *cmd;
-	size_t echo;
+	size_t echo, before = evbuffer_get_length(out);
+	uint64_t start = metrics_now_us();
 
 	c->server->stats.commands_total++;
 	cmd = command_lookup(req->argv[0], req->argvlen[0]);
@@ -921,8 +979,12 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		    cmd->name);
 		goto error;
 	}
+	command_running = c;
 	cmd->proc(c, req);
+	command_running = NULL;
+	command_measure(c, cmd->name, start, before);
 	return;
 error:
 	c->server->stats.errors_total++;
+	command_measure(c, cmd != NULL ? cmd->name : "unknown", start, before);
 }

@@ -14,9 +14,12 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "http.h"
 #include "journal.h"
 #include "listener.h"
 #include "log.h"
+#include "metrics.h"
+#include "notify.h"
 #include "pubsub.h"
 #include "util.h"
 
@@ -55,6 +58,7 @@ server_emit(void *arg, const struct csq_event *ev)
 	char channels[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX];
 	int n, len, i;
 
+	metrics_event(s->metrics, ev);
 	len = csq_event_json(ev, json, sizeof(json));
 	if (len < 0 || (size_t)len >= sizeof(json)) {
 		log_warnx("event %s too long to publish",
@@ -167,6 +171,7 @@ server_stop_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);
+	notify_stopping();
 	s->stopping = 1;
 	listener_close_all(s);
 	for (c = TAILQ_FIRST(&s->clients); c != NULL; c = next) {
@@ -188,18 +193,16 @@ server_log_lines(char *text)
 		log_warnx("%s", line);
 }
 
-/* SIGHUP: what can change at run time changes; the rest waits. */
+/* What can change at run time changes; the rest waits. */
 static void
-server_reload_cb(evutil_socket_t sig, short what, void *arg)
+server_reload(struct server *s)
 {
-	struct server *s = arg;
 	struct config next;
 	char *report = NULL;
 	size_t reportlen = 0;
 	FILE *err;
 	int n;
 
-	(void)sig, (void)what;
 	if (s->config_path == NULL) {
 		log_info("SIGHUP: no configuration file, nothing to reload");
 		return;
@@ -231,15 +234,23 @@ server_reload_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("configuration reloaded from %s", s->config_path);
 }
 
+/* SIGHUP; the service manager sees the reload begin and end. */
+static void
+server_reload_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)sig, (void)what;
+	notify_reloading();
+	server_reload(s);
+	notify_ready("serving (configuration reloaded)");
+}
+
 static struct csq_engine *
 server_engine(struct server *s)
 {
 	struct csq_engine *e;
 
-	if (s->cfg.http_listen[0] != '\0')
-		log_warnx("http.listen %s: the HTTP endpoint is not built yet; "
-		          "ignored",
-		          s->cfg.http_listen);
 	if (strcmp(s->cfg.engine, "memory") == 0) {
 		e = csq_engine_memory_new(&s->cfg.limits, server_clock, s,
 		                          server_emit, s);
@@ -265,6 +276,7 @@ server_run(const struct config *cfg, const char *config_path)
 {
 	struct server *s = csq_xcalloc(1, sizeof(*s));
 	struct client *c;
+	char ready[128];
 	int status = 1;
 
 	s->cfg = *cfg;
@@ -276,6 +288,7 @@ server_run(const struct config *cfg, const char *config_path)
 	if ((s->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	s->pubsub = pubsub_new();
+	s->metrics = metrics_new();
 	s->deadline_ev = evtimer_new(s->base, server_deadline_cb, s);
 	s->stop_ev = evtimer_new(s->base, server_stop_timeout_cb, s);
 	s->sig_term = evsignal_new(s->base, SIGTERM, server_stop_cb, s);
@@ -287,15 +300,22 @@ server_run(const struct config *cfg, const char *config_path)
 
 	if ((s->engine = server_engine(s)) == NULL)
 		goto out;
-	if (listener_open_all(s) != 0)
+	if (listener_open_all(s) != 0 || http_open(s) != 0)
 		goto out;
 	log_info("csqd %s ready, engine %s", CSQ_VERSION, s->engine->ops->name);
+	notify_init(s->base);
+	snprintf(ready, sizeof(ready), "serving on %d address%s, engine %s",
+	         s->cfg.nlisten, s->cfg.nlisten == 1 ? "" : "es",
+	         s->engine->ops->name);
+	notify_ready(ready);
 	server_arm_deadline(s);
 	event_base_dispatch(s->base);
 	status = 0;
 	log_info("stopped");
 out:
 	listener_close_all(s);
+	http_close(s);
+	notify_close();
 	while ((c = TAILQ_FIRST(&s->clients)) != NULL)
 		client_close(c, "server stopping");
 	server_committed(s);
@@ -304,6 +324,7 @@ out:
 	if (s->engine != NULL)
 		s->engine->ops->free(s->engine);
 	pubsub_free(s->pubsub);
+	metrics_free(s->metrics);
 	event_free(s->deadline_ev);
 	event_free(s->stop_ev);
 	event_free(s->sig_term);

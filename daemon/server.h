@@ -12,6 +12,8 @@
 #include "engine.h"
 
 struct listener;
+struct http;
+struct metrics;
 
 struct server_stats {
 	uint64_t connections_total;
@@ -39,6 +41,8 @@ struct server {
 	int stopping;
 	uint64_t started_ms;
 	struct server_stats stats;
+	struct metrics *metrics; /* what /metrics shows beside the engine's */
+	struct http *http;       /* NULL when http.listen is "" */
 };
 
 /* Runs csqd until SIGTERM/SIGINT; returns the exit status. */

@@ -5,7 +5,8 @@
 
 # The Debian (bookworm) packages of the build, the tests and the Redis engine.
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
-	libconfig-dev libcmocka-dev redis-tools redis-server)
+	libconfig-dev libcmocka-dev redis-tools redis-server libsystemd-dev
+	python3-prometheus-client)
 
 # Prints a message on stderr, prefixed with the script's name.
 csq_say()

@@ -210,6 +210,9 @@ harness_answers(int port)
 	return ok;
 }
 
+#define HARNESS_UNIX 0x1 /* also a Unix socket and [::1] */
+#define HARNESS_HTTP 0x2 /* http.listen on a free port */
+
 static struct csqd *harness_start(const char *, int);
 
 struct csqd *
@@ -221,13 +224,19 @@ csqd_start(const char *extra_conf)
 struct csqd *
 csqd_start_unix(const char *extra_conf)
 {
-	return harness_start(extra_conf, 1);
+	return harness_start(extra_conf, HARNESS_UNIX);
+}
+
+struct csqd *
+csqd_start_http(const char *extra_conf)
+{
+	return harness_start(extra_conf, HARNESS_HTTP);
 }
 
 static struct csqd *
-harness_start(const char *extra_conf, int with_unix)
+harness_start(const char *extra_conf, int flags)
 {
-	char unix_listen[CSQD_PATH_MAX + 64] = "";
+	char unix_listen[CSQD_PATH_MAX + 64] = "", http_listen[64] = "";
 	struct csqd *d;
 	int64_t deadline;
 	int fd, i, status;
@@ -243,7 +252,14 @@ harness_start(const char *extra_conf, int with_unix)
 	snprintf(d->conf_path, sizeof(d->conf_path), "%s/csqd.conf", d->dir);
 	snprintf(d->log_path, sizeof(d->log_path), "%s/csqd.log", d->dir);
 	d->port = harness_free_port();
-	if (with_unix) {
+	if (flags & HARNESS_HTTP) {
+		/* Two free ports in a row may come out the same. */
+		while ((d->http_port = harness_free_port()) == d->port)
+			;
+		snprintf(http_listen, sizeof(http_listen), "127.0.0.1:%d",
+		         d->http_port);
+	}
+	if (flags & HARNESS_UNIX) {
 		snprintf(d->unix_path, sizeof(d->unix_path), "%s/csqd.sock",
 		         d->dir);
 		snprintf(unix_listen, sizeof(unix_listen),
@@ -267,9 +283,9 @@ harness_start(const char *extra_conf, int with_unix)
 	snprintf(d->base_conf, sizeof(d->base_conf),
 	         "listen = [ \"127.0.0.1:%d\"%s ];\n"
 	         "engine = \"%s\";\n"
-	         "http: { listen = \"\"; };\n"
+	         "http: { listen = \"%s\"; };\n"
 	         "%s",
-	         d->port, unix_listen, harness_engine,
+	         d->port, unix_listen, harness_engine, http_listen,
 	         redis != NULL ? redis : "");
 	free(redis);
 	harness_started++;

@@ -27,6 +27,7 @@ struct csqd {
 	char log_path[CSQD_PATH_MAX];  /* the daemon's stdout and stderr */
 	char unix_path[CSQD_PATH_MAX]; /* "" unless started with a socket */
 	char base_conf[1024];          /* listen, engine, redis prefix */
+	int http_port;                 /* 0 unless started with HTTP */
 };
 
 /* The fixture most tests use: a daemon and one connection to it. */
@@ -43,6 +44,8 @@ struct csqd *csqd_start(const char *extra_conf);
 /* The same, also listening on a Unix socket (d->unix_path) and on
  * [::1] at the same port. */
 struct csqd *csqd_start_unix(const char *extra_conf);
+/* The same, with http.listen on a free port of 127.0.0.1 (d->http_port). */
+struct csqd *csqd_start_http(const char *extra_conf);
 /* Rewrites the configuration file (same listen/engine) for a SIGHUP. */
 void csqd_rewrite_conf(struct csqd *, const char *extra_conf);
 redisContext *csqd_connect(struct csqd *);

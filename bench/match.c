@@ -1,0 +1,399 @@
+/*
+ * Scenario match: S servicers of capacity K; a feeder keeps the line
+ * non-empty (a preload, then one new user for each user matched); each
+ * servicer learns of a user put in one of its rooms from its SUBSCRIBE
+ * servicer:<id> connection and RELEASEs the room at once, which lets csqd
+ * put the next waiting user in it. The latency is from the RELEASE being
+ * sent to the `matched` message of that next user reaching the users'
+ * subscriber (one connection, PSUBSCRIBE user:*): p50, p99, p99.9.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+
+#include "bench.h"
+
+#define MATCH_PRELOAD  2000   /* users in line before the servicers log in */
+#define MATCH_TTL      "3600" /* servicers outlive the run; no heartbeats */
+#define MATCH_WARMUP_S 1.0    /* seconds of matches not sampled */
+
+enum match_phase { MATCH_SETUP, MATCH_WARMUP, MATCH_MEASURE, MATCH_OVER };
+
+struct match;
+
+/* A connection; hiredis frees it when it fails or closes, then ac is NULL. */
+struct match_conn {
+	struct match *m;
+	redisAsyncContext *ac;
+};
+
+struct match_servicer {
+	struct match *m;
+	int idx;
+	char id[BENCH_WORD_MAX];
+	struct match_conn sub;
+	struct match_conn cmd;
+};
+
+/* A room's last RELEASE and the user it ended, to know the next match. */
+struct match_room {
+	uint64_t released_ns;
+	char ended[BENCH_WORD_MAX];
+};
+
+struct match {
+	const struct bench_opts *o;
+	struct event_base *base;
+	struct event *timer;
+	enum match_phase phase;
+	struct match_conn usub;
+	struct match_conn feed;
+	struct match_servicer *sv;
+	struct match_room *rooms;
+	char sprefix[32]; /* servicer ids */
+	char uprefix[32]; /* user ids */
+	long fed;
+	int subscribed;
+	uint64_t t_measure;
+	uint64_t t_end;
+	long matches;
+	long errors;
+	char first_error[128];
+	struct bench_samples s;
+	int failed;
+};
+
+static void match_subscribed(struct match *);
+
+static void
+match_fail(struct match *m, const char *why)
+{
+	if (m->phase == MATCH_OVER)
+		return;
+	bench_say("match: failed: %s", why);
+	m->failed = 1;
+	m->phase = MATCH_OVER;
+	event_base_loopbreak(m->base);
+}
+
+static void
+match_reply_cb(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct match *m = priv;
+	redisReply *reply = r;
+
+	if (m->phase == MATCH_OVER)
+		return;
+	if (reply == NULL) {
+		match_fail(m, ac->errstr[0] != '\0' ? ac->errstr
+		                                    : "connection lost");
+		return;
+	}
+	if (reply->type == REDIS_REPLY_ERROR && m->errors++ == 0)
+		snprintf(m->first_error, sizeof(m->first_error), "%s",
+		         reply->str);
+}
+
+static void
+match_feed(struct match *m)
+{
+	char user[BENCH_WORD_MAX];
+
+	snprintf(user, sizeof(user), "%s%ld", m->uprefix, m->fed++);
+	redisAsyncCommand(m->feed.ac, match_reply_cb, m, "ENQUEUE %s TTL 0",
+	                  user);
+}
+
+/* The slot of room "<sprefix><idx>/<n>", or -1 if it is not ours. */
+static long
+match_slot(struct match *m, const char *room)
+{
+	size_t len = strlen(m->sprefix);
+	char *end;
+	long idx, n;
+
+	if (strncmp(room, m->sprefix, len) != 0)
+		return -1;
+	idx = strtol(room + len, &end, 10);
+	if (*end != '/' || idx < 0 || idx >= m->o->servicers)
+		return -1;
+	n = strtol(end + 1, &end, 10);
+	if (*end != '\0' || n < 0 || n >= m->o->capacity)
+		return -1;
+	return idx * m->o->capacity + n;
+}
+
+/* A message on servicer:<id>: a user in one of our rooms ends at once. */
+static void
+match_servicer_cb(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct match_servicer *sv = priv;
+	struct match *m = sv->m;
+	redisReply *reply = r;
+	char room[BENCH_WORD_MAX], user[BENCH_WORD_MAX];
+	long slot;
+
+	if (m->phase == MATCH_OVER)
+		return;
+	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
+	    reply->elements < 3) {
+		match_fail(m, reply == NULL ? ac->errstr : "bad message");
+		return;
+	}
+	if (strcmp(reply->element[0]->str, "subscribe") == 0) {
+		match_subscribed(m);
+		return;
+	}
+	if (!bench_json_is(reply->element[2]->str, "matched"))
+		return;
+	if (bench_json_str(reply->element[2]->str, "room", room,
+	                   sizeof(room)) == -1 ||
+	    bench_json_str(reply->element[2]->str, "user", user,
+	                   sizeof(user)) == -1 ||
+	    (slot = match_slot(m, room)) == -1) {
+		match_fail(m, "matched event without our room");
+		return;
+	}
+	memcpy(m->rooms[slot].ended, user, sizeof(user));
+	m->rooms[slot].released_ns = bench_now_ns();
+	redisAsyncCommand(sv->cmd.ac, match_reply_cb, m, "RELEASE %s", room);
+}
+
+/* A message on user:*: the match that a RELEASE made possible, timed. */
+static void
+match_user_cb(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct match *m = priv;
+	redisReply *reply = r;
+	char room[BENCH_WORD_MAX], user[BENCH_WORD_MAX];
+	struct match_room *rm;
+	const char *json;
+	uint64_t now;
+	long slot;
+
+	if (m->phase == MATCH_OVER)
+		return;
+	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
+	    reply->elements < 3) {
+		match_fail(m, reply == NULL ? ac->errstr : "bad message");
+		return;
+	}
+	if (strcmp(reply->element[0]->str, "psubscribe") == 0) {
+		match_subscribed(m);
+		return;
+	}
+	if (reply->elements < 4)
+		return;
+	json = reply->element[3]->str;
+	if (!bench_json_is(json, "matched"))
+		return;
+	now = bench_now_ns();
+	if (bench_json_str(json, "room", room, sizeof(room)) == -1 ||
+	    bench_json_str(json, "user", user, sizeof(user)) == -1)
+		return;
+	if (strncmp(user, m->uprefix, strlen(m->uprefix)) == 0)
+		match_feed(m);
+	if ((slot = match_slot(m, room)) == -1)
+		return;
+	rm = &m->rooms[slot];
+	/* The match of the user whose RELEASE is pending is not the next. */
+	if (rm->released_ns == 0 || strcmp(rm->ended, user) == 0)
+		return;
+	if (m->phase == MATCH_MEASURE) {
+		bench_samples_add(&m->s, now - rm->released_ns);
+		m->matches++;
+	}
+	rm->released_ns = 0;
+}
+
+static void
+match_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct match *m = arg;
+	struct timeval tv;
+
+	(void)fd;
+	(void)what;
+	switch (m->phase) {
+	case MATCH_SETUP:
+		match_fail(m, "timed out subscribing");
+		break;
+	case MATCH_WARMUP:
+		m->phase = MATCH_MEASURE;
+		m->t_measure = bench_now_ns();
+		tv.tv_sec = (time_t)m->o->duration;
+		tv.tv_usec =
+		    (suseconds_t)((m->o->duration - (double)tv.tv_sec) * 1e6);
+		evtimer_add(m->timer, &tv);
+		break;
+	case MATCH_MEASURE:
+		m->t_end = bench_now_ns();
+		m->phase = MATCH_OVER;
+		event_base_loopbreak(m->base);
+		break;
+	case MATCH_OVER:
+		break;
+	}
+}
+
+/* The line first, then the servicers log in and matching starts. */
+static void
+match_start(struct match *m)
+{
+	struct timeval tv = {(time_t)MATCH_WARMUP_S, 0};
+	char cap[16];
+	int i;
+
+	for (i = 0; i < MATCH_PRELOAD; i++)
+		match_feed(m);
+	snprintf(cap, sizeof(cap), "%d", m->o->capacity);
+	for (i = 0; i < m->o->servicers; i++)
+		redisAsyncCommand(m->sv[i].cmd.ac, match_reply_cb, m,
+		                  "HEARTBEAT %s CAPACITY %s TTL %s",
+		                  m->sv[i].id, cap, MATCH_TTL);
+	m->phase = MATCH_WARMUP;
+	evtimer_del(m->timer);
+	evtimer_add(m->timer, &tv);
+}
+
+/* Counts a subscription; the run starts when every one is confirmed. */
+static void
+match_subscribed(struct match *m)
+{
+	if (++m->subscribed == m->o->servicers + 1 && m->phase == MATCH_SETUP)
+		match_start(m);
+}
+
+static void
+match_connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct match_conn *conn = ac->data;
+
+	if (status != REDIS_OK) {
+		conn->ac = NULL;
+		match_fail(conn->m, ac->errstr);
+	}
+}
+
+static void
+match_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct match_conn *conn = ac->data;
+
+	(void)status;
+	conn->ac = NULL;
+	match_fail(conn->m,
+	           ac->errstr[0] != '\0' ? ac->errstr : "connection closed");
+}
+
+static void
+match_connect(struct match *m, struct match_conn *conn)
+{
+	redisAsyncContext *ac;
+
+	ac = redisAsyncConnect(m->o->host, m->o->port);
+	if (ac == NULL || ac->err)
+		bench_fatalx("cannot connect to %s:%d: %s", m->o->host,
+		             m->o->port, ac != NULL ? ac->errstr : "?");
+	conn->m = m;
+	conn->ac = ac;
+	ac->data = conn;
+	redisLibeventAttach(ac, m->base);
+	redisAsyncSetConnectCallback(ac, match_connect_cb);
+	redisAsyncSetDisconnectCallback(ac, match_disconnect_cb);
+}
+
+static void
+match_close(struct match_conn *conn)
+{
+	if (conn->ac != NULL)
+		redisAsyncFree(conn->ac);
+	conn->ac = NULL;
+}
+
+int
+bench_match(const struct bench_opts *o)
+{
+	struct match m;
+	struct timeval tv = {(time_t)o->timeout, 0};
+	double secs;
+	int i, rc;
+
+	memset(&m, 0, sizeof(m));
+	m.o = o;
+	snprintf(m.sprefix, sizeof(m.sprefix), "m%ld.%llu.s", (long)getpid(),
+	         (unsigned long long)(bench_now_ns() % 1000000));
+	snprintf(m.uprefix, sizeof(m.uprefix), "m%ld.%llu.u", (long)getpid(),
+	         (unsigned long long)(bench_now_ns() % 1000000));
+	if ((m.base = event_base_new()) == NULL)
+		bench_fatalx("event_base_new failed");
+	m.sv = calloc((size_t)o->servicers, sizeof(*m.sv));
+	m.rooms = calloc((size_t)o->servicers * (size_t)o->capacity,
+	                 sizeof(*m.rooms));
+	if (m.sv == NULL || m.rooms == NULL)
+		bench_fatalx("out of memory");
+	bench_say("match: %d servicers x %d rooms, %.0f s warm-up, %.1f s "
+	          "measured",
+	          o->servicers, o->capacity, MATCH_WARMUP_S, o->duration);
+
+	match_connect(&m, &m.usub);
+	redisAsyncCommand(m.usub.ac, match_user_cb, &m, "PSUBSCRIBE user:*");
+	match_connect(&m, &m.feed);
+	for (i = 0; i < o->servicers; i++) {
+		struct match_servicer *sv = &m.sv[i];
+
+		sv->m = &m;
+		sv->idx = i;
+		snprintf(sv->id, sizeof(sv->id), "%s%d", m.sprefix, i);
+		match_connect(&m, &sv->sub);
+		match_connect(&m, &sv->cmd);
+		redisAsyncCommand(sv->sub.ac, match_servicer_cb, sv,
+		                  "SUBSCRIBE servicer:%s", sv->id);
+	}
+	m.timer = evtimer_new(m.base, match_timer_cb, &m);
+	evtimer_add(m.timer, &tv);
+
+	event_base_dispatch(m.base);
+	m.phase = MATCH_OVER;
+
+	rc = m.failed ? -1 : 0;
+	if (rc == 0) {
+		secs = (double)(m.t_end - m.t_measure) / BENCH_NS_PER_S;
+		if (m.errors > 0)
+			bench_say("match: %ld error replies, the first: %s",
+			          m.errors, m.first_error);
+		bench_say("match: %ld matches in %.1f s (%.0f/s), p50 %.1f us, "
+		          "p99 %.1f us, p99.9 %.1f us",
+		          m.matches, secs, (double)m.matches / secs,
+		          bench_samples_pct_us(&m.s, 50),
+		          bench_samples_pct_us(&m.s, 99),
+		          bench_samples_pct_us(&m.s, 99.9));
+		printf("result scenario=match target=%s servicers=%d "
+		       "capacity=%d samples=%zu matches_per_sec=%.0f "
+		       "p50_us=%.1f p99_us=%.1f p999_us=%.1f errors=%ld\n",
+		       o->label, o->servicers, o->capacity, m.s.n,
+		       (double)m.matches / secs, bench_samples_pct_us(&m.s, 50),
+		       bench_samples_pct_us(&m.s, 99),
+		       bench_samples_pct_us(&m.s, 99.9), m.errors);
+		fflush(stdout);
+		if (m.matches == 0)
+			rc = -1;
+	}
+	match_close(&m.usub);
+	match_close(&m.feed);
+	for (i = 0; i < o->servicers; i++) {
+		match_close(&m.sv[i].sub);
+		match_close(&m.sv[i].cmd);
+	}
+	event_free(m.timer);
+	event_base_free(m.base);
+	bench_samples_free(&m.s);
+	free(m.sv);
+	free(m.rooms);
+	return rc;
+}

@@ -1,0 +1,295 @@
+/*
+ * The HTTP endpoint. A scrape of /metrics asks the engine through the same
+ * asynchronous interface as the commands (STATS, SERVICERS, then QLEN of
+ * each queue seen), one call after another, and answers when the last one
+ * has: at once with the memory engine, later with one that talks to Redis.
+ */
+#include "http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "engine.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+#include "util.h"
+
+#define HTTP_TIMEOUT_S    10   /* idle or slow clients */
+#define HTTP_HEADERS_MAX  8192 /* bytes of request headers */
+#define HTTP_BODY_MAX     1024 /* GET needs none */
+#define HTTP_METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define HTTP_ALL_METHODS                                                       \
+	(EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | \
+	 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |           \
+	 EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH)
+
+/* The engine calls of a scrape, in order; QLEN repeats per queue. */
+enum scrape_step { SCRAPE_STATS, SCRAPE_SERVICERS, SCRAPE_QLEN };
+
+struct scrape {
+	TAILQ_ENTRY(scrape) entry;
+	struct server *server;      /* NULL: orphaned by a stop, just freed */
+	struct evhttp_request *req; /* NULL: the client went away */
+	struct metrics_scrape sc;
+	uint64_t *qlen;
+	size_t nqueues;
+	size_t step;  /* next call: SCRAPE_* then QLEN of queue step - 2 */
+	int waiting;  /* a call has not answered yet */
+	int stepping; /* inside scrape_next: no recursion */
+};
+
+struct http {
+	struct evhttp *evh;
+	TAILQ_HEAD(, scrape) scrapes; /* waiting for the engine */
+};
+
+static void
+http_reply(struct evhttp_request *req, int code, const char *reason,
+           const char *type, struct evbuffer *body)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	char len[32];
+
+	evhttp_add_header(h, "Content-Type", type);
+	evhttp_add_header(h, "Cache-Control", "no-store");
+	/* evhttp 2.1 would send a HEAD answer's body: the length of what
+	 * GET would send, and no body. */
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		snprintf(len, sizeof(len), "%zu", evbuffer_get_length(body));
+		evhttp_add_header(h, "Content-Length", len);
+		body = NULL;
+	}
+	evhttp_send_reply(req, code, reason, body);
+}
+
+static void
+http_text(struct evhttp_request *req, int code, const char *reason,
+          const char *text)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	evbuffer_add(b, text, strlen(text));
+	http_reply(req, code, reason, "text/plain; charset=utf-8", b);
+	evbuffer_free(b);
+}
+
+static void
+scrape_conn_closed(struct evhttp_connection *conn, void *arg)
+{
+	struct scrape *x = arg;
+
+	(void)conn;
+	x->req = NULL;
+}
+
+static void
+scrape_finish(struct scrape *x)
+{
+	struct server *s = x->server;
+	struct evbuffer *b;
+
+	if (s != NULL) {
+		TAILQ_REMOVE(&s->http->scrapes, x, entry);
+		x->sc.qlen = x->qlen;
+		x->sc.nqueues = x->nqueues;
+		x->sc.engine_up = s->engine->ops->up(s->engine);
+		x->sc.connected_clients = s->nclients;
+	}
+	if (x->req != NULL) {
+		evhttp_connection_set_closecb(
+		    evhttp_request_get_connection(x->req), NULL, NULL);
+		b = evbuffer_new();
+		if (s != NULL)
+			metrics_render(s->metrics, &x->sc, b);
+		http_reply(x->req, HTTP_OK, "OK", HTTP_METRICS_TYPE, b);
+		evbuffer_free(b);
+	}
+	/* After the rendering, which pairs lengths with names by index.
+	 * The lengths belong to the queues listed when the scrape began;
+	 * events since then may only have appended more. */
+	if (s != NULL && x->sc.have_stats)
+		metrics_prune(s->metrics, x->qlen, x->nqueues);
+	free(x->qlen);
+	free(x);
+}
+
+static void scrape_next(struct scrape *);
+
+static void
+scrape_result(void *arg, const struct csq_result *r)
+{
+	struct scrape *x = arg;
+	size_t i, step = x->step - 1;
+
+	x->waiting = 0;
+	if (r->status != CSQ_OK) {
+		/* Half an answer is no answer: leave the engine's series out.
+		 */
+		x->sc.have_stats = 0;
+		x->step = SCRAPE_QLEN + x->nqueues;
+	} else if (step == SCRAPE_STATS) {
+		x->sc.stats = r->stats;
+		x->sc.have_stats = 1;
+	} else if (step == SCRAPE_SERVICERS) {
+		for (i = 0; i < r->nentries; i++) {
+			if (r->servicers[i].status == CSQ_SERVICER_READY)
+				x->sc.servicers_ready++;
+			else
+				x->sc.servicers_paused++;
+		}
+	} else
+		x->qlen[step - SCRAPE_QLEN] = (uint64_t)r->n;
+	if (!x->stepping)
+		scrape_next(x);
+}
+
+/* Issues the calls one after another; an engine answering at once loops
+ * here instead of recursing. */
+static void
+scrape_next(struct scrape *x)
+{
+	struct csq_op op;
+	size_t step;
+
+	x->stepping = 1;
+	while (!x->waiting && x->step < SCRAPE_QLEN + x->nqueues) {
+		if (x->server == NULL) {
+			x->step = SCRAPE_QLEN + x->nqueues;
+			break;
+		}
+		step = x->step++;
+		memset(&op, 0, sizeof(op));
+		op.ttl_s = -1;
+		if (step == SCRAPE_STATS)
+			op.code = CSQ_OP_STATS;
+		else if (step == SCRAPE_SERVICERS)
+			op.code = CSQ_OP_SERVICERS;
+		else {
+			op.code = CSQ_OP_QLEN;
+			op.id = metrics_queue(x->server->metrics,
+			                      step - SCRAPE_QLEN);
+		}
+		x->waiting = 1;
+		csq_engine_call(x->server->engine, &op, scrape_result, x);
+	}
+	x->stepping = 0;
+	if (!x->waiting)
+		scrape_finish(x);
+}
+
+static void
+http_metrics(struct server *s, struct evhttp_request *req)
+{
+	struct scrape *x = csq_xcalloc(1, sizeof(*x));
+
+	x->server = s;
+	x->req = req;
+	TAILQ_INSERT_TAIL(&s->http->scrapes, x, entry);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	                              scrape_conn_closed, x);
+	if (!s->engine->ops->up(s->engine)) {
+		x->step = SCRAPE_QLEN; /* nothing to ask */
+		scrape_finish(x);
+		return;
+	}
+	x->nqueues = metrics_nqueues(s->metrics);
+	x->qlen = csq_xcalloc(x->nqueues ? x->nqueues : 1, sizeof(uint64_t));
+	scrape_next(x);
+}
+
+static void
+http_request_cb(struct evhttp_request *req, void *arg)
+{
+	struct server *s = arg;
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	int known;
+
+	if (path == NULL)
+		path = "";
+	known = strcmp(path, "/metrics") == 0 || strcmp(path, "/healthz") == 0;
+	if (!known) {
+		http_text(req, HTTP_NOTFOUND, "Not Found", "not found\n");
+		return;
+	}
+	if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		                  "Allow", "GET, HEAD");
+		http_text(req, HTTP_BADMETHOD, "Method Not Allowed",
+		          "method not allowed\n");
+		return;
+	}
+	if (strcmp(path, "/metrics") == 0) {
+		http_metrics(s, req);
+		return;
+	}
+	if (s->engine->ops->up(s->engine))
+		http_text(req, HTTP_OK, "OK", "ok\n");
+	else
+		http_text(req, HTTP_SERVUNAVAIL, "Service Unavailable",
+		          "engine down\n");
+}
+
+int
+http_open(struct server *s)
+{
+	struct config_addr addr;
+	struct http *h;
+
+	if (s->cfg.http_listen[0] == '\0')
+		return 0;
+	if (config_parse_addr(s->cfg.http_listen, &addr) != 0 || addr.is_unix) {
+		log_warnx("invalid http.listen address: %s",
+		          s->cfg.http_listen);
+		return -1;
+	}
+	h = csq_xcalloc(1, sizeof(*h));
+	TAILQ_INIT(&h->scrapes);
+	if ((h->evh = evhttp_new(s->base)) == NULL)
+		fatalx("cannot create the HTTP server");
+	evhttp_set_timeout(h->evh, HTTP_TIMEOUT_S);
+	evhttp_set_max_headers_size(h->evh, HTTP_HEADERS_MAX);
+	evhttp_set_max_body_size(h->evh, HTTP_BODY_MAX);
+	/* Every method reaches the callback, which answers 405 for the
+	 * ones it does not serve (evhttp itself would say 501). */
+	evhttp_set_allowed_methods(h->evh, HTTP_ALL_METHODS);
+	evhttp_set_gencb(h->evh, http_request_cb, s);
+	if (evhttp_bind_socket_with_handle(h->evh, addr.host,
+	                                   (ev_uint16_t)addr.port) == NULL) {
+		log_warn("cannot listen on http %s", s->cfg.http_listen);
+		evhttp_free(h->evh);
+		free(h);
+		return -1;
+	}
+	s->http = h;
+	log_info("http listening on %s", s->cfg.http_listen);
+	return 0;
+}
+
+void
+http_close(struct server *s)
+{
+	struct http *h = s->http;
+	struct scrape *x;
+
+	if (h == NULL)
+		return;
+	/* Engine calls still out may answer later: they find an orphan. */
+	while ((x = TAILQ_FIRST(&h->scrapes)) != NULL) {
+		TAILQ_REMOVE(&h->scrapes, x, entry);
+		x->server = NULL;
+		x->req = NULL;
+	}
+	evhttp_free(h->evh);
+	free(h);
+	s->http = NULL;
+}

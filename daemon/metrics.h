@@ -1,0 +1,59 @@
+/*
+ * Metrics: what csqd counts itself (commands, their latency and errors,
+ * the wait until matched, the queues it has seen) and the rendering of
+ * everything, with the engine's counters, in the Prometheus text format
+ * 0.0.4.
+ */
+#ifndef CSQD_METRICS_H
+#define CSQD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "csq.h"
+
+struct evbuffer;
+struct metrics;
+
+/* What a scrape asks the engine and the server for. */
+struct metrics_scrape {
+	int engine_up;
+	int have_stats; /* 0 when the engine did not answer */
+	struct csq_stats stats;
+	uint64_t servicers_ready, servicers_paused;
+	uint64_t connected_clients;
+	const uint64_t *qlen; /* per queue of metrics_queue(), or NULL */
+	size_t nqueues;
+};
+
+struct metrics *metrics_new(void);
+void metrics_free(struct metrics *);
+
+/*
+ * One command ran: name is a static string (the command table's, or
+ * "unknown"), usec its duration, error 1 when the reply was an error.
+ */
+void metrics_command(struct metrics *, const char *name, uint64_t usec,
+                     int error);
+/* An error reply that came after the command was counted. */
+void metrics_command_error(struct metrics *, const char *name);
+/* An engine event: matched feeds the wait histogram; queues are noted. */
+void metrics_event(struct metrics *, const struct csq_event *);
+
+/* The queues seen so far, for a scrape to ask their lengths. */
+size_t metrics_nqueues(const struct metrics *);
+const char *metrics_queue(const struct metrics *, size_t i);
+/*
+ * After a scrape: a queue that is empty and that no servicer has served
+ * is forgotten until its next event, so that ids made up by clients do
+ * not accumulate as series.
+ */
+void metrics_prune(struct metrics *, const uint64_t *qlen, size_t n);
+
+void metrics_render(const struct metrics *, const struct metrics_scrape *,
+                    struct evbuffer *);
+
+/* Monotonic microseconds, for durations. */
+uint64_t metrics_now_us(void);
+
+#endif

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Fetches csqd's /metrics, parses it with prometheus_client's text parser
+(the reference parser of the Prometheus text format), checks the families
+csqd must export and the histograms' shape, then checks expectations.
+
+usage: metrics_check.py URL [EXPECT ...]
+  EXPECT is  name{label="v",...}=value   the sample exists with this value
+          or name{label="v",...}>=value  the sample is at least value
+          or !name{label="v",...}        no such sample
+Exit 0 when all holds, 1 when not, 77 (skip) without prometheus_client.
+"""
+import re
+import sys
+import urllib.request
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:
+    print("prometheus_client is not installed (python3-prometheus-client)")
+    sys.exit(77)
+
+# Family name (as the parser names it: counters lose "_total") -> type.
+REQUIRED = {
+    "csq_engine_up": "gauge",
+    "csq_waiting_users": "gauge",
+    "csq_waiting_users_all": "gauge",
+    "csq_servicers": "gauge",
+    "csq_rooms": "gauge",
+    "csq_enqueued": "counter",
+    "csq_matched": "counter",
+    "csq_abandoned": "counter",
+    "csq_requeued": "counter",
+    "csq_servicers_lost": "counter",
+    "csq_wait_seconds": "histogram",
+    "csqd_connected_clients": "gauge",
+    "csqd_commands": "counter",
+    "csqd_command_errors": "counter",
+    "csqd_command_duration_seconds": "histogram",
+}
+
+EXPECT_RE = re.compile(r'^(!?)([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?(?:(=|>=)(.+))?$')
+LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+
+
+def key(name, labels):
+    return (name, tuple(sorted(labels.items())))
+
+
+def check_histograms(families, errors):
+    for fam in families:
+        if fam.type != "histogram":
+            continue
+        series = {}
+        for s in fam.samples:
+            rest = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+            series.setdefault(rest, {"buckets": [], "count": None})
+            if s.name.endswith("_bucket"):
+                series[rest]["buckets"].append((float(s.labels["le"]), s.value))
+            elif s.name.endswith("_count"):
+                series[rest]["count"] = s.value
+        for rest, h in series.items():
+            b = sorted(h["buckets"])
+            vals = [v for _, v in b]
+            if vals != sorted(vals):
+                errors.append("%s%s: buckets not cumulative" % (fam.name, rest))
+            if not b or b[-1][0] != float("inf") or b[-1][1] != h["count"]:
+                errors.append("%s%s: +Inf bucket != count" % (fam.name, rest))
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
+        ctype = r.headers.get("Content-Type", "")
+        text = r.read().decode("utf-8")
+    errors = []
+    if not ctype.startswith("text/plain; version=0.0.4"):
+        errors.append("Content-Type %r" % ctype)
+    families = list(text_string_to_metric_families(text))
+    types = {f.name: f.type for f in families}
+    for name, typ in REQUIRED.items():
+        if types.get(name) != typ:
+            errors.append("family %s: type %s, want %s" % (name, types.get(name), typ))
+    check_histograms(families, errors)
+    samples = {}
+    for f in families:
+        for s in f.samples:
+            samples[key(s.name, s.labels)] = s.value
+    for e in sys.argv[2:]:
+        m = EXPECT_RE.match(e)
+        if not m:
+            print("bad expectation %r" % e)
+            return 2
+        neg, name, labels, op, value = m.groups()
+        k = key(name, dict(LABEL_RE.findall(labels or "")))
+        got = samples.get(k)
+        if neg:
+            if got is not None:
+                errors.append("%s: present (%s), want absent" % (e, got))
+        elif got is None:
+            errors.append("%s: absent" % e)
+        elif op == "=" and got != float(value):
+            errors.append("%s: got %s" % (e, got))
+        elif op == ">=" and got < float(value):
+            errors.append("%s: got %s" % (e, got))
+    for e in errors:
+        print("metrics_check: " + e)
+    if errors:
+        print("---- /metrics ----\n" + text)
+        return 1
+    print("metrics_check: %d families, %d samples, %d expectations OK"
+          % (len(families), len(samples), len(sys.argv) - 2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+/*
+ * The HTTP endpoint: /healthz, /metrics parsed by the reference Prometheus
+ * text parser (prometheus_client, through metrics_check.py) after scripted
+ * scenarios, and the answers to other paths and methods.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define HTTP_REPLY_MAX 65536
+#define SKIP_STATUS    77 /* metrics_check.py: no prometheus_client */
+
+/* One HTTP/1.0 request; the whole answer (headers and body) into buf. */
+static void
+http_request(int port, const char *method, const char *path, char *buf,
+             size_t cap)
+{
+	char req[512];
+	int fd, closed;
+
+	fd = raw_connect(port);
+	snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: test\r\n\r\n",
+	         method, path);
+	raw_sends(fd, req);
+	raw_read(fd, buf, cap, 5000, &closed);
+	close(fd);
+	if (!closed)
+		fail_at(__FILE__, __LINE__, "%s %s: no end of answer", method,
+		        path);
+}
+
+static void
+assert_http_status(const char *buf, int code)
+{
+	char want[32];
+
+	/* HTTP/1.0 asked, HTTP/1.0 answered; either will do. */
+	snprintf(want, sizeof(want), " %d ", code);
+	if (strncmp(buf, "HTTP/1.", 7) != 0 ||
+	    strncmp(buf + 8, want, strlen(want)) != 0)
+		fail_at(__FILE__, __LINE__, "expected %s..., got:\n%s", want,
+		        buf);
+}
+
+static const char *
+http_body(const char *buf)
+{
+	const char *p = strstr(buf, "\r\n\r\n");
+
+	return p != NULL ? p + 4 : "";
+}
+
+/*
+ * Runs metrics_check.py on the daemon's /metrics with expectations (NULL
+ * terminated); skips the test when Python or prometheus_client is missing.
+ */
+static void
+metrics_check(struct csqd *d, ...)
+{
+	const char *argv[64];
+	char url[128];
+	va_list ap;
+	int argc = 0, status;
+	pid_t pid;
+
+	if (access(CSQ_PYTHON, X_OK) != 0)
+		skip();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", d->http_port);
+	argv[argc++] = CSQ_PYTHON;
+	argv[argc++] = CSQ_METRICS_CHECK;
+	argv[argc++] = url;
+	va_start(ap, d);
+	while (argc < 63 && (argv[argc] = va_arg(ap, const char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	fflush(stderr);
+	if ((pid = fork()) == 0) {
+		dup2(2, 1);
+		execv(CSQ_PYTHON, (char *const *)argv);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP_STATUS)
+		skip();
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		csqd_dump_log(d);
+		fail_at(__FILE__, __LINE__, "metrics_check.py failed (%d)",
+		        status);
+	}
+}
+
+static int
+setup(void **state)
+{
+	struct csqd_fx *fx = calloc(1, sizeof(*fx));
+
+	*state = fx;
+	fx->d = csqd_start_http(NULL);
+	fx->c = csqd_connect(fx->d);
+	return 0;
+}
+
+static void
+test_healthz(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char buf[HTTP_REPLY_MAX];
+
+	http_request(fx->d->http_port, "GET", "/healthz", buf, sizeof(buf));
+	assert_http_status(buf, 200);
+	assert_string_equal(http_body(buf), "ok\n");
+	http_request(fx->d->http_port, "HEAD", "/healthz", buf, sizeof(buf));
+	assert_http_status(buf, 200);
+	assert_string_equal(http_body(buf), "");
+}
+
+static void
+test_other_paths_and_methods(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char buf[HTTP_REPLY_MAX];
+
+	http_request(fx->d->http_port, "GET", "/", buf, sizeof(buf));
+	assert_http_status(buf, 404);
+	http_request(fx->d->http_port, "GET", "/metrics/x", buf, sizeof(buf));
+	assert_http_status(buf, 404);
+	http_request(fx->d->http_port, "POST", "/metrics", buf, sizeof(buf));
+	assert_http_status(buf, 405);
+	assert_non_null(strstr(buf, "Allow: GET, HEAD\r\n"));
+	http_request(fx->d->http_port, "DELETE", "/healthz", buf, sizeof(buf));
+	assert_http_status(buf, 405);
+	/* A query string does not change the path. */
+	http_request(fx->d->http_port, "GET", "/healthz?verbose=1", buf,
+	             sizeof(buf));
+	assert_http_status(buf, 200);
+	/* Still serving RESP afterwards. */
+	CHECK(fx->c, "+PONG", "PING");
+}
+
+/* A fresh daemon: every family there, engine series at zero. */
+static void
+test_metrics_fresh(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	metrics_check(fx->d, "csq_engine_up=1", "csq_waiting_users_all=0",
+	              "csq_servicers{status=\"ready\"}=0",
+	              "csq_servicers{status=\"paused\"}=0",
+	              "csq_rooms{state=\"busy\"}=0",
+	              "csq_rooms{state=\"free\"}=0", "csq_enqueued_total=0",
+	              "csq_matched_total=0", "csq_wait_seconds_count=0",
+	              "csqd_connected_clients=1", NULL);
+}
+
+static void
+test_metrics_scenario(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+
+	/* s1 serves default and vip with one room; s2 paused. */
+	r = CMD(fx->c, "HEARTBEAT s1 CAPACITY 1 QUEUES default,vip");
+	freeReplyObject(r);
+	r = CMD(fx->c, "HEARTBEAT s2 QUEUES other");
+	freeReplyObject(r);
+	CHECK(fx->c, "+OK", "PAUSE s2");
+	/* u1 gets s1/0 at once; u2 and u3 wait; u4 comes and goes. */
+	r = CMD(fx->c, "ENQUEUE u1");
+	assert_string_equal(FIELD_STR(r, "state"), "assigned");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE u2");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE u3 QUEUE vip TIER 2");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE u4 QUEUE brief");
+	freeReplyObject(r);
+	CHECK(fx->c, ":1", "LEAVE u4");
+	/* Errors: a bad id, an unknown servicer, an unknown command. */
+	CHECK(fx->c, "-ERR invalid user id", "ENQUEUE %s", "bad!id");
+	CHECK(fx->c, "-NOTFOUND no such servicer or room", "PAUSE nobody");
+	CHECK(fx->c, "-ERR unknown command 'FROBNICATE'", "FROBNICATE");
+	metrics_check(
+	    fx->d, "csq_engine_up=1", "csq_waiting_users{queue=\"default\"}=1",
+	    "csq_waiting_users{queue=\"vip\"}=1",
+	    "csq_waiting_users{queue=\"other\"}=0",
+	    "csq_waiting_users{queue=\"brief\"}=0", "csq_waiting_users_all=2",
+	    "csq_servicers{status=\"ready\"}=1",
+	    "csq_servicers{status=\"paused\"}=1", "csq_rooms{state=\"busy\"}=1",
+	    "csq_rooms{state=\"free\"}=0", "csq_enqueued_total=4",
+	    "csq_matched_total=1", "csq_abandoned_total=1",
+	    "csq_requeued_total=0", "csq_servicers_lost_total=0",
+	    "csq_wait_seconds_count=1", "csq_wait_seconds_bucket{le=\"1\"}=1",
+	    "csqd_connected_clients=1",
+	    "csqd_commands_total{command=\"enqueue\"}=5",
+	    "csqd_command_errors_total{command=\"enqueue\"}=1",
+	    "csqd_commands_total{command=\"heartbeat\"}=2",
+	    "csqd_command_errors_total{command=\"heartbeat\"}=0",
+	    "csqd_commands_total{command=\"pause\"}=2",
+	    "csqd_command_errors_total{command=\"pause\"}=1",
+	    "csqd_commands_total{command=\"unknown\"}=1",
+	    "csqd_command_errors_total{command=\"unknown\"}=1",
+	    "csqd_command_duration_seconds_count{command=\"enqueue\"}=5",
+	    "csqd_command_duration_seconds_bucket{command=\"enqueue\","
+	    "le=\"+Inf\"}=5",
+	    NULL);
+	/* The empty queue nobody serves was forgotten by that scrape. */
+	metrics_check(fx->d, "!csq_waiting_users{queue=\"brief\"}",
+	              "csq_waiting_users{queue=\"other\"}=0", NULL);
+	/* A logout puts u1 back in line, at its old place. */
+	CHECK(fx->c, ":1", "LOGOUT s1");
+	metrics_check(fx->d, "csq_requeued_total=1",
+	              "csq_waiting_users{queue=\"default\"}=2",
+	              "csq_servicers{status=\"ready\"}=0",
+	              "csq_rooms{state=\"busy\"}=0", NULL);
+}
+
+/* The wait histogram puts a user who waited over a second above le=1. */
+static void
+test_metrics_wait_histogram(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+
+	r = CMD(fx->c, "ENQUEUE slow");
+	freeReplyObject(r);
+	sleep_ms(1100);
+	r = CMD(fx->c, "HEARTBEAT s1");
+	assert_int_equal(FIELD_INT(r, "active"), 1);
+	freeReplyObject(r);
+	metrics_check(fx->d, "csq_wait_seconds_count=1",
+	              "csq_wait_seconds_bucket{le=\"1\"}=0",
+	              "csq_wait_seconds_bucket{le=\"5\"}=1",
+	              "csq_wait_seconds_sum>=1.1", "csq_matched_total=1", NULL);
+}
+
+/* A port taken: csqd refuses to start rather than run without it. */
+static void
+test_http_port_taken(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char conf[512], path[600], out[4096];
+	int rc;
+
+	snprintf(conf, sizeof(conf),
+	         "listen = [ \"unix:%s/taken.sock\" ];\n"
+	         "http: { listen = \"127.0.0.1:%d\"; };\n",
+	         fx->d->dir, fx->d->http_port);
+	snprintf(path, sizeof(path), "%s/taken.conf", fx->d->dir);
+	write_file(path, conf);
+	rc = csqd_run(out, sizeof(out), "-c", path, NULL);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(out, "cannot listen on http"));
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_healthz, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_other_paths_and_methods, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_fresh, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_scenario, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_wait_histogram, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_http_port_taken, setup,
+	                                    csqd_fx_teardown),
+	};
+
+	csqd_init(argc, argv);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
