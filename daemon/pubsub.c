@@ -254,3 +254,10 @@ pubsub_publish(struct pubsub *ps, const char *name, size_t len, const char *msg,
 		client_push_end(p->client);
 	}
 }
+
+int
+pubsub_wanted(const struct pubsub *ps, const char *name, size_t len)
+{
+	return ps->npatterns > 0 ||
+	       csq_dict_get(ps->channels, name, len) != NULL;
+}

@@ -41,6 +41,9 @@ size_t pubsub_count(const struct pubsub_subs *);
 const char *pubsub_channel_name(const struct pubsub_subs *, size_t i,
                                 size_t *len);
 
+/* 1 when a publish to ch would reach anybody (a subscriber of ch, or any
+ * pattern at all): lets the publisher skip building a message. */
+int pubsub_wanted(const struct pubsub *, const char *ch, size_t chlen);
 /* Sends msg to every subscriber of ch and of a matching pattern. */
 void pubsub_publish(struct pubsub *, const char *ch, size_t chlen,
                     const char *msg, size_t len);

@@ -59,18 +59,24 @@ server_emit(void *arg, const struct csq_event *ev)
 	int n, len, i;
 
 	metrics_event(s->metrics, ev);
+	if (ev->type == CSQ_EV_SERVICER_DOWN && ev->reason == CSQ_REASON_LOST)
+		log_info("servicer %s lost", ev->servicer);
+	/* Most events reach nobody: the JSON is built only for a listener. */
+	n = csq_event_channels(ev, channels);
+	for (i = 0; i < n; i++)
+		if (pubsub_wanted(s->pubsub, channels[i], strlen(channels[i])))
+			break;
+	if (i == n)
+		return;
 	len = csq_event_json(ev, json, sizeof(json));
 	if (len < 0 || (size_t)len >= sizeof(json)) {
 		log_warnx("event %s too long to publish",
 		          csq_event_name(ev->type));
 		return;
 	}
-	n = csq_event_channels(ev, channels);
 	for (i = 0; i < n; i++)
 		pubsub_publish(s->pubsub, channels[i], strlen(channels[i]),
 		               json, (size_t)len);
-	if (ev->type == CSQ_EV_SERVICER_DOWN && ev->reason == CSQ_REASON_LOST)
-		log_info("servicer %s lost", ev->servicer);
 }
 
 void
