@@ -14,6 +14,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "engine_redis.h"
 #include "http.h"
 #include "journal.h"
 #include "listener.h"
@@ -252,6 +253,13 @@ server_reload_cb(evutil_socket_t sig, short what, void *arg)
 	notify_ready("serving (configuration reloaded)");
 }
 
+/* The Redis engine learned of a new earliest deadline on its own. */
+static void
+server_deadline_moved(void *arg)
+{
+	server_arm_deadline(arg);
+}
+
 static struct csq_engine *
 server_engine(struct server *s)
 {
@@ -272,9 +280,8 @@ server_engine(struct server *s)
 			journal_set_commit_cb(s->journal, server_committed, s);
 		return e;
 	}
-	log_warnx("engine \"%s\" is not available in this build",
-	          s->cfg.engine);
-	return NULL;
+	return engine_redis_new(s->base, &s->cfg, server_emit, s,
+	                        server_deadline_moved, s);
 }
 
 int

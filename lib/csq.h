@@ -98,6 +98,13 @@ typedef void csq_emit_fn(void *arg, const struct csq_event *);
 /* Formats ev as one JSON object; returns its length like snprintf. */
 int csq_event_json(const struct csq_event *ev, char *buf, size_t len);
 const char *csq_event_name(enum csq_event_type);
+/*
+ * Reads back what csq_event_json wrote (as the Redis engine's scripts
+ * publish it); *id gets an "id" field, 0 without one. 0 when it is a known
+ * event, -1 for anything else.
+ */
+int csq_event_parse(const char *json, size_t len, struct csq_event *ev,
+                    uint64_t *id);
 
 /*
  * The channels an event goes to, in the order given by the protocol:

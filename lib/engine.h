@@ -113,6 +113,12 @@ void csq_engine_memory_snapshot(struct csq_engine *,
                                 void *arg);
 int csq_engine_memory_restore(struct csq_engine *,
                               const struct csq_snap_item *);
+/*
+ * The checks of op's input alone, in the order libcsq makes them: CSQ_OK,
+ * or the error the memory engine would answer before looking at its state.
+ */
+enum csq_status csq_op_validate(const struct csq_op *,
+                                const struct csq_limits *);
 /* 1 when op may change the state (and so goes to the journal). */
 int csq_op_mutates(enum csq_opcode);
 

@@ -189,3 +189,212 @@ csq_event_channels(const struct csq_event *ev,
 	snprintf(out[n++], CSQ_CHANNEL_MAX, "events");
 	return n;
 }
+
+/* Parsing the same JSON back: the events that Redis scripts publish. */
+
+struct json_in {
+	const char *p, *end;
+};
+
+static int
+json_in_peek(struct json_in *in, char c)
+{
+	return in->p < in->end && *in->p == c;
+}
+
+static int
+json_in_expect(struct json_in *in, char c)
+{
+	if (!json_in_peek(in, c))
+		return -1;
+	in->p++;
+	return 0;
+}
+
+/* A string without escapes (ids and names need none); into out. */
+static int
+json_in_str(struct json_in *in, char *out, size_t cap)
+{
+	const char *s;
+	size_t n;
+
+	if (json_in_expect(in, '"') != 0)
+		return -1;
+	s = in->p;
+	while (in->p < in->end && *in->p != '"') {
+		if (*in->p == '\\' || (unsigned char)*in->p < 0x20)
+			return -1;
+		in->p++;
+	}
+	if (in->p == in->end || (n = (size_t)(in->p - s)) >= cap)
+		return -1;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	in->p++;
+	return 0;
+}
+
+static int
+json_in_u64(struct json_in *in, uint64_t *v)
+{
+	uint64_t x = 0;
+	const char *s = in->p;
+
+	uint64_t d;
+
+	while (in->p < in->end && *in->p >= '0' && *in->p <= '9') {
+		d = (uint64_t)(*in->p++ - '0');
+		if (x > (UINT64_MAX - d) / 10)
+			return -1;
+		x = x * 10 + d;
+	}
+	if (in->p == s)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+/* ["a","b"] into "a,b". */
+static int
+json_in_queues(struct json_in *in, char *out, size_t cap)
+{
+	char name[CSQ_ID_MAX + 1];
+	size_t off = 0, n;
+
+	out[0] = '\0';
+	if (json_in_expect(in, '[') != 0)
+		return -1;
+	while (!json_in_peek(in, ']')) {
+		if (off > 0 && json_in_expect(in, ',') != 0)
+			return -1;
+		if (json_in_str(in, name, sizeof(name)) != 0)
+			return -1;
+		n = strlen(name);
+		if (off + n + 2 > cap)
+			return -1;
+		if (off > 0)
+			out[off++] = ',';
+		memcpy(out + off, name, n + 1);
+		off += n;
+	}
+	in->p++;
+	return 0;
+}
+
+static int
+event_type_of(const char *name, enum csq_event_type *type)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++)
+		if (strcmp(event_names[i], name) == 0) {
+			*type = (enum csq_event_type)i;
+			return 0;
+		}
+	return -1;
+}
+
+static int
+reason_of(const char *name, enum csq_reason *r)
+{
+	static const enum csq_reason all[] = {
+	    CSQ_REASON_LEAVE, CSQ_REASON_TIMEOUT,     CSQ_REASON_LOGOUT,
+	    CSQ_REASON_LOST,  CSQ_REASON_BY_SERVICER, CSQ_REASON_BY_USER,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (strcmp(reason_name(all[i]), name) == 0) {
+			*r = all[i];
+			return 0;
+		}
+	return -1;
+}
+
+static int
+json_in_copy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		return -1;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+/* One "key":value pair into ev; unknown keys are skipped if simple. */
+static int
+json_in_field(struct json_in *in, struct csq_event *ev, uint64_t *id,
+              int *have_type)
+{
+	char key[32], str[CSQ_ID_MAX + 16];
+	uint64_t v;
+
+	if (json_in_str(in, key, sizeof(key)) != 0 ||
+	    json_in_expect(in, ':') != 0)
+		return -1;
+	if (strcmp(key, "queues") == 0)
+		return json_in_queues(in, ev->queues, sizeof(ev->queues));
+	if (json_in_peek(in, '"')) {
+		if (json_in_str(in, str, sizeof(str)) != 0)
+			return -1;
+		if (strcmp(key, "event") == 0) {
+			*have_type = 1;
+			return event_type_of(str, &ev->type);
+		}
+		if (strcmp(key, "reason") == 0 || strcmp(key, "by") == 0)
+			return reason_of(str, &ev->reason);
+		if (strcmp(key, "user") == 0)
+			return json_in_copy(ev->user, sizeof(ev->user), str);
+		if (strcmp(key, "queue") == 0)
+			return json_in_copy(ev->queue, sizeof(ev->queue), str);
+		if (strcmp(key, "from_queue") == 0)
+			return json_in_copy(ev->from_queue,
+			                    sizeof(ev->from_queue), str);
+		if (strcmp(key, "servicer") == 0)
+			return json_in_copy(ev->servicer, sizeof(ev->servicer),
+			                    str);
+		if (strcmp(key, "room") == 0)
+			return json_in_copy(ev->room, sizeof(ev->room), str);
+		return 0;
+	}
+	if (json_in_u64(in, &v) != 0)
+		return -1;
+	if (strcmp(key, "ts") == 0)
+		ev->ts_ms = v;
+	else if (strcmp(key, "id") == 0)
+		*id = v;
+	else if (strcmp(key, "tier") == 0)
+		ev->tier = v > CSQ_TIER_LIMIT ? CSQ_TIER_LIMIT : (uint32_t)v;
+	else if (strcmp(key, "position") == 0)
+		ev->position = v;
+	else if (strcmp(key, "waited_ms") == 0)
+		ev->waited_ms = v;
+	else if (strcmp(key, "capacity") == 0)
+		ev->capacity =
+		    v > CSQ_CAPACITY_MAX ? CSQ_CAPACITY_MAX : (uint32_t)v;
+	return 0;
+}
+
+int
+csq_event_parse(const char *json, size_t len, struct csq_event *ev,
+                uint64_t *id)
+{
+	struct json_in in = {json, json + len};
+	int have_type = 0, first = 1;
+
+	*id = 0;
+	memset(ev, 0, sizeof(*ev));
+	if (json_in_expect(&in, '{') != 0)
+		return -1;
+	while (!json_in_peek(&in, '}')) {
+		if (!first && json_in_expect(&in, ',') != 0)
+			return -1;
+		first = 0;
+		if (json_in_field(&in, ev, id, &have_type) != 0)
+			return -1;
+	}
+	if (json_in_expect(&in, '}') != 0 || in.p != in.end || !have_type)
+		return -1;
+	return 0;
+}

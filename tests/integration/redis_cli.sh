@@ -17,9 +17,11 @@ fi
 tmp=$(mktemp -d /tmp/csqd-cli.XXXXXX)
 pid=
 subpid=
+redispid=
 cleanup() {
 	[ -n "$subpid" ] && kill "$subpid" 2>/dev/null
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+	[ -n "$redispid" ] && kill -9 "$redispid" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -44,14 +46,43 @@ expect() {
 	fi
 }
 
+# A random port that is probably free.
+random_port() {
+	echo $(( 20000 + ($$ * 7 + $1 * 7919 + $(date +%N | sed 's/^0*//;s/^$/0/') ) % 40000 ))
+}
+
+# The Redis engine: a private redis-server on a free port.
+redisconf=
+if [ "$ENGINE" = "redis" ]; then
+	command -v redis-server >/dev/null 2>&1 || fail "redis-server not found"
+	for attempt in 1 2 3 4 5 6 7 8; do
+		rport=$(random_port "$attempt")
+		redis-server --port "$rport" --bind 127.0.0.1 --save "" \
+		    --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
+		redispid=$!
+		i=0
+		while [ $i -lt 50 ]; do
+			kill -0 "$redispid" 2>/dev/null || break
+			[ "$("$CLI" -p "$rport" PING 2>/dev/null)" = "PONG" ] && break
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -0 "$redispid" 2>/dev/null && break
+		redispid=
+	done
+	[ -n "$redispid" ] || fail "redis-server did not start"
+	redisconf="redis: { host = \"127.0.0.1\"; port = $rport; };"
+fi
+
 # A free port: try a few random ones until csqd starts and answers.
 started=0
 for attempt in 1 2 3 4 5 6 7 8; do
-	port=$(( 20000 + ($$ * 7 + attempt * 7919 + $(date +%N | sed 's/^0*//;s/^$/0/') ) % 40000 ))
+	port=$(random_port "$attempt")
 	cat >"$tmp/csqd.conf" <<EOF
 listen = [ "127.0.0.1:$port" ];
 engine = "$ENGINE";
 http: { listen = ""; };
+$redisconf
 EOF
 	"$CSQD" -c "$tmp/csqd.conf" >"$tmp/csqd.log" 2>&1 &
 	pid=$!

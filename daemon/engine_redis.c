@@ -1,0 +1,1076 @@
+/*
+ * The Redis engine. Two connections: one for the scripts, one subscribed
+ * to the events channel. hiredis 0.14 has neither a connect timeout nor a
+ * reconnect, so each connection keeps a timer that does both: a fresh
+ * context for every attempt, a capped exponential backoff between them.
+ *
+ * A command's reply is held until this daemon has seen, on the
+ * subscription, every event its script published (each event carries an
+ * id from one counter in Redis), so that a client hears of an event before
+ * the reply that caused it, as with the memory engine.
+ */
+#include "engine_redis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "redis_scripts.h"
+#include "server.h"
+#include "util.h"
+
+#define BACKOFF_MIN_MS   100
+#define BACKOFF_MAX_MS   5000
+#define CONNECT_TIMEOUT  2000 /* ms to connect and finish the handshake */
+#define TICK_MS          1000 /* health check and earliest deadline */
+#define HEALTH_TIMEOUT   5000 /* ms without an answer: the link is dead */
+#define PARK_TIMEOUT_MS  2000 /* longest a reply waits for its events */
+#define EXPIRE_BATCH     "1000"
+#define CALL_ARGS        64
+#define CALL_STORE       4096
+#define QUEUE_OFFSET_MAX (UINT64_C(1) << 52) /* exact in a Lua number */
+
+struct redis_engine;
+
+struct redis_conn {
+	struct redis_engine *r;
+	const char *name; /* "commands" or "events", for the log */
+	redisAsyncContext *ac;
+	int ready;  /* connected, handshake done */
+	int failed; /* this outage was logged */
+	uint32_t backoff_ms;
+	struct event *timer; /* connect timeout, or the next attempt */
+};
+
+/* One engine call: its arguments, kept for a NOSCRIPT resend, and its
+ * result while it waits for its events. */
+struct redis_call {
+	TAILQ_ENTRY(redis_call) entry;
+	struct redis_engine *r;
+	enum redis_script script;
+	enum csq_opcode code;
+	csq_engine_cb *cb;
+	void *arg;
+	int resent;
+	int argc;
+	const char *argv[CALL_ARGS];
+	size_t argvlen[CALL_ARGS];
+	char store[CALL_STORE];
+	size_t used;
+	char sid[CSQ_ID_MAX + 1]; /* HEARTBEAT: the servicer in the reply */
+	struct csq_result res;
+	struct csq_queue_entry *entries;
+	struct csq_servicer_info *servicers;
+	uint64_t wait_event; /* the last event id of the script */
+	uint64_t parked_ms;
+};
+
+TAILQ_HEAD(redis_call_list, redis_call);
+
+struct redis_engine {
+	struct csq_engine base;
+	struct event_base *evb;
+	char host[CONFIG_STR_MAX];
+	int port;
+	int is_unix;
+	char password[CONFIG_STR_MAX];
+	int64_t db;
+	char stats_key[CONFIG_STR_MAX + 16]; /* KEYS[1]: "{prefix}:stats" */
+	char channel[CONFIG_STR_MAX + 16];   /* "{prefix}:events" */
+	struct csq_limits limits;
+	csq_emit_fn *emit;
+	void *emit_arg;
+	void (*deadline_changed)(void *);
+	void *deadline_arg;
+
+	struct redis_conn cmd, sub;
+	int up; /* both connections ready */
+	char *source[REDIS_NSCRIPTS];
+	char sha[REDIS_NSCRIPTS][41];
+	int loaded; /* SCRIPT LOADs answered on this connection */
+
+	struct redis_call_list parked;
+	uint64_t seen_event; /* highest event id seen on the subscription */
+
+	int64_t next_redis; /* earliest deadline, Redis ms; -1 none */
+	int64_t skew_ms;    /* Redis clock - our clock */
+	int reaping;
+	struct event *tick;
+	uint64_t peek_sent_us; /* 0: no health check outstanding */
+	int64_t rtt_us;
+	int freeing;
+};
+
+static void conn_start(struct redis_conn *);
+static void parked_flush(struct redis_engine *, int all);
+static void conn_drop(struct redis_conn *, const char *why);
+static void engine_send(struct redis_engine *, struct redis_call *);
+
+static struct redis_engine *
+redis_engine(struct csq_engine *e)
+{
+	return (struct redis_engine *)e;
+}
+
+static uint64_t
+mono_ms(void)
+{
+	return metrics_now_us() / 1000;
+}
+
+/* Up when both connections are; said once per change. */
+static void
+engine_update_up(struct redis_engine *r)
+{
+	int up = r->cmd.ready && r->sub.ready;
+
+	if (up == r->up)
+		return;
+	r->up = up;
+	if (up)
+		log_info("engine redis: up at %s%s%d", r->host,
+		         r->is_unix ? "" : ":", r->is_unix ? 0 : r->port);
+	else
+		log_warnx("engine redis: down; commands answer TRYAGAIN until "
+		          "it is back");
+}
+
+/* Connections. */
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct redis_conn *c = arg;
+
+	(void)fd, (void)what;
+	if (c->ac == NULL)
+		conn_start(c);
+	else if (!c->ready)
+		conn_drop(c, "timed out connecting");
+}
+
+/* The next attempt after a failure, later each time up to the cap. */
+static void
+conn_retry(struct redis_conn *c)
+{
+	struct timeval tv;
+
+	if (c->r->freeing)
+		return;
+	tv.tv_sec = c->backoff_ms / 1000;
+	tv.tv_usec = (suseconds_t)(c->backoff_ms % 1000) * 1000;
+	evtimer_add(c->timer, &tv);
+	c->backoff_ms *= 2;
+	if (c->backoff_ms > BACKOFF_MAX_MS)
+		c->backoff_ms = BACKOFF_MAX_MS;
+}
+
+static void
+conn_failed(struct redis_conn *c, const char *why)
+{
+	if (!c->failed)
+		log_warnx("engine redis: %s connection: %s; retrying", c->name,
+		          why);
+	else
+		log_debug("engine redis: %s connection: %s", c->name, why);
+	c->failed = 1;
+}
+
+/* The context is gone (hiredis frees it): forget it and try again. */
+static void
+conn_lost(struct redis_conn *c, const char *why)
+{
+	struct redis_engine *r = c->r;
+
+	c->ac = NULL;
+	c->ready = 0;
+	if (c == &r->cmd) {
+		r->peek_sent_us = 0;
+		r->reaping = 0;
+	}
+	conn_failed(c, why);
+	engine_update_up(r);
+	conn_retry(c);
+	/* The events that replies wait for will not come on this link. */
+	if (c == &r->sub)
+		parked_flush(r, 1);
+}
+
+static void
+conn_connected_cb(const redisAsyncContext *ac, int status)
+{
+	struct redis_conn *c = ac->data;
+
+	if (c == NULL || c->ac != ac)
+		return;
+	if (status != REDIS_OK)
+		conn_lost(c, ac->errstr[0] ? ac->errstr : "connect failed");
+}
+
+static void
+conn_disconnected_cb(const redisAsyncContext *ac, int status)
+{
+	struct redis_conn *c = ac->data;
+
+	(void)status;
+	if (c == NULL || c->ac != ac)
+		return;
+	conn_lost(c, ac->errstr[0] ? ac->errstr : "connection closed");
+}
+
+/* Ends the connection; the callbacks of what was in flight get NULL. */
+static void
+conn_drop(struct redis_conn *c, const char *why)
+{
+	redisAsyncContext *ac = c->ac;
+
+	if (ac == NULL)
+		return;
+	conn_lost(c, why);
+	ac->data = NULL;
+	redisAsyncFree(ac);
+}
+
+/* The handshake is done: this connection serves. */
+static void
+conn_ready(struct redis_conn *c)
+{
+	c->ready = 1;
+	c->backoff_ms = BACKOFF_MIN_MS;
+	if (c->failed)
+		log_info("engine redis: %s connection restored", c->name);
+	c->failed = 0;
+	evtimer_del(c->timer);
+	engine_update_up(c->r);
+}
+
+/* A reply of the handshake: an error ends the attempt, with its reason. */
+static int
+handshake_error(redisAsyncContext *ac, redisReply *reply, const char *what)
+{
+	struct redis_conn *c = ac->data;
+	char why[256];
+
+	if (c == NULL || reply == NULL)
+		return 1;
+	if (reply->type != REDIS_REPLY_ERROR)
+		return 0;
+	snprintf(why, sizeof(why), "%s: %s", what, reply->str);
+	conn_failed(c, why);
+	/* Inside a callback hiredis disconnects once the replies it waits
+	 * for are in; the disconnect callback then tries again. */
+	redisAsyncDisconnect(ac);
+	return 1;
+}
+
+static void
+handshake_auth_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	(void)priv;
+	handshake_error(ac, reply, "AUTH");
+}
+
+static void
+handshake_select_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	(void)priv;
+	handshake_error(ac, reply, "SELECT");
+}
+
+static void
+handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct redis_conn *c = ac->data;
+	redisReply *reply = reply_;
+	size_t i = (size_t)(uintptr_t)priv;
+
+	if (handshake_error(ac, reply, "SCRIPT LOAD"))
+		return;
+	if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+		conn_failed(c, "SCRIPT LOAD: unexpected reply");
+		redisAsyncDisconnect(ac);
+		return;
+	}
+	memcpy(c->r->sha[i], reply->str, 40);
+	c->r->sha[i][40] = '\0';
+	if (++c->r->loaded == REDIS_NSCRIPTS)
+		conn_ready(c);
+}
+
+static void sub_message_cb(redisAsyncContext *, void *, void *);
+
+static void
+conn_start(struct redis_conn *c)
+{
+	struct redis_engine *r = c->r;
+	redisAsyncContext *ac;
+	struct timeval tv = {CONNECT_TIMEOUT / 1000,
+	                     (CONNECT_TIMEOUT % 1000) * 1000};
+	size_t i;
+
+	if (r->is_unix)
+		ac = redisAsyncConnectUnix(r->host);
+	else
+		ac = redisAsyncConnect(r->host, r->port);
+	if (ac == NULL) {
+		conn_failed(c, "out of memory");
+		conn_retry(c);
+		return;
+	}
+	if (ac->err) {
+		conn_failed(c, ac->errstr);
+		redisAsyncFree(ac);
+		conn_retry(c);
+		return;
+	}
+	c->ac = ac;
+	ac->data = c;
+	redisLibeventAttach(ac, r->evb);
+	redisAsyncSetConnectCallback(ac, conn_connected_cb);
+	redisAsyncSetDisconnectCallback(ac, conn_disconnected_cb);
+	evtimer_add(c->timer, &tv);
+
+	/* Sent at once: hiredis writes them when the socket connects. */
+	if (r->password[0] != '\0')
+		redisAsyncCommand(ac, handshake_auth_cb, NULL, "AUTH %s",
+		                  r->password);
+	if (c == &r->sub) {
+		redisAsyncCommand(ac, sub_message_cb, NULL, "SUBSCRIBE %s",
+		                  r->channel);
+		return;
+	}
+	if (r->db != 0)
+		redisAsyncCommand(ac, handshake_select_cb, NULL, "SELECT %lld",
+		                  (long long)r->db);
+	r->loaded = 0;
+	for (i = 0; i < REDIS_NSCRIPTS; i++)
+		redisAsyncCommand(ac, handshake_load_cb, (void *)(uintptr_t)i,
+		                  "SCRIPT LOAD %s", r->source[i]);
+}
+
+/* Results. */
+
+static void
+call_free(struct redis_call *k)
+{
+	free(k->entries);
+	free(k->servicers);
+	free(k);
+}
+
+static void
+call_answer(struct redis_call *k)
+{
+	k->cb(k->arg, &k->res);
+	call_free(k);
+}
+
+static void
+call_fail(struct redis_call *k)
+{
+	memset(&k->res, 0, sizeof(k->res));
+	k->res.status = CSQ_ETRYAGAIN;
+	call_answer(k);
+}
+
+/* Replies whose events have all come in go, in order. */
+static void
+parked_flush(struct redis_engine *r, int all)
+{
+	struct redis_call *k;
+	uint64_t now = mono_ms();
+
+	while ((k = TAILQ_FIRST(&r->parked)) != NULL) {
+		if (!all && k->wait_event > r->seen_event &&
+		    now - k->parked_ms < PARK_TIMEOUT_MS)
+			break;
+		TAILQ_REMOVE(&r->parked, k, entry);
+		call_answer(k);
+	}
+}
+
+static int64_t
+elem_int(const redisReply *a, size_t i)
+{
+	if (i >= a->elements || a->element[i]->type != REDIS_REPLY_INTEGER)
+		return INT64_MIN;
+	return a->element[i]->integer;
+}
+
+static int
+elem_str(const redisReply *a, size_t i, char *out, size_t cap)
+{
+	const redisReply *e;
+
+	if (i >= a->elements ||
+	    (e = a->element[i])->type != REDIS_REPLY_STRING || e->len >= cap)
+		return -1;
+	memcpy(out, e->str, e->len);
+	out[e->len] = '\0';
+	return 0;
+}
+
+static uint64_t
+u64_of(int64_t v)
+{
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+/* ENQUEUE and WHERE: state, queue, position, tier, waited, servicer, room,
+ * since, from index i. */
+static int
+parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
+{
+	char state[16];
+
+	if (elem_str(a, i, state, sizeof(state)) != 0 ||
+	    elem_str(a, i + 1, u->queue, sizeof(u->queue)) != 0 ||
+	    elem_str(a, i + 5, u->servicer, sizeof(u->servicer)) != 0 ||
+	    elem_str(a, i + 6, u->room, sizeof(u->room)) != 0 ||
+	    elem_int(a, i + 7) == INT64_MIN)
+		return -1;
+	if (strcmp(state, "waiting") == 0)
+		u->state = CSQ_USER_WAITING;
+	else if (strcmp(state, "assigned") == 0)
+		u->state = CSQ_USER_ASSIGNED;
+	else
+		u->state = CSQ_USER_NONE;
+	u->position = u64_of(elem_int(a, i + 2));
+	u->tier = (uint32_t)u64_of(elem_int(a, i + 3));
+	u->waited_ms = u64_of(elem_int(a, i + 4));
+	u->since_ms = u64_of(elem_int(a, i + 7));
+	return 0;
+}
+
+static int
+parse_queue(struct redis_call *k, const redisReply *a, size_t i)
+{
+	size_t n = (a->elements - i) / 3, j;
+
+	if ((a->elements - i) % 3 != 0 || n > CSQ_RANGE_COUNT_MAX)
+		return -1;
+	k->entries = csq_xcalloc(n + 1, sizeof(*k->entries));
+	for (j = 0; j < n; j++, i += 3) {
+		if (elem_str(a, i, k->entries[j].user,
+		             sizeof(k->entries[j].user)) != 0 ||
+		    elem_int(a, i + 1) == INT64_MIN ||
+		    elem_int(a, i + 2) == INT64_MIN)
+			return -1;
+		k->entries[j].tier = (uint32_t)u64_of(elem_int(a, i + 1));
+		k->entries[j].waited_ms = u64_of(elem_int(a, i + 2));
+	}
+	k->res.entries = k->entries;
+	k->res.nentries = n;
+	return 0;
+}
+
+static int
+parse_servicers(struct redis_call *k, const redisReply *a, size_t i)
+{
+	size_t n = (a->elements - i) / 5, j;
+	struct csq_servicer_info *s;
+	char status[16];
+
+	if ((a->elements - i) % 5 != 0)
+		return -1;
+	k->servicers = csq_xcalloc(n + 1, sizeof(*k->servicers));
+	for (j = 0; j < n; j++, i += 5) {
+		s = &k->servicers[j];
+		if (elem_str(a, i, s->id, sizeof(s->id)) != 0 ||
+		    elem_str(a, i + 1, status, sizeof(status)) != 0)
+			return -1;
+		s->status = strcmp(status, "paused") == 0 ? CSQ_SERVICER_PAUSED
+		                                          : CSQ_SERVICER_READY;
+		s->capacity = (uint32_t)u64_of(elem_int(a, i + 2));
+		s->active = (uint32_t)u64_of(elem_int(a, i + 3));
+		s->idle_ms = u64_of(elem_int(a, i + 4));
+	}
+	k->res.servicers = k->servicers;
+	k->res.nentries = n;
+	return 0;
+}
+
+static int
+parse_stats(struct csq_stats *st, const redisReply *a, size_t i)
+{
+	uint64_t *f[] = {&st->waiting,
+	                 &st->servicers,
+	                 &st->rooms_busy,
+	                 &st->rooms_free,
+	                 &st->enqueued_total,
+	                 &st->matched_total,
+	                 &st->abandoned_total,
+	                 &st->requeued_total,
+	                 &st->servicers_lost_total};
+	size_t j;
+
+	for (j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
+		if (elem_int(a, i + j) == INT64_MIN)
+			return -1;
+		*f[j] = u64_of(elem_int(a, i + j));
+	}
+	return 0;
+}
+
+/* The data of a reply (from element 4) by operation. */
+static int
+parse_data(struct redis_call *k, const redisReply *a)
+{
+	struct csq_result *res = &k->res;
+	char status[16];
+
+	switch (k->code) {
+	case CSQ_OP_HEARTBEAT:
+		memcpy(res->servicer.id, k->sid, sizeof(k->sid));
+		if (elem_str(a, 4, status, sizeof(status)) != 0 ||
+		    elem_int(a, 7) == INT64_MIN)
+			return -1;
+		res->servicer.status = strcmp(status, "paused") == 0
+		                           ? CSQ_SERVICER_PAUSED
+		                           : CSQ_SERVICER_READY;
+		res->servicer.capacity = (uint32_t)u64_of(elem_int(a, 5));
+		res->servicer.active = (uint32_t)u64_of(elem_int(a, 6));
+		res->servicer.ttl_s = (uint32_t)u64_of(elem_int(a, 7));
+		return 0;
+	case CSQ_OP_PAUSE:
+	case CSQ_OP_RESUME:
+	case CSQ_OP_LIMITS: /* the health check: no data */
+		return 0;
+	case CSQ_OP_LOGOUT:
+	case CSQ_OP_RELEASE:
+	case CSQ_OP_TOUCH:
+	case CSQ_OP_LEAVE:
+	case CSQ_OP_QLEN:
+	case CSQ_OP_EXPIRE:
+		if (elem_int(a, 4) == INT64_MIN)
+			return -1;
+		res->n = elem_int(a, 4);
+		return 0;
+	case CSQ_OP_ENQUEUE:
+	case CSQ_OP_WHERE:
+		return parse_user(a, 4, &res->user);
+	case CSQ_OP_QUEUE:
+		return parse_queue(k, a, 4);
+	case CSQ_OP_SERVICERS:
+		return parse_servicers(k, a, 4);
+	case CSQ_OP_STATS:
+		return parse_stats(&res->stats, a, 4);
+	case CSQ_OP_REARM:
+		break;
+	}
+	return -1;
+}
+
+static enum csq_status
+status_of(const char *s)
+{
+	if (strcmp(s, "OK") == 0)
+		return CSQ_OK;
+	if (strcmp(s, "NOTFOUND") == 0)
+		return CSQ_ENOTFOUND;
+	if (strcmp(s, "FULL") == 0)
+		return CSQ_EFULL;
+	if (strcmp(s, "EXHAUSTED") == 0)
+		return CSQ_EEXHAUSTED;
+	return CSQ_ETRYAGAIN;
+}
+
+/* The header every script returns: status, earliest deadline, Redis time,
+ * last event id. */
+static int
+parse_header(struct redis_engine *r, struct redis_call *k, const redisReply *a)
+{
+	char status[16];
+	int64_t next = elem_int(a, 1), now = elem_int(a, 2);
+	int64_t last = elem_int(a, 3);
+
+	if (a->type != REDIS_REPLY_ARRAY ||
+	    elem_str(a, 0, status, sizeof(status)) != 0 || next == INT64_MIN ||
+	    now == INT64_MIN || last == INT64_MIN)
+		return -1;
+	k->res.status = status_of(status);
+	r->skew_ms = now - (int64_t)server_now_ms();
+	if (next != -2)
+		r->next_redis = next;
+	k->wait_event = u64_of(last);
+	return 0;
+}
+
+static void
+call_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct redis_call *k = priv;
+	struct redis_engine *r = k->r;
+	redisReply *reply = reply_;
+
+	(void)ac;
+	if (reply == NULL) {
+		call_fail(k);
+		return;
+	}
+	if (reply->type == REDIS_REPLY_ERROR) {
+		/* The script cache was flushed: the source itself, once. */
+		if (strncmp(reply->str, "NOSCRIPT", 8) == 0 && !k->resent) {
+			k->resent = 1;
+			k->argv[0] = "EVAL";
+			k->argvlen[0] = 4;
+			k->argv[1] = r->source[k->script];
+			k->argvlen[1] = strlen(r->source[k->script]);
+			engine_send(r, k);
+			return;
+		}
+		log_warnx("engine redis: %s", reply->str);
+		call_fail(k);
+		return;
+	}
+	if (parse_header(r, k, reply) != 0 ||
+	    (k->res.status == CSQ_OK && parse_data(k, reply) != 0)) {
+		log_warnx("engine redis: a script's reply has an unexpected "
+		          "shape");
+		call_fail(k);
+		return;
+	}
+	if (k->wait_event > r->seen_event || !TAILQ_EMPTY(&r->parked)) {
+		k->parked_ms = mono_ms();
+		TAILQ_INSERT_TAIL(&r->parked, k, entry);
+		parked_flush(r, 0);
+		return;
+	}
+	call_answer(k);
+}
+
+static void
+engine_send(struct redis_engine *r, struct redis_call *k)
+{
+	if (r->cmd.ac == NULL ||
+	    redisAsyncCommandArgv(r->cmd.ac, call_reply_cb, k, k->argc, k->argv,
+	                          k->argvlen) != REDIS_OK)
+		call_fail(k);
+}
+
+/* Calls. */
+
+static void
+arg_str(struct redis_call *k, const char *s, size_t len)
+{
+	if (k->argc == CALL_ARGS || k->used + len + 1 > CALL_STORE)
+		abort(); /* the arguments of an operation are bounded */
+	memcpy(k->store + k->used, s, len);
+	k->store[k->used + len] = '\0';
+	k->argv[k->argc] = k->store + k->used;
+	k->argvlen[k->argc++] = len;
+	k->used += len + 1;
+}
+
+static void
+arg_cstr(struct redis_call *k, const char *s)
+{
+	arg_str(k, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
+}
+
+static void
+arg_int(struct redis_call *k, int64_t v)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), "%lld", (long long)v);
+
+	arg_str(k, buf, (size_t)n);
+}
+
+static struct redis_call *
+call_new(struct redis_engine *r, enum redis_script script, enum csq_opcode code,
+         csq_engine_cb *cb, void *arg)
+{
+	struct redis_call *k = csq_xcalloc(1, sizeof(*k));
+
+	k->r = r;
+	k->script = script;
+	k->code = code;
+	k->cb = cb;
+	k->arg = arg;
+	arg_cstr(k, "EVALSHA");
+	arg_cstr(k, r->sha[script]);
+	arg_cstr(k, "1");
+	arg_cstr(k, r->stats_key);
+	arg_int(k, r->limits.servicer_ttl_s);
+	arg_int(k, r->limits.user_ttl_s);
+	arg_int(k, r->limits.max_tier);
+	arg_int(k, (int64_t)r->limits.max_queue_length);
+	return k;
+}
+
+static void
+args_heartbeat(struct redis_call *k, const struct csq_heartbeat_args *a)
+{
+	size_t i;
+
+	snprintf(k->sid, sizeof(k->sid), "%s", a->servicer);
+	arg_cstr(k, a->servicer);
+	arg_int(k, a->has_capacity);
+	arg_int(k, a->capacity);
+	arg_int(k, a->has_ttl);
+	arg_int(k, a->ttl_s);
+	arg_int(k, a->has_queues ? (int64_t)a->nqueues : 0);
+	for (i = 0; a->has_queues && i < a->nqueues; i++)
+		arg_cstr(k, a->queues[i]);
+}
+
+static void
+args_enqueue(struct redis_call *k, const struct csq_enqueue_args *a)
+{
+	arg_cstr(k, a->user);
+	arg_int(k, a->has_queue);
+	arg_cstr(k, a->has_queue ? a->queue : "");
+	arg_int(k, a->has_tier);
+	arg_int(k, a->tier);
+	arg_int(k, a->has_ttl);
+	arg_int(k, a->ttl_s);
+}
+
+/* The script of an operation and its arguments; -1 for none. */
+static int
+call_build(struct redis_engine *r, const struct csq_op *op, csq_engine_cb *cb,
+           void *arg, struct redis_call **out)
+{
+	static const enum redis_script scripts[] = {
+	    [CSQ_OP_HEARTBEAT] = REDIS_HEARTBEAT,
+	    [CSQ_OP_PAUSE] = REDIS_STATUS,
+	    [CSQ_OP_RESUME] = REDIS_STATUS,
+	    [CSQ_OP_LOGOUT] = REDIS_LOGOUT,
+	    [CSQ_OP_RELEASE] = REDIS_RELEASE,
+	    [CSQ_OP_ENQUEUE] = REDIS_ENQUEUE,
+	    [CSQ_OP_TOUCH] = REDIS_TOUCH,
+	    [CSQ_OP_LEAVE] = REDIS_LEAVE,
+	    [CSQ_OP_WHERE] = REDIS_WHERE,
+	    [CSQ_OP_QUEUE] = REDIS_QUEUE,
+	    [CSQ_OP_QLEN] = REDIS_QLEN,
+	    [CSQ_OP_SERVICERS] = REDIS_SERVICERS,
+	    [CSQ_OP_STATS] = REDIS_STATS,
+	    [CSQ_OP_EXPIRE] = REDIS_EXPIRE,
+	};
+	char sid[CSQ_ID_MAX + 1];
+	struct redis_call *k;
+	uint32_t idx;
+
+	if (op->code == CSQ_OP_LIMITS || op->code == CSQ_OP_REARM)
+		return -1;
+	k = call_new(r, scripts[op->code], op->code, cb, arg);
+	switch (op->code) {
+	case CSQ_OP_HEARTBEAT:
+		args_heartbeat(k, &op->heartbeat);
+		break;
+	case CSQ_OP_PAUSE:
+	case CSQ_OP_RESUME:
+		arg_cstr(k, op->id);
+		arg_cstr(k, op->code == CSQ_OP_PAUSE ? "paused" : "ready");
+		break;
+	case CSQ_OP_RELEASE:
+		csq_parse_room(op->id, strlen(op->id), sid, &idx);
+		arg_cstr(k, sid);
+		arg_int(k, idx);
+		break;
+	case CSQ_OP_ENQUEUE:
+		args_enqueue(k, &op->enqueue);
+		break;
+	case CSQ_OP_TOUCH:
+		arg_cstr(k, op->id);
+		arg_int(k, op->ttl_s < 0 ? -1 : op->ttl_s);
+		break;
+	case CSQ_OP_QUEUE:
+		arg_cstr(k, op->id);
+		arg_int(k, (int64_t)(op->offset > QUEUE_OFFSET_MAX
+		                         ? QUEUE_OFFSET_MAX
+		                         : op->offset));
+		arg_int(k, op->count);
+		break;
+	case CSQ_OP_EXPIRE:
+		arg_cstr(k, EXPIRE_BATCH);
+		break;
+	case CSQ_OP_SERVICERS:
+	case CSQ_OP_STATS:
+		break;
+	default: /* LOGOUT, LEAVE, WHERE, QLEN */
+		arg_cstr(k, op->id);
+		break;
+	}
+	*out = k;
+	return 0;
+}
+
+static void
+redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
+           void *arg)
+{
+	struct redis_engine *r = redis_engine(e);
+	struct csq_result res;
+	struct redis_call *k;
+
+	memset(&res, 0, sizeof(res));
+	/* Bad input is refused here as the memory engine refuses it, and
+	 * an unreachable Redis gets TRYAGAIN at once: nothing half done. */
+	if ((res.status = csq_op_validate(op, &r->limits)) != CSQ_OK ||
+	    (res.status = r->up ? CSQ_OK : CSQ_ETRYAGAIN) != CSQ_OK ||
+	    call_build(r, op, cb, arg, &k) != 0) {
+		if (res.status == CSQ_OK)
+			res.status = CSQ_ERANGE;
+		cb(arg, &res);
+		return;
+	}
+	engine_send(r, k);
+}
+
+/* Deadlines. */
+
+static uint64_t
+redis_next_deadline(struct csq_engine *e)
+{
+	struct redis_engine *r = redis_engine(e);
+	int64_t local;
+
+	if (r->freeing || !r->up || r->reaping || r->next_redis < 0)
+		return UINT64_MAX;
+	local = r->next_redis - r->skew_ms;
+	return local < 0 ? 0 : (uint64_t)local;
+}
+
+static void
+deadline_moved(struct redis_engine *r)
+{
+	if (!r->freeing && r->deadline_changed != NULL)
+		r->deadline_changed(r->deadline_arg);
+}
+
+static void
+expire_done(void *arg, const struct csq_result *res)
+{
+	struct redis_engine *r = arg;
+
+	(void)res;
+	r->reaping = 0;
+	deadline_moved(r);
+}
+
+static void
+redis_expire(struct csq_engine *e)
+{
+	struct redis_engine *r = redis_engine(e);
+	struct csq_op op;
+
+	if (!r->up || r->reaping)
+		return;
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_EXPIRE;
+	r->reaping = 1;
+	redis_call(e, &op, expire_done, r);
+}
+
+/* The tick: a health check that also learns the earliest deadline, which
+ * another daemon may have set. */
+static void
+peek_done(void *arg, const struct csq_result *res)
+{
+	struct redis_engine *r = arg;
+
+	if (res->status == CSQ_OK && r->peek_sent_us != 0)
+		r->rtt_us = (int64_t)(metrics_now_us() - r->peek_sent_us);
+	r->peek_sent_us = 0;
+	deadline_moved(r);
+}
+
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct redis_engine *r = arg;
+	struct redis_call *k;
+
+	(void)fd, (void)what;
+	parked_flush(r, 0);
+	if (!r->up)
+		return;
+	if (r->peek_sent_us != 0) {
+		if (metrics_now_us() - r->peek_sent_us >
+		    (uint64_t)HEALTH_TIMEOUT * 1000)
+			conn_drop(&r->cmd, "no answer to the health check");
+		return;
+	}
+	r->peek_sent_us = metrics_now_us();
+	k = call_new(r, REDIS_PEEK, CSQ_OP_LIMITS, peek_done, r);
+	engine_send(r, k);
+}
+
+/* Events. */
+
+static void
+sub_event(struct redis_engine *r, const char *json, size_t len)
+{
+	struct csq_event ev;
+	uint64_t id;
+
+	if (csq_event_parse(json, len, &ev, &id) != 0) {
+		log_warnx("engine redis: an event that is not csq's on %s",
+		          r->channel);
+		return;
+	}
+	if (id > r->seen_event)
+		r->seen_event = id;
+	if (r->emit != NULL)
+		r->emit(r->emit_arg, &ev);
+}
+
+static void
+sub_message_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct redis_conn *c = ac->data;
+	redisReply *reply = reply_, *kind, *body;
+
+	(void)priv;
+	if (c == NULL || reply == NULL)
+		return;
+	if (reply->type == REDIS_REPLY_ERROR) {
+		handshake_error(ac, reply, "SUBSCRIBE");
+		return;
+	}
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
+	    (kind = reply->element[0])->type != REDIS_REPLY_STRING)
+		return;
+	body = reply->element[2];
+	if (strcmp(kind->str, "subscribe") == 0) {
+		conn_ready(c);
+		/* Events missed while away are gone: nothing waits for them. */
+		parked_flush(c->r, 1);
+		return;
+	}
+	if (strcmp(kind->str, "message") == 0 &&
+	    body->type == REDIS_REPLY_STRING) {
+		sub_event(c->r, body->str, body->len);
+		parked_flush(c->r, 0);
+	}
+}
+
+/* The rest of the interface. */
+
+static void
+redis_set_limits(struct csq_engine *e, const struct csq_limits *limits)
+{
+	redis_engine(e)->limits = *limits;
+}
+
+static int
+redis_up(struct csq_engine *e)
+{
+	return redis_engine(e)->up;
+}
+
+static void
+conn_close(struct redis_conn *c)
+{
+	redisAsyncContext *ac = c->ac;
+
+	c->ac = NULL;
+	c->ready = 0;
+	if (ac != NULL) {
+		ac->data = NULL;
+		redisAsyncFree(ac);
+	}
+	event_free(c->timer);
+}
+
+static void
+redis_free(struct csq_engine *e)
+{
+	struct redis_engine *r = redis_engine(e);
+	size_t i;
+
+	r->freeing = 1;
+	parked_flush(r, 1);
+	conn_close(&r->cmd);
+	conn_close(&r->sub);
+	parked_flush(r, 1);
+	event_free(r->tick);
+	for (i = 0; i < REDIS_NSCRIPTS; i++)
+		free(r->source[i]);
+	free(r);
+}
+
+static const struct csq_engine_ops redis_ops = {
+    .name = "redis",
+    .call = redis_call,
+    .next_deadline = redis_next_deadline,
+    .expire = redis_expire,
+    .set_limits = redis_set_limits,
+    .up = redis_up,
+    .free = redis_free,
+};
+
+int64_t
+engine_redis_rtt_us(struct csq_engine *e)
+{
+	if (e == NULL || e->ops != &redis_ops)
+		return -1;
+	return redis_engine(e)->rtt_us;
+}
+
+static void
+conn_init(struct redis_engine *r, struct redis_conn *c, const char *name)
+{
+	c->r = r;
+	c->name = name;
+	c->backoff_ms = BACKOFF_MIN_MS;
+	c->timer = evtimer_new(r->evb, conn_timer_cb, c);
+}
+
+struct csq_engine *
+engine_redis_new(struct event_base *evb, const struct config *cfg,
+                 csq_emit_fn *emit, void *emit_arg,
+                 void (*deadline_changed)(void *), void *arg)
+{
+	struct redis_engine *r = csq_xcalloc(1, sizeof(*r));
+	struct timeval tv = {TICK_MS / 1000, (TICK_MS % 1000) * 1000};
+	const char *host = cfg->redis_host;
+	size_t i, a, b;
+
+	r->base.ops = &redis_ops;
+	r->evb = evb;
+	if (strncmp(host, "unix:", 5) == 0)
+		host += 5;
+	r->is_unix = host[0] == '/';
+	snprintf(r->host, sizeof(r->host), "%s", host);
+	r->port = (int)cfg->redis_port;
+	snprintf(r->password, sizeof(r->password), "%s", cfg->redis_password);
+	r->db = cfg->redis_db;
+	snprintf(r->stats_key, sizeof(r->stats_key), "{%s}:stats",
+	         cfg->redis_prefix);
+	snprintf(r->channel, sizeof(r->channel), "{%s}:events",
+	         cfg->redis_prefix);
+	r->limits = cfg->limits;
+	r->emit = emit;
+	r->emit_arg = emit_arg;
+	r->deadline_changed = deadline_changed;
+	r->deadline_arg = arg;
+	r->next_redis = -1;
+	r->rtt_us = -1;
+	TAILQ_INIT(&r->parked);
+	for (i = 0; i < REDIS_NSCRIPTS; i++) {
+		a = strlen(redis_lua_common);
+		b = strlen(redis_lua[i]);
+		r->source[i] = csq_xmalloc(a + b + 2);
+		memcpy(r->source[i], redis_lua_common, a);
+		r->source[i][a] = '\n';
+		memcpy(r->source[i] + a + 1, redis_lua[i], b + 1);
+	}
+	conn_init(r, &r->cmd, "commands");
+	conn_init(r, &r->sub, "events");
+	r->tick = event_new(evb, -1, EV_PERSIST, tick_cb, r);
+	evtimer_add(r->tick, &tv);
+	conn_start(&r->cmd);
+	conn_start(&r->sub);
+	return &r->base;
+}

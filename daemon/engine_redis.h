@@ -1,0 +1,29 @@
+/*
+ * The Redis engine: the state lives in Redis, so that several csqd daemons
+ * serve the same queues. Every operation is one Lua script (daemon/lua/),
+ * atomic across daemons; the events the scripts publish come back on a
+ * second connection and go to this daemon's subscribers.
+ */
+#ifndef CSQD_ENGINE_REDIS_H
+#define CSQD_ENGINE_REDIS_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "engine.h"
+
+struct event_base;
+
+/*
+ * Connects in the background (the engine answers TRYAGAIN until Redis
+ * does). Events come out through emit; deadline_changed is called when the
+ * earliest deadline may have moved outside a command's reply.
+ */
+struct csq_engine *engine_redis_new(struct event_base *, const struct config *,
+                                    csq_emit_fn *emit, void *emit_arg,
+                                    void (*deadline_changed)(void *),
+                                    void *arg);
+/* The round trip of the last health check in microseconds, or -1. */
+int64_t engine_redis_rtt_us(struct csq_engine *);
+
+#endif

@@ -1,0 +1,351 @@
+-- The prelude of every csq script: the key layout, the clock, and the rules
+-- of libcsq (lib/csq.c, lib/servicer.c, lib/matcher.c) written again for
+-- the state in Redis. Each script is this prelude followed by one
+-- operation, so that an operation runs atomically, whichever daemon sends
+-- it. docs/design.md describes the keys.
+--
+-- KEYS[1] is "{prefix}:stats"; every other key is derived from the same
+-- hash tag, so all of them live in one Cluster slot.
+-- ARGV[1..4]: the daemon's servicer_ttl, user_ttl, max_tier and
+-- max_queue_length; the operation's own arguments follow from ARGV[5].
+-- A script returns { status, earliest deadline (-1 none, -2 not looked),
+-- Redis time in ms, last event id published (0 none), results... }.
+
+local STATS = KEYS[1]
+local P = string.sub(STATS, 1, -6)
+local DEADLINES = P .. 'deadlines'
+local SERVICERS = P .. 'servicers'
+local EVENTS = P .. 'events'
+
+-- The order key of lib/orderkey.h: (15 - tier) * 2^49 + sequence, exact
+-- in a double below 2^53.
+local SEQ_UNIT = 562949953421312
+local SEQ_MAX = SEQ_UNIT - 1
+local TIER_TOP = 15
+
+local clock = redis.call('TIME')
+local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+local SERVICER_TTL = tonumber(ARGV[1])
+local USER_TTL = tonumber(ARGV[2])
+local MAX_LENGTH = tonumber(ARGV[4])
+
+-- Numbers leave Lua through "%.14g" unless formatted: keys need all digits.
+local function int(n)
+	return string.format('%d', n)
+end
+
+local function user_key(id) return P .. 'user:' .. id end
+local function servicer_key(id) return P .. 'servicer:' .. id end
+local function rooms_key(id) return P .. 'S2R:' .. id end
+local function queue_key(q) return P .. 'queue:' .. q end
+local function free_key(q) return P .. 'free:' .. q end
+
+local function tier_of(key) return TIER_TOP - math.floor(key / SEQ_UNIT) end
+local function seq_of(key) return key % SEQ_UNIT end
+local function pack(tier, seq) return (TIER_TOP - tier) * SEQ_UNIT + seq end
+
+local function elapsed(since)
+	if since and NOW > since then return NOW - since end
+	return 0
+end
+
+-- Counters change by deltas, written once at the end.
+local deltas = {}
+local function stat(field, d)
+	deltas[field] = (deltas[field] or 0) + d
+end
+
+-- Events wait until the end too: then they get their ids, one counter for
+-- all daemons, so that a daemon can tell when it has seen them all.
+local events = {}
+local function event(name)
+	local e = { '"event":"' .. name .. '"', '"ts":' .. int(NOW) }
+	events[#events + 1] = e
+	return e
+end
+local function add_str(e, k, v) e[#e + 1] = '"' .. k .. '":"' .. v .. '"' end
+local function add_int(e, k, v) e[#e + 1] = '"' .. k .. '":' .. int(v) end
+
+local function deadline_set(member, at)
+	redis.call('ZADD', DEADLINES, int(at), member)
+end
+local function deadline_clear(member)
+	redis.call('ZREM', DEADLINES, member)
+end
+
+local function earliest()
+	local r = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
+	if r[2] then return tonumber(r[2]) end
+	return -1
+end
+
+-- Publishes the events in causal order and writes the counters; returns
+-- the reply with its header.
+local function finish(status, looked, ...)
+	for f, d in pairs(deltas) do
+		if d ~= 0 then redis.call('HINCRBY', STATS, f, d) end
+	end
+	local last = 0
+	if #events > 0 then
+		last = redis.call('HINCRBY', STATS, 'event_id', #events)
+		local id = last - #events
+		for _, e in ipairs(events) do
+			id = id + 1
+			redis.call('PUBLISH', EVENTS, '{"id":' .. int(id) .. ',' ..
+			           table.concat(e, ',') .. '}')
+		end
+	end
+	local next = -2
+	if looked then next = earliest() end
+	return { status, next, NOW, last, ... }
+end
+
+-- Servicers: a hash of their fields; S2R their busy rooms (index -> user).
+
+local function servicer_load(id)
+	local h = redis.call('HMGET', servicer_key(id), 'status', 'capacity',
+	                     'ttl', 'active', 'queues', 'last_order', 'last_ms')
+	if not h[1] then return nil end
+	local qs = {}
+	for q in string.gmatch(h[5], '[^,]+') do qs[#qs + 1] = q end
+	return { id = id, status = h[1], capacity = tonumber(h[2]),
+	         ttl = tonumber(h[3]), active = tonumber(h[4]), queues = qs,
+	         last_order = tonumber(h[6]), last_ms = tonumber(h[7]) }
+end
+
+local function servicer_save(s)
+	redis.call('HSET', servicer_key(s.id), 'status', s.status,
+	           'capacity', s.capacity, 'ttl', s.ttl, 'active', s.active,
+	           'queues', table.concat(s.queues, ','),
+	           'last_order', int(s.last_order), 'last_ms', int(s.last_ms))
+end
+
+local function free_count(s)
+	if s.active < s.capacity then return s.capacity - s.active end
+	return 0
+end
+
+local function has_free(s)
+	return s.status == 'ready' and free_count(s) > 0
+end
+
+-- Every change to a servicer's readiness, capacity, queues or rooms sits
+-- between unaccount and account, which keep rooms_busy, rooms_free and the
+-- free-room index of each queue true (lib/servicer.c).
+local function unaccount(s)
+	stat('rooms_busy', -s.active)
+	if s.status == 'ready' then stat('rooms_free', -free_count(s)) end
+	if has_free(s) then
+		for _, q in ipairs(s.queues) do
+			redis.call('ZREM', free_key(q), s.id)
+		end
+	end
+end
+
+local function account(s)
+	stat('rooms_busy', s.active)
+	if s.status == 'ready' then stat('rooms_free', free_count(s)) end
+	if has_free(s) then
+		for _, q in ipairs(s.queues) do
+			redis.call('ZADD', free_key(q), int(s.last_order), s.id)
+		end
+	end
+end
+
+-- The lowest free room below the capacity; only when has_free.
+local function free_room(s)
+	if s.active == 0 then return 0 end
+	local k = rooms_key(s.id)
+	for i = 0, s.capacity - 1 do
+		if redis.call('HEXISTS', k, i) == 0 then return i end
+	end
+	error('csq: servicer ' .. s.id .. ' has no free room')
+end
+
+local function room_exists(s, idx)
+	return idx < s.capacity or
+	       redis.call('HEXISTS', rooms_key(s.id), idx) == 1
+end
+
+-- Users: a hash; U2R is its servicer and room fields while assigned.
+
+local function user_load(id)
+	local h = redis.call('HMGET', user_key(id), 'queue', 'key', 'arrival',
+	                     'ttl', 'state', 'servicer', 'room', 'assigned')
+	if not h[1] then return nil end
+	local u = { id = id, queue = h[1], key = tonumber(h[2]),
+	            arrival = tonumber(h[3]), ttl = tonumber(h[4]),
+	            state = h[5] }
+	if h[5] == 'assigned' then
+		u.servicer = h[6]
+		u.room = tonumber(h[7])
+		u.assigned = tonumber(h[8])
+	end
+	return u
+end
+
+local function position(u)
+	return redis.call('ZRANK', queue_key(u.queue), u.id) + 1
+end
+
+local function user_deadline(u)
+	if u.ttl > 0 then
+		deadline_set('u:' .. u.id, NOW + u.ttl * 1000)
+	else
+		deadline_clear('u:' .. u.id)
+	end
+end
+
+local function user_free(u)
+	deadline_clear('u:' .. u.id)
+	redis.call('DEL', user_key(u.id))
+end
+
+local function user_event(name, u)
+	local e = event(name)
+	add_str(e, 'user', u.id)
+	add_str(e, 'queue', u.queue)
+	return e
+end
+
+-- The matcher (lib/matcher.c).
+
+local function assign(u, s, room)
+	if u.state == 'waiting' then
+		redis.call('ZREM', queue_key(u.queue), u.id)
+		deadline_clear('u:' .. u.id)
+		stat('waiting', -1)
+	end
+	unaccount(s)
+	u.state = 'assigned'
+	u.servicer = s.id
+	u.room = room
+	u.assigned = NOW
+	redis.call('HSET', user_key(u.id), 'state', 'assigned',
+	           'servicer', s.id, 'room', room, 'assigned', int(NOW))
+	redis.call('HSET', rooms_key(s.id), room, u.id)
+	s.active = s.active + 1
+	s.last_order = redis.call('HINCRBY', STATS, 'order', 1)
+	s.last_ms = NOW
+	account(s)
+	servicer_save(s)
+	stat('matched_total', 1)
+	local e = user_event('matched', u)
+	add_int(e, 'tier', tier_of(u.key))
+	add_str(e, 'servicer', s.id)
+	add_str(e, 'room', s.id .. '/' .. room)
+	add_int(e, 'waited_ms', elapsed(u.arrival))
+end
+
+-- A user started waiting: the ready servicer with a free room serving its
+-- queue that has gone longest without a new user takes it.
+local function match_user(u)
+	local top = redis.call('ZRANGE', free_key(u.queue), 0, 0)
+	if not top[1] then return false end
+	local s = servicer_load(top[1])
+	assign(u, s, free_room(s))
+	return true
+end
+
+-- The best waiting user across the queues s serves.
+local function best_user(s)
+	local best, best_key
+	for _, q in ipairs(s.queues) do
+		local r = redis.call('ZRANGE', queue_key(q), 0, 0, 'WITHSCORES')
+		if r[1] then
+			local k = tonumber(r[2])
+			if not best or k < best_key then best, best_key = r[1], k end
+		end
+	end
+	return best
+end
+
+local function match_servicer(s)
+	while has_free(s) do
+		local id = best_user(s)
+		if not id then break end
+		assign(user_load(id), s, free_room(s))
+	end
+end
+
+-- The conversation in room idx of s ends; the user leaves the system.
+local function room_release(s, idx, uid, by)
+	unaccount(s)
+	redis.call('HDEL', rooms_key(s.id), idx)
+	s.active = s.active - 1
+	account(s)
+	servicer_save(s)
+	local u = user_load(uid)
+	local e = user_event('released', u)
+	add_str(e, 'servicer', s.id)
+	add_str(e, 'room', s.id .. '/' .. idx)
+	add_str(e, 'by', by)
+	user_free(u)
+	match_servicer(s)
+end
+
+-- A waiting user gives up (LEAVE) or times out.
+local function user_abandon(u, reason)
+	redis.call('ZREM', queue_key(u.queue), u.id)
+	stat('waiting', -1)
+	stat('abandoned_total', 1)
+	local e = user_event('left', u)
+	add_str(e, 'reason', reason)
+	user_free(u)
+end
+
+-- Removes s: its users go back in line at their old place (same key; the
+-- length limit does not apply; their TTL restarts), then servicer_down,
+-- then the requeued users are matched best first where a room is free.
+local function servicer_remove(s, reason)
+	unaccount(s)
+	local flat = redis.call('HGETALL', rooms_key(s.id))
+	local rooms = {}
+	for i = 1, #flat, 2 do
+		rooms[#rooms + 1] = { idx = tonumber(flat[i]), user = flat[i + 1] }
+	end
+	table.sort(rooms, function(a, b) return a.idx < b.idx end)
+	local back = {}
+	for _, r in ipairs(rooms) do
+		local u = user_load(r.user)
+		u.state = 'waiting'
+		redis.call('HSET', user_key(u.id), 'state', 'waiting')
+		redis.call('HDEL', user_key(u.id), 'servicer', 'room', 'assigned')
+		redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
+		stat('waiting', 1)
+		stat('requeued_total', 1)
+		if u.ttl > 0 then deadline_set('u:' .. u.id, NOW + u.ttl * 1000) end
+		local e = user_event('requeued', u)
+		add_int(e, 'tier', tier_of(u.key))
+		add_int(e, 'position', position(u))
+		add_str(e, 'servicer', s.id)
+		add_str(e, 'room', s.id .. '/' .. r.idx)
+		add_str(e, 'reason', reason)
+		back[#back + 1] = u
+	end
+	redis.call('DEL', rooms_key(s.id), servicer_key(s.id))
+	deadline_clear('s:' .. s.id)
+	redis.call('ZREM', SERVICERS, s.id)
+	stat('servicers', -1)
+	if reason == 'lost' then stat('servicers_lost_total', 1) end
+	local e = event('servicer_down')
+	add_str(e, 'servicer', s.id)
+	add_str(e, 'reason', reason)
+	table.sort(back, function(a, b) return a.key < b.key end)
+	for _, u in ipairs(back) do
+		if u.state == 'waiting' then match_user(u) end
+	end
+	return #back
+end
+
+-- The reply fields of a user (ENQUEUE, WHERE): state, queue, position,
+-- tier, waited_ms, servicer, room, since_ms.
+local function user_info(u)
+	if u.state == 'waiting' then
+		return 'waiting', u.queue, position(u), tier_of(u.key),
+		       elapsed(u.arrival), '', '', 0
+	end
+	return 'assigned', u.queue, 0, tier_of(u.key), elapsed(u.arrival),
+	       u.servicer, u.servicer .. '/' .. u.room, elapsed(u.assigned)
+end

@@ -1,0 +1,96 @@
+/*
+ * The input checks of an operation, apart from the state it runs on. The
+ * memory engine makes them inside each libcsq call; an engine that keeps its
+ * state elsewhere (Redis) makes them here first, so that a bad request is
+ * refused the same way and never reaches the store. The order of the checks
+ * is the order of the libcsq calls: the first error wins in both.
+ */
+#include "engine.h"
+
+#include <string.h>
+
+static int
+valid(const char *s)
+{
+	return s != NULL && csq_valid_id(s, strnlen(s, CSQ_ID_MAX + 1));
+}
+
+static enum csq_status
+validate_heartbeat(const struct csq_heartbeat_args *a)
+{
+	size_t i;
+
+	if (!valid(a->servicer))
+		return CSQ_ESERVICER;
+	if (a->has_capacity &&
+	    (a->capacity < 1 || a->capacity > CSQ_CAPACITY_MAX))
+		return CSQ_ERANGE;
+	if (a->has_ttl && (a->ttl_s < 1 || a->ttl_s > CSQ_TTL_MAX))
+		return CSQ_ERANGE;
+	if (!a->has_queues)
+		return CSQ_OK;
+	if (a->nqueues < 1 || a->nqueues > CSQ_SERVICER_QUEUES)
+		return CSQ_ERANGE;
+	for (i = 0; i < a->nqueues; i++)
+		if (!valid(a->queues[i]))
+			return CSQ_EQUEUE;
+	return CSQ_OK;
+}
+
+static enum csq_status
+validate_enqueue(const struct csq_enqueue_args *a,
+                 const struct csq_limits *limits)
+{
+	if (!valid(a->user))
+		return CSQ_EUSER;
+	if (a->has_queue && !valid(a->queue))
+		return CSQ_EQUEUE;
+	if (a->has_tier && a->tier > limits->max_tier)
+		return CSQ_ERANGE;
+	if (a->has_ttl && a->ttl_s > CSQ_TTL_MAX)
+		return CSQ_ERANGE;
+	return CSQ_OK;
+}
+
+enum csq_status
+csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
+{
+	char sid[CSQ_ID_MAX + 1];
+	uint32_t idx;
+
+	switch (op->code) {
+	case CSQ_OP_HEARTBEAT:
+		return validate_heartbeat(&op->heartbeat);
+	case CSQ_OP_PAUSE:
+	case CSQ_OP_RESUME:
+	case CSQ_OP_LOGOUT:
+		return valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
+	case CSQ_OP_RELEASE:
+		if (op->id == NULL ||
+		    csq_parse_room(op->id, strlen(op->id), sid, &idx) != 0)
+			return CSQ_EROOM;
+		return CSQ_OK;
+	case CSQ_OP_ENQUEUE:
+		return validate_enqueue(&op->enqueue, limits);
+	case CSQ_OP_TOUCH:
+		if (!valid(op->id))
+			return CSQ_EUSER;
+		return op->ttl_s > CSQ_TTL_MAX ? CSQ_ERANGE : CSQ_OK;
+	case CSQ_OP_LEAVE:
+	case CSQ_OP_WHERE:
+		return valid(op->id) ? CSQ_OK : CSQ_EUSER;
+	case CSQ_OP_QUEUE:
+		if (!valid(op->id))
+			return CSQ_EQUEUE;
+		return op->count > CSQ_RANGE_COUNT_MAX ? CSQ_ERANGE : CSQ_OK;
+	case CSQ_OP_QLEN:
+		return valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
+	case CSQ_OP_SERVICERS:
+	case CSQ_OP_STATS:
+	case CSQ_OP_EXPIRE:
+	case CSQ_OP_LIMITS:
+	case CSQ_OP_REARM:
+		return CSQ_OK;
+	}
+	return CSQ_ERANGE;
+}
