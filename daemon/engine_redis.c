@@ -110,6 +110,7 @@ struct redis_engine {
 };
 
 static void conn_start(struct redis_conn *);
+static void peek_send(struct redis_engine *);
 static void parked_flush(struct redis_engine *, int all);
 static void conn_drop(struct redis_conn *, const char *why);
 static void engine_send(struct redis_engine *, struct redis_call *);
@@ -135,6 +136,9 @@ engine_update_up(struct redis_engine *r)
 	if (up == r->up)
 		return;
 	r->up = up;
+	/* At once: the earliest deadline, which others may have set. */
+	if (up && r->peek_sent_us == 0)
+		peek_send(r);
 	if (up)
 		log_info("engine redis: up at %s%s%d", r->host,
 		         r->is_unix ? "" : ":", r->is_unix ? 0 : r->port);
@@ -583,8 +587,8 @@ status_of(const char *s)
 	return CSQ_ETRYAGAIN;
 }
 
-/* The header every script returns: status, earliest deadline, Redis time,
- * last event id. */
+/* The header every script returns: status, a deadline, Redis time, last
+ * event id. */
 static int
 parse_header(struct redis_engine *r, struct redis_call *k, const redisReply *a)
 {
@@ -598,7 +602,12 @@ parse_header(struct redis_engine *r, struct redis_call *k, const redisReply *a)
 		return -1;
 	k->res.status = status_of(status);
 	r->skew_ms = now - (int64_t)server_now_ms();
-	if (next != -2)
+	/* The reaper and the health check know the earliest deadline; other
+	 * scripts tell the earliest they set. One that was removed leaves the
+	 * timer early: the reaper then finds nothing and says what is next. */
+	if (k->script == REDIS_EXPIRE || k->script == REDIS_PEEK)
+		r->next_redis = next;
+	else if (next >= 0 && (r->next_redis < 0 || next < r->next_redis))
 		r->next_redis = next;
 	k->wait_event = u64_of(last);
 	return 0;
@@ -886,24 +895,26 @@ peek_done(void *arg, const struct csq_result *res)
 }
 
 static void
+peek_send(struct redis_engine *r)
+{
+	r->peek_sent_us = metrics_now_us();
+	engine_send(r, call_new(r, REDIS_PEEK, CSQ_OP_LIMITS, peek_done, r));
+}
+
+static void
 tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct redis_engine *r = arg;
-	struct redis_call *k;
 
 	(void)fd, (void)what;
 	parked_flush(r, 0);
 	if (!r->up)
 		return;
-	if (r->peek_sent_us != 0) {
-		if (metrics_now_us() - r->peek_sent_us >
-		    (uint64_t)HEALTH_TIMEOUT * 1000)
-			conn_drop(&r->cmd, "no answer to the health check");
-		return;
-	}
-	r->peek_sent_us = metrics_now_us();
-	k = call_new(r, REDIS_PEEK, CSQ_OP_LIMITS, peek_done, r);
-	engine_send(r, k);
+	if (r->peek_sent_us == 0)
+		peek_send(r);
+	else if (metrics_now_us() - r->peek_sent_us >
+	         (uint64_t)HEALTH_TIMEOUT * 1000)
+		conn_drop(&r->cmd, "no answer to the health check");
 }
 
 /* Events. */

@@ -17,6 +17,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "engine.h"
+#include "engine_redis.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -101,6 +102,7 @@ scrape_finish(struct scrape *x)
 		x->sc.qlen = x->qlen;
 		x->sc.nqueues = x->nqueues;
 		x->sc.engine_up = s->engine->ops->up(s->engine);
+		x->sc.redis_rtt_us = engine_redis_rtt_us(s->engine);
 		x->sc.connected_clients = s->nclients;
 	}
 	if (x->req != NULL) {

@@ -317,6 +317,13 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	metrics_u64(out, "csq_engine_up", "gauge",
 	            "1 when the engine answers, 0 when it does not.",
 	            (uint64_t)(sc->engine_up != 0));
+	if (sc->redis_rtt_us >= 0) {
+		metrics_head(out, "csq_redis_rtt_seconds", "gauge",
+		             "Round trip of the Redis engine's last health "
+		             "check (a script call).");
+		evbuffer_add_printf(out, "csq_redis_rtt_seconds %.6f\n",
+		                    (double)sc->redis_rtt_us / 1e6);
+	}
 	/* Without the engine's answer its series are left out rather than
 	 * shown as zeros that would look like a reset. */
 	if (sc->have_stats)

@@ -18,6 +18,7 @@ struct metrics;
 /* What a scrape asks the engine and the server for. */
 struct metrics_scrape {
 	int engine_up;
+	int64_t redis_rtt_us; /* Redis engine's last health check; -1 none */
 	int have_stats; /* 0 when the engine did not answer */
 	struct csq_stats stats;
 	uint64_t servicers_ready, servicers_paused;

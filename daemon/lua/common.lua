@@ -8,8 +8,10 @@
 -- hash tag, so all of them live in one Cluster slot.
 -- ARGV[1..4]: the daemon's servicer_ttl, user_ttl, max_tier and
 -- max_queue_length; the operation's own arguments follow from ARGV[5].
--- A script returns { status, earliest deadline (-1 none, -2 not looked),
--- Redis time in ms, last event id published (0 none), results... }.
+-- A script returns { status, deadline, Redis time in ms, last event id
+-- published (0 none), results... }. The deadline is the earliest one the
+-- script set (-1 none): the daemon's timer takes the sooner of it and what
+-- it knew; only the reaper and the health check return the true earliest.
 
 local STATS = KEYS[1]
 local P = string.sub(STATS, 1, -6)
@@ -50,7 +52,9 @@ local function elapsed(since)
 	return 0
 end
 
--- Counters change by deltas, written once at the end.
+-- Counters change by deltas, written once at the end. Two are derived
+-- rather than kept (stats.lua): enqueued_total is the sequence, and waiting
+-- is enqueued + requeued - matched - abandoned.
 local deltas = {}
 local function stat(field, d)
 	deltas[field] = (deltas[field] or 0) + d
@@ -67,8 +71,10 @@ end
 local function add_str(e, k, v) e[#e + 1] = '"' .. k .. '":"' .. v .. '"' end
 local function add_int(e, k, v) e[#e + 1] = '"' .. k .. '":' .. int(v) end
 
+local soonest = -1
 local function deadline_set(member, at)
 	redis.call('ZADD', DEADLINES, int(at), member)
+	if soonest < 0 or at < soonest then soonest = at end
 end
 local function deadline_clear(member)
 	redis.call('ZREM', DEADLINES, member)
@@ -81,8 +87,8 @@ local function earliest()
 end
 
 -- Publishes the events in causal order and writes the counters; returns
--- the reply with its header.
-local function finish(status, looked, ...)
+-- the reply with its header. exact: the true earliest deadline.
+local function finish(status, exact, ...)
 	for f, d in pairs(deltas) do
 		if d ~= 0 then redis.call('HINCRBY', STATS, f, d) end
 	end
@@ -96,8 +102,8 @@ local function finish(status, looked, ...)
 			           table.concat(e, ',') .. '}')
 		end
 	end
-	local next = -2
-	if looked then next = earliest() end
+	local next = soonest
+	if exact then next = earliest() end
 	return { status, next, NOW, last, ... }
 end
 
@@ -215,7 +221,6 @@ local function assign(u, s, room)
 	if u.state == 'waiting' then
 		redis.call('ZREM', queue_key(u.queue), u.id)
 		deadline_clear('u:' .. u.id)
-		stat('waiting', -1)
 	end
 	unaccount(s)
 	u.state = 'assigned'
@@ -288,7 +293,6 @@ end
 -- A waiting user gives up (LEAVE) or times out.
 local function user_abandon(u, reason)
 	redis.call('ZREM', queue_key(u.queue), u.id)
-	stat('waiting', -1)
 	stat('abandoned_total', 1)
 	local e = user_event('left', u)
 	add_str(e, 'reason', reason)
@@ -313,7 +317,6 @@ local function servicer_remove(s, reason)
 		redis.call('HSET', user_key(u.id), 'state', 'waiting')
 		redis.call('HDEL', user_key(u.id), 'servicer', 'room', 'assigned')
 		redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
-		stat('waiting', 1)
 		stat('requeued_total', 1)
 		if u.ttl > 0 then deadline_set('u:' .. u.id, NOW + u.ttl * 1000) end
 		local e = user_event('requeued', u)
@@ -340,10 +343,10 @@ local function servicer_remove(s, reason)
 end
 
 -- The reply fields of a user (ENQUEUE, WHERE): state, queue, position,
--- tier, waited_ms, servicer, room, since_ms.
-local function user_info(u)
+-- tier, waited_ms, servicer, room, since_ms. pos: the position if known.
+local function user_info(u, pos)
 	if u.state == 'waiting' then
-		return 'waiting', u.queue, position(u), tier_of(u.key),
+		return 'waiting', u.queue, pos or position(u), tier_of(u.key),
 		       elapsed(u.arrival), '', '', 0
 	end
 	return 'assigned', u.queue, 0, tier_of(u.key), elapsed(u.arrival),

@@ -37,7 +37,7 @@ if u then
 			if from ~= q then add_str(e, 'from_queue', from) end
 		end
 	end
-	return finish('OK', true, user_info(u))
+	return finish('OK', false, user_info(u))
 end
 
 local q = 'default'
@@ -45,9 +45,12 @@ if ARGV[6] == '1' then q = ARGV[7] end
 if redis.call('ZCARD', queue_key(q)) >= MAX_LENGTH then
 	return finish('FULL', false)
 end
-local seq = tonumber(redis.call('HGET', STATS, 'seq') or '0')
-if seq >= SEQ_MAX then return finish('EXHAUSTED', false) end
-seq = redis.call('HINCRBY', STATS, 'seq', 1)
+-- The sequence is also enqueued_total: one per new user.
+local seq = redis.call('HINCRBY', STATS, 'seq', 1)
+if seq > SEQ_MAX then
+	redis.call('HINCRBY', STATS, 'seq', -1)
+	return finish('EXHAUSTED', false)
+end
 local tier = 0
 if ARGV[8] == '1' then tier = tonumber(ARGV[9]) end
 local ttl = USER_TTL
@@ -56,13 +59,13 @@ u = { id = id, queue = q, key = pack(tier, seq), arrival = NOW, ttl = ttl,
       state = 'waiting' }
 redis.call('HSET', user_key(id), 'queue', q, 'key', int(u.key),
            'arrival', int(NOW), 'ttl', ttl, 'state', 'waiting')
-stat('enqueued_total', 1)
 redis.call('ZADD', queue_key(q), int(u.key), id)
-stat('waiting', 1)
 user_deadline(u)
+local pos
 if not match_user(u) then
+	pos = position(u)
 	local e = user_event('queued', u)
 	add_int(e, 'tier', tier)
-	add_int(e, 'position', position(u))
+	add_int(e, 'position', pos)
 end
-return finish('OK', true, user_info(u))
+return finish('OK', false, user_info(u, pos))

@@ -38,4 +38,4 @@ if login then
 	e[#e + 1] = '"queues":[' .. table.concat(names, ',') .. ']'
 end
 match_servicer(s)
-return finish('OK', true, s.status, s.capacity, s.active, s.ttl)
+return finish('OK', false, s.status, s.capacity, s.active, s.ttl)

@@ -7,4 +7,4 @@ if u.state == 'waiting' then
 else
 	room_release(servicer_load(u.servicer), u.room, u.id, 'user')
 end
-return finish('OK', true, 1)
+return finish('OK', false, 1)

@@ -2,4 +2,4 @@
 local s = servicer_load(ARGV[5])
 if not s then return finish('OK', false, 0) end
 local n = servicer_remove(s, 'logout')
-return finish('OK', true, n)
+return finish('OK', false, n)

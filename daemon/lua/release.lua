@@ -5,4 +5,4 @@ if not s or not room_exists(s, idx) then return finish('NOTFOUND', false) end
 local uid = redis.call('HGET', rooms_key(s.id), idx)
 if not uid then return finish('OK', false, 0) end
 room_release(s, idx, uid, 'servicer')
-return finish('OK', true, 1)
+return finish('OK', false, 1)

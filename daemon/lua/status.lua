@@ -11,4 +11,4 @@ local name = 'servicer_paused'
 if status == 'ready' then name = 'servicer_resumed' end
 add_str(event(name), 'servicer', s.id)
 match_servicer(s)
-return finish('OK', true)
+return finish('OK', false)

@@ -7,4 +7,4 @@ if ttl >= 0 then
 	redis.call('HSET', user_key(u.id), 'ttl', ttl)
 end
 if u.state == 'waiting' then user_deadline(u) end
-return finish('OK', true, 1)
+return finish('OK', false, 1)
