@@ -28,7 +28,7 @@
 #include "util.h"
 
 #define BACKOFF_MIN_MS   100
-#define BACKOFF_MAX_MS   5000
+#define BACKOFF_MAX_MS   2000
 #define CONNECT_TIMEOUT  2000 /* ms to connect and finish the handshake */
 #define TICK_MS          1000 /* health check and earliest deadline */
 #define HEALTH_TIMEOUT   5000 /* ms without an answer: the link is dead */
@@ -81,6 +81,7 @@ struct redis_engine {
 	char host[CONFIG_STR_MAX];
 	int port;
 	int is_unix;
+	char addr[CONFIG_STR_MAX + 16]; /* for the log */
 	char password[CONFIG_STR_MAX];
 	int64_t db;
 	char stats_key[CONFIG_STR_MAX + 16]; /* KEYS[1]: "{prefix}:stats" */
@@ -140,8 +141,7 @@ engine_update_up(struct redis_engine *r)
 	if (up && r->peek_sent_us == 0)
 		peek_send(r);
 	if (up)
-		log_info("engine redis: up at %s%s%d", r->host,
-		         r->is_unix ? "" : ":", r->is_unix ? 0 : r->port);
+		log_info("engine redis: up at %s", r->addr);
 	else
 		log_warnx("engine redis: down; commands answer TRYAGAIN until "
 		          "it is back");
@@ -1055,6 +1055,10 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	r->is_unix = host[0] == '/';
 	snprintf(r->host, sizeof(r->host), "%s", host);
 	r->port = (int)cfg->redis_port;
+	if (r->is_unix)
+		snprintf(r->addr, sizeof(r->addr), "%s", r->host);
+	else
+		snprintf(r->addr, sizeof(r->addr), "%s:%d", r->host, r->port);
 	snprintf(r->password, sizeof(r->password), "%s", cfg->redis_password);
 	r->db = cfg->redis_db;
 	snprintf(r->stats_key, sizeof(r->stats_key), "{%s}:stats",
