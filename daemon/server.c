@@ -284,6 +284,32 @@ server_engine(struct server *s)
 	                        server_deadline_moved, s);
 }
 
+/*
+ * An engine that connects in the background (Redis) gets a moment before
+ * the listeners open, so that the first clients are not told TRYAGAIN
+ * for no better reason than a start. Without it after ENGINE_WAIT_MS, csqd
+ * serves anyway: commands get TRYAGAIN until the engine is up, and a
+ * Redis that is down must not keep csqd from starting.
+ */
+#define ENGINE_WAIT_MS 3000
+
+static void
+server_wait_engine(struct server *s)
+{
+	struct timeval step = {0, 20000};
+	uint64_t until = server_now_ms() + ENGINE_WAIT_MS;
+
+	while (!s->engine->ops->up(s->engine) && !s->stopping &&
+	       server_now_ms() < until) {
+		event_base_loopexit(s->base, &step);
+		event_base_dispatch(s->base);
+	}
+	if (!s->engine->ops->up(s->engine) && !s->stopping)
+		log_warnx("engine %s is not up yet; serving anyway, state "
+		          "commands answer TRYAGAIN until it is",
+		          s->engine->ops->name);
+}
+
 int
 server_run(const struct config *cfg, const char *config_path)
 {
@@ -313,6 +339,11 @@ server_run(const struct config *cfg, const char *config_path)
 
 	if ((s->engine = server_engine(s)) == NULL)
 		goto out;
+	server_wait_engine(s);
+	if (s->stopping) {
+		status = 0;
+		goto out;
+	}
 	if (listener_open_all(s) != 0 || http_open(s) != 0)
 		goto out;
 	log_info("csqd %s ready, engine %s", CSQ_VERSION, s->engine->ops->name);

@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,16 +25,29 @@
 #include "harness.h"
 
 #define START_TIMEOUT_MS  10000 /* the daemon must answer PING by then */
+#define ENGINE_TIMEOUT_MS 10000 /* and its Redis engine be up by then */
 #define STOP_TIMEOUT_MS   10000 /* and exit after SIGTERM by then */
 #define CONNECT_TIMEOUT_S 5
 #define READ_TIMEOUT_S    10
 #define LIVE_MAX          64
 #define REPR_BULK_MAX     300 /* longer bulk strings are shown cut */
 
+#define REDISD_LIVE_MAX     16
+#define REDISD_START_TRIES  5     /* a free port may be taken meanwhile */
+#define REDISD_READY_MS     10000 /* redis-server must answer PING by then */
+#define REDISD_STOP_MS      10000 /* and exit after SIGTERM by then */
+#define REDISD_FALLBACK_BIN "/usr/bin/redis-server"
+
 static const char *harness_bin;
 static const char *harness_engine = "memory";
 static struct csqd *harness_live[LIVE_MAX];
 static int harness_started;
+static pid_t harness_pid; /* the test program, not a forked child */
+static struct redisd *redisd_live[REDISD_LIVE_MAX];
+static struct redisd *redisd_shared;
+static char redisd_bin[CSQD_PATH_MAX];
+
+static void redisd_rmtree(const char *);
 
 void
 fail_at(const char *file, int line, const char *fmt, ...)
@@ -48,12 +62,18 @@ fail_at(const char *file, int line, const char *fmt, ...)
 	_fail(file, line);
 }
 
-/* An aborted test must not leave a daemon behind. */
+/*
+ * An aborted test must not leave a daemon or a redis-server behind. A
+ * forked child of the test that calls exit() must not kill them either.
+ */
 static void
 harness_kill_all(void)
 {
+	struct redisd *r;
 	int i;
 
+	if (getpid() != harness_pid)
+		return;
 	for (i = 0; i < LIVE_MAX; i++) {
 		if (harness_live[i] != NULL && harness_live[i]->running) {
 			kill(harness_live[i]->pid, SIGKILL);
@@ -61,6 +81,19 @@ harness_kill_all(void)
 			harness_live[i]->running = 0;
 		}
 	}
+	for (i = 0; i < REDISD_LIVE_MAX; i++) {
+		if ((r = redisd_live[i]) == NULL)
+			continue;
+		if (r->running) {
+			kill(r->pid, SIGKILL);
+			waitpid(r->pid, NULL, 0);
+			r->running = 0;
+		}
+		redisd_rmtree(r->dir);
+		redisd_live[i] = NULL;
+		free(r);
+	}
+	redisd_shared = NULL;
 }
 
 void
@@ -87,7 +120,30 @@ csqd_init(int argc, char **argv)
 		harness_engine = e;
 	/* Raw-socket tests write to sockets the daemon has closed. */
 	signal(SIGPIPE, SIG_IGN);
+	harness_pid = getpid();
 	atexit(harness_kill_all);
+
+	/*
+	 * The Redis engine needs a redis-server: one of the test program's
+	 * own unless the caller names one. Each daemon still gets its own
+	 * key prefix (harness_start).
+	 */
+	e = getenv("CSQ_TEST_REDIS_PORT");
+	if (strcmp(harness_engine, "redis") == 0 && (e == NULL || *e == '\0')) {
+		char port[16];
+
+		if (redisd_binary() == NULL) {
+			fprintf(stderr,
+			        "%s: engine redis needs redis-server "
+			        "(not in PATH nor " REDISD_FALLBACK_BIN
+			        "); skipping\n",
+			        argv[0]);
+			exit(77);
+		}
+		redisd_shared = redisd_start(0);
+		snprintf(port, sizeof(port), "%d", redisd_shared->port);
+		setenv("CSQ_TEST_REDIS_PORT", port, 1);
+	}
 }
 
 const char *
@@ -210,31 +266,122 @@ harness_answers(int port)
 	return ok;
 }
 
-#define HARNESS_UNIX 0x1 /* also a Unix socket and [::1] */
-#define HARNESS_HTTP 0x2 /* http.listen on a free port */
+#define HARNESS_UNIX    0x1 /* also a Unix socket and [::1] */
+#define HARNESS_HTTP    0x2 /* http.listen on a free port */
+#define HARNESS_NO_WAIT 0x4 /* do not wait for the Redis engine */
 
-static struct csqd *harness_start(const char *, int);
+static struct csqd *harness_start(const char *, int, const char *,
+                                  const char *);
 
 struct csqd *
 csqd_start(const char *extra_conf)
 {
-	return harness_start(extra_conf, 0);
+	return harness_start(extra_conf, 0, NULL, NULL);
 }
 
 struct csqd *
 csqd_start_unix(const char *extra_conf)
 {
-	return harness_start(extra_conf, HARNESS_UNIX);
+	return harness_start(extra_conf, HARNESS_UNIX, NULL, NULL);
 }
 
 struct csqd *
 csqd_start_http(const char *extra_conf)
 {
-	return harness_start(extra_conf, HARNESS_HTTP);
+	return harness_start(extra_conf, HARNESS_HTTP, NULL, NULL);
 }
 
+struct csqd *
+csqd_start_redis(struct redisd *r, const char *prefix, const char *extra_conf)
+{
+	char redis[512];
+
+	snprintf(redis, sizeof(redis),
+	         "redis: { host = \"127.0.0.1\"; port = %d; password = \"%s\"; "
+	         "db = 0; prefix = \"%s\"; };\n",
+	         r->port, r->password, prefix);
+	return harness_start(extra_conf, 0, "redis", redis);
+}
+
+struct csqd *
+csqd_start_redis_conf(const char *redis_conf, const char *extra_conf)
+{
+	char redis[1024];
+
+	snprintf(redis, sizeof(redis), "%s\n", redis_conf);
+	return harness_start(extra_conf, HARNESS_NO_WAIT, "redis", redis);
+}
+
+/* The value of requirepass in the configuration text, or "". */
+static void
+harness_requirepass(const char *conf, char *out, size_t len)
+{
+	const char *p = strstr(conf, "requirepass");
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (p == NULL || (p = strchr(p, '"')) == NULL)
+		return;
+	for (p++; *p != '\0' && *p != '"' && n + 1 < len; p++)
+		out[n++] = *p;
+	out[n] = '\0';
+}
+
+void
+csqd_wait_engine(struct csqd *d)
+{
+	struct timeval tv = {READ_TIMEOUT_S, 0};
+	char conf[4096], pass[256], got[512];
+	int64_t deadline = now_ms() + ENGINE_TIMEOUT_MS;
+	redisContext *c;
+	redisReply *r;
+	FILE *f;
+	size_t n;
+
+	/* The file, not base_conf: extra_conf may set requirepass. */
+	conf[0] = '\0';
+	if ((f = fopen(d->conf_path, "r")) != NULL) {
+		n = fread(conf, 1, sizeof(conf) - 1, f);
+		conf[n] = '\0';
+		fclose(f);
+	}
+	harness_requirepass(conf, pass, sizeof(pass));
+	c = redisConnectWithTimeout("127.0.0.1", d->port, tv);
+	if (c == NULL || c->err)
+		fail_at(__FILE__, __LINE__, "connect to csqd port %d: %s",
+		        d->port, c != NULL ? c->errstr : "out of memory");
+	redisSetTimeout(c, tv);
+	if (pass[0] != '\0') {
+		r = cmd_at(__FILE__, __LINE__, c, "AUTH %s", pass);
+		freeReplyObject(r);
+	}
+	for (;;) {
+		r = cmd_at(__FILE__, __LINE__, c, "QLEN default");
+		reply_repr(r, got, sizeof(got));
+		if (r->type != REDIS_REPLY_ERROR ||
+		    strncmp(r->str, "TRYAGAIN", 8) != 0) {
+			freeReplyObject(r);
+			break;
+		}
+		freeReplyObject(r);
+		if (now_ms() > deadline) {
+			csqd_dump_log(d);
+			fail_at(__FILE__, __LINE__,
+			        "csqd's engine not up within %d ms: %s",
+			        ENGINE_TIMEOUT_MS, got);
+		}
+		sleep_ms(10);
+	}
+	redisFree(c);
+}
+
+/*
+ * engine NULL: the test program's engine; redis_conf NULL: the harness's
+ * own redis group (shared redis-server, a prefix of this daemon's own).
+ */
 static struct csqd *
-harness_start(const char *extra_conf, int flags)
+harness_start(const char *extra_conf, int flags, const char *engine,
+              const char *redis_conf)
 {
 	char unix_listen[CSQD_PATH_MAX + 64] = "", http_listen[64] = "";
 	struct csqd *d;
@@ -271,7 +418,12 @@ harness_start(const char *extra_conf, int flags)
 	 * over its default port; with the Redis engine every daemon gets its
 	 * own key prefix, so runs do not see each other's state.
 	 */
-	if (strcmp(harness_engine, "redis") == 0) {
+	if (engine == NULL)
+		engine = harness_engine;
+	if (redis_conf != NULL) {
+		if ((redis = strdup(redis_conf)) == NULL)
+			abort();
+	} else if (strcmp(engine, "redis") == 0) {
 		rport = getenv("CSQ_TEST_REDIS_PORT");
 		if (asprintf(&redis,
 		             "redis: { host = \"127.0.0.1\"; port = %s; "
@@ -285,7 +437,7 @@ harness_start(const char *extra_conf, int flags)
 	         "engine = \"%s\";\n"
 	         "http: { listen = \"%s\"; };\n"
 	         "%s",
-	         d->port, unix_listen, harness_engine, http_listen,
+	         d->port, unix_listen, engine, http_listen,
 	         redis != NULL ? redis : "");
 	free(redis);
 	harness_started++;
@@ -339,6 +491,9 @@ harness_start(const char *extra_conf, int flags)
 		}
 		sleep_ms(20);
 	}
+	/* csqd answers PING before its Redis engine is connected. */
+	if (strcmp(engine, "redis") == 0 && !(flags & HARNESS_NO_WAIT))
+		csqd_wait_engine(d);
 	return d;
 }
 
@@ -371,11 +526,28 @@ csqd_alive(struct csqd *d)
 	return 1;
 }
 
+/* A daemon that has exited: its files go, then d itself. */
+static void
+harness_forget(struct csqd *d)
+{
+	int i;
+
+	for (i = 0; i < LIVE_MAX; i++)
+		if (harness_live[i] == d)
+			harness_live[i] = NULL;
+	unlink(d->conf_path);
+	unlink(d->log_path);
+	if (d->unix_path[0] != '\0')
+		unlink(d->unix_path);
+	rmdir(d->dir);
+	free(d);
+}
+
 int
 csqd_stop(struct csqd *d)
 {
 	int64_t deadline;
-	int i, status = 0, rc = -1;
+	int status = 0, rc = -1;
 	pid_t w;
 
 	if (d == NULL)
@@ -402,15 +574,7 @@ csqd_stop(struct csqd *d)
 		fprintf(stderr, "csqd exit status %d\n", rc);
 		csqd_dump_log(d);
 	}
-	for (i = 0; i < LIVE_MAX; i++)
-		if (harness_live[i] == d)
-			harness_live[i] = NULL;
-	unlink(d->conf_path);
-	unlink(d->log_path);
-	if (d->unix_path[0] != '\0')
-		unlink(d->unix_path);
-	rmdir(d->dir);
-	free(d);
+	harness_forget(d);
 	return rc;
 }
 
@@ -475,6 +639,364 @@ csqd_run(char *out, size_t outlen, const char *arg, ...)
 	else
 		rc = 128 + WTERMSIG(status);
 	return rc;
+}
+
+/* kill -9: no chance to flush or sync anything. Frees d. */
+void
+csqd_kill9(struct csqd *d)
+{
+	if (d->running) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+		d->running = 0;
+	}
+	harness_forget(d);
+}
+
+/* Private redis-servers. */
+
+const char *
+redisd_binary(void)
+{
+	const char *path, *p, *e;
+	size_t n;
+
+	if (redisd_bin[0] != '\0')
+		return redisd_bin;
+	path = getenv("PATH");
+	for (p = path; p != NULL && *p != '\0'; p = *e ? e + 1 : e) {
+		e = strchr(p, ':');
+		if (e == NULL)
+			e = p + strlen(p);
+		n = (size_t)(e - p);
+		if (n == 0 || n + sizeof("/redis-server") > sizeof(redisd_bin))
+			continue;
+		snprintf(redisd_bin, sizeof(redisd_bin), "%.*s/redis-server",
+		         (int)n, p);
+		if (access(redisd_bin, X_OK) == 0)
+			return redisd_bin;
+	}
+	snprintf(redisd_bin, sizeof(redisd_bin), "%s", REDISD_FALLBACK_BIN);
+	if (access(redisd_bin, X_OK) == 0)
+		return redisd_bin;
+	redisd_bin[0] = '\0';
+	return NULL;
+}
+
+struct redisd *
+redisd_shared_server(void)
+{
+	return redisd_shared;
+}
+
+static int
+redisd_rm_one(const char *path, const struct stat *sb, int flag,
+              struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* The server's directory and all that it wrote there (the AOF files). */
+static void
+redisd_rmtree(const char *dir)
+{
+	if (dir[0] != '\0')
+		nftw(dir, redisd_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void
+redisd_spawn(struct redisd *r)
+{
+	const char *argv[32];
+	char port[16];
+	int argc = 0, fd;
+
+	snprintf(port, sizeof(port), "%d", r->port);
+	argv[argc++] = redisd_binary();
+	argv[argc++] = "--save";
+	argv[argc++] = "";
+	argv[argc++] = "--appendonly";
+	argv[argc++] = "yes";
+	argv[argc++] = "--appendfsync";
+	argv[argc++] = "everysec";
+	argv[argc++] = "--dir";
+	argv[argc++] = r->dir;
+	argv[argc++] = "--bind";
+	argv[argc++] = "127.0.0.1";
+	argv[argc++] = "--port";
+	argv[argc++] = port;
+	argv[argc++] = "--daemonize";
+	argv[argc++] = "no";
+	if (r->unix_path[0] != '\0') {
+		argv[argc++] = "--unixsocket";
+		argv[argc++] = r->unix_path;
+		argv[argc++] = "--unixsocketperm";
+		argv[argc++] = "700";
+	}
+	if (r->password[0] != '\0') {
+		argv[argc++] = "--requirepass";
+		argv[argc++] = r->password;
+	}
+	argv[argc] = NULL;
+
+	r->pid = fork();
+	if (r->pid == -1)
+		fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
+	if (r->pid == 0) {
+		/* Appended: a restart keeps the log of the earlier runs. */
+		fd = open(r->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd != -1) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGPIPE, SIG_DFL);
+		execv(argv[0], (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	r->running = 1;
+}
+
+/* PONG, after AUTH when needed; LOADING (the AOF) is not ready yet. */
+static int
+redisd_ready(struct redisd *r)
+{
+	struct timeval tv = {0, 200000};
+	char want[64];
+	redisContext *c;
+	redisReply *rep;
+	int ok = 0;
+
+	c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+	if (c == NULL)
+		return 0;
+	if (c->err == 0) {
+		redisSetTimeout(c, tv);
+		if (r->password[0] != '\0') {
+			rep = redisCommand(c, "AUTH %s", r->password);
+			if (rep != NULL)
+				freeReplyObject(rep);
+		}
+		rep = redisCommand(c, "PING");
+		if (rep != NULL) {
+			ok = rep->type == REDIS_REPLY_STATUS &&
+			     strcmp(rep->str, "PONG") == 0;
+			freeReplyObject(rep);
+		}
+		/* Ours, not another server that had the port first. */
+		snprintf(want, sizeof(want), "process_id:%ld\r\n",
+		         (long)r->pid);
+		rep = ok ? redisCommand(c, "INFO server") : NULL;
+		ok = rep != NULL && rep->type == REDIS_REPLY_STRING &&
+		     strstr(rep->str, want) != NULL;
+		if (rep != NULL)
+			freeReplyObject(rep);
+	}
+	redisFree(c);
+	return ok;
+}
+
+int
+file_contains(const char *path, const char *text)
+{
+	static char buf[1 << 20];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strcasestr(buf, text) != NULL;
+}
+
+void
+redisd_dump_log(struct redisd *r)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f;
+
+	f = fopen(r->log_path, "r");
+	if (f == NULL)
+		return;
+	fprintf(stderr, "---- redis-server log (%s) ----\n", r->log_path);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, stderr);
+	fprintf(stderr, "---- end of redis-server log ----\n");
+	fclose(f);
+}
+
+/*
+ * Waits until the server answers PING. 1 ready, 0 it exited because its
+ * port was taken (the caller may try another), fails the test otherwise.
+ */
+static int
+redisd_wait(struct redisd *r)
+{
+	int64_t deadline = now_ms() + REDISD_READY_MS;
+	int status;
+
+	for (;;) {
+		if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+			r->running = 0;
+			if (file_contains(r->log_path,
+			                  "Address already in use"))
+				return 0;
+			redisd_dump_log(r);
+			fail_at(__FILE__, __LINE__,
+			        "redis-server died at startup (status 0x%x)",
+			        status);
+		}
+		if (redisd_ready(r))
+			return 1;
+		if (now_ms() > deadline) {
+			redisd_dump_log(r);
+			fail_at(__FILE__, __LINE__,
+			        "redis-server did not answer PING on port %d "
+			        "within %d ms",
+			        r->port, REDISD_READY_MS);
+		}
+		sleep_ms(10);
+	}
+}
+
+struct redisd *
+redisd_start(int flags)
+{
+	struct redisd *r;
+	int i, tries;
+
+	if (redisd_binary() == NULL)
+		fail_at(__FILE__, __LINE__, "no redis-server (PATH, %s)",
+		        REDISD_FALLBACK_BIN);
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		abort();
+	r->flags = flags;
+	snprintf(r->dir, sizeof(r->dir), "/tmp/csq-redis.XXXXXX");
+	if (mkdtemp(r->dir) == NULL)
+		fail_at(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+	snprintf(r->log_path, sizeof(r->log_path), "%s/redis.log", r->dir);
+	if (flags & REDISD_UNIX)
+		snprintf(r->unix_path, sizeof(r->unix_path), "%s/redis.sock",
+		         r->dir);
+	if (flags & REDISD_PASS)
+		snprintf(r->password, sizeof(r->password), "%s",
+		         REDISD_PASSWORD);
+	for (i = 0; i < REDISD_LIVE_MAX; i++) {
+		if (redisd_live[i] == NULL) {
+			redisd_live[i] = r;
+			break;
+		}
+	}
+	if (i == REDISD_LIVE_MAX)
+		fail_at(__FILE__, __LINE__, "more than %d redis-servers",
+		        REDISD_LIVE_MAX);
+	for (tries = 0; tries < REDISD_START_TRIES; tries++) {
+		r->port = harness_free_port();
+		redisd_spawn(r);
+		if (redisd_wait(r))
+			return r;
+	}
+	redisd_dump_log(r);
+	fail_at(__FILE__, __LINE__,
+	        "redis-server found no free port in %d tries",
+	        REDISD_START_TRIES);
+	return NULL;
+}
+
+int
+redisd_stop(struct redisd *r)
+{
+	int64_t deadline;
+	int status = 0;
+	pid_t w;
+
+	if (!r->running)
+		return -1;
+	kill(r->pid, SIGTERM);
+	deadline = now_ms() + REDISD_STOP_MS;
+	while ((w = waitpid(r->pid, &status, WNOHANG)) == 0 &&
+	       now_ms() < deadline)
+		sleep_ms(10);
+	r->running = 0;
+	if (w == 0) {
+		fprintf(stderr, "redis-server did not exit after SIGTERM\n");
+		kill(r->pid, SIGKILL);
+		waitpid(r->pid, &status, 0);
+		return -1;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+void
+redisd_kill9(struct redisd *r)
+{
+	if (!r->running)
+		return;
+	kill(r->pid, SIGKILL);
+	waitpid(r->pid, NULL, 0);
+	r->running = 0;
+}
+
+void
+redisd_restart(struct redisd *r)
+{
+	if (r->running)
+		redisd_stop(r);
+	redisd_spawn(r);
+	if (!redisd_wait(r)) {
+		redisd_dump_log(r);
+		fail_at(__FILE__, __LINE__,
+		        "redis-server cannot get its port %d back", r->port);
+	}
+}
+
+void
+redisd_free(struct redisd *r)
+{
+	int i;
+
+	if (r == NULL)
+		return;
+	redisd_kill9(r);
+	for (i = 0; i < REDISD_LIVE_MAX; i++)
+		if (redisd_live[i] == r)
+			redisd_live[i] = NULL;
+	if (r == redisd_shared)
+		redisd_shared = NULL;
+	redisd_rmtree(r->dir);
+	free(r);
+}
+
+redisContext *
+redisd_connect(struct redisd *r)
+{
+	struct timeval ctv = {CONNECT_TIMEOUT_S, 0};
+	struct timeval rtv = {READ_TIMEOUT_S, 0};
+	redisContext *c;
+	redisReply *rep;
+
+	c = redisConnectWithTimeout("127.0.0.1", r->port, ctv);
+	if (c == NULL || c->err)
+		fail_at(__FILE__, __LINE__,
+		        "connect to redis-server port %d: %s", r->port,
+		        c != NULL ? c->errstr : "out of memory");
+	redisSetTimeout(c, rtv);
+	if (r->password[0] != '\0') {
+		rep = cmd_at(__FILE__, __LINE__, c, "AUTH %s", r->password);
+		assert_status_at(__FILE__, __LINE__, rep, "OK");
+		freeReplyObject(rep);
+	}
+	return c;
 }
 
 int

@@ -55,6 +55,66 @@ int csqd_alive(struct csqd *);
 /* Prints the daemon's log to stderr (on failures). */
 void csqd_dump_log(struct csqd *);
 
+/* kill -9 (nothing flushed, nothing synced), then frees d. */
+void csqd_kill9(struct csqd *);
+
+/*
+ * Private redis-servers, for the Redis engine. With CSQ_TEST_ENGINE=redis
+ * and no CSQ_TEST_REDIS_PORT, csqd_init starts one for the whole program
+ * (redisd_shared_server()) and sets CSQ_TEST_REDIS_PORT; everything the
+ * harness starts dies and its directory goes when the program exits.
+ * Each server: 127.0.0.1 on a free port, its own temporary directory,
+ * no RDB, append-only file fsynced every second, in the foreground.
+ */
+#define REDISD_UNIX     0x1 /* also a Unix socket: unix_path */
+#define REDISD_PASS     0x2 /* requirepass REDISD_PASSWORD */
+#define REDISD_PASSWORD "csq-it-secret"
+
+struct redisd {
+	pid_t pid;
+	int port;
+	int running;
+	int flags;
+	char dir[64];                  /* --dir: the append-only files */
+	char log_path[CSQD_PATH_MAX];  /* its stdout and stderr */
+	char unix_path[CSQD_PATH_MAX]; /* "" without REDISD_UNIX */
+	char password[64];             /* "" without REDISD_PASS */
+};
+
+/* redis-server from PATH, else /usr/bin/redis-server; NULL if neither. */
+const char *redisd_binary(void);
+/* Starts a server (REDISD_* flags) and waits until it answers PING. */
+struct redisd *redisd_start(int flags);
+/* SIGTERM (Redis syncs its append-only file), wait; the exit status. */
+int redisd_stop(struct redisd *);
+void redisd_kill9(struct redisd *);
+/* Stops it if running, starts it again: same port, directory, options;
+ * waits until it answers PING, so the append-only file is loaded. */
+void redisd_restart(struct redisd *);
+/* Kills it if running, removes its directory, frees it. */
+void redisd_free(struct redisd *);
+/* A synchronous connection over TCP, authenticated when needed. */
+redisContext *redisd_connect(struct redisd *);
+void redisd_dump_log(struct redisd *);
+/* The server csqd_init started, or NULL. */
+struct redisd *redisd_shared_server(void);
+
+/*
+ * csqd with engine "redis" on r (TCP, r's password, db 0) and this key
+ * prefix, whatever CSQ_TEST_ENGINE says; two daemons given the same r and
+ * prefix share one state. Like every csqd_start* on the Redis engine, it
+ * returns once the engine is up (state commands no longer TRYAGAIN).
+ */
+struct csqd *csqd_start_redis(struct redisd *r, const char *prefix,
+                              const char *extra_conf);
+/* The same with the whole redis group given: "redis: { ... };". This one
+ * does not wait for the engine (it may be meant never to come up). */
+struct csqd *csqd_start_redis_conf(const char *redis_conf,
+                                   const char *extra_conf);
+/* Waits until QLEN is no longer TRYAGAIN (after AUTH if the configuration
+ * has a requirepass); fails the test after 10 s. */
+void csqd_wait_engine(struct csqd *);
+
 /* Runs csqd with arguments; output (stdout+stderr) into out. Exit status. */
 int csqd_run(char *out, size_t outlen, const char *arg, ...);
 
@@ -64,6 +124,8 @@ int csqd_fx_teardown(void **state);
 
 /* Writes a file (for configurations). */
 void write_file(const char *path, const char *text);
+/* 1 when the file's first MiB holds text (case-insensitive): log lines. */
+int file_contains(const char *path, const char *text);
 void sleep_ms(int ms);
 int64_t now_ms(void);
 

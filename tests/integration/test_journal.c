@@ -57,31 +57,6 @@ teardown(void **state)
 	return 0;
 }
 
-/* kill -9: no chance to flush or sync anything. */
-static void
-kill9(struct csqd *d)
-{
-	kill(d->pid, SIGKILL);
-	waitpid(d->pid, NULL, 0);
-	d->running = 0;
-	csqd_stop(d); /* only frees; reports "already exited" */
-}
-
-static int
-log_contains(struct csqd *d, const char *text)
-{
-	char buf[65536];
-	size_t n;
-	FILE *f = fopen(d->log_path, "r");
-
-	if (f == NULL)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return strstr(buf, text) != NULL;
-}
-
 /* WHERE of every user, SERVICERS without idle_ms, QLEN: the whole state. */
 static void
 snapshot(redisContext *c, int nusers, char *out, size_t len)
@@ -154,7 +129,7 @@ restart_keeps_state(void **state)
 	      "HEARTBEAT s2 TTL 600");
 	snapshot(c, 9, before, sizeof(before));
 	redisFree(c);
-	kill9(d);
+	csqd_kill9(d);
 
 	assert_int_equal(stat(j->journal, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0600);
@@ -221,7 +196,7 @@ kill9_rounds(void **state)
 			freeReplyObject(r);
 			kept[base + i] = 1;
 		}
-		kill9(d);
+		csqd_kill9(d);
 		redisFree(c);
 
 		d = csqd_start(j->conf);
@@ -341,7 +316,7 @@ qlen_after_start(struct jfx *j, const char *expect_log)
 	long long n = r->integer;
 
 	freeReplyObject(r);
-	if (expect_log != NULL && !log_contains(d, expect_log)) {
+	if (expect_log != NULL && !file_contains(d->log_path, expect_log)) {
 		csqd_dump_log(d);
 		fail_msg("log lacks \"%s\"", expect_log);
 	}
@@ -468,7 +443,7 @@ compaction_under_load(void **state)
 		assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
 		freeReplyObject(r);
 	}
-	if (!log_contains(d, "compacted")) {
+	if (!file_contains(d->log_path, "compacted")) {
 		csqd_dump_log(d);
 		fail_msg("no compaction after 9000 large records");
 	}
@@ -480,7 +455,7 @@ compaction_under_load(void **state)
 	CHECK(c, ":1", "LEAVE u7");
 	snapshot(c, 200, before, sizeof(before));
 	redisFree(c);
-	kill9(d);
+	csqd_kill9(d);
 
 	d = csqd_start(j->conf);
 	c = csqd_connect(d);

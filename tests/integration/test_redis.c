@@ -1,0 +1,1183 @@
+/*
+ * The Redis engine with several daemons: two csqd on one redis-server and
+ * one key prefix under concurrent load; kill -9 of a daemon; redis-server
+ * stopped and started again under load; AUTH, redis.db and Unix sockets;
+ * the key namespace. The program starts its own redis-servers and daemons
+ * with engine "redis" whatever CSQ_TEST_ENGINE says, and exits 77 when
+ * there is no redis-server.
+ *
+ * Workers run in threads with their own connections; they never call the
+ * cmocka asserts (those jump to the main thread's test), they record the
+ * first error and the main thread fails with it.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define PREFIX "p"
+
+/* The cluster run: enqueuers and servicers on both daemons at once. */
+#define ENQ_THREADS  4
+#define ENQ_USERS    750 /* per enqueuer thread */
+#define ENQ_BATCH    30  /* one pipeline, then its replies */
+#define SVC_THREADS  2
+#define SVC_PER      3 /* servicers per servicer thread */
+#define SVC_CAPACITY 2
+#define SVC_ROOMS    (SVC_THREADS * SVC_PER * SVC_CAPACITY)
+#define SVC_TAIL     3 /* rounds after the enqueuers are done */
+#define N_USERS      (ENQ_THREADS * ENQ_USERS)
+#define MARKER       "zz-marker" /* its servicer_up ends an event feed */
+
+/* kill -9 under load. */
+#define K9_SENT  2000 /* pipelined through the daemon that is killed */
+#define K9_ACKED 700  /* users acknowledged before the kill */
+#define K9_OTHER 1000 /* pipelined through the other one meanwhile */
+#define K9_AFTER 100  /* enqueued through the restarted daemon */
+#define K9_ROOMS 3
+
+/* redis-server stopped under load. */
+#define OUT_BEFORE 200
+#define OUT_LOAD   2000
+
+#define RECOVER_MS     20000 /* csqd is back after Redis returned */
+#define TRYAGAIN_MS    5000  /* csqd noticed that Redis went away */
+#define ANSWER_SLOW_MS 2000  /* "at once": TRYAGAIN, not a hang */
+#define LOG_WAIT_MS    5000
+#define POLL_MS        20
+
+struct rfx {
+	struct redisd *r;
+	struct csqd *d[4];
+};
+
+static int
+setup(void **state)
+{
+	struct rfx *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL)
+		abort();
+	fx->r = redisd_start(0);
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct rfx *fx = *state;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < sizeof(fx->d) / sizeof(fx->d[0]); i++) {
+		if (fx->d[i] == NULL)
+			continue;
+		if (csqd_stop(fx->d[i]) != 0) {
+			fprintf(stderr, "csqd %zu did not exit with 0\n", i);
+			rc = -1;
+		}
+	}
+	if (rc != 0)
+		redisd_dump_log(fx->r);
+	redisd_free(fx->r);
+	free(fx);
+	*state = NULL;
+	return rc;
+}
+
+static int
+is_tryagain(const redisReply *r)
+{
+	return r != NULL && r->type == REDIS_REPLY_ERROR &&
+	       strncmp(r->str, "TRYAGAIN", 8) == 0;
+}
+
+/* A daemon on the fixture's redis-server (the harness waits until its
+ * engine is up). */
+static struct csqd *
+fx_daemon(struct rfx *fx, int i, const char *extra_conf)
+{
+	fx->d[i] = csqd_start_redis(fx->r, PREFIX, extra_conf);
+	return fx->d[i];
+}
+
+/* Writes out everything appended to c without reading any reply. */
+static void
+flush_pipeline(redisContext *c)
+{
+	int done = 0;
+
+	while (!done)
+		if (redisBufferWrite(c, &done) != REDIS_OK)
+			fail_msg("writing a pipeline: %s", c->errstr);
+}
+
+/* Strips the quotes json_value leaves on a string. */
+static int
+json_str(const char *json, const char *key, char *out, size_t len)
+{
+	char v[256];
+	size_t n;
+
+	if (json_value(json, key, v, sizeof(v)) != 0 || v[0] != '"')
+		return -1;
+	n = strlen(v);
+	if (n < 2 || n - 2 >= len)
+		return -1;
+	memcpy(out, v + 1, n - 2);
+	out[n - 2] = '\0';
+	return 0;
+}
+
+/* ENQUEUE's reply: waiting or assigned, nothing else. */
+static int
+enqueue_ok(const redisReply *r)
+{
+	const redisReply *s = reply_field(r, "state");
+
+	return s != NULL && s->type == REDIS_REPLY_STRING &&
+	       (strcmp(s->str, "waiting") == 0 ||
+	        strcmp(s->str, "assigned") == 0);
+}
+
+/* "none", "waiting" or "assigned" (room into room) from WHERE. */
+static const char *
+where_state(redisContext *c, const char *user, char *room, size_t len)
+{
+	static char state[32];
+	redisReply *r, *v;
+
+	r = CMD(c, "WHERE %s", user);
+	snprintf(state, sizeof(state), "%s", FIELD_STR(r, "state"));
+	room[0] = '\0';
+	v = reply_field(r, "room");
+	if (v != NULL && v->type == REDIS_REPLY_STRING)
+		snprintf(room, len, "%s", v->str);
+	freeReplyObject(r);
+	return state;
+}
+
+/* Event feeds: a thread per subscriber, until MARKER logs in. */
+
+struct feed {
+	redisContext *c;
+	char **ev;
+	size_t n, cap;
+	char err[1024];
+	pthread_t th;
+};
+
+static int
+is_marker(const char *json)
+{
+	char ev[64], sv[128];
+
+	return json_str(json, "event", ev, sizeof(ev)) == 0 &&
+	       strcmp(ev, "servicer_up") == 0 &&
+	       json_str(json, "servicer", sv, sizeof(sv)) == 0 &&
+	       strcmp(sv, MARKER) == 0;
+}
+
+static void *
+feed_main(void *arg)
+{
+	struct feed *f = arg;
+	redisReply *r;
+	char got[512];
+	void *v;
+
+	for (;;) {
+		if (redisGetReply(f->c, &v) != REDIS_OK || v == NULL) {
+			snprintf(f->err, sizeof(f->err),
+			         "feed: no message after %zu: %s", f->n,
+			         f->c->errstr);
+			return NULL;
+		}
+		r = v;
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[1]->type != REDIS_REPLY_STRING ||
+		    r->element[2]->type != REDIS_REPLY_STRING ||
+		    strcmp(r->element[0]->str, "message") != 0 ||
+		    strcmp(r->element[1]->str, "events") != 0) {
+			reply_repr(r, got, sizeof(got));
+			snprintf(f->err, sizeof(f->err), "feed: unexpected %s",
+			         got);
+			freeReplyObject(r);
+			return NULL;
+		}
+		if (f->n == f->cap) {
+			f->cap = f->cap ? 2 * f->cap : 1024;
+			f->ev = realloc(f->ev, f->cap * sizeof(*f->ev));
+			if (f->ev == NULL)
+				abort();
+		}
+		f->ev[f->n++] = strdup(r->element[2]->str);
+		freeReplyObject(r);
+		if (is_marker(f->ev[f->n - 1]))
+			return NULL;
+	}
+}
+
+static void
+feed_start(struct feed *f, struct csqd *d)
+{
+	const char *ch[] = {"events"};
+
+	memset(f, 0, sizeof(*f));
+	f->c = csqd_connect(d);
+	SUBSCRIBE(f->c, 1, ch);
+	if (pthread_create(&f->th, NULL, feed_main, f) != 0)
+		fail_msg("pthread_create");
+}
+
+static void
+feed_join(struct feed *f)
+{
+	pthread_join(f->th, NULL);
+	if (f->err[0] != '\0')
+		fail_msg("%s", f->err);
+}
+
+static void
+feed_free(struct feed *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		free(f->ev[i]);
+	free(f->ev);
+	redisFree(f->c);
+}
+
+static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Workers of the cluster run. */
+
+struct enqueuer {
+	int id;
+	redisContext *c[2]; /* one per daemon: batches alternate */
+	char err[1024];
+	pthread_t th;
+};
+
+static void *
+enqueuer_main(void *arg)
+{
+	struct enqueuer *e = arg;
+	redisContext *c;
+	redisReply *r;
+	char got[512];
+	void *v;
+	int j, k, b;
+
+	for (j = 0, b = 0; j < ENQ_USERS; j += ENQ_BATCH, b++) {
+		c = e->c[(b + e->id) % 2];
+		for (k = j; k < j + ENQ_BATCH && k < ENQ_USERS; k++)
+			redisAppendCommand(c, "ENQUEUE e%d-%d TTL 0", e->id, k);
+		for (k = j; k < j + ENQ_BATCH && k < ENQ_USERS; k++) {
+			if (redisGetReply(c, &v) != REDIS_OK || v == NULL) {
+				snprintf(e->err, sizeof(e->err),
+				         "ENQUEUE e%d-%d: %s", e->id, k,
+				         c->errstr);
+				return NULL;
+			}
+			r = v;
+			if (!enqueue_ok(r)) {
+				reply_repr(r, got, sizeof(got));
+				snprintf(e->err, sizeof(e->err),
+				         "ENQUEUE e%d-%d: %s", e->id, k, got);
+				freeReplyObject(r);
+				return NULL;
+			}
+			freeReplyObject(r);
+		}
+	}
+	return NULL;
+}
+
+struct servicer {
+	int id;
+	redisContext *c[2];
+	volatile int *stop;
+	int rounds;
+	char err[1024];
+	pthread_t th;
+};
+
+/* Reads n replies, each of which must be of type want; 0 or -1. */
+static int
+servicer_replies(struct servicer *s, redisContext *c, int n, int want,
+                 const char *what)
+{
+	redisReply *r;
+	char got[512];
+	void *v;
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		if (redisGetReply(c, &v) != REDIS_OK || v == NULL) {
+			snprintf(s->err, sizeof(s->err), "%s: %s", what,
+			         c->errstr);
+			return -1;
+		}
+		r = v;
+		if (!bad && r->type != want) {
+			reply_repr(r, got, sizeof(got));
+			snprintf(s->err, sizeof(s->err), "%s: %s", what, got);
+			bad = 1;
+		}
+		freeReplyObject(r);
+	}
+	return bad ? -1 : 0;
+}
+
+/* Heartbeats through one daemon, releases every room through the other. */
+static void *
+servicer_main(void *arg)
+{
+	struct servicer *s = arg;
+	redisContext *hb, *rel;
+	int m, i, tail;
+
+	/* Rounds go on after the last ENQUEUE: rooms fill and free again. */
+	for (s->rounds = 0, tail = 0; tail < SVC_TAIL; s->rounds++) {
+		if (*s->stop)
+			tail++;
+		hb = s->c[s->rounds % 2];
+		rel = s->c[(s->rounds + 1) % 2];
+		for (m = 0; m < SVC_PER; m++)
+			redisAppendCommand(
+			    hb, "HEARTBEAT s%d-%d CAPACITY %d TTL 120", s->id,
+			    m, SVC_CAPACITY);
+		if (servicer_replies(s, hb, SVC_PER, REDIS_REPLY_ARRAY,
+		                     "HEARTBEAT") != 0)
+			return NULL;
+		for (m = 0; m < SVC_PER; m++)
+			for (i = 0; i < SVC_CAPACITY; i++)
+				redisAppendCommand(rel, "RELEASE s%d-%d/%d",
+				                   s->id, m, i);
+		if (servicer_replies(s, rel, SVC_PER * SVC_CAPACITY,
+		                     REDIS_REPLY_INTEGER, "RELEASE") != 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* Index of a user e<t>-<j> or a room s<t>-<m>/<i>, or -1. */
+static int
+user_index(const char *u)
+{
+	int t, j, n = 0;
+
+	if (sscanf(u, "e%d-%d%n", &t, &j, &n) != 2 || u[n] != '\0' || t < 0 ||
+	    t >= ENQ_THREADS || j < 0 || j >= ENQ_USERS)
+		return -1;
+	return t * ENQ_USERS + j;
+}
+
+static int
+room_index(const char *room)
+{
+	int t, m, i, n = 0;
+
+	if (sscanf(room, "s%d-%d/%d%n", &t, &m, &i, &n) != 3 ||
+	    room[n] != '\0' || t < 0 || t >= SVC_THREADS || m < 0 ||
+	    m >= SVC_PER || i < 0 || i >= SVC_CAPACITY)
+		return -1;
+	return (t * SVC_PER + m) * SVC_CAPACITY + i;
+}
+
+/* What the event stream says about every user and room. */
+struct history {
+	int matched[N_USERS];
+	int released[N_USERS];
+	int queued[N_USERS];
+	char room_of[N_USERS][64];
+	int room_user[SVC_ROOMS]; /* -1 free */
+	int nmatched, nreleased;
+};
+
+static void
+history_build(struct history *h, const struct feed *f)
+{
+	char ev[64], user[128], room[64];
+	size_t k;
+	int u, x;
+
+	memset(h, 0, sizeof(*h));
+	for (x = 0; x < SVC_ROOMS; x++)
+		h->room_user[x] = -1;
+	for (k = 0; k < f->n; k++) {
+		const char *j = f->ev[k];
+
+		if (json_str(j, "event", ev, sizeof(ev)) != 0)
+			fail_msg("event %zu without event: %s", k, j);
+		if (strcmp(ev, "servicer_up") == 0)
+			continue;
+		if (strcmp(ev, "queued") != 0 && strcmp(ev, "matched") != 0 &&
+		    strcmp(ev, "released") != 0)
+			fail_msg("event %zu unexpected in this run: %s", k, j);
+		if (json_str(j, "user", user, sizeof(user)) != 0 ||
+		    (u = user_index(user)) < 0)
+			fail_msg("event %zu: bad user in %s", k, j);
+		if (strcmp(ev, "queued") == 0) {
+			if (h->queued[u]++ != 0 || h->matched[u] != 0)
+				fail_msg("event %zu: %s queued again: %s", k,
+				         user, j);
+			continue;
+		}
+		if (json_str(j, "room", room, sizeof(room)) != 0 ||
+		    (x = room_index(room)) < 0)
+			fail_msg("event %zu: bad room in %s", k, j);
+		if (strcmp(ev, "matched") == 0) {
+			if (h->matched[u]++ != 0)
+				fail_msg("event %zu: %s matched twice: %s", k,
+				         user, j);
+			if (h->room_user[x] != -1)
+				fail_msg("event %zu: room %s already holds "
+				         "user #%d: %s",
+				         k, room, h->room_user[x], j);
+			h->room_user[x] = u;
+			snprintf(h->room_of[u], sizeof(h->room_of[u]), "%s",
+			         room);
+			h->nmatched++;
+		} else {
+			if (h->room_user[x] != u)
+				fail_msg("event %zu: %s released from %s, "
+				         "which holds user #%d: %s",
+				         k, user, room, h->room_user[x], j);
+			if (h->released[u]++ != 0)
+				fail_msg("event %zu: %s released twice", k,
+				         user);
+			h->room_user[x] = -1;
+			h->nreleased++;
+		}
+	}
+}
+
+/*
+ * Two daemons, one prefix: enqueuers and servicers through both at once.
+ * No user matched twice or lost, no room holding two users, STATS alike,
+ * and both daemons' subscribers saw the same events in the same order.
+ */
+static void
+cluster_under_load(void **state)
+{
+	static struct history h;
+	struct rfx *fx = *state;
+	struct enqueuer enq[ENQ_THREADS];
+	struct servicer svc[SVC_THREADS];
+	struct feed fa, fb;
+	volatile int stop = 0;
+	redisContext *ca, *cb;
+	redisReply *r, *ra, *rb;
+	char user[64], room[64], reprA[2048], reprB[2048];
+	const char *st;
+	char **sorted;
+	size_t k;
+	int i, u, nwaiting = 0, nassigned = 0;
+	int64_t t0 = now_ms();
+
+	fx_daemon(fx, 0, "");
+	fx_daemon(fx, 1, "");
+	feed_start(&fa, fx->d[0]);
+	feed_start(&fb, fx->d[1]);
+
+	for (i = 0; i < SVC_THREADS; i++) {
+		memset(&svc[i], 0, sizeof(svc[i]));
+		svc[i].id = i;
+		svc[i].stop = &stop;
+		svc[i].c[0] = csqd_connect(fx->d[i % 2]);
+		svc[i].c[1] = csqd_connect(fx->d[(i + 1) % 2]);
+		pthread_create(&svc[i].th, NULL, servicer_main, &svc[i]);
+	}
+	for (i = 0; i < ENQ_THREADS; i++) {
+		memset(&enq[i], 0, sizeof(enq[i]));
+		enq[i].id = i;
+		enq[i].c[0] = csqd_connect(fx->d[0]);
+		enq[i].c[1] = csqd_connect(fx->d[1]);
+		pthread_create(&enq[i].th, NULL, enqueuer_main, &enq[i]);
+	}
+	for (i = 0; i < ENQ_THREADS; i++)
+		pthread_join(enq[i].th, NULL);
+	stop = 1;
+	for (i = 0; i < SVC_THREADS; i++)
+		pthread_join(svc[i].th, NULL);
+	for (i = 0; i < ENQ_THREADS; i++) {
+		redisFree(enq[i].c[0]);
+		redisFree(enq[i].c[1]);
+		if (enq[i].err[0] != '\0')
+			fail_msg("enqueuer %d: %s", i, enq[i].err);
+	}
+	for (i = 0; i < SVC_THREADS; i++) {
+		redisFree(svc[i].c[0]);
+		redisFree(svc[i].c[1]);
+		if (svc[i].err[0] != '\0')
+			fail_msg("servicer %d: %s", i, svc[i].err);
+	}
+
+	/* Every change is published; the marker's event comes after all. */
+	ca = csqd_connect(fx->d[0]);
+	cb = csqd_connect(fx->d[1]);
+	r = CMD(ca, "HEARTBEAT %s QUEUES zz-none TTL 120", MARKER);
+	freeReplyObject(r);
+	feed_join(&fa);
+	feed_join(&fb);
+	print_message("cluster: %d users, %d+%d servicer rounds, %zu events, "
+	              "%lld ms\n",
+	              N_USERS, svc[0].rounds, svc[1].rounds, fa.n,
+	              (long long)(now_ms() - t0));
+
+	/* The same events, in the same order, on both daemons. */
+	if (fa.n != fb.n)
+		fail_msg("daemon A's subscriber saw %zu events, B's %zu", fa.n,
+		         fb.n);
+	for (k = 0; k < fa.n; k++)
+		if (strcmp(fa.ev[k], fb.ev[k]) != 0)
+			fail_msg("event %zu differs:\n  A: %s\n  B: %s", k,
+			         fa.ev[k], fb.ev[k]);
+	/* No event twice. */
+	sorted = malloc(fa.n * sizeof(*sorted));
+	memcpy(sorted, fa.ev, fa.n * sizeof(*sorted));
+	qsort(sorted, fa.n, sizeof(*sorted), str_cmp);
+	for (k = 1; k < fa.n; k++)
+		if (strcmp(sorted[k - 1], sorted[k]) == 0)
+			fail_msg("event seen twice: %s", sorted[k]);
+	free(sorted);
+
+	/* The stream: one match per user, one user per room at a time. */
+	history_build(&h, &fa);
+	assert_true(h.nmatched > 0);
+	assert_true(h.nreleased > 0);
+
+	/* Nobody lost: the state agrees with the stream, on both daemons. */
+	for (u = 0; u < N_USERS; u++) {
+		snprintf(user, sizeof(user), "e%d-%d", u / ENQ_USERS,
+		         u % ENQ_USERS);
+		st = where_state(ca, user, room, sizeof(room));
+		if (h.released[u]) {
+			if (strcmp(st, "none") != 0)
+				fail_msg("%s released but WHERE says %s", user,
+				         st);
+		} else if (h.matched[u]) {
+			if (strcmp(st, "assigned") != 0 ||
+			    strcmp(room, h.room_of[u]) != 0)
+				fail_msg("%s matched to %s but WHERE says "
+				         "%s %s",
+				         user, h.room_of[u], st, room);
+			nassigned++;
+		} else {
+			if (!h.queued[u])
+				fail_msg("%s: no event at all", user);
+			if (strcmp(st, "waiting") != 0)
+				fail_msg("%s queued but WHERE says %s", user,
+				         st);
+			nwaiting++;
+		}
+		st = where_state(cb, user, reprB, sizeof(reprB));
+		if (strcmp(room, reprB) != 0)
+			fail_msg("%s: WHERE through B gives room '%s', through "
+			         "A '%s'",
+			         user, reprB, room);
+	}
+	r = CMD(ca, "QLEN default");
+	assert_reply_integer(r, nwaiting);
+	freeReplyObject(r);
+
+	/* STATS from the one state: the same through both. */
+	ra = CMD(ca, "STATS");
+	rb = CMD(cb, "STATS");
+	reply_repr(ra, reprA, sizeof(reprA));
+	reply_repr(rb, reprB, sizeof(reprB));
+	assert_string_equal(reprA, reprB);
+	assert_int_equal(FIELD_INT(ra, "waiting"), nwaiting);
+	assert_int_equal(FIELD_INT(ra, "rooms_busy"), nassigned);
+	assert_int_equal(FIELD_INT(ra, "matched_total"), h.nmatched);
+	assert_int_equal(FIELD_INT(ra, "servicers"), SVC_THREADS * SVC_PER + 1);
+	/* The marker's one room is free too. */
+	assert_int_equal(FIELD_INT(ra, "rooms_free"),
+	                 SVC_ROOMS + 1 - nassigned);
+	freeReplyObject(ra);
+	freeReplyObject(rb);
+
+	redisFree(ca);
+	redisFree(cb);
+	feed_free(&fa);
+	feed_free(&fb);
+}
+
+/* Reads pushes until a message whose event is ev arrives; its payload. */
+static char *
+wait_event_at(const char *file, int line, redisContext *c, const char *ev)
+{
+	int64_t deadline = now_ms() + RECOVER_MS;
+	char got[1024], e[64];
+	redisReply *r;
+	char *p;
+
+	for (;;) {
+		r = get_reply_at(file, line, c);
+		if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+		    r->element[0]->type == REDIS_REPLY_STRING &&
+		    r->element[2]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[0]->str, "message") == 0 &&
+		    json_str(r->element[2]->str, "event", e, sizeof(e)) == 0) {
+			if (strcmp(e, ev) == 0) {
+				p = strdup(r->element[2]->str);
+				freeReplyObject(r);
+				return p;
+			}
+			freeReplyObject(r);
+		} else {
+			reply_repr(r, got, sizeof(got));
+			freeReplyObject(r);
+			fail_at(file, line, "unexpected push %s", got);
+		}
+		if (now_ms() > deadline)
+			fail_at(file, line, "no %s event within %d ms", ev,
+			        RECOVER_MS);
+	}
+}
+#define WAIT_EVENT(c, ev) wait_event_at(__FILE__, __LINE__, (c), (ev))
+
+/* A user waiting through A hears on A of the room freed through B. */
+static void
+matched_across_daemons(void **state)
+{
+	struct rfx *fx = *state;
+	const char *ch[] = {"user:ub1"};
+	redisContext *sub, *ca, *cb;
+	char *j;
+
+	fx_daemon(fx, 0, "");
+	fx_daemon(fx, 1, "");
+	sub = csqd_connect(fx->d[0]);
+	SUBSCRIBE(sub, 1, ch);
+	ca = csqd_connect(fx->d[0]);
+	cb = csqd_connect(fx->d[1]);
+	CHECK(ca, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE ub1");
+	j = WAIT_EVENT(sub, "queued");
+	assert_json_str(j, "user", "ub1");
+	free(j);
+	CHECK(cb,
+	      "['servicer','sb','status','ready','capacity',:1,'active',:1,"
+	      "'ttl',:30]",
+	      "HEARTBEAT sb");
+	j = WAIT_EVENT(sub, "matched");
+	assert_json_str(j, "user", "ub1");
+	assert_json_str(j, "servicer", "sb");
+	assert_json_str(j, "room", "sb/0");
+	assert_json_str(j, "queue", "default");
+	free(j);
+	/* And the release through B, heard on A as well. */
+	CHECK(cb, ":1", "RELEASE sb/0");
+	j = WAIT_EVENT(sub, "released");
+	assert_json_str(j, "user", "ub1");
+	assert_json_str(j, "by", "servicer");
+	free(j);
+	CHECK(ca, "['state','none']", "WHERE ub1");
+	redisFree(sub);
+	redisFree(ca);
+	redisFree(cb);
+}
+
+/*
+ * kill -9 of daemon A while a client pipelines ENQUEUEs through it and
+ * another through B: B keeps serving, every acknowledged user is still
+ * there, and clients of A started again carry on.
+ */
+static void
+kill9_one_daemon(void **state)
+{
+	struct rfx *fx = *state;
+	static int present[K9_SENT];
+	redisContext *ca, *cb, *c;
+	redisReply *r;
+	char user[32], room[64], got[512];
+	const char *st;
+	long long qlen;
+	int i, gap;
+
+	fx_daemon(fx, 0, "");
+	fx_daemon(fx, 1, "");
+	cb = csqd_connect(fx->d[1]);
+	CHECK(cb,
+	      "['servicer','s1','status','ready','capacity',:3,'active',:0,"
+	      "'ttl',:600]",
+	      "HEARTBEAT s1 CAPACITY 3 TTL 600");
+
+	/* The rooms full and a member first in line, then the load. */
+	ca = csqd_connect(fx->d[0]);
+	for (i = 0; i < K9_ROOMS; i++) {
+		r = CMD(ca, "ENQUEUE a%d TTL 0", i);
+		assert_string_equal(FIELD_STR(r, "state"), "assigned");
+		freeReplyObject(r);
+	}
+	CHECK(ca, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE w1 TIER 5 TTL 0");
+	for (i = K9_ROOMS; i < K9_SENT; i++)
+		redisAppendCommand(ca, "ENQUEUE a%d TTL 0", i);
+	flush_pipeline(ca);
+	for (i = 0; i < K9_OTHER; i++)
+		redisAppendCommand(cb, "ENQUEUE b%d TTL 0", i);
+	flush_pipeline(cb);
+	for (i = K9_ROOMS; i < K9_ACKED; i++) {
+		r = GET_REPLY(ca);
+		if (!enqueue_ok(r)) {
+			reply_repr(r, got, sizeof(got));
+			fail_msg("ENQUEUE a%d through A: %s", i, got);
+		}
+		freeReplyObject(r);
+	}
+	csqd_kill9(fx->d[0]);
+	fx->d[0] = NULL;
+	redisFree(ca);
+
+	/* B never stopped: its pipeline and what follows all succeed. */
+	for (i = 0; i < K9_OTHER; i++) {
+		r = GET_REPLY(cb);
+		if (!enqueue_ok(r)) {
+			reply_repr(r, got, sizeof(got));
+			fail_msg("ENQUEUE b%d through B: %s", i, got);
+		}
+		freeReplyObject(r);
+	}
+	for (i = K9_OTHER; i < K9_OTHER + K9_AFTER; i++) {
+		r = CMD(cb, "ENQUEUE b%d TTL 0", i);
+		assert_true(enqueue_ok(r));
+		freeReplyObject(r);
+	}
+
+	/* A again, on the same prefix. */
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	for (i = 0; i < K9_SENT; i++) {
+		snprintf(user, sizeof(user), "a%d", i);
+		st = where_state(c, user, room, sizeof(room));
+		present[i] = strcmp(st, "none") != 0;
+		if (i < K9_ACKED && !present[i])
+			fail_msg("acknowledged %s lost", user);
+		if (i < K9_ROOMS && strcmp(st, "assigned") != 0)
+			fail_msg("%s should sit in a room, WHERE says %s", user,
+			         st);
+	}
+	/*
+	 * A sent its scripts in order on one connection and each one is
+	 * atomic: of the unacknowledged users, a run right after the
+	 * acknowledged ones was done, then nothing.
+	 */
+	gap = 0;
+	for (i = K9_ACKED; i < K9_SENT; i++) {
+		if (!present[i])
+			gap = 1;
+		else if (gap)
+			fail_msg("a%d present after a gap", i);
+	}
+	for (i = 0; i < K9_OTHER + K9_AFTER; i++) {
+		snprintf(user, sizeof(user), "b%d", i);
+		st = where_state(c, user, room, sizeof(room));
+		if (strcmp(st, "waiting") != 0 && strcmp(st, "assigned") != 0)
+			fail_msg("%s (through B) lost: %s", user, st);
+	}
+
+	/* New clients of A carry on: the line grows, rooms fill. */
+	r = CMD(c, "QLEN default");
+	qlen = r->integer;
+	freeReplyObject(r);
+	for (i = 0; i < K9_AFTER; i++) {
+		r = CMD(c, "ENQUEUE c%d TTL 0", i);
+		assert_string_equal(FIELD_STR(r, "state"), "waiting");
+		assert_int_equal(FIELD_INT(r, "position"), qlen + i + 1);
+		freeReplyObject(r);
+	}
+	CHECK(c, ":1", "RELEASE s1/0");
+	/* The best waiting user is still the member. */
+	r = CMD(cb, "WHERE w1");
+	assert_string_equal(FIELD_STR(r, "state"), "assigned");
+	assert_string_equal(FIELD_STR(r, "room"), "s1/0");
+	freeReplyObject(r);
+	CHECK(cb, "['state','none']", "WHERE a0");
+	redisFree(c);
+	redisFree(cb);
+}
+
+/*
+ * redis-server stopped (SIGTERM, append-only file) under load: TRYAGAIN,
+ * csqd up and PINGable; redis-server started again: csqd serves again by
+ * itself, the state is intact, an old subscription still gets events.
+ */
+static void
+redis_outage(void **state)
+{
+	struct rfx *fx = *state;
+	static int acked[OUT_LOAD];
+	const char *ch[] = {"events"};
+	const char *cmds[] = {"ENQUEUE zz1",   "WHERE d0",     "STATS",
+	                      "HEARTBEAT zs1", "QLEN default", "LEAVE d1",
+	                      "QUEUE default", "SERVICERS"};
+	redisContext *c, *sub, *c2;
+	redisReply *r;
+	char user[32], room[64], got[512];
+	const char *st;
+	int64_t t, deadline;
+	size_t k;
+	int i, ntry = 0;
+	char *j;
+
+	fx_daemon(fx, 0, "");
+	sub = csqd_connect(fx->d[0]);
+	SUBSCRIBE(sub, 1, ch);
+	c = csqd_connect(fx->d[0]);
+	for (i = 0; i < OUT_BEFORE; i++)
+		redisAppendCommand(c, "ENQUEUE d%d TTL 0", i);
+	for (i = 0; i < OUT_BEFORE; i++) {
+		r = GET_REPLY(c);
+		assert_true(enqueue_ok(r));
+		freeReplyObject(r);
+	}
+
+	/* Under load: each reply a success or TRYAGAIN, nothing else. */
+	for (i = 0; i < OUT_LOAD; i++)
+		redisAppendCommand(c, "ENQUEUE x%d TTL 0", i);
+	flush_pipeline(c);
+	assert_int_equal(redisd_stop(fx->r), 0);
+	for (i = 0; i < OUT_LOAD; i++) {
+		r = GET_REPLY(c);
+		if (is_tryagain(r))
+			ntry++;
+		else if (enqueue_ok(r))
+			acked[i] = 1;
+		else {
+			reply_repr(r, got, sizeof(got));
+			fail_msg("ENQUEUE x%d while Redis stops: %s", i, got);
+		}
+		freeReplyObject(r);
+	}
+	print_message("outage: %d of %d pipelined ENQUEUEs got TRYAGAIN\n",
+	              ntry, OUT_LOAD);
+
+	/* csqd notices at once that Redis is gone. */
+	deadline = now_ms() + TRYAGAIN_MS;
+	for (;;) {
+		r = CMD(c, "QLEN default");
+		if (is_tryagain(r)) {
+			freeReplyObject(r);
+			break;
+		}
+		freeReplyObject(r);
+		if (now_ms() > deadline)
+			fail_msg("no TRYAGAIN within %d ms of Redis stopping",
+			         TRYAGAIN_MS);
+		sleep_ms(POLL_MS);
+	}
+	for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		t = now_ms();
+		r = CMD(c, cmds[k]);
+		if (!is_tryagain(r)) {
+			reply_repr(r, got, sizeof(got));
+			fail_msg("%s while Redis is down: %s", cmds[k], got);
+		}
+		freeReplyObject(r);
+		if (now_ms() - t > ANSWER_SLOW_MS)
+			fail_msg("%s took %lld ms to say TRYAGAIN", cmds[k],
+			         (long long)(now_ms() - t));
+	}
+	CHECK(c, "+PONG", "PING");
+	c2 = csqd_connect(fx->d[0]);
+	CHECK(c2, "+PONG", "PING");
+	CHECK(c2, "'hi'", "PING hi");
+	redisFree(c2);
+	assert_true(csqd_alive(fx->d[0]));
+
+	/* Redis back, same port and directory: csqd resumes by itself. */
+	redisd_restart(fx->r);
+	deadline = now_ms() + RECOVER_MS;
+	for (;;) {
+		r = CMD(c, "QLEN default");
+		if (r->type == REDIS_REPLY_INTEGER) {
+			freeReplyObject(r);
+			break;
+		}
+		if (!is_tryagain(r)) {
+			reply_repr(r, got, sizeof(got));
+			fail_msg("QLEN while Redis comes back: %s", got);
+		}
+		freeReplyObject(r);
+		if (now_ms() > deadline) {
+			csqd_dump_log(fx->d[0]);
+			fail_msg("csqd still says TRYAGAIN %d ms after Redis "
+			         "returned",
+			         RECOVER_MS);
+		}
+		sleep_ms(POLL_MS);
+	}
+	assert_true(csqd_alive(fx->d[0]));
+	for (i = 0; i < OUT_BEFORE; i++) {
+		snprintf(user, sizeof(user), "d%d", i);
+		st = where_state(c, user, room, sizeof(room));
+		if (strcmp(st, "waiting") != 0)
+			fail_msg("%s (before the outage) lost: %s", user, st);
+	}
+	for (i = 0; i < OUT_LOAD; i++) {
+		if (!acked[i])
+			continue;
+		snprintf(user, sizeof(user), "x%d", i);
+		st = where_state(c, user, room, sizeof(room));
+		if (strcmp(st, "waiting") != 0)
+			fail_msg("acknowledged %s lost in the outage: %s", user,
+			         st);
+	}
+	/* d0 is first in line: its place survived too. */
+	r = CMD(c, "WHERE d0");
+	assert_int_equal(FIELD_INT(r, "position"), 1);
+	freeReplyObject(r);
+
+	/* The subscription from before the outage still hears events. */
+	CHECK(c,
+	      "['servicer','s-after','status','ready','capacity',:1,"
+	      "'active',:1,'ttl',:30]",
+	      "HEARTBEAT s-after");
+	for (;;) {
+		j = WAIT_EVENT(sub, "matched");
+		if (strstr(j, "\"s-after\"") != NULL)
+			break;
+		free(j);
+	}
+	assert_json_str(j, "user", "d0");
+	assert_json_str(j, "room", "s-after/0");
+	free(j);
+	redisFree(sub);
+	redisFree(c);
+}
+
+/* Polls the daemon's log for text (case-insensitive). */
+static int
+log_wait(struct csqd *d, const char *text)
+{
+	int64_t deadline = now_ms() + LOG_WAIT_MS;
+
+	while (!file_contains(d->log_path, text)) {
+		if (now_ms() > deadline)
+			return 0;
+		sleep_ms(POLL_MS);
+	}
+	return 1;
+}
+
+/* A daemon that cannot get past Redis's AUTH: TRYAGAIN, and says why. */
+static void
+refused_daemon(struct redisd *rp, const char *password, const char *why)
+{
+	char conf[512];
+	struct csqd *d;
+	redisContext *c;
+	redisReply *r;
+	int i;
+
+	snprintf(conf, sizeof(conf),
+	         "redis: { host = \"127.0.0.1\"; port = %d; password = \"%s\"; "
+	         "prefix = \"pw\"; };",
+	         rp->port, password);
+	d = csqd_start_redis_conf(conf, "");
+	c = csqd_connect(d);
+	for (i = 0; i < 3; i++) {
+		r = CMD(c, "ENQUEUE u1");
+		assert_reply_error_prefix(r, "TRYAGAIN");
+		freeReplyObject(r);
+		sleep_ms(100);
+	}
+	CHECK(c, "+PONG", "PING");
+	if (!log_wait(d, why)) {
+		csqd_dump_log(d);
+		fail_msg("the log does not say \"%s\"", why);
+	}
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
+/* KEYS pattern in db on r: how many. */
+static long long
+count_keys(struct redisd *r, int db, const char *pattern)
+{
+	redisContext *c = redisd_connect(r);
+	redisReply *rep;
+	long long n;
+
+	rep = CMD(c, "SELECT %d", db);
+	assert_reply_status(rep, "OK");
+	freeReplyObject(rep);
+	rep = CMD(c, "KEYS %s", pattern);
+	assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+	n = (long long)rep->elements;
+	freeReplyObject(rep);
+	redisFree(c);
+	return n;
+}
+
+/* redis.password, redis.db, and a Unix socket as redis.host. */
+static void
+auth_db_unix(void **state)
+{
+	struct rfx *fx = *state;
+	struct redisd *rp, *ru;
+	struct csqd *d;
+	redisContext *c;
+	redisReply *r;
+	char conf[1024];
+
+	(void)fx;
+	/* The right password. */
+	rp = redisd_start(REDISD_PASS);
+	d = csqd_start_redis(rp, PREFIX, "");
+	c = csqd_connect(d);
+	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1");
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+	assert_true(count_keys(rp, 0, "{" PREFIX "}:*") > 0);
+
+	/* A wrong one, or none: TRYAGAIN, and the log says why. */
+	refused_daemon(rp, "wrong", "WRONGPASS");
+	refused_daemon(rp, "", "NOAUTH");
+
+	/* db 3: the keys are there and not in db 0. */
+	snprintf(conf, sizeof(conf),
+	         "redis: { host = \"127.0.0.1\"; port = %d; password = \"%s\"; "
+	         "db = 3; prefix = \"pdb\"; };",
+	         rp->port, rp->password);
+	d = csqd_start_redis_conf(conf, "");
+	csqd_wait_engine(d);
+	c = csqd_connect(d);
+	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1");
+	r = CMD(c, "HEARTBEAT s1");
+	freeReplyObject(r);
+	r = CMD(c, "WHERE u1");
+	assert_string_equal(FIELD_STR(r, "room"), "s1/0");
+	freeReplyObject(r);
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+	assert_true(count_keys(rp, 3, "{pdb}:*") > 0);
+	assert_int_equal(count_keys(rp, 0, "{pdb}:*"), 0);
+	redisd_free(rp);
+
+	/* A Unix socket path as the host. */
+	ru = redisd_start(REDISD_UNIX);
+	snprintf(conf, sizeof(conf),
+	         "redis: { host = \"%s\"; prefix = \"pu\"; };", ru->unix_path);
+	d = csqd_start_redis_conf(conf, "");
+	csqd_wait_engine(d);
+	c = csqd_connect(d);
+	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1");
+	CHECK(c, ":1", "QLEN default");
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+	assert_true(count_keys(ru, 0, "{pu}:*") > 0);
+	redisd_free(ru);
+}
+
+/*
+ * Every kind of change, a user timeout, two daemons: every key in Redis
+ * and every channel csqd subscribes to there is under "{p}:".
+ */
+static void
+keys_under_prefix(void **state)
+{
+	struct rfx *fx = *state;
+	const char *ch[] = {"events"};
+	redisContext *ca, *cb, *sub, *rc;
+	redisReply *r;
+	size_t k;
+	char *j;
+
+	fx_daemon(fx, 0, "");
+	fx_daemon(fx, 1, "");
+	sub = csqd_connect(fx->d[1]);
+	SUBSCRIBE(sub, 1, ch);
+	ca = csqd_connect(fx->d[0]);
+	cb = csqd_connect(fx->d[1]);
+	freeReplyObject(CMD(ca, "HEARTBEAT s1 CAPACITY 2 QUEUES default,vip"));
+	freeReplyObject(CMD(cb, "HEARTBEAT s2 TTL 60"));
+	freeReplyObject(CMD(ca, "ENQUEUE u1"));
+	freeReplyObject(CMD(cb, "ENQUEUE u2 QUEUE vip TIER 3"));
+	freeReplyObject(CMD(ca, "ENQUEUE u3 QUEUE other"));
+	freeReplyObject(CMD(cb, "ENQUEUE u4 QUEUE other TIER 1"));
+	freeReplyObject(CMD(ca, "ENQUEUE u5"));
+	freeReplyObject(CMD(cb, "ENQUEUE u6"));
+	freeReplyObject(CMD(ca, "ENQUEUE u3 QUEUE vip TIER 2"));
+	freeReplyObject(CMD(cb, "TOUCH u6 TTL 600"));
+	freeReplyObject(CMD(ca, "PAUSE s2"));
+	freeReplyObject(CMD(cb, "RELEASE s1/0"));
+	freeReplyObject(CMD(ca, "LEAVE u5"));
+	freeReplyObject(CMD(cb, "RESUME s2"));
+	freeReplyObject(CMD(ca, "LOGOUT s1"));
+	freeReplyObject(CMD(cb, "ENQUEUE u7 TTL 1"));
+	freeReplyObject(CMD(ca, "WHERE u4"));
+	freeReplyObject(CMD(cb, "QUEUE other"));
+	freeReplyObject(CMD(ca, "SERVICERS"));
+	freeReplyObject(CMD(cb, "STATS"));
+	/* The reaper's work too: u7 times out. */
+	for (;;) {
+		j = WAIT_EVENT(sub, "left");
+		if (strstr(j, "\"u7\"") != NULL)
+			break;
+		free(j);
+	}
+	assert_json_str(j, "reason", "timeout");
+	free(j);
+
+	rc = redisd_connect(fx->r);
+	r = CMD(rc, "KEYS *");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_true(r->elements > 0);
+	for (k = 0; k < r->elements; k++)
+		if (strncmp(r->element[k]->str,
+		            "{" PREFIX "}:", strlen("{" PREFIX "}:")) != 0)
+			fail_msg("key outside the prefix: %s",
+			         r->element[k]->str);
+	freeReplyObject(r);
+	r = CMD(rc, "PUBSUB CHANNELS *");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	for (k = 0; k < r->elements; k++)
+		if (strncmp(r->element[k]->str,
+		            "{" PREFIX "}:", strlen("{" PREFIX "}:")) != 0)
+			fail_msg("channel outside the prefix: %s",
+			         r->element[k]->str);
+	freeReplyObject(r);
+	redisFree(rc);
+	redisFree(sub);
+	redisFree(ca);
+	redisFree(cb);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(cluster_under_load, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(matched_across_daemons, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(kill9_one_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(redis_outage, setup, teardown),
+	    cmocka_unit_test_setup_teardown(auth_db_unix, setup, teardown),
+	    cmocka_unit_test_setup_teardown(keys_under_prefix, setup, teardown),
+	};
+
+	if (redisd_binary() == NULL) {
+		fprintf(stderr, "%s: no redis-server: skipping\n", argv[0]);
+		return 77;
+	}
+	csqd_init(argc, argv);
+	return cmocka_run_group_tests_name("redis", tests, NULL, NULL);
+}
