@@ -1024,7 +1024,7 @@ static const struct csq_engine_ops redis_ops = {
 int64_t
 engine_redis_rtt_us(struct csq_engine *e)
 {
-	if (e == NULL || e->ops != &redis_ops)
+	if (e == NULL || e->ops != &redis_ops || !redis_engine(e)->up)
 		return -1;
 	return redis_engine(e)->rtt_us;
 }

@@ -23,7 +23,8 @@ struct csq_engine *engine_redis_new(struct event_base *, const struct config *,
                                     csq_emit_fn *emit, void *emit_arg,
                                     void (*deadline_changed)(void *),
                                     void *arg);
-/* The round trip of the last health check in microseconds, or -1. */
+/* The round trip of the last health check in microseconds; -1 while the
+ * engine is down (or is not the Redis engine). */
 int64_t engine_redis_rtt_us(struct csq_engine *);
 
 #endif

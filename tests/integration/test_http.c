@@ -258,6 +258,56 @@ test_http_port_taken(void **state)
 	assert_non_null(strstr(out, "cannot listen on http"));
 }
 
+/* Polls GET path until its status is code; fails after 10 s. */
+static void
+wait_http_status(int port, const char *path, int code)
+{
+	char buf[HTTP_REPLY_MAX], want[32];
+	int64_t deadline = now_ms() + 10000;
+
+	snprintf(want, sizeof(want), " %d ", code);
+	for (;;) {
+		http_request(port, "GET", path, buf, sizeof(buf));
+		if (strncmp(buf + 8, want, strlen(want)) == 0)
+			return;
+		if (now_ms() > deadline)
+			fail_at(__FILE__, __LINE__, "%s: no %d, last:\n%s",
+			        path, code, buf);
+		sleep_ms(50);
+	}
+}
+
+/*
+ * The Redis engine can be down: /healthz says 503 while redis-server is
+ * stopped, /metrics says csq_engine_up 0 and leaves the engine's series
+ * out, and both recover when it is back, without a restart of csqd.
+ */
+static void
+test_healthz_engine_down(void **state)
+{
+	struct csqd_fx *fx = *state;
+	struct redisd *r = redisd_shared_server();
+	char buf[HTTP_REPLY_MAX];
+	redisReply *rep;
+
+	if (strcmp(csqd_engine(), "redis") != 0 || r == NULL)
+		skip(); /* the memory engine is always up */
+	rep = CMD(fx->c, "ENQUEUE before-outage");
+	freeReplyObject(rep);
+	wait_http_status(fx->d->http_port, "/healthz", 200);
+	assert_int_equal(redisd_stop(r), 0);
+	wait_http_status(fx->d->http_port, "/healthz", 503);
+	http_request(fx->d->http_port, "GET", "/healthz", buf, sizeof(buf));
+	assert_string_equal(http_body(buf), "engine down\n");
+	metrics_check(fx->d, "csq_engine_up=0", "!csq_waiting_users_all", NULL);
+	CHECK(fx->c, "-TRYAGAIN engine unavailable, nothing was changed",
+	      "WHERE before-outage");
+	redisd_restart(r);
+	wait_http_status(fx->d->http_port, "/healthz", 200);
+	metrics_check(fx->d, "csq_engine_up=1", "csq_waiting_users_all=1",
+	              NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -273,6 +323,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_metrics_wait_histogram, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_http_port_taken, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_healthz_engine_down, setup,
 	                                    csqd_fx_teardown),
 	};
 
