@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <netdb.h>
 
 #include <event2/event.h>
 #include <hiredis/adapters/libevent.h>
@@ -44,8 +46,9 @@ struct redis_conn {
 	struct redis_engine *r;
 	const char *name; /* "commands" or "events", for the log */
 	redisAsyncContext *ac;
-	int ready;  /* connected, handshake done */
-	int failed; /* this outage was logged */
+	int ready;        /* connected, handshake done */
+	int failed;       /* this outage was logged */
+	unsigned attempt; /* which of the host's addresses to try next */
 	uint32_t backoff_ms;
 	struct event *timer; /* connect timeout, or the next attempt */
 };
@@ -311,9 +314,37 @@ handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
 
 static void sub_message_cb(redisAsyncContext *, void *, void *);
 
+/*
+ * The address of the host to try this time. hiredis connects to the first
+ * address a name resolves to and gives up if it refuses ("localhost" may
+ * be ::1 first while Redis listens on 127.0.0.1), so each attempt takes
+ * the next address in turn. A name that does not resolve is tried as is.
+ */
+static void
+conn_address(struct redis_conn *c, char *out, size_t cap)
+{
+	struct addrinfo hints, *res, *ai;
+	unsigned n = 0, k;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(out, cap, "%s", c->r->host);
+	if (getaddrinfo(c->r->host, NULL, &hints, &res) != 0)
+		return;
+	for (ai = res; ai != NULL; ai = ai->ai_next)
+		n++;
+	for (ai = res, k = c->attempt++ % n; k > 0; k--)
+		ai = ai->ai_next;
+	getnameinfo(ai->ai_addr, ai->ai_addrlen, out, (socklen_t)cap, NULL, 0,
+	            NI_NUMERICHOST);
+	freeaddrinfo(res);
+}
+
 static void
 conn_start(struct redis_conn *c)
 {
+	char addr[NI_MAXHOST];
 	struct redis_engine *r = c->r;
 	redisAsyncContext *ac;
 	struct timeval tv = {CONNECT_TIMEOUT / 1000,
@@ -322,8 +353,10 @@ conn_start(struct redis_conn *c)
 
 	if (r->is_unix)
 		ac = redisAsyncConnectUnix(r->host);
-	else
-		ac = redisAsyncConnect(r->host, r->port);
+	else {
+		conn_address(c, addr, sizeof(addr));
+		ac = redisAsyncConnect(addr, r->port);
+	}
 	if (ac == NULL) {
 		conn_failed(c, "out of memory");
 		conn_retry(c);
