@@ -1160,6 +1160,97 @@ keys_under_prefix(void **state)
 	redisFree(cb);
 }
 
+/*
+ * Deadlines with two daemons: both arm a timer for the same deadlines and
+ * both run the reaper; each expiry happens once. Users enqueued through
+ * both with TTL 1 and a servicer with TTL 1 that holds one of them: every
+ * user's "left" (timeout) and the servicer's servicer_down (lost) and the
+ * requeued user's later "left" come exactly once, seen alike on both
+ * daemons, and the counters say the same.
+ */
+#define REAP_USERS 40
+
+static void
+reaped_once(void **state)
+{
+	struct rfx *fx = *state;
+	const char *ch[] = {"events"};
+	redisContext *c[2], *sub[2];
+	struct msgs m[2];
+	int seen[REAP_USERS + 1];
+	redisReply *r;
+	char user[32], *j;
+	int i, k, lost;
+	int64_t deadline;
+
+	for (k = 0; k < 2; k++) {
+		fx_daemon(fx, k, "");
+		sub[k] = csqd_connect(fx->d[k]);
+		SUBSCRIBE(sub[k], 1, ch);
+		c[k] = csqd_connect(fx->d[k]);
+	}
+	/* u0 goes to the servicer's room; the others wait. */
+	CHECK(c[0],
+	      "['servicer','sr','status','ready','capacity',:1,'active',:0,"
+	      "'ttl',:1]",
+	      "HEARTBEAT sr TTL 1");
+	for (i = 0; i < REAP_USERS; i++) {
+		snprintf(user, sizeof(user), "r%d", i);
+		r = CMD(c[i % 2], "ENQUEUE %s TTL 1", user);
+		freeReplyObject(r);
+	}
+	/* Both daemons' timers fire; wait until nothing is left. */
+	deadline = now_ms() + 10000;
+	for (;;) {
+		r = CMD(c[1], "STATS");
+		if (FIELD_INT(r, "waiting") == 0 &&
+		    FIELD_INT(r, "servicers") == 0 &&
+		    FIELD_INT(r, "rooms_busy") == 0) {
+			freeReplyObject(r);
+			break;
+		}
+		freeReplyObject(r);
+		if (now_ms() > deadline)
+			fail_msg("the deadlines were not all acted on");
+		sleep_ms(POLL_MS);
+	}
+	r = CMD(c[0], "STATS");
+	assert_int_equal(FIELD_INT(r, "abandoned_total"), REAP_USERS);
+	assert_int_equal(FIELD_INT(r, "servicers_lost_total"), 1);
+	assert_int_equal(FIELD_INT(r, "requeued_total"), 1);
+	freeReplyObject(r);
+
+	for (k = 0; k < 2; k++)
+		MSGS_COLLECT(sub[k], &m[k]);
+	assert_int_equal(m[0].n, m[1].n);
+	memset(seen, 0, sizeof(seen));
+	lost = 0;
+	for (i = 0; i < m[0].n; i++) {
+		assert_string_equal(m[0].m[i].payload, m[1].m[i].payload);
+		j = m[0].m[i].payload;
+		if (strstr(j, "\"event\":\"left\"") != NULL) {
+			assert_json_str(j, "reason", "timeout");
+			assert_true(sscanf(strstr(j, "\"user\":\"r") + 9, "%d",
+			                   &k) == 1);
+			assert_true(k >= 0 && k < REAP_USERS);
+			seen[k]++;
+		}
+		if (strstr(j, "\"event\":\"servicer_down\"") != NULL) {
+			assert_json_str(j, "reason", "lost");
+			lost++;
+		}
+	}
+	for (i = 0; i < REAP_USERS; i++)
+		if (seen[i] != 1)
+			fail_msg("r%d left %d times", i, seen[i]);
+	assert_int_equal(lost, 1);
+	for (k = 0; k < 2; k++) {
+		msgs_free(&m[k]);
+		redisFree(sub[k]);
+		redisFree(c[k]);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1172,6 +1263,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(redis_outage, setup, teardown),
 	    cmocka_unit_test_setup_teardown(auth_db_unix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(keys_under_prefix, setup, teardown),
+	    cmocka_unit_test_setup_teardown(reaped_once, setup, teardown),
 	};
 
 	if (redisd_binary() == NULL) {
