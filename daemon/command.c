@@ -32,6 +32,9 @@
 #define INT64_DIGITS_MAX 20
 #define QUEUE_LIST_MAX   (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
 
+#define FULL_LOG_QUEUES   64    /* queues whose last "full" line is kept */
+#define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
+
 #define ERR_SYNTAX "ERR syntax error"
 #define ERR_RANGE  "ERR value is not an integer or out of range"
 
@@ -277,14 +280,73 @@ done:
 	client_unref(c);
 }
 
-/* Hands op to the engine; the reply is written when it answers. */
+/*
+ * Hands op to the engine; the reply is written when it answers, by
+ * command_result or by a cb that ends with it.
+ */
 static void
-command_call(struct client *c, const struct csq_op *op)
+command_call_cb(struct client *c, const struct csq_op *op, csq_engine_cb *cb,
+                void *arg)
 {
 	client_ref(c);
 	c->inflight = 1;
 	c->pending = op->code;
-	csq_engine_call(c->server->engine, op, command_result, c);
+	csq_engine_call(c->server->engine, op, cb, arg);
+}
+
+static void
+command_call(struct client *c, const struct csq_op *op)
+{
+	command_call_cb(c, op, command_result, c);
+}
+
+/*
+ * A full queue is worth one warning, not one per refused user: at most one
+ * line per queue per FULL_LOG_EVERY_MS. The table of last lines is small
+ * and fixed; with more queues full at once than it holds, the oldest entry
+ * gives way (and its queue may be logged again sooner).
+ */
+static void
+command_log_full(struct server *s, const char *queue)
+{
+	static struct {
+		char queue[CSQ_ID_MAX + 1];
+		uint64_t at_ms;
+	} logged[FULL_LOG_QUEUES];
+	uint64_t now = server_now_ms();
+	size_t i, slot = 0;
+
+	for (i = 0; i < FULL_LOG_QUEUES; i++) {
+		if (strcmp(logged[i].queue, queue) == 0) {
+			if (now - logged[i].at_ms < FULL_LOG_EVERY_MS)
+				return;
+			slot = i;
+			break;
+		}
+		if (logged[i].at_ms < logged[slot].at_ms)
+			slot = i;
+	}
+	snprintf(logged[slot].queue, sizeof(logged[slot].queue), "%s", queue);
+	logged[slot].at_ms = now;
+	log_warnx("queue %s full (%llu waiting)", queue,
+	          (unsigned long long)s->cfg.limits.max_queue_length);
+}
+
+/* An ENQUEUE in flight remembers its queue for a -FULL's warning. */
+struct enqueue_call {
+	struct client *c;
+	char queue[CSQ_ID_MAX + 1];
+};
+
+static void
+command_enqueue_result(void *arg, const struct csq_result *r)
+{
+	struct enqueue_call *call = arg;
+
+	if (r->status == CSQ_EFULL)
+		command_log_full(call->c->server, call->queue);
+	command_result(call->c, r);
+	free(call);
 }
 
 static void
@@ -468,6 +530,7 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	};
 	struct csq_op op;
 	struct csq_enqueue_args *a = &op.enqueue;
+	struct enqueue_call *call;
 
 	if (arg_id(c, req, 1, CSQ_EUSER) || parse_options(c, req, 2, opts, 3))
 		return;
@@ -479,7 +542,13 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	a->tier = (uint32_t)opts[1].num;
 	a->has_ttl = opts[2].arg != 0;
 	a->ttl_s = (uint32_t)opts[2].num;
-	command_call(c, &op);
+	/* Only a new user without QUEUE can find "default" full: one
+	 * already waiting stays where it is. */
+	call = csq_xcalloc(1, sizeof(*call));
+	call->c = c;
+	snprintf(call->queue, sizeof(call->queue), "%s",
+	         a->has_queue ? a->queue : CSQ_DEFAULT_QUEUE);
+	command_call_cb(c, &op, command_enqueue_result, call);
 }
 
 static void
@@ -601,6 +670,13 @@ cmd_ping(struct client *c, const struct resp_request *req)
 		resp_bulk(out, req->argv[1], req->argvlen[1]);
 	else
 		resp_simple(out, "PONG");
+}
+
+/* ECHO message, as Redis: the message back as a bulk string. */
+static void
+cmd_echo(struct client *c, const struct resp_request *req)
+{
+	resp_bulk(client_output(c), req->argv[1], req->argvlen[1]);
 }
 
 static void
@@ -870,6 +946,7 @@ static const struct command commands[] = {
     {"servicers", 1, 0, cmd_servicers},
     {"stats", 1, 0, cmd_stats},
     {"ping", -1, CMD_PUBSUB, cmd_ping},
+    {"echo", 2, 0, cmd_echo},
     {"quit", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_quit},
     {"reset", 1, CMD_PUBSUB, cmd_reset},
     {"auth", -2, CMD_NOAUTH, cmd_auth},
@@ -952,7 +1029,10 @@ command_dispatch(struct client *c, const struct resp_request *req)
 
 	c->server->stats.commands_total++;
 	cmd = command_lookup(req->argv[0], req->argvlen[0]);
-	if (!c->authed && (cmd == NULL || !(cmd->flags & CMD_NOAUTH))) {
+	/* As Redis: a connection opened while a password was required and
+	 * never authenticated needs none once a reload removes it. */
+	if (!c->authed && c->server->cfg.requirepass[0] != '\0' &&
+	    (cmd == NULL || !(cmd->flags & CMD_NOAUTH))) {
 		resp_error(out, "NOAUTH Authentication required.");
 		goto error;
 	}

@@ -50,6 +50,42 @@ server_clock(void *arg)
 	return server_now_ms();
 }
 
+/*
+ * The operator's lines about servicers leaving: one per servicer lost, and
+ * one per logout that sent users back in line, with the number of users.
+ * An operation publishes a servicer's requeued events right before its
+ * servicer_down, so counting the run of requeued events of one servicer
+ * that ends at its servicer_down gives that number.
+ */
+static void
+server_log_servicer(const struct csq_event *ev)
+{
+	static char requeuer[CSQ_ID_MAX + 1];
+	static unsigned long long requeued;
+	unsigned long long n;
+
+	if (ev->type == CSQ_EV_REQUEUED) {
+		if (strcmp(requeuer, ev->servicer) != 0) {
+			snprintf(requeuer, sizeof(requeuer), "%s",
+			         ev->servicer);
+			requeued = 0;
+		}
+		requeued++;
+		return;
+	}
+	if (ev->type != CSQ_EV_SERVICER_DOWN)
+		return;
+	n = strcmp(requeuer, ev->servicer) == 0 ? requeued : 0;
+	requeuer[0] = '\0';
+	requeued = 0;
+	if (ev->reason == CSQ_REASON_LOST)
+		log_info("servicer %s lost; %llu user%s requeued", ev->servicer,
+		         n, n == 1 ? "" : "s");
+	else if (n > 0)
+		log_info("servicer %s logged out; %llu user%s requeued",
+		         ev->servicer, n, n == 1 ? "" : "s");
+}
+
 /* Every event of the engine goes to the channels that want it. */
 static void
 server_emit(void *arg, const struct csq_event *ev)
@@ -60,8 +96,7 @@ server_emit(void *arg, const struct csq_event *ev)
 	int n, len, i;
 
 	metrics_event(s->metrics, ev);
-	if (ev->type == CSQ_EV_SERVICER_DOWN && ev->reason == CSQ_REASON_LOST)
-		log_info("servicer %s lost", ev->servicer);
+	server_log_servicer(ev);
 	/* Most events reach nobody: the JSON is built only for a listener. */
 	n = csq_event_channels(ev, channels);
 	for (i = 0; i < n; i++)
@@ -200,19 +235,33 @@ server_log_lines(char *text)
 		log_warnx("%s", line);
 }
 
-/* What can change at run time changes; the rest waits. */
+/* Appends ", name" to a list of keys in buf. */
 static void
+server_note_key(char *buf, size_t len, const char *name)
+{
+	size_t used = strlen(buf);
+
+	snprintf(buf + used, len - used, "%s%s", used > 0 ? ", " : "", name);
+}
+
+/*
+ * What can change at run time changes; the rest waits for a restart, and
+ * the log says which keys did which. Returns 0, or -1 when the file is
+ * invalid and nothing changed.
+ */
+static int
 server_reload(struct server *s)
 {
-	struct config next;
-	char *report = NULL;
+	struct config next, *cur = &s->cfg;
+	const struct csq_limits *a = &cur->limits, *b = &next.limits;
+	char *report = NULL, changed[256] = "", later[256] = "";
 	size_t reportlen = 0;
 	FILE *err;
 	int n;
 
 	if (s->config_path == NULL) {
 		log_info("SIGHUP: no configuration file, nothing to reload");
-		return;
+		return 0;
 	}
 	if ((err = open_memstream(&report, &reportlen)) == NULL)
 		fatal("open_memstream");
@@ -220,25 +269,67 @@ server_reload(struct server *s)
 	fclose(err);
 	if (n > 0) {
 		server_log_lines(report);
-		log_warnx("reload of %s failed (%d errors); keeping the "
+		log_warnx("reload of %s failed (%d error%s); keeping the "
 		          "running configuration",
-		          s->config_path, n);
+		          s->config_path, n, n == 1 ? "" : "s");
 		free(report);
-		return;
+		return -1;
 	}
 	free(report);
-	s->cfg.limits = next.limits;
-	s->cfg.max_clients = next.max_clients;
-	s->cfg.log_level = next.log_level;
-	memcpy(s->cfg.requirepass, next.requirepass, sizeof(next.requirepass));
-	s->engine->ops->set_limits(s->engine, &s->cfg.limits);
-	log_set_level(s->cfg.log_level);
-	if (next.nlisten != s->cfg.nlisten ||
-	    memcmp(next.listen, s->cfg.listen, sizeof(next.listen)) != 0 ||
-	    strcmp(next.engine, s->cfg.engine) != 0)
-		log_warnx("listen and engine changes take effect at the next "
-		          "start");
-	log_info("configuration reloaded from %s", s->config_path);
+
+	if (a->servicer_ttl_s != b->servicer_ttl_s)
+		server_note_key(changed, sizeof(changed), "servicer_ttl");
+	if (a->user_ttl_s != b->user_ttl_s)
+		server_note_key(changed, sizeof(changed), "user_ttl");
+	if (a->max_tier != b->max_tier)
+		server_note_key(changed, sizeof(changed), "max_tier");
+	if (a->max_queue_length != b->max_queue_length)
+		server_note_key(changed, sizeof(changed), "max_queue_length");
+	if (cur->max_clients != next.max_clients)
+		server_note_key(changed, sizeof(changed), "max_clients");
+	if (strcmp(cur->requirepass, next.requirepass) != 0)
+		server_note_key(changed, sizeof(changed), "requirepass");
+	if (cur->log_level != next.log_level)
+		server_note_key(changed, sizeof(changed), "log.level");
+
+	if (next.nlisten != cur->nlisten ||
+	    memcmp(next.listen, cur->listen, sizeof(next.listen)) != 0)
+		server_note_key(later, sizeof(later), "listen");
+	if (strcmp(next.engine, cur->engine) != 0)
+		server_note_key(later, sizeof(later), "engine");
+	if (strcmp(next.journal, cur->journal) != 0 || next.fsync != cur->fsync)
+		server_note_key(later, sizeof(later), "memory");
+	if (strcmp(next.redis_host, cur->redis_host) != 0 ||
+	    next.redis_port != cur->redis_port ||
+	    strcmp(next.redis_password, cur->redis_password) != 0 ||
+	    next.redis_db != cur->redis_db ||
+	    strcmp(next.redis_prefix, cur->redis_prefix) != 0)
+		server_note_key(later, sizeof(later), "redis");
+	if (strcmp(next.http_listen, cur->http_listen) != 0)
+		server_note_key(later, sizeof(later), "http.listen");
+
+	/*
+	 * Only the keys that take effect now are copied: the rest of
+	 * s->cfg must keep describing what runs (INFO, the engine's own
+	 * copy of the redis settings).
+	 */
+	cur->limits = next.limits;
+	cur->max_clients = next.max_clients;
+	memcpy(cur->requirepass, next.requirepass, sizeof(next.requirepass));
+	s->engine->ops->set_limits(s->engine, &cur->limits);
+	/* The reload's own lines show at the more verbose of the two log
+	 * levels: a reload to "warning" still says it happened. */
+	if (next.log_level < cur->log_level)
+		log_set_level(next.log_level);
+	if (later[0] != '\0')
+		log_warnx("reload: %s changed; that takes effect at the next "
+		          "start",
+		          later);
+	log_info("configuration reloaded from %s (%s)", s->config_path,
+	         changed[0] != '\0' ? changed : "nothing changed");
+	cur->log_level = next.log_level;
+	log_set_level(cur->log_level);
+	return 0;
 }
 
 /* SIGHUP; the service manager sees the reload begin and end. */
@@ -249,8 +340,11 @@ server_reload_cb(evutil_socket_t sig, short what, void *arg)
 
 	(void)sig, (void)what;
 	notify_reloading();
-	server_reload(s);
-	notify_ready("serving (configuration reloaded)");
+	if (server_reload(s) == 0)
+		notify_ready("serving (configuration reloaded)");
+	else
+		notify_ready("serving (reload failed: invalid configuration, "
+		             "the running one kept)");
 }
 
 /* The Redis engine learned of a new earliest deadline on its own. */
@@ -278,6 +372,9 @@ server_engine(struct server *s)
 		}
 		if (s->journal != NULL)
 			journal_set_commit_cb(s->journal, server_committed, s);
+		/* The replay applied the limits of earlier reloads; the
+		 * configuration of this start is the one that holds. */
+		e->ops->set_limits(e, &s->cfg.limits);
 		return e;
 	}
 	return engine_redis_new(s->base, &s->cfg, server_emit, s,

@@ -468,6 +468,48 @@ compaction_under_load(void **state)
 	assert_int_equal(csqd_stop(d), 0);
 }
 
+/*
+ * The limits a reload set are in the journal, but a restart takes the
+ * configuration it starts with: servicer_ttl 5 by reload, then a restart
+ * with the file back at the default, and HEARTBEAT's ttl is 30 again.
+ */
+static void
+restart_takes_new_limits(void **state)
+{
+	struct jfx *j = *state;
+	char conf[1024];
+	struct csqd *d;
+	redisContext *c;
+	int64_t deadline;
+
+	d = csqd_start(j->conf);
+	snprintf(conf, sizeof(conf), "%sservicer_ttl = 5;\n", j->conf);
+	csqd_rewrite_conf(d, conf);
+	kill(d->pid, SIGHUP);
+	deadline = now_ms() + 5000;
+	while (!file_contains(d->log_path, "configuration reloaded")) {
+		if (now_ms() > deadline)
+			fail_msg("no reload in the log");
+		sleep_ms(20);
+	}
+	c = csqd_connect(d);
+	CHECK(c,
+	      "['servicer','s1','status','ready','capacity',:1,'active',:0,"
+	      "'ttl',:5]",
+	      "HEARTBEAT s1");
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	CHECK(c,
+	      "['servicer','s2','status','ready','capacity',:1,'active',:0,"
+	      "'ttl',:30]",
+	      "HEARTBEAT s2");
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -475,6 +517,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(restart_keeps_state, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(kill9_rounds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(restart_takes_new_limits, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(damaged_journals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(deadlines_rearmed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(compaction_under_load, setup,

@@ -1,0 +1,638 @@
+/*
+ * SIGHUP reload and the operator's log lines. Every reload test keeps a
+ * connection opened before the SIGHUP and uses it after: a reload drops
+ * no connection. A reload is waited for by its line in the log
+ * ("configuration reloaded from", or "keeping the running configuration"
+ * for an invalid file), never by a fixed sleep. Also here: the log lines
+ * of a lost servicer, a logout that requeues, a full queue; and ECHO.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define NOAUTH     "-NOAUTH Authentication required."
+#define WRONGPASS  "-WRONGPASS invalid username-password pair"
+#define FULL       "-FULL queue is at its maximum length"
+#define RANGE      "-ERR value is not an integer or out of range"
+#define MAXCLIENTS "-ERR max number of clients reached\r\n"
+#define RELOADED   "configuration reloaded from"
+#define KEPT       "keeping the running configuration"
+#define WAIT_MS    5000
+#define LOG_MAX    (4 << 20)
+
+static int
+setup(void **state)
+{
+	return csqd_fx_setup(state, "");
+}
+
+static int
+teardown(void **state)
+{
+	return csqd_fx_teardown(state);
+}
+
+/* The daemon's log so far, NUL-terminated; the caller frees it. */
+static char *
+log_read(struct csqd *d)
+{
+	char *buf = malloc(LOG_MAX);
+	size_t n = 0;
+	FILE *f;
+
+	if (buf == NULL)
+		abort();
+	if ((f = fopen(d->log_path, "r")) != NULL) {
+		n = fread(buf, 1, LOG_MAX - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* How many times text occurs in the log. */
+static int
+log_count(struct csqd *d, const char *text)
+{
+	char *buf = log_read(d), *p;
+	int n = 0;
+
+	for (p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
+		n++;
+	free(buf);
+	return n;
+}
+
+/* Waits until text occurs at least n times in the log; fails otherwise. */
+static void
+log_wait_at(const char *file, int line, struct csqd *d, const char *text, int n)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+
+	while (log_count(d, text) < n) {
+		if (now_ms() > deadline) {
+			csqd_dump_log(d);
+			fail_at(file, line, "log: \"%s\" not %d times in %d ms",
+			        text, n, WAIT_MS);
+		}
+		sleep_ms(20);
+	}
+}
+#define LOG_WAIT(d, text, n) log_wait_at(__FILE__, __LINE__, (d), (text), (n))
+
+/* Rewrites the file, sends SIGHUP, waits for the reload's verdict. */
+static void
+reload_at(const char *file, int line, struct csqd *d, const char *extra,
+          int valid)
+{
+	const char *verdict = valid ? RELOADED : KEPT;
+	int before = log_count(d, verdict);
+
+	csqd_rewrite_conf(d, extra);
+	kill(d->pid, SIGHUP);
+	log_wait_at(file, line, d, verdict, before + 1);
+	if (!csqd_alive(d))
+		fail_at(file, line, "csqd died on a reload");
+}
+#define RELOAD(d, extra)     reload_at(__FILE__, __LINE__, (d), (extra), 1)
+#define RELOAD_BAD(d, extra) reload_at(__FILE__, __LINE__, (d), (extra), 0)
+
+/* The line number of line k (from 1) of extra in the configuration file. */
+static int
+conf_line(struct csqd *d, int k)
+{
+	const char *p;
+	int n = 0;
+
+	for (p = d->base_conf; *p != '\0'; p++)
+		n += *p == '\n';
+	return n + k;
+}
+
+/* A new connection's first reply to req, and whether it was closed. */
+static void
+raw_expect(int port, const char *req, const char *expect, int expect_close)
+{
+	char out[1024];
+	int fd, closed;
+
+	fd = raw_connect(port);
+	raw_sends(fd, req);
+	raw_read(fd, out, sizeof(out), expect_close ? 2000 : 300, &closed);
+	close(fd);
+	assert_string_equal(out, expect);
+	assert_int_equal(closed, expect_close);
+}
+
+static long long
+client_id(redisContext *c)
+{
+	redisReply *r = CMD(c, "CLIENT ID");
+	long long id;
+
+	assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+	id = r->integer;
+	freeReplyObject(r);
+	return id;
+}
+
+/* Polls WHERE user until its state is want; fails after WAIT_MS. */
+static void
+where_wait_at(const char *file, int line, redisContext *c, const char *user,
+              const char *want)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+	redisReply *r;
+	const char *state;
+	int done;
+
+	for (;;) {
+		r = cmd_at(file, line, c, "WHERE %s", user);
+		state = field_str_at(file, line, r, "state");
+		done = strcmp(state, want) == 0;
+		freeReplyObject(r);
+		if (done)
+			return;
+		if (now_ms() > deadline)
+			fail_at(file, line, "%s not %s within %d ms", user,
+			        want, WAIT_MS);
+		sleep_ms(50);
+	}
+}
+#define WHERE_WAIT(c, u, s) where_wait_at(__FILE__, __LINE__, (c), (u), (s))
+
+#define HB(id, ttl)                                                            \
+	"['servicer','" id "','status','ready','capacity',:1,'active',:0,"     \
+	"'ttl',:" #ttl "]"
+
+/*
+ * servicer_ttl and user_ttl are the defaults of new heartbeats and new
+ * users; what already runs keeps the TTL it was given.
+ */
+static void
+ttl_defaults(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	CHECK(fx->c, HB("s1", 30), "HEARTBEAT s1 QUEUES other");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
+	      "ENQUEUE u1 QUEUE q");
+	RELOAD(fx->d, "servicer_ttl = 7;\nuser_ttl = 1;");
+	assert_true(file_contains(fx->d->log_path, "(servicer_ttl, user_ttl)"));
+	/* The connection opened before the SIGHUP serves on. */
+	CHECK(fx->c, HB("s2", 7), "HEARTBEAT s2 QUEUES other");
+	CHECK(fx->c, HB("s1", 30), "HEARTBEAT s1");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:2]",
+	      "ENQUEUE u2 QUEUE q");
+	/* u2 got the new 1 s; u1 keeps its 120 s. */
+	WHERE_WAIT(fx->c, "u2", "none");
+	CHECK(fx->c, ":1", "QLEN q");
+	WHERE_WAIT(fx->c, "u1", "waiting");
+	/* An explicit TTL still wins over the default. */
+	CHECK(fx->c, HB("s3", 99), "HEARTBEAT s3 TTL 99 QUEUES other");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:2]",
+	      "ENQUEUE u3 QUEUE q TTL 0");
+	/* And back: the built-in defaults when the keys go. */
+	RELOAD(fx->d, "");
+	CHECK(fx->c, HB("s4", 30), "HEARTBEAT s4 QUEUES other");
+	CHECK(fx->c, "+PONG", "PING");
+}
+
+/* max_queue_length and max_tier, lowered and raised. */
+static void
+limits(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+
+	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
+	      "ENQUEUE a1 QUEUE q TIER 9");
+	CHECK(fx->c, RANGE, "ENQUEUE a2 QUEUE q TIER 12");
+	RELOAD(fx->d, "max_queue_length = 2;\nmax_tier = 12;");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
+	      "ENQUEUE a2 QUEUE q TIER 12");
+	CHECK(fx->c, RANGE, "ENQUEUE a3 QUEUE q TIER 13");
+	CHECK(fx->c, FULL, "ENQUEUE a3 QUEUE q");
+	/* A user already waiting is not refused: it is not added. */
+	CHECK(fx->c, "['state','waiting','queue','q','position',:2]",
+	      "ENQUEUE a1 QUEUE q");
+	CHECK(fx->c, ":2", "QLEN q");
+	CHECK(fx->c, "['state','none']", "WHERE a3");
+
+	/* Lowered below the tiers already waiting: they stay. */
+	RELOAD(fx->d, "max_queue_length = 3;\nmax_tier = 3;");
+	CHECK(fx->c, RANGE, "ENQUEUE a3 QUEUE q TIER 4");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:3]",
+	      "ENQUEUE a3 QUEUE q TIER 3");
+	CHECK(fx->c, FULL, "ENQUEUE a4 QUEUE q");
+	r = CMD(fx->c, "WHERE a2");
+	assert_int_equal(FIELD_INT(r, "tier"), 12);
+	assert_int_equal(FIELD_INT(r, "position"), 1);
+	freeReplyObject(r);
+	RELOAD(fx->d, "");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:4]",
+	      "ENQUEUE a4 QUEUE q");
+	CHECK(fx->c, RANGE, "ENQUEUE a5 QUEUE q TIER 10");
+}
+
+/* An AUTH on a new connection: 1 when pw is accepted. */
+static int
+auth_ok(struct csqd *d, const char *pw)
+{
+	redisContext *c = csqd_connect(d);
+	redisReply *r = CMD(c, "AUTH %s", pw);
+	int ok = r->type == REDIS_REPLY_STATUS;
+
+	freeReplyObject(r);
+	redisFree(c);
+	return ok;
+}
+
+/*
+ * requirepass, as Redis's CONFIG SET requirepass: new connections need the
+ * new password; connections already authenticated (or opened when none was
+ * needed) stay so; a connection that never authenticated needs no AUTH
+ * once the password is gone.
+ */
+static void
+requirepass(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *c2, *c3, *c4;
+
+	RELOAD(fx->d, "requirepass = \"pw\";");
+	/* Opened without a password: still served. */
+	CHECK(fx->c, "+PONG", "PING");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1");
+	c2 = csqd_connect(fx->d);
+	CHECK(c2, NOAUTH, "PING");
+	CHECK(c2, NOAUTH, "ECHO x");
+	CHECK(c2, "+OK", "AUTH pw");
+	CHECK(c2, "+PONG", "PING");
+	c3 = csqd_connect(fx->d);
+	CHECK(c3, NOAUTH, "QLEN default");
+	raw_expect(fx->d->port, "PING\r\n", NOAUTH "\r\n", 0);
+
+	/* A new password: authenticated connections stay authenticated. */
+	RELOAD(fx->d, "requirepass = \"pw2\";");
+	assert_true(file_contains(fx->d->log_path, "(requirepass)"));
+	assert_false(file_contains(fx->d->log_path, "pw2"));
+	CHECK(fx->c, "+PONG", "PING");
+	CHECK(c2, ":1", "QLEN default");
+	CHECK(c3, NOAUTH, "PING");
+	assert_false(auth_ok(fx->d, "pw"));
+	assert_true(auth_ok(fx->d, "pw2"));
+	CHECK(c3, WRONGPASS, "AUTH pw");
+	c4 = csqd_connect(fx->d);
+	CHECK(c4, NOAUTH, "PING");
+
+	/* No password: every connection is served, new ones and c4. */
+	RELOAD(fx->d, "requirepass = \"\";");
+	raw_expect(fx->d->port, "PING\r\n", "+PONG\r\n", 0);
+	CHECK(c4, "+PONG", "PING");
+	CHECK(c4, ":1", "QLEN default");
+	CHECK(c4,
+	      "-ERR AUTH <password> called without any password configured "
+	      "for the default user. Are you sure your configuration is "
+	      "correct?",
+	      "AUTH pw2");
+	CHECK(c3, "+PONG", "PING");
+	CHECK(c2, "+PONG", "PING");
+	CHECK(fx->c, "+PONG", "PING");
+	/* RESET of a connection now follows the new setting. */
+	CHECK(c4, "+RESET", "RESET");
+	CHECK(c4, "+PONG", "PING");
+
+	/* Required again: c3 never authenticated, so it needs AUTH again;
+	 * the others keep theirs. */
+	RELOAD(fx->d, "requirepass = \"pw3\";");
+	CHECK(c3, NOAUTH, "PING");
+	CHECK(c3, "+OK", "AUTH pw3");
+	CHECK(c3, "+PONG", "PING");
+	CHECK(c2, "+PONG", "PING");
+	CHECK(fx->c, "+PONG", "PING");
+	redisFree(c2);
+	redisFree(c3);
+	redisFree(c4);
+}
+
+/* log.level: debug lines (a connection's) appear, then go again. */
+static void
+log_level(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *c;
+	char line[64];
+	long long id;
+
+	c = csqd_connect(fx->d);
+	id = client_id(c);
+	redisFree(c);
+	snprintf(line, sizeof(line), "client %lld: connected", id);
+	assert_false(file_contains(fx->d->log_path, line));
+
+	RELOAD(fx->d, "log: { level = \"debug\"; };");
+	assert_true(file_contains(fx->d->log_path, "(log.level)"));
+	c = csqd_connect(fx->d);
+	id = client_id(c);
+	snprintf(line, sizeof(line), "client %lld: connected", id);
+	LOG_WAIT(fx->d, line, 1);
+	redisFree(c);
+	snprintf(line, sizeof(line), "client %lld: closed", id);
+	LOG_WAIT(fx->d, line, 1);
+
+	/* A reload to a quieter level still logs that it happened. */
+	RELOAD(fx->d, "log: { level = \"warning\"; };");
+	c = csqd_connect(fx->d);
+	id = client_id(c);
+	redisFree(c);
+	CHECK(fx->c, "+PONG", "PING");
+	snprintf(line, sizeof(line), "client %lld: connected", id);
+	assert_false(file_contains(fx->d->log_path, line));
+	/* Nothing per request at info either. */
+	RELOAD(fx->d, "");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE user-quiet-7");
+	CHECK(fx->c, ":1", "LEAVE user-quiet-7");
+	c = csqd_connect(fx->d);
+	id = client_id(c);
+	redisFree(c);
+	snprintf(line, sizeof(line), "client %lld: connected", id);
+	assert_false(file_contains(fx->d->log_path, line));
+	assert_false(file_contains(fx->d->log_path, "user-quiet-7"));
+	CHECK(fx->c, "+PONG", "PING");
+}
+
+/*
+ * An invalid file changes nothing (the old TTL still applies), each error
+ * is logged with its line, the daemon serves on.
+ */
+static void
+invalid_file(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char want[128];
+
+	RELOAD(fx->d, "servicer_ttl = 11;\nmax_queue_length = 1;");
+	CHECK(fx->c, HB("s1", 11), "HEARTBEAT s1 QUEUES other");
+
+	/* A syntax error on line 2 of the extra text. */
+	RELOAD_BAD(fx->d, "servicer_ttl = 5;\nmax_tier = ;\nuser_ttl = 1;");
+	snprintf(want, sizeof(want), "csqd.conf:%d: ", conf_line(fx->d, 2));
+	LOG_WAIT(fx->d, want, 1);
+	LOG_WAIT(fx->d, "failed (1 error); " KEPT, 1);
+	CHECK(fx->c, HB("s2", 11), "HEARTBEAT s2 QUEUES other");
+
+	/* Two values out of range, on lines 2 and 4, and an unknown key on
+	 * line 3: three errors, each with its line. */
+	RELOAD_BAD(fx->d, "servicer_ttl = 5;\nuser_ttl = 99999999;\n"
+	                  "no_such_key = 1;\nmax_tier = 16;");
+	snprintf(want, sizeof(want),
+	         "csqd.conf:%d: user_ttl must be between 0 and 86400",
+	         conf_line(fx->d, 2));
+	LOG_WAIT(fx->d, want, 1);
+	snprintf(want, sizeof(want), "csqd.conf:%d: unknown key no_such_key",
+	         conf_line(fx->d, 3));
+	LOG_WAIT(fx->d, want, 1);
+	snprintf(want, sizeof(want),
+	         "csqd.conf:%d: max_tier must be between 0 and 15",
+	         conf_line(fx->d, 4));
+	LOG_WAIT(fx->d, want, 1);
+	LOG_WAIT(fx->d, "failed (3 errors); " KEPT, 1);
+
+	/* Still the old configuration: TTL 11, one user per queue. */
+	assert_true(csqd_alive(fx->d));
+	CHECK(fx->c, HB("s3", 11), "HEARTBEAT s3 QUEUES other");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
+	      "ENQUEUE u1 QUEUE q");
+	CHECK(fx->c, FULL, "ENQUEUE u2 QUEUE q");
+	assert_int_equal(log_count(fx->d, RELOADED), 1);
+
+	/* A file that cannot be read is an invalid one too. */
+	unlink(fx->d->conf_path);
+	kill(fx->d->pid, SIGHUP);
+	LOG_WAIT(fx->d, KEPT, 3);
+	CHECK(fx->c, HB("s4", 11), "HEARTBEAT s4 QUEUES other");
+
+	/* And a valid file after all that applies. */
+	RELOAD(fx->d, "servicer_ttl = 5;");
+	CHECK(fx->c, HB("s5", 5), "HEARTBEAT s5 QUEUES other");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:2]",
+	      "ENQUEUE u2 QUEUE q");
+}
+
+/* max_clients lowered: new connections are refused, none is dropped. */
+static void
+max_clients(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *c2, *c3;
+	int64_t deadline;
+	char out[256];
+	int fd, closed;
+
+	c2 = csqd_connect(fx->d);
+	c3 = csqd_connect(fx->d);
+	CHECK(c2, "+PONG", "PING");
+	CHECK(c3, "+PONG", "PING");
+	RELOAD(fx->d, "max_clients = 2;");
+	CHECK(fx->c, "+PONG", "PING");
+	CHECK(c2, "+PONG", "PING");
+	CHECK(c3, "+PONG", "PING");
+	raw_expect(fx->d->port, "PING\r\n", MAXCLIENTS, 1);
+	CHECK(c3, "+PONG", "PING");
+
+	/* Two go: one more fits (the count drops as the closes arrive). */
+	redisFree(c2);
+	redisFree(c3);
+	deadline = now_ms() + WAIT_MS;
+	for (;;) {
+		fd = raw_connect(fx->d->port);
+		raw_sends(fd, "PING\r\n");
+		raw_read(fd, out, sizeof(out), 300, &closed);
+		if (strcmp(out, "+PONG\r\n") == 0)
+			break;
+		assert_string_equal(out, MAXCLIENTS);
+		close(fd);
+		if (now_ms() > deadline)
+			fail_msg("no room after two clients left");
+		sleep_ms(20);
+	}
+	raw_expect(fx->d->port, "PING\r\n", MAXCLIENTS, 1);
+	close(fd);
+
+	/* Raised again. */
+	RELOAD(fx->d, "");
+	c2 = csqd_connect(fx->d);
+	CHECK(c2, "+PONG", "PING");
+	CHECK(fx->c, "+PONG", "PING");
+	redisFree(c2);
+}
+
+/* Keys that change only at the next start say so; the rest applies. */
+static void
+restart_only_keys(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	RELOAD(fx->d, "servicer_ttl = 9;\nmemory: { fsync = \"always\"; };");
+	LOG_WAIT(fx->d,
+	         "reload: memory changed; that takes effect at the next start",
+	         1);
+	LOG_WAIT(fx->d, "(servicer_ttl)", 1);
+	CHECK(fx->c, HB("s1", 9), "HEARTBEAT s1");
+	RELOAD(fx->d, "servicer_ttl = 9;\nmemory: { fsync = \"always\"; };");
+	LOG_WAIT(fx->d, "(nothing changed)", 1);
+	CHECK(fx->c, "+PONG", "PING");
+}
+
+/*
+ * The log lines of servicers leaving: lost with the users requeued,
+ * logged out with users requeued; a logout that requeues nobody is not
+ * worth a line.
+ */
+static void
+servicer_lines(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:3,'active',:0,"
+	      "'ttl',:1]",
+	      "HEARTBEAT s1 CAPACITY 3 QUEUES q1 TTL 1");
+	CHECK(fx->c, HB("s5", 1), "HEARTBEAT s5 QUEUES q5 TTL 1");
+	CHECK(fx->c, HB("s6", 1), "HEARTBEAT s6 QUEUES q6 TTL 1");
+	CHECK(fx->c,
+	      "['state','assigned','queue','q1','room','s1/0','servicer','s1']",
+	      "ENQUEUE u1 QUEUE q1");
+	CHECK(fx->c,
+	      "['state','assigned','queue','q1','room','s1/1','servicer','s1']",
+	      "ENQUEUE u2 QUEUE q1");
+	CHECK(fx->c,
+	      "['state','assigned','queue','q5','room','s5/0','servicer','s5']",
+	      "ENQUEUE u5 QUEUE q5");
+	LOG_WAIT(fx->d, "servicer s1 lost; 2 users requeued", 1);
+	LOG_WAIT(fx->d, "servicer s5 lost; 1 user requeued", 1);
+	LOG_WAIT(fx->d, "servicer s6 lost; 0 users requeued", 1);
+	CHECK(fx->c, ":2", "QLEN q1");
+
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:2,'active',:0,"
+	      "'ttl',:30]",
+	      "HEARTBEAT s2 CAPACITY 2 QUEUES q2");
+	CHECK(fx->c,
+	      "['state','assigned','queue','q2','room','s2/0','servicer','s2']",
+	      "ENQUEUE v1 QUEUE q2");
+	CHECK(fx->c, ":1", "LOGOUT s2");
+	LOG_WAIT(fx->d, "servicer s2 logged out; 1 user requeued", 1);
+	CHECK(fx->c, HB("s3", 30), "HEARTBEAT s3 QUEUES q3");
+	CHECK(fx->c, ":0", "LOGOUT s3");
+	CHECK(fx->c, ":0", "LOGOUT nobody");
+	/* The PING's reply comes after anything the LOGOUTs logged. */
+	CHECK(fx->c, "+PONG", "PING");
+	assert_false(file_contains(fx->d->log_path, "servicer s3"));
+	assert_false(file_contains(fx->d->log_path, "nobody"));
+	assert_int_equal(log_count(fx->d, "lost;"), 3);
+	assert_int_equal(log_count(fx->d, "requeued"), 4);
+}
+
+/* -FULL: one warning per queue per minute, not one per refused user. */
+static void
+queue_full_lines(void **state)
+{
+	struct csqd_fx *fx = *state;
+	int i;
+
+	RELOAD(fx->d, "max_queue_length = 2;");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
+	      "ENQUEUE a1 QUEUE q");
+	CHECK(fx->c, "['state','waiting','queue','q','position',:2]",
+	      "ENQUEUE a2 QUEUE q");
+	for (i = 0; i < 5; i++)
+		CHECK(fx->c, FULL, "ENQUEUE b%d QUEUE q", i);
+	LOG_WAIT(fx->d, "queue q full (2 waiting)", 1);
+	/* The default queue, reached without QUEUE. */
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE d1");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:2]",
+	      "ENQUEUE d2");
+	CHECK(fx->c, FULL, "ENQUEUE d3");
+	CHECK(fx->c, FULL, "ENQUEUE d4");
+	/* A move of a waiting user into a full queue. */
+	CHECK(fx->c, FULL, "ENQUEUE d1 QUEUE q");
+	LOG_WAIT(fx->d, "queue default full (2 waiting)", 1);
+	CHECK(fx->c, "+PONG", "PING");
+	assert_int_equal(log_count(fx->d, "queue q full"), 1);
+	assert_int_equal(log_count(fx->d, "queue default full"), 1);
+	assert_int_equal(log_count(fx->d, " full ("), 2);
+	/* The limit in the line is the one in force. */
+	RELOAD(fx->d, "max_queue_length = 3;");
+	CHECK(fx->c, "['state','waiting','queue','r','position',:1]",
+	      "ENQUEUE r1 QUEUE r");
+	CHECK(fx->c, "['state','waiting','queue','r','position',:2]",
+	      "ENQUEUE r2 QUEUE r");
+	CHECK(fx->c, "['state','waiting','queue','r','position',:3]",
+	      "ENQUEUE r3 QUEUE r");
+	CHECK(fx->c, FULL, "ENQUEUE r4 QUEUE r");
+	LOG_WAIT(fx->d, "queue r full (3 waiting)", 1);
+	/* The warning is a warning. */
+	assert_true(file_contains(fx->d->log_path,
+	                          "warning: queue r full (3 waiting)"));
+}
+
+/* ECHO, as Redis. */
+static void
+echo(void **state)
+{
+	struct csqd_fx *fx = *state;
+	const char *argv[] = {"ECHO", "a\0b\r\n"};
+	const size_t argvlen[] = {4, 5};
+	const char *sub[] = {"events"};
+	redisReply *r;
+
+	CHECK(fx->c, "'hello'", "ECHO hello");
+	CHECK(fx->c, "'hello world'", "ECHO %s", "hello world");
+	CHECK(fx->c, "''", "ECHO %s", "");
+	CHECK(fx->c, "'1'", "echo 1");
+	r = CMD_ARGV(fx->c, 2, argv, argvlen);
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	assert_int_equal(r->len, 5);
+	assert_memory_equal(r->str, "a\0b\r\n", 5);
+	freeReplyObject(r);
+	CHECK(fx->c, "-ERR wrong number of arguments for 'echo' command",
+	      "ECHO");
+	CHECK(fx->c, "-ERR wrong number of arguments for 'echo' command",
+	      "ECHO a b");
+	raw_expect(fx->d->port, "ECHO \"a b\"\r\n", "$3\r\na b\r\n", 0);
+	SUBSCRIBE(fx->c, 1, sub);
+	CHECK(fx->c,
+	      "-ERR Can't execute 'echo': only (P|S)SUBSCRIBE / "
+	      "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+	      "context",
+	      "ECHO x");
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(ttl_defaults, setup, teardown),
+	    cmocka_unit_test_setup_teardown(limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(requirepass, setup, teardown),
+	    cmocka_unit_test_setup_teardown(log_level, setup, teardown),
+	    cmocka_unit_test_setup_teardown(invalid_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(max_clients, setup, teardown),
+	    cmocka_unit_test_setup_teardown(restart_only_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(servicer_lines, setup, teardown),
+	    cmocka_unit_test_setup_teardown(queue_full_lines, setup, teardown),
+	    cmocka_unit_test_setup_teardown(echo, setup, teardown),
+	};
+
+	csqd_init(argc, argv);
+	return cmocka_run_group_tests_name("reload", tests, NULL, NULL);
+}
