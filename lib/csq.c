@@ -122,7 +122,7 @@ csq_event_begin(struct csq_event *ev, enum csq_event_type type, uint64_t now)
 void
 csq_event_user(struct csq_event *ev, const struct csq_user *u)
 {
-	memcpy(ev->user, u->id, u->idlen + 1);
+	memcpy(ev->user, u->id, csq_user_idlen(u) + 1);
 	memcpy(ev->queue, u->queue->name, u->queue->namelen + 1);
 	ev->tier = user_tier(u);
 }
@@ -140,12 +140,21 @@ csq_user_position(const struct csq_user *u)
 	return csq_line_rank(u->queue->line, u->key);
 }
 
+void
+csq_user_set_waiting(struct csq_user *u)
+{
+	u->state = CSQ_USER_WAITING;
+	csq_heap_node_init(&u->deadline.node);
+	u->deadline.kind = CSQ_DL_USER;
+}
+
 /* Frees u, which must be in no line and no room any more. */
 void
 csq_user_free(struct csq *c, struct csq_user *u)
 {
-	csq_deadline_clear(c, &u->deadline);
-	csq_dict_del(c->users, u->id, u->idlen);
+	if (u->state == CSQ_USER_WAITING)
+		csq_deadline_clear(c, &u->deadline);
+	csq_dict_remove(c->users, u);
 	csq_queue_unref(c, u->queue);
 	free(u);
 }
@@ -159,7 +168,9 @@ csq_new(const struct csq_limits *limits, csq_emit_fn *emit, void *arg)
 	c->limits = *limits;
 	c->emit = emit;
 	c->emit_arg = arg;
-	c->users = csq_dict_new(SEED_USERS);
+	c->users =
+	    csq_dict_new_intrusive(SEED_USERS, offsetof(struct csq_user, link),
+	                           offsetof(struct csq_user, id));
 	c->servicers = csq_dict_new(SEED_SERVICERS);
 	c->queues = csq_dict_new(SEED_QUEUES);
 	csq_heap_init(&c->deadlines);
@@ -468,8 +479,10 @@ user_get(const struct csq *c, const char *uid)
 	return csq_dict_get(c->users, uid, strlen(uid));
 }
 
+/* pos: the position of a waiting u when known, else 0. */
 static void
-user_info(const struct csq_user *u, uint64_t now, struct csq_user_info *out)
+user_info_at(const struct csq_user *u, uint64_t now, uint64_t pos,
+             struct csq_user_info *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->state = u->state;
@@ -477,12 +490,18 @@ user_info(const struct csq_user *u, uint64_t now, struct csq_user_info *out)
 	out->tier = user_tier(u);
 	out->waited_ms = elapsed(now, u->arrival_ms);
 	if (u->state == CSQ_USER_WAITING)
-		out->position = csq_user_position(u);
+		out->position = pos != 0 ? pos : csq_user_position(u);
 	else {
 		memcpy(out->servicer, u->servicer->id, u->servicer->idlen + 1);
 		csq_room_name(u->servicer, u->room, out->room);
 		out->since_ms = elapsed(now, u->assigned_ms);
 	}
+}
+
+static void
+user_info(const struct csq_user *u, uint64_t now, struct csq_user_info *out)
+{
+	user_info_at(u, now, 0, out);
 }
 
 static void
@@ -494,15 +513,16 @@ user_deadline(struct csq *c, struct csq_user *u, uint64_t now)
 		csq_deadline_clear(c, &u->deadline);
 }
 
+/* pos: u's position, which its insert into the line told. */
 static void
 user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
-           const struct csq_queue *from, uint64_t now)
+           const struct csq_queue *from, uint64_t pos, uint64_t now)
 {
 	struct csq_event ev;
 
 	csq_event_begin(&ev, type, now);
 	csq_event_user(&ev, u);
-	ev.position = csq_user_position(u);
+	ev.position = pos;
 	if (from != NULL)
 		memcpy(ev.from_queue, from->name, from->namelen + 1);
 	csq_emit(c, &ev);
@@ -518,6 +538,7 @@ user_rescore(struct csq *c, struct csq_user *u, struct csq_queue *to,
 {
 	struct csq_queue *from = u->queue;
 	struct csq_key k;
+	uint64_t pos;
 
 	csq_key_unpack(u->key, &k);
 	if (to == from && tier == k.tier)
@@ -529,9 +550,9 @@ user_rescore(struct csq *c, struct csq_user *u, struct csq_queue *to,
 		csq_queue_ref(to);
 		u->queue = to;
 	}
-	csq_line_insert(to->line, u->key, u);
+	pos = csq_line_insert_rank(to->line, u->key, u);
 	if (!csq_match_user(c, u, now))
-		user_event(c, CSQ_EV_RESCORED, u, to != from ? from : NULL,
+		user_event(c, CSQ_EV_RESCORED, u, to != from ? from : NULL, pos,
 		           now);
 	if (to != from)
 		csq_queue_unref(c, from);
@@ -553,6 +574,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	struct csq_user *u;
 	struct csq_key k;
 	size_t idlen, qlen = 0;
+	uint64_t pos;
 
 	if ((idlen = id_len(a->user)) == 0)
 		return CSQ_EUSER;
@@ -608,24 +630,18 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	u->key = csq_key_pack(&k);
 	u->arrival_ms = now;
 	u->ttl_s = a->has_ttl ? a->ttl_s : c->limits.user_ttl_s;
-	u->state = CSQ_USER_WAITING;
-	csq_heap_node_init(&u->deadline.node);
-	u->deadline.kind = CSQ_DL_USER;
-	u->servicer = NULL;
-	u->room = 0;
-	u->assigned_ms = 0;
-	u->idlen = idlen;
+	csq_user_set_waiting(u);
 	memcpy(u->id, a->user, idlen);
 	u->id[idlen] = '\0';
-	csq_dict_put(c->users, u->id, idlen, u);
+	csq_dict_add(c->users, u, idlen);
 	c->stats.enqueued_total++;
 
-	csq_line_insert(q->line, u->key, u);
+	pos = csq_line_insert_rank(q->line, u->key, u);
 	c->stats.waiting++;
 	user_deadline(c, u, now);
 	if (!csq_match_user(c, u, now))
-		user_event(c, CSQ_EV_QUEUED, u, NULL, now);
-	user_info(u, now, out);
+		user_event(c, CSQ_EV_QUEUED, u, NULL, pos, now);
+	user_info_at(u, now, pos, out);
 	return CSQ_OK;
 }
 
@@ -723,7 +739,7 @@ csq_queue_range(struct csq *c, uint64_t now, const char *qname, uint64_t offset,
 	for (node = csq_line_nth(q->line, offset); node != NULL && *n < count;
 	     node = csq_line_next(node)) {
 		u = csq_line_node_value(node);
-		memcpy(out[*n].user, u->id, u->idlen + 1);
+		memcpy(out[*n].user, u->id, csq_user_idlen(u) + 1);
 		out[*n].tier = user_tier(u);
 		out[*n].waited_ms = elapsed(now, u->arrival_ms);
 		(*n)++;

@@ -100,8 +100,28 @@ line_random_level(struct csq_line *l)
 	return level;
 }
 
+static struct csq_line_node *line_insert(struct csq_line *, uint64_t key,
+                                         void *value, uint64_t *rank);
+
 struct csq_line_node *
 csq_line_insert(struct csq_line *l, uint64_t key, void *value)
+{
+	uint64_t rank;
+
+	return line_insert(l, key, value, &rank);
+}
+
+uint64_t
+csq_line_insert_rank(struct csq_line *l, uint64_t key, void *value)
+{
+	uint64_t rank;
+
+	line_insert(l, key, value, &rank);
+	return rank;
+}
+
+static struct csq_line_node *
+line_insert(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
 {
 	struct csq_line_node *update[LINE_MAX_LEVEL], *x = l->header;
 	uint64_t rank[LINE_MAX_LEVEL];
@@ -136,6 +156,7 @@ csq_line_insert(struct csq_line *l, uint64_t key, void *value)
 	for (i = level; i < l->level; i++)
 		update[i]->level[i].span++;
 	l->length++;
+	*out = rank[0] + 1; /* rank[0]: the nodes before x */
 	return x;
 }
 

@@ -20,6 +20,9 @@ uint64_t csq_line_len(const struct csq_line *);
 /* Inserts key (not present yet) with value; returns its node. */
 struct csq_line_node *csq_line_insert(struct csq_line *, uint64_t key,
                                       void *value);
+/* The same, and returns the 1-based rank key got, which the insert's own
+ * descent knows: no csq_line_rank needed after it. */
+uint64_t csq_line_insert_rank(struct csq_line *, uint64_t key, void *value);
 /* Removes the node with key; returns its value, NULL if absent. */
 void *csq_line_remove(struct csq_line *, uint64_t key);
 /* 1-based rank of key, 0 when absent. */

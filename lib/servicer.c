@@ -138,8 +138,7 @@ csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
 		if ((u = s->rooms[r]) == NULL)
 			continue;
 		s->rooms[r] = NULL;
-		u->state = CSQ_USER_WAITING;
-		u->servicer = NULL;
+		csq_user_set_waiting(u);
 		csq_line_insert(u->queue->line, u->key, u);
 		c->stats.waiting++;
 		c->stats.requeued_total++;

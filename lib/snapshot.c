@@ -51,16 +51,17 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 	(void)key, (void)len;
 	memset(&it, 0, sizeof(it));
 	it.kind = CSQ_SNAP_USER;
-	memcpy(o->id, u->id, u->idlen + 1);
+	memcpy(o->id, u->id, csq_user_idlen(u) + 1);
 	memcpy(o->queue, u->queue->name, u->queue->namelen + 1);
 	o->key = u->key;
 	o->arrival_ms = u->arrival_ms;
 	o->ttl_s = u->ttl_s;
 	o->state = u->state;
-	o->has_deadline = csq_heap_contains(&u->deadline.node);
-	o->deadline = u->deadline.node.key;
-	o->deadline_tie = u->deadline.node.tie;
-	if (u->state == CSQ_USER_ASSIGNED) {
+	if (u->state == CSQ_USER_WAITING) {
+		o->has_deadline = csq_heap_contains(&u->deadline.node);
+		o->deadline = u->deadline.node.key;
+		o->deadline_tie = u->deadline.node.tie;
+	} else if (u->state == CSQ_USER_ASSIGNED) {
 		memcpy(o->servicer, u->servicer->id, u->servicer->idlen + 1);
 		o->room = u->room;
 		o->assigned_ms = u->assigned_ms;
@@ -153,17 +154,14 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 		return -1;
 
 	u = csq_xcalloc(1, sizeof(*u) + idlen + 1);
-	u->idlen = idlen;
 	memcpy(u->id, o->id, idlen);
 	u->queue = csq_queue_get(c, o->queue, strlen(o->queue), 1);
 	csq_queue_ref(u->queue);
 	u->key = o->key;
 	u->arrival_ms = o->arrival_ms;
 	u->ttl_s = o->ttl_s;
-	u->state = o->state;
-	csq_heap_node_init(&u->deadline.node);
-	u->deadline.kind = CSQ_DL_USER;
-	csq_dict_put(c->users, u->id, idlen, u);
+	csq_user_set_waiting(u);
+	csq_dict_add(c->users, u, idlen);
 	if (s == NULL) {
 		csq_line_insert(u->queue->line, u->key, u);
 		c->stats.waiting++;
@@ -182,6 +180,7 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	}
 	s->rooms[o->room] = u;
 	s->active++;
+	u->state = CSQ_USER_ASSIGNED;
 	u->servicer = s;
 	u->room = o->room;
 	u->assigned_ms = o->assigned_ms;

@@ -41,19 +41,32 @@ struct csq_avail {
 	struct csq_servicer *servicer;
 };
 
+/*
+ * A user costs one allocation: the users dict links it through link (whose
+ * len is the id's length) and keys it by id, stored here only. A waiting
+ * user never has a room and an assigned one never has a deadline, so the
+ * two share their storage: which one is live is in state.
+ */
 struct csq_user {
+	struct csq_dict_node link; /* in csq->users */
 	struct csq_queue *queue;
 	uint64_t key; /* packed order key: tier and arrival sequence */
 	uint64_t arrival_ms;
 	uint32_t ttl_s; /* 0 = never expires while waiting */
 	enum csq_user_state state;
-	struct csq_deadline deadline;  /* in the heap only while waiting */
-	struct csq_servicer *servicer; /* assigned: U2R */
-	uint32_t room;
-	uint64_t assigned_ms;
-	size_t idlen;
+	union {
+		/* waiting: in the deadlines heap when ttl_s > 0 */
+		struct csq_deadline deadline;
+		struct { /* assigned: U2R */
+			struct csq_servicer *servicer;
+			uint64_t assigned_ms;
+			uint32_t room;
+		};
+	};
 	char id[];
 };
+
+#define csq_user_idlen(u) ((size_t)(u)->link.len)
 
 struct csq_servicer {
 	enum csq_servicer_status status;
@@ -100,6 +113,8 @@ void csq_event_begin(struct csq_event *, enum csq_event_type, uint64_t now);
 void csq_event_user(struct csq_event *, const struct csq_user *);
 void csq_emit(struct csq *, const struct csq_event *);
 void csq_user_free(struct csq *, struct csq_user *);
+/* Makes u a waiting user with no deadline (its room fields go). */
+void csq_user_set_waiting(struct csq_user *);
 uint64_t csq_user_position(const struct csq_user *);
 
 /* servicer.c: every change to a servicer's readiness, capacity, queues or

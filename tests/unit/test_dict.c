@@ -1,7 +1,9 @@
 /*
  * The dict: put, get, replace and delete; keys are bytes (any length,
  * embedded NULs, shared prefixes) and are copied; 100k keys make the table
- * grow and shrink; each visits every entry exactly once.
+ * grow and shrink; each visits every entry exactly once. An intrusive dict
+ * keys objects by the id they hold, and stays true through growth, removal
+ * in any order and a random mix with a model.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -319,6 +321,108 @@ test_seeds(void **state)
 	csq_dict_free(b);
 }
 
+struct obj {
+	int tag;
+	struct csq_dict_node link;
+	char id[24];
+};
+
+static struct csq_dict *
+obj_dict(uint64_t seed)
+{
+	return csq_dict_new_intrusive(seed, offsetof(struct obj, link),
+	                              offsetof(struct obj, id));
+}
+
+static void
+count_obj(void *arg, const char *key, size_t len, void *v)
+{
+	struct obj *o = v;
+
+	assert_int_equal(len, strlen(o->id));
+	assert_ptr_equal(key, o->id);
+	(*(size_t *)arg)++;
+}
+
+static void
+test_intrusive(void **state)
+{
+	struct obj *objs = calloc(MANY_KEYS, sizeof(*objs));
+	struct csq_dict *d = obj_dict(5);
+	char key[32];
+	size_t i, len, seen = 0;
+
+	(void)state;
+	assert_non_null(objs);
+	assert_null(csq_dict_get(d, "user-0", 6));
+	for (i = 0; i < MANY_KEYS; i++) {
+		objs[i].tag = (int)i;
+		len = key_of(objs[i].id, sizeof(objs[i].id), i);
+		csq_dict_add(d, &objs[i], len);
+	}
+	assert_int_equal(csq_dict_len(d), MANY_KEYS);
+	for (i = 0; i < MANY_KEYS; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(d, key, len), &objs[i]);
+	}
+	csq_dict_each(d, count_obj, &seen);
+	assert_int_equal(seen, MANY_KEYS);
+	/* Odd ones out, from the end: chains lose middles and heads. */
+	for (i = MANY_KEYS; i-- > 0;)
+		if (i % 2 == 1)
+			csq_dict_remove(d, &objs[i]);
+	assert_int_equal(csq_dict_len(d), MANY_KEYS / 2);
+	for (i = 0; i < MANY_KEYS; i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(d, key, len),
+		                 i % 2 ? NULL : &objs[i]);
+	}
+	for (i = 0; i < MANY_KEYS; i += 2)
+		csq_dict_remove(d, &objs[i]);
+	assert_int_equal(csq_dict_len(d), 0);
+	csq_dict_add(d, &objs[7], strlen(objs[7].id));
+	assert_ptr_equal(csq_dict_get(d, "user-7", 6), &objs[7]);
+	assert_null(csq_dict_get(d, "user-", 5));
+	csq_dict_free(d); /* the objects are the caller's */
+	assert_int_equal(objs[7].tag, 7);
+	free(objs);
+}
+
+static void
+test_intrusive_model(void **state)
+{
+	struct obj objs[MODEL_KEYS];
+	int in[MODEL_KEYS];
+	struct csq_dict *d = obj_dict(77);
+	size_t i, n = 0, len, op;
+	char key[32];
+
+	(void)state;
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < MODEL_KEYS; i++)
+		key_of(objs[i].id, sizeof(objs[i].id), i);
+	for (op = 0; op < MODEL_OPS; op++) {
+		i = (size_t)rng(MODEL_KEYS);
+		len = strlen(objs[i].id);
+		if (!in[i]) {
+			assert_null(csq_dict_get(d, objs[i].id, len));
+			csq_dict_add(d, &objs[i], len);
+			in[i] = 1;
+			n++;
+		} else if (rng(2)) {
+			csq_dict_remove(d, &objs[i]);
+			in[i] = 0;
+			n--;
+		}
+		len = key_of(key, sizeof(key), (size_t)rng(MODEL_KEYS));
+		i = (size_t)strtoul(key + 5, NULL, 10);
+		assert_ptr_equal(csq_dict_get(d, key, len),
+		                 in[i] ? &objs[i] : NULL);
+		assert_int_equal(csq_dict_len(d), n);
+	}
+	csq_dict_free(d);
+}
+
 int
 main(void)
 {
@@ -330,6 +434,8 @@ main(void)
 	    cmocka_unit_test(test_grow_shrink),
 	    cmocka_unit_test(test_random_model),
 	    cmocka_unit_test(test_seeds),
+	    cmocka_unit_test(test_intrusive),
+	    cmocka_unit_test(test_intrusive_model),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

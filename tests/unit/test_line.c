@@ -1,7 +1,7 @@
 /*
  * The waiting line (a skiplist with spans): order, rank, nth and next at
  * the edges, then a long randomized run against a sorted array, with the
- * spans checked after every operation.
+ * spans checked after every operation, and the rank an insert tells.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -260,9 +260,18 @@ test_random_model(void **state)
 		switch (rng(4)) {
 		case 0:
 		case 1: /* insert, or remove when present */
-			if (!found) {
+			if (!found && op % 2 == 1) {
+				/* The rank the insert tells is the model's. */
+				assert_int_equal(
+				    csq_line_insert_rank(l, key, val(key)),
+				    pos + 1);
+				assert_int_equal(csq_line_rank(l, key),
+				                 pos + 1);
+			} else if (!found) {
 				n = csq_line_insert(l, key, val(key));
 				assert_int_equal(csq_line_node_key(n), key);
+			}
+			if (!found) {
 				memmove(&model[pos + 1], &model[pos],
 				        (len - pos) * sizeof(*model));
 				model[pos] = key;
