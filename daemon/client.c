@@ -7,11 +7,13 @@
 #include "client.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -25,7 +27,8 @@
 #define CLIENT_BATCH           1024 /* requests per turn: no client starves others */
 #define CLIENT_OUTPUT_PAUSE    (1024 * 1024) /* stop reading requests above */
 #define CLIENT_PUBSUB_HARD_MAX (32 * 1024 * 1024) /* a subscriber too slow */
-#define CLIENT_LINGER_S        2 /* after a protocol error, wait for EOF */
+#define CLIENT_LINGER_S        2     /* after a protocol error, wait for EOF */
+#define CLIENT_READ_CHUNK      16384 /* bytes per read(2), as Redis */
 
 static const char *const client_state_names[] = {
     "active",
@@ -35,6 +38,7 @@ static const char *const client_state_names[] = {
 };
 
 static void client_process(struct client *);
+static void client_drain(struct client *);
 
 static void
 client_set_state(struct client *c, enum client_state state)
@@ -52,7 +56,15 @@ client_set_state(struct client *c, enum client_state state)
 struct evbuffer *
 client_output(struct client *c)
 {
-	return bufferevent_get_output(c->bev);
+	return c->out;
+}
+
+/* Output not yet sent: the replies and what waits in the bufferevent. */
+static size_t
+client_pending(struct client *c)
+{
+	return evbuffer_get_length(c->out) +
+	       evbuffer_get_length(bufferevent_get_output(c->bev));
 }
 
 struct pubsub_subs *
@@ -80,6 +92,10 @@ client_unref(struct client *c)
 		return;
 	resp_request_clear(&c->req);
 	resp_parser_free(c->parser);
+	if (c->in != NULL)
+		evbuffer_free(c->in);
+	if (c->out != NULL)
+		evbuffer_free(c->out);
 	free(c->name);
 	free(c);
 }
@@ -97,6 +113,8 @@ client_close(struct client *c, const char *why)
 	TAILQ_REMOVE(&s->clients, c, entry);
 	event_free(c->linger);
 	event_free(c->wake);
+	event_free(c->flush);
+	event_free(c->rev); /* before the socket closes with the bufferevent */
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	client_unref(c);
@@ -115,10 +133,52 @@ client_drain(struct client *c)
 	}
 	client_set_state(c, CLIENT_DRAINING);
 	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
-	evbuffer_drain(bufferevent_get_input(c->bev),
-	               evbuffer_get_length(bufferevent_get_input(c->bev)));
-	bufferevent_enable(c->bev, EV_READ);
+	evbuffer_drain(c->in, evbuffer_get_length(c->in));
+	event_add(c->rev, NULL);
 	evtimer_add(c->linger, &tv);
+}
+
+/*
+ * Sends the replies now, unless they must wait behind what the bufferevent
+ * still has to write, for the journal's commit (held: server_committed
+ * enables EV_WRITE) or for the output to drain (paused). What waits, what
+ * the socket does not take, or a write error, goes to the bufferevent,
+ * which writes when it can or reports the error. A closing client with
+ * nothing left to send drains; so this is the last thing a caller does
+ * with c.
+ */
+static void
+client_flush(struct client *c)
+{
+	struct evbuffer *bout;
+
+	if (c->state != CLIENT_ACTIVE && c->state != CLIENT_CLOSING)
+		return;
+	if (c->killed != NULL)
+		return;
+	bout = bufferevent_get_output(c->bev);
+	if (evbuffer_get_length(c->out) > 0) {
+		if (!c->held && !c->paused && evbuffer_get_length(bout) == 0) {
+			/* EV_WRITE may be left on by a commit: nothing for
+			 * it to write now. */
+			bufferevent_disable(c->bev, EV_WRITE);
+			(void)evbuffer_write(c->out, bufferevent_getfd(c->bev));
+		}
+		if (evbuffer_get_length(c->out) > 0) {
+			evbuffer_add_buffer(bout, c->out);
+			if (!c->held)
+				bufferevent_enable(c->bev, EV_WRITE);
+		}
+	}
+	if (c->state == CLIENT_CLOSING && evbuffer_get_length(bout) == 0)
+		client_drain(c);
+}
+
+static void
+client_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	client_flush(arg);
 }
 
 void
@@ -127,8 +187,9 @@ client_close_after_reply(struct client *c)
 	if (c->state != CLIENT_ACTIVE)
 		return;
 	client_set_state(c, CLIENT_CLOSING);
-	if (evbuffer_get_length(client_output(c)) == 0)
-		client_drain(c);
+	/* Inside client_process, its own flush comes at the end. */
+	if (!c->reading)
+		client_flush(c);
 }
 
 static void
@@ -160,34 +221,60 @@ client_wake(struct client *c)
 }
 
 static void
-client_read_cb(struct bufferevent *bev, void *arg)
+client_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct client *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_iovec v;
+	ssize_t n;
 
+	(void)what;
+	if (evbuffer_reserve_space(c->in, CLIENT_READ_CHUNK, &v, 1) != 1) {
+		client_close(c, "out of memory");
+		return;
+	}
+	n = read(fd, v.iov_base, CLIENT_READ_CHUNK);
+	if (n == 0) {
+		client_close(c, "end of input");
+		return;
+	}
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			client_close(c, evutil_socket_error_to_string(errno));
+		return;
+	}
+	v.iov_len = (size_t)n;
+	evbuffer_commit_space(c->in, &v, 1);
 	if (c->state == CLIENT_ACTIVE)
 		client_process(c);
 	else
-		evbuffer_drain(in, evbuffer_get_length(in));
+		evbuffer_drain(c->in, evbuffer_get_length(c->in));
 }
 
 static void
 client_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct client *c = arg;
+	struct evbuffer *bout = bufferevent_get_output(c->bev);
+	int unpaused = 0;
 
 	(void)bev;
-	if (c->state == CLIENT_CLOSING &&
-	    evbuffer_get_length(client_output(c)) == 0) {
+	if (c->state == CLIENT_CLOSING && client_pending(c) == 0) {
 		client_drain(c);
 		return;
 	}
-	if (c->state == CLIENT_ACTIVE && c->paused) {
+	if (c->state != CLIENT_ACTIVE)
+		return;
+	if (c->paused) {
 		c->paused = 0;
 		bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-		bufferevent_enable(c->bev, EV_READ);
-		client_process(c);
+		event_add(c->rev, NULL);
+		unpaused = 1;
 	}
+	/* All written: the next replies go out from client_flush. */
+	if (evbuffer_get_length(bout) == 0 && !c->held)
+		bufferevent_disable(c->bev, EV_WRITE);
+	if (unpaused)
+		client_process(c);
 }
 
 static void
@@ -213,18 +300,18 @@ client_process(struct client *c)
 	if (c->reading || c->state != CLIENT_ACTIVE)
 		return;
 	c->reading = 1;
-	in = bufferevent_get_input(c->bev);
+	in = c->in;
 	out = client_output(c);
 	while (c->state == CLIENT_ACTIVE && !c->inflight && !c->paused) {
 		if (n++ == CLIENT_BATCH) {
 			client_wake(c);
 			break;
 		}
-		if (evbuffer_get_length(out) > CLIENT_OUTPUT_PAUSE) {
+		if (client_pending(c) > CLIENT_OUTPUT_PAUSE) {
 			/* The client does not read its replies: stop reading
 			 * its requests until they drain. */
 			c->paused = 1;
-			bufferevent_disable(c->bev, EV_READ);
+			event_del(c->rev);
 			bufferevent_setwatermark(c->bev, EV_WRITE,
 			                         CLIENT_OUTPUT_PAUSE / 2, 0);
 			break;
@@ -247,6 +334,7 @@ client_process(struct client *c)
 		break;
 	}
 	c->reading = 0;
+	client_flush(c);
 }
 
 void
@@ -255,6 +343,8 @@ client_resume(struct client *c)
 	c->inflight = 0;
 	if (c->state == CLIENT_ACTIVE && !c->reading)
 		client_wake(c);
+	else if (c->state == CLIENT_CLOSING)
+		event_active(c->flush, EV_TIMEOUT, 0);
 }
 
 struct evbuffer *
@@ -269,13 +359,17 @@ void
 client_push_end(struct client *c)
 {
 	server_hold_output(c->server, c);
-	if (evbuffer_get_length(client_output(c)) <= CLIENT_PUBSUB_HARD_MAX)
+	if (client_pending(c) <= CLIENT_PUBSUB_HARD_MAX) {
+		/* Written at this turn's end, with whatever else is pushed. */
+		event_active(c->flush, EV_TIMEOUT, 0);
 		return;
+	}
 	/* Not closed here: the publisher may be walking a list that holds
 	 * this client. */
 	log_warnx("client %llu: subscriber output over %d bytes, closing",
 	          (unsigned long long)c->id, CLIENT_PUBSUB_HARD_MAX);
 	c->killed = "output buffer limit";
+	event_del(c->rev);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	client_wake(c);
 }
@@ -297,6 +391,22 @@ client_new(struct server *s, evutil_socket_t fd)
 		return NULL;
 	}
 	c->parser = resp_parser_new();
+	c->in = evbuffer_new();
+	c->out = evbuffer_new();
+	if (c->in == NULL || c->out == NULL) {
+		log_warnx("cannot set up a connection");
+		bufferevent_free(c->bev);
+		resp_parser_free(c->parser);
+		if (c->in != NULL)
+			evbuffer_free(c->in);
+		if (c->out != NULL)
+			evbuffer_free(c->out);
+		free(c);
+		return NULL;
+	}
+	c->rev =
+	    event_new(s->base, fd, EV_READ | EV_PERSIST, client_read_cb, c);
+	c->flush = event_new(s->base, -1, 0, client_flush_cb, c);
 	c->linger = evtimer_new(s->base, client_linger_cb, c);
 	c->wake = event_new(s->base, -1, 0, client_wake_cb, c);
 	c->id = ++s->next_client_id;
@@ -305,9 +415,9 @@ client_new(struct server *s, evutil_socket_t fd)
 	c->state = CLIENT_ACTIVE;
 	TAILQ_INSERT_TAIL(&s->clients, c, entry);
 	s->nclients++;
-	bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
-	                  client_event_cb, c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	bufferevent_setcb(c->bev, NULL, client_write_cb, client_event_cb, c);
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE); /* EV_WRITE is on */
+	event_add(c->rev, NULL);
 	log_debug("client %llu: connected", (unsigned long long)c->id);
 	return c;
 }

@@ -41,8 +41,6 @@
 #define RESP_LINE_INITIAL 256
 /* First allocation of an inline request's argv; it doubles as needed. */
 #define RESP_ARGV_INITIAL 8
-/* Digits of the largest uint64_t, plus NUL. */
-#define RESP_U64_DIGITS 21
 
 enum resp_state {
 	RESP_ST_START,       /* before the first byte of a request */
@@ -192,13 +190,27 @@ resp_request_clear(struct resp_request *req)
 {
 	int i;
 
-	for (i = 0; i < req->argc; i++)
-		free(req->argv[i]);
+	if (!req->packed) {
+		for (i = 0; i < req->argc; i++)
+			free(req->argv[i]);
+		free(req->argvlen);
+	}
 	free(req->argv);
-	free(req->argvlen);
+	req->packed = 0;
 	req->argc = 0;
 	req->argv = NULL;
 	req->argvlen = NULL;
+}
+
+/* Writes the digits of v so that they end at end; returns their start. */
+static char *
+resp_digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return end;
 }
 
 static int
@@ -209,6 +221,19 @@ resp_feed(struct resp_parser *p, const char *buf, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+/* Feeds hiredis the header "<type><n>\r\n", n >= 0. */
+static int
+resp_feed_hdr(struct resp_parser *p, char type, long long n)
+{
+	char out[RESP_HDR_OUT], *q = out + sizeof(out);
+
+	*--q = '\n';
+	*--q = '\r';
+	q = resp_digits(q, (uint64_t)n);
+	*--q = type;
+	return resp_feed(p, q, (size_t)(out + sizeof(out) - q));
 }
 
 /* Redis's string2ll: optional '-', then "0" or a digit 1-9 and digits; no
@@ -292,9 +317,7 @@ resp_hdr_reset(struct resp_parser *p)
 static int
 resp_count_done(struct resp_parser *p)
 {
-	char out[RESP_HDR_OUT];
 	long long n;
-	int len;
 
 	if (resp_hdr_number(p, &n) != 0 || n > RESP_ARGS_MAX) {
 		resp_fail(p, "invalid multibulk length");
@@ -306,8 +329,7 @@ resp_count_done(struct resp_parser *p)
 		p->state = RESP_ST_START;
 		return 0;
 	}
-	len = snprintf(out, sizeof(out), "*%lld\r\n", n);
-	if (resp_feed(p, out, len) != 0)
+	if (resp_feed_hdr(p, '*', n) != 0)
 		return -1;
 	p->elements = n;
 	p->state = RESP_ST_BULK_HDR;
@@ -318,10 +340,8 @@ resp_count_done(struct resp_parser *p)
 static int
 resp_bulk_hdr_done(struct resp_parser *p)
 {
-	char out[RESP_HDR_OUT];
 	char type = p->hdrlen > 0 ? p->hdr[0] : '\r';
 	long long n;
-	int len;
 
 	if (type != '$') {
 		resp_fail(p, "expected '$', got '%c'", type);
@@ -332,8 +352,7 @@ resp_bulk_hdr_done(struct resp_parser *p)
 		return -1;
 	}
 	resp_hdr_reset(p);
-	len = snprintf(out, sizeof(out), "$%lld\r\n", n);
-	if (resp_feed(p, out, len) != 0)
+	if (resp_feed_hdr(p, '$', n) != 0)
 		return -1;
 	p->bulkleft = n;
 	p->state = n > 0 ? RESP_ST_BULK_DATA : RESP_ST_BULK_CR;
@@ -681,6 +700,82 @@ error:
 	return RESP_STEP_ERROR;
 }
 
+/*
+ * The common case, without the scanner and hiredis: a whole, well-formed
+ * multibulk request of a few small bulks in buf. Anything else (a partial
+ * request, a bad or unusual header, a big count or bulk, an empty array)
+ * returns 0 and is left to resp_step, which alone knows the errors: so the
+ * result is always the one resp_step would give. Returns the bytes of the
+ * request and fills req.
+ */
+#define RESP_FAST_ARGS 64
+#define RESP_FAST_BULK 65536
+
+/* A "<type><n>\r\n" line at *i with 0 <= n <= max, strict as string2ll;
+ * -1 otherwise. */
+static long long
+resp_fast_hdr(const char *buf, size_t len, size_t *i, char type, long long max)
+{
+	size_t j = *i;
+	long long n = 0;
+
+	if (j >= len || buf[j++] != type || j >= len)
+		return -1;
+	if (buf[j] == '0') {
+		j++;
+	} else {
+		if (buf[j] < '1' || buf[j] > '9')
+			return -1;
+		while (j < len && buf[j] >= '0' && buf[j] <= '9') {
+			n = n * 10 + (buf[j++] - '0');
+			if (n > max)
+				return -1;
+		}
+	}
+	if (j + 2 > len || buf[j] != '\r' || buf[j + 1] != '\n')
+		return -1;
+	*i = j + 2;
+	return n;
+}
+
+static size_t
+resp_fast(const char *buf, size_t len, struct resp_request *req)
+{
+	size_t off[RESP_FAST_ARGS], blen[RESP_FAST_ARGS], i = 0, size;
+	long long n, k, a;
+	char *str;
+
+	if ((n = resp_fast_hdr(buf, len, &i, '*', RESP_FAST_ARGS)) < 1)
+		return 0;
+	for (a = 0; a < n; a++) {
+		if ((k = resp_fast_hdr(buf, len, &i, '$', RESP_FAST_BULK)) <
+		        0 ||
+		    len - i < (size_t)k + 2 || buf[i + k] != '\r' ||
+		    buf[i + k + 1] != '\n')
+			return 0;
+		off[a] = i;
+		blen[a] = (size_t)k;
+		i += (size_t)k + 2;
+	}
+	/* One allocation: argv, argvlen, then the NUL-terminated strings. */
+	size = (size_t)n * (sizeof(*req->argv) + sizeof(*req->argvlen));
+	for (a = 0; a < n; a++)
+		size += blen[a] + 1;
+	req->argv = csq_xmalloc(size);
+	req->argvlen = (size_t *)(void *)(req->argv + n);
+	str = (char *)(req->argvlen + n);
+	for (a = 0; a < n; a++) {
+		memcpy(str, buf + off[a], blen[a]);
+		str[blen[a]] = '\0';
+		req->argv[a] = str;
+		req->argvlen[a] = blen[a];
+		str += blen[a] + 1;
+	}
+	req->argc = (int)n;
+	req->packed = 1;
+	return i;
+}
+
 enum resp_parse
 resp_parse(struct resp_parser *p, struct evbuffer *in, struct resp_request *req)
 {
@@ -693,6 +788,11 @@ resp_parse(struct resp_parser *p, struct evbuffer *in, struct resp_request *req)
 		if (evbuffer_get_length(in) == 0 ||
 		    evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
 			return RESP_PARSE_NEED;
+		if (p->state == RESP_ST_START &&
+		    (used = resp_fast(v.iov_base, v.iov_len, req)) > 0) {
+			evbuffer_drain(in, used);
+			return RESP_PARSE_OK;
+		}
 		used = 0;
 		step = resp_step(p, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
@@ -707,10 +807,51 @@ resp_parse(struct resp_parser *p, struct evbuffer *in, struct resp_request *req)
 	return RESP_PARSE_ERROR;
 }
 
+/*
+ * The writers below build each reply piece in a small buffer with memcpy
+ * and a hand-made decimal formatter, then add it in one evbuffer_add:
+ * printf was half of the instructions of an ENQUEUE.
+ */
+#define RESP_SMALL 256 /* a bulk up to this long goes out in one add */
+#define RESP_NUM   24  /* type, sign, 20 digits, CRLF */
+
+/* "<type><n>\r\n", n signed. */
+static void
+resp_number(struct evbuffer *out, char type, int64_t n)
+{
+	char buf[RESP_NUM], *p = buf + sizeof(buf);
+
+	*--p = '\n';
+	*--p = '\r';
+	p = resp_digits(p, n < 0 ? -(uint64_t)n : (uint64_t)n);
+	if (n < 0)
+		*--p = '-';
+	*--p = type;
+	evbuffer_add(out, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+/* "<type>s\r\n" */
+static void
+resp_line(struct evbuffer *out, char type, const char *s, size_t len)
+{
+	char buf[RESP_SMALL + 3];
+
+	if (len > RESP_SMALL) {
+		evbuffer_add(out, &type, 1);
+		evbuffer_add(out, s, len);
+		evbuffer_add(out, "\r\n", 2);
+		return;
+	}
+	buf[0] = type;
+	memcpy(buf + 1, s, len);
+	memcpy(buf + 1 + len, "\r\n", 2);
+	evbuffer_add(out, buf, len + 3);
+}
+
 void
 resp_simple(struct evbuffer *out, const char *s)
 {
-	evbuffer_add_printf(out, "+%s\r\n", s);
+	resp_line(out, '+', s, strlen(s));
 }
 
 /* Formats straight into reserved space of the output buffer; a CR or LF in
@@ -756,15 +897,29 @@ resp_error(struct evbuffer *out, const char *fmt, ...)
 void
 resp_integer(struct evbuffer *out, int64_t n)
 {
-	evbuffer_add_printf(out, ":%" PRId64 "\r\n", n);
+	resp_number(out, ':', n);
 }
 
 void
 resp_bulk(struct evbuffer *out, const char *s, size_t len)
 {
-	evbuffer_add_printf(out, "$%zu\r\n", len);
-	evbuffer_add(out, s, len);
-	evbuffer_add(out, "\r\n", 2);
+	char buf[RESP_NUM + RESP_SMALL + 2], *p;
+
+	if (len > RESP_SMALL) {
+		resp_number(out, '$', (int64_t)len);
+		evbuffer_add(out, s, len);
+		evbuffer_add(out, "\r\n", 2);
+		return;
+	}
+	/* The header is formatted backwards to end where s begins. */
+	p = buf + RESP_NUM;
+	*--p = '\n';
+	*--p = '\r';
+	p = resp_digits(p, len);
+	*--p = '$';
+	memcpy(buf + RESP_NUM, s, len);
+	memcpy(buf + RESP_NUM + len, "\r\n", 2);
+	evbuffer_add(out, p, (size_t)(buf + RESP_NUM + len + 2 - p));
 }
 
 void
@@ -779,11 +934,9 @@ resp_bulk_str(struct evbuffer *out, const char *s)
 void
 resp_bulk_u64(struct evbuffer *out, uint64_t v)
 {
-	char digits[RESP_U64_DIGITS];
-	int n;
+	char digits[RESP_NUM], *p = resp_digits(digits + sizeof(digits), v);
 
-	n = snprintf(digits, sizeof(digits), "%" PRIu64, v);
-	evbuffer_add_printf(out, "$%d\r\n%s\r\n", n, digits);
+	resp_bulk(out, p, (size_t)(digits + sizeof(digits) - p));
 }
 
 void
@@ -795,5 +948,5 @@ resp_null(struct evbuffer *out)
 void
 resp_array(struct evbuffer *out, int64_t n)
 {
-	evbuffer_add_printf(out, "*%" PRId64 "\r\n", n);
+	resp_number(out, '*', n);
 }

@@ -25,6 +25,7 @@ struct resp_request {
 	int argc;
 	char **argv;
 	size_t *argvlen;
+	int packed; /* argv, argvlen and the strings are one allocation */
 };
 
 struct resp_parser;

@@ -717,11 +717,114 @@ test_garbage(void **state)
 	}
 }
 
+/* Fed whole (a request in one chain takes resp_parse's fast path) and a
+ * byte at a time (never the fast path), buf gives the same. */
+static void
+same_as_slow(const char *buf, size_t len)
+{
+	char *whole = run(buf, len, 0), *bytes = run(buf, len, 1);
+
+	if (strcmp(whole, bytes) != 0)
+		fail_msg("whole \"%s\", byte by byte \"%s\"", whole, bytes);
+	free(whole);
+	free(bytes);
+}
+
+static void
+test_fast_path_edges(void **state)
+{
+	static const char *const cases[] = {
+	    "*1\r\n$4\r\nPING\r\n",
+	    "*2\r\n$4\r\nPING\r\n$0\r\n\r\n*1\r\n$4\r\nPING\r\n",
+	    "*01\r\n$4\r\nPING\r\n",
+	    "*1\r\n$04\r\nPING\r\n",
+	    "*1\r\n$+4\r\nPING\r\n",
+	    "*+1\r\n$4\r\nPING\r\n",
+	    "*-1\r\n*1\r\n$4\r\nPING\r\n",
+	    "*0\r\n*1\r\n$4\r\nPING\r\n",
+	    "*1\r\n$-1\r\n",
+	    "*1 \r\n$4\r\nPING\r\n",
+	    "*1\r\n$4 \r\nPING\r\n",
+	    "*1\r\n$4\r\nPINGx\r\n",
+	    "*1\r\n$4\r\nPIN\r\n\r\n",
+	    "*1\r\n$4\r\nPING\n\r",
+	    "*1\r\n$4\r\nPING\r\r",
+	    "*1\n$4\r\nPING\r\n",
+	    "*1\r\r$4\r\nPING\r\n",
+	    "*1\r\n$4\n\nPING\r\n",
+	    "*1\r\n:4\r\nPING\r\n",
+	    "*2\r\n$4\r\nPING\r\n",
+	    "*1\r\n$4\r\nPI",
+	    "*1\r\n$",
+	    "*",
+	    "*1\r\n$99999999999999999999\r\n",
+	    "*99999999999999999999\r\n",
+	    "*1\r\n$65537\r\n",
+	    "PING\r\n*1\r\n$4\r\nPING\r\n",
+	};
+	char buf[4096];
+	size_t i, len;
+	int n;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		same_as_slow(cases[i], strlen(cases[i]));
+	/* Around the fast path's limits on arguments: 64 and 65. */
+	for (n = 63; n <= 65; n++) {
+		len = (size_t)snprintf(buf, sizeof(buf), "*%d\r\n", n);
+		for (i = 0; i < (size_t)n; i++)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+			                        "$1\r\n%c\r\n",
+			                        (char)('a' + i % 26));
+		same_as_slow(buf, len);
+	}
+	/* A bulk with NULs and CRLFs inside. */
+	same_as_slow("*2\r\n$3\r\na\0b\r\n$2\r\n\r\n\r\n", 22);
+}
+
+/* Valid requests with a byte changed, dropped or doubled: the fast path's
+ * verdicts are the slow path's. */
+static void
+test_fast_path_mutants(void **state)
+{
+	static const char base[] = "*3\r\n$7\r\nENQUEUE\r\n$2\r\nu1\r\n"
+	                           "$0\r\n\r\n*1\r\n$4\r\nPING\r\n";
+	static const char alphabet[] = "*$\r\n0123456789-+ x";
+	char buf[sizeof(base) + 1];
+	size_t len = sizeof(base) - 1, i, k;
+	int op;
+
+	(void)state;
+	for (i = 0; i < len; i++)
+		for (op = 0; op < 3; op++)
+			for (k = 0; k < (op == 0 ? sizeof(alphabet) - 1 : 1);
+			     k++) {
+				memcpy(buf, base, i);
+				if (op == 0) { /* changed */
+					buf[i] = alphabet[k];
+					memcpy(buf + i + 1, base + i + 1,
+					       len - i - 1);
+					same_as_slow(buf, len);
+				} else if (op == 1) { /* dropped */
+					memcpy(buf + i, base + i + 1,
+					       len - i - 1);
+					same_as_slow(buf, len - 1);
+				} else { /* doubled */
+					memcpy(buf + i, base + i, len - i);
+					buf[len] = base[i];
+					memcpy(buf + i + 1, base + i, len - i);
+					same_as_slow(buf, len + 1);
+				}
+			}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_multibulk),
+	    cmocka_unit_test(test_fast_path_edges),
+	    cmocka_unit_test(test_fast_path_mutants),
 	    cmocka_unit_test(test_inline),
 	    cmocka_unit_test(test_skipped),
 	    cmocka_unit_test(test_binary_bulk),
