@@ -4,9 +4,14 @@
  * reconnect, so each connection keeps a timer that does both: a fresh
  * context for every attempt, a capped exponential backoff between them.
  *
+ * Operations are batched: those that arrive while a script call is in
+ * flight wait in a list and go together, in order, in the next call (one
+ * EVALSHA of the one script, batch.lua), so that a busy daemon pays
+ * Redis's cost of a script call once for many operations.
+ *
  * A command's reply is held until this daemon has seen, on the
- * subscription, every event its script published (each event carries an
- * id from one counter in Redis), so that a client hears of an event before
+ * subscription, every event its call published (each event carries an id
+ * from one counter in Redis), so that a client hears of an event before
  * the reply that caused it, as with the memory engine.
  */
 #include "engine_redis.h"
@@ -36,8 +41,10 @@
 #define HEALTH_TIMEOUT   5000 /* ms without an answer: the link is dead */
 #define PARK_TIMEOUT_MS  2000 /* longest a reply waits for its events */
 #define EXPIRE_BATCH     "1000"
-#define CALL_ARGS        64
+#define CALL_ARGS        48 /* HEARTBEAT: 6 and up to 32 queues */
 #define CALL_STORE       4096
+#define BATCH_MAX        128 /* operations in one script call */
+#define BATCH_INFLIGHT   1   /* script calls in flight at once */
 #define QUEUE_OFFSET_MAX (UINT64_C(1) << 52) /* exact in a Lua number */
 
 struct redis_engine;
@@ -53,16 +60,16 @@ struct redis_conn {
 	struct event *timer; /* connect timeout, or the next attempt */
 };
 
-/* One engine call: its arguments, kept for a NOSCRIPT resend, and its
- * result while it waits for its events. */
+/* One operation: its arguments, kept until its batch is answered (a
+ * NOSCRIPT resend needs them), and its result while it waits for its
+ * events. */
 struct redis_call {
 	TAILQ_ENTRY(redis_call) entry;
 	struct redis_engine *r;
-	enum redis_script script;
+	const char *name; /* OPS.<name> in the script */
 	enum csq_opcode code;
 	csq_engine_cb *cb;
 	void *arg;
-	int resent;
 	int argc;
 	const char *argv[CALL_ARGS];
 	size_t argvlen[CALL_ARGS];
@@ -77,6 +84,14 @@ struct redis_call {
 };
 
 TAILQ_HEAD(redis_call_list, redis_call);
+
+/* The operations of one script call, in the order they were sent. */
+struct redis_batch {
+	struct redis_engine *r;
+	struct redis_call_list calls;
+	int ncalls;
+	int resent;
+};
 
 struct redis_engine {
 	struct csq_engine base;
@@ -96,11 +111,12 @@ struct redis_engine {
 	void *deadline_arg;
 
 	struct redis_conn cmd, sub;
-	int up; /* both connections ready */
-	char *source[REDIS_NSCRIPTS];
-	char sha[REDIS_NSCRIPTS][41];
-	int loaded; /* SCRIPT LOADs answered on this connection */
+	int up;       /* both connections ready */
+	char sha[41]; /* of redis_lua_source */
 
+	struct redis_call_list pending; /* not sent yet */
+	int inflight;                   /* script calls sent, not answered */
+	struct event *flush;            /* sends pending at the turn's end */
 	struct redis_call_list parked;
 	uint64_t seen_event; /* highest event id seen on the subscription */
 
@@ -117,7 +133,7 @@ static void conn_start(struct redis_conn *);
 static void peek_send(struct redis_engine *);
 static void parked_flush(struct redis_engine *, int all);
 static void conn_drop(struct redis_conn *, const char *why);
-static void engine_send(struct redis_engine *, struct redis_call *);
+static void pending_fail(struct redis_engine *);
 
 static struct redis_engine *
 redis_engine(struct csq_engine *e)
@@ -206,6 +222,8 @@ conn_lost(struct redis_conn *c, const char *why)
 	conn_failed(c, why);
 	engine_update_up(r);
 	conn_retry(c);
+	/* What was not sent will not be: TRYAGAIN, nothing was changed. */
+	pending_fail(r);
 	/* The events that replies wait for will not come on this link. */
 	if (c == &r->sub)
 		parked_flush(r, 1);
@@ -297,8 +315,8 @@ handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
 {
 	struct redis_conn *c = ac->data;
 	redisReply *reply = reply_;
-	size_t i = (size_t)(uintptr_t)priv;
 
+	(void)priv;
 	if (handshake_error(ac, reply, "SCRIPT LOAD"))
 		return;
 	if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
@@ -306,10 +324,9 @@ handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		redisAsyncDisconnect(ac);
 		return;
 	}
-	memcpy(c->r->sha[i], reply->str, 40);
-	c->r->sha[i][40] = '\0';
-	if (++c->r->loaded == REDIS_NSCRIPTS)
-		conn_ready(c);
+	memcpy(c->r->sha, reply->str, 40);
+	c->r->sha[40] = '\0';
+	conn_ready(c);
 }
 
 static void sub_message_cb(redisAsyncContext *, void *, void *);
@@ -349,7 +366,6 @@ conn_start(struct redis_conn *c)
 	redisAsyncContext *ac;
 	struct timeval tv = {CONNECT_TIMEOUT / 1000,
 	                     (CONNECT_TIMEOUT % 1000) * 1000};
-	size_t i;
 
 	if (r->is_unix)
 		ac = redisAsyncConnectUnix(r->host);
@@ -387,10 +403,8 @@ conn_start(struct redis_conn *c)
 	if (r->db != 0)
 		redisAsyncCommand(ac, handshake_select_cb, NULL, "SELECT %lld",
 		                  (long long)r->db);
-	r->loaded = 0;
-	for (i = 0; i < REDIS_NSCRIPTS; i++)
-		redisAsyncCommand(ac, handshake_load_cb, (void *)(uintptr_t)i,
-		                  "SCRIPT LOAD %s", r->source[i]);
+	redisAsyncCommand(ac, handshake_load_cb, NULL, "SCRIPT LOAD %s",
+	                  redis_lua_source);
 }
 
 /* Results. */
@@ -557,7 +571,7 @@ parse_stats(struct csq_stats *st, const redisReply *a, size_t i)
 	return 0;
 }
 
-/* The data of a reply (from element 4) by operation. */
+/* The data of an operation's reply (from element 1) by operation. */
 static int
 parse_data(struct redis_call *k, const redisReply *a)
 {
@@ -567,15 +581,15 @@ parse_data(struct redis_call *k, const redisReply *a)
 	switch (k->code) {
 	case CSQ_OP_HEARTBEAT:
 		memcpy(res->servicer.id, k->sid, sizeof(k->sid));
-		if (elem_str(a, 4, status, sizeof(status)) != 0 ||
-		    elem_int(a, 7) == INT64_MIN)
+		if (elem_str(a, 1, status, sizeof(status)) != 0 ||
+		    elem_int(a, 4) == INT64_MIN)
 			return -1;
 		res->servicer.status = strcmp(status, "paused") == 0
 		                           ? CSQ_SERVICER_PAUSED
 		                           : CSQ_SERVICER_READY;
-		res->servicer.capacity = (uint32_t)u64_of(elem_int(a, 5));
-		res->servicer.active = (uint32_t)u64_of(elem_int(a, 6));
-		res->servicer.ttl_s = (uint32_t)u64_of(elem_int(a, 7));
+		res->servicer.capacity = (uint32_t)u64_of(elem_int(a, 2));
+		res->servicer.active = (uint32_t)u64_of(elem_int(a, 3));
+		res->servicer.ttl_s = (uint32_t)u64_of(elem_int(a, 4));
 		return 0;
 	case CSQ_OP_PAUSE:
 	case CSQ_OP_RESUME:
@@ -587,19 +601,19 @@ parse_data(struct redis_call *k, const redisReply *a)
 	case CSQ_OP_LEAVE:
 	case CSQ_OP_QLEN:
 	case CSQ_OP_EXPIRE:
-		if (elem_int(a, 4) == INT64_MIN)
+		if (elem_int(a, 1) == INT64_MIN)
 			return -1;
-		res->n = elem_int(a, 4);
+		res->n = elem_int(a, 1);
 		return 0;
 	case CSQ_OP_ENQUEUE:
 	case CSQ_OP_WHERE:
-		return parse_user(a, 4, &res->user);
+		return parse_user(a, 1, &res->user);
 	case CSQ_OP_QUEUE:
-		return parse_queue(k, a, 4);
+		return parse_queue(k, a, 1);
 	case CSQ_OP_SERVICERS:
-		return parse_servicers(k, a, 4);
+		return parse_servicers(k, a, 1);
 	case CSQ_OP_STATS:
-		return parse_stats(&res->stats, a, 4);
+		return parse_stats(&res->stats, a, 1);
 	case CSQ_OP_REARM:
 		break;
 	}
@@ -620,66 +634,62 @@ status_of(const char *s)
 	return CSQ_ETRYAGAIN;
 }
 
-/* The header every script returns: status, a deadline, Redis time, last
- * event id. */
-static int
-parse_header(struct redis_engine *r, struct redis_call *k, const redisReply *a)
+/* The header of a call's reply: a deadline, Redis time, the last event id,
+ * whether the deadline is the true earliest. Returns the last event id, or
+ * -1 for a reply of another shape. */
+static int64_t
+parse_header(struct redis_engine *r, const redisReply *a)
 {
-	char status[16];
-	int64_t next = elem_int(a, 1), now = elem_int(a, 2);
-	int64_t last = elem_int(a, 3);
+	int64_t next = elem_int(a, 0), now = elem_int(a, 1);
+	int64_t last = elem_int(a, 2), exact = elem_int(a, 3);
 
-	if (a->type != REDIS_REPLY_ARRAY ||
-	    elem_str(a, 0, status, sizeof(status)) != 0 || next == INT64_MIN ||
-	    now == INT64_MIN || last == INT64_MIN)
+	if (a->type != REDIS_REPLY_ARRAY || next == INT64_MIN ||
+	    now == INT64_MIN || last == INT64_MIN || exact == INT64_MIN)
 		return -1;
-	k->res.status = status_of(status);
 	r->skew_ms = now - (int64_t)server_now_ms();
 	/* The reaper and the health check know the earliest deadline; other
-	 * scripts tell the earliest they set. One that was removed leaves the
-	 * timer early: the reaper then finds nothing and says what is next. */
-	if (k->script == REDIS_EXPIRE || k->script == REDIS_PEEK)
+	 * operations tell the earliest they set. One that was removed leaves
+	 * the timer early: the reaper then finds nothing and says what is
+	 * next. */
+	if (exact)
 		r->next_redis = next;
 	else if (next >= 0 && (r->next_redis < 0 || next < r->next_redis))
 		r->next_redis = next;
-	k->wait_event = u64_of(last);
-	return 0;
+	return last < 0 ? 0 : last;
 }
 
+/* An operation's reply a, NULL if missing: its result goes, or waits for
+ * the events up to last. */
 static void
-call_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
+call_done(struct redis_call *k, const redisReply *a, uint64_t last)
 {
-	struct redis_call *k = priv;
 	struct redis_engine *r = k->r;
-	redisReply *reply = reply_;
+	char status[16];
 
-	(void)ac;
-	if (reply == NULL) {
+	if (a == NULL || a->type != REDIS_REPLY_ARRAY ||
+	    elem_str(a, 0, status, sizeof(status)) != 0) {
+		log_warnx("engine redis: a reply of %s has an unexpected shape",
+		          k->name);
 		call_fail(k);
 		return;
 	}
-	if (reply->type == REDIS_REPLY_ERROR) {
-		/* The script cache was flushed: the source itself, once. */
-		if (strncmp(reply->str, "NOSCRIPT", 8) == 0 && !k->resent) {
-			k->resent = 1;
-			k->argv[0] = "EVAL";
-			k->argvlen[0] = 4;
-			k->argv[1] = r->source[k->script];
-			k->argvlen[1] = strlen(r->source[k->script]);
-			engine_send(r, k);
-			return;
-		}
-		log_warnx("engine redis: %s", reply->str);
+	if (strcmp(status, "ERR") == 0) {
+		log_warnx("engine redis: %s",
+		          a->elements > 1 &&
+		                  a->element[1]->type == REDIS_REPLY_STRING
+		              ? a->element[1]->str
+		              : "an operation failed");
 		call_fail(k);
 		return;
 	}
-	if (parse_header(r, k, reply) != 0 ||
-	    (k->res.status == CSQ_OK && parse_data(k, reply) != 0)) {
-		log_warnx("engine redis: a script's reply has an unexpected "
-		          "shape");
+	k->res.status = status_of(status);
+	if (k->res.status == CSQ_OK && parse_data(k, a) != 0) {
+		log_warnx("engine redis: a reply of %s has an unexpected shape",
+		          k->name);
 		call_fail(k);
 		return;
 	}
+	k->wait_event = last;
 	if (k->wait_event > r->seen_event || !TAILQ_EMPTY(&r->parked)) {
 		k->parked_ms = mono_ms();
 		TAILQ_INSERT_TAIL(&r->parked, k, entry);
@@ -689,16 +699,183 @@ call_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	call_answer(k);
 }
 
+/* Batches. */
+
+static void batch_write(struct redis_batch *);
+static void batch_send(struct redis_engine *);
+
+/* Sends the next batch at the end of this loop turn, when it may go. */
 static void
-engine_send(struct redis_engine *r, struct redis_call *k)
+batch_schedule(struct redis_engine *r)
 {
-	if (r->cmd.ac == NULL ||
-	    redisAsyncCommandArgv(r->cmd.ac, call_reply_cb, k, k->argc, k->argv,
-	                          k->argvlen) != REDIS_OK)
-		call_fail(k);
+	if (!r->freeing && !TAILQ_EMPTY(&r->pending) &&
+	    r->inflight < BATCH_INFLIGHT)
+		event_active(r->flush, EV_TIMEOUT, 0);
 }
 
-/* Calls. */
+static void
+batch_fail(struct redis_batch *b)
+{
+	struct redis_call *k;
+
+	while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
+		TAILQ_REMOVE(&b->calls, k, entry);
+		call_fail(k);
+	}
+	free(b);
+}
+
+static void
+pending_fail(struct redis_engine *r)
+{
+	struct redis_call *k;
+
+	while ((k = TAILQ_FIRST(&r->pending)) != NULL) {
+		TAILQ_REMOVE(&r->pending, k, entry);
+		call_fail(k);
+	}
+}
+
+static void
+batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct redis_batch *b = priv;
+	struct redis_engine *r = b->r;
+	redisReply *reply = reply_;
+	struct redis_call *k;
+	int64_t last;
+	size_t i = 4;
+
+	(void)ac;
+	if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+	    strncmp(reply->str, "NOSCRIPT", 8) == 0 && !b->resent) {
+		/* The script cache was flushed: the source itself, once. */
+		b->resent = 1;
+		batch_write(b);
+		return;
+	}
+	r->inflight--;
+	/* What came in while this call ran goes at once, before its results
+	 * are handled: Redis runs it while this daemon answers. */
+	if (!r->freeing && reply != NULL)
+		while (r->inflight < BATCH_INFLIGHT &&
+		       !TAILQ_EMPTY(&r->pending))
+			batch_send(r);
+	if (reply == NULL) {
+		batch_fail(b);
+	} else if (reply->type == REDIS_REPLY_ERROR) {
+		log_warnx("engine redis: %s", reply->str);
+		batch_fail(b);
+	} else if ((last = parse_header(r, reply)) < 0) {
+		log_warnx("engine redis: a reply of an unexpected shape");
+		batch_fail(b);
+	} else {
+		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
+			TAILQ_REMOVE(&b->calls, k, entry);
+			call_done(
+			    k, i < reply->elements ? reply->element[i] : NULL,
+			    (uint64_t)last);
+			i++;
+		}
+		free(b);
+	}
+	batch_schedule(r);
+}
+
+/* Sends b: EVALSHA (EVAL after a NOSCRIPT) of the script with the limits
+ * and b's operations. */
+static void
+batch_write(struct redis_batch *b)
+{
+	struct redis_engine *r = b->r;
+	char limits[4][24], counts[BATCH_MAX + 1][12];
+	const char **argv;
+	size_t *argvlen;
+	struct redis_call *k;
+	int argc = 0, n = 9, i, j = 0, rc;
+
+	TAILQ_FOREACH(k, &b->calls, entry)
+	n += 2 + k->argc;
+	argv = csq_xmalloc((size_t)n * sizeof(*argv));
+	argvlen = csq_xmalloc((size_t)n * sizeof(*argvlen));
+#define ARG(s, len) (argv[argc] = (s), argvlen[argc++] = (len))
+	ARG(b->resent ? "EVAL" : "EVALSHA", b->resent ? 4 : 7);
+	ARG(b->resent ? redis_lua_source : r->sha,
+	    strlen(b->resent ? redis_lua_source : r->sha));
+	ARG("1", 1);
+	ARG(r->stats_key, strlen(r->stats_key));
+	snprintf(limits[0], sizeof(limits[0]), "%u", r->limits.servicer_ttl_s);
+	snprintf(limits[1], sizeof(limits[1]), "%u", r->limits.user_ttl_s);
+	snprintf(limits[2], sizeof(limits[2]), "%u", r->limits.max_tier);
+	snprintf(limits[3], sizeof(limits[3]), "%llu",
+	         (unsigned long long)r->limits.max_queue_length);
+	for (i = 0; i < 4; i++)
+		ARG(limits[i], strlen(limits[i]));
+	snprintf(counts[j], sizeof(counts[j]), "%d", b->ncalls);
+	ARG(counts[j], strlen(counts[j]));
+	j++;
+	TAILQ_FOREACH(k, &b->calls, entry)
+	{
+		ARG(k->name, strlen(k->name));
+		snprintf(counts[j], sizeof(counts[j]), "%d", k->argc);
+		ARG(counts[j], strlen(counts[j]));
+		j++;
+		for (i = 0; i < k->argc; i++)
+			ARG(k->argv[i], k->argvlen[i]);
+	}
+#undef ARG
+	/* hiredis copies the command into its output buffer at once. */
+	rc = r->cmd.ac == NULL
+	         ? REDIS_ERR
+	         : redisAsyncCommandArgv(r->cmd.ac, batch_reply_cb, b, argc,
+	                                 argv, argvlen);
+	free(argv);
+	free(argvlen);
+	if (rc != REDIS_OK) {
+		r->inflight--;
+		batch_fail(b);
+		/* The connection is going: so is what waits to be sent. */
+		pending_fail(r);
+	}
+}
+
+/* Sends up to BATCH_MAX pending operations as one script call. */
+static void
+batch_send(struct redis_engine *r)
+{
+	struct redis_batch *b;
+	struct redis_call *k;
+
+	if (TAILQ_EMPTY(&r->pending))
+		return;
+	b = csq_xcalloc(1, sizeof(*b));
+	b->r = r;
+	TAILQ_INIT(&b->calls);
+	while (b->ncalls < BATCH_MAX &&
+	       (k = TAILQ_FIRST(&r->pending)) != NULL) {
+		TAILQ_REMOVE(&r->pending, k, entry);
+		TAILQ_INSERT_TAIL(&b->calls, k, entry);
+		b->ncalls++;
+	}
+	r->inflight++;
+	batch_write(b);
+}
+
+static void
+flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct redis_engine *r = arg;
+
+	(void)fd, (void)what;
+	if (!r->up) {
+		pending_fail(r);
+		return;
+	}
+	while (r->inflight < BATCH_INFLIGHT && !TAILQ_EMPTY(&r->pending))
+		batch_send(r);
+}
+
+/* Operations. */
 
 static void
 arg_str(struct redis_call *k, const char *s, size_t len)
@@ -728,25 +905,25 @@ arg_int(struct redis_call *k, int64_t v)
 }
 
 static struct redis_call *
-call_new(struct redis_engine *r, enum redis_script script, enum csq_opcode code,
+call_new(struct redis_engine *r, const char *name, enum csq_opcode code,
          csq_engine_cb *cb, void *arg)
 {
 	struct redis_call *k = csq_xcalloc(1, sizeof(*k));
 
 	k->r = r;
-	k->script = script;
+	k->name = name;
 	k->code = code;
 	k->cb = cb;
 	k->arg = arg;
-	arg_cstr(k, "EVALSHA");
-	arg_cstr(k, r->sha[script]);
-	arg_cstr(k, "1");
-	arg_cstr(k, r->stats_key);
-	arg_int(k, r->limits.servicer_ttl_s);
-	arg_int(k, r->limits.user_ttl_s);
-	arg_int(k, r->limits.max_tier);
-	arg_int(k, (int64_t)r->limits.max_queue_length);
 	return k;
+}
+
+/* Queues k for the next batch. */
+static void
+call_send(struct redis_engine *r, struct redis_call *k)
+{
+	TAILQ_INSERT_TAIL(&r->pending, k, entry);
+	batch_schedule(r);
 }
 
 static void
@@ -782,21 +959,15 @@ static int
 call_build(struct redis_engine *r, const struct csq_op *op, csq_engine_cb *cb,
            void *arg, struct redis_call **out)
 {
-	static const enum redis_script scripts[] = {
-	    [CSQ_OP_HEARTBEAT] = REDIS_HEARTBEAT,
-	    [CSQ_OP_PAUSE] = REDIS_STATUS,
-	    [CSQ_OP_RESUME] = REDIS_STATUS,
-	    [CSQ_OP_LOGOUT] = REDIS_LOGOUT,
-	    [CSQ_OP_RELEASE] = REDIS_RELEASE,
-	    [CSQ_OP_ENQUEUE] = REDIS_ENQUEUE,
-	    [CSQ_OP_TOUCH] = REDIS_TOUCH,
-	    [CSQ_OP_LEAVE] = REDIS_LEAVE,
-	    [CSQ_OP_WHERE] = REDIS_WHERE,
-	    [CSQ_OP_QUEUE] = REDIS_QUEUE,
-	    [CSQ_OP_QLEN] = REDIS_QLEN,
-	    [CSQ_OP_SERVICERS] = REDIS_SERVICERS,
-	    [CSQ_OP_STATS] = REDIS_STATS,
-	    [CSQ_OP_EXPIRE] = REDIS_EXPIRE,
+	/* The functions of daemon/lua/, OPS.<name>. */
+	static const char *const names[] = {
+	    [CSQ_OP_HEARTBEAT] = "heartbeat", [CSQ_OP_PAUSE] = "status",
+	    [CSQ_OP_RESUME] = "status",       [CSQ_OP_LOGOUT] = "logout",
+	    [CSQ_OP_RELEASE] = "release",     [CSQ_OP_ENQUEUE] = "enqueue",
+	    [CSQ_OP_TOUCH] = "touch",         [CSQ_OP_LEAVE] = "leave",
+	    [CSQ_OP_WHERE] = "where",         [CSQ_OP_QUEUE] = "queue",
+	    [CSQ_OP_QLEN] = "qlen",           [CSQ_OP_SERVICERS] = "servicers",
+	    [CSQ_OP_STATS] = "stats",         [CSQ_OP_EXPIRE] = "expire",
 	};
 	char sid[CSQ_ID_MAX + 1];
 	struct redis_call *k;
@@ -804,7 +975,7 @@ call_build(struct redis_engine *r, const struct csq_op *op, csq_engine_cb *cb,
 
 	if (op->code == CSQ_OP_LIMITS || op->code == CSQ_OP_REARM)
 		return -1;
-	k = call_new(r, scripts[op->code], op->code, cb, arg);
+	k = call_new(r, names[op->code], op->code, cb, arg);
 	switch (op->code) {
 	case CSQ_OP_HEARTBEAT:
 		args_heartbeat(k, &op->heartbeat);
@@ -866,7 +1037,7 @@ redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 		cb(arg, &res);
 		return;
 	}
-	engine_send(r, k);
+	call_send(r, k);
 }
 
 /* Deadlines. */
@@ -931,7 +1102,7 @@ static void
 peek_send(struct redis_engine *r)
 {
 	r->peek_sent_us = metrics_now_us();
-	engine_send(r, call_new(r, REDIS_PEEK, CSQ_OP_LIMITS, peek_done, r));
+	call_send(r, call_new(r, "peek", CSQ_OP_LIMITS, peek_done, r));
 }
 
 static void
@@ -969,6 +1140,21 @@ sub_event(struct redis_engine *r, const char *json, size_t len)
 		r->emit(r->emit_arg, &ev);
 }
 
+/* A message holds the events of one script call, one a line. */
+static void
+sub_events(struct redis_engine *r, const char *msg, size_t len)
+{
+	const char *end = msg + len, *nl;
+
+	while (msg < end) {
+		nl = memchr(msg, '\n', (size_t)(end - msg));
+		if (nl == NULL)
+			nl = end;
+		sub_event(r, msg, (size_t)(nl - msg));
+		msg = nl + 1;
+	}
+}
+
 static void
 sub_message_cb(redisAsyncContext *ac, void *reply_, void *priv)
 {
@@ -994,7 +1180,7 @@ sub_message_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	}
 	if (strcmp(kind->str, "message") == 0 &&
 	    body->type == REDIS_REPLY_STRING) {
-		sub_event(c->r, body->str, body->len);
+		sub_events(c->r, body->str, body->len);
 		parked_flush(c->r, 0);
 	}
 }
@@ -1031,16 +1217,15 @@ static void
 redis_free(struct csq_engine *e)
 {
 	struct redis_engine *r = redis_engine(e);
-	size_t i;
 
 	r->freeing = 1;
+	pending_fail(r);
 	parked_flush(r, 1);
 	conn_close(&r->cmd);
 	conn_close(&r->sub);
 	parked_flush(r, 1);
 	event_free(r->tick);
-	for (i = 0; i < REDIS_NSCRIPTS; i++)
-		free(r->source[i]);
+	event_free(r->flush);
 	free(r);
 }
 
@@ -1079,7 +1264,6 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	struct redis_engine *r = csq_xcalloc(1, sizeof(*r));
 	struct timeval tv = {TICK_MS / 1000, (TICK_MS % 1000) * 1000};
 	const char *host = cfg->redis_host;
-	size_t i, a, b;
 
 	r->base.ops = &redis_ops;
 	r->evb = evb;
@@ -1105,15 +1289,9 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	r->deadline_arg = arg;
 	r->next_redis = -1;
 	r->rtt_us = -1;
+	TAILQ_INIT(&r->pending);
 	TAILQ_INIT(&r->parked);
-	for (i = 0; i < REDIS_NSCRIPTS; i++) {
-		a = strlen(redis_lua_common);
-		b = strlen(redis_lua[i]);
-		r->source[i] = csq_xmalloc(a + b + 2);
-		memcpy(r->source[i], redis_lua_common, a);
-		r->source[i][a] = '\n';
-		memcpy(r->source[i] + a + 1, redis_lua[i], b + 1);
-	}
+	r->flush = event_new(evb, -1, 0, flush_cb, r);
 	conn_init(r, &r->cmd, "commands");
 	conn_init(r, &r->sub, "events");
 	r->tick = event_new(evb, -1, EV_PERSIST, tick_cb, r);

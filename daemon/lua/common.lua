@@ -1,17 +1,14 @@
--- The prelude of every csq script: the key layout, the clock, and the rules
--- of libcsq (lib/csq.c, lib/servicer.c, lib/matcher.c) written again for
--- the state in Redis. Each script is this prelude followed by one
--- operation, so that an operation runs atomically, whichever daemon sends
--- it. docs/design.md describes the keys.
+-- The prelude of csq's script: the key layout, the clock, and the rules of
+-- libcsq (lib/csq.c, lib/servicer.c, lib/matcher.c) written again for the
+-- state in Redis. The script is this prelude, then one function per
+-- operation (OPS.<name>, one file each), then batch.lua, which runs the
+-- operations that a daemon sends in one call, in order. A call is atomic,
+-- whichever daemon sends it. docs/design.md describes the keys.
 --
 -- KEYS[1] is "{prefix}:stats"; every other key is derived from the same
 -- hash tag, so all of them live in one Cluster slot.
 -- ARGV[1..4]: the daemon's servicer_ttl, user_ttl, max_tier and
--- max_queue_length; the operation's own arguments follow from ARGV[5].
--- A script returns { status, deadline, Redis time in ms, last event id
--- published (0 none), results... }. The deadline is the earliest one the
--- script set (-1 none): the daemon's timer takes the sooner of it and what
--- it knew; only the reaper and the health check return the true earliest.
+-- max_queue_length; ARGV[5] and after: the operations (batch.lua).
 
 local STATS = KEYS[1]
 local P = string.sub(STATS, 1, -6)
@@ -32,7 +29,9 @@ local SERVICER_TTL = tonumber(ARGV[1])
 local USER_TTL = tonumber(ARGV[2])
 local MAX_LENGTH = tonumber(ARGV[4])
 
--- Numbers leave Lua through "%.14g" unless formatted: keys need all digits.
+-- Numbers become text through "%.14g" in Lua's tostring and "..", which
+-- would round a packed key: text that holds a number is made with int().
+-- (redis.call converts a number argument with all its digits itself.)
 local function int(n)
 	return string.format('%d', n)
 end
@@ -52,28 +51,43 @@ local function elapsed(since)
 	return 0
 end
 
--- Counters change by deltas, written once at the end. Two are derived
--- rather than kept (stats.lua): enqueued_total is the sequence, and waiting
--- is enqueued + requeued - matched - abandoned.
-local deltas = {}
+-- Counters change by deltas, written once at the end of the call. Two are
+-- derived rather than kept (stats.lua): enqueued_total is the sequence, and
+-- waiting is enqueued + requeued - matched - abandoned. An operation's
+-- deltas (op_deltas, made on its first change) count only if it succeeds
+-- (batch.lua).
+local op_deltas
 local function stat(field, d)
-	deltas[field] = (deltas[field] or 0) + d
+	if not op_deltas then op_deltas = {} end
+	op_deltas[field] = (op_deltas[field] or 0) + d
+end
+
+-- Operations, by name: each takes its arguments (strings, as the daemon
+-- sent them) and returns its reply, { status, results... }.
+local OPS = {}
+local function reply(status, ...)
+	return { status, ... }
 end
 
 -- Events wait until the end too: then they get their ids, one counter for
--- all daemons, so that a daemon can tell when it has seen them all.
+-- all daemons, so that a daemon can tell when it has seen them all. An
+-- event is kept as the text of its JSON fields after "id"; fields is a
+-- string.format pattern for those after "ts". Ids and queue names need no
+-- escaping: their characters are [A-Za-z0-9._:@-] (protocol.md).
 local events = {}
-local function event(name)
-	local e = { '"event":"' .. name .. '"', '"ts":' .. int(NOW) }
-	events[#events + 1] = e
-	return e
+local TS = '"ts":' .. int(NOW)
+local function event(name, fields, ...)
+	events[#events + 1] = '"event":"' .. name .. '",' .. TS ..
+	                      string.format(fields, ...)
 end
-local function add_str(e, k, v) e[#e + 1] = '"' .. k .. '":"' .. v .. '"' end
-local function add_int(e, k, v) e[#e + 1] = '"' .. k .. '":' .. int(v) end
 
+-- The earliest deadline the call set (-1 none): the daemon's timer takes
+-- the sooner of it and what it knew. exact: an operation wants the true
+-- earliest one returned (the reaper, the health check).
 local soonest = -1
+local exact = false
 local function deadline_set(member, at)
-	redis.call('ZADD', DEADLINES, int(at), member)
+	redis.call('ZADD', DEADLINES, at, member)
 	if soonest < 0 or at < soonest then soonest = at end
 end
 local function deadline_clear(member)
@@ -84,27 +98,6 @@ local function earliest()
 	local r = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
 	if r[2] then return tonumber(r[2]) end
 	return -1
-end
-
--- Publishes the events in causal order and writes the counters; returns
--- the reply with its header. exact: the true earliest deadline.
-local function finish(status, exact, ...)
-	for f, d in pairs(deltas) do
-		if d ~= 0 then redis.call('HINCRBY', STATS, f, d) end
-	end
-	local last = 0
-	if #events > 0 then
-		last = redis.call('HINCRBY', STATS, 'event_id', #events)
-		local id = last - #events
-		for _, e in ipairs(events) do
-			id = id + 1
-			redis.call('PUBLISH', EVENTS, '{"id":' .. int(id) .. ',' ..
-			           table.concat(e, ',') .. '}')
-		end
-	end
-	local next = soonest
-	if exact then next = earliest() end
-	return { status, next, NOW, last, ... }
 end
 
 -- Servicers: a hash of their fields; S2R their busy rooms (index -> user).
@@ -124,7 +117,7 @@ local function servicer_save(s)
 	redis.call('HSET', servicer_key(s.id), 'status', s.status,
 	           'capacity', s.capacity, 'ttl', s.ttl, 'active', s.active,
 	           'queues', table.concat(s.queues, ','),
-	           'last_order', int(s.last_order), 'last_ms', int(s.last_ms))
+	           'last_order', s.last_order, 'last_ms', s.last_ms)
 end
 
 local function free_count(s)
@@ -154,7 +147,7 @@ local function account(s)
 	if s.status == 'ready' then stat('rooms_free', free_count(s)) end
 	if has_free(s) then
 		for _, q in ipairs(s.queues) do
-			redis.call('ZADD', free_key(q), int(s.last_order), s.id)
+			redis.call('ZADD', free_key(q), s.last_order, s.id)
 		end
 	end
 end
@@ -208,11 +201,10 @@ local function user_free(u)
 	redis.call('DEL', user_key(u.id))
 end
 
-local function user_event(name, u)
-	local e = event(name)
-	add_str(e, 'user', u.id)
-	add_str(e, 'queue', u.queue)
-	return e
+-- An event about u: its user and queue, then fields.
+local function user_event(name, u, fields, ...)
+	event(name, ',"user":"%s","queue":"%s"' .. (fields or ''), u.id, u.queue,
+	      ...)
 end
 
 -- The matcher (lib/matcher.c).
@@ -228,7 +220,7 @@ local function assign(u, s, room)
 	u.room = room
 	u.assigned = NOW
 	redis.call('HSET', user_key(u.id), 'state', 'assigned',
-	           'servicer', s.id, 'room', room, 'assigned', int(NOW))
+	           'servicer', s.id, 'room', room, 'assigned', NOW)
 	redis.call('HSET', rooms_key(s.id), room, u.id)
 	s.active = s.active + 1
 	s.last_order = redis.call('HINCRBY', STATS, 'order', 1)
@@ -236,11 +228,9 @@ local function assign(u, s, room)
 	account(s)
 	servicer_save(s)
 	stat('matched_total', 1)
-	local e = user_event('matched', u)
-	add_int(e, 'tier', tier_of(u.key))
-	add_str(e, 'servicer', s.id)
-	add_str(e, 'room', s.id .. '/' .. room)
-	add_int(e, 'waited_ms', elapsed(u.arrival))
+	user_event('matched', u,
+	           ',"tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d',
+	           tier_of(u.key), s.id, s.id, room, elapsed(u.arrival))
 end
 
 -- A user started waiting: the ready servicer with a free room serving its
@@ -282,10 +272,8 @@ local function room_release(s, idx, uid, by)
 	account(s)
 	servicer_save(s)
 	local u = user_load(uid)
-	local e = user_event('released', u)
-	add_str(e, 'servicer', s.id)
-	add_str(e, 'room', s.id .. '/' .. idx)
-	add_str(e, 'by', by)
+	user_event('released', u, ',"servicer":"%s","room":"%s/%d","by":"%s"',
+	           s.id, s.id, idx, by)
 	user_free(u)
 	match_servicer(s)
 end
@@ -294,8 +282,7 @@ end
 local function user_abandon(u, reason)
 	redis.call('ZREM', queue_key(u.queue), u.id)
 	stat('abandoned_total', 1)
-	local e = user_event('left', u)
-	add_str(e, 'reason', reason)
+	user_event('left', u, ',"reason":"%s"', reason)
 	user_free(u)
 end
 
@@ -316,15 +303,13 @@ local function servicer_remove(s, reason)
 		u.state = 'waiting'
 		redis.call('HSET', user_key(u.id), 'state', 'waiting')
 		redis.call('HDEL', user_key(u.id), 'servicer', 'room', 'assigned')
-		redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
+		redis.call('ZADD', queue_key(u.queue), u.key, u.id)
 		stat('requeued_total', 1)
 		if u.ttl > 0 then deadline_set('u:' .. u.id, NOW + u.ttl * 1000) end
-		local e = user_event('requeued', u)
-		add_int(e, 'tier', tier_of(u.key))
-		add_int(e, 'position', position(u))
-		add_str(e, 'servicer', s.id)
-		add_str(e, 'room', s.id .. '/' .. r.idx)
-		add_str(e, 'reason', reason)
+		user_event('requeued', u,
+		           ',"tier":%d,"position":%d,"servicer":"%s","room":"%s/%d"' ..
+		           ',"reason":"%s"', tier_of(u.key), position(u), s.id, s.id,
+		           r.idx, reason)
 		back[#back + 1] = u
 	end
 	redis.call('DEL', rooms_key(s.id), servicer_key(s.id))
@@ -332,9 +317,7 @@ local function servicer_remove(s, reason)
 	redis.call('ZREM', SERVICERS, s.id)
 	stat('servicers', -1)
 	if reason == 'lost' then stat('servicers_lost_total', 1) end
-	local e = event('servicer_down')
-	add_str(e, 'servicer', s.id)
-	add_str(e, 'reason', reason)
+	event('servicer_down', ',"servicer":"%s","reason":"%s"', s.id, reason)
 	table.sort(back, function(a, b) return a.key < b.key end)
 	for _, u in ipairs(back) do
 		if u.state == 'waiting' then match_user(u) end

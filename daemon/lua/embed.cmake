@@ -1,7 +1,7 @@
-# Writes the Lua scripts of the Redis engine into a C file, as string
-# constants: cmake -DDIR=<lua dir> -DOUT=<file.c> -DNAMES=a,b,c -P embed.cmake
-# The file defines redis_lua_common and redis_lua[], NAMES in the order of
-# enum redis_script (daemon/redis_scripts.h).
+# Writes the Lua script of the Redis engine into a C file, as one string
+# constant: cmake -DDIR=<lua dir> -DOUT=<file.c> -DNAMES=a,b,c -P embed.cmake
+# The script is common.lua, then each of NAMES (the operations), then
+# batch.lua; the file defines redis_lua_source (daemon/redis_scripts.h).
 function(csq_lua_literal file var)
   file(READ ${file} body)
   string(REPLACE "\\" "\\\\" body "${body}")
@@ -12,14 +12,11 @@ endfunction()
 
 set(out "/* Generated from daemon/lua by embed.cmake: do not edit. */\n")
 string(APPEND out "#include \"redis_scripts.h\"\n\n")
-csq_lua_literal(${DIR}/common.lua lit)
-string(APPEND out "const char redis_lua_common[] =\n${lit};\n\n")
-set(table "")
+string(APPEND out "const char redis_lua_source[] =\n")
 string(REPLACE "," ";" names "${NAMES}")
-foreach(name ${names})
+foreach(name common ${names} batch)
   csq_lua_literal(${DIR}/${name}.lua lit)
-  string(APPEND out "static const char lua_${name}[] =\n${lit};\n\n")
-  string(APPEND table "    lua_${name},\n")
+  string(APPEND out "${lit}\n")
 endforeach()
-string(APPEND out "const char *const redis_lua[REDIS_NSCRIPTS] = {\n${table}};\n")
+string(APPEND out "    ;\n")
 file(WRITE ${OUT} "${out}")

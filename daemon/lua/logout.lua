@@ -1,5 +1,6 @@
--- LOGOUT: ARGV[5] servicer. Unknown: nothing to do, 0 requeued.
-local s = servicer_load(ARGV[5])
-if not s then return finish('OK', false, 0) end
-local n = servicer_remove(s, 'logout')
-return finish('OK', false, n)
+-- LOGOUT servicer. Unknown: nothing to do, 0 requeued.
+OPS.logout = function(id)
+	local s = servicer_load(id)
+	if not s then return reply('OK', 0) end
+	return reply('OK', servicer_remove(s, 'logout'))
+end

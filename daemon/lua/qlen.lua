@@ -1,2 +1,4 @@
--- QLEN: ARGV[5] queue.
-return finish('OK', false, redis.call('ZCARD', queue_key(ARGV[5])))
+-- QLEN queue.
+OPS.qlen = function(q)
+	return reply('OK', redis.call('ZCARD', queue_key(q)))
+end

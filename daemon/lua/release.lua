@@ -1,8 +1,11 @@
--- RELEASE: ARGV[5] servicer, [6] room index (the daemon parsed the room).
-local s = servicer_load(ARGV[5])
-local idx = tonumber(ARGV[6])
-if not s or not room_exists(s, idx) then return finish('NOTFOUND', false) end
-local uid = redis.call('HGET', rooms_key(s.id), idx)
-if not uid then return finish('OK', false, 0) end
-room_release(s, idx, uid, 'servicer')
-return finish('OK', false, 1)
+-- RELEASE room, as the servicer and the room's index (the daemon parsed
+-- the room id).
+OPS.release = function(sid, idx)
+	local s = servicer_load(sid)
+	idx = tonumber(idx)
+	if not s or not room_exists(s, idx) then return reply('NOTFOUND') end
+	local uid = redis.call('HGET', rooms_key(s.id), idx)
+	if not uid then return reply('OK', 0) end
+	room_release(s, idx, uid, 'servicer')
+	return reply('OK', 1)
+end

@@ -1,14 +1,15 @@
--- PAUSE and RESUME: ARGV[5] servicer, [6] the new status.
-local s = servicer_load(ARGV[5])
-if not s then return finish('NOTFOUND', false) end
-local status = ARGV[6]
-if s.status == status then return finish('OK', false) end
-unaccount(s)
-s.status = status
-account(s)
-servicer_save(s)
-local name = 'servicer_paused'
-if status == 'ready' then name = 'servicer_resumed' end
-add_str(event(name), 'servicer', s.id)
-match_servicer(s)
-return finish('OK', false)
+-- PAUSE and RESUME: the servicer and its new status.
+OPS.status = function(id, status)
+	local s = servicer_load(id)
+	if not s then return reply('NOTFOUND') end
+	if s.status == status then return reply('OK') end
+	unaccount(s)
+	s.status = status
+	account(s)
+	servicer_save(s)
+	local name = 'servicer_paused'
+	if status == 'ready' then name = 'servicer_resumed' end
+	event(name, ',"servicer":"%s"', s.id)
+	match_servicer(s)
+	return reply('OK')
+end

@@ -1,4 +1,6 @@
--- WHERE: ARGV[5] user.
-local u = user_load(ARGV[5])
-if not u then return finish('OK', false, 'none', '', 0, 0, 0, '', '', 0) end
-return finish('OK', false, user_info(u))
+-- WHERE user.
+OPS.where = function(id)
+	local u = user_load(id)
+	if not u then return reply('OK', 'none', '', 0, 0, 0, '', '', 0) end
+	return reply('OK', user_info(u))
+end

@@ -2,9 +2,10 @@
  * The Redis engine with several daemons: two csqd on one redis-server and
  * one key prefix under concurrent load; kill -9 of a daemon; redis-server
  * stopped and started again under load; AUTH, redis.db and Unix sockets;
- * the key namespace. The program starts its own redis-servers and daemons
- * with engine "redis" whatever CSQ_TEST_ENGINE says, and exits 77 when
- * there is no redis-server.
+ * the key namespace; operations batched into one script call, one of
+ * them failing; the script cache flushed. The program starts its own
+ * redis-servers and daemons with engine "redis" whatever CSQ_TEST_ENGINE says,
+ * and exits 77 when there is no redis-server.
  *
  * Workers run in threads with their own connections; they never call the
  * cmocka asserts (those jump to the main thread's test), they record the
@@ -1251,6 +1252,127 @@ reaped_once(void **state)
 	}
 }
 
+/*
+ * Many operations at once go to Redis in one script call. An operation
+ * that fails inside it (here: a key of the wrong type where a user's hash
+ * should be, so Redis refuses the first command on it) gets TRYAGAIN and
+ * changes nothing, while the operations sent beside it, from other
+ * connections in the same instant, stand with their replies and events.
+ */
+#define SIDE_USERS 16
+
+static void
+failed_operation_alone(void **state)
+{
+	struct rfx *fx = *state;
+	const char *ch[] = {"events"};
+	redisContext *c[SIDE_USERS + 1], *sub, *rc;
+	struct msgs m;
+	redisReply *r;
+	int i, queued = 0;
+
+	fx_daemon(fx, 0, "");
+	sub = csqd_connect(fx->d[0]);
+	SUBSCRIBE(sub, 1, ch);
+	rc = redisd_connect(fx->r);
+	freeReplyObject(CMD(rc, "SET {" PREFIX "}:user:bad not-a-hash"));
+	for (i = 0; i <= SIDE_USERS; i++)
+		c[i] = csqd_connect(fx->d[0]);
+	/* Written all before any reply is read: one turn of csqd's loop
+	 * reads them together. */
+	for (i = 0; i <= SIDE_USERS; i++) {
+		if (i == SIDE_USERS / 2)
+			redisAppendCommand(c[i], "ENQUEUE bad");
+		else
+			redisAppendCommand(c[i], "ENQUEUE side%d", i);
+		flush_pipeline(c[i]);
+	}
+	for (i = 0; i <= SIDE_USERS; i++) {
+		r = GET_REPLY(c[i]);
+		if (i == SIDE_USERS / 2)
+			assert_true(is_tryagain(r));
+		else
+			assert_string_equal(FIELD_STR(r, "state"), "waiting");
+		freeReplyObject(r);
+	}
+	r = CMD(c[0], "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), SIDE_USERS);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), SIDE_USERS);
+	freeReplyObject(r);
+	/* bad's state cannot be read either; its key is as it was. */
+	r = CMD(c[0], "WHERE bad");
+	assert_true(is_tryagain(r));
+	freeReplyObject(r);
+	r = CMD(rc, "GET {" PREFIX "}:user:bad");
+	assert_reply_bulk(r, "not-a-hash");
+	freeReplyObject(r);
+	MSGS_COLLECT(sub, &m);
+	for (i = 0; i < m.n; i++) {
+		if (strstr(m.m[i].payload, "\"bad\"") != NULL)
+			fail_msg("an event of the failed ENQUEUE: %s",
+			         m.m[i].payload);
+		if (strstr(m.m[i].payload, "\"event\":\"queued\"") != NULL)
+			queued++;
+	}
+	assert_int_equal(queued, SIDE_USERS);
+	msgs_free(&m);
+	assert_true(file_contains(fx->d[0]->log_path, "WRONGTYPE"));
+	/* The next ENQUEUE of a good user works as ever. */
+	r = CMD(c[0], "ENQUEUE after");
+	assert_int_equal(FIELD_INT(r, "position"), SIDE_USERS + 1);
+	freeReplyObject(r);
+	for (i = 0; i <= SIDE_USERS; i++)
+		redisFree(c[i]);
+	redisFree(sub);
+	redisFree(rc);
+}
+
+/*
+ * SCRIPT FLUSH empties Redis's script cache under the daemons: the next
+ * call gets NOSCRIPT, and csqd sends the script's source instead, once,
+ * which loads it again. Clients notice nothing, with one operation at a
+ * time and with many at once, and again after a second flush.
+ */
+static void
+script_flushed(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c[SIDE_USERS], *rc;
+	redisReply *r;
+	int round, i;
+
+	fx_daemon(fx, 0, "");
+	rc = redisd_connect(fx->r);
+	for (i = 0; i < SIDE_USERS; i++)
+		c[i] = csqd_connect(fx->d[0]);
+	for (round = 0; round < 2; round++) {
+		r = CMD(rc, "SCRIPT FLUSH");
+		assert_reply_status(r, "OK");
+		freeReplyObject(r);
+		r = CMD(c[0], "ENQUEUE one%d", round);
+		assert_int_equal(FIELD_INT(r, "position"),
+		                 round * (SIDE_USERS + 1) + 1);
+		freeReplyObject(r);
+		r = CMD(rc, "SCRIPT FLUSH");
+		freeReplyObject(r);
+		for (i = 0; i < SIDE_USERS; i++) {
+			redisAppendCommand(c[i], "ENQUEUE many%d.%d", round, i);
+			flush_pipeline(c[i]);
+		}
+		for (i = 0; i < SIDE_USERS; i++) {
+			r = GET_REPLY(c[i]);
+			assert_string_equal(FIELD_STR(r, "state"), "waiting");
+			freeReplyObject(r);
+		}
+	}
+	r = CMD(c[0], "QLEN default");
+	assert_reply_integer(r, 2 * (SIDE_USERS + 1));
+	freeReplyObject(r);
+	for (i = 0; i < SIDE_USERS; i++)
+		redisFree(c[i]);
+	redisFree(rc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1264,6 +1386,9 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(auth_db_unix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(keys_under_prefix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(reaped_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(failed_operation_alone, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(script_flushed, setup, teardown),
 	};
 
 	if (redisd_binary() == NULL) {

@@ -490,6 +490,40 @@ capacity_lowered(void **state)
 	CHECK(fx->c, ":0", "RELEASE s1/2");
 }
 
+/*
+ * SERVICERS with thousands of servicers: every one, in id order. (The
+ * Redis engine once built this reply with Lua's unpack(), which fails
+ * beyond some thousands of values: 3,000 servicers are 15,000.)
+ */
+#define MANY_SERVICERS 3000
+
+static void
+servicers_many(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+	char id[32];
+	size_t i;
+
+	for (i = 0; i < MANY_SERVICERS; i++)
+		redisAppendCommand(fx->c, "HEARTBEAT m%05d TTL 600", (int)i);
+	for (i = 0; i < MANY_SERVICERS; i++) {
+		r = GET_REPLY(fx->c);
+		assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+		freeReplyObject(r);
+	}
+	r = CMD(fx->c, "SERVICERS");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, MANY_SERVICERS);
+	for (i = 0; i < MANY_SERVICERS; i++) {
+		snprintf(id, sizeof(id), "m%05zu", i);
+		assert_int_equal(r->element[i]->elements, 5);
+		assert_reply_bulk(r->element[i]->element[0], id);
+		assert_reply_bulk(r->element[i]->element[1], "ready");
+	}
+	freeReplyObject(r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -510,6 +544,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(release_invalid_room_ids, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(capacity_lowered, setup, teardown),
+	    cmocka_unit_test_setup_teardown(servicers_many, setup, teardown),
 	};
 
 	csqd_init(argc, argv);

@@ -1,0 +1,54 @@
+-- The operations of one call: ARGV[5] says how many; each is its name, the
+-- number of its arguments, then the arguments. They run in order, each in
+-- pcall: an operation that fails (a bug, Redis out of memory) gets
+-- { 'ERR', why } and neither its events nor its counters count, while the
+-- others stand. Then the counters are written and the events published, in
+-- causal order, as one message: one JSON object a line, each with its id
+-- from one counter for all daemons.
+--
+-- Returns { deadline, Redis time in ms, last event id (0 none), 1 if the
+-- deadline is the true earliest (else the earliest this call set, -1 none),
+-- then each operation's reply }.
+local nops = tonumber(ARGV[5])
+local out = {}
+local deltas = {}
+local at = 6
+for k = 1, nops do
+	local name, argc = ARGV[at], tonumber(ARGV[at + 1])
+	local nevents = #events
+	op_deltas = nil
+	local ok, res = pcall(OPS[name], unpack(ARGV, at + 2, at + 1 + argc))
+	at = at + 2 + argc
+	if ok then
+		if op_deltas then
+			for f, d in pairs(op_deltas) do
+				deltas[f] = (deltas[f] or 0) + d
+			end
+		end
+	else
+		for i = #events, nevents + 1, -1 do events[i] = nil end
+		if type(res) == 'table' and res.err then res = res.err end
+		res = { 'ERR', name .. ': ' .. tostring(res) }
+	end
+	out[4 + k] = res
+end
+
+for f, d in pairs(deltas) do
+	if d ~= 0 then redis.call('HINCRBY', STATS, f, d) end
+end
+local last = 0
+if #events > 0 then
+	last = redis.call('HINCRBY', STATS, 'event_id', #events)
+	local id = last - #events
+	local lines = {}
+	for i, e in ipairs(events) do
+		lines[i] = '{"id":' .. int(id + i) .. ',' .. e .. '}'
+	end
+	redis.call('PUBLISH', EVENTS, table.concat(lines, '\n'))
+end
+out[1] = soonest
+if exact then out[1] = earliest() end
+out[2] = NOW
+out[3] = last
+out[4] = exact and 1 or 0
+return out
