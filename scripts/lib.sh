@@ -4,9 +4,11 @@
 # Debian packages csqd needs to build and test. Sourced, never executed.
 
 # The Debian (bookworm) packages of the build, the tests and the Redis engine.
+# systemd is there for systemd-analyze (install.tree verifies the unit with
+# it); installing the package does not need systemd to run as PID 1.
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
 	libconfig-dev libcmocka-dev redis-tools redis-server libsystemd-dev
-	python3-prometheus-client)
+	python3-prometheus-client systemd)
 
 # Prints a message on stderr, prefixed with the script's name.
 csq_say()
