@@ -4,10 +4,10 @@
  * reconnect, so each connection keeps a timer that does both: a fresh
  * context for every attempt, a capped exponential backoff between them.
  *
- * Operations are batched: those that arrive while a script call is in
- * flight wait in a list and go together, in order, in the next call (one
- * EVALSHA of the one script, batch.lua), so that a busy daemon pays
- * Redis's cost of a script call once for many operations.
+ * Operations are batched: those that arrive in one loop turn go together,
+ * in order, in one call (one EVALSHA of the one script, batch.lua); when
+ * BATCH_INFLIGHT calls are in flight, the next waits for a reply. A busy
+ * daemon so pays Redis's cost of a script call once for many operations.
  *
  * A command's reply is held until this daemon has seen, on the
  * subscription, every event its call published (each event carries an id
@@ -44,7 +44,7 @@
 #define CALL_ARGS        48 /* HEARTBEAT: 6 and up to 32 queues */
 #define CALL_STORE       4096
 #define BATCH_MAX        128 /* operations in one script call */
-#define BATCH_INFLIGHT   1   /* script calls in flight at once */
+#define BATCH_INFLIGHT   8   /* script calls in flight at once */
 #define QUEUE_OFFSET_MAX (UINT64_C(1) << 52) /* exact in a Lua number */
 
 struct redis_engine;
