@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -80,10 +81,24 @@ notify_ready(const char *status)
 	notify_send(msg);
 }
 
+/*
+ * With the time of the reload on CLOCK_MONOTONIC: systemd 252 ignores it,
+ * but Type=notify-reload (systemd 253 and later) needs it to tell this
+ * reload from an earlier one.
+ */
 void
 notify_reloading(void)
 {
-	notify_send("RELOADING=1\nSTATUS=reloading the configuration");
+	char msg[128];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(msg, sizeof(msg),
+	         "RELOADING=1\nMONOTONIC_USEC=%llu\n"
+	         "STATUS=reloading the configuration",
+	         (unsigned long long)ts.tv_sec * 1000000ULL +
+	             (unsigned long long)ts.tv_nsec / 1000ULL);
+	notify_send(msg);
 }
 
 void
