@@ -3,7 +3,10 @@
 (the reference parser of the Prometheus text format), checks the families
 csqd must export and the histograms' shape, then checks expectations.
 
-usage: metrics_check.py URL [EXPECT ...]
+usage: metrics_check.py URL [--doc=FILE] [EXPECT ...]
+  --doc=FILE the metrics table of FILE (docs/operations.md) lists every
+             family of the scrape with its type, and only families that
+             csqd must export
   EXPECT is  name{label="v",...}=value   the sample exists with this value
           or name{label="v",...}>=value  the sample is at least value
           or !name{label="v",...}        no such sample
@@ -45,8 +48,9 @@ ENGINE_DOWN_FAMILIES = {"csq_engine_up", "csq_wait_seconds",
                         "csqd_command_errors", "csqd_command_duration_seconds"}
 
 # The Redis engine also shows its round trip (while it is up).
+REDIS_ONLY = {"csq_redis_rtt_seconds": "gauge"}
 if os.environ.get("CSQ_TEST_ENGINE") == "redis":
-    REQUIRED["csq_redis_rtt_seconds"] = "gauge"
+    REQUIRED.update(REDIS_ONLY)
 
 EXPECT_RE = re.compile(r'^(!?)([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?(?:(=|>=)(.+))?$')
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
@@ -77,7 +81,48 @@ def check_histograms(families, errors):
                 errors.append("%s%s: +Inf bucket != count" % (fam.name, rest))
 
 
+# A row of the metrics table: | `name` | type | ...
+DOC_ROW_RE = re.compile(r'^\|\s*`([a-z_:][a-z0-9_:]*)`\s*\|\s*([a-z]+)\s*\|')
+
+
+def exposed_name(fam):
+    """The name a family's samples carry: a counter's ends in _total."""
+    return fam.name + "_total" if fam.type == "counter" else fam.name
+
+
+def check_doc(path, families, errors):
+    """The table documents what the scrape shows, and nothing csqd may
+    leave out: each documented family is required on some engine."""
+    documented = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = DOC_ROW_RE.match(line)
+            if m and m.group(2) in ("gauge", "counter", "histogram"):
+                documented[m.group(1)] = m.group(2)
+    if not documented:
+        errors.append("%s: no metrics table" % path)
+        return
+    for fam in families:
+        name = exposed_name(fam)
+        if name not in documented:
+            errors.append("%s is exported but not documented in %s"
+                          % (name, path))
+        elif documented[name] != fam.type:
+            errors.append("%s is a %s, documented as a %s"
+                          % (name, fam.type, documented[name]))
+    required = {}
+    for fam_name, typ in list(REQUIRED.items()) + list(REDIS_ONLY.items()):
+        required[fam_name + "_total" if typ == "counter" else fam_name] = typ
+    for name in documented:
+        if name not in required:
+            errors.append("%s is documented in %s but no test requires it"
+                          % (name, path))
+
+
 def main():
+    doc = None
+    if len(sys.argv) > 2 and sys.argv[2].startswith("--doc="):
+        doc = sys.argv.pop(2)[len("--doc="):]
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
@@ -98,6 +143,8 @@ def main():
         if types.get(name) != typ:
             errors.append("family %s: type %s, want %s" % (name, types.get(name), typ))
     check_histograms(families, errors)
+    if doc is not None:
+        check_doc(doc, families, errors)
     samples = {}
     for f in families:
         for s in f.samples:

@@ -3,6 +3,7 @@
  * text parser (prometheus_client, through metrics_check.py) after scripted
  * scenarios, and the answers to other paths and methods.
  */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,41 +57,88 @@ http_body(const char *buf)
 }
 
 /*
- * Runs metrics_check.py on the daemon's /metrics with expectations (NULL
- * terminated). main() made sure that Python and prometheus_client are
- * there, so anything but success fails, 77 too.
+ * Runs metrics_check.py on the daemon's /metrics with the expectations in
+ * ap; returns its exit status (-1: it did not exit). Quiet sends its
+ * output to /dev/null, for polling.
  */
-static void
-metrics_check(struct csqd *d, ...)
+static int
+metrics_run(struct csqd *d, int quiet, va_list ap)
 {
 	const char *argv[64];
 	char url[128];
-	va_list ap;
-	int argc = 0, status;
+	int argc = 0, status, fd;
 	pid_t pid;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", d->http_port);
 	argv[argc++] = CSQ_PYTHON;
 	argv[argc++] = CSQ_METRICS_CHECK;
 	argv[argc++] = url;
-	va_start(ap, d);
 	while (argc < 63 && (argv[argc] = va_arg(ap, const char *)) != NULL)
 		argc++;
-	va_end(ap);
 	argv[argc] = NULL;
 	fflush(stderr);
 	if ((pid = fork()) == 0) {
-		dup2(2, 1);
+		if (quiet && (fd = open("/dev/null", O_WRONLY)) >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		} else
+			dup2(2, 1);
 		execv(CSQ_PYTHON, (char *const *)argv);
 		_exit(127);
 	}
 	waitpid(pid, &status, 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * Checks the daemon's /metrics with expectations (NULL terminated). main()
+ * made sure that Python and prometheus_client are there, so anything but
+ * success fails, 77 too.
+ */
+static void
+metrics_check_at(const char *file, int line, struct csqd *d, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, d);
+	rc = metrics_run(d, 0, ap);
+	va_end(ap);
+	if (rc != 0) {
 		csqd_dump_log(d);
-		fail_at(__FILE__, __LINE__, "metrics_check.py failed (%d)",
-		        status);
+		fail_at(file, line, "metrics_check.py failed (%d)", rc);
 	}
 }
+#define metrics_check(d, ...)                                                  \
+	metrics_check_at(__FILE__, __LINE__, (d), __VA_ARGS__)
+
+/* The same, polled until the expectations hold; fails after 5 s. */
+static void
+metrics_wait_at(const char *file, int line, struct csqd *d, ...)
+{
+	int64_t deadline = now_ms() + 5000;
+	va_list ap;
+	int rc;
+
+	for (;;) {
+		va_start(ap, d);
+		rc = metrics_run(d, 1, ap);
+		va_end(ap);
+		if (rc == 0)
+			return;
+		if (now_ms() > deadline)
+			break;
+		sleep_ms(50);
+	}
+	/* Once more, aloud, for the reason. */
+	va_start(ap, d);
+	rc = metrics_run(d, 0, ap);
+	va_end(ap);
+	csqd_dump_log(d);
+	fail_at(file, line, "metrics_check.py: not within 5 s (%d)", rc);
+}
+#define metrics_wait(d, ...)                                                   \
+	metrics_wait_at(__FILE__, __LINE__, (d), __VA_ARGS__)
 
 static int
 setup(void **state)
@@ -182,8 +230,11 @@ test_metrics_scenario(void **state)
 	CHECK(fx->c, "-ERR invalid user id", "ENQUEUE %s", "bad!id");
 	CHECK(fx->c, "-NOTFOUND no such servicer or room", "PAUSE nobody");
 	CHECK(fx->c, "-ERR unknown command 'FROBNICATE'", "FROBNICATE");
+	/* Every family documented in operations.md with its type, and
+	 * nothing documented that is not exported. */
 	metrics_check(
-	    fx->d, "csq_engine_up=1", "csq_waiting_users{queue=\"default\"}=1",
+	    fx->d, "--doc=" CSQ_OPERATIONS_DOC, "csq_engine_up=1",
+	    "csq_waiting_users{queue=\"default\"}=1",
 	    "csq_waiting_users{queue=\"vip\"}=1",
 	    "csq_waiting_users{queue=\"other\"}=0",
 	    "csq_waiting_users{queue=\"brief\"}=0", "csq_waiting_users_all=2",
@@ -234,6 +285,84 @@ test_metrics_wait_histogram(void **state)
 	              "csq_wait_seconds_bucket{le=\"1\"}=0",
 	              "csq_wait_seconds_bucket{le=\"5\"}=1",
 	              "csq_wait_seconds_sum>=1.1", "csq_matched_total=1", NULL);
+}
+
+/* Polls WHERE user until its state is want; fails after 5 s. */
+static void
+where_wait(redisContext *c, const char *user, const char *want)
+{
+	int64_t deadline = now_ms() + 5000;
+	redisReply *r;
+	int done;
+
+	for (;;) {
+		r = CMD(c, "WHERE %s", user);
+		done = strcmp(FIELD_STR(r, "state"), want) == 0;
+		freeReplyObject(r);
+		if (done)
+			return;
+		if (now_ms() > deadline)
+			fail_msg("%s not %s within 5 s", user, want);
+		sleep_ms(50);
+	}
+}
+
+/*
+ * A servicer lost with a user in its room: the loss and the requeue are
+ * counted, the user waits again; the next servicer takes both waiting
+ * users, and each match moves the wait histogram.
+ */
+static void
+test_metrics_lost_servicer(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+
+	r = CMD(fx->c, "HEARTBEAT s1 TTL 1");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE u1");
+	assert_string_equal(FIELD_STR(r, "state"), "assigned");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE u2");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	freeReplyObject(r);
+	metrics_check(fx->d, "csq_matched_total=1", "csq_wait_seconds_count=1",
+	              "csq_rooms{state=\"busy\"}=1",
+	              "csq_servicers_lost_total=0", NULL);
+	where_wait(fx->c, "u1", "waiting");
+	metrics_check(
+	    fx->d, "csq_servicers_lost_total=1", "csq_requeued_total=1",
+	    "csq_servicers{status=\"ready\"}=0", "csq_rooms{state=\"busy\"}=0",
+	    "csq_waiting_users{queue=\"default\"}=2", "csq_waiting_users_all=2",
+	    "csq_enqueued_total=2", "csq_matched_total=1",
+	    "csq_wait_seconds_count=1", NULL);
+	r = CMD(fx->c, "HEARTBEAT s2 CAPACITY 3");
+	assert_int_equal(FIELD_INT(r, "active"), 2);
+	freeReplyObject(r);
+	metrics_check(
+	    fx->d, "csq_matched_total=3", "csq_wait_seconds_count=3",
+	    "csq_wait_seconds_bucket{le=\"+Inf\"}=3",
+	    "csq_rooms{state=\"busy\"}=2", "csq_rooms{state=\"free\"}=1",
+	    "csq_waiting_users{queue=\"default\"}=0",
+	    "csq_servicers{status=\"ready\"}=1", "csq_servicers_lost_total=1",
+	    "csq_requeued_total=1", NULL);
+}
+
+/* csqd_connected_clients follows connections as they come and go. */
+static void
+test_metrics_clients(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *c2, *c3;
+
+	c2 = csqd_connect(fx->d);
+	c3 = csqd_connect(fx->d);
+	CHECK(c2, "+PONG", "PING");
+	CHECK(c3, "+PONG", "PING");
+	metrics_check(fx->d, "csqd_connected_clients=3", NULL);
+	redisFree(c2);
+	redisFree(c3);
+	metrics_wait(fx->d, "csqd_connected_clients=1", NULL);
 }
 
 /* A port taken: csqd refuses to start rather than run without it. */
@@ -341,6 +470,10 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_metrics_scenario, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_wait_histogram, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_lost_servicer, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_clients, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_http_port_taken, setup,
 	                                    csqd_fx_teardown),
