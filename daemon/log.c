@@ -164,6 +164,30 @@ log_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+static void
+log_at(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vlog(level, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_lines(enum log_level level, const char *text)
+{
+	const char *p, *nl;
+	size_t len;
+
+	for (p = text; *p != '\0'; p += len + (nl != NULL)) {
+		nl = strchr(p, '\n');
+		len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+		if (len > 0)
+			log_at(level, "%.*s", (int)len, p);
+	}
+}
+
 void
 fatal(const char *fmt, ...)
 {

@@ -13,6 +13,8 @@ void log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void log_error(const char *, ...) __attribute__((format(printf, 1, 2)));
+/* Each line of a multi-line report (a memstream's) as one message. */
+void log_lines(enum log_level, const char *text);
 void fatal(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 

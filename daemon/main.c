@@ -11,6 +11,28 @@
 #define EX_USAGE  64 /* sysexits.h: bad command line */
 #define EX_CONFIG 78 /* sysexits.h: configuration error */
 
+/*
+ * Loads the file for a run: each error is logged (under systemd, at the
+ * journal's error priority, so `journalctl -p err` shows why csqd did not
+ * start). Returns the number of errors.
+ */
+static int
+main_load(struct config *cfg, const char *path)
+{
+	char *report = NULL;
+	size_t len = 0;
+	FILE *err;
+	int n;
+
+	if ((err = open_memstream(&report, &len)) == NULL)
+		fatal("open_memstream");
+	n = config_load(cfg, path, err);
+	fclose(err);
+	log_lines(LOG_LVL_ERROR, report);
+	free(report);
+	return n;
+}
+
 static void
 usage(void)
 {
@@ -48,16 +70,19 @@ main(int argc, char *argv[])
 
 	log_init();
 	config_default(&cfg);
-	if (path != NULL)
-		errors = config_load(&cfg, path, stderr);
+	/* A check (-n) is for a person at a terminal: the bare lines. */
 	if (check) {
+		if (path != NULL)
+			errors = config_load(&cfg, path, stderr);
 		if (errors == 0)
 			printf("configuration OK\n");
 		return errors == 0 ? 0 : EX_CONFIG;
 	}
+	if (path != NULL)
+		errors = main_load(&cfg, path);
 	if (errors > 0) {
-		fprintf(stderr, "csqd: %d error%s in %s\n", errors,
-		        errors == 1 ? "" : "s", path);
+		log_error("%d error%s in %s; not starting", errors,
+		          errors == 1 ? "" : "s", path);
 		return EX_CONFIG;
 	}
 	log_set_level(cfg.log_level);

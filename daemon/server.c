@@ -224,17 +224,6 @@ server_stop_cb(evutil_socket_t sig, short what, void *arg)
 	server_client_gone(s);
 }
 
-/* Logs each line of a reload's error report. */
-static void
-server_log_lines(char *text)
-{
-	char *line, *save = NULL;
-
-	for (line = strtok_r(text, "\n", &save); line != NULL;
-	     line = strtok_r(NULL, "\n", &save))
-		log_warnx("%s", line);
-}
-
 /* Appends ", name" to a list of keys in buf. */
 static void
 server_note_key(char *buf, size_t len, const char *name)
@@ -268,7 +257,7 @@ server_reload(struct server *s)
 	n = config_load(&next, s->config_path, err);
 	fclose(err);
 	if (n > 0) {
-		server_log_lines(report);
+		log_lines(LOG_LVL_WARNING, report);
 		log_warnx("reload of %s failed (%d error%s); keeping the "
 		          "running configuration",
 		          s->config_path, n, n == 1 ? "" : "s");

@@ -4,8 +4,13 @@
  * no connection. A reload is waited for by its line in the log
  * ("configuration reloaded from", or "keeping the running configuration"
  * for an invalid file), never by a fixed sleep. Also here: the log lines
- * of a lost servicer, a logout that requeues, a full queue; and ECHO.
+ * of a lost servicer, a logout that requeues, a full queue; the journal's
+ * priority prefixes; and ECHO.
  */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -585,6 +590,139 @@ queue_full_lines(void **state)
 	                          "warning: queue r full (3 waiting)"));
 }
 
+/*
+ * Runs csqd -c conf with stdout and stderr to a file of dir, JOURNAL_STREAM
+ * naming that file (journal) or something else; when the daemon starts,
+ * stops it with SIGTERM once it is ready. Returns its exit status; the
+ * file's text is in out.
+ */
+static int
+journal_run(const char *dir, const char *conf, int journal, char *out,
+            size_t outlen)
+{
+	char log_path[256], conf_path[256], env[64];
+	int64_t deadline = now_ms() + WAIT_MS;
+	struct stat st;
+	int fd, status;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(conf_path, sizeof(conf_path), "%s/csqd.conf", dir);
+	snprintf(log_path, sizeof(log_path), "%s/stderr", dir);
+	write_file(conf_path, conf);
+	fd = open(log_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	if (journal)
+		snprintf(env, sizeof(env), "%llu:%llu",
+		         (unsigned long long)st.st_dev,
+		         (unsigned long long)st.st_ino);
+	else
+		snprintf(env, sizeof(env), "%llu:%llu",
+		         (unsigned long long)st.st_dev,
+		         (unsigned long long)st.st_ino + 1);
+	if ((pid = fork()) == 0) {
+		setenv("JOURNAL_STREAM", env, 1);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(csqd_binary(), csqd_binary(), "-c", conf_path,
+		      (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (file_contains(log_path, "ready, engine")) {
+			kill(pid, SIGTERM);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		if (now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fail_msg("csqd neither ready nor gone in %d ms",
+			         WAIT_MS);
+		}
+		sleep_ms(20);
+	}
+	n = pread(fd, out, outlen - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(log_path);
+	unlink(conf_path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Every line of text starts with a syslog priority prefix "<n>". */
+static void
+assert_all_prefixed(const char *text)
+{
+	const char *p;
+
+	for (p = text; *p != '\0'; p = strchr(p, '\n') + 1) {
+		if (p[0] != '<' || p[1] < '0' || p[1] > '7' || p[2] != '>')
+			fail_msg("a line without a priority prefix in:\n%s",
+			         text);
+		if (strchr(p, '\n') == NULL)
+			fail_msg("an unterminated line in:\n%s", text);
+	}
+}
+
+/*
+ * stderr is the journal (JOURNAL_STREAM names it): every line carries its
+ * priority, a run's and a refused start's alike, so `journalctl -p err`
+ * shows why csqd did not start; on any other stderr, timestamps and level
+ * words instead.
+ */
+static void
+journal_prefixes(void **state)
+{
+	char dir[] = "/tmp/csqd-journal.XXXXXX", conf[512], want[512];
+	char out[8192];
+
+	(void)state;
+	if (strcmp(csqd_engine(), "memory") != 0)
+		skip(); /* the same code on every engine */
+	assert_non_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf),
+	         "listen = [ \"unix:%s/csqd.sock\" ];\nhttp: { listen = "
+	         "\"\"; };\n",
+	         dir);
+	assert_int_equal(journal_run(dir, conf, 1, out, sizeof(out)), 0);
+	assert_all_prefixed(out);
+	snprintf(want, sizeof(want), "<6>listening on unix:%s/csqd.sock\n",
+	         dir);
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, "<6>csqd "));
+	assert_non_null(strstr(out, "<6>signal 15: stopping\n"));
+	assert_non_null(strstr(out, "<6>stopped\n"));
+
+	/* A refused start: each error at priority 3 with its line. */
+	assert_int_equal(journal_run(dir,
+	                             "max_tier = 99;\nno_such_key = 1;\n"
+	                             "user_ttl = 5;\n",
+	                             1, out, sizeof(out)),
+	                 78);
+	assert_all_prefixed(out);
+	snprintf(want, sizeof(want),
+	         "<3>%s/csqd.conf:1: max_tier must be between 0 and 15", dir);
+	assert_non_null(strstr(out, want));
+	snprintf(want, sizeof(want),
+	         "<3>%s/csqd.conf:2: unknown key no_such_key\n", dir);
+	assert_non_null(strstr(out, want));
+	snprintf(want, sizeof(want),
+	         "<3>2 errors in %s/csqd.conf; not starting\n", dir);
+	assert_non_null(strstr(out, want));
+
+	/* JOURNAL_STREAM set, but stderr is something else. */
+	assert_int_equal(
+	    journal_run(dir, "max_tier = 99;\n", 0, out, sizeof(out)), 78);
+	assert_null(strstr(out, "<3>"));
+	snprintf(want, sizeof(want),
+	         "Z error: %s/csqd.conf:1: max_tier must be between 0 and 15",
+	         dir);
+	assert_non_null(strstr(out, want));
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* ECHO, as Redis. */
 static void
 echo(void **state)
@@ -631,6 +769,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(servicer_lines, setup, teardown),
 	    cmocka_unit_test_setup_teardown(queue_full_lines, setup, teardown),
 	    cmocka_unit_test_setup_teardown(echo, setup, teardown),
+	    cmocka_unit_test(journal_prefixes),
 	};
 
 	csqd_init(argc, argv);
