@@ -14,7 +14,11 @@
 #include "harness.h"
 
 #define HTTP_REPLY_MAX 65536
-#define SKIP_STATUS    77 /* ctest: skipped (a tool is missing) */
+#define SKIP_STATUS    77   /* ctest: skipped (a tool is missing) */
+#define OUTAGE_MS      2000 /* Redis down: csqd retries several times */
+/* The engine's lines of a start and an outage: up, down, why each of its
+ * two connections failed, each restored, up again. */
+#define OUTAGE_LINES_MAX 7
 
 /* One HTTP/1.0 request; the whole answer (headers and body) into buf. */
 static void
@@ -403,10 +407,28 @@ wait_http_status(int port, const char *path, int code)
 	}
 }
 
+/* How many lines of the daemon's log hold text. */
+static int
+log_lines_with(struct csqd *d, const char *text)
+{
+	char line[4096];
+	FILE *f;
+	int n = 0;
+
+	if ((f = fopen(d->log_path, "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, text) != NULL;
+	fclose(f);
+	return n;
+}
+
 /*
  * The Redis engine can be down: /healthz says 503 while redis-server is
  * stopped, /metrics says csq_engine_up 0 and leaves the engine's series
- * out, and both recover when it is back, without a restart of csqd.
+ * out, and both recover when it is back, without a restart of csqd. The
+ * log says "down" once and "up" once, however many reconnection attempts
+ * the outage took (backing off from 100 ms, several in 2 s).
  */
 static void
 test_healthz_engine_down(void **state)
@@ -421,6 +443,8 @@ test_healthz_engine_down(void **state)
 	rep = CMD(fx->c, "ENQUEUE before-outage");
 	freeReplyObject(rep);
 	wait_http_status(fx->d->http_port, "/healthz", 200);
+	assert_int_equal(log_lines_with(fx->d, "engine redis: up at"), 1);
+	assert_int_equal(log_lines_with(fx->d, "engine redis: down"), 0);
 	assert_int_equal(redisd_stop(r), 0);
 	wait_http_status(fx->d->http_port, "/healthz", 503);
 	http_request(fx->d->http_port, "GET", "/healthz", buf, sizeof(buf));
@@ -428,10 +452,17 @@ test_healthz_engine_down(void **state)
 	metrics_check(fx->d, "csq_engine_up=0", "!csq_waiting_users_all", NULL);
 	CHECK(fx->c, "-TRYAGAIN engine unavailable, nothing was changed",
 	      "WHERE before-outage");
+	sleep_ms(OUTAGE_MS);
 	redisd_restart(r);
 	wait_http_status(fx->d->http_port, "/healthz", 200);
 	metrics_check(fx->d, "csq_engine_up=1", "csq_waiting_users_all=1",
 	              NULL);
+	if (log_lines_with(fx->d, "engine redis: down") != 1 ||
+	    log_lines_with(fx->d, "engine redis: up at") != 2 ||
+	    log_lines_with(fx->d, "engine redis: ") > OUTAGE_LINES_MAX) {
+		csqd_dump_log(fx->d);
+		fail_msg("not one line for down and one for up");
+	}
 }
 
 /*
