@@ -713,27 +713,29 @@ batch_schedule(struct redis_engine *r)
 		event_active(r->flush, EV_TIMEOUT, 0);
 }
 
+/* TRYAGAIN to every call of list, in order; a callback may add more. */
 static void
-batch_fail(struct redis_batch *b)
+calls_fail(struct redis_call_list *list)
 {
 	struct redis_call *k;
 
-	while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
-		TAILQ_REMOVE(&b->calls, k, entry);
+	while ((k = TAILQ_FIRST(list)) != NULL) {
+		TAILQ_REMOVE(list, k, entry);
 		call_fail(k);
 	}
+}
+
+static void
+batch_fail(struct redis_batch *b)
+{
+	calls_fail(&b->calls);
 	free(b);
 }
 
 static void
 pending_fail(struct redis_engine *r)
 {
-	struct redis_call *k;
-
-	while ((k = TAILQ_FIRST(&r->pending)) != NULL) {
-		TAILQ_REMOVE(&r->pending, k, entry);
-		call_fail(k);
-	}
+	calls_fail(&r->pending);
 }
 
 static void
