@@ -1,0 +1,324 @@
+#!/bin/sh
+# The documented way from a source tree to a csqd supervised by systemd,
+# under a real systemd: PID 1 of its own PID, mount, network, UTS, IPC and
+# cgroup namespaces, on an overlay of / so that nothing it installs or
+# writes reaches the real file system. Inside, it runs what
+# docs/operations.md says (cmake, cmake --install, systemctl daemon-reload,
+# systemctl enable --now csqd) and checks what the unit promises: READY and
+# STATUS, the dynamic user and the hardening, the journal's priorities, a
+# reload (good and bad), the watchdog and Restart=on-failure, exit 78 not
+# restarted, the state and runtime directories, a clean stop.
+#
+# It needs root, unshare, nsenter, overlayfs and systemd, and refuses to run
+# where systemd already runs the machine (/run/systemd/system): a test
+# never touches a real service manager. Otherwise it exits 77.
+#
+# usage: test_systemd.sh SOURCE_DIR
+set -u
+
+src=$(cd "$1" && pwd) || exit 1
+SYSTEMD=/lib/systemd/systemd
+BOOT_S=30 # longest wait for the namespace's systemd to be up
+WAIT_S=10 # longest wait for a state of csqd.service
+
+skip()
+{
+	echo "skipped: $*" >&2
+	exit 77
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root"
+[ -d /run/systemd/system ] && skip "systemd runs this machine; not starting another"
+for t in unshare nsenter mount pgrep ps systemctl journalctl redis-cli \
+	python3 cmake; do
+	command -v $t >/dev/null 2>&1 || skip "no $t"
+done
+[ -x $SYSTEMD ] || skip "no $SYSTEMD (Debian: systemd)"
+grep -qw overlay /proc/filesystems || skip "no overlayfs"
+
+tmp=$(mktemp -d /tmp/csq-systemd.XXXXXX) || exit 1
+status=0
+nspid=
+upid=
+
+fail()
+{
+	echo "FAIL: $*" >&2
+	status=1
+}
+
+# The cgroups that exist now: the namespace's systemd makes its own under
+# ours, and the cleanup removes what it left.
+find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | sort >"$tmp/cgroups"
+
+cleanup()
+{
+	if [ -n "$upid" ]; then
+		# SIGKILL of a PID namespace's init kills the namespace.
+		[ -n "$nspid" ] && kill -KILL "$nspid" 2>/dev/null
+		kill -KILL "$upid" 2>/dev/null
+		wait "$upid" 2>/dev/null
+	fi
+	# The namespace's processes take a moment to go, and a cgroup with
+	# one in it cannot be removed: deepest first, until none is left.
+	n=0
+	while [ $n -lt 50 ]; do
+		find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | sort |
+			comm -13 "$tmp/cgroups" - >"$tmp/new-cgroups"
+		[ -s "$tmp/new-cgroups" ] || break
+		awk -F/ '{ print NF, $0 }' "$tmp/new-cgroups" | sort -rn |
+			cut -d' ' -f2- | while read -r d; do
+			rmdir "$d" 2>/dev/null
+		done
+		n=$((n + 1))
+		sleep 0.1
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# The namespace's root: an overlay of /, with private /run, /tmp and /dev,
+# /sys and /proc/sys read-only (no udev, no sysctl of the real machine), and
+# the source tree read-only at its own path.
+# /dev/console is /dev/null and there is no /dev/kmsg: systemd's own lines
+# go to its journal, never to the machine's console or kernel log.
+mkdir "$tmp/upper" "$tmp/work" "$tmp/root"
+cat >"$tmp/boot.sh" <<EOF
+set -e
+R=$tmp/root
+mount --make-rprivate /
+mount -t overlay overlay -o lowerdir=/,upperdir=$tmp/upper,workdir=$tmp/work \$R
+mount -t proc proc \$R/proc
+mount --bind \$R/proc/sys \$R/proc/sys
+mount -o remount,bind,ro \$R/proc/sys
+mount --rbind /sys \$R/sys
+mount -o remount,bind,ro \$R/sys
+mount -t tmpfs -o mode=755 tmpfs \$R/run
+mount -t tmpfs -o mode=1777 tmpfs \$R/tmp
+mount -t tmpfs -o mode=755 tmpfs \$R/dev
+for n in null zero full random urandom tty; do
+	touch \$R/dev/\$n
+	mount --bind /dev/\$n \$R/dev/\$n
+done
+touch \$R/dev/console
+mount --bind /dev/null \$R/dev/console
+mkdir \$R/dev/pts \$R/dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666 devpts \$R/dev/pts
+ln -s pts/ptmx \$R/dev/ptmx
+mount -t tmpfs -o mode=1777 tmpfs \$R/dev/shm
+ln -s /proc/self/fd \$R/dev/fd
+mkdir -p \$R$src
+mount --bind $src \$R$src
+mount -o remount,bind,ro \$R$src
+cd \$R
+mkdir -p .old-root
+pivot_root . .old-root
+umount -l /.old-root
+rmdir /.old-root
+export container=csq-test
+exec $SYSTEMD --system --unit=basic.target --log-target=journal --show-status=no
+EOF
+unshare --pid --fork --kill-child --mount --uts --ipc --net --cgroup \
+	sh "$tmp/boot.sh" >"$tmp/boot.log" 2>&1 </dev/null &
+upid=$!
+
+# Runs a command inside the namespaces, in the overlay's root.
+in_ns()
+{
+	nsenter -t "$nspid" -m -u -i -n -p -C -r -w env -i \
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root LC_ALL=C.UTF-8 "$@"
+}
+
+i=0
+while :; do
+	nspid=$(pgrep -P "$upid" 2>/dev/null | head -n 1)
+	if [ -n "$nspid" ] && [ "$(readlink /proc/"$nspid"/exe 2>/dev/null)" = \
+		"$(readlink -f $SYSTEMD)" ]; then
+		state=$(in_ns systemctl is-system-running 2>/dev/null)
+		case $state in running | degraded) break ;; esac
+	fi
+	if ! kill -0 "$upid" 2>/dev/null; then
+		cat "$tmp/boot.log" >&2
+		# No namespaces here (an unprivileged container): not a failure
+		# of csqd.
+		grep -q 'unshare failed\|Operation not permitted' "$tmp/boot.log" &&
+			skip "cannot create namespaces"
+		echo "FAIL: systemd in a namespace did not start" >&2
+		exit 1
+	fi
+	i=$((i + 1))
+	[ $i -gt $((BOOT_S * 10)) ] && {
+		echo "FAIL: systemd not up in ${BOOT_S} s (${state:-no state})" >&2
+		exit 1
+	}
+	sleep 0.1
+done
+echo "systemd $(in_ns systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') up in a namespace"
+
+# Waits until `systemctl show -p PROP --value csqd` is VALUE. The steps
+# build on each other: without that state, the test ends here, with the
+# unit's status and journal.
+wait_prop()
+{
+	n=0
+	while [ "$(in_ns systemctl show -p "$1" --value csqd)" != "$2" ]; do
+		n=$((n + 1))
+		if [ $n -gt $((WAIT_S * 10)) ]; then
+			fail "csqd.service $1 is not '$2' but '$(in_ns systemctl show -p "$1" --value csqd)'"
+			in_ns systemctl status --no-pager csqd >&2
+			in_ns journalctl --no-pager -n 30 >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+}
+
+# A message of csqd's in the journal with its priority: "6 listening on ...".
+journal_has()
+{
+	in_ns journalctl -u csqd -o json --no-pager | python3 -c '
+import json, sys
+want = sys.argv[1]
+for line in sys.stdin:
+    j = json.loads(line)
+    if j.get("_COMM") == "csqd" and \
+            ("%s %s" % (j.get("PRIORITY"), j.get("MESSAGE"))).startswith(want):
+        sys.exit(0)
+sys.exit(1)' "$1"
+}
+
+# Sends a signal to csqd's main process, never to a process group: with
+# csqd down MainPID is 0, and `kill 0` would signal this script's own.
+kill_main()
+{
+	p=$(in_ns systemctl show -p MainPID --value csqd)
+	case $p in
+	'' | 0 | *[!0-9]*)
+		fail "no main process to send SIG$1 to"
+		return 1
+		;;
+	esac
+	in_ns kill -"$1" "$p"
+}
+
+cli()
+{
+	in_ns redis-cli -p 7878 "$@"
+}
+
+# The documented commands (docs/operations.md, "Install" and "Run under
+# systemd"), the build directory outside the source tree.
+if ! in_ns sh -c "cd '$src' &&
+	cmake -S . -B /root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSQ_TESTS=OFF &&
+	cmake --build /root/build -j\"\$(nproc)\" &&
+	cmake --install /root/build" >"$tmp/build.log" 2>&1; then
+	cat "$tmp/build.log" >&2
+	echo "FAIL: build and install" >&2
+	exit 1
+fi
+in_ns systemctl daemon-reload || fail "daemon-reload"
+in_ns systemctl enable --now csqd || fail "systemctl enable --now csqd"
+in_ns systemctl is-enabled csqd >/dev/null || fail "not enabled"
+wait_prop ActiveState active
+wait_prop StatusText "serving on 1 address, engine memory"
+[ "$(cli PING)" = PONG ] || fail "PING"
+[ "$(cli ENQUEUE u1 | head -n 2 | tail -n 1)" = waiting ] || fail "ENQUEUE u1"
+in_ns python3 -c '
+import urllib.request
+with urllib.request.urlopen("http://127.0.0.1:7879/healthz") as r:
+    assert r.status == 200
+with urllib.request.urlopen("http://127.0.0.1:7879/metrics") as r:
+    assert "\ncsq_enqueued_total 1\n" in r.read().decode()
+' || fail "/healthz or /metrics"
+
+# The dynamic user and the hardening, as the kernel sees them.
+pid=$(in_ns systemctl show -p MainPID --value csqd)
+[ "$(in_ns ps -o user= -p "$pid")" = csqd ] ||
+	fail "csqd runs as $(in_ns ps -o user= -p "$pid"), not its dynamic user"
+in_ns grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/"$pid"/status ||
+	fail "csqd has capabilities"
+in_ns grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/"$pid"/status ||
+	fail "NoNewPrivileges not in force"
+in_ns grep -q '^Seccomp:[[:space:]]*2$' /proc/"$pid"/status ||
+	fail "no system call filter"
+# The journal: priority prefixes parsed (6 is info).
+journal_has "6 listening on 127.0.0.1:7878" || fail "journal: no info line"
+
+# A reload: a lower max_tier applies, the process stays; then an invalid
+# file is refused with its line at warning priority, csqd serving on.
+in_ns sed -i 's/^max_tier = 9;/max_tier = 3;/' /etc/csqd/csqd.conf
+in_ns systemctl reload csqd || fail "systemctl reload"
+wait_prop StatusText "serving (configuration reloaded)"
+case $(cli ENQUEUE u2 TIER 4) in
+*"out of range"*) ;;
+*) fail "max_tier 3 not in force after the reload" ;;
+esac
+[ "$(in_ns systemctl show -p MainPID --value csqd)" = "$pid" ] ||
+	fail "the reload restarted csqd"
+in_ns sh -c 'echo "no_such_key = 1;" >>/etc/csqd/csqd.conf'
+in_ns systemctl reload csqd || fail "systemctl reload (invalid file)"
+wait_prop StatusText "serving (reload failed: invalid configuration, the running one kept)"
+line=$(in_ns grep -c '' /etc/csqd/csqd.conf)
+journal_has "4 /etc/csqd/csqd.conf:$line: unknown key no_such_key" ||
+	fail "journal: no warning with the line of the error"
+[ "$(cli PING)" = PONG ] || fail "PING after an invalid reload"
+
+# The state and runtime directories: a journal in /var/lib/csqd and a
+# Unix socket in /run/csqd, the only places csqd may write.
+in_ns sed -i -e '/^no_such_key/d' \
+	-e 's|^listen = .*|listen = [ "127.0.0.1:7878", "unix:/run/csqd/csqd.sock" ];|' \
+	-e 's|journal = "";|journal = "/var/lib/csqd/journal";|' /etc/csqd/csqd.conf
+in_ns systemctl restart csqd || fail "restart with a journal"
+wait_prop StatusText "serving on 2 addresses, engine memory"
+[ "$(in_ns redis-cli -s /run/csqd/csqd.sock PING)" = PONG ] ||
+	fail "PING on /run/csqd/csqd.sock"
+cli ENQUEUE kept >/dev/null
+in_ns systemctl restart csqd || fail "restart"
+wait_prop ActiveState active
+[ "$(cli WHERE kept | head -n 2 | tail -n 1)" = waiting ] ||
+	fail "the journal in /var/lib/csqd did not keep a user over a restart"
+
+# Restart=on-failure after a kill, and the watchdog: a stopped loop is
+# killed and csqd started again.
+kill_main KILL
+wait_prop NRestarts 1
+wait_prop ActiveState active
+in_ns mkdir -p /etc/systemd/system/csqd.service.d
+# A stopped process keeps the watchdog's SIGABRT pending: SIGKILL after 1 s.
+in_ns sh -c 'printf "[Service]\nWatchdogSec=1s\nTimeoutAbortSec=1s\n" >/etc/systemd/system/csqd.service.d/watchdog.conf'
+in_ns systemctl daemon-reload
+in_ns systemctl restart csqd
+wait_prop ActiveState active
+pid=$(in_ns systemctl show -p MainPID --value csqd)
+kill_main STOP
+wait_prop NRestarts 1
+wait_prop ActiveState active
+in_ns journalctl --no-pager -o cat | grep -q 'csqd.service: Watchdog timeout' ||
+	fail "no watchdog timeout in the journal"
+[ "$(in_ns systemctl show -p MainPID --value csqd)" != "$pid" ] ||
+	fail "the watchdog did not restart csqd"
+
+# A broken file at start: exit 78, and no restart loop.
+in_ns sh -c 'echo "no_such_key = 1;" >>/etc/csqd/csqd.conf'
+in_ns systemctl restart csqd 2>/dev/null && fail "started on an invalid file"
+wait_prop ActiveState failed
+wait_prop ExecMainStatus 78
+journal_has "3 1 error in /etc/csqd/csqd.conf; not starting" ||
+	fail "journal: no error line for a refused start"
+sleep 3 # RestartSec=2s: a restart would have come
+[ "$(in_ns systemctl show -p ActiveState --value csqd)" = failed ] ||
+	fail "restarted after exit 78"
+
+# A clean stop.
+in_ns sed -i '/^no_such_key/d' /etc/csqd/csqd.conf
+in_ns systemctl start csqd || fail "start after the fix"
+wait_prop ActiveState active
+in_ns systemctl stop csqd || fail "stop"
+wait_prop ActiveState inactive
+wait_prop Result success
+journal_has "6 stopped" || fail "journal: no 'stopped'"
+
+[ $status -eq 0 ] && echo "csqd under systemd: OK"
+exit $status
