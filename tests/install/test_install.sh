@@ -37,6 +37,12 @@ done
 grep -qx "ExecStart=$prefix/sbin/csqd -c $confdir/csqd.conf" \
 	"$dest$unitdir/csqd.service" || fail "ExecStart does not name the installed paths"
 
+# Every setting of the unit comes right after a comment that says why.
+bare=$(awk '/^[A-Za-z]/ && prev !~ /^#/ { print FILENAME ":" NR ": " $0 }
+	{ prev = $0 }' "$dest$unitdir/csqd.service")
+[ -z "$bare" ] || fail "settings without a comment above them:
+$bare"
+
 # The installed daemon accepts the installed configuration.
 out=$("$dest$prefix/sbin/csqd" -n -c "$dest$confdir/csqd.conf" 2>&1)
 [ "$out" = "configuration OK" ] || fail "csqd -n: $out"
