@@ -544,10 +544,14 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	a->ttl_s = (uint32_t)opts[2].num;
 	/* Only a new user without QUEUE can find "default" full: one
 	 * already waiting stays where it is. */
-	call = csq_xcalloc(1, sizeof(*call));
+	call = csq_xmalloc(sizeof(*call));
 	call->c = c;
-	snprintf(call->queue, sizeof(call->queue), "%s",
-	         a->has_queue ? a->queue : CSQ_DEFAULT_QUEUE);
+	/* A valid id (checked above) or "default": it fits. */
+	if (a->has_queue)
+		memcpy(call->queue, a->queue, req->argvlen[opts[0].arg] + 1);
+	else
+		memcpy(call->queue, CSQ_DEFAULT_QUEUE,
+		       sizeof(CSQ_DEFAULT_QUEUE));
 	command_call_cb(c, &op, command_enqueue_result, call);
 }
 

@@ -171,6 +171,19 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 	return (int)j.off;
 }
 
+/* out = prefix id, NUL-terminated; id is at most CSQ_ID_MAX bytes. Every
+ * event names its channels, most of them for nobody: no printf here. */
+static void
+event_channel(char out[CSQ_CHANNEL_MAX], const char *prefix, size_t plen,
+              const char *id)
+{
+	size_t len = strnlen(id, CSQ_ID_MAX);
+
+	memcpy(out, prefix, plen);
+	memcpy(out + plen, id, len);
+	out[plen + len] = '\0';
+}
+
 int
 csq_event_channels(const struct csq_event *ev,
                    char out[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX])
@@ -178,15 +191,14 @@ csq_event_channels(const struct csq_event *ev,
 	int n = 0;
 
 	if (ev->user[0] != '\0')
-		snprintf(out[n++], CSQ_CHANNEL_MAX, "user:%s", ev->user);
+		event_channel(out[n++], "user:", 5, ev->user);
 	if (ev->servicer[0] != '\0')
-		snprintf(out[n++], CSQ_CHANNEL_MAX, "servicer:%s",
-		         ev->servicer);
+		event_channel(out[n++], "servicer:", 9, ev->servicer);
 	if (ev->queue[0] != '\0')
-		snprintf(out[n++], CSQ_CHANNEL_MAX, "queue:%s", ev->queue);
+		event_channel(out[n++], "queue:", 6, ev->queue);
 	if (ev->from_queue[0] != '\0' && strcmp(ev->from_queue, ev->queue))
-		snprintf(out[n++], CSQ_CHANNEL_MAX, "queue:%s", ev->from_queue);
-	snprintf(out[n++], CSQ_CHANNEL_MAX, "events");
+		event_channel(out[n++], "queue:", 6, ev->from_queue);
+	memcpy(out[n++], "events", sizeof("events"));
 	return n;
 }
 
