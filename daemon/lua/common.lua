@@ -207,14 +207,16 @@ local function user_event(name, u, fields, ...)
 	      ...)
 end
 
--- The matcher (lib/matcher.c).
+-- The matcher (lib/matcher.c). An operation that changes a servicer takes
+-- it out of the accounts (unaccount), changes it, fills its free rooms
+-- (fill), puts it back (account) and saves it, once.
 
+-- Puts waiting user u into room of s, which is out of the accounts.
 local function assign(u, s, room)
 	if u.state == 'waiting' then
 		redis.call('ZREM', queue_key(u.queue), u.id)
 		deadline_clear('u:' .. u.id)
 	end
-	unaccount(s)
 	u.state = 'assigned'
 	u.servicer = s.id
 	u.room = room
@@ -225,8 +227,6 @@ local function assign(u, s, room)
 	s.active = s.active + 1
 	s.last_order = redis.call('HINCRBY', STATS, 'order', 1)
 	s.last_ms = NOW
-	account(s)
-	servicer_save(s)
 	stat('matched_total', 1)
 	user_event('matched', u,
 	           ',"tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d',
@@ -239,7 +239,10 @@ local function match_user(u)
 	local top = redis.call('ZRANGE', free_key(u.queue), 0, 0)
 	if not top[1] then return false end
 	local s = servicer_load(top[1])
+	unaccount(s)
 	assign(u, s, free_room(s))
+	account(s)
+	servicer_save(s)
 	return true
 end
 
@@ -256,7 +259,8 @@ local function best_user(s)
 	return best
 end
 
-local function match_servicer(s)
+-- The best waiting users into s's free rooms; s is out of the accounts.
+local function fill(s)
 	while has_free(s) do
 		local id = best_user(s)
 		if not id then break end
@@ -269,13 +273,13 @@ local function room_release(s, idx, uid, by)
 	unaccount(s)
 	redis.call('HDEL', rooms_key(s.id), idx)
 	s.active = s.active - 1
-	account(s)
-	servicer_save(s)
 	local u = user_load(uid)
 	user_event('released', u, ',"servicer":"%s","room":"%s/%d","by":"%s"',
 	           s.id, s.id, idx, by)
 	user_free(u)
-	match_servicer(s)
+	fill(s)
+	account(s)
+	servicer_save(s)
 end
 
 -- A waiting user gives up (LEAVE) or times out.

@@ -28,12 +28,12 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 	if nq > 0 then s.queues = qs end
 	if has_ttl == '1' then s.ttl = tonumber(ttl) end
 	deadline_set('s:' .. id, NOW + s.ttl * 1000)
-	account(s)
-	servicer_save(s)
 	if login then
 		event('servicer_up', ',"servicer":"%s","capacity":%d,"queues":["%s"]',
 		      id, s.capacity, table.concat(s.queues, '","'))
 	end
-	match_servicer(s)
+	fill(s)
+	account(s)
+	servicer_save(s)
 	return reply('OK', s.status, s.capacity, s.active, s.ttl)
 end

@@ -5,11 +5,11 @@ OPS.status = function(id, status)
 	if s.status == status then return reply('OK') end
 	unaccount(s)
 	s.status = status
-	account(s)
-	servicer_save(s)
 	local name = 'servicer_paused'
 	if status == 'ready' then name = 'servicer_resumed' end
 	event(name, ',"servicer":"%s"', s.id)
-	match_servicer(s)
+	fill(s)
+	account(s)
+	servicer_save(s)
 	return reply('OK')
 end
