@@ -702,7 +702,6 @@ call_done(struct redis_call *k, const redisReply *a, uint64_t last)
 /* Batches. */
 
 static void batch_write(struct redis_batch *);
-static void batch_send(struct redis_engine *);
 
 /* Sends the next batch at the end of this loop turn, when it may go. */
 static void
@@ -757,12 +756,6 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		return;
 	}
 	r->inflight--;
-	/* What came in while this call ran goes at once, before its results
-	 * are handled: Redis runs it while this daemon answers. */
-	if (!r->freeing && reply != NULL)
-		while (r->inflight < BATCH_INFLIGHT &&
-		       !TAILQ_EMPTY(&r->pending))
-			batch_send(r);
 	if (reply == NULL) {
 		batch_fail(b);
 	} else if (reply->type == REDIS_REPLY_ERROR) {
@@ -875,6 +868,10 @@ flush_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	while (r->inflight < BATCH_INFLIGHT && !TAILQ_EMPTY(&r->pending))
 		batch_send(r);
+	/* Written now rather than on the next turn of the loop. Never from
+	 * inside a hiredis callback: a failed write frees the context. */
+	if (r->cmd.ac != NULL)
+		redisAsyncHandleWrite(r->cmd.ac);
 }
 
 /* Operations. */
