@@ -40,6 +40,7 @@
 #define TICK_MS          1000 /* health check and earliest deadline */
 #define HEALTH_TIMEOUT   5000 /* ms without an answer: the link is dead */
 #define PARK_TIMEOUT_MS  2000 /* longest a reply waits for its events */
+#define ERROR_LOG_MS     1000 /* at most one error line per second */
 #define EXPIRE_BATCH     "1000"
 #define CALL_ARGS        48 /* HEARTBEAT: 6 and up to 32 queues */
 #define CALL_STORE       4096
@@ -124,7 +125,9 @@ struct redis_engine {
 	int64_t skew_ms;    /* Redis clock - our clock */
 	int reaping;
 	struct event *tick;
-	uint64_t peek_sent_us; /* 0: no health check outstanding */
+	uint64_t peek_sent_us;    /* 0: no health check outstanding */
+	uint64_t error_logged_ms; /* Redis's errors: when last logged */
+	uint64_t errors_unlogged; /* and how many since */
 	int64_t rtt_us;
 	int freeing;
 };
@@ -658,6 +661,32 @@ parse_header(struct redis_engine *r, const redisReply *a)
 	return last < 0 ? 0 : last;
 }
 
+/*
+ * An error Redis gave, for the log: one line a second at most, which says
+ * how many were left out. A full Redis (OOM) refuses every write of every
+ * call, and a line for each would flood the log.
+ */
+static void
+engine_error(struct redis_engine *r, const char *what)
+{
+	uint64_t now = mono_ms();
+
+	if (r->error_logged_ms != 0 &&
+	    now - r->error_logged_ms < ERROR_LOG_MS) {
+		r->errors_unlogged++;
+		return;
+	}
+	if (r->errors_unlogged > 0)
+		log_warnx("engine redis: %s (and %llu more errors in the "
+		          "last %llu ms)",
+		          what, (unsigned long long)r->errors_unlogged,
+		          (unsigned long long)(now - r->error_logged_ms));
+	else
+		log_warnx("engine redis: %s", what);
+	r->error_logged_ms = now;
+	r->errors_unlogged = 0;
+}
+
 /* An operation's reply a, NULL if missing: its result goes, or waits for
  * the events up to last. */
 static void
@@ -674,11 +703,10 @@ call_done(struct redis_call *k, const redisReply *a, uint64_t last)
 		return;
 	}
 	if (strcmp(status, "ERR") == 0) {
-		log_warnx("engine redis: %s",
-		          a->elements > 1 &&
-		                  a->element[1]->type == REDIS_REPLY_STRING
-		              ? a->element[1]->str
-		              : "an operation failed");
+		engine_error(r, a->elements > 1 && a->element[1]->type ==
+		                                       REDIS_REPLY_STRING
+		                    ? a->element[1]->str
+		                    : "an operation failed");
 		call_fail(k);
 		return;
 	}
@@ -759,7 +787,7 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	if (reply == NULL) {
 		batch_fail(b);
 	} else if (reply->type == REDIS_REPLY_ERROR) {
-		log_warnx("engine redis: %s", reply->str);
+		engine_error(r, reply->str);
 		batch_fail(b);
 	} else if ((last = parse_header(r, reply)) < 0) {
 		log_warnx("engine redis: a reply of an unexpected shape");

@@ -3,9 +3,9 @@
  * one key prefix under concurrent load; kill -9 of a daemon; redis-server
  * stopped and started again under load; AUTH, redis.db and Unix sockets;
  * the key namespace; operations batched into one script call, one of
- * them failing; the script cache flushed. The program starts its own
- * redis-servers and daemons with engine "redis" whatever CSQ_TEST_ENGINE says,
- * and exits 77 when there is no redis-server.
+ * them failing; the script cache flushed; Redis out of memory. The program
+ * starts its own redis-servers and daemons with engine "redis" whatever
+ * CSQ_TEST_ENGINE says, and exits 77 when there is no redis-server.
  *
  * Workers run in threads with their own connections; they never call the
  * cmocka asserts (those jump to the main thread's test), they record the
@@ -1373,6 +1373,86 @@ script_flushed(void **state)
 	redisFree(rc);
 }
 
+/* Lines of a file that contain text. */
+static int
+lines_with(const char *path, const char *text)
+{
+	char line[4096];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, text) != NULL)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Redis full, with maxmemory-policy noeviction: every command that would
+ * add to the state answers TRYAGAIN and changes nothing, reads go on, a
+ * LEAVE (which frees memory) goes through, the log says OOM without a line
+ * per refusal, and once Redis has room again everything works.
+ */
+#define OOM_TRIES 50
+
+static void
+redis_out_of_memory(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c, *rc;
+	redisReply *r;
+	int i;
+
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	rc = redisd_connect(fx->r);
+	freeReplyObject(CMD(c, "ENQUEUE u1"));
+	freeReplyObject(CMD(c, "ENQUEUE u2"));
+	freeReplyObject(CMD(rc, "CONFIG SET maxmemory-policy noeviction"));
+	r = CMD(rc, "CONFIG SET maxmemory 1");
+	assert_reply_status(r, "OK");
+	freeReplyObject(r);
+
+	for (i = 0; i < OOM_TRIES; i++) {
+		r = CMD(c, "ENQUEUE new%d", i);
+		assert_true(is_tryagain(r));
+		freeReplyObject(r);
+	}
+	r = CMD(c, "HEARTBEAT s1");
+	assert_true(is_tryagain(r));
+	freeReplyObject(r);
+	r = CMD(c, "WHERE u2");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_int_equal(FIELD_INT(r, "position"), 2);
+	freeReplyObject(r);
+	CHECK(c, ":2", "QLEN default");
+	CHECK(c, "[]", "SERVICERS");
+	CHECK(c, ":1", "LEAVE u1");
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), 1);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
+	assert_int_equal(FIELD_INT(r, "servicers"), 0);
+	freeReplyObject(r);
+	/* One line, not one per refusal (all came within a second or so). */
+	assert_true(lines_with(fx->d[0]->log_path, "OOM") >= 1);
+	assert_true(lines_with(fx->d[0]->log_path, "OOM") <= 3);
+
+	r = CMD(rc, "CONFIG SET maxmemory 0");
+	freeReplyObject(r);
+	CHECK(c, "['state','waiting','queue','default','position',:2]",
+	      "ENQUEUE new0");
+	CHECK(c,
+	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
+	      "'ttl',:30]",
+	      "HEARTBEAT s1");
+	CHECK(c, "['state','none']", "WHERE new1");
+	redisFree(c);
+	redisFree(rc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1389,6 +1469,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(failed_operation_alone, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(script_flushed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
+	                                    teardown),
 	};
 
 	if (redisd_binary() == NULL) {
