@@ -1014,6 +1014,12 @@ csqd_fx_setup(void **state, const char *extra_conf)
 }
 
 int
+csqd_fx_setup_default(void **state)
+{
+	return csqd_fx_setup(state, "");
+}
+
+int
 csqd_fx_teardown(void **state)
 {
 	struct csqd_fx *fx = *state;

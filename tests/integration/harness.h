@@ -120,6 +120,8 @@ int csqd_run(char *out, size_t outlen, const char *arg, ...);
 
 /* Fixture helpers: start with extra configuration / stop and assert 0. */
 int csqd_fx_setup(void **state, const char *extra_conf);
+/* csqd_fx_setup with no extra configuration: the built-in defaults. */
+int csqd_fx_setup_default(void **state);
 int csqd_fx_teardown(void **state);
 
 /* Writes a file (for configurations). */

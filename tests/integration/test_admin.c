@@ -16,22 +16,10 @@
 #define EX_CONFIG 78
 
 static int
-setup(void **state)
-{
-	return csqd_fx_setup(state, "");
-}
-
-static int
 setup_pw(void **state)
 {
 	return csqd_fx_setup(state,
 	                     "requirepass = \"pw\";\nservicer_ttl = 30;");
-}
-
-static int
-teardown(void **state)
-{
-	return csqd_fx_teardown(state);
 }
 
 static void
@@ -473,14 +461,18 @@ int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(auth_required, setup_pw, teardown),
-	    cmocka_unit_test_setup_teardown(auth_without_password, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(ping_and_info, setup, teardown),
-	    cmocka_unit_test_setup_teardown(client_commands, setup, teardown),
-	    cmocka_unit_test_setup_teardown(select_and_command, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(sighup_reload, setup_pw, teardown),
+	    cmocka_unit_test_setup_teardown(auth_required, setup_pw,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        auth_without_password, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        ping_and_info, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        client_commands, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        select_and_command, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(sighup_reload, setup_pw,
+	                                    csqd_fx_teardown),
 	    cmocka_unit_test(unix_socket),
 	    cmocka_unit_test(sigint_exits_0),
 	    cmocka_unit_test(check_config),

@@ -15,18 +15,6 @@
 #define DAY_MS (24LL * 3600 * 1000)
 
 static int
-setup(void **state)
-{
-	return csqd_fx_setup(state, "");
-}
-
-static int
-teardown(void **state)
-{
-	return csqd_fx_teardown(state);
-}
-
-static int
 cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -573,14 +561,18 @@ int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(event_fields, setup, teardown),
-	    cmocka_unit_test_setup_teardown(event_channels, setup, teardown),
-	    cmocka_unit_test_setup_teardown(lost_servicer_causal_order, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(subscribe_mode_framing, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(psubscribe_patterns, setup,
-	                                    teardown),
+	    cmocka_unit_test_setup_teardown(event_fields, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        event_channels, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(lost_servicer_causal_order,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(subscribe_mode_framing,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        psubscribe_patterns, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

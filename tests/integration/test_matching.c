@@ -10,18 +10,6 @@
 
 #define FIFO_USERS 200
 
-static int
-setup(void **state)
-{
-	return csqd_fx_setup(state, "");
-}
-
-static int
-teardown(void **state)
-{
-	return csqd_fx_teardown(state);
-}
-
 static void
 check_assigned(const char *file, int line, redisContext *c, const char *user,
                const char *queue, const char *room)
@@ -290,17 +278,22 @@ int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(longest_idle_servicer, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(alternating_and_lowest_room, setup,
-	                                    teardown),
+	    cmocka_unit_test_setup_teardown(
+	        longest_idle_servicer, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(alternating_and_lowest_room,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(paused_and_other_queues_skipped,
-	                                    setup, teardown),
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(freed_room_best_across_queues,
-	                                    setup, teardown),
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(capacity_changes_match_at_once,
-	                                    setup, teardown),
-	    cmocka_unit_test_setup_teardown(fifo_pipelined, setup, teardown),
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        fifo_pipelined, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

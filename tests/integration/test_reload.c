@@ -29,18 +29,6 @@
 #define WAIT_MS    5000
 #define LOG_MAX    (4 << 20)
 
-static int
-setup(void **state)
-{
-	return csqd_fx_setup(state, "");
-}
-
-static int
-teardown(void **state)
-{
-	return csqd_fx_teardown(state);
-}
-
 /* The daemon's log so far, NUL-terminated; the caller frees it. */
 static char *
 log_read(struct csqd *d)
@@ -759,16 +747,26 @@ int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(ttl_defaults, setup, teardown),
-	    cmocka_unit_test_setup_teardown(limits, setup, teardown),
-	    cmocka_unit_test_setup_teardown(requirepass, setup, teardown),
-	    cmocka_unit_test_setup_teardown(log_level, setup, teardown),
-	    cmocka_unit_test_setup_teardown(invalid_file, setup, teardown),
-	    cmocka_unit_test_setup_teardown(max_clients, setup, teardown),
-	    cmocka_unit_test_setup_teardown(restart_only_keys, setup, teardown),
-	    cmocka_unit_test_setup_teardown(servicer_lines, setup, teardown),
-	    cmocka_unit_test_setup_teardown(queue_full_lines, setup, teardown),
-	    cmocka_unit_test_setup_teardown(echo, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ttl_defaults, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(limits, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(requirepass, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(log_level, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(invalid_file, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(max_clients, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        restart_only_keys, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        servicer_lines, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        queue_full_lines, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(echo, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
 	    cmocka_unit_test(journal_prefixes),
 	};
 

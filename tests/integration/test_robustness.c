@@ -24,21 +24,9 @@
 #define GARBAGE_LEN 2048
 
 static int
-setup(void **state)
-{
-	return csqd_fx_setup(state, "");
-}
-
-static int
 setup_max_clients(void **state)
 {
 	return csqd_fx_setup(state, "max_clients = 3;");
-}
-
-static int
-teardown(void **state)
-{
-	return csqd_fx_teardown(state);
 }
 
 /* The daemon still serves: a new connection gets +PONG. */
@@ -799,28 +787,40 @@ int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(pipeline_1000, setup, teardown),
-	    cmocka_unit_test_setup_teardown(pipeline_one_buffer, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(byte_by_byte, setup, teardown),
-	    cmocka_unit_test_setup_teardown(inline_requests, setup, teardown),
-	    cmocka_unit_test_setup_teardown(protocol_errors, setup, teardown),
-	    cmocka_unit_test_setup_teardown(oversize_requests, setup, teardown),
-	    cmocka_unit_test_setup_teardown(big_legal_requests, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(garbage, setup, teardown),
-	    cmocka_unit_test_setup_teardown(error_text_sanitized, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(truncated_and_dropped, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(slow_subscriber, setup, teardown),
-	    cmocka_unit_test_setup_teardown(quit_closes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(unknown_and_arity, setup, teardown),
-	    cmocka_unit_test_setup_teardown(case_rules, setup, teardown),
-	    cmocka_unit_test_setup_teardown(invalid_ids, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        pipeline_1000, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        pipeline_one_buffer, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(byte_by_byte, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        inline_requests, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        protocol_errors, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        oversize_requests, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        big_legal_requests, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(garbage, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        error_text_sanitized, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        truncated_and_dropped, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        slow_subscriber, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(quit_closes, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        unknown_and_arity, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(case_rules, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(invalid_ids, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(max_clients, setup_max_clients,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(many_connections, setup, teardown),
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        many_connections, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

@@ -13,18 +13,6 @@
 #define NOTFOUND     "-NOTFOUND no such servicer or room"
 #define BAD_ROOM     "-ERR invalid room id"
 
-static int
-setup(void **state)
-{
-	return csqd_fx_setup(state, "");
-}
-
-static int
-teardown(void **state)
-{
-	return csqd_fx_teardown(state);
-}
-
 /* First heartbeat: status ready, capacity 1, TTL from servicer_ttl (30). */
 static void
 heartbeat_defaults(void **state)
@@ -528,23 +516,32 @@ int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(heartbeat_defaults, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(heartbeat_options, setup, teardown),
-	    cmocka_unit_test_setup_teardown(heartbeat_option_errors, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(heartbeat_keeps_previous, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(heartbeat_does_not_resume, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(pause_resume_errors, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(logout, setup, teardown),
-	    cmocka_unit_test_setup_teardown(release, setup, teardown),
-	    cmocka_unit_test_setup_teardown(release_invalid_room_ids, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(capacity_lowered, setup, teardown),
-	    cmocka_unit_test_setup_teardown(servicers_many, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        heartbeat_defaults, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        heartbeat_options, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(heartbeat_option_errors,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(heartbeat_keeps_previous,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(heartbeat_does_not_resume,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        pause_resume_errors, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(logout, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(release, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(release_invalid_room_ids,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        capacity_lowered, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        servicers_many, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

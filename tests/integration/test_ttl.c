@@ -19,21 +19,9 @@ setup_servicer_ttl(void **state)
 }
 
 static int
-setup(void **state)
-{
-	return csqd_fx_setup(state, "");
-}
-
-static int
 setup_user_ttl(void **state)
 {
 	return csqd_fx_setup(state, "user_ttl = 1;");
-}
-
-static int
-teardown(void **state)
-{
-	return csqd_fx_teardown(state);
 }
 
 static int
@@ -258,11 +246,12 @@ int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(servicer_lost_requeues,
-	                                    setup_servicer_ttl, teardown),
-	    cmocka_unit_test_setup_teardown(user_ttl_abandon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        servicer_lost_requeues, setup_servicer_ttl, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        user_ttl_abandon, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(touch_keeps_alive, setup_user_ttl,
-	                                    teardown),
+	                                    csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

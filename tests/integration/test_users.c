@@ -13,21 +13,9 @@
 #define FULL         "-FULL queue is at its maximum length"
 
 static int
-setup(void **state)
-{
-	return csqd_fx_setup(state, "");
-}
-
-static int
 setup_short_queues(void **state)
 {
 	return csqd_fx_setup(state, "max_queue_length = 2;");
-}
-
-static int
-teardown(void **state)
-{
-	return csqd_fx_teardown(state);
 }
 
 static void
@@ -631,23 +619,32 @@ main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(enqueue_waiting_then_assigned,
-	                                    setup, teardown),
-	    cmocka_unit_test_setup_teardown(enqueue_idempotent, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(enqueue_tier_rescore, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(enqueue_queue_move, setup,
-	                                    teardown),
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        enqueue_idempotent, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        enqueue_tier_rescore, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        enqueue_queue_move, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(enqueue_full, setup_short_queues,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(enqueue_errors, setup, teardown),
-	    cmocka_unit_test_setup_teardown(touch, setup, teardown),
-	    cmocka_unit_test_setup_teardown(leave, setup, teardown),
-	    cmocka_unit_test_setup_teardown(where_states, setup, teardown),
-	    cmocka_unit_test_setup_teardown(queue_listing, setup, teardown),
-	    cmocka_unit_test_setup_teardown(qlen, setup, teardown),
-	    cmocka_unit_test_setup_teardown(servicers_order, setup, teardown),
-	    cmocka_unit_test_setup_teardown(stats_counters, setup, teardown),
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        enqueue_errors, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(touch, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(leave, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(where_states, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        queue_listing, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(qlen, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        servicers_order, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        stats_counters, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);
