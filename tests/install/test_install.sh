@@ -43,6 +43,15 @@ bare=$(awk '/^[A-Za-z]/ && prev !~ /^#/ { print FILENAME ":" NR ": " $0 }
 [ -z "$bare" ] || fail "settings without a comment above them:
 $bare"
 
+# The installed configuration journals the memory engine in the unit's
+# StateDirectory; the example in the docs keeps the built-in defaults.
+grep -q '^[[:space:]]*journal = "/var/lib/csqd/journal";' "$dest$confdir/csqd.conf" ||
+	fail "$confdir/csqd.conf: no journal in /var/lib/csqd"
+grep -q '^[[:space:]]*journal = "";' "$dest$docdir/examples/csqd.conf" ||
+	fail "$docdir/examples/csqd.conf is not the built-in defaults"
+grep -q '^StateDirectory=csqd$' "$dest$unitdir/csqd.service" ||
+	fail "the unit has no StateDirectory for the journal"
+
 # The installed daemon accepts the installed configuration.
 out=$("$dest$prefix/sbin/csqd" -n -c "$dest$confdir/csqd.conf" 2>&1)
 [ "$out" = "configuration OK" ] || fail "csqd -n: $out"

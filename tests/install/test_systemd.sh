@@ -265,15 +265,20 @@ journal_has "4 /etc/csqd/csqd.conf:$line: unknown key no_such_key" ||
 	fail "journal: no warning with the line of the error"
 [ "$(cli PING)" = PONG ] || fail "PING after an invalid reload"
 
-# The state and runtime directories: a journal in /var/lib/csqd and a
-# Unix socket in /run/csqd, the only places csqd may write.
+# The state and runtime directories: the installed configuration's journal
+# in /var/lib/csqd and a Unix socket in /run/csqd, the only places csqd may
+# write. u1, enqueued before any restart, is still waiting after one.
+in_ns grep -q '^[[:space:]]*journal = "/var/lib/csqd/journal";' /etc/csqd/csqd.conf ||
+	fail "the installed configuration has no journal in /var/lib/csqd"
 in_ns sed -i -e '/^no_such_key/d' \
 	-e 's|^listen = .*|listen = [ "127.0.0.1:7878", "unix:/run/csqd/csqd.sock" ];|' \
-	-e 's|journal = "";|journal = "/var/lib/csqd/journal";|' /etc/csqd/csqd.conf
+	/etc/csqd/csqd.conf
 in_ns systemctl restart csqd || fail "restart with a journal"
 wait_prop StatusText "serving on 2 addresses, engine memory"
 [ "$(in_ns redis-cli -s /run/csqd/csqd.sock PING)" = PONG ] ||
 	fail "PING on /run/csqd/csqd.sock"
+[ "$(cli WHERE u1 | head -n 2 | tail -n 1)" = waiting ] ||
+	fail "the installed configuration's journal did not keep u1 over a restart"
 cli ENQUEUE kept >/dev/null
 in_ns systemctl restart csqd || fail "restart"
 wait_prop ActiveState active
