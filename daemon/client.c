@@ -29,6 +29,7 @@
 #define CLIENT_PUBSUB_HARD_MAX (32 * 1024 * 1024) /* a subscriber too slow */
 #define CLIENT_LINGER_S        2     /* after a protocol error, wait for EOF */
 #define CLIENT_READ_CHUNK      16384 /* bytes per read(2), as Redis */
+#define CLIENT_INFLIGHT_MAX    128   /* engine calls in flight per client */
 
 static const char *const client_state_names[] = {
     "active",
@@ -56,7 +57,7 @@ client_set_state(struct client *c, enum client_state state)
 struct evbuffer *
 client_output(struct client *c)
 {
-	return c->out;
+	return c->cur;
 }
 
 /* Output not yet sent: the replies and what waits in the bufferevent. */
@@ -65,6 +66,62 @@ client_pending(struct client *c)
 {
 	return evbuffer_get_length(c->out) +
 	       evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+/* Nothing left to send, and no reply still to come. */
+static int
+client_quiet(struct client *c)
+{
+	return client_pending(c) == 0 && TAILQ_EMPTY(&c->slots);
+}
+
+/* Slots. */
+
+static struct client_slot *
+client_slot_open(struct client *c)
+{
+	struct client_slot *s = csq_xcalloc(1, sizeof(*s));
+
+	if ((s->buf = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	TAILQ_INSERT_TAIL(&c->slots, s, entry);
+	return s;
+}
+
+static void
+client_slot_free(struct client *c, struct client_slot *s)
+{
+	TAILQ_REMOVE(&c->slots, s, entry);
+	evbuffer_free(s->buf);
+	free(s);
+}
+
+struct client_slot *
+client_slot_claim(struct client *c)
+{
+	struct client_slot *s = c->cur_slot;
+
+	if (s == NULL)
+		return client_slot_open(c);
+	c->cur_slot = NULL;
+	return s;
+}
+
+void
+client_slot_write(struct client *c, struct client_slot *s)
+{
+	c->cur = s->buf;
+}
+
+void
+client_slot_done(struct client *c, struct client_slot *s)
+{
+	c->cur = c->out;
+	s->done = 1;
+	while ((s = TAILQ_FIRST(&c->slots)) != NULL && s->done) {
+		evbuffer_add_buffer(c->out, s->buf);
+		client_slot_free(c, s);
+	}
 }
 
 struct pubsub_subs *
@@ -88,8 +145,12 @@ client_ref(struct client *c)
 void
 client_unref(struct client *c)
 {
+	struct client_slot *s;
+
 	if (--c->refs > 0)
 		return;
+	while ((s = TAILQ_FIRST(&c->slots)) != NULL)
+		client_slot_free(c, s);
 	resp_request_clear(&c->req);
 	resp_parser_free(c->parser);
 	if (c->in != NULL)
@@ -170,7 +231,7 @@ client_flush(struct client *c)
 				bufferevent_enable(c->bev, EV_WRITE);
 		}
 	}
-	if (c->state == CLIENT_CLOSING && evbuffer_get_length(bout) == 0)
+	if (c->state == CLIENT_CLOSING && client_quiet(c))
 		client_drain(c);
 }
 
@@ -258,7 +319,7 @@ client_write_cb(struct bufferevent *bev, void *arg)
 	int unpaused = 0;
 
 	(void)bev;
-	if (c->state == CLIENT_CLOSING && client_pending(c) == 0) {
+	if (c->state == CLIENT_CLOSING && client_quiet(c)) {
 		client_drain(c);
 		return;
 	}
@@ -290,19 +351,58 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 		    c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
-/* Runs the requests waiting in the input buffer, in order. */
+/* A malformed request: its error (after the replies still to come), then
+ * the close. */
+static void
+client_protocol_error(struct client *c)
+{
+	struct client_slot *s = NULL;
+
+	if (!TAILQ_EMPTY(&c->slots))
+		client_slot_write(c, s = client_slot_open(c));
+	resp_error(client_output(c), "ERR Protocol error: %s",
+	           resp_parser_error(c->parser));
+	if (s != NULL)
+		client_slot_done(c, s);
+	log_debug("client %llu: protocol error: %s", (unsigned long long)c->id,
+	          resp_parser_error(c->parser));
+	client_close_after_reply(c);
+}
+
+/* Runs c->req while replies of earlier requests are still to come: its
+ * reply goes into a slot of its own, in order. */
+static void
+client_dispatch_slotted(struct client *c)
+{
+	struct client_slot *s = client_slot_open(c);
+
+	client_slot_write(c, s);
+	c->cur_slot = s;
+	command_dispatch(c, &c->req);
+	if (c->cur_slot == s) { /* not claimed by a call still in flight */
+		c->cur_slot = NULL;
+		client_slot_done(c, s);
+	}
+	c->cur = c->out;
+}
+
+/*
+ * Runs the requests waiting in the input buffer, in order. While engine
+ * calls are in flight only requests that the engine answers in turn go on
+ * (command_pipelines: a pipeline of ENQUEUEs on the Redis engine is one
+ * batch, not one round trip each); anything else waits, parsed, until
+ * every reply before it is out, so that what it changes (AUTH, SUBSCRIBE,
+ * QUIT) applies exactly after them.
+ */
 static void
 client_process(struct client *c)
 {
-	struct evbuffer *in, *out;
 	int n = 0;
 
 	if (c->reading || c->state != CLIENT_ACTIVE)
 		return;
 	c->reading = 1;
-	in = c->in;
-	out = client_output(c);
-	while (c->state == CLIENT_ACTIVE && !c->inflight && !c->paused) {
+	while (c->state == CLIENT_ACTIVE && !c->paused) {
 		if (n++ == CLIENT_BATCH) {
 			client_wake(c);
 			break;
@@ -316,22 +416,29 @@ client_process(struct client *c)
 			                         CLIENT_OUTPUT_PAUSE / 2, 0);
 			break;
 		}
-		switch (resp_parse(c->parser, in, &c->req)) {
-		case RESP_PARSE_OK:
+		if (!c->held_req) {
+			enum resp_parse got =
+			    resp_parse(c->parser, c->in, &c->req);
+
+			if (got == RESP_PARSE_NEED)
+				break;
+			if (got == RESP_PARSE_ERROR) {
+				client_protocol_error(c);
+				break;
+			}
+		}
+		if (c->inflight == 0) {
+			c->held_req = 0;
 			command_dispatch(c, &c->req);
 			continue;
-		case RESP_PARSE_NEED:
-			break;
-		case RESP_PARSE_ERROR:
-			resp_error(out, "ERR Protocol error: %s",
-			           resp_parser_error(c->parser));
-			log_debug("client %llu: protocol error: %s",
-			          (unsigned long long)c->id,
-			          resp_parser_error(c->parser));
-			client_close_after_reply(c);
+		}
+		if (c->inflight >= CLIENT_INFLIGHT_MAX ||
+		    !command_pipelines(&c->req)) {
+			c->held_req = 1;
 			break;
 		}
-		break;
+		c->held_req = 0;
+		client_dispatch_slotted(c);
 	}
 	c->reading = 0;
 	client_flush(c);
@@ -340,7 +447,7 @@ client_process(struct client *c)
 void
 client_resume(struct client *c)
 {
-	c->inflight = 0;
+	c->inflight--;
 	if (c->state == CLIENT_ACTIVE && !c->reading)
 		client_wake(c);
 	else if (c->state == CLIENT_CLOSING)
@@ -352,7 +459,8 @@ client_push_begin(struct client *c)
 {
 	if (c->state != CLIENT_ACTIVE || c->killed != NULL)
 		return NULL;
-	return client_output(c);
+	/* Not client_output: never into a slot, which may be ahead of it. */
+	return c->out;
 }
 
 void
@@ -393,6 +501,8 @@ client_new(struct server *s, evutil_socket_t fd)
 	c->parser = resp_parser_new();
 	c->in = evbuffer_new();
 	c->out = evbuffer_new();
+	c->cur = c->out;
+	TAILQ_INIT(&c->slots);
 	if (c->in == NULL || c->out == NULL) {
 		log_warnx("cannot set up a connection");
 		bufferevent_free(c->bev);

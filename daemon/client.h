@@ -17,6 +17,20 @@
 struct server;
 struct evbuffer;
 
+/*
+ * The reply of a request that cannot be written yet because replies of
+ * earlier requests are still to come: a client may have several engine
+ * calls in flight (the Redis engine answers later), and replies leave in
+ * request order. Slots are flushed into out, in order, as they are done.
+ */
+struct client_slot {
+	TAILQ_ENTRY(client_slot) entry;
+	struct evbuffer *buf;
+	int done;
+};
+
+TAILQ_HEAD(client_slot_list, client_slot);
+
 enum client_state {
 	CLIENT_ACTIVE,   /* reading requests, writing replies */
 	CLIENT_CLOSING,  /* a last reply is being flushed; input ignored */
@@ -41,8 +55,11 @@ struct client {
 	struct bufferevent *bev;
 	struct evbuffer *in;
 	struct evbuffer *out; /* replies not yet handed to the socket */
-	struct event *rev;    /* readable: read into in */
-	struct event *flush;  /* deferred write of pushed messages */
+	struct evbuffer *cur; /* where replies go now: out, or a slot's */
+	struct client_slot_list slots; /* replies waiting for earlier ones */
+	struct client_slot *cur_slot;  /* the slot being filled, unclaimed */
+	struct event *rev;             /* readable: read into in */
+	struct event *flush;           /* deferred write of pushed messages */
 	struct resp_parser *parser;
 	struct resp_request req;
 	struct event *linger; /* bounds CLIENT_DRAINING */
@@ -52,12 +69,12 @@ struct client {
 	uint64_t id;
 	int refs; /* the connection itself + engine calls in flight */
 	int authed;
-	int inflight;            /* an engine call has not answered yet */
-	enum csq_opcode pending; /* what it was */
-	int reading;             /* inside client_process: no re-entry */
-	int paused;              /* output too large: not reading requests */
-	int held;                /* output held for the journal's commit */
-	char *name;              /* CLIENT SETNAME */
+	int inflight; /* engine calls not answered yet */
+	int held_req; /* req parsed, waits for the calls to end */
+	int reading;  /* inside client_process: no re-entry */
+	int paused;   /* output too large: not reading requests */
+	int held;     /* output held for the journal's commit */
+	char *name;   /* CLIENT SETNAME */
 	struct pubsub_subs subs;
 };
 
@@ -81,5 +98,15 @@ void client_push_end(struct client *);
 
 /* An engine call has answered: go on with the requests waiting. */
 void client_resume(struct client *);
+
+/*
+ * A call that the engine will answer later takes a slot for its reply: the
+ * one opened for the request being run, or a new one at the end. Writing
+ * the reply: client_slot_write(c, slot) makes client_output the slot's
+ * buffer, client_slot_done puts it back and sends what is in order.
+ */
+struct client_slot *client_slot_claim(struct client *);
+void client_slot_write(struct client *, struct client_slot *);
+void client_slot_done(struct client *, struct client_slot *);
 
 #endif

@@ -25,6 +25,7 @@
 
 #define CMD_NOAUTH 0x1 /* allowed before AUTH */
 #define CMD_PUBSUB 0x2 /* allowed in subscribe mode */
+#define CMD_ENGINE 0x4 /* answered by the engine, in turn: may pipeline */
 
 #define NAME_ECHO_MAX    128 /* bytes of an unknown command echoed back */
 #define CLIENT_NAME_MAX  256
@@ -196,31 +197,54 @@ reply_stats(struct evbuffer *out, const struct csq_stats *st)
 	}
 }
 
-/* The client whose command runs now (a synchronous engine answers then). */
-static struct client *command_running;
-static const char *command_op_name(enum csq_opcode);
+/*
+ * An engine call of a client's. The engine may answer inside
+ * csq_engine_call (the memory engine) or later (the Redis engine); a later
+ * answer writes into the client's slot for it, so that replies stay in
+ * request order, and is measured when it comes.
+ */
+struct command_call {
+	struct client *c;
+	enum csq_opcode code;
+	int later;                  /* csq_engine_call returned unanswered */
+	struct client_slot *slot;   /* later: where the reply goes */
+	uint64_t start_us;          /* later: when the command came */
+	const char *name;           /* later: the command, for its metrics */
+	char queue[CSQ_ID_MAX + 1]; /* ENQUEUE: for a -FULL's warning */
+};
+
+/* The command running now: its start and name, for an answer that comes
+ * later; and whether it left a call in flight (then it is measured when
+ * the answer comes, not when it returns). */
+static struct {
+	const char *name;
+	uint64_t start_us;
+	int later;
+} command_running;
+
+static void command_log_full(struct server *, const char *queue);
 
 static void
 command_result(void *arg, const struct csq_result *r)
 {
-	struct client *c = arg;
+	struct command_call *call = arg;
+	struct client *c = call->c;
 	struct evbuffer *out;
 	size_t i;
 
+	if (r->status == CSQ_EFULL && call->code == CSQ_OP_ENQUEUE)
+		command_log_full(c->server, call->queue);
 	if (c->state == CLIENT_DEAD)
 		goto done;
+	if (call->later)
+		client_slot_write(c, call->slot);
 	out = client_output(c);
 	if (r->status != CSQ_OK) {
 		c->server->stats.errors_total++;
-		/* An answer after the dispatch returned: the dispatcher
-		 * could not see this error reply. */
-		if (command_running != c)
-			metrics_command_error(c->server->metrics,
-			                      command_op_name(c->pending));
 		resp_error(out, "%s", csq_status_text(r->status));
 		goto done;
 	}
-	switch (c->pending) {
+	switch (call->code) {
 	case CSQ_OP_HEARTBEAT:
 		reply_servicer(out, &r->servicer);
 		break;
@@ -276,28 +300,51 @@ command_result(void *arg, const struct csq_result *r)
 	server_hold_output(c->server, c);
 done:
 	server_arm_deadline(c->server);
+	if (call->later) {
+		client_slot_done(c, call->slot);
+		metrics_command(c->server->metrics, call->name,
+		                metrics_now_us() - call->start_us,
+		                r->status != CSQ_OK);
+		free(call);
+	} else {
+		call->later = -1; /* answered inside csq_engine_call */
+	}
 	client_resume(c);
 	client_unref(c);
 }
 
 /*
- * Hands op to the engine; the reply is written when it answers, by
- * command_result or by a cb that ends with it.
+ * Hands op to the engine; the reply is written when it answers. queue:
+ * for ENQUEUE, the queue it names (or default), else NULL.
  */
 static void
-command_call_cb(struct client *c, const struct csq_op *op, csq_engine_cb *cb,
-                void *arg)
+command_call_queue(struct client *c, const struct csq_op *op, const char *queue)
 {
+	struct command_call *call = csq_xmalloc(sizeof(*call));
+
+	call->c = c;
+	call->code = op->code;
+	call->later = 0;
+	if (queue != NULL)
+		memcpy(call->queue, queue, strlen(queue) + 1);
 	client_ref(c);
-	c->inflight = 1;
-	c->pending = op->code;
-	csq_engine_call(c->server->engine, op, cb, arg);
+	c->inflight++;
+	csq_engine_call(c->server->engine, op, command_result, call);
+	if (call->later < 0) {
+		free(call);
+		return;
+	}
+	call->later = 1;
+	call->slot = client_slot_claim(c);
+	call->start_us = command_running.start_us;
+	call->name = command_running.name;
+	command_running.later = 1;
 }
 
 static void
 command_call(struct client *c, const struct csq_op *op)
 {
-	command_call_cb(c, op, command_result, c);
+	command_call_queue(c, op, NULL);
 }
 
 /*
@@ -330,23 +377,6 @@ command_log_full(struct server *s, const char *queue)
 	logged[slot].at_ms = now;
 	log_warnx("queue %s full (%llu waiting)", queue,
 	          (unsigned long long)s->cfg.limits.max_queue_length);
-}
-
-/* An ENQUEUE in flight remembers its queue for a -FULL's warning. */
-struct enqueue_call {
-	struct client *c;
-	char queue[CSQ_ID_MAX + 1];
-};
-
-static void
-command_enqueue_result(void *arg, const struct csq_result *r)
-{
-	struct enqueue_call *call = arg;
-
-	if (r->status == CSQ_EFULL)
-		command_log_full(call->c->server, call->queue);
-	command_result(call->c, r);
-	free(call);
 }
 
 static void
@@ -530,7 +560,6 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	};
 	struct csq_op op;
 	struct csq_enqueue_args *a = &op.enqueue;
-	struct enqueue_call *call;
 
 	if (arg_id(c, req, 1, CSQ_EUSER) || parse_options(c, req, 2, opts, 3))
 		return;
@@ -542,17 +571,9 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	a->tier = (uint32_t)opts[1].num;
 	a->has_ttl = opts[2].arg != 0;
 	a->ttl_s = (uint32_t)opts[2].num;
-	/* Only a new user without QUEUE can find "default" full: one
-	 * already waiting stays where it is. */
-	call = csq_xmalloc(sizeof(*call));
-	call->c = c;
-	/* A valid id (checked above) or "default": it fits. */
-	if (a->has_queue)
-		memcpy(call->queue, a->queue, req->argvlen[opts[0].arg] + 1);
-	else
-		memcpy(call->queue, CSQ_DEFAULT_QUEUE,
-		       sizeof(CSQ_DEFAULT_QUEUE));
-	command_call_cb(c, &op, command_enqueue_result, call);
+	/* The queue, for a -FULL's warning: only a new user without QUEUE
+	 * can find "default" full; one already waiting stays where it is. */
+	command_call_queue(c, &op, a->has_queue ? a->queue : CSQ_DEFAULT_QUEUE);
 }
 
 static void
@@ -936,19 +957,19 @@ cmd_reset(struct client *c, const struct resp_request *req)
 }
 
 static const struct command commands[] = {
-    {"heartbeat", -2, 0, cmd_heartbeat},
-    {"enqueue", -2, 0, cmd_enqueue},
-    {"release", 2, 0, cmd_release},
-    {"where", 2, 0, cmd_where},
-    {"touch", -2, 0, cmd_touch},
-    {"leave", 2, 0, cmd_leave},
-    {"pause", 2, 0, cmd_pause},
-    {"resume", 2, 0, cmd_resume},
-    {"logout", 2, 0, cmd_logout},
-    {"queue", -2, 0, cmd_queue},
-    {"qlen", 2, 0, cmd_qlen},
-    {"servicers", 1, 0, cmd_servicers},
-    {"stats", 1, 0, cmd_stats},
+    {"heartbeat", -2, CMD_ENGINE, cmd_heartbeat},
+    {"enqueue", -2, CMD_ENGINE, cmd_enqueue},
+    {"release", 2, CMD_ENGINE, cmd_release},
+    {"where", 2, CMD_ENGINE, cmd_where},
+    {"touch", -2, CMD_ENGINE, cmd_touch},
+    {"leave", 2, CMD_ENGINE, cmd_leave},
+    {"pause", 2, CMD_ENGINE, cmd_pause},
+    {"resume", 2, CMD_ENGINE, cmd_resume},
+    {"logout", 2, CMD_ENGINE, cmd_logout},
+    {"queue", -2, CMD_ENGINE, cmd_queue},
+    {"qlen", 2, CMD_ENGINE, cmd_qlen},
+    {"servicers", 1, CMD_ENGINE, cmd_servicers},
+    {"stats", 1, CMD_ENGINE, cmd_stats},
     {"ping", -1, CMD_PUBSUB, cmd_ping},
     {"echo", 2, 0, cmd_echo},
     {"quit", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_quit},
@@ -964,29 +985,10 @@ static const struct command commands[] = {
     {"command", -1, 0, cmd_command},
 };
 
-/* The command of an engine call, for its metrics. */
-static const char *
-command_op_name(enum csq_opcode op)
-{
-	static const char *const names[] = {
-	    [CSQ_OP_HEARTBEAT] = "heartbeat", [CSQ_OP_PAUSE] = "pause",
-	    [CSQ_OP_RESUME] = "resume",       [CSQ_OP_LOGOUT] = "logout",
-	    [CSQ_OP_RELEASE] = "release",     [CSQ_OP_ENQUEUE] = "enqueue",
-	    [CSQ_OP_TOUCH] = "touch",         [CSQ_OP_LEAVE] = "leave",
-	    [CSQ_OP_WHERE] = "where",         [CSQ_OP_QUEUE] = "queue",
-	    [CSQ_OP_QLEN] = "qlen",           [CSQ_OP_SERVICERS] = "servicers",
-	    [CSQ_OP_STATS] = "stats",
-	};
-
-	if ((size_t)op < sizeof(names) / sizeof(names[0]) && names[op] != NULL)
-		return names[op];
-	return "unknown";
-}
-
 /*
- * Metrics of one command: its time from dispatch to reply (with an engine
- * that answers later, to the hand-off), and whether the reply written
- * since `before` is an error.
+ * Metrics of one command: its time from dispatch to reply, and whether
+ * the reply written since `before` is an error. (An engine call answered
+ * later is measured when its answer comes, in command_result.)
  */
 static void
 command_measure(struct client *c, const char *name, uint64_t start,
@@ -1021,6 +1023,15 @@ command_lookup(const char *name, size_t len)
 		    strncasecmp(commands[i].name, name, len) == 0)
 			return &commands[i];
 	return NULL;
+}
+
+int
+command_pipelines(const struct resp_request *req)
+{
+	const struct command *cmd =
+	    command_lookup(req->argv[0], req->argvlen[0]);
+
+	return cmd != NULL && (cmd->flags & CMD_ENGINE);
 }
 
 void
@@ -1063,10 +1074,13 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		    cmd->name);
 		goto error;
 	}
-	command_running = c;
+	command_running.name = cmd->name;
+	command_running.start_us = start;
+	command_running.later = 0;
 	cmd->proc(c, req);
-	command_running = NULL;
-	command_measure(c, cmd->name, start, before);
+	/* A call still in flight is measured when its answer comes. */
+	if (!command_running.later)
+		command_measure(c, cmd->name, start, before);
 	return;
 error:
 	c->server->stats.errors_total++;

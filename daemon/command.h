@@ -10,5 +10,9 @@ struct client;
 struct resp_request;
 
 void command_dispatch(struct client *, const struct resp_request *);
+/* 1 when req may run while engine calls of its client are in flight: a
+ * command the engine answers (its errors too), in turn. Others wait until
+ * every reply before them is out. */
+int command_pipelines(const struct resp_request *);
 
 #endif

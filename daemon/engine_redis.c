@@ -82,6 +82,8 @@ struct redis_call {
 	struct csq_servicer_info *servicers;
 	uint64_t wait_event; /* the last event id of the script */
 	uint64_t parked_ms;
+	TAILQ_ENTRY(redis_call) order; /* in redis_engine.order */
+	int ready;                     /* res is the answer */
 };
 
 TAILQ_HEAD(redis_call_list, redis_call);
@@ -118,7 +120,10 @@ struct redis_engine {
 	struct redis_call_list pending; /* not sent yet */
 	int inflight;                   /* script calls sent, not answered */
 	struct event *flush;            /* sends pending at the turn's end */
-	struct redis_call_list parked;
+	/* Every call not answered yet, in the order it was made: answers
+	 * leave from its head only, so that they come in that order. */
+	TAILQ_HEAD(, redis_call) order;
+	int answering;       /* inside order_flush */
 	uint64_t seen_event; /* highest event id seen on the subscription */
 
 	int64_t next_redis; /* earliest deadline, Redis ms; -1 none */
@@ -134,7 +139,7 @@ struct redis_engine {
 
 static void conn_start(struct redis_conn *);
 static void peek_send(struct redis_engine *);
-static void parked_flush(struct redis_engine *, int all);
+static void order_flush(struct redis_engine *, int all);
 static void conn_drop(struct redis_conn *, const char *why);
 static void pending_fail(struct redis_engine *);
 
@@ -229,7 +234,7 @@ conn_lost(struct redis_conn *c, const char *why)
 	pending_fail(r);
 	/* The events that replies wait for will not come on this link. */
 	if (c == &r->sub)
-		parked_flush(r, 1);
+		order_flush(r, 1);
 }
 
 static void
@@ -420,11 +425,15 @@ call_free(struct redis_call *k)
 	free(k);
 }
 
+/* k's answer is known (k->res); it leaves when every call made before
+ * it has left and the events up to wait_event have come in. */
 static void
-call_answer(struct redis_call *k)
+call_ready(struct redis_call *k, uint64_t wait_event)
 {
-	k->cb(k->arg, &k->res);
-	call_free(k);
+	k->ready = 1;
+	k->wait_event = wait_event;
+	k->parked_ms = mono_ms();
+	order_flush(k->r, 0);
 }
 
 static void
@@ -432,23 +441,33 @@ call_fail(struct redis_call *k)
 {
 	memset(&k->res, 0, sizeof(k->res));
 	k->res.status = CSQ_ETRYAGAIN;
-	call_answer(k);
+	call_ready(k, 0);
 }
 
-/* Replies whose events have all come in go, in order. */
+/*
+ * Answers, in the order the calls were made, those whose answer is known
+ * and whose events have come in (all: or not; the subscription is gone or
+ * the engine stops; and never more than PARK_TIMEOUT_MS late). A client
+ * may have several calls in flight: its replies must keep its order.
+ */
 static void
-parked_flush(struct redis_engine *r, int all)
+order_flush(struct redis_engine *r, int all)
 {
 	struct redis_call *k;
 	uint64_t now = mono_ms();
 
-	while ((k = TAILQ_FIRST(&r->parked)) != NULL) {
+	if (r->answering) /* a callback's own call: the loop below goes on */
+		return;
+	r->answering = 1;
+	while ((k = TAILQ_FIRST(&r->order)) != NULL && k->ready) {
 		if (!all && k->wait_event > r->seen_event &&
 		    now - k->parked_ms < PARK_TIMEOUT_MS)
 			break;
-		TAILQ_REMOVE(&r->parked, k, entry);
-		call_answer(k);
+		TAILQ_REMOVE(&r->order, k, order);
+		k->cb(k->arg, &k->res);
+		call_free(k);
 	}
+	r->answering = 0;
 }
 
 static int64_t
@@ -717,14 +736,7 @@ call_done(struct redis_call *k, const redisReply *a, uint64_t last)
 		call_fail(k);
 		return;
 	}
-	k->wait_event = last;
-	if (k->wait_event > r->seen_event || !TAILQ_EMPTY(&r->parked)) {
-		k->parked_ms = mono_ms();
-		TAILQ_INSERT_TAIL(&r->parked, k, entry);
-		parked_flush(r, 0);
-		return;
-	}
-	call_answer(k);
+	call_ready(k, last);
 }
 
 /* Batches. */
@@ -949,6 +961,7 @@ call_new(struct redis_engine *r, const char *name, enum csq_opcode code,
 static void
 call_send(struct redis_engine *r, struct redis_call *k)
 {
+	TAILQ_INSERT_TAIL(&r->order, k, order);
 	TAILQ_INSERT_TAIL(&r->pending, k, entry);
 	batch_schedule(r);
 }
@@ -1055,13 +1068,21 @@ redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 
 	memset(&res, 0, sizeof(res));
 	/* Bad input is refused here as the memory engine refuses it, and
-	 * an unreachable Redis gets TRYAGAIN at once: nothing half done. */
+	 * an unreachable Redis gets TRYAGAIN at once: nothing half done.
+	 * At once, unless earlier calls are still to answer: then in turn. */
 	if ((res.status = csq_op_validate(op, &r->limits)) != CSQ_OK ||
 	    (res.status = r->up ? CSQ_OK : CSQ_ETRYAGAIN) != CSQ_OK ||
 	    call_build(r, op, cb, arg, &k) != 0) {
 		if (res.status == CSQ_OK)
 			res.status = CSQ_ERANGE;
-		cb(arg, &res);
+		if (TAILQ_EMPTY(&r->order)) {
+			cb(arg, &res);
+			return;
+		}
+		k = call_new(r, "refused", op->code, cb, arg);
+		k->res = res;
+		TAILQ_INSERT_TAIL(&r->order, k, order);
+		call_ready(k, 0);
 		return;
 	}
 	call_send(r, k);
@@ -1138,7 +1159,7 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	struct redis_engine *r = arg;
 
 	(void)fd, (void)what;
-	parked_flush(r, 0);
+	order_flush(r, 0);
 	if (!r->up)
 		return;
 	if (r->peek_sent_us == 0)
@@ -1202,13 +1223,13 @@ sub_message_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	if (strcmp(kind->str, "subscribe") == 0) {
 		conn_ready(c);
 		/* Events missed while away are gone: nothing waits for them. */
-		parked_flush(c->r, 1);
+		order_flush(c->r, 1);
 		return;
 	}
 	if (strcmp(kind->str, "message") == 0 &&
 	    body->type == REDIS_REPLY_STRING) {
 		sub_events(c->r, body->str, body->len);
-		parked_flush(c->r, 0);
+		order_flush(c->r, 0);
 	}
 }
 
@@ -1247,10 +1268,10 @@ redis_free(struct csq_engine *e)
 
 	r->freeing = 1;
 	pending_fail(r);
-	parked_flush(r, 1);
+	order_flush(r, 1);
 	conn_close(&r->cmd);
 	conn_close(&r->sub);
-	parked_flush(r, 1);
+	order_flush(r, 1);
 	event_free(r->tick);
 	event_free(r->flush);
 	free(r);
@@ -1317,7 +1338,7 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	r->next_redis = -1;
 	r->rtt_us = -1;
 	TAILQ_INIT(&r->pending);
-	TAILQ_INIT(&r->parked);
+	TAILQ_INIT(&r->order);
 	r->flush = event_new(evb, -1, 0, flush_cb, r);
 	conn_init(r, &r->cmd, "commands");
 	conn_init(r, &r->sub, "events");

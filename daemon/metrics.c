@@ -92,15 +92,6 @@ metrics_cmd(struct metrics *m, const char *name)
 }
 
 void
-metrics_command_error(struct metrics *m, const char *name)
-{
-	struct metrics_cmd *c;
-
-	if ((c = metrics_cmd(m, name)) != NULL)
-		c->errors++;
-}
-
-void
 metrics_command(struct metrics *m, const char *name, uint64_t usec, int error)
 {
 	struct metrics_cmd *c;

@@ -19,7 +19,7 @@ struct metrics;
 struct metrics_scrape {
 	int engine_up;
 	int64_t redis_rtt_us; /* Redis engine's last health check; -1 none */
-	int have_stats; /* 0 when the engine did not answer */
+	int have_stats;       /* 0 when the engine did not answer */
 	struct csq_stats stats;
 	uint64_t servicers_ready, servicers_paused;
 	uint64_t connected_clients;
@@ -36,8 +36,6 @@ void metrics_free(struct metrics *);
  */
 void metrics_command(struct metrics *, const char *name, uint64_t usec,
                      int error);
-/* An error reply that came after the command was counted. */
-void metrics_command_error(struct metrics *, const char *name);
 /* An engine event: matched feeds the wait histogram; queues are noted. */
 void metrics_event(struct metrics *, const struct csq_event *);
 

@@ -3,7 +3,9 @@
  * struct csq_op, hands it to the engine, and writes the reply when the engine
  * calls back with a struct csq_result. The memory engine calls back before
  * csq_engine_call() returns; the Redis engine calls back later, from the event
- * loop. Either way the callback runs exactly once per call.
+ * loop. Either way the callback runs exactly once per call, and calls are
+ * answered in the order they were made (so a client may have several in
+ * flight and its replies keep its order).
  */
 #ifndef CSQ_ENGINE_H
 #define CSQ_ENGINE_H

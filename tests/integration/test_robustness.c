@@ -783,6 +783,176 @@ many_connections(void **state)
 	CHECK(fx->c, ":200", "QLEN default");
 }
 
+/*
+ * A pipeline of engine commands with bad ones among them (wrong option,
+ * wrong arity, unknown command) and commands that must wait for every reply
+ * before them (PING, ECHO): every reply in request order. On the Redis
+ * engine the ENQUEUEs of one pipeline are in flight together, answered
+ * later, while the errors are known at once: this tries to make an error or
+ * a PONG overtake a reply still to come.
+ */
+#define MIXED_N 600
+
+static void
+pipeline_mixed_order(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+	char expect[96];
+	int i, enq = 0;
+
+	for (i = 0; i < MIXED_N; i++) {
+		switch (i % 8) {
+		case 0:
+		case 1:
+		case 4:
+			redisAppendCommand(fx->c, "ENQUEUE m%d", i);
+			break;
+		case 2:
+			redisAppendCommand(fx->c, "ENQUEUE bad%d TIER 99", i);
+			break;
+		case 3:
+			redisAppendCommand(fx->c, "ENQUEUE");
+			break;
+		case 5:
+			redisAppendCommand(fx->c, "NOSUCH %d", i);
+			break;
+		case 6:
+			redisAppendCommand(fx->c, "QLEN default");
+			break;
+		default:
+			redisAppendCommand(fx->c, "%s m%d",
+			                   i % 16 ? "PING" : "ECHO", i);
+			break;
+		}
+	}
+	for (i = 0; i < MIXED_N; i++) {
+		r = GET_REPLY(fx->c);
+		switch (i % 8) {
+		case 0:
+		case 1:
+		case 4:
+			enq++;
+			if (r->type != REDIS_REPLY_ARRAY)
+				fail_msg("reply %d: not an ENQUEUE's", i);
+			assert_int_equal(FIELD_INT(r, "position"), enq);
+			break;
+		case 2:
+			assert_reply_error(
+			    r, "ERR value is not an integer or out of range");
+			break;
+		case 3:
+			assert_reply_error(r,
+			                   "ERR wrong number of arguments for "
+			                   "'enqueue' command");
+			break;
+		case 5:
+			assert_reply_error(r, "ERR unknown command 'NOSUCH'");
+			break;
+		case 6:
+			assert_reply_integer(r, enq);
+			break;
+		default:
+			snprintf(expect, sizeof(expect), "m%d", i);
+			assert_reply_bulk(r, expect);
+			break;
+		}
+		freeReplyObject(r);
+	}
+	CHECK(fx->c, "+PONG", "PING");
+}
+
+/*
+ * ENQUEUEs, then SUBSCRIBE, in one pipeline: the ENQUEUEs' replies, then
+ * the confirmation, and only then the events of others; the client's own
+ * ENQUEUEs came before it subscribed, so their events are not pushed to it.
+ */
+#define SUB_AFTER_N 40
+
+static void
+pipeline_then_subscribe(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *other = csqd_connect(fx->d);
+	redisReply *r;
+	int i;
+
+	for (i = 0; i < SUB_AFTER_N; i++)
+		redisAppendCommand(fx->c, "ENQUEUE s%d", i);
+	redisAppendCommand(fx->c, "SUBSCRIBE queue:default");
+	for (i = 0; i < SUB_AFTER_N; i++) {
+		r = GET_REPLY(fx->c);
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
+			fail_msg("reply %d: not an ENQUEUE's", i);
+		assert_int_equal(FIELD_INT(r, "position"), i + 1);
+		freeReplyObject(r);
+	}
+	r = GET_REPLY(fx->c);
+	assert_repr(r, "['subscribe','queue:default',:1]");
+	freeReplyObject(r);
+	freeReplyObject(CMD(other, "ENQUEUE late"));
+	r = GET_REPLY(fx->c);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 3);
+	assert_reply_bulk(r->element[0], "message");
+	if (strstr(r->element[2]->str, "\"user\":\"late\"") == NULL)
+		fail_msg("first message: %s", r->element[2]->str);
+	freeReplyObject(r);
+	redisFree(other);
+}
+
+/*
+ * ENQUEUEs, then a malformed request, in one write: every ENQUEUE's reply,
+ * then the protocol error, then the close. Then ENQUEUEs written and the
+ * connection closed at once, replies unread: csqd answers into the void,
+ * frees what it held, and serves on.
+ */
+#define PROTO_AFTER_N 50
+
+static void
+pipeline_then_protocol_error(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char *req = malloc(PROTO_AFTER_N * 48 + 32), *out = malloc(RAW_BUF);
+	const char *p;
+	size_t len = 0;
+	int i, fd, closed;
+
+	for (i = 0; i < PROTO_AFTER_N; i++)
+		len += (size_t)sprintf(
+		    req + len, "*2\r\n$7\r\nENQUEUE\r\n$5\r\np%04d\r\n", i);
+	len += (size_t)sprintf(req + len, "*1\r\n$-5\r\n");
+	fd = raw_connect(fx->d->port);
+	raw_send(fd, req, len);
+	raw_read(fd, out, RAW_BUF, READ_IDLE, &closed);
+	close(fd);
+	assert_true(closed);
+	p = out;
+	for (i = 0; i < PROTO_AFTER_N; i++) {
+		if (strncmp(p, "*6\r\n", 4) != 0)
+			fail_msg("reply %d: %.40s", i, p);
+		p = strstr(p, ":");
+		assert_non_null(p);
+		assert_int_equal(atoi(p + 1), i + 1);
+		p = strstr(p, "\r\n") + 2;
+	}
+	if (strncmp(p, "-ERR Protocol error: ", 21) != 0)
+		fail_msg("after the replies: %.60s", p);
+	p = strstr(p, "\r\n") + 2;
+	assert_string_equal(p, "");
+
+	fd = raw_connect(fx->d->port);
+	len = 0;
+	for (i = 0; i < PROTO_AFTER_N; i++)
+		len += (size_t)sprintf(
+		    req + len, "*2\r\n$7\r\nENQUEUE\r\n$5\r\nq%04d\r\n", i);
+	raw_send(fd, req, len);
+	close(fd);
+	free(req);
+	free(out);
+	ASSERT_ALIVE(fx->d);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -791,6 +961,14 @@ main(int argc, char **argv)
 	        pipeline_1000, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        pipeline_one_buffer, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        pipeline_mixed_order, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(pipeline_then_subscribe,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(pipeline_then_protocol_error,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(byte_by_byte, csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
