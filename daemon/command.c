@@ -206,6 +206,7 @@ reply_stats(struct evbuffer *out, const struct csq_stats *st)
 struct command_call {
 	struct client *c;
 	enum csq_opcode code;
+	int answered;               /* inside csq_engine_call */
 	int later;                  /* csq_engine_call returned unanswered */
 	struct client_slot *slot;   /* later: where the reply goes */
 	uint64_t start_us;          /* later: when the command came */
@@ -307,7 +308,7 @@ done:
 		                r->status != CSQ_OK);
 		free(call);
 	} else {
-		call->later = -1; /* answered inside csq_engine_call */
+		call->answered = 1; /* command_call_queue frees it */
 	}
 	client_resume(c);
 	client_unref(c);
@@ -324,13 +325,14 @@ command_call_queue(struct client *c, const struct csq_op *op, const char *queue)
 
 	call->c = c;
 	call->code = op->code;
+	call->answered = 0;
 	call->later = 0;
 	if (queue != NULL)
 		memcpy(call->queue, queue, strlen(queue) + 1);
 	client_ref(c);
 	c->inflight++;
 	csq_engine_call(c->server->engine, op, command_result, call);
-	if (call->later < 0) {
+	if (call->answered) {
 		free(call);
 		return;
 	}
