@@ -16,6 +16,7 @@
  */
 #include "engine_redis.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -982,16 +983,21 @@ args_heartbeat(struct redis_call *k, const struct csq_heartbeat_args *a)
 		arg_cstr(k, a->queues[i]);
 }
 
+/* An option not given is empty (enqueue.lua): a queue name, a tier and a
+ * TTL never are. */
 static void
 args_enqueue(struct redis_call *k, const struct csq_enqueue_args *a)
 {
 	arg_cstr(k, a->user);
-	arg_int(k, a->has_queue);
 	arg_cstr(k, a->has_queue ? a->queue : "");
-	arg_int(k, a->has_tier);
-	arg_int(k, a->tier);
-	arg_int(k, a->has_ttl);
-	arg_int(k, a->ttl_s);
+	if (a->has_tier)
+		arg_int(k, a->tier);
+	else
+		arg_cstr(k, "");
+	if (a->has_ttl)
+		arg_int(k, a->ttl_s);
+	else
+		arg_cstr(k, "");
 }
 
 /* The script of an operation and its arguments; -1 for none. */
@@ -1172,7 +1178,8 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 /* Events. */
 
 static void
-sub_event(struct redis_engine *r, const char *json, size_t len)
+sub_event(struct redis_engine *r, const char *json, size_t len,
+          uint64_t ts_ms)
 {
 	struct csq_event ev;
 	uint64_t id;
@@ -1182,25 +1189,36 @@ sub_event(struct redis_engine *r, const char *json, size_t len)
 		          r->channel);
 		return;
 	}
-	if (id > r->seen_event)
-		r->seen_event = id;
+	ev.ts_ms = ts_ms;
 	if (r->emit != NULL)
 		r->emit(r->emit_arg, &ev);
 }
 
-/* A message holds the events of one script call, one a line. */
+/* A message holds the events of one script call: a line with the last
+ * event's id and the time (batch.lua), then the events, one a line. */
 static void
 sub_events(struct redis_engine *r, const char *msg, size_t len)
 {
 	const char *end = msg + len, *nl;
+	uint64_t last, ts_ms;
+	char *p;
 
-	while (msg < end) {
+	nl = memchr(msg, '\n', len);
+	if (nl == NULL || !isdigit((unsigned char)*msg)) {
+		log_warnx("engine redis: a message that is not csq's on %s",
+		          r->channel);
+		return;
+	}
+	last = strtoull(msg, &p, 10);
+	ts_ms = *p == ' ' ? strtoull(p + 1, &p, 10) : 0;
+	for (msg = nl + 1; msg < end; msg = nl + 1) {
 		nl = memchr(msg, '\n', (size_t)(end - msg));
 		if (nl == NULL)
 			nl = end;
-		sub_event(r, msg, (size_t)(nl - msg));
-		msg = nl + 1;
+		sub_event(r, msg, (size_t)(nl - msg), ts_ms);
 	}
+	if (last > r->seen_event)
+		r->seen_event = last;
 }
 
 static void

@@ -3,20 +3,19 @@
 -- pcall: an operation that fails (a bug, Redis out of memory) gets
 -- { 'ERR', why } and neither its events nor its counters count, while the
 -- others stand. Then the counters are written and the events published, in
--- causal order, as one message: one JSON object a line, each with its id
--- from one counter for all daemons.
+-- causal order, as one message (below).
 --
 -- Returns { deadline, Redis time in ms, last event id (0 none), 1 if the
 -- deadline is the true earliest (else the earliest this call set, -1 none),
 -- then each operation's reply }.
 local nops = tonumber(ARGV[5])
 local out = {}
-local deltas = {}
 local at = 6
 for k = 1, nops do
 	local name, argc = ARGV[at], tonumber(ARGV[at + 1])
-	local nevents = #events
+	local before = nevents
 	op_deltas = nil
+	if not OPS[name] then make_op(name) end
 	local ok, res = pcall(OPS[name], unpack(ARGV, at + 2, at + 1 + argc))
 	at = at + 2 + argc
 	if ok then
@@ -26,25 +25,32 @@ for k = 1, nops do
 			end
 		end
 	else
-		for i = #events, nevents + 1, -1 do events[i] = nil end
+		for i = nevents, before + 1, -1 do events[i] = nil end
+		nevents = before
 		if type(res) == 'table' and res.err then res = res.err end
 		res = { 'ERR', name .. ': ' .. tostring(res) }
 	end
 	out[4 + k] = res
 end
+op_deltas = nil
 
+-- A failed operation keeps the sequences it took: its user may have been
+-- written. If this write fails, Redis was out of memory and the call has
+-- written nothing, so no user holds them.
+if seq and seq ~= seq_first then
+	pcall(redis.call, 'HSET', STATS, 'seq', int(seq))
+end
 for f, d in pairs(deltas) do
 	if d ~= 0 then redis.call('HINCRBY', STATS, f, d) end
 end
+-- The message: a line with the last event's id and the time, then the
+-- events, one a line; the ids of the events are the ones before the last,
+-- in order.
 local last = 0
-if #events > 0 then
-	last = redis.call('HINCRBY', STATS, 'event_id', #events)
-	local id = last - #events
-	local lines = {}
-	for i, e in ipairs(events) do
-		lines[i] = '{"id":' .. int(id + i) .. ',' .. e .. '}'
-	end
-	redis.call('PUBLISH', EVENTS, table.concat(lines, '\n'))
+if nevents > 0 then
+	last = redis.call('HINCRBY', STATS, 'event_id', nevents)
+	redis.call('PUBLISH', EVENTS, int(last) .. ' ' .. NOW_S .. '\n' ..
+	           table.concat(events, '\n'))
 end
 out[1] = soonest
 if exact then out[1] = earliest() end

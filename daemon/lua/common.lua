@@ -22,19 +22,21 @@ local SEQ_UNIT = 562949953421312
 local SEQ_MAX = SEQ_UNIT - 1
 local TIER_TOP = 15
 
+-- Numbers become text through "%.14g" in Lua's tostring and "..", which
+-- would round a packed key, and redis.call converts a number argument with
+-- "%.17g", which is slow: a number that goes into text or to Redis on a hot
+-- path is made into text with int() (an integer format) first.
+local function int(n)
+	return string.format('%d', n)
+end
+
 local clock = redis.call('TIME')
 local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local NOW_S = int(NOW)
 
 local SERVICER_TTL = tonumber(ARGV[1])
 local USER_TTL = tonumber(ARGV[2])
 local MAX_LENGTH = tonumber(ARGV[4])
-
--- Numbers become text through "%.14g" in Lua's tostring and "..", which
--- would round a packed key: text that holds a number is made with int().
--- (redis.call converts a number argument with all its digits itself.)
-local function int(n)
-	return string.format('%d', n)
-end
 
 local function user_key(id) return P .. 'user:' .. id end
 local function servicer_key(id) return P .. 'servicer:' .. id end
@@ -56,10 +58,45 @@ end
 -- waiting is enqueued + requeued - matched - abandoned. An operation's
 -- deltas (op_deltas, made on its first change) count only if it succeeds
 -- (batch.lua).
-local op_deltas
+local deltas, op_deltas = {}, nil
 local function stat(field, d)
 	if not op_deltas then op_deltas = {} end
 	op_deltas[field] = (op_deltas[field] or 0) + d
+end
+
+-- What the call has changed of a counter so far, not yet written.
+local function stat_pending(field)
+	local d = deltas[field] or 0
+	if op_deltas then d = d + (op_deltas[field] or 0) end
+	return d
+end
+
+-- The sequence and the free rooms are read once, at the first need, and
+-- kept for the rest of the call: a new user takes the next sequence
+-- without a write (the call writes the last one at its end, batch.lua),
+-- and a user who starts waiting looks for a free room only if one exists
+-- (rooms_free counts the free rooms of ready servicers, which are exactly
+-- the members of the free-room indexes).
+local seq, seq_first, free_first
+local function counters_load()
+	if seq then return end
+	local h = redis.call('HMGET', STATS, 'seq', 'rooms_free')
+	seq = tonumber(h[1] or '0')
+	seq_first = seq
+	free_first = tonumber(h[2] or '0')
+end
+
+-- The next sequence, or nil when they are all used.
+local function seq_next()
+	counters_load()
+	if seq >= SEQ_MAX then return nil end
+	seq = seq + 1
+	return seq
+end
+
+local function rooms_free()
+	counters_load()
+	return free_first + stat_pending('rooms_free')
 end
 
 -- Operations, by name: each takes its arguments (strings, as the daemon
@@ -69,17 +106,32 @@ local function reply(status, ...)
 	return { status, ... }
 end
 
--- Events wait until the end too: then they get their ids, one counter for
--- all daemons, so that a daemon can tell when it has seen them all. An
--- event is kept as the text of its JSON fields after "id"; fields is a
--- string.format pattern for those after "ts". Ids and queue names need no
--- escaping: their characters are [A-Za-z0-9._:@-] (protocol.md).
-local events = {}
-local TS = '"ts":' .. int(NOW)
-local function event(name, fields, ...)
-	events[#events + 1] = '"event":"' .. name .. '",' .. TS ..
-	                      string.format(fields, ...)
+-- Events wait until the end too: then the call takes their ids from one
+-- counter for all daemons, so that a daemon can tell when it has seen them
+-- all, and publishes them with the time (batch.lua). An event is its JSON
+-- object without those two, made from a string.format pattern. Ids and
+-- queue names need no escaping: their characters are [A-Za-z0-9._:@-]
+-- (protocol.md).
+local events, nevents = {}, 0
+local function event(json, ...)
+	nevents = nevents + 1
+	events[nevents] = string.format(json, ...)
 end
+
+-- The events' patterns, each one literal (Lua 5.1 joins literals with ..
+-- at run time), in the order of the fields that csq_event_json writes.
+local EV = {
+	queued = '{"event":"queued","user":"%s","queue":"%s","tier":%d,"position":%d}',
+	rescored = '{"event":"rescored","user":"%s","queue":"%s","tier":%d,"position":%d%s}',
+	matched = '{"event":"matched","user":"%s","queue":"%s","tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d}',
+	released = '{"event":"released","user":"%s","queue":"%s","servicer":"%s","room":"%s/%d","by":"%s"}',
+	left = '{"event":"left","user":"%s","queue":"%s","reason":"%s"}',
+	requeued = '{"event":"requeued","user":"%s","queue":"%s","tier":%d,"position":%d,"servicer":"%s","room":"%s/%d","reason":"%s"}',
+	servicer_up = '{"event":"servicer_up","servicer":"%s","capacity":%d,"queues":["%s"]}',
+	servicer_down = '{"event":"servicer_down","servicer":"%s","reason":"%s"}',
+	servicer_paused = '{"event":"servicer_paused","servicer":"%s"}',
+	servicer_resumed = '{"event":"servicer_resumed","servicer":"%s"}',
+}
 
 -- The earliest deadline the call set (-1 none): the daemon's timer takes
 -- the sooner of it and what it knew. exact: an operation wants the true
@@ -87,7 +139,7 @@ end
 local soonest = -1
 local exact = false
 local function deadline_set(member, at)
-	redis.call('ZADD', DEADLINES, at, member)
+	redis.call('ZADD', DEADLINES, int(at), member)
 	if soonest < 0 or at < soonest then soonest = at end
 end
 local function deadline_clear(member)
@@ -115,9 +167,9 @@ end
 
 local function servicer_save(s)
 	redis.call('HSET', servicer_key(s.id), 'status', s.status,
-	           'capacity', s.capacity, 'ttl', s.ttl, 'active', s.active,
-	           'queues', table.concat(s.queues, ','),
-	           'last_order', s.last_order, 'last_ms', s.last_ms)
+	           'capacity', int(s.capacity), 'ttl', int(s.ttl),
+	           'active', int(s.active), 'queues', table.concat(s.queues, ','),
+	           'last_order', int(s.last_order), 'last_ms', int(s.last_ms))
 end
 
 local function free_count(s)
@@ -146,8 +198,9 @@ local function account(s)
 	stat('rooms_busy', s.active)
 	if s.status == 'ready' then stat('rooms_free', free_count(s)) end
 	if has_free(s) then
+		local order = int(s.last_order)
 		for _, q in ipairs(s.queues) do
-			redis.call('ZADD', free_key(q), s.last_order, s.id)
+			redis.call('ZADD', free_key(q), order, s.id)
 		end
 	end
 end
@@ -169,9 +222,11 @@ end
 
 -- Users: a hash; U2R is its servicer and room fields while assigned.
 
-local function user_load(id)
-	local h = redis.call('HMGET', user_key(id), 'queue', 'key', 'arrival',
-	                     'ttl', 'state', 'servicer', 'room', 'assigned')
+-- key: the user's key name, if the caller has made it already.
+local function user_load(id, key)
+	local h = redis.call('HMGET', key or user_key(id), 'queue', 'key',
+	                     'arrival', 'ttl', 'state', 'servicer', 'room',
+	                     'assigned')
 	if not h[1] then return nil end
 	local u = { id = id, queue = h[1], key = tonumber(h[2]),
 	            arrival = tonumber(h[3]), ttl = tonumber(h[4]),
@@ -201,11 +256,6 @@ local function user_free(u)
 	redis.call('DEL', user_key(u.id))
 end
 
--- An event about u: its user and queue, then fields.
-local function user_event(name, u, fields, ...)
-	event(name, ',"user":"%s","queue":"%s"' .. (fields or ''), u.id, u.queue,
-	      ...)
-end
 
 -- The matcher (lib/matcher.c). An operation that changes a servicer takes
 -- it out of the accounts (unaccount), changes it, fills its free rooms
@@ -222,20 +272,20 @@ local function assign(u, s, room)
 	u.room = room
 	u.assigned = NOW
 	redis.call('HSET', user_key(u.id), 'state', 'assigned',
-	           'servicer', s.id, 'room', room, 'assigned', NOW)
-	redis.call('HSET', rooms_key(s.id), room, u.id)
+	           'servicer', s.id, 'room', int(room), 'assigned', NOW_S)
+	redis.call('HSET', rooms_key(s.id), int(room), u.id)
 	s.active = s.active + 1
 	s.last_order = redis.call('HINCRBY', STATS, 'order', 1)
 	s.last_ms = NOW
 	stat('matched_total', 1)
-	user_event('matched', u,
-	           ',"tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d',
-	           tier_of(u.key), s.id, s.id, room, elapsed(u.arrival))
+	event(EV.matched, u.id, u.queue, tier_of(u.key), s.id, s.id, room,
+	      elapsed(u.arrival))
 end
 
 -- A user started waiting: the ready servicer with a free room serving its
 -- queue that has gone longest without a new user takes it.
 local function match_user(u)
+	if rooms_free() <= 0 then return false end
 	local top = redis.call('ZRANGE', free_key(u.queue), 0, 0)
 	if not top[1] then return false end
 	local s = servicer_load(top[1])
@@ -274,8 +324,7 @@ local function room_release(s, idx, uid, by)
 	redis.call('HDEL', rooms_key(s.id), idx)
 	s.active = s.active - 1
 	local u = user_load(uid)
-	user_event('released', u, ',"servicer":"%s","room":"%s/%d","by":"%s"',
-	           s.id, s.id, idx, by)
+	event(EV.released, u.id, u.queue, s.id, s.id, idx, by)
 	user_free(u)
 	fill(s)
 	account(s)
@@ -286,7 +335,7 @@ end
 local function user_abandon(u, reason)
 	redis.call('ZREM', queue_key(u.queue), u.id)
 	stat('abandoned_total', 1)
-	user_event('left', u, ',"reason":"%s"', reason)
+	event(EV.left, u.id, u.queue, reason)
 	user_free(u)
 end
 
@@ -310,10 +359,8 @@ local function servicer_remove(s, reason)
 		redis.call('ZADD', queue_key(u.queue), u.key, u.id)
 		stat('requeued_total', 1)
 		if u.ttl > 0 then deadline_set('u:' .. u.id, NOW + u.ttl * 1000) end
-		user_event('requeued', u,
-		           ',"tier":%d,"position":%d,"servicer":"%s","room":"%s/%d"' ..
-		           ',"reason":"%s"', tier_of(u.key), position(u), s.id, s.id,
-		           r.idx, reason)
+		event(EV.requeued, u.id, u.queue, tier_of(u.key), position(u), s.id,
+		      s.id, r.idx, reason)
 		back[#back + 1] = u
 	end
 	redis.call('DEL', rooms_key(s.id), servicer_key(s.id))
@@ -321,7 +368,7 @@ local function servicer_remove(s, reason)
 	redis.call('ZREM', SERVICERS, s.id)
 	stat('servicers', -1)
 	if reason == 'lost' then stat('servicers_lost_total', 1) end
-	event('servicer_down', ',"servicer":"%s","reason":"%s"', s.id, reason)
+	event(EV.servicer_down, s.id, reason)
 	table.sort(back, function(a, b) return a.key < b.key end)
 	for _, u in ipairs(back) do
 		if u.state == 'waiting' then match_user(u) end

@@ -29,8 +29,7 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 	if has_ttl == '1' then s.ttl = tonumber(ttl) end
 	deadline_set('s:' .. id, NOW + s.ttl * 1000)
 	if login then
-		event('servicer_up', ',"servicer":"%s","capacity":%d,"queues":["%s"]',
-		      id, s.capacity, table.concat(s.queues, '","'))
+		event(EV.servicer_up, id, s.capacity, table.concat(s.queues, '","'))
 	end
 	fill(s)
 	account(s)

@@ -5,9 +5,11 @@ OPS.status = function(id, status)
 	if s.status == status then return reply('OK') end
 	unaccount(s)
 	s.status = status
-	local name = 'servicer_paused'
-	if status == 'ready' then name = 'servicer_resumed' end
-	event(name, ',"servicer":"%s"', s.id)
+	if status == 'ready' then
+		event(EV.servicer_resumed, s.id)
+	else
+		event(EV.servicer_paused, s.id)
+	end
 	fill(s)
 	account(s)
 	servicer_save(s)

@@ -274,6 +274,67 @@ fifo_pipelined(void **state)
 	freeReplyObject(r);
 }
 
+/* One STATS reply's counters, checked. */
+static void
+stats_are(redisReply *r, long long waiting, long long busy, long long free_,
+          long long enqueued, long long matched)
+{
+	assert_int_equal(FIELD_INT(r, "waiting"), waiting);
+	assert_int_equal(FIELD_INT(r, "rooms_busy"), busy);
+	assert_int_equal(FIELD_INT(r, "rooms_free"), free_);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), enqueued);
+	assert_int_equal(FIELD_INT(r, "matched_total"), matched);
+}
+
+/*
+ * Matches and counters inside one pipeline, which the Redis engine runs as
+ * one script call: each STATS counts what came before it in the same call,
+ * a user who arrives when the last free room went earlier in the call
+ * waits, and a room freed later in the call takes it. (Before, the Redis
+ * engine's STATS read the counters as the call had found them.)
+ */
+static void
+counters_within_pipeline(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s1 CAPACITY 2"));
+	redisAppendCommand(fx->c, "ENQUEUE a");
+	redisAppendCommand(fx->c, "STATS");
+	redisAppendCommand(fx->c, "ENQUEUE b");
+	redisAppendCommand(fx->c, "ENQUEUE c");
+	redisAppendCommand(fx->c, "STATS");
+	redisAppendCommand(fx->c, "LEAVE a");
+	redisAppendCommand(fx->c, "STATS");
+	r = GET_REPLY(fx->c);
+	assert_string_equal(FIELD_STR(r, "room"), "s1/0");
+	freeReplyObject(r);
+	r = GET_REPLY(fx->c);
+	stats_are(r, 0, 1, 1, 1, 1);
+	freeReplyObject(r);
+	r = GET_REPLY(fx->c);
+	assert_string_equal(FIELD_STR(r, "room"), "s1/1");
+	freeReplyObject(r);
+	r = GET_REPLY(fx->c);
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_int_equal(FIELD_INT(r, "position"), 1);
+	freeReplyObject(r);
+	r = GET_REPLY(fx->c);
+	stats_are(r, 1, 2, 0, 3, 2);
+	freeReplyObject(r);
+	r = GET_REPLY(fx->c);
+	assert_reply_integer(r, 1);
+	freeReplyObject(r);
+	r = GET_REPLY(fx->c);
+	stats_are(r, 0, 2, 0, 3, 3);
+	freeReplyObject(r);
+	ASSIGNED(fx->c, "c", "default", "s1/0");
+	r = CMD(fx->c, "STATS");
+	stats_are(r, 0, 2, 0, 3, 3);
+	freeReplyObject(r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -294,6 +355,9 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        fifo_pipelined, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(counters_within_pipeline,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

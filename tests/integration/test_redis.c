@@ -1453,6 +1453,53 @@ redis_out_of_memory(void **state)
 	redisFree(rc);
 }
 
+/*
+ * The order key's sequence running out: the call that takes the last one
+ * writes it once at its end, and a new user after it, in the same call or
+ * a later one, gets the error and changes nothing; a user already waiting
+ * may still change tier. (The sequence is kept in the script for the call
+ * since it is no longer incremented in Redis per user.)
+ */
+#define SEQ_LAST "562949953421311" /* 2^49 - 1 (lib/orderkey.h) */
+
+static void
+sequence_exhausted(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c, *rc;
+	redisReply *r;
+
+	fx_daemon(fx, 0, "");
+	rc = redisd_connect(fx->r);
+	freeReplyObject(CMD(rc, "HSET {" PREFIX "}:stats seq 562949953421310"));
+	c = csqd_connect(fx->d[0]);
+	redisAppendCommand(c, "ENQUEUE x1");
+	redisAppendCommand(c, "ENQUEUE x2 TIER 3");
+	redisAppendCommand(c, "STATS");
+	r = GET_REPLY(c);
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_int_equal(FIELD_INT(r, "position"), 1);
+	freeReplyObject(r);
+	r = GET_REPLY(c);
+	assert_reply_error(r, "ERR order key sequence exhausted");
+	freeReplyObject(r);
+	r = GET_REPLY(c);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), 562949953421311LL);
+	freeReplyObject(r);
+	CHECK(c, "-ERR order key sequence exhausted", "ENQUEUE x3");
+	CHECK(c, "['state','none']", "WHERE x2");
+	CHECK(c, ":1", "QLEN default");
+	freeReplyObject(CMD(c, "ENQUEUE x1 TIER 2"));
+	r = CMD(c, "QUEUE default");
+	assert_int_equal(r->elements, 1);
+	assert_reply_bulk(r->element[0]->element[0], "x1");
+	assert_reply_integer(r->element[0]->element[1], 2);
+	freeReplyObject(r);
+	CHECK(rc, "'" SEQ_LAST "'", "HGET {" PREFIX "}:stats seq");
+	redisFree(rc);
+	redisFree(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1469,6 +1516,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(failed_operation_alone, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(script_flushed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(sequence_exhausted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
 	                                    teardown),
 	};
