@@ -778,6 +778,28 @@ pending_fail(struct redis_engine *r)
 	calls_fail(&r->pending);
 }
 
+/*
+ * The next operation's reply in a call's reply, from element *i: its
+ * length, then its elements (batch.lua), seen through view as an array of
+ * its own. NULL when the reply is cut short; *i moves past it.
+ */
+static const redisReply *
+op_reply(const redisReply *reply, size_t *i, redisReply *view)
+{
+	int64_t n = elem_int(reply, *i);
+
+	if (n < 1 || (uint64_t)n >= reply->elements - *i) {
+		*i = reply->elements;
+		return NULL;
+	}
+	memset(view, 0, sizeof(*view));
+	view->type = REDIS_REPLY_ARRAY;
+	view->elements = (size_t)n;
+	view->element = reply->element + *i + 1;
+	*i += 1 + (size_t)n;
+	return view;
+}
+
 static void
 batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 {
@@ -785,6 +807,7 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	struct redis_engine *r = b->r;
 	redisReply *reply = reply_;
 	struct redis_call *k;
+	redisReply view;
 	int64_t last;
 	size_t i = 4;
 
@@ -808,10 +831,8 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	} else {
 		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
 			TAILQ_REMOVE(&b->calls, k, entry);
-			call_done(
-			    k, i < reply->elements ? reply->element[i] : NULL,
-			    (uint64_t)last);
-			i++;
+			call_done(k, op_reply(reply, &i, &view),
+			          (uint64_t)last);
 		}
 		free(b);
 	}

@@ -7,9 +7,9 @@
 --
 -- Returns { deadline, Redis time in ms, last event id (0 none), 1 if the
 -- deadline is the true earliest (else the earliest this call set, -1 none),
--- then each operation's reply }.
+-- then each operation's reply: how many elements it has, then them }.
 local nops = tonumber(ARGV[5])
-local out = {}
+local out, nout = {}, 4
 local at = 6
 for k = 1, nops do
 	local name, argc = ARGV[at], tonumber(ARGV[at + 1])
@@ -30,7 +30,11 @@ for k = 1, nops do
 		if type(res) == 'table' and res.err then res = res.err end
 		res = { 'ERR', name .. ': ' .. tostring(res) }
 	end
-	out[4 + k] = res
+	-- Flat: Redis converts each table of a reply on its own, at a cost.
+	local n = #res
+	out[nout + 1] = n
+	for i = 1, n do out[nout + 1 + i] = res[i] end
+	nout = nout + 1 + n
 end
 op_deltas = nil
 

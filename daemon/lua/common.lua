@@ -12,6 +12,7 @@
 
 local STATS = KEYS[1]
 local P = string.sub(STATS, 1, -6)
+local USERS = P .. 'users'
 local DEADLINES = P .. 'deadlines'
 local SERVICERS = P .. 'servicers'
 local EVENTS = P .. 'events'
@@ -38,7 +39,6 @@ local SERVICER_TTL = tonumber(ARGV[1])
 local USER_TTL = tonumber(ARGV[2])
 local MAX_LENGTH = tonumber(ARGV[4])
 
-local function user_key(id) return P .. 'user:' .. id end
 local function servicer_key(id) return P .. 'servicer:' .. id end
 local function rooms_key(id) return P .. 'S2R:' .. id end
 local function queue_key(q) return P .. 'queue:' .. q end
@@ -92,6 +92,11 @@ local function seq_next()
 	if seq >= SEQ_MAX then return nil end
 	seq = seq + 1
 	return seq
+end
+
+-- Gives back the sequence seq_next just gave.
+local function seq_unused()
+	seq = seq - 1
 end
 
 local function rooms_free()
@@ -220,21 +225,43 @@ local function room_exists(s, idx)
 	       redis.call('HEXISTS', rooms_key(s.id), idx) == 1
 end
 
--- Users: a hash; U2R is its servicer and room fields while assigned.
+-- Users: one hash, USERS, of records by id, each a line of text:
+-- "<queue> <key> <arrival> <ttl> waiting" or, with U2R at its end,
+-- "<queue> <key> <arrival> <ttl> assigned <servicer> <room> <assigned>"
+-- (times in ms, ttl in s). One hash rather than a key per user: a new
+-- user is one HSETNX, which also says whether the id was new.
 
--- key: the user's key name, if the caller has made it already.
-local function user_load(id, key)
-	local h = redis.call('HMGET', key or user_key(id), 'queue', 'key',
-	                     'arrival', 'ttl', 'state', 'servicer', 'room',
-	                     'assigned')
-	if not h[1] then return nil end
-	local u = { id = id, queue = h[1], key = tonumber(h[2]),
-	            arrival = tonumber(h[3]), ttl = tonumber(h[4]),
-	            state = h[5] }
-	if h[5] == 'assigned' then
-		u.servicer = h[6]
-		u.room = tonumber(h[7])
-		u.assigned = tonumber(h[8])
+-- key: the packed order key as text, if the caller has made it already.
+local function user_record(u, key)
+	if u.state == 'waiting' then
+		return string.format('%s %s %d %d waiting', u.queue,
+		                     key or int(u.key), u.arrival, u.ttl)
+	end
+	return string.format('%s %s %d %d assigned %s %d %d', u.queue,
+	                     key or int(u.key), u.arrival, u.ttl, u.servicer,
+	                     u.room, u.assigned)
+end
+
+local function user_save(u, key)
+	redis.call('HSET', USERS, u.id, user_record(u, key))
+end
+
+local function user_load(id)
+	local rec = redis.call('HGET', USERS, id)
+	if not rec then return nil end
+	local q, key, arrival, ttl, state, sid, room, at = string.match(rec,
+	    '^(%S+) (%d+) (%d+) (%d+) (%a+) ?(%S*) ?(%d*) ?(%d*)$')
+	if not (state == 'waiting' and sid == '') and
+	   not (state == 'assigned' and at ~= '') then
+		error('csq: the record of user ' .. id .. ' is not csq\'s')
+	end
+	local u = { id = id, queue = q, key = tonumber(key),
+	            arrival = tonumber(arrival), ttl = tonumber(ttl),
+	            state = state }
+	if state == 'assigned' then
+		u.servicer = sid
+		u.room = tonumber(room)
+		u.assigned = tonumber(at)
 	end
 	return u
 end
@@ -253,7 +280,7 @@ end
 
 local function user_free(u)
 	deadline_clear('u:' .. u.id)
-	redis.call('DEL', user_key(u.id))
+	redis.call('HDEL', USERS, u.id)
 end
 
 
@@ -271,8 +298,7 @@ local function assign(u, s, room)
 	u.servicer = s.id
 	u.room = room
 	u.assigned = NOW
-	redis.call('HSET', user_key(u.id), 'state', 'assigned',
-	           'servicer', s.id, 'room', int(room), 'assigned', NOW_S)
+	user_save(u)
 	redis.call('HSET', rooms_key(s.id), int(room), u.id)
 	s.active = s.active + 1
 	s.last_order = redis.call('HINCRBY', STATS, 'order', 1)
@@ -354,9 +380,8 @@ local function servicer_remove(s, reason)
 	for _, r in ipairs(rooms) do
 		local u = user_load(r.user)
 		u.state = 'waiting'
-		redis.call('HSET', user_key(u.id), 'state', 'waiting')
-		redis.call('HDEL', user_key(u.id), 'servicer', 'room', 'assigned')
-		redis.call('ZADD', queue_key(u.queue), u.key, u.id)
+		user_save(u)
+		redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
 		stat('requeued_total', 1)
 		if u.ttl > 0 then deadline_set('u:' .. u.id, NOW + u.ttl * 1000) end
 		event(EV.requeued, u.id, u.queue, tier_of(u.key), position(u), s.id,

@@ -7,10 +7,10 @@ OPS.queue = function(q, offset, count)
 		local ids = redis.call('ZRANGE', queue_key(q), first,
 		                       first + count - 1)
 		for _, id in ipairs(ids) do
-			local h = redis.call('HMGET', user_key(id), 'key', 'arrival')
+			local u = user_load(id)
 			out[#out + 1] = id
-			out[#out + 1] = tier_of(tonumber(h[1]))
-			out[#out + 1] = elapsed(tonumber(h[2]))
+			out[#out + 1] = tier_of(u.key)
+			out[#out + 1] = elapsed(u.arrival)
 		end
 	end
 	return out

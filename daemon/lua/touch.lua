@@ -5,7 +5,7 @@ OPS.touch = function(id, ttl)
 	ttl = tonumber(ttl)
 	if ttl >= 0 then
 		u.ttl = ttl
-		redis.call('HSET', user_key(u.id), 'ttl', ttl)
+		user_save(u)
 	end
 	if u.state == 'waiting' then user_deadline(u) end
 	return reply('OK', 1)

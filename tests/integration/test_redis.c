@@ -1254,8 +1254,8 @@ reaped_once(void **state)
 
 /*
  * Many operations at once go to Redis in one script call. An operation
- * that fails inside it (here: a key of the wrong type where a user's hash
- * should be, so Redis refuses the first command on it) gets TRYAGAIN and
+ * that fails inside it (here: a user whose record someone wrote by hand,
+ * which the script cannot read) gets TRYAGAIN and
  * changes nothing, while the operations sent beside it, from other
  * connections in the same instant, stand with their replies and events.
  */
@@ -1275,7 +1275,7 @@ failed_operation_alone(void **state)
 	sub = csqd_connect(fx->d[0]);
 	SUBSCRIBE(sub, 1, ch);
 	rc = redisd_connect(fx->r);
-	freeReplyObject(CMD(rc, "SET {" PREFIX "}:user:bad not-a-hash"));
+	freeReplyObject(CMD(rc, "HSET {" PREFIX "}:users bad not-a-record"));
 	for (i = 0; i <= SIDE_USERS; i++)
 		c[i] = csqd_connect(fx->d[0]);
 	/* Written all before any reply is read: one turn of csqd's loop
@@ -1299,12 +1299,12 @@ failed_operation_alone(void **state)
 	assert_int_equal(FIELD_INT(r, "waiting"), SIDE_USERS);
 	assert_int_equal(FIELD_INT(r, "enqueued_total"), SIDE_USERS);
 	freeReplyObject(r);
-	/* bad's state cannot be read either; its key is as it was. */
+	/* bad's state cannot be read either; its record is as it was. */
 	r = CMD(c[0], "WHERE bad");
 	assert_true(is_tryagain(r));
 	freeReplyObject(r);
-	r = CMD(rc, "GET {" PREFIX "}:user:bad");
-	assert_reply_bulk(r, "not-a-hash");
+	r = CMD(rc, "HGET {" PREFIX "}:users bad");
+	assert_reply_bulk(r, "not-a-record");
 	freeReplyObject(r);
 	MSGS_COLLECT(sub, &m);
 	for (i = 0; i < m.n; i++) {
@@ -1316,7 +1316,8 @@ failed_operation_alone(void **state)
 	}
 	assert_int_equal(queued, SIDE_USERS);
 	msgs_free(&m);
-	assert_true(file_contains(fx->d[0]->log_path, "WRONGTYPE"));
+	assert_true(file_contains(fx->d[0]->log_path,
+	                          "the record of user bad is not csq's"));
 	/* The next ENQUEUE of a good user works as ever. */
 	r = CMD(c[0], "ENQUEUE after");
 	assert_int_equal(FIELD_INT(r, "position"), SIDE_USERS + 1);
