@@ -38,21 +38,34 @@ for k = 1, nops do
 end
 op_deltas = nil
 
--- A failed operation keeps the sequences it took: its user may have been
--- written. If this write fails, Redis was out of memory and the call has
--- written nothing, so no user holds them.
-if seq and seq ~= seq_first then
-	pcall(redis.call, 'HSET', STATS, 'seq', int(seq))
-end
-for f, d in pairs(deltas) do
-	if d ~= 0 then redis.call('HINCRBY', STATS, f, d) end
+-- The counters, in one write. A failed operation keeps the sequences and
+-- orders it took: its user may have been written. If this write fails,
+-- Redis was out of memory and the call has written nothing (Redis lets a
+-- script that has written go on writing), so nothing holds them, and no
+-- operation succeeded with events or deltas.
+local last = 0
+if nevents > 0 or next(deltas) then counters() end
+if base then
+	local set, n = {}, 0
+	local function put(f, v)
+		set[n + 1], set[n + 2] = f, int(v)
+		n = n + 2
+	end
+	if seq ~= base.seq then put('seq', seq) end
+	if order ~= base.order then put('order', order) end
+	for f, d in pairs(deltas) do
+		if d ~= 0 then put(f, base[f] + d) end
+	end
+	if nevents > 0 then
+		last = base.event_id + nevents
+		put('event_id', last)
+	end
+	if n > 0 then pcall(redis.call, 'HSET', STATS, unpack(set)) end
 end
 -- The message: a line with the last event's id and the time, then the
 -- events, one a line; the ids of the events are the ones before the last,
 -- in order.
-local last = 0
 if nevents > 0 then
-	last = redis.call('HINCRBY', STATS, 'event_id', nevents)
 	redis.call('PUBLISH', EVENTS, int(last) .. ' ' .. NOW_S .. '\n' ..
 	           table.concat(events, '\n'))
 end

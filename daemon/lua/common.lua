@@ -53,42 +53,44 @@ local function elapsed(since)
 	return 0
 end
 
--- Counters change by deltas, written once at the end of the call. Two are
--- derived rather than kept (stats.lua): enqueued_total is the sequence, and
--- waiting is enqueued + requeued - matched - abandoned. An operation's
--- deltas (op_deltas, made on its first change) count only if it succeeds
--- (batch.lua).
+-- The counters of STATS are read at the call's first need (counters) and
+-- written once, at its end, with one HSET (batch.lua). Most change by
+-- deltas; an operation's deltas (op_deltas, made on its first change) count
+-- only if it succeeds. seq (the order key's sequence, which is also
+-- enqueued_total), order (servicers' order of their last new user) and
+-- event_id are taken one at a time. waiting is derived rather than kept
+-- (stats.lua): enqueued + requeued - matched - abandoned.
+local COUNTERS = { 'seq', 'order', 'event_id', 'servicers', 'rooms_busy',
+                   'rooms_free', 'matched_total', 'abandoned_total',
+                   'requeued_total', 'servicers_lost_total' }
+local base -- counter -> value, as read
+local seq, order
 local deltas, op_deltas = {}, nil
+
+local function counters()
+	if base then return base end
+	local h = redis.call('HMGET', STATS, unpack(COUNTERS))
+	base = {}
+	for i, f in ipairs(COUNTERS) do base[f] = tonumber(h[i] or '0') end
+	seq, order = base.seq, base.order
+	return base
+end
+
 local function stat(field, d)
 	if not op_deltas then op_deltas = {} end
 	op_deltas[field] = (op_deltas[field] or 0) + d
 end
 
--- What the call has changed of a counter so far, not yet written.
-local function stat_pending(field)
-	local d = deltas[field] or 0
-	if op_deltas then d = d + (op_deltas[field] or 0) end
-	return d
-end
-
--- The sequence and the free rooms are read once, at the first need, and
--- kept for the rest of the call: a new user takes the next sequence
--- without a write (the call writes the last one at its end, batch.lua),
--- and a user who starts waiting looks for a free room only if one exists
--- (rooms_free counts the free rooms of ready servicers, which are exactly
--- the members of the free-room indexes).
-local seq, seq_first, free_first
-local function counters_load()
-	if seq then return end
-	local h = redis.call('HMGET', STATS, 'seq', 'rooms_free')
-	seq = tonumber(h[1] or '0')
-	seq_first = seq
-	free_first = tonumber(h[2] or '0')
+-- A counter as it stands, with what the call has changed so far.
+local function counter(field)
+	local v = counters()[field] + (deltas[field] or 0)
+	if op_deltas then v = v + (op_deltas[field] or 0) end
+	return v
 end
 
 -- The next sequence, or nil when they are all used.
 local function seq_next()
-	counters_load()
+	counters()
 	if seq >= SEQ_MAX then return nil end
 	seq = seq + 1
 	return seq
@@ -99,9 +101,17 @@ local function seq_unused()
 	seq = seq - 1
 end
 
+local function order_next()
+	counters()
+	order = order + 1
+	return order
+end
+
+-- A user who starts waiting looks for a free room only if one exists:
+-- rooms_free counts the free rooms of ready servicers, which are exactly
+-- the members of the free-room indexes.
 local function rooms_free()
-	counters_load()
-	return free_first + stat_pending('rooms_free')
+	return counter('rooms_free')
 end
 
 -- Operations, by name: each takes its arguments (strings, as the daemon
@@ -278,8 +288,11 @@ local function user_deadline(u)
 	end
 end
 
+-- A user has a deadline while it waits with a TTL, and only then.
 local function user_free(u)
-	deadline_clear('u:' .. u.id)
+	if u.state == 'waiting' and u.ttl > 0 then
+		deadline_clear('u:' .. u.id)
+	end
 	redis.call('HDEL', USERS, u.id)
 end
 
@@ -292,7 +305,7 @@ end
 local function assign(u, s, room)
 	if u.state == 'waiting' then
 		redis.call('ZREM', queue_key(u.queue), u.id)
-		deadline_clear('u:' .. u.id)
+		if u.ttl > 0 then deadline_clear('u:' .. u.id) end
 	end
 	u.state = 'assigned'
 	u.servicer = s.id
@@ -301,7 +314,7 @@ local function assign(u, s, room)
 	user_save(u)
 	redis.call('HSET', rooms_key(s.id), int(room), u.id)
 	s.active = s.active + 1
-	s.last_order = redis.call('HINCRBY', STATS, 'order', 1)
+	s.last_order = order_next()
 	s.last_ms = NOW
 	stat('matched_total', 1)
 	event(EV.matched, u.id, u.queue, tier_of(u.key), s.id, s.id, room,

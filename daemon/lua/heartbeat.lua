@@ -17,7 +17,7 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 	if login then
 		s = { id = id, status = 'ready', capacity = 1, ttl = SERVICER_TTL,
 		      active = 0, queues = { 'default' },
-		      last_order = redis.call('HINCRBY', STATS, 'order', 1),
+		      last_order = order_next(),
 		      last_ms = NOW }
 		redis.call('ZADD', SERVICERS, 0, id)
 		stat('servicers', 1)

@@ -1,16 +1,13 @@
--- STATS: the counters, in the order of struct csq_stats; enqueued_total is
--- the sequence and waiting is derived (common.lua). What earlier operations
--- of this call changed is not written yet: it is added here.
+-- STATS: the counters, in the order of struct csq_stats, with what earlier
+-- operations of this call changed (common.lua); enqueued_total is the
+-- sequence and waiting is derived.
 OPS.stats = function()
-	local fields = { 'seq', 'servicers', 'rooms_busy', 'rooms_free',
-	                 'matched_total', 'abandoned_total', 'requeued_total',
-	                 'servicers_lost_total' }
-	local h = redis.call('HMGET', STATS, unpack(fields))
-	for i = 1, 8 do
-		h[i] = tonumber(h[i] or '0') + stat_pending(fields[i])
-	end
-	if seq then h[1] = seq end
-	local enqueued, matched, abandoned, requeued = h[1], h[5], h[6], h[7]
+	counters()
+	local enqueued, matched = seq, counter('matched_total')
+	local abandoned = counter('abandoned_total')
+	local requeued = counter('requeued_total')
 	return reply('OK', enqueued + requeued - matched - abandoned,
-	             h[2], h[3], h[4], enqueued, matched, abandoned, requeued, h[8])
+	             counter('servicers'), counter('rooms_busy'),
+	             counter('rooms_free'), enqueued, matched, abandoned, requeued,
+	             counter('servicers_lost_total'))
 end
