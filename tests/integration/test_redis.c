@@ -1392,6 +1392,53 @@ lines_with(const char *path, const char *text)
 }
 
 /*
+ * Messages on the events channel that csq did not write (someone's
+ * PUBLISH): empty, without the first line, without JSON, with an unknown
+ * event. csqd logs them, drops them, and goes on: the next ENQUEUE is
+ * answered and its event reaches a subscriber.
+ */
+static void
+foreign_messages(void **state)
+{
+	struct rfx *fx = *state;
+	const char *ch[] = {"events"};
+	const char *junk[] = {"", "garbage", "0 1\nnot json", "0 1\n{}",
+	                      "0 1\n{\"event\":\"nonsense\"}\n\n\n",
+	                      "\n\n"};
+	redisContext *c, *sub, *rc;
+	redisReply *r;
+	size_t i;
+	char *j;
+
+	fx_daemon(fx, 0, "");
+	rc = redisd_connect(fx->r);
+	c = csqd_connect(fx->d[0]);
+	sub = csqd_connect(fx->d[0]);
+	SUBSCRIBE(sub, 1, ch);
+	for (i = 0; i < sizeof(junk) / sizeof(junk[0]); i++) {
+		r = redisCommand(rc, "PUBLISH {" PREFIX "}:events %s", junk[i]);
+		assert_non_null(r);
+		assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+		assert_int_equal(r->integer, 1); /* csqd heard it */
+		freeReplyObject(r);
+	}
+	r = CMD(c, "ENQUEUE after");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	freeReplyObject(r);
+	j = WAIT_EVENT(sub, "queued");
+	assert_json_str(j, "user", "after");
+	free(j);
+	assert_true(file_contains(fx->d[0]->log_path,
+	                          "a message that is not csq's"));
+	assert_true(file_contains(fx->d[0]->log_path,
+	                          "an event that is not csq's"));
+	CHECK(c, "+PONG", "PING");
+	redisFree(sub);
+	redisFree(c);
+	redisFree(rc);
+}
+
+/*
  * Redis full, with maxmemory-policy noeviction: every command that would
  * add to the state answers TRYAGAIN and changes nothing, reads go on, a
  * LEAVE (which frees memory) goes through, the log says OOM without a line
@@ -1518,6 +1565,7 @@ main(int argc, char **argv)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(script_flushed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(sequence_exhausted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(foreign_messages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
 	                                    teardown),
 	};
