@@ -220,19 +220,23 @@ local function account(s)
 	end
 end
 
--- The lowest free room below the capacity; only when has_free.
+-- The lowest free room below the capacity; only when has_free. One
+-- HKEYS of the busy rooms, not a HEXISTS for each room in turn.
 local function free_room(s)
 	if s.active == 0 then return 0 end
-	local k = rooms_key(s.id)
+	local busy = {}
+	for _, i in ipairs(redis.call('HKEYS', rooms_key(s.id))) do
+		busy[tonumber(i)] = true
+	end
 	for i = 0, s.capacity - 1 do
-		if redis.call('HEXISTS', k, i) == 0 then return i end
+		if not busy[i] then return i end
 	end
 	error('csq: servicer ' .. s.id .. ' has no free room')
 end
 
 local function room_exists(s, idx)
 	return idx < s.capacity or
-	       redis.call('HEXISTS', rooms_key(s.id), idx) == 1
+	       redis.call('HEXISTS', rooms_key(s.id), int(idx)) == 1
 end
 
 -- Users: one hash, USERS, of records by id, each a line of text:
@@ -360,7 +364,7 @@ end
 -- The conversation in room idx of s ends; the user leaves the system.
 local function room_release(s, idx, uid, by)
 	unaccount(s)
-	redis.call('HDEL', rooms_key(s.id), idx)
+	redis.call('HDEL', rooms_key(s.id), int(idx))
 	s.active = s.active - 1
 	local u = user_load(uid)
 	event(EV.released, u.id, u.queue, s.id, s.id, idx, by)
