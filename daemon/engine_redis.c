@@ -17,6 +17,7 @@
 #include "engine_redis.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1221,17 +1222,23 @@ static void
 sub_events(struct redis_engine *r, const char *msg, size_t len)
 {
 	const char *end = msg + len, *nl;
-	uint64_t last, ts_ms;
-	char *p;
+	uint64_t last = 0, ts_ms = 0;
+	char *p = NULL;
 
+	/* The first line is exactly "<digits> <digits>". */
+	errno = 0;
 	nl = memchr(msg, '\n', len);
-	if (nl == NULL || !isdigit((unsigned char)*msg)) {
+	if (nl != NULL && isdigit((unsigned char)msg[0])) {
+		last = strtoull(msg, &p, 10);
+		if (*p == ' ' && isdigit((unsigned char)p[1]))
+			ts_ms = strtoull(p + 1, &p, 10);
+	}
+	if (nl == NULL || !isdigit((unsigned char)msg[0]) || p != nl ||
+	    errno != 0) {
 		log_warnx("engine redis: a message that is not csq's on %s",
 		          r->channel);
 		return;
 	}
-	last = strtoull(msg, &p, 10);
-	ts_ms = *p == ' ' ? strtoull(p + 1, &p, 10) : 0;
 	for (msg = nl + 1; msg < end; msg = nl + 1) {
 		nl = memchr(msg, '\n', (size_t)(end - msg));
 		if (nl == NULL)

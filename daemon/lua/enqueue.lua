@@ -9,6 +9,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 	-- A new user, the usual case: its record is written with HSETNX,
 	-- which says whether the id was new, and then it joins the line.
 	local sequence = len < MAX_LENGTH and seq_next()
+	local refused
 	if sequence then
 		local tier, ttl = 0, USER_TTL
 		if tier_arg ~= '' then tier = tonumber(tier_arg) end
@@ -16,7 +17,8 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		local u = { id = id, queue = q, key = pack(tier, sequence),
 		            arrival = NOW, ttl = ttl, state = 'waiting' }
 		local key = int(u.key)
-		if redis.call('HSETNX', USERS, id, user_record(u, key)) == 1 then
+		local created = redis.pcall('HSETNX', USERS, id, user_record(u, key))
+		if created == 1 then
 			redis.call('ZADD', qkey, key, id)
 			-- A new user has no deadline yet: only set one.
 			if ttl > 0 then deadline_set('u:' .. id, NOW + ttl * 1000) end
@@ -29,11 +31,16 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 			event(EV.queued, id, q, tier, pos)
 			return reply('OK', user_info(u, pos))
 		end
+		-- Not new, or Redis refused the write (out of memory): the
+		-- sequence goes back, and a user who exists is answered below,
+		-- which for one in a room writes nothing.
 		seq_unused()
+		if type(created) == 'table' then refused = created end
 	end
 
 	local u = user_load(id)
 	if not u then
+		if refused then error(refused) end
 		if len >= MAX_LENGTH then return reply('FULL') end
 		return reply('EXHAUSTED')
 	end

@@ -1393,8 +1393,8 @@ lines_with(const char *path, const char *text)
 
 /*
  * Messages on the events channel that csq did not write (someone's
- * PUBLISH): empty, without the first line, without JSON, with an unknown
- * event. csqd logs them, drops them, and goes on: the next ENQUEUE is
+ * PUBLISH): empty, without the first line or with a bad one, without
+ * JSON, with an unknown event. csqd logs them, drops them, and goes on: the next ENQUEUE is
  * answered and its event reaches a subscriber.
  */
 static void
@@ -1402,9 +1402,13 @@ foreign_messages(void **state)
 {
 	struct rfx *fx = *state;
 	const char *ch[] = {"events"};
-	const char *junk[] = {"", "garbage", "0 1\nnot json", "0 1\n{}",
-	                      "0 1\n{\"event\":\"nonsense\"}\n\n\n",
-	                      "\n\n"};
+	const char *junk[] = {
+	    "", "garbage", "0 1\nnot json", "0 1\n{}",
+	    "0 1\n{\"event\":\"nonsense\"}\n\n\n", "\n\n",
+	    /* First lines that are not "<last id> <time>": an id beyond
+	     * 64 bits would stop every reply from waiting for its events. */
+	    "99999999999999999999999 1\n{}", "12\n{}", "12 34x\n{}",
+	    "12  34\n{}", "-1 2\n{}"};
 	redisContext *c, *sub, *rc;
 	redisReply *r;
 	size_t i;
@@ -1548,6 +1552,59 @@ sequence_exhausted(void **state)
 	redisFree(c);
 }
 
+/*
+ * Redis full, with work that needs no room beside work that does: an
+ * ENQUEUE of a user already in a room answers its room (protocol.md:
+ * nothing changes), and a refused new user takes no sequence, even when
+ * another operation of the same call writes (a LEAVE frees memory, and
+ * Redis lets a script that has written go on writing), so the counters
+ * stay true. Before, the new user's HSETNX came first and the refusal of
+ * it failed the first case, and the second counted the refused user.
+ */
+static void
+out_of_memory_in_one_call(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c, *rc;
+	redisReply *r;
+
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	rc = redisd_connect(fx->r);
+	freeReplyObject(CMD(c, "HEARTBEAT s1"));
+	freeReplyObject(CMD(c, "ENQUEUE a"));
+	freeReplyObject(CMD(c, "ENQUEUE b"));
+	freeReplyObject(CMD(rc, "CONFIG SET maxmemory-policy noeviction"));
+	freeReplyObject(CMD(rc, "CONFIG SET maxmemory 1"));
+
+	r = CMD(c, "ENQUEUE a");
+	assert_string_equal(FIELD_STR(r, "state"), "assigned");
+	assert_string_equal(FIELD_STR(r, "room"), "s1/0");
+	freeReplyObject(r);
+	redisAppendCommand(c, "ENQUEUE c");
+	redisAppendCommand(c, "LEAVE b");
+	redisAppendCommand(c, "STATS");
+	r = GET_REPLY(c);
+	assert_true(is_tryagain(r));
+	freeReplyObject(r);
+	r = GET_REPLY(c);
+	assert_reply_integer(r, 1);
+	freeReplyObject(r);
+	r = GET_REPLY(c);
+	assert_int_equal(FIELD_INT(r, "waiting"), 0);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
+	freeReplyObject(r);
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), 0);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
+	freeReplyObject(r);
+	freeReplyObject(CMD(rc, "CONFIG SET maxmemory 0"));
+	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE c");
+	redisFree(c);
+	redisFree(rc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1567,6 +1624,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(sequence_exhausted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(foreign_messages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(out_of_memory_in_one_call, setup,
 	                                    teardown),
 	};
 
