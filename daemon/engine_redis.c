@@ -1200,8 +1200,7 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 /* Events. */
 
 static void
-sub_event(struct redis_engine *r, const char *json, size_t len,
-          uint64_t ts_ms)
+sub_event(struct redis_engine *r, const char *json, size_t len, uint64_t ts_ms)
 {
 	struct csq_event ev;
 	uint64_t id;

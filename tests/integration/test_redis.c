@@ -1394,8 +1394,8 @@ lines_with(const char *path, const char *text)
 /*
  * Messages on the events channel that csq did not write (someone's
  * PUBLISH): empty, without the first line or with a bad one, without
- * JSON, with an unknown event. csqd logs them, drops them, and goes on: the next ENQUEUE is
- * answered and its event reaches a subscriber.
+ * JSON, with an unknown event. csqd logs them, drops them, and goes on: the
+ * next ENQUEUE is answered and its event reaches a subscriber.
  */
 static void
 foreign_messages(void **state)
@@ -1432,10 +1432,10 @@ foreign_messages(void **state)
 	j = WAIT_EVENT(sub, "queued");
 	assert_json_str(j, "user", "after");
 	free(j);
-	assert_true(file_contains(fx->d[0]->log_path,
-	                          "a message that is not csq's"));
-	assert_true(file_contains(fx->d[0]->log_path,
-	                          "an event that is not csq's"));
+	assert_true(
+	    file_contains(fx->d[0]->log_path, "a message that is not csq's"));
+	assert_true(
+	    file_contains(fx->d[0]->log_path, "an event that is not csq's"));
 	CHECK(c, "+PONG", "PING");
 	redisFree(sub);
 	redisFree(c);
@@ -1621,7 +1621,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(failed_operation_alone, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(script_flushed, setup, teardown),
-	    cmocka_unit_test_setup_teardown(sequence_exhausted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(sequence_exhausted, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(foreign_messages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
 	                                    teardown),
