@@ -411,7 +411,7 @@ history_build(struct history *h, const struct feed *f)
 {
 	char ev[64], user[128], room[64];
 	size_t k;
-	int u, x;
+	int u = -1, x = -1; /* fail_msg() does not return */
 
 	memset(h, 0, sizeof(*h));
 	for (x = 0; x < SVC_ROOMS; x++)
