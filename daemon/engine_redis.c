@@ -9,10 +9,13 @@
  * BATCH_INFLIGHT calls are in flight, the next waits for a reply. A busy
  * daemon so pays Redis's cost of a script call once for many operations.
  *
- * A command's reply is held until this daemon has seen, on the
- * subscription, every event its call published (each event carries an id
- * from one counter in Redis), so that a client hears of an event before
- * the reply that caused it, as with the memory engine.
+ * A command's reply is held until this daemon has seen every event its
+ * call published (each event carries an id from one counter in Redis), so
+ * that a client hears of an event before the reply that caused it, as with
+ * the memory engine. The events come on the subscription, in the order
+ * the calls ran, whichever daemon made them; a call's reply carries its
+ * own, which go out at once when every earlier event has been seen (with
+ * one daemon, always), a hop sooner than their PUBLISH.
  */
 #include "engine_redis.h"
 
@@ -26,12 +29,12 @@
 #include <netdb.h>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "log.h"
 #include "metrics.h"
+#include "redis_event.h"
 #include "redis_scripts.h"
 #include "server.h"
 #include "util.h"
@@ -49,6 +52,7 @@
 #define BATCH_MAX        128 /* operations in one script call */
 #define BATCH_INFLIGHT   8   /* script calls in flight at once */
 #define QUEUE_OFFSET_MAX (UINT64_C(1) << 52) /* exact in a Lua number */
+#define ECHO_MAX         64 /* messages taken from replies, not yet echoed */
 
 struct redis_engine;
 
@@ -126,7 +130,12 @@ struct redis_engine {
 	 * leave from its head only, so that they come in that order. */
 	TAILQ_HEAD(, redis_call) order;
 	int answering;       /* inside order_flush */
-	uint64_t seen_event; /* highest event id seen on the subscription */
+	uint64_t seen_event; /* highest event id seen */
+	/* The last event ids of the messages taken from this daemon's own
+	 * replies, oldest first: their copies on the subscription (echoes)
+	 * are not emitted again. */
+	uint64_t echo[ECHO_MAX];
+	unsigned echo_head, echo_n;
 
 	int64_t next_redis; /* earliest deadline, Redis ms; -1 none */
 	int64_t skew_ms;    /* Redis clock - our clock */
@@ -396,7 +405,7 @@ conn_start(struct redis_conn *c)
 	}
 	c->ac = ac;
 	ac->data = c;
-	redisLibeventAttach(ac, r->evb);
+	redis_event_attach(ac, r->evb);
 	redisAsyncSetConnectCallback(ac, conn_connected_cb);
 	redisAsyncSetDisconnectCallback(ac, conn_disconnected_cb);
 	evtimer_add(c->timer, &tv);
@@ -659,8 +668,8 @@ status_of(const char *s)
 }
 
 /* The header of a call's reply: a deadline, Redis time, the last event id,
- * whether the deadline is the true earliest. Returns the last event id, or
- * -1 for a reply of another shape. */
+ * whether the deadline is the true earliest, the events' message. Returns
+ * the last event id, or -1 for a reply of another shape. */
 static int64_t
 parse_header(struct redis_engine *r, const redisReply *a)
 {
@@ -668,7 +677,8 @@ parse_header(struct redis_engine *r, const redisReply *a)
 	int64_t last = elem_int(a, 2), exact = elem_int(a, 3);
 
 	if (a->type != REDIS_REPLY_ARRAY || next == INT64_MIN ||
-	    now == INT64_MIN || last == INT64_MIN || exact == INT64_MIN)
+	    now == INT64_MIN || last == INT64_MIN || exact == INT64_MIN ||
+	    a->elements < 5 || a->element[4]->type != REDIS_REPLY_STRING)
 		return -1;
 	r->skew_ms = now - (int64_t)server_now_ms();
 	/* The reaper and the health check know the earliest deadline; other
@@ -801,6 +811,8 @@ op_reply(const redisReply *reply, size_t *i, redisReply *view)
 	return view;
 }
 
+static void reply_events(struct redis_engine *, const redisReply *);
+
 static void
 batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 {
@@ -810,7 +822,7 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	struct redis_call *k;
 	redisReply view;
 	int64_t last;
-	size_t i = 4;
+	size_t i = 5;
 
 	(void)ac;
 	if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
@@ -830,6 +842,7 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		log_warnx("engine redis: a reply of an unexpected shape");
 		batch_fail(b);
 	} else {
+		reply_events(r, reply->element[4]);
 		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
 			TAILQ_REMOVE(&b->calls, k, entry);
 			call_done(k, op_reply(reply, &i, &view),
@@ -931,10 +944,7 @@ flush_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	while (r->inflight < BATCH_INFLIGHT && !TAILQ_EMPTY(&r->pending))
 		batch_send(r);
-	/* Written now rather than on the next turn of the loop. Never from
-	 * inside a hiredis callback: a failed write frees the context. */
-	if (r->cmd.ac != NULL)
-		redisAsyncHandleWrite(r->cmd.ac);
+	/* redis_event.c writes them at the end of this turn of the loop. */
 }
 
 /* Operations. */
@@ -1215,37 +1225,94 @@ sub_event(struct redis_engine *r, const char *json, size_t len, uint64_t ts_ms)
 		r->emit(r->emit_arg, &ev);
 }
 
-/* A message holds the events of one script call: a line with the last
- * event's id and the time (batch.lua), then the events, one a line. */
-static void
-sub_events(struct redis_engine *r, const char *msg, size_t len)
+/*
+ * A message holds the events of one script call: a line with the last
+ * event's id and the time (batch.lua), then the events, one a line.
+ * Returns where the events start, with the first line's numbers in *last
+ * and *ts_ms, or NULL when the first line is not exactly "<digits>
+ * <digits>".
+ */
+static const char *
+msg_head(const char *msg, size_t len, uint64_t *last, uint64_t *ts_ms)
 {
-	const char *end = msg + len, *nl;
-	uint64_t last = 0, ts_ms = 0;
+	const char *nl = memchr(msg, '\n', len);
 	char *p = NULL;
 
-	/* The first line is exactly "<digits> <digits>". */
 	errno = 0;
-	nl = memchr(msg, '\n', len);
-	if (nl != NULL && isdigit((unsigned char)msg[0])) {
-		last = strtoull(msg, &p, 10);
-		if (*p == ' ' && isdigit((unsigned char)p[1]))
-			ts_ms = strtoull(p + 1, &p, 10);
-	}
-	if (nl == NULL || !isdigit((unsigned char)msg[0]) || p != nl ||
-	    errno != 0) {
-		log_warnx("engine redis: a message that is not csq's on %s",
-		          r->channel);
-		return;
-	}
-	for (msg = nl + 1; msg < end; msg = nl + 1) {
+	if (nl == NULL || !isdigit((unsigned char)msg[0]))
+		return NULL;
+	*last = strtoull(msg, &p, 10);
+	if (*p != ' ' || !isdigit((unsigned char)p[1]))
+		return NULL;
+	*ts_ms = strtoull(p + 1, &p, 10);
+	if (p != nl || errno != 0)
+		return NULL;
+	return nl + 1;
+}
+
+static void
+msg_emit(struct redis_engine *r, const char *msg, const char *end,
+         uint64_t ts_ms)
+{
+	const char *nl;
+
+	for (; msg < end; msg = nl + 1) {
 		nl = memchr(msg, '\n', (size_t)(end - msg));
 		if (nl == NULL)
 			nl = end;
 		sub_event(r, msg, (size_t)(nl - msg), ts_ms);
 	}
+}
+
+/* A message on the subscription, unless it echoes one taken from a reply;
+ * one taken from a reply and older than this one was published while the
+ * subscription was away, and will not come. */
+static void
+sub_events(struct redis_engine *r, const char *msg, size_t len)
+{
+	const char *body;
+	uint64_t last, ts_ms;
+
+	if ((body = msg_head(msg, len, &last, &ts_ms)) == NULL) {
+		log_warnx("engine redis: a message that is not csq's on %s",
+		          r->channel);
+		return;
+	}
+	while (r->echo_n > 0 && r->echo[r->echo_head] < last) {
+		r->echo_head = (r->echo_head + 1) % ECHO_MAX;
+		r->echo_n--;
+	}
+	if (r->echo_n > 0 && r->echo[r->echo_head] == last) {
+		r->echo_head = (r->echo_head + 1) % ECHO_MAX;
+		r->echo_n--;
+	} else
+		msg_emit(r, body, msg + len, ts_ms);
 	if (last > r->seen_event)
 		r->seen_event = last;
+}
+
+/*
+ * The events of a call this daemon made, from its reply (m, '' when it
+ * has none): emitted now when every event before them has been seen, and
+ * then skipped when their PUBLISH comes; otherwise left to it. Only while
+ * subscribed: an echo never comes to a daemon that is not.
+ */
+static void
+reply_events(struct redis_engine *r, const redisReply *m)
+{
+	const char *body, *end = m->str + m->len, *p;
+	uint64_t last, ts_ms, n = 1;
+
+	if (m->len == 0 || !r->sub.ready || r->echo_n == ECHO_MAX ||
+	    (body = msg_head(m->str, m->len, &last, &ts_ms)) == NULL)
+		return;
+	for (p = body; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+		n++;
+	if (last < n || last - n != r->seen_event)
+		return;
+	msg_emit(r, body, end, ts_ms);
+	r->seen_event = last;
+	r->echo[(r->echo_head + r->echo_n++) % ECHO_MAX] = last;
 }
 
 static void
@@ -1266,6 +1333,8 @@ sub_message_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		return;
 	body = reply->element[2];
 	if (strcmp(kind->str, "subscribe") == 0) {
+		/* Nothing published before this is coming. */
+		c->r->echo_n = 0;
 		conn_ready(c);
 		/* Events missed while away are gone: nothing waits for them. */
 		order_flush(c->r, 1);

@@ -7,9 +7,11 @@
 --
 -- Returns { deadline, Redis time in ms, last event id (0 none), 1 if the
 -- deadline is the true earliest (else the earliest this call set, -1 none),
--- then each operation's reply: how many elements it has, then them }.
+-- the events' message ('' none: the PUBLISH below, which the daemon that
+-- made the call may take from here, sooner), then each operation's reply:
+-- how many elements it has, then them }.
 local nops = tonumber(ARGV[5])
-local out, nout = {}, 4
+local out, nout = {}, 5
 local at = 6
 for k = 1, nops do
 	local name, argc = ARGV[at], tonumber(ARGV[at + 1])
@@ -65,10 +67,12 @@ end
 -- The message: a line with the last event's id and the time, then the
 -- events, one a line; the ids of the events are the ones before the last,
 -- in order.
+local msg = ''
 if nevents > 0 then
-	redis.call('PUBLISH', EVENTS, int(last) .. ' ' .. NOW_S .. '\n' ..
-	           table.concat(events, '\n'))
+	msg = int(last) .. ' ' .. NOW_S .. '\n' .. table.concat(events, '\n')
+	redis.call('PUBLISH', EVENTS, msg)
 end
+out[5] = msg
 out[1] = soonest
 if exact then out[1] = earliest() end
 out[2] = NOW

@@ -1,0 +1,10 @@
+#ifndef CSQD_REDIS_EVENT_H
+#define CSQD_REDIS_EVENT_H
+
+#include <event2/event.h>
+#include <hiredis/async.h>
+
+/* Attaches ac to evb (redis_event.c); REDIS_ERR if it has an event loop. */
+int redis_event_attach(redisAsyncContext *, struct event_base *);
+
+#endif
