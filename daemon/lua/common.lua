@@ -221,13 +221,15 @@ local function account(s)
 end
 
 -- The lowest free room below the capacity; only when has_free. One
--- HKEYS of the busy rooms, not a HEXISTS for each room in turn.
+-- HKEYS of the busy rooms, not a HEXISTS for each room in turn. A room
+-- that room_release vacated is free though still in the hash.
 local function free_room(s)
 	if s.active == 0 then return 0 end
 	local busy = {}
 	for _, i in ipairs(redis.call('HKEYS', rooms_key(s.id))) do
 		busy[tonumber(i)] = true
 	end
+	if s.vacated then busy[s.vacated] = nil end
 	for i = 0, s.capacity - 1 do
 		if not busy[i] then return i end
 	end
@@ -317,6 +319,7 @@ local function assign(u, s, room)
 	u.assigned = NOW
 	user_save(u)
 	redis.call('HSET', rooms_key(s.id), int(room), u.id)
+	if room == s.vacated then s.vacated = nil end
 	s.active = s.active + 1
 	s.last_order = order_next()
 	s.last_ms = NOW
@@ -362,14 +365,20 @@ local function fill(s)
 end
 
 -- The conversation in room idx of s ends; the user leaves the system.
+-- The room leaves the hash only if fill does not put the next user in it
+-- (an HSET over it), which is the usual case.
 local function room_release(s, idx, uid, by)
 	unaccount(s)
-	redis.call('HDEL', rooms_key(s.id), int(idx))
+	s.vacated = idx
 	s.active = s.active - 1
 	local u = user_load(uid)
 	event(EV.released, u.id, u.queue, s.id, s.id, idx, by)
 	user_free(u)
 	fill(s)
+	if s.vacated then
+		redis.call('HDEL', rooms_key(s.id), int(idx))
+		s.vacated = nil
+	end
 	account(s)
 	servicer_save(s)
 end
