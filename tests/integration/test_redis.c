@@ -12,6 +12,7 @@
  * first error and the main thread fails with it.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1442,6 +1443,90 @@ foreign_messages(void **state)
 	redisFree(rc);
 }
 
+/* The most bytes that any TCP connection to port has not had taken
+ * from it (/proc/net/tcp tx_queue): more than 0 once Redis stops reading. */
+static unsigned long
+tcp_unsent_to(int port)
+{
+	char line[512];
+	unsigned long most = 0, tx;
+	unsigned rport;
+	FILE *f = fopen("/proc/net/tcp", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line,
+		           "%*s %*[0-9A-Fa-f]:%*x %*[0-9A-Fa-f]:%x %*x %lx",
+		           &rport, &tx) == 2 &&
+		    (int)rport == port && tx > most)
+			most = tx;
+	fclose(f);
+	return most;
+}
+
+/*
+ * Redis stops reading (SIGSTOP), as during a long script or a slow disk,
+ * while a client pipelines big HEARTBEATs (32 long queue names each, over
+ * a megabyte in all): csqd's calls back up in its socket to Redis (the
+ * test checks that they did) and behind it. When Redis goes on, every
+ * command is answered, in order, and nothing is lost or doubled.
+ *
+ * Removing redis_event.c's wait for the socket after a short write does
+ * not fail it (each reply that comes back writes more, and so does the
+ * health check once a second): it checks that a backed-up link loses
+ * nothing, not how fast it drains.
+ */
+#define STALL_HEARTBEATS 600
+
+static void
+stalled_redis(void **state)
+{
+	struct rfx *fx = *state;
+	char queues[32 * 64], id[80];
+	redisContext *c;
+	redisReply *r;
+	unsigned long unsent;
+	size_t used = 0;
+	int64_t t0;
+	int i;
+
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	for (i = 0; i < 32; i++)
+		used +=
+		    (size_t)snprintf(queues + used, sizeof(queues) - used,
+		                     "%sq%02d%056d", i > 0 ? "," : "", i, 0);
+	kill(fx->r->pid, SIGSTOP);
+	for (i = 0; i < STALL_HEARTBEATS; i++) {
+		snprintf(id, sizeof(id), "stall%05d%050d", i, 0);
+		redisAppendCommand(c,
+		                   "HEARTBEAT %s CAPACITY 4 TTL 3600 QUEUES %s",
+		                   id, queues);
+	}
+	flush_pipeline(c);
+	sleep_ms(500);
+	unsent = tcp_unsent_to(fx->r->port);
+	kill(fx->r->pid, SIGCONT);
+	t0 = now_ms();
+	assert_true(unsent > 0);
+	for (i = 0; i < STALL_HEARTBEATS; i++) {
+		snprintf(id, sizeof(id), "stall%05d%050d", i, 0);
+		r = GET_REPLY(c);
+		assert_string_equal(FIELD_STR(r, "servicer"), id);
+		assert_string_equal(FIELD_STR(r, "status"), "ready");
+		freeReplyObject(r);
+	}
+	print_message("stalled: %lu bytes waited in csqd's socket to Redis; "
+	              "all answered %lld ms after Redis went on\n",
+	              unsent, (long long)(now_ms() - t0));
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "servicers"), STALL_HEARTBEATS);
+	assert_int_equal(FIELD_INT(r, "rooms_free"), 4 * STALL_HEARTBEATS);
+	freeReplyObject(r);
+	CHECK(c, "+PONG", "PING");
+	redisFree(c);
+}
+
 /*
  * Redis full, with maxmemory-policy noeviction: every command that would
  * add to the state answers TRYAGAIN and changes nothing, reads go on, a
@@ -1624,6 +1709,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(sequence_exhausted, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(foreign_messages, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stalled_redis, setup, teardown),
 	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(out_of_memory_in_one_call, setup,
