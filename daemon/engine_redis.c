@@ -1272,20 +1272,19 @@ sub_events(struct redis_engine *r, const char *msg, size_t len)
 {
 	const char *body;
 	uint64_t last, ts_ms;
+	int echo = 0;
 
 	if ((body = msg_head(msg, len, &last, &ts_ms)) == NULL) {
 		log_warnx("engine redis: a message that is not csq's on %s",
 		          r->channel);
 		return;
 	}
-	while (r->echo_n > 0 && r->echo[r->echo_head] < last) {
+	while (r->echo_n > 0 && r->echo[r->echo_head] <= last) {
+		echo = r->echo[r->echo_head] == last;
 		r->echo_head = (r->echo_head + 1) % ECHO_MAX;
 		r->echo_n--;
 	}
-	if (r->echo_n > 0 && r->echo[r->echo_head] == last) {
-		r->echo_head = (r->echo_head + 1) % ECHO_MAX;
-		r->echo_n--;
-	} else
+	if (!echo)
 		msg_emit(r, body, msg + len, ts_ms);
 	if (last > r->seen_event)
 		r->seen_event = last;

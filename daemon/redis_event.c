@@ -122,7 +122,6 @@ cleanup(void *arg)
 {
 	struct redis_event *e = arg;
 
-	e->ac->ev.data = NULL;
 	if (e->in_write) {
 		event_del(e->rev);
 		event_del(e->wev);

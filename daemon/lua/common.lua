@@ -302,7 +302,6 @@ local function user_free(u)
 	redis.call('HDEL', USERS, u.id)
 end
 
-
 -- The matcher (lib/matcher.c). An operation that changes a servicer takes
 -- it out of the accounts (unaccount), changes it, fills its free rooms
 -- (fill), puts it back (account) and saves it, once.
