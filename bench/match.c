@@ -40,16 +40,26 @@ struct match_servicer {
 	struct match_conn cmd;
 };
 
+#define MATCH_CARRIED 4 /* matches the users' channel may lag behind */
+
+/* A RELEASE whose next match is known, by its user, and not yet timed. */
+struct match_carried {
+	uint64_t released_ns; /* 0: a free entry */
+	char user[BENCH_WORD_MAX];
+};
+
 /*
  * A room's last RELEASE and the user it ended, to know the next match. The
  * servicer's channel may hear of that match before the users' one does:
- * the RELEASE that made it then waits in next_ns for that user's message.
+ * the RELEASE is then carried, keyed by the user matched, until that user's
+ * message comes. A lag of more than MATCH_CARRIED matches loses samples
+ * rather than pair a RELEASE with the wrong match.
  */
 struct match_room {
 	uint64_t released_ns;
 	char ended[BENCH_WORD_MAX];
-	uint64_t next_ns;
-	char next[BENCH_WORD_MAX];
+	struct match_carried carried[MATCH_CARRIED];
+	unsigned ncarried; /* carried so far: the oldest entry goes next */
 };
 
 struct match {
@@ -142,6 +152,7 @@ match_servicer_cb(redisAsyncContext *ac, void *r, void *priv)
 	struct match *m = sv->m;
 	redisReply *reply = r;
 	char room[BENCH_WORD_MAX], user[BENCH_WORD_MAX];
+	struct match_carried *c;
 	struct match_room *rm;
 	long slot;
 
@@ -168,8 +179,9 @@ match_servicer_cb(redisAsyncContext *ac, void *r, void *priv)
 	}
 	rm = &m->rooms[slot];
 	if (rm->released_ns != 0 && strcmp(rm->ended, user) != 0) {
-		rm->next_ns = rm->released_ns;
-		memcpy(rm->next, user, sizeof(user));
+		c = &rm->carried[rm->ncarried++ % MATCH_CARRIED];
+		c->released_ns = rm->released_ns;
+		memcpy(c->user, user, sizeof(user));
 	}
 	memcpy(rm->ended, user, sizeof(user));
 	rm->released_ns = bench_now_ns();
@@ -192,10 +204,12 @@ match_user_cb(redisAsyncContext *ac, void *r, void *priv)
 	struct match *m = priv;
 	redisReply *reply = r;
 	char room[BENCH_WORD_MAX], user[BENCH_WORD_MAX];
+	struct match_carried *c;
 	struct match_room *rm;
 	const char *json;
 	uint64_t now;
 	long slot;
+	int i;
 
 	if (m->phase == MATCH_OVER)
 		return;
@@ -222,10 +236,13 @@ match_user_cb(redisAsyncContext *ac, void *r, void *priv)
 	if ((slot = match_slot(m, room)) == -1)
 		return;
 	rm = &m->rooms[slot];
-	if (rm->next_ns != 0 && strcmp(rm->next, user) == 0) {
-		match_sample(m, now - rm->next_ns);
-		rm->next_ns = 0;
-		return;
+	for (i = 0; i < MATCH_CARRIED; i++) {
+		c = &rm->carried[i];
+		if (c->released_ns != 0 && strcmp(c->user, user) == 0) {
+			match_sample(m, now - c->released_ns);
+			c->released_ns = 0;
+			return;
+		}
 	}
 	/* The match of the user whose RELEASE is pending is not the next. */
 	if (rm->released_ns == 0 || strcmp(rm->ended, user) == 0)
