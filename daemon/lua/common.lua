@@ -36,7 +36,8 @@ local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local NOW_S = int(NOW)
 
 local SERVICER_TTL = tonumber(ARGV[1])
-local USER_TTL = tonumber(ARGV[2])
+local USER_TTL_S = ARGV[2]
+local USER_TTL = tonumber(USER_TTL_S)
 local MAX_LENGTH = tonumber(ARGV[4])
 
 local function servicer_key(id) return P .. 'servicer:' .. id end
@@ -136,7 +137,7 @@ end
 -- The events' patterns, each one literal (Lua 5.1 joins literals with ..
 -- at run time), in the order of the fields that csq_event_json writes.
 local EV = {
-	queued = '{"event":"queued","user":"%s","queue":"%s","tier":%d,"position":%d}',
+	queued = '{"event":"queued","user":"%s","queue":"%s","tier":%s,"position":%d}',
 	rescored = '{"event":"rescored","user":"%s","queue":"%s","tier":%d,"position":%d%s}',
 	matched = '{"event":"matched","user":"%s","queue":"%s","tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d}',
 	released = '{"event":"released","user":"%s","queue":"%s","servicer":"%s","room":"%s/%d","by":"%s"}',

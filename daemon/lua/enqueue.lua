@@ -11,13 +11,15 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 	local sequence = len < MAX_LENGTH and seq_next()
 	local refused
 	if sequence then
-		local tier, ttl = 0, USER_TTL
-		if tier_arg ~= '' then tier = tonumber(tier_arg) end
-		if ttl_arg ~= '' then ttl = tonumber(ttl_arg) end
+		local tier, ttl, tier_s, ttl_s = 0, USER_TTL, '0', USER_TTL_S
+		if tier_arg ~= '' then tier, tier_s = tonumber(tier_arg), tier_arg end
+		if ttl_arg ~= '' then ttl, ttl_s = tonumber(ttl_arg), ttl_arg end
 		local u = { id = id, queue = q, key = pack(tier, sequence),
 		            arrival = NOW, ttl = ttl, state = 'waiting' }
 		local key = int(u.key)
-		local created = redis.pcall('HSETNX', USERS, id, user_record(u, key))
+		-- The record from text at hand (user_record's format, no numbers).
+		local created = redis.pcall('HSETNX', USERS, id, q .. ' ' .. key ..
+		                            ' ' .. NOW_S .. ' ' .. ttl_s .. ' waiting')
 		if created == 1 then
 			redis.call('ZADD', qkey, key, id)
 			-- A new user has no deadline yet: only set one.
@@ -28,7 +30,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 			-- no ZRANK.
 			local pos = len + 1
 			if tier > 0 then pos = position(u) end
-			event(EV.queued, id, q, tier, pos)
+			event(EV.queued, id, q, tier_s, pos)
 			return reply('OK', user_info(u, pos))
 		end
 		-- Not new, or Redis refused the write (out of memory): the

@@ -242,6 +242,40 @@ touch_keeps_alive(void **state)
 	assert_true(now_ms() - t0 >= 500);
 }
 
+/*
+ * A TTL given to ENQUEUE is the user's own: it is what an ENQUEUE without
+ * one restarts, and what a requeue restarts, not user_ttl (the default
+ * here, far longer). Breaks if the user's record keeps the default instead
+ * of the given TTL.
+ */
+static void
+given_ttl_is_kept(void **state)
+{
+	struct csqd_fx *fx = *state;
+	int64_t t0;
+
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1 TTL 1");
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s1 QUEUES q"));
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s1/0','servicer','s1']",
+	      "ENQUEUE w1 QUEUE q TTL 1");
+	sleep_ms(600);
+	/* The TTL restarts: u1 lives 1 s from here, w1 1 s from its requeue. */
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1");
+	CHECK(fx->c, ":1", "LOGOUT s1");
+	t0 = now_ms();
+	assert_true(user_state_is(fx->c, "w1", "waiting"));
+	while (!user_state_is(fx->c, "u1", "none") ||
+	       !user_state_is(fx->c, "w1", "none")) {
+		if (now_ms() - t0 > DEADLINE_MS)
+			fail_msg("u1/w1 (TTL 1) did not expire");
+		sleep_ms(POLL_MS);
+	}
+	assert_true(now_ms() - t0 >= 500);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -252,6 +286,8 @@ main(int argc, char **argv)
 	        user_ttl_abandon, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(touch_keeps_alive, setup_user_ttl,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        given_ttl_is_kept, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);
