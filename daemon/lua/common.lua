@@ -137,6 +137,7 @@ end
 -- The events' patterns, each one literal (Lua 5.1 joins literals with ..
 -- at run time), in the order of the fields that csq_event_json writes.
 local EV = {
+	-- queued's tier is ENQUEUE's argument as the daemon printed it.
 	queued = '{"event":"queued","user":"%s","queue":"%s","tier":%s,"position":%d}',
 	rescored = '{"event":"rescored","user":"%s","queue":"%s","tier":%d,"position":%d%s}',
 	matched = '{"event":"matched","user":"%s","queue":"%s","tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d}',
@@ -248,11 +249,14 @@ end
 -- (times in ms, ttl in s). One hash rather than a key per user: a new
 -- user is one HSETNX, which also says whether the id was new.
 
--- key: the packed order key as text, if the caller has made it already.
-local function user_record(u, key)
+-- key, arrival, ttl: those fields as text, where the caller has them
+-- already (ENQUEUE of a new user: its arguments and the call's time), so
+-- that no number is formatted again.
+local function user_record(u, key, arrival, ttl)
 	if u.state == 'waiting' then
-		return string.format('%s %s %d %d waiting', u.queue,
-		                     key or int(u.key), u.arrival, u.ttl)
+		return u.queue .. ' ' .. (key or int(u.key)) .. ' ' ..
+		       (arrival or int(u.arrival)) .. ' ' .. (ttl or int(u.ttl)) ..
+		       ' waiting'
 	end
 	return string.format('%s %s %d %d assigned %s %d %d', u.queue,
 	                     key or int(u.key), u.arrival, u.ttl, u.servicer,

@@ -17,9 +17,8 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		local u = { id = id, queue = q, key = pack(tier, sequence),
 		            arrival = NOW, ttl = ttl, state = 'waiting' }
 		local key = int(u.key)
-		-- The record from text at hand (user_record's format, no numbers).
-		local created = redis.pcall('HSETNX', USERS, id, q .. ' ' .. key ..
-		                            ' ' .. NOW_S .. ' ' .. ttl_s .. ' waiting')
+		local created = redis.pcall('HSETNX', USERS, id,
+		                            user_record(u, key, NOW_S, ttl_s))
 		if created == 1 then
 			redis.call('ZADD', qkey, key, id)
 			-- A new user has no deadline yet: only set one.
