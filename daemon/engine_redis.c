@@ -5,9 +5,16 @@
  * context for every attempt, a capped exponential backoff between them.
  *
  * Operations are batched: those that arrive in one loop turn go together,
- * in order, in one call (one EVALSHA of the one script, batch.lua); when
- * BATCH_INFLIGHT calls are in flight, the next waits for a reply. A busy
- * daemon so pays Redis's cost of a script call once for many operations.
+ * in order, in one call of the one script (batch.lua); when BATCH_INFLIGHT
+ * calls are in flight, the next waits for a reply. A busy daemon so pays
+ * Redis's cost of a script call once for many operations.
+ *
+ * A call is an FCALL of the script loaded as a function library, where
+ * Redis has functions (7.0 and later) and lets this daemon load them: the
+ * library's functions are built once, not on every call as with EVALSHA.
+ * Else, and for a call that Redis refuses before running it (the library
+ * is gone, or Redis is out of memory, which refuses a whole FCALL but only
+ * the writes of an EVALSHA), it is an EVALSHA; after a NOSCRIPT, an EVAL.
  *
  * A command's reply is held until this daemon has seen every event its
  * call published (each event carries an id from one counter in Redis), so
@@ -94,12 +101,19 @@ struct redis_call {
 
 TAILQ_HEAD(redis_call_list, redis_call);
 
+/* How a batch is sent: the first of these that Redis takes. */
+enum batch_how {
+	HOW_FCALL,   /* the function, when loaded (redis_engine.fn) */
+	HOW_EVALSHA, /* the script, by the hash that SCRIPT LOAD gave */
+	HOW_EVAL     /* the script's source, after a NOSCRIPT */
+};
+
 /* The operations of one script call, in the order they were sent. */
 struct redis_batch {
 	struct redis_engine *r;
 	struct redis_call_list calls;
 	int ncalls;
-	int resent;
+	enum batch_how how;
 };
 
 struct redis_engine {
@@ -122,6 +136,8 @@ struct redis_engine {
 	struct redis_conn cmd, sub;
 	int up;       /* both connections ready */
 	char sha[41]; /* of redis_lua_source */
+	int fn;       /* redis_lua_library is loaded: calls are FCALLs */
+	char fn_error[128]; /* FUNCTION LOAD's last error, as logged */
 
 	struct redis_call_list pending; /* not sent yet */
 	int inflight;                   /* script calls sent, not answered */
@@ -179,7 +195,8 @@ engine_update_up(struct redis_engine *r)
 	if (up && r->peek_sent_us == 0)
 		peek_send(r);
 	if (up)
-		log_info("engine redis: up at %s", r->addr);
+		log_info("engine redis: up at %s, calls by %s", r->addr,
+		         r->fn ? "FCALL" : "EVALSHA");
 	else
 		log_warnx("engine redis: down; commands answer TRYAGAIN until "
 		          "it is back");
@@ -329,6 +346,62 @@ handshake_select_cb(redisAsyncContext *ac, void *reply, void *priv)
 	handshake_error(ac, reply, "SELECT");
 }
 
+/*
+ * The answer to FUNCTION LOAD: the library's name, or an error that says
+ * it is there already (from an earlier connection, or another daemon of
+ * this build), and calls go by FCALL. Any other error (Redis before 7.0,
+ * an ACL without FUNCTION, out of memory) leaves them to EVALSHA, which
+ * serves as well, a little slower. The "up" line of the log says which;
+ * the reason is logged once for each kind of error in a row.
+ */
+static void
+function_loaded(struct redis_engine *r, const redisReply *reply)
+{
+	r->fn = reply->type != REDIS_REPLY_ERROR ||
+	        strstr(reply->str, "already exists") != NULL;
+	if (r->fn) {
+		r->fn_error[0] = '\0';
+	} else if (strncmp(r->fn_error, reply->str, sizeof(r->fn_error) - 1)) {
+		snprintf(r->fn_error, sizeof(r->fn_error), "%s", reply->str);
+		log_info("engine redis: FUNCTION LOAD: %s; calls go by EVALSHA",
+		         reply->str);
+	}
+}
+
+static void
+function_reload_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct redis_conn *c = ac->data;
+
+	(void)priv;
+	if (c != NULL && reply != NULL)
+		function_loaded(c->r, reply);
+}
+
+/* The library is gone (FUNCTION FLUSH, a Redis that restarted empty):
+ * calls go by EVALSHA until it is loaded again. */
+static void
+function_reload(struct redis_engine *r)
+{
+	if (!r->fn || r->cmd.ac == NULL)
+		return;
+	r->fn = 0;
+	redisAsyncCommand(r->cmd.ac, function_reload_cb, NULL,
+	                  "FUNCTION LOAD %s", redis_lua_library);
+}
+
+static void
+handshake_function_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct redis_conn *c = ac->data;
+
+	(void)priv;
+	if (c == NULL || reply == NULL)
+		return;
+	function_loaded(c->r, reply);
+	conn_ready(c);
+}
+
 static void
 handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
 {
@@ -345,7 +418,8 @@ handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	}
 	memcpy(c->r->sha, reply->str, 40);
 	c->r->sha[40] = '\0';
-	conn_ready(c);
+	redisAsyncCommand(ac, handshake_function_cb, NULL, "FUNCTION LOAD %s",
+	                  redis_lua_library);
 }
 
 static void sub_message_cb(redisAsyncContext *, void *, void *);
@@ -813,6 +887,32 @@ op_reply(const redisReply *reply, size_t *i, redisReply *view)
 
 static void reply_events(struct redis_engine *, const redisReply *);
 
+/*
+ * Whether Redis refused b's call before running it, in a way that the
+ * next kind of call (enum batch_how) gets past: then b is sent again that
+ * way. A call that ran and failed is never sent again, since it may have
+ * written. Redis appends " script: ..." to the errors that a script
+ * raises, never to its refusals.
+ */
+static int
+batch_refused(struct redis_batch *b, const char *err)
+{
+	switch (b->how) {
+	case HOW_FCALL:
+		if (strcmp(err, "ERR Function not found") == 0) {
+			function_reload(b->r);
+			return 1;
+		}
+		return strncmp(err, "OOM ", 4) == 0 &&
+		       strstr(err, " script: ") == NULL;
+	case HOW_EVALSHA:
+		/* The script cache was flushed: the source itself, once. */
+		return strncmp(err, "NOSCRIPT", 8) == 0;
+	default:
+		return 0;
+	}
+}
+
 static void
 batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 {
@@ -826,9 +926,8 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 
 	(void)ac;
 	if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
-	    strncmp(reply->str, "NOSCRIPT", 8) == 0 && !b->resent) {
-		/* The script cache was flushed: the source itself, once. */
-		b->resent = 1;
+	    batch_refused(b, reply->str)) {
+		b->how++;
 		batch_write(b);
 		return;
 	}
@@ -853,8 +952,7 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	batch_schedule(r);
 }
 
-/* Sends b: EVALSHA (EVAL after a NOSCRIPT) of the script with the limits
- * and b's operations. */
+/* Sends b as b->how says, with the limits and b's operations. */
 static void
 batch_write(struct redis_batch *b)
 {
@@ -870,9 +968,20 @@ batch_write(struct redis_batch *b)
 	argv = csq_xmalloc((size_t)n * sizeof(*argv));
 	argvlen = csq_xmalloc((size_t)n * sizeof(*argvlen));
 #define ARG(s, len) (argv[argc] = (s), argvlen[argc++] = (len))
-	ARG(b->resent ? "EVAL" : "EVALSHA", b->resent ? 4 : 7);
-	ARG(b->resent ? redis_lua_source : r->sha,
-	    strlen(b->resent ? redis_lua_source : r->sha));
+	switch (b->how) {
+	case HOW_FCALL:
+		ARG("FCALL", 5);
+		ARG(redis_lua_function, strlen(redis_lua_function));
+		break;
+	case HOW_EVALSHA:
+		ARG("EVALSHA", 7);
+		ARG(r->sha, strlen(r->sha));
+		break;
+	case HOW_EVAL:
+		ARG("EVAL", 4);
+		ARG(redis_lua_source, strlen(redis_lua_source));
+		break;
+	}
 	ARG("1", 1);
 	ARG(r->stats_key, strlen(r->stats_key));
 	snprintf(limits[0], sizeof(limits[0]), "%u", r->limits.servicer_ttl_s);
@@ -921,6 +1030,7 @@ batch_send(struct redis_engine *r)
 		return;
 	b = csq_xcalloc(1, sizeof(*b));
 	b->r = r;
+	b->how = r->fn ? HOW_FCALL : HOW_EVALSHA;
 	TAILQ_INIT(&b->calls);
 	while (b->ncalls < BATCH_MAX &&
 	       (k = TAILQ_FIRST(&r->pending)) != NULL) {

@@ -10,72 +10,94 @@
 -- the events' message ('' none: the PUBLISH below, which the daemon that
 -- made the call may take from here, sooner), then each operation's reply:
 -- how many elements it has, then them }.
-local nops = tonumber(ARGV[5])
-local out, nout = {}, 5
-local at = 6
-for k = 1, nops do
-	local name, argc = ARGV[at], tonumber(ARGV[at + 1])
-	local before = nevents
-	op_deltas = nil
-	if not OPS[name] then make_op(name) end
-	local ok, res = pcall(OPS[name], unpack(ARGV, at + 2, at + 1 + argc))
-	at = at + 2 + argc
-	if ok then
-		if op_deltas then
-			for f, d in pairs(op_deltas) do
-				deltas[f] = (deltas[f] or 0) + d
-			end
-		end
-	else
-		for i = nevents, before + 1, -1 do events[i] = nil end
-		nevents = before
-		if type(res) == 'table' and res.err then res = res.err end
-		res = { 'ERR', name .. ': ' .. tostring(res) }
+--
+-- call: KEYS and ARGV as the script's (common.lua), whether Redis
+-- runs it as a function or as a script. What belongs to the call is set
+-- first; the key names only when the prefix differs from the last call's.
+local function call(KEYS, ARGV)
+	if KEYS[1] ~= STATS then
+		STATS = KEYS[1]
+		P = string.sub(STATS, 1, -6)
+		USERS, DEADLINES = P .. 'users', P .. 'deadlines'
+		SERVICERS, EVENTS = P .. 'servicers', P .. 'events'
 	end
-	-- Flat: Redis converts each table of a reply on its own, at a cost.
-	local n = #res
-	out[nout + 1] = n
-	for i = 1, n do out[nout + 1 + i] = res[i] end
-	nout = nout + 1 + n
-end
-op_deltas = nil
+	local clock = redis.call('TIME')
+	NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+	NOW_S = int(NOW)
+	SERVICER_TTL = tonumber(ARGV[1])
+	USER_TTL_S = ARGV[2]
+	USER_TTL = tonumber(USER_TTL_S)
+	MAX_LENGTH = tonumber(ARGV[4])
+	base, seq, order, deltas, op_deltas = nil, nil, nil, {}, nil
+	events, nevents, soonest, exact = {}, 0, -1, false
 
--- The counters, in one write. A failed operation keeps the sequences and
--- orders it took: its user may have been written. If this write fails,
--- Redis was out of memory and the call has written nothing (Redis lets a
--- script that has written go on writing), so nothing holds them, and no
--- operation succeeded with events or deltas.
-local last = 0
-if nevents > 0 or next(deltas) then counters() end
-if base then
-	local set, n = {}, 0
-	local function put(f, v)
-		set[n + 1], set[n + 2] = f, int(v)
-		n = n + 2
+	local nops = tonumber(ARGV[5])
+	local out, nout = {}, 5
+	local at = 6
+	for k = 1, nops do
+		local name, argc = ARGV[at], tonumber(ARGV[at + 1])
+		local before = nevents
+		op_deltas = nil
+		if not OPS[name] then make_op(name) end
+		local ok, res = pcall(OPS[name], unpack(ARGV, at + 2, at + 1 + argc))
+		at = at + 2 + argc
+		if ok then
+			if op_deltas then
+				for f, d in pairs(op_deltas) do
+					deltas[f] = (deltas[f] or 0) + d
+				end
+			end
+		else
+			for i = nevents, before + 1, -1 do events[i] = nil end
+			nevents = before
+			if type(res) == 'table' and res.err then res = res.err end
+			res = { 'ERR', name .. ': ' .. tostring(res) }
+		end
+		-- Flat: Redis converts each table of a reply on its own, at a cost.
+		local n = #res
+		out[nout + 1] = n
+		for i = 1, n do out[nout + 1 + i] = res[i] end
+		nout = nout + 1 + n
 	end
-	if seq ~= base.seq then put('seq', seq) end
-	if order ~= base.order then put('order', order) end
-	for f, d in pairs(deltas) do
-		if d ~= 0 then put(f, base[f] + d) end
+	op_deltas = nil
+
+	-- The counters, in one write. A failed operation keeps the sequences and
+	-- orders it took: its user may have been written. If this write fails,
+	-- Redis was out of memory and the call has written nothing (Redis lets a
+	-- script that has written go on writing), so nothing holds them, and no
+	-- operation succeeded with events or deltas.
+	local last = 0
+	if nevents > 0 or next(deltas) then counters() end
+	if base then
+		local set, n = {}, 0
+		local function put(f, v)
+			set[n + 1], set[n + 2] = f, int(v)
+			n = n + 2
+		end
+		if seq ~= base.seq then put('seq', seq) end
+		if order ~= base.order then put('order', order) end
+		for f, d in pairs(deltas) do
+			if d ~= 0 then put(f, base[f] + d) end
+		end
+		if nevents > 0 then
+			last = base.event_id + nevents
+			put('event_id', last)
+		end
+		if n > 0 then pcall(redis.call, 'HSET', STATS, unpack(set)) end
 	end
+	-- The message: a line with the last event's id and the time, then the
+	-- events, one a line; the ids of the events are the ones before the last,
+	-- in order.
+	local msg = ''
 	if nevents > 0 then
-		last = base.event_id + nevents
-		put('event_id', last)
+		msg = int(last) .. ' ' .. NOW_S .. '\n' .. table.concat(events, '\n')
+		redis.call('PUBLISH', EVENTS, msg)
 	end
-	if n > 0 then pcall(redis.call, 'HSET', STATS, unpack(set)) end
+	out[5] = msg
+	out[1] = soonest
+	if exact then out[1] = earliest() end
+	out[2] = NOW
+	out[3] = last
+	out[4] = exact and 1 or 0
+	return out
 end
--- The message: a line with the last event's id and the time, then the
--- events, one a line; the ids of the events are the ones before the last,
--- in order.
-local msg = ''
-if nevents > 0 then
-	msg = int(last) .. ' ' .. NOW_S .. '\n' .. table.concat(events, '\n')
-	redis.call('PUBLISH', EVENTS, msg)
-end
-out[5] = msg
-out[1] = soonest
-if exact then out[1] = earliest() end
-out[2] = NOW
-out[3] = last
-out[4] = exact and 1 or 0
-return out

@@ -9,13 +9,16 @@
 -- hash tag, so all of them live in one Cluster slot.
 -- ARGV[1..4]: the daemon's servicer_ttl, user_ttl, max_tier and
 -- max_queue_length; ARGV[5] and after: the operations (batch.lua).
-
-local STATS = KEYS[1]
-local P = string.sub(STATS, 1, -6)
-local USERS = P .. 'users'
-local DEADLINES = P .. 'deadlines'
-local SERVICERS = P .. 'servicers'
-local EVENTS = P .. 'events'
+--
+-- The same text is loaded two ways (embed.cmake): as a function library
+-- (FUNCTION LOAD, Redis 7), whose top level runs once and whose functions
+-- live on between calls, and as a script for EVALSHA, whose top level runs
+-- on every call. So the top level only defines: what belongs to one call
+-- (the keys, the time, the limits, the counters and events so far) is in
+-- the locals below, which call() in batch.lua sets first.
+local STATS, P, USERS, DEADLINES, SERVICERS, EVENTS
+local NOW, NOW_S
+local SERVICER_TTL, USER_TTL_S, USER_TTL, MAX_LENGTH
 
 -- The order key of lib/orderkey.h: (15 - tier) * 2^49 + sequence, exact
 -- in a double below 2^53.
@@ -30,15 +33,6 @@ local TIER_TOP = 15
 local function int(n)
 	return string.format('%d', n)
 end
-
-local clock = redis.call('TIME')
-local NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local NOW_S = int(NOW)
-
-local SERVICER_TTL = tonumber(ARGV[1])
-local USER_TTL_S = ARGV[2]
-local USER_TTL = tonumber(USER_TTL_S)
-local MAX_LENGTH = tonumber(ARGV[4])
 
 local function servicer_key(id) return P .. 'servicer:' .. id end
 local function rooms_key(id) return P .. 'S2R:' .. id end
@@ -66,7 +60,7 @@ local COUNTERS = { 'seq', 'order', 'event_id', 'servicers', 'rooms_busy',
                    'requeued_total', 'servicers_lost_total' }
 local base -- counter -> value, as read
 local seq, order
-local deltas, op_deltas = {}, nil
+local deltas, op_deltas
 
 local function counters()
 	if base then return base end
@@ -128,7 +122,7 @@ end
 -- object without those two, made from a string.format pattern. Ids and
 -- queue names need no escaping: their characters are [A-Za-z0-9._:@-]
 -- (protocol.md).
-local events, nevents = {}, 0
+local events, nevents
 local function event(json, ...)
 	nevents = nevents + 1
 	events[nevents] = string.format(json, ...)
@@ -153,8 +147,7 @@ local EV = {
 -- The earliest deadline the call set (-1 none): the daemon's timer takes
 -- the sooner of it and what it knew. exact: an operation wants the true
 -- earliest one returned (the reaper, the health check).
-local soonest = -1
-local exact = false
+local soonest, exact
 local function deadline_set(member, at)
 	redis.call('ZADD', DEADLINES, int(at), member)
 	if soonest < 0 or at < soonest then soonest = at end

@@ -1,36 +1,57 @@
-# Writes the Lua script of the Redis engine into a C file, as one string
-# constant, and as it is into a .lua file beside it (to read, or to load by
-# hand): cmake -DDIR=<lua dir> -DOUT=<file.c> -DNAMES=a,b,c -P embed.cmake
+# Writes the Lua of the Redis engine into a C file, in two forms, and each
+# as it is into a .lua file beside it (to read, or to load by hand):
+# cmake -DDIR=<lua dir> -DOUT=<file.c> -DNAMES=a,b,c -P embed.cmake
 #
-# The script is common.lua, then make_op(name), which holds each of NAMES
-# (the operations) in one branch, then batch.lua; the file defines
-# redis_lua_source (daemon/redis_scripts.h). Lua 5.1 builds a function's
-# closure, with all its upvalues, each time the script runs: wrapped so,
-# an operation's function is built only by a call that runs it, and its
-# upvalues are copied from make_op's instead of looked up one by one.
-set(script "")
-file(READ ${DIR}/common.lua body)
-string(APPEND script "${body}")
-string(APPEND script
-       "\n-- The operations, each built at its first use in a call (embed.cmake).\n"
+# The body is common.lua, then make_op(name), which holds each of NAMES
+# (the operations) in one branch, then batch.lua, which defines call().
+# - redis_lua_library (<out>.library.lua): the body as a function library
+#   for FUNCTION LOAD (Redis 7), named csq_<hash of the body>, with one
+#   function of the same name, call. Its top level runs once, when Redis
+#   loads it; a call runs call() only.
+# - redis_lua_source (<out>.lua): the body as a script, for EVALSHA, ending
+#   in "return call(KEYS, ARGV)". Lua 5.1 builds every function of a script
+#   again on each call: wrapped in make_op, an operation's function is
+#   built only by a call that runs it.
+# Two builds of the same text have the same name, and a changed text a new
+# one, so daemons of two versions on one Redis never call each other's.
+set(body "")
+file(READ ${DIR}/common.lua part)
+string(APPEND body "${part}")
+string(APPEND body
+       "\n-- The operations, each built at its first use (embed.cmake).\n"
        "local function make_op(name)\n"
        "if name == nil then\n")
 string(REPLACE "," ";" names "${NAMES}")
 foreach(name ${names})
-  file(READ ${DIR}/${name}.lua body)
-  string(APPEND script "elseif name == '${name}' then\n${body}")
+  file(READ ${DIR}/${name}.lua part)
+  string(APPEND body "elseif name == '${name}' then\n${part}")
 endforeach()
-string(APPEND script "end\nend\n")
-file(READ ${DIR}/batch.lua body)
-string(APPEND script "${body}")
+string(APPEND body "end\nend\n")
+file(READ ${DIR}/batch.lua part)
+string(APPEND body "${part}")
 
-string(REGEX REPLACE "\\.c$" ".lua" lua_out "${OUT}")
-file(WRITE ${lua_out} "${script}")
+string(SHA1 hash "${body}")
+string(SUBSTRING "${hash}" 0 16 hash)
+set(fname "csq_${hash}")
+set(script "${body}\nreturn call(KEYS, ARGV)\n")
+set(library "#!lua name=${fname}\n${body}\n")
+string(APPEND library "redis.register_function('${fname}', call)\n")
 
-string(REPLACE "\\" "\\\\" lit "${script}")
-string(REPLACE "\"" "\\\"" lit "${lit}")
-string(REPLACE "\n" "\\n\"\n    \"" lit "${lit}")
+string(REGEX REPLACE "\\.c$" "" base "${OUT}")
+file(WRITE ${base}.lua "${script}")
+file(WRITE ${base}.library.lua "${library}")
+
+function(c_literal text var)
+  string(REPLACE "\\" "\\\\" lit "${text}")
+  string(REPLACE "\"" "\\\"" lit "${lit}")
+  string(REPLACE "\n" "\\n\"\n    \"" lit "${lit}")
+  set(${var} "${lit}" PARENT_SCOPE)
+endfunction()
+c_literal("${script}" script_lit)
+c_literal("${library}" library_lit)
 set(out "/* Generated from daemon/lua by embed.cmake: do not edit. */\n")
 string(APPEND out "#include \"redis_scripts.h\"\n\n")
-string(APPEND out "const char redis_lua_source[] =\n    \"${lit}\";\n")
+string(APPEND out "const char redis_lua_source[] =\n    \"${script_lit}\";\n\n")
+string(APPEND out "const char redis_lua_library[] =\n    \"${library_lit}\";\n\n")
+string(APPEND out "const char redis_lua_function[] = \"${fname}\";\n")
 file(WRITE ${OUT} "${out}")

@@ -1329,31 +1329,81 @@ failed_operation_alone(void **state)
 	redisFree(rc);
 }
 
+/* How many times Redis ran cmd ("fcall", "evalsha", "eval"), from INFO
+ * commandstats; 0 when it never did. */
+static long long
+cmd_calls(redisContext *rc, const char *cmd)
+{
+	char field[64];
+	const char *at;
+	long long n = 0;
+	redisReply *r = CMD(rc, "INFO commandstats");
+
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
+	at = strstr(r->str, field);
+	if (at != NULL)
+		n = strtoll(at + strlen(field), NULL, 10);
+	freeReplyObject(r);
+	return n;
+}
+
+/* Whether Redis holds csq's function library. */
+static int
+library_loaded(redisContext *rc)
+{
+	redisReply *r = CMD(rc, "FUNCTION LIST LIBRARYNAME csq_*");
+	int n;
+
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	n = (int)r->elements;
+	freeReplyObject(r);
+	return n;
+}
+
 /*
- * SCRIPT FLUSH empties Redis's script cache under the daemons: the next
- * call gets NOSCRIPT, and csqd sends the script's source instead, once,
- * which loads it again. Clients notice nothing, with one operation at a
- * time and with many at once, and again after a second flush.
+ * The script is a function library: the first daemon loads it, the second
+ * finds it there, and both call it by FCALL, never EVALSHA. Then the
+ * library (FUNCTION FLUSH) and the script cache (SCRIPT FLUSH) are
+ * emptied under them: a call that Redis refuses goes again by EVALSHA,
+ * then, after the NOSCRIPT, by EVAL, and the library is loaded again.
+ * Clients notice nothing, with one operation at a time and with many at
+ * once, in two rounds; after them, calls are FCALLs again.
  */
 static void
 script_flushed(void **state)
 {
 	struct rfx *fx = *state;
-	redisContext *c[SIDE_USERS], *rc;
+	redisContext *c[SIDE_USERS], *rc, *c2;
 	redisReply *r;
+	long long fcalls;
 	int round, i;
 
 	fx_daemon(fx, 0, "");
+	fx_daemon(fx, 1, "");
 	rc = redisd_connect(fx->r);
 	for (i = 0; i < SIDE_USERS; i++)
 		c[i] = csqd_connect(fx->d[0]);
+	c2 = csqd_connect(fx->d[1]);
+	assert_int_equal(library_loaded(rc), 1);
+	assert_true(file_contains(fx->d[0]->log_path, "calls by FCALL"));
+	assert_true(file_contains(fx->d[1]->log_path, "calls by FCALL"));
+	CHECK(c2, ":0", "QLEN default");
+	assert_true(cmd_calls(rc, "fcall") > 0);
+	assert_int_equal(cmd_calls(rc, "evalsha"), 0);
 	for (round = 0; round < 2; round++) {
+		r = CMD(rc, "FUNCTION FLUSH");
+		assert_reply_status(r, "OK");
+		freeReplyObject(r);
 		r = CMD(rc, "SCRIPT FLUSH");
 		assert_reply_status(r, "OK");
 		freeReplyObject(r);
+		assert_int_equal(library_loaded(rc), 0);
 		r = CMD(c[0], "ENQUEUE one%d", round);
 		assert_int_equal(FIELD_INT(r, "position"),
-		                 round * (SIDE_USERS + 1) + 1);
+		                 round * (SIDE_USERS + 2) + 1);
+		freeReplyObject(r);
+		r = CMD(rc, "FUNCTION FLUSH");
 		freeReplyObject(r);
 		r = CMD(rc, "SCRIPT FLUSH");
 		freeReplyObject(r);
@@ -1361,17 +1411,79 @@ script_flushed(void **state)
 			redisAppendCommand(c[i], "ENQUEUE many%d.%d", round, i);
 			flush_pipeline(c[i]);
 		}
+		redisAppendCommand(c2, "ENQUEUE other%d", round);
+		flush_pipeline(c2);
 		for (i = 0; i < SIDE_USERS; i++) {
 			r = GET_REPLY(c[i]);
 			assert_string_equal(FIELD_STR(r, "state"), "waiting");
 			freeReplyObject(r);
 		}
+		r = GET_REPLY(c2);
+		assert_string_equal(FIELD_STR(r, "state"), "waiting");
+		freeReplyObject(r);
 	}
+	assert_true(cmd_calls(rc, "eval") > 0);
+	assert_int_equal(library_loaded(rc), 1);
+	fcalls = cmd_calls(rc, "fcall");
 	r = CMD(c[0], "QLEN default");
-	assert_reply_integer(r, 2 * (SIDE_USERS + 1));
+	assert_reply_integer(r, 2 * (SIDE_USERS + 2));
 	freeReplyObject(r);
+	CHECK(c2, ":0", "LEAVE nobody");
+	assert_true(cmd_calls(rc, "fcall") >= fcalls + 2);
 	for (i = 0; i < SIDE_USERS; i++)
 		redisFree(c[i]);
+	redisFree(c2);
+	redisFree(rc);
+}
+
+/*
+ * A Redis whose ACL forbids FUNCTION (as some managed services do): csqd
+ * says so once, calls the script by EVALSHA, and behaves the same: a
+ * match with its events, a release that refills the room, a requeue on
+ * LOGOUT, and a SCRIPT FLUSH under it.
+ */
+static void
+functions_forbidden(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c, *rc, *sub;
+	redisReply *r;
+	char *ev;
+
+	rc = redisd_connect(fx->r);
+	r = CMD(rc, "ACL SETUSER default -function");
+	assert_reply_status(r, "OK");
+	freeReplyObject(r);
+	fx_daemon(fx, 0, "");
+	assert_true(file_contains(fx->d[0]->log_path, "calls by EVALSHA"));
+	assert_true(file_contains(fx->d[0]->log_path, "FUNCTION LOAD: NOPERM"));
+	c = csqd_connect(fx->d[0]);
+	sub = csqd_connect(fx->d[0]);
+	freeReplyObject(CMD(sub, "SUBSCRIBE user:u1"));
+	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE u1");
+	freeReplyObject(CMD(c, "ENQUEUE u2"));
+	r = CMD(c, "HEARTBEAT s1 CAPACITY 1");
+	assert_int_equal(FIELD_INT(r, "active"), 1);
+	freeReplyObject(r);
+	ev = WAIT_EVENT(sub, "matched");
+	assert_non_null(strstr(ev, "\"room\":\"s1/0\""));
+	free(ev);
+	r = CMD(rc, "SCRIPT FLUSH");
+	freeReplyObject(r);
+	CHECK(c, ":1", "RELEASE s1/0");
+	r = CMD(c, "WHERE u2");
+	assert_string_equal(FIELD_STR(r, "room"), "s1/0");
+	freeReplyObject(r);
+	CHECK(c, ":1", "LOGOUT s1");
+	r = CMD(c, "WHERE u2");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	freeReplyObject(r);
+	assert_int_equal(cmd_calls(rc, "fcall"), 0);
+	assert_true(cmd_calls(rc, "evalsha") > 0);
+	assert_true(cmd_calls(rc, "eval") > 0);
+	redisFree(sub);
+	redisFree(c);
 	redisFree(rc);
 }
 
@@ -1706,6 +1818,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(failed_operation_alone, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(script_flushed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(functions_forbidden, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(sequence_exhausted, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(foreign_messages, setup, teardown),
