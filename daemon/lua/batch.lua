@@ -24,11 +24,17 @@ local function call(KEYS, ARGV)
 	local clock = redis.call('TIME')
 	NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 	NOW_S = int(NOW)
-	SERVICER_TTL = tonumber(ARGV[1])
-	USER_TTL_S = ARGV[2]
-	USER_TTL = tonumber(USER_TTL_S)
-	MAX_LENGTH = tonumber(ARGV[4])
-	base, seq, order, deltas, op_deltas = nil, nil, nil, {}, nil
+	-- The limits are parsed again only when their text changes.
+	if ARGV[1] ~= SERVICER_TTL_S then
+		SERVICER_TTL_S, SERVICER_TTL = ARGV[1], tonumber(ARGV[1])
+	end
+	if ARGV[2] ~= USER_TTL_S then
+		USER_TTL_S, USER_TTL = ARGV[2], tonumber(ARGV[2])
+	end
+	if ARGV[4] ~= MAX_LENGTH_S then
+		MAX_LENGTH_S, MAX_LENGTH = ARGV[4], tonumber(ARGV[4])
+	end
+	base, read, seq, order, deltas, op_deltas = nil, nil, nil, nil, {}, nil
 	events, nevents, soonest, exact = {}, 0, -1, false
 
 	local nops = tonumber(ARGV[5])
@@ -74,8 +80,8 @@ local function call(KEYS, ARGV)
 			set[n + 1], set[n + 2] = f, int(v)
 			n = n + 2
 		end
-		if seq ~= base.seq then put('seq', seq) end
-		if order ~= base.order then put('order', order) end
+		if seq and seq ~= base.seq then put('seq', seq) end
+		if order and order ~= base.order then put('order', order) end
 		for f, d in pairs(deltas) do
 			if d ~= 0 then put(f, base[f] + d) end
 		end

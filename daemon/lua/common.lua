@@ -15,10 +15,13 @@
 -- live on between calls, and as a script for EVALSHA, whose top level runs
 -- on every call. So the top level only defines: what belongs to one call
 -- (the keys, the time, the limits, the counters and events so far) is in
--- the locals below, which call() in batch.lua sets first.
+-- the locals below, which call() in batch.lua sets first. (Redis runs a
+-- library's top level with no functions but its own at hand: ipairs,
+-- tonumber and the like only in what a call runs.)
 local STATS, P, USERS, DEADLINES, SERVICERS, EVENTS
 local NOW, NOW_S
-local SERVICER_TTL, USER_TTL_S, USER_TTL, MAX_LENGTH
+local SERVICER_TTL_S, SERVICER_TTL, USER_TTL_S, USER_TTL
+local MAX_LENGTH_S, MAX_LENGTH
 
 -- The order key of lib/orderkey.h: (15 - tier) * 2^49 + sequence, exact
 -- in a double below 2^53.
@@ -55,19 +58,31 @@ end
 -- enqueued_total), order (servicers' order of their last new user) and
 -- event_id are taken one at a time. waiting is derived rather than kept
 -- (stats.lua): enqueued + requeued - matched - abandoned.
+--
+-- A counter's text becomes a number at its first use in a call (PARSED):
+-- tonumber costs about as much as a Redis command, and most calls use
+-- three or four of the ten. seq and order are nil until taken.
 local COUNTERS = { 'seq', 'order', 'event_id', 'servicers', 'rooms_busy',
                    'rooms_free', 'matched_total', 'abandoned_total',
                    'requeued_total', 'servicers_lost_total' }
+local COUNTER_AT = { seq = 1, order = 2, event_id = 3, servicers = 4,
+                     rooms_busy = 5, rooms_free = 6, matched_total = 7,
+                     abandoned_total = 8, requeued_total = 9,
+                     servicers_lost_total = 10 }
 local base -- counter -> value, as read
+local read -- the HMGET's reply
 local seq, order
 local deltas, op_deltas
+local PARSED = { __index = function(t, f)
+	local v = tonumber(read[COUNTER_AT[f]] or '0')
+	t[f] = v
+	return v
+end }
 
 local function counters()
 	if base then return base end
-	local h = redis.call('HMGET', STATS, unpack(COUNTERS))
-	base = {}
-	for i, f in ipairs(COUNTERS) do base[f] = tonumber(h[i] or '0') end
-	seq, order = base.seq, base.order
+	read = redis.call('HMGET', STATS, unpack(COUNTERS))
+	base = setmetatable({}, PARSED)
 	return base
 end
 
@@ -85,7 +100,7 @@ end
 
 -- The next sequence, or nil when they are all used.
 local function seq_next()
-	counters()
+	if not seq then seq = counters().seq end
 	if seq >= SEQ_MAX then return nil end
 	seq = seq + 1
 	return seq
@@ -97,7 +112,7 @@ local function seq_unused()
 end
 
 local function order_next()
-	counters()
+	if not order then order = counters().order end
 	order = order + 1
 	return order
 end
@@ -164,22 +179,44 @@ end
 
 -- Servicers: a hash of their fields; S2R their busy rooms (index -> user).
 
+-- A servicer's fields in the hash, in order. A loaded servicer keeps them
+-- as they were (was), and servicer_save writes only those that changed:
+-- a RELEASE and its match change last_order and last_ms, and a steady
+-- heartbeat at most its queues.
+local SERVICER_FIELDS = { 'status', 'capacity', 'ttl', 'active', 'queues',
+                          'last_order', 'last_ms' }
+
 local function servicer_load(id)
-	local h = redis.call('HMGET', servicer_key(id), 'status', 'capacity',
-	                     'ttl', 'active', 'queues', 'last_order', 'last_ms')
+	local h = redis.call('HMGET', servicer_key(id), unpack(SERVICER_FIELDS))
 	if not h[1] then return nil end
 	local qs = {}
 	for q in string.gmatch(h[5], '[^,]+') do qs[#qs + 1] = q end
-	return { id = id, status = h[1], capacity = tonumber(h[2]),
-	         ttl = tonumber(h[3]), active = tonumber(h[4]), queues = qs,
-	         last_order = tonumber(h[6]), last_ms = tonumber(h[7]) }
+	local s = { id = id, status = h[1], capacity = tonumber(h[2]),
+	            ttl = tonumber(h[3]), active = tonumber(h[4]), queues = qs,
+	            last_order = tonumber(h[6]), last_ms = tonumber(h[7]) }
+	s.was = { s.status, s.capacity, s.ttl, s.active, qs, s.last_order,
+	          s.last_ms }
+	return s
 end
 
+-- (A new servicer has no was: all of its fields are written. Its queues
+-- are a new table whenever they are set, so that comparing them is
+-- comparing tables.)
 local function servicer_save(s)
-	redis.call('HSET', servicer_key(s.id), 'status', s.status,
-	           'capacity', int(s.capacity), 'ttl', int(s.ttl),
-	           'active', int(s.active), 'queues', table.concat(s.queues, ','),
-	           'last_order', int(s.last_order), 'last_ms', int(s.last_ms))
+	local was, set, n = s.was or {}, {}, 0
+	for i, f in ipairs(SERVICER_FIELDS) do
+		local v = s[f]
+		if v ~= was[i] then
+			if i == 5 then
+				v = table.concat(v, ',')
+			elseif i > 1 then
+				v = int(v)
+			end
+			set[n + 1], set[n + 2] = f, v
+			n = n + 2
+		end
+	end
+	if n > 0 then redis.call('HSET', servicer_key(s.id), unpack(set, 1, n)) end
 end
 
 local function free_count(s)

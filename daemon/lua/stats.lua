@@ -2,8 +2,7 @@
 -- operations of this call changed (common.lua); enqueued_total is the
 -- sequence and waiting is derived.
 OPS.stats = function()
-	counters()
-	local enqueued, matched = seq, counter('matched_total')
+	local enqueued, matched = seq or counters().seq, counter('matched_total')
 	local abandoned = counter('abandoned_total')
 	local requeued = counter('requeued_total')
 	return reply('OK', enqueued + requeued - matched - abandoned,

@@ -1386,8 +1386,8 @@ script_flushed(void **state)
 		c[i] = csqd_connect(fx->d[0]);
 	c2 = csqd_connect(fx->d[1]);
 	assert_int_equal(library_loaded(rc), 1);
-	assert_true(file_contains(fx->d[0]->log_path, "calls by FCALL"));
-	assert_true(file_contains(fx->d[1]->log_path, "calls by FCALL"));
+	assert_true(log_wait(fx->d[0], "calls by FCALL"));
+	assert_true(log_wait(fx->d[1], "calls by FCALL"));
 	CHECK(c2, ":0", "QLEN default");
 	assert_true(cmd_calls(rc, "fcall") > 0);
 	assert_int_equal(cmd_calls(rc, "evalsha"), 0);
@@ -1455,8 +1455,8 @@ functions_forbidden(void **state)
 	assert_reply_status(r, "OK");
 	freeReplyObject(r);
 	fx_daemon(fx, 0, "");
-	assert_true(file_contains(fx->d[0]->log_path, "calls by EVALSHA"));
-	assert_true(file_contains(fx->d[0]->log_path, "FUNCTION LOAD: NOPERM"));
+	assert_true(log_wait(fx->d[0], "calls by EVALSHA"));
+	assert_true(log_wait(fx->d[0], "FUNCTION LOAD: NOPERM"));
 	c = csqd_connect(fx->d[0]);
 	sub = csqd_connect(fx->d[0]);
 	freeReplyObject(CMD(sub, "SUBSCRIBE user:u1"));
