@@ -143,7 +143,36 @@ csqd_init(int argc, char **argv)
 		redisd_shared = redisd_start(0);
 		snprintf(port, sizeof(port), "%d", redisd_shared->port);
 		setenv("CSQ_TEST_REDIS_PORT", port, 1);
+		if (harness_no_functions())
+			redisd_forbid_functions(redisd_shared);
 	}
+}
+
+/*
+ * CSQ_TEST_REDIS_FUNCTIONS=off: the suite runs with csqd calling its
+ * script by EVALSHA, as on a Redis without functions, because the shared
+ * redis-server's ACL forbids FUNCTION (csqd's FUNCTION LOAD then fails).
+ */
+int
+harness_no_functions(void)
+{
+	const char *e = getenv("CSQ_TEST_REDIS_FUNCTIONS");
+
+	return e != NULL && strcmp(e, "off") == 0;
+}
+
+void
+redisd_forbid_functions(struct redisd *r)
+{
+	redisContext *c = redisd_connect(r);
+	redisReply *rep = cmd_at(__FILE__, __LINE__, c,
+	                         "ACL SETUSER default -function");
+
+	if (rep->type != REDIS_REPLY_STATUS || strcmp(rep->str, "OK") != 0)
+		fail_at(__FILE__, __LINE__, "ACL SETUSER default -function: %s",
+		        rep->str != NULL ? rep->str : "?");
+	freeReplyObject(rep);
+	redisFree(c);
 }
 
 const char *
@@ -327,6 +356,22 @@ harness_requirepass(const char *conf, char *out, size_t len)
 	out[n] = '\0';
 }
 
+/* Waits for text in d's log; fails the test if it does not come. */
+void
+csqd_wait_log(struct csqd *d, const char *text)
+{
+	int64_t deadline = now_ms() + ENGINE_TIMEOUT_MS;
+
+	while (!file_contains(d->log_path, text)) {
+		if (now_ms() > deadline) {
+			csqd_dump_log(d);
+			fail_at(__FILE__, __LINE__, "csqd's log never said \"%s\"",
+			        text);
+		}
+		sleep_ms(10);
+	}
+}
+
 void
 csqd_wait_engine(struct csqd *d)
 {
@@ -492,8 +537,11 @@ harness_start(const char *extra_conf, int flags, const char *engine,
 		sleep_ms(20);
 	}
 	/* csqd answers PING before its Redis engine is connected. */
-	if (strcmp(engine, "redis") == 0 && !(flags & HARNESS_NO_WAIT))
+	if (strcmp(engine, "redis") == 0 && !(flags & HARNESS_NO_WAIT)) {
 		csqd_wait_engine(d);
+		if (redis_conf == NULL && harness_no_functions())
+			csqd_wait_log(d, "calls by EVALSHA");
+	}
 	return d;
 }
 

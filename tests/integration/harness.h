@@ -94,6 +94,9 @@ void redisd_restart(struct redisd *);
 /* Kills it if running, removes its directory, frees it. */
 void redisd_free(struct redisd *);
 /* A synchronous connection over TCP, authenticated when needed. */
+/* ACL: the default user may not run FUNCTION (csqd then uses EVALSHA). */
+void redisd_forbid_functions(struct redisd *);
+int harness_no_functions(void);
 redisContext *redisd_connect(struct redisd *);
 void redisd_dump_log(struct redisd *);
 /* The server csqd_init started, or NULL. */
@@ -114,6 +117,7 @@ struct csqd *csqd_start_redis_conf(const char *redis_conf,
 /* Waits until QLEN is no longer TRYAGAIN (after AUTH if the configuration
  * has a requirepass); fails the test after 10 s. */
 void csqd_wait_engine(struct csqd *);
+void csqd_wait_log(struct csqd *, const char *text);
 
 /* Runs csqd with arguments; output (stdout+stderr) into out. Exit status. */
 int csqd_run(char *out, size_t outlen, const char *arg, ...);
