@@ -134,9 +134,9 @@ struct redis_engine {
 	void *deadline_arg;
 
 	struct redis_conn cmd, sub;
-	int up;       /* both connections ready */
-	char sha[41]; /* of redis_lua_source */
-	int fn;       /* redis_lua_library is loaded: calls are FCALLs */
+	int up;             /* both connections ready */
+	char sha[41];       /* of redis_lua_source */
+	int fn;             /* redis_lua_library is loaded: calls are FCALLs */
 	char fn_error[128]; /* FUNCTION LOAD's last error, as logged */
 
 	struct redis_call_list pending; /* not sent yet */

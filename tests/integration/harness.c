@@ -165,8 +165,8 @@ void
 redisd_forbid_functions(struct redisd *r)
 {
 	redisContext *c = redisd_connect(r);
-	redisReply *rep = cmd_at(__FILE__, __LINE__, c,
-	                         "ACL SETUSER default -function");
+	redisReply *rep =
+	    cmd_at(__FILE__, __LINE__, c, "ACL SETUSER default -function");
 
 	if (rep->type != REDIS_REPLY_STATUS || strcmp(rep->str, "OK") != 0)
 		fail_at(__FILE__, __LINE__, "ACL SETUSER default -function: %s",
@@ -365,8 +365,8 @@ csqd_wait_log(struct csqd *d, const char *text)
 	while (!file_contains(d->log_path, text)) {
 		if (now_ms() > deadline) {
 			csqd_dump_log(d);
-			fail_at(__FILE__, __LINE__, "csqd's log never said \"%s\"",
-			        text);
+			fail_at(__FILE__, __LINE__,
+			        "csqd's log never said \"%s\"", text);
 		}
 		sleep_ms(10);
 	}

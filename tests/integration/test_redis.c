@@ -47,7 +47,6 @@
 #define RECOVER_MS     20000 /* csqd is back after Redis returned */
 #define TRYAGAIN_MS    5000  /* csqd noticed that Redis went away */
 #define ANSWER_SLOW_MS 2000  /* "at once": TRYAGAIN, not a hang */
-#define LOG_WAIT_MS    5000
 #define POLL_MS        20
 
 struct rfx {
@@ -961,20 +960,6 @@ redis_outage(void **state)
 	redisFree(c);
 }
 
-/* Polls the daemon's log for text (case-insensitive). */
-static int
-log_wait(struct csqd *d, const char *text)
-{
-	int64_t deadline = now_ms() + LOG_WAIT_MS;
-
-	while (!file_contains(d->log_path, text)) {
-		if (now_ms() > deadline)
-			return 0;
-		sleep_ms(POLL_MS);
-	}
-	return 1;
-}
-
 /* A daemon that cannot get past Redis's AUTH: TRYAGAIN, and says why. */
 static void
 refused_daemon(struct redisd *rp, const char *password, const char *why)
@@ -998,10 +983,7 @@ refused_daemon(struct redisd *rp, const char *password, const char *why)
 		sleep_ms(100);
 	}
 	CHECK(c, "+PONG", "PING");
-	if (!log_wait(d, why)) {
-		csqd_dump_log(d);
-		fail_msg("the log does not say \"%s\"", why);
-	}
+	csqd_wait_log(d, why);
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
 }
@@ -1386,8 +1368,8 @@ script_flushed(void **state)
 		c[i] = csqd_connect(fx->d[0]);
 	c2 = csqd_connect(fx->d[1]);
 	assert_int_equal(library_loaded(rc), 1);
-	assert_true(log_wait(fx->d[0], "calls by FCALL"));
-	assert_true(log_wait(fx->d[1], "calls by FCALL"));
+	csqd_wait_log(fx->d[0], "calls by FCALL");
+	csqd_wait_log(fx->d[1], "calls by FCALL");
 	CHECK(c2, ":0", "QLEN default");
 	assert_true(cmd_calls(rc, "fcall") > 0);
 	assert_int_equal(cmd_calls(rc, "evalsha"), 0);
@@ -1455,8 +1437,8 @@ functions_forbidden(void **state)
 	assert_reply_status(r, "OK");
 	freeReplyObject(r);
 	fx_daemon(fx, 0, "");
-	assert_true(log_wait(fx->d[0], "calls by EVALSHA"));
-	assert_true(log_wait(fx->d[0], "FUNCTION LOAD: NOPERM"));
+	csqd_wait_log(fx->d[0], "calls by EVALSHA");
+	csqd_wait_log(fx->d[0], "FUNCTION LOAD: NOPERM");
 	c = csqd_connect(fx->d[0]);
 	sub = csqd_connect(fx->d[0]);
 	freeReplyObject(CMD(sub, "SUBSCRIBE user:u1"));
