@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 
 #include "bench.h"
+#include "redis_event.h"
 
 struct drive;
 
@@ -196,7 +196,7 @@ drive(struct drive *d, const struct bench_opts *o)
 			             o->port,
 			             c->ac != NULL ? c->ac->errstr : "?");
 		c->ac->data = c;
-		redisLibeventAttach(c->ac, d->base);
+		redis_event_attach(c->ac, d->base);
 		redisAsyncSetConnectCallback(c->ac, drive_connect_cb);
 		redisAsyncSetDisconnectCallback(c->ac, drive_disconnect_cb);
 		redisAsyncCommand(c->ac, drive_reply_cb, c, "PING");

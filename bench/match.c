@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 
 #include "bench.h"
+#include "redis_event.h"
 
 #define MATCH_PRELOAD  2000   /* users in line before the servicers log in */
 #define MATCH_TTL      "3600" /* servicers outlive the run; no heartbeats */
@@ -343,7 +343,7 @@ match_connect(struct match *m, struct match_conn *conn)
 	conn->m = m;
 	conn->ac = ac;
 	ac->data = conn;
-	redisLibeventAttach(ac, m->base);
+	redis_event_attach(ac, m->base);
 	redisAsyncSetConnectCallback(ac, match_connect_cb);
 	redisAsyncSetDisconnectCallback(ac, match_disconnect_cb);
 }
