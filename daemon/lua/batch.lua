@@ -14,6 +14,8 @@
 -- call: KEYS and ARGV as the script's (common.lua), whether Redis
 -- runs it as a function or as a script. What belongs to the call is set
 -- first; the key names only when the prefix differs from the last call's.
+local OUT_SLOTS = 16 -- the reply's presized slots (below)
+
 local function call(KEYS, ARGV)
 	if KEYS[1] ~= STATS then
 		STATS = KEYS[1]
@@ -23,7 +25,7 @@ local function call(KEYS, ARGV)
 	end
 	local clock = redis.call('TIME')
 	NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-	NOW_S = int(NOW)
+	NOW_S = string.format('%d', NOW)
 	-- The limits are parsed again only when their text changes.
 	if ARGV[1] ~= SERVICER_TTL_S then
 		SERVICER_TTL_S, SERVICER_TTL = ARGV[1], tonumber(ARGV[1])
@@ -38,7 +40,11 @@ local function call(KEYS, ARGV)
 	events, nevents, soonest, exact = {}, 0, -1, false
 
 	local nops = tonumber(ARGV[5])
-	local out, nout = {}, 5
+	-- The reply, presized: a table that grows is rehashed at every power of
+	-- two, and one filled from index 6 first would grow in its hash part.
+	-- Redis reads it up to its first nil, so the slots left over are
+	-- cleared at the end.
+	local out, nout = { 0, 0, 0, 0, '', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 5
 	local at = 6
 	for k = 1, nops do
 		local name, argc = ARGV[at], tonumber(ARGV[at + 1])
@@ -96,9 +102,11 @@ local function call(KEYS, ARGV)
 	-- in order.
 	local msg = ''
 	if nevents > 0 then
-		msg = int(last) .. ' ' .. NOW_S .. '\n' .. table.concat(events, '\n')
+		msg = int(last) .. ' ' .. NOW_S .. '\n' ..
+		      table.concat(events, '\n', 1, nevents)
 		redis.call('PUBLISH', EVENTS, msg)
 	end
+	for i = nout + 1, OUT_SLOTS do out[i] = nil end
 	out[5] = msg
 	out[1] = soonest
 	if exact then out[1] = earliest() end
