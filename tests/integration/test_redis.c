@@ -1311,6 +1311,89 @@ failed_operation_alone(void **state)
 	redisFree(rc);
 }
 
+/*
+ * A RELEASE reads the leaving user's record with a pattern of its own
+ * (room_release in common.lua): a record someone wrote over by hand gets
+ * TRYAGAIN there too, and nothing changes: the room stays busy, the
+ * counters stay, no event goes out. With the record back, the same
+ * RELEASE ends the conversation.
+ */
+static void
+release_of_a_foreign_record(void **state)
+{
+	struct rfx *fx = *state;
+	const char *ch[] = {"events"};
+	redisContext *c, *sub, *rc;
+	struct msgs m;
+	redisReply *r, *rec;
+	char *saved;
+	int i;
+
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	sub = csqd_connect(fx->d[0]);
+	SUBSCRIBE(sub, 1, ch);
+	rc = redisd_connect(fx->r);
+	freeReplyObject(CMD(c, "ENQUEUE u1"));
+	freeReplyObject(CMD(c, "HEARTBEAT s1 TTL 3600"));
+	r = CMD(c, "WHERE u1");
+	assert_string_equal(FIELD_STR(r, "state"), "assigned");
+	freeReplyObject(r);
+	rec = CMD(rc, "HGET {" PREFIX "}:users u1");
+	assert_int_equal(rec->type, REDIS_REPLY_STRING);
+	saved = strdup(rec->str);
+	freeReplyObject(rec);
+	MSGS_COLLECT(sub, &m); /* the events so far: not checked here */
+	msgs_free(&m);
+
+	/* Tried with three kinds of garbage: not a record at all, a record
+	 * cut short, and one whose state is not a word. */
+	const char *bad[] = {"not-a-record", "default 1 2",
+	                     "default 1 2 0 4ssigned s1 0 3"};
+	for (i = 0; i < 3; i++) {
+		r = redisCommand(rc, "HSET {" PREFIX "}:users u1 %s", bad[i]);
+		freeReplyObject(r);
+		r = CMD(c, "RELEASE s1/0");
+		assert_true(is_tryagain(r));
+		freeReplyObject(r);
+		r = CMD(rc, "HGET {" PREFIX "}:users u1");
+		assert_reply_bulk(r, bad[i]);
+		freeReplyObject(r);
+	}
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "rooms_busy"), 1);
+	assert_int_equal(FIELD_INT(r, "rooms_free"), 0);
+	assert_int_equal(FIELD_INT(r, "matched_total"), 1);
+	freeReplyObject(r);
+	r = CMD(rc, "HGET {" PREFIX "}:S2R:s1 0");
+	assert_reply_bulk(r, "u1");
+	freeReplyObject(r);
+	MSGS_COLLECT(sub, &m);
+	for (i = 0; i < m.n; i++)
+		fail_msg("an event of a failed RELEASE: %s", m.m[i].payload);
+	msgs_free(&m);
+	assert_true(file_contains(fx->d[0]->log_path,
+	                          "the record of user u1 is not csq's"));
+
+	/* The record back: the RELEASE works, and u1 is gone. */
+	r = redisCommand(rc, "HSET {" PREFIX "}:users u1 %s", saved);
+	freeReplyObject(r);
+	free(saved);
+	r = CMD(c, "RELEASE s1/0");
+	assert_reply_integer(r, 1);
+	freeReplyObject(r);
+	r = CMD(c, "WHERE u1");
+	assert_string_equal(FIELD_STR(r, "state"), "none");
+	freeReplyObject(r);
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "rooms_busy"), 0);
+	assert_int_equal(FIELD_INT(r, "rooms_free"), 1);
+	freeReplyObject(r);
+	redisFree(sub);
+	redisFree(c);
+	redisFree(rc);
+}
+
 /* How many times Redis ran cmd ("fcall", "evalsha", "eval"), from INFO
  * commandstats; 0 when it never did. */
 static long long
@@ -1798,6 +1881,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(keys_under_prefix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(reaped_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(failed_operation_alone, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(release_of_a_foreign_record, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(script_flushed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(functions_forbidden, setup,
