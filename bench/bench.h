@@ -93,6 +93,7 @@ long bench_vmrss_kb(pid_t);
 
 /* One file per scenario. */
 int bench_enqueue(const struct bench_opts *);
+int bench_zadd(const struct bench_opts *);
 int bench_ping(const struct bench_opts *);
 int bench_match(const struct bench_opts *);
 int bench_scale(const struct bench_opts *);

@@ -1,7 +1,7 @@
 /*
  * csq-bench: the benchmark scenarios of csqd, see docs/benchmarks.md.
  *
- *	csq-bench [options] enqueue|ping|match|scale|storm
+ *	csq-bench [options] enqueue|zadd|ping|match|scale|storm
  *
  * Results go to stdout, one "result scenario=..." line each; progress goes
  * to stderr. Exit status 0 when the scenario ran, 1 otherwise.
@@ -31,6 +31,7 @@ struct scenario {
 
 static const struct scenario scenarios[] = {
     {"enqueue", bench_enqueue, "ENQUEUE throughput at -c clients, -P depth"},
+    {"zadd", bench_zadd, "ZADD throughput, the same way (for redis-server)"},
     {"ping", bench_ping, "PING round-trip latency, -c clients, -d seconds"},
     {"match", bench_match,
      "RELEASE-to-matched latency, --servicers x "
