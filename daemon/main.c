@@ -1,6 +1,7 @@
 /* csqd: the customer-service queue matcher daemon. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -31,6 +32,48 @@ main_load(struct config *cfg, const char *path)
 	log_lines(LOG_LVL_ERROR, report);
 	free(report);
 	return n;
+}
+
+/*
+ * The users, their places in line and the user table are millions of small
+ * objects on a heap of hundreds of megabytes, and under a hypervisor every
+ * TLB miss on them costs a nested page walk. glibc's malloc keeps its heap
+ * on transparent huge pages when its tunable glibc.malloc.hugetlb is 1,
+ * which it reads only as a process starts: so csqd starts itself once
+ * more, same pid, with it, unless GLIBC_TUNABLES already says what to do
+ * about it (glibc.malloc.hugetlb=0 keeps csqd off huge pages) or the
+ * kernel has them off. Redis turns them off for itself because its forked
+ * snapshots would copy 2 MiB pages; csqd never forks. If the exec fails,
+ * csqd runs on as it is. docs/benchmarks.md has the measurements.
+ */
+static void
+main_hugepages(char *argv[])
+{
+	const char *t = getenv("GLIBC_TUNABLES");
+	char mode[64] = "", self[4096], *v;
+	ssize_t n;
+	FILE *f;
+
+	if (t != NULL && strstr(t, "glibc.malloc.hugetlb") != NULL)
+		return;
+	if ((f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r"))) {
+		if (fgets(mode, sizeof(mode), f) == NULL)
+			mode[0] = '\0';
+		fclose(f);
+	}
+	if (strstr(mode, "[never]") != NULL)
+		return;
+	if (asprintf(&v, "%s%sglibc.malloc.hugetlb=1", t != NULL ? t : "",
+	             t != NULL && *t != '\0' ? ":" : "") < 0)
+		return;
+	/* By its own path, not /proc/self/exe: the process's name (ps,
+	 * pidof, the journal's identifier) is the file's. */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0 && setenv("GLIBC_TUNABLES", v, 1) == 0) {
+		self[n] = '\0';
+		execv(self, argv);
+	}
+	free(v);
 }
 
 static void
@@ -78,6 +121,7 @@ main(int argc, char *argv[])
 			printf("configuration OK\n");
 		return errors == 0 ? 0 : EX_CONFIG;
 	}
+	main_hugepages(argv);
 	if (path != NULL)
 		errors = main_load(&cfg, path);
 	if (errors > 0) {

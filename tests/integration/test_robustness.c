@@ -953,6 +953,94 @@ pipeline_then_protocol_error(void **state)
 	ASSERT_ALIVE(fx->d);
 }
 
+/* Whether process pid's environment block holds the bytes of text. glibc
+ * parses GLIBC_TUNABLES in place and ends the first tunable with a NUL,
+ * so a second one is looked for on its own. */
+static int
+environ_has(pid_t pid, const char *text)
+{
+	static char env[65536];
+	char path[64];
+	size_t n = 0;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if ((fd = open(path, O_RDONLY)) == -1)
+		fail_msg("%s: cannot open", path);
+	while (n < sizeof(env) && (r = read(fd, env + n, sizeof(env) - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	return memmem(env, n, text, strlen(text)) != NULL;
+}
+
+/*
+ * csqd starts itself once more, same pid and same name, with glibc's
+ * malloc on transparent huge pages (main.c), unless GLIBC_TUNABLES says
+ * what to do about them already; other tunables are kept. Tried with no
+ * GLIBC_TUNABLES, with another tunable, and with huge pages refused. Where
+ * the kernel has them off, csqd leaves its environment as it is.
+ */
+static void
+huge_pages(void **state)
+{
+	const struct {
+		const char *given,
+		    *first; /* the value set; its first tunable */
+		int added;  /* hugetlb=1 is to be added */
+	} cases[] = {
+	    {NULL, "GLIBC_TUNABLES=glibc.malloc.hugetlb=1", 1},
+	    {"glibc.malloc.tcache_count=7",
+	     "GLIBC_TUNABLES=glibc.malloc.tcache_count=7", 1},
+	    {"glibc.malloc.hugetlb=0", "GLIBC_TUNABLES=glibc.malloc.hugetlb=0",
+	     0},
+	};
+	char mode[64] = "", path[64], comm[64];
+	const char *saved = getenv("GLIBC_TUNABLES");
+	char *keep = saved != NULL ? strdup(saved) : NULL;
+	struct csqd *d;
+	FILE *f;
+	size_t i;
+	int never;
+
+	(void)state;
+	if ((f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r"))) {
+		if (fgets(mode, sizeof(mode), f) == NULL)
+			mode[0] = '\0';
+		fclose(f);
+	}
+	never = strstr(mode, "[never]") != NULL;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].given != NULL)
+			setenv("GLIBC_TUNABLES", cases[i].given, 1);
+		else
+			unsetenv("GLIBC_TUNABLES");
+		d = csqd_start("");
+		if (never) {
+			assert_int_equal(environ_has(d->pid, "GLIBC_TUNABLES="),
+			                 cases[i].given != NULL);
+			assert_false(environ_has(d->pid, "hugetlb=1"));
+		} else {
+			assert_true(environ_has(d->pid, cases[i].first));
+			assert_int_equal(
+			    environ_has(d->pid, "glibc.malloc.hugetlb=1"),
+			    cases[i].added);
+		}
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)d->pid);
+		assert_non_null(f = fopen(path, "r"));
+		assert_non_null(fgets(comm, sizeof(comm), f));
+		fclose(f);
+		assert_string_equal(comm, "csqd\n");
+		ASSERT_ALIVE(d);
+		assert_int_equal(csqd_stop(d), 0);
+	}
+	if (keep != NULL)
+		setenv("GLIBC_TUNABLES", keep, 1);
+	else
+		unsetenv("GLIBC_TUNABLES");
+	free(keep);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -999,6 +1087,7 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        many_connections, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test(huge_pages),
 	};
 
 	csqd_init(argc, argv);
