@@ -42,9 +42,9 @@ main_load(struct config *cfg, const char *path)
  * which it reads only as a process starts: so csqd starts itself once
  * more, same pid, with it, unless GLIBC_TUNABLES already says what to do
  * about it (glibc.malloc.hugetlb=0 keeps csqd off huge pages) or the
- * kernel has them off. Redis turns them off for itself because its forked
- * snapshots would copy 2 MiB pages; csqd never forks. If the exec fails,
- * csqd runs on as it is. docs/benchmarks.md has the measurements.
+ * kernel has them off. Redis keeps off them, since its forked snapshots
+ * would copy 2 MiB pages; csqd never forks. If the exec fails, csqd runs
+ * on as it is. docs/benchmarks.md has the measurements.
  */
 static void
 main_hugepages(char *argv[])
