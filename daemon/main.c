@@ -68,8 +68,9 @@ main_hugepages(char *argv[])
 		return;
 	/* By its own path, not /proc/self/exe: the process's name (ps,
 	 * pidof, the journal's identifier) is the file's. */
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0 && setenv("GLIBC_TUNABLES", v, 1) == 0) {
+	n = readlink("/proc/self/exe", self, sizeof(self));
+	if (n > 0 && (size_t)n < sizeof(self) &&
+	    setenv("GLIBC_TUNABLES", v, 1) == 0) {
 		self[n] = '\0';
 		execv(self, argv);
 	}

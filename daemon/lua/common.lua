@@ -337,12 +337,11 @@ local function user_deadline(u)
 	end
 end
 
--- A user has a deadline while it waits with a TTL, and only then.
-local function user_free(u)
-	if u.state == 'waiting' and u.ttl > 0 then
-		deadline_clear('u:' .. u.id)
-	end
-	redis.call('HDEL', USERS, u.id)
+-- A user has a deadline while it waits with a TTL, and only then: timed
+-- says whether user id does.
+local function user_free(id, timed)
+	if timed then deadline_clear('u:' .. id) end
+	redis.call('HDEL', USERS, id)
 end
 
 -- The matcher (lib/matcher.c). An operation that changes a servicer takes
@@ -424,8 +423,7 @@ local function room_release(s, idx, uid, by)
 		error('csq: the record of user ' .. uid .. ' is not csq\'s')
 	end
 	event(EV.released, uid, q, s.id, s.id, idx, by)
-	if state == 'waiting' and ttl ~= '0' then deadline_clear('u:' .. uid) end
-	redis.call('HDEL', USERS, uid)
+	user_free(uid, state == 'waiting' and ttl ~= '0')
 	fill(s)
 	if s.vacated then
 		redis.call('HDEL', rooms_key(s.id), int(idx))
@@ -440,7 +438,7 @@ local function user_abandon(u, reason)
 	redis.call('ZREM', queue_key(u.queue), u.id)
 	stat('abandoned_total', 1)
 	event(EV.left, u.id, u.queue, reason)
-	user_free(u)
+	user_free(u.id, u.state == 'waiting' and u.ttl > 0)
 end
 
 -- Removes s: its users go back in line at their old place (same key; the

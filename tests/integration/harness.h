@@ -93,10 +93,11 @@ void redisd_kill9(struct redisd *);
 void redisd_restart(struct redisd *);
 /* Kills it if running, removes its directory, frees it. */
 void redisd_free(struct redisd *);
-/* A synchronous connection over TCP, authenticated when needed. */
 /* ACL: the default user may not run FUNCTION (csqd then uses EVALSHA). */
 void redisd_forbid_functions(struct redisd *);
+/* CSQ_TEST_REDIS_FUNCTIONS=off: the suite runs with functions forbidden. */
 int harness_no_functions(void);
+/* A synchronous connection over TCP, authenticated when needed. */
 redisContext *redisd_connect(struct redisd *);
 void redisd_dump_log(struct redisd *);
 /* The server csqd_init started, or NULL. */

@@ -1516,9 +1516,7 @@ functions_forbidden(void **state)
 	char *ev;
 
 	rc = redisd_connect(fx->r);
-	r = CMD(rc, "ACL SETUSER default -function");
-	assert_reply_status(r, "OK");
-	freeReplyObject(r);
+	redisd_forbid_functions(fx->r);
 	fx_daemon(fx, 0, "");
 	csqd_wait_log(fx->d[0], "calls by EVALSHA");
 	csqd_wait_log(fx->d[0], "FUNCTION LOAD: NOPERM");
