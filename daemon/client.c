@@ -21,6 +21,7 @@
 
 #include "command.h"
 #include "log.h"
+#include "loop.h"
 #include "server.h"
 #include "util.h"
 
@@ -289,6 +290,7 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	(void)what;
+	loop_did_work();
 	if (evbuffer_reserve_space(c->in, CLIENT_READ_CHUNK, &v, 1) != 1) {
 		client_close(c, "out of memory");
 		return;

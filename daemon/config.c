@@ -113,6 +113,8 @@ static const struct config_key config_keys[] = {
             CONFIG_QUEUE_MAX, 100000),
     KEY_INT("max_clients", CONFIG_F_I64, max_clients, 1, CONFIG_CLIENTS_MAX,
             10000),
+    KEY_INT("busy_poll_us", CONFIG_F_I64, busy_poll_us, 0, CONFIG_BUSY_POLL_MAX,
+            50),
     KEY_STR("memory.journal", journal, "", NULL),
     KEY_ENUM("memory.fsync", CONFIG_F_ENUM, fsync, config_fsyncs,
              CONFIG_FSYNC_EVERYSEC),

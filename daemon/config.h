@@ -12,8 +12,9 @@
 #include "csq.h"
 #include "log.h"
 
-#define CONFIG_LISTEN_MAX 16
-#define CONFIG_STR_MAX    256
+#define CONFIG_LISTEN_MAX    16
+#define CONFIG_STR_MAX       256
+#define CONFIG_BUSY_POLL_MAX 10000 /* us */
 
 enum config_fsync {
 	CONFIG_FSYNC_ALWAYS,
@@ -30,6 +31,7 @@ struct config {
 	struct csq_limits
 	    limits; /* servicer_ttl, user_ttl, max_tier, max_queue_length */
 	int64_t max_clients;
+	int64_t busy_poll_us; /* loop.h; 0: sleep as soon as nothing is ready */
 	char journal[CONFIG_STR_MAX];
 	enum config_fsync fsync;
 	char redis_host[CONFIG_STR_MAX];

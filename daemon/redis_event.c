@@ -19,6 +19,7 @@
 #include <hiredis/async.h>
 
 #include "log.h"
+#include "loop.h"
 #include "util.h"
 
 struct redis_event {
@@ -59,6 +60,7 @@ read_cb(evutil_socket_t fd, short what, void *arg)
 	struct redis_event *e = arg;
 
 	(void)fd, (void)what;
+	loop_did_work();
 	redisAsyncHandleRead(e->ac);
 }
 

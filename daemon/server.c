@@ -19,6 +19,7 @@
 #include "journal.h"
 #include "listener.h"
 #include "log.h"
+#include "loop.h"
 #include "metrics.h"
 #include "notify.h"
 #include "pubsub.h"
@@ -276,6 +277,8 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "max_queue_length");
 	if (cur->max_clients != next.max_clients)
 		server_note_key(changed, sizeof(changed), "max_clients");
+	if (cur->busy_poll_us != next.busy_poll_us)
+		server_note_key(changed, sizeof(changed), "busy_poll_us");
 	if (strcmp(cur->requirepass, next.requirepass) != 0)
 		server_note_key(changed, sizeof(changed), "requirepass");
 	if (cur->log_level != next.log_level)
@@ -304,6 +307,7 @@ server_reload(struct server *s)
 	 */
 	cur->limits = next.limits;
 	cur->max_clients = next.max_clients;
+	cur->busy_poll_us = next.busy_poll_us;
 	memcpy(cur->requirepass, next.requirepass, sizeof(next.requirepass));
 	s->engine->ops->set_limits(s->engine, &cur->limits);
 	/* The reload's own lines show at the more verbose of the two log
@@ -439,7 +443,7 @@ server_run(const struct config *cfg, const char *config_path)
 	         s->engine->ops->name);
 	notify_ready(ready);
 	server_arm_deadline(s);
-	event_base_dispatch(s->base);
+	loop_run(s->base, &s->cfg.busy_poll_us);
 	status = 0;
 	log_info("stopped");
 out:

@@ -743,6 +743,112 @@ echo(void **state)
 	      "ECHO x");
 }
 
+/* A field of /proc/<pid>/status ("voluntary_ctxt_switches"), -1 if none. */
+static long long
+proc_status(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':')
+			v = atoll(line + klen + 1);
+	fclose(f);
+	return v;
+}
+
+/* User and system time of pid, in clock ticks (/proc/<pid>/stat). */
+static long long
+proc_cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* After the command name's closing parenthesis: state is field 3,
+	 * utime and stime are 14 and 15. */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 2,
+	           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+	           &st) != 2)
+		return -1;
+	return (long long)(ut + st);
+}
+
+/*
+ * How often csqd went to sleep during n PING round trips on c, gap_ms
+ * apart: a gap far longer than a round trip, so that csqd has nothing to
+ * do in it however the machine is loaded.
+ */
+static long long
+sleeps_over_pings(struct csqd *d, redisContext *c, int n, int gap_ms)
+{
+	long long before, after;
+	int i;
+
+	CHECK(c, "+PONG", "PING");
+	before = proc_status(d->pid, "voluntary_ctxt_switches");
+	for (i = 0; i < n; i++) {
+		sleep_ms(gap_ms);
+		CHECK(c, "+PONG", "PING");
+	}
+	after = proc_status(d->pid, "voluntary_ctxt_switches");
+	assert_true(before >= 0 && after >= before);
+	return after - before;
+}
+
+/*
+ * busy_poll_us, reloaded. At 0, csqd sleeps in epoll_wait in every 2 ms
+ * gap between a client's requests (a voluntary context switch each); at
+ * 10000 the next request comes within the poll and it does not sleep (a
+ * sched_yield is no voluntary switch). However long the poll, an idle
+ * csqd goes to sleep: a second with nothing to do costs almost no CPU.
+ * Broken on purpose, each part fails: a loop that ignores the key sleeps
+ * as often at 10000 as at 0, and one that never stops polling burns the
+ * idle second.
+ */
+static void
+busy_poll(void **state)
+{
+	struct csqd_fx *fx = *state;
+	long long sleeping, polling, t0, t1;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	RELOAD(fx->d, "busy_poll_us = 0;");
+	sleeping = sleeps_over_pings(fx->d, fx->c, 100, 2);
+	RELOAD(fx->d, "busy_poll_us = 10000;");
+	polling = sleeps_over_pings(fx->d, fx->c, 100, 2);
+	print_message("busy_poll: %lld sleeps in 100 PINGs at 0 us, %lld at "
+	              "10000 us\n",
+	              sleeping, polling);
+	assert_true(sleeping >= 80);
+	assert_true(polling <= 20);
+
+	/* Idle: the poll ends 10 ms after the last PING. */
+	CHECK(fx->c, "+PONG", "PING");
+	sleep_ms(100);
+	t0 = proc_cpu_ticks(fx->d->pid);
+	sleep_ms(1000);
+	t1 = proc_cpu_ticks(fx->d->pid);
+	print_message("busy_poll: %lld of %ld ticks of CPU in an idle second\n",
+	              t1 - t0, hz);
+	assert_true(t0 >= 0 && t1 >= t0);
+	assert_true((t1 - t0) * 5 < hz);
+	CHECK(fx->c, "+PONG", "PING");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -766,6 +872,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(
 	        queue_full_lines, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(echo, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(busy_poll, csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test(journal_prefixes),
 	};

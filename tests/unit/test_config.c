@@ -89,6 +89,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg.limits.max_tier, 9);
 	assert_int_equal(cfg.limits.max_queue_length, 100000);
 	assert_int_equal(cfg.max_clients, 10000);
+	assert_int_equal(cfg.busy_poll_us, 50);
 	assert_string_equal(cfg.journal, "");
 	assert_int_equal(cfg.fsync, CONFIG_FSYNC_EVERYSEC);
 	assert_string_equal(cfg.redis_host, "127.0.0.1");
@@ -245,7 +246,7 @@ static const struct int_key {
     {"servicer_ttl", 1, 86400},  {"user_ttl", 0, 86400},
     {"max_tier", 0, 15},         {"max_queue_length", 1, 100000000},
     {"max_clients", 1, 1000000}, {"redis.port", 1, 65535},
-    {"redis.db", 0, 1000000},
+    {"redis.db", 0, 1000000},    {"busy_poll_us", 0, 10000},
 };
 
 static long long
@@ -265,6 +266,8 @@ int_value(const struct config *cfg, const char *name)
 		return cfg->redis_port;
 	if (strcmp(name, "redis.db") == 0)
 		return cfg->redis_db;
+	if (strcmp(name, "busy_poll_us") == 0)
+		return cfg->busy_poll_us;
 	fail_msg("no key %s", name);
 	return -1;
 }
