@@ -4,6 +4,14 @@
  * lookup compares bytes only on a hash match. The dict knows where, from a
  * node, its object and its key are: a copying dict's objects are entries of
  * its own (node, value, key copy); an intrusive dict's are the caller's.
+ *
+ * A resize is incremental, as Redis's dict does it: the new table is
+ * allocated, and each change to the dict after it moves the next
+ * DICT_REHASH_STEP buckets of the old one, until it is empty. Moving a
+ * million users at once walks a million nodes, each a cache miss: 100 to
+ * 200 ms in which csqd answers nobody. While the two tables live, a key is
+ * in the old one if its old bucket has not been moved yet, and in the new
+ * one otherwise; every lookup and insert follows that rule (dict_bucket).
  */
 #include "dict.h"
 
@@ -14,6 +22,7 @@
 
 #define DICT_MIN_BUCKETS 16
 #define DICT_SHRINK_AT   8 /* shrink when len < buckets / this */
+#define DICT_REHASH_STEP 4 /* old buckets moved per change while resizing */
 
 /* An entry of a copying dict. */
 struct dict_entry {
@@ -24,7 +33,10 @@ struct dict_entry {
 
 struct csq_dict {
 	struct csq_dict_node **buckets;
-	size_t nbuckets; /* a power of two */
+	size_t nbuckets;            /* a power of two */
+	struct csq_dict_node **old; /* while resizing: the table emptied */
+	size_t nold;                /* its buckets, a power of two */
+	size_t moved;               /* old's buckets below this are moved */
 	size_t len;
 	uint64_t seed;
 	int intrusive;
@@ -120,12 +132,19 @@ csq_dict_free(struct csq_dict *d)
 
 	if (d == NULL)
 		return;
-	if (!d->intrusive)
+	if (!d->intrusive) {
+		for (i = d->moved; i < d->nold; i++)
+			for (n = d->old[i]; n != NULL; n = next) {
+				next = n->next;
+				free(dict_obj(d, n));
+			}
 		for (i = 0; i < d->nbuckets; i++)
 			for (n = d->buckets[i]; n != NULL; n = next) {
 				next = n->next;
 				free(dict_obj(d, n));
 			}
+	}
+	free(d->old);
 	free(d->buckets);
 	free(d);
 }
@@ -136,30 +155,72 @@ csq_dict_len(const struct csq_dict *d)
 	return d->len;
 }
 
+int
+csq_dict_resizing(const struct csq_dict *d)
+{
+	return d->old != NULL;
+}
+
+/* Where the chain of a key with this hash is now. */
+static struct csq_dict_node **
+dict_bucket(const struct csq_dict *d, uint32_t hash)
+{
+	if (d->old != NULL && (hash & (d->nold - 1)) >= d->moved)
+		return &d->old[hash & (d->nold - 1)];
+	return &d->buckets[hash & (d->nbuckets - 1)];
+}
+
+/* Starts a resize; the old table empties as the dict changes. */
 static void
 dict_resize(struct csq_dict *d, size_t nbuckets)
 {
-	struct csq_dict_node **b = csq_xcalloc(nbuckets, sizeof(*b));
-	struct csq_dict_node *n, *next;
-	size_t i, slot;
-
-	for (i = 0; i < d->nbuckets; i++)
-		for (n = d->buckets[i]; n != NULL; n = next) {
-			next = n->next;
-			slot = n->hash & (nbuckets - 1);
-			n->next = b[slot];
-			b[slot] = n;
-		}
-	free(d->buckets);
-	d->buckets = b;
+	d->old = d->buckets;
+	d->nold = d->nbuckets;
+	d->moved = 0;
+	d->buckets = csq_xcalloc(nbuckets, sizeof(*d->buckets));
 	d->nbuckets = nbuckets;
+}
+
+/*
+ * Moves the next DICT_REHASH_STEP chains of a resize, passing over up to
+ * ten times as many empty buckets (after a shrink starts, most are).
+ * Called at the start of every change, never between a lookup and the
+ * change it leads to, whose link would then point into a moved chain. A
+ * grow of n buckets ends within n / DICT_REHASH_STEP changes, before the
+ * dict can need the next one.
+ */
+static void
+dict_rehash_step(struct csq_dict *d)
+{
+	struct csq_dict_node *n, *next;
+	size_t chains = DICT_REHASH_STEP, empty = 10 * DICT_REHASH_STEP, slot;
+
+	while (d->old != NULL && chains > 0) {
+		n = d->old[d->moved];
+		if (n == NULL && empty-- == 0)
+			return;
+		if (n != NULL)
+			chains--;
+		for (; n != NULL; n = next) {
+			next = n->next;
+			slot = n->hash & (d->nbuckets - 1);
+			n->next = d->buckets[slot];
+			d->buckets[slot] = n;
+		}
+		d->old[d->moved] = NULL;
+		if (++d->moved == d->nold) {
+			free(d->old);
+			d->old = NULL;
+			d->nold = d->moved = 0;
+		}
+	}
 }
 
 /* The link that points at key's node, or at the NULL ending its chain. */
 static struct csq_dict_node **
 dict_find(const struct csq_dict *d, const char *key, size_t len, uint32_t hash)
 {
-	struct csq_dict_node **p = &d->buckets[hash & (d->nbuckets - 1)];
+	struct csq_dict_node **p = dict_bucket(d, hash);
 
 	for (; *p != NULL; p = &(*p)->next)
 		if ((*p)->hash == hash && (*p)->len == len &&
@@ -183,7 +244,7 @@ dict_link(struct csq_dict *d, struct csq_dict_node **p, struct csq_dict_node *n)
 {
 	n->next = NULL;
 	*p = n;
-	if (++d->len > d->nbuckets)
+	if (++d->len > d->nbuckets && d->old == NULL)
 		dict_resize(d, d->nbuckets * 2);
 }
 
@@ -192,7 +253,7 @@ dict_unlink(struct csq_dict *d, struct csq_dict_node **p)
 {
 	*p = (*p)->next;
 	if (--d->len < d->nbuckets / DICT_SHRINK_AT &&
-	    d->nbuckets > DICT_MIN_BUCKETS)
+	    d->nbuckets > DICT_MIN_BUCKETS && d->old == NULL)
 		dict_resize(d, d->nbuckets / 2);
 }
 
@@ -200,10 +261,12 @@ void *
 csq_dict_put(struct csq_dict *d, const char *key, size_t len, void *val)
 {
 	uint32_t hash = dict_hash(d, key, len);
-	struct csq_dict_node **p = dict_find(d, key, len, hash);
+	struct csq_dict_node **p;
 	struct dict_entry *e;
 	void *old;
 
+	dict_rehash_step(d);
+	p = dict_find(d, key, len, hash);
 	if (*p != NULL) {
 		e = dict_obj(d, *p);
 		old = e->val;
@@ -222,11 +285,12 @@ csq_dict_put(struct csq_dict *d, const char *key, size_t len, void *val)
 void *
 csq_dict_del(struct csq_dict *d, const char *key, size_t len)
 {
-	struct csq_dict_node **p =
-	    dict_find(d, key, len, dict_hash(d, key, len));
+	struct csq_dict_node **p;
 	struct dict_entry *e;
 	void *val;
 
+	dict_rehash_step(d);
+	p = dict_find(d, key, len, dict_hash(d, key, len));
 	if (*p == NULL)
 		return NULL;
 	e = dict_obj(d, *p);
@@ -243,9 +307,10 @@ csq_dict_add(struct csq_dict *d, void *obj, size_t len)
 	const char *key = (const char *)obj + d->key_off;
 	struct csq_dict_node **p;
 
+	dict_rehash_step(d);
 	n->hash = dict_hash(d, key, len);
 	n->len = (uint32_t)len;
-	p = &d->buckets[n->hash & (d->nbuckets - 1)];
+	p = dict_bucket(d, n->hash);
 	while (*p != NULL)
 		p = &(*p)->next;
 	dict_link(d, p, n);
@@ -255,8 +320,10 @@ void
 csq_dict_remove(struct csq_dict *d, void *obj)
 {
 	struct csq_dict_node *n = dict_node(d, obj);
-	struct csq_dict_node **p = &d->buckets[n->hash & (d->nbuckets - 1)];
+	struct csq_dict_node **p;
 
+	dict_rehash_step(d);
+	p = dict_bucket(d, n->hash);
 	while (*p != n)
 		p = &(*p)->next;
 	dict_unlink(d, p);
@@ -270,6 +337,11 @@ csq_dict_each(const struct csq_dict *d,
 	struct csq_dict_node *n, *next;
 	size_t i;
 
+	for (i = d->moved; i < d->nold; i++)
+		for (n = d->old[i]; n != NULL; n = next) {
+			next = n->next;
+			fn(arg, dict_key(d, n), n->len, dict_val(d, n));
+		}
 	for (i = 0; i < d->nbuckets; i++)
 		for (n = d->buckets[i]; n != NULL; n = next) {
 			next = n->next;

@@ -1,6 +1,7 @@
 /*
  * A hash table from byte-string keys (ids, channel names) to values,
- * with separate chaining and a seeded hash. Grows (and shrinks) by doubling.
+ * with separate chaining and a seeded hash. Grows (and shrinks) by doubling,
+ * a few buckets at each change, so that no single change walks the table.
  *
  * Two kinds, one implementation. A copying dict (csq_dict_new) copies keys
  * into entries of its own and never owns values: put, del. An intrusive
@@ -30,6 +31,8 @@ struct csq_dict *csq_dict_new_intrusive(uint64_t seed, size_t node_off,
                                         size_t key_off);
 void csq_dict_free(struct csq_dict *); /* never frees an intrusive object */
 size_t csq_dict_len(const struct csq_dict *);
+/* A resize is under way: two tables live, the old one emptying (tests). */
+int csq_dict_resizing(const struct csq_dict *);
 void *csq_dict_get(const struct csq_dict *, const char *key, size_t len);
 
 /* Copying dicts. Adds or replaces; returns the previous value or NULL. */

@@ -3,7 +3,9 @@
  * embedded NULs, shared prefixes) and are copied; 100k keys make the table
  * grow and shrink; each visits every entry exactly once. An intrusive dict
  * keys objects by the id they hold, and stays true through growth, removal
- * in any order and a random mix with a model.
+ * in any order and a random mix with a model. A resize is incremental: it
+ * spans many changes, and every lookup, insert, removal and visit made
+ * while the old and the new table both live gives the same answers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +22,9 @@
 #define MANY_KEYS  100000
 #define MODEL_KEYS 512
 #define MODEL_OPS  50000
-#define LONG_KEY   300 /* channel names may be longer than ids */
+#define LONG_KEY   300  /* channel names may be longer than ids */
+#define SWING_KEYS 5000 /* the phased model's keys */
+#define SWING_OPS  200000
 
 static uint64_t rng_state = UINT64_C(0x2545f4914f6cdd1d);
 
@@ -174,6 +178,21 @@ visit_entry(void *arg, const char *key, size_t len, void *v)
 	vi->calls++;
 }
 
+/* Counts the entries and checks each key is one of the model's. */
+static void
+visit_entry_any(void *arg, const char *key, size_t len, void *v)
+{
+	struct visit *vi = arg;
+	size_t i;
+
+	(void)v;
+	assert_true(len > 5 && memcmp(key, "user-", 5) == 0);
+	i = (size_t)strtoul(key + 5, NULL, 10);
+	assert_true(i < SWING_KEYS);
+	assert_int_equal(vi->seen[i]++, 0);
+	vi->calls++;
+}
+
 static void
 assert_each_once(const struct csq_dict *d, size_t n, int (*in)(size_t))
 {
@@ -294,6 +313,162 @@ test_random_model(void **state)
 		assert_ptr_equal(csq_dict_get(d, key, len), model[i]);
 	}
 	csq_dict_free(d);
+}
+
+/*
+ * A resize is spread over the changes after it: a change moves at most 4
+ * chains of the old 16,384 buckets (and passes over up to 40 empty ones),
+ * so with about 10,400 chains (16,384 keys hashed into 16,384 buckets) it
+ * takes between 2,600 and 4,096 changes. While it runs, every key is found, a
+ * replace, a delete and a re-insert land where lookups look, and each
+ * visits every entry once. Then it ends, with nothing lost. The same for
+ * a shrink. A dict that moved everything at once (the old one) is never
+ * seen resizing, and fails at the first check.
+ */
+static void
+test_resize_incremental(void **state)
+{
+	struct csq_dict *d = csq_dict_new(7);
+	char key[32];
+	size_t i, len, n = 0, changes = 0;
+
+	(void)state;
+	assert_false(csq_dict_resizing(d));
+	/* 16,384 keys fill 16,384 buckets; the next one starts a resize. */
+	while (n <= 16384) {
+		len = key_of(key, sizeof(key), n);
+		assert_null(csq_dict_put(d, key, len, val(n)));
+		n++;
+	}
+	assert_true(csq_dict_resizing(d));
+	while (csq_dict_resizing(d)) {
+		/* Puts of new keys, with a delete and a re-insert in between.
+		 */
+		len = key_of(key, sizeof(key), n);
+		assert_null(csq_dict_put(d, key, len, val(n)));
+		n++;
+		changes++;
+		if (changes % 97 == 0) {
+			i = (size_t)rng(n);
+			len = key_of(key, sizeof(key), i);
+			assert_ptr_equal(csq_dict_del(d, key, len), val(i));
+			assert_null(csq_dict_get(d, key, len));
+			assert_null(csq_dict_put(d, key, len, val(i)));
+			assert_ptr_equal(csq_dict_put(d, key, len, val(i)),
+			                 val(i));
+			changes += 3;
+		}
+		if (changes % 1024 == 0) {
+			assert_each_once(d, n, all);
+			for (i = 0; i < n; i++) {
+				len = key_of(key, sizeof(key), i);
+				assert_ptr_equal(csq_dict_get(d, key, len),
+				                 val(i));
+			}
+		}
+		assert_true(changes <= 4096);
+	}
+	print_message("grow: the resize took %zu changes\n", changes);
+	assert_true(changes >= 2000);
+	assert_int_equal(csq_dict_len(d), n);
+	assert_each_once(d, n, all);
+
+	/* Down: below 32,768 / 8 keys, a shrink starts; it spreads too. */
+	changes = 0;
+	for (i = 0; !csq_dict_resizing(d); i++) {
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
+	}
+	print_message("shrink: started with %zu keys left\n", csq_dict_len(d));
+	assert_int_equal(csq_dict_len(d), 32768 / 8 - 1);
+	while (csq_dict_resizing(d)) {
+		assert_true(i < n); /* it ends before the dict is empty */
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
+		i++;
+		changes++;
+		/* Every key not yet deleted is found, every deleted one not. */
+		if (changes % 256 == 0) {
+			size_t j;
+
+			for (j = 0; j < n; j++) {
+				len = key_of(key, sizeof(key), j);
+				assert_ptr_equal(csq_dict_get(d, key, len),
+				                 j < i ? NULL : val(j));
+			}
+		}
+	}
+	print_message("shrink: the resize took %zu changes\n", changes);
+	assert_true(changes > 1);
+	assert_int_equal(csq_dict_len(d), n - i);
+	csq_dict_free(d); /* frees the entries left */
+}
+
+/*
+ * The model again, in phases that fill the dict to thousands of keys and
+ * empty it again, so that grows and shrinks start often and every kind of
+ * change meets a resize under way; the test counts the changes made while
+ * one was.
+ */
+static void
+test_swing_model(void **state)
+{
+	struct csq_dict *d = csq_dict_new(1234);
+	void **model = calloc(SWING_KEYS, sizeof(*model));
+	size_t i, len, n = 0, during = 0;
+	char key[32];
+	int op, fill = 1, put;
+
+	(void)state;
+	assert_non_null(model);
+	for (op = 0; op < SWING_OPS; op++) {
+		if (fill && n > SWING_KEYS * 9 / 10)
+			fill = 0;
+		else if (!fill && n < 20)
+			fill = 1;
+		during += csq_dict_resizing(d) != 0;
+		/*
+		 * 3 in 4: the phase's change, to the next key (from a random
+		 * one) that it changes, so that the dict swings all the way;
+		 * else the other change, to a random key.
+		 */
+		i = rng(SWING_KEYS);
+		put = fill;
+		if (rng(4) != 0) {
+			while ((model[i] == NULL) != fill)
+				i = (i + 1) % SWING_KEYS;
+		} else
+			put = !fill;
+		len = key_of(key, sizeof(key), i);
+		if (put) {
+			void *v = val(rng(1000));
+
+			assert_ptr_equal(csq_dict_put(d, key, len, v),
+			                 model[i]);
+			n += model[i] == NULL;
+			model[i] = v;
+		} else {
+			assert_ptr_equal(csq_dict_del(d, key, len), model[i]);
+			n -= model[i] != NULL;
+			model[i] = NULL;
+		}
+		i = rng(SWING_KEYS);
+		len = key_of(key, sizeof(key), i);
+		assert_ptr_equal(csq_dict_get(d, key, len), model[i]);
+		assert_int_equal(csq_dict_len(d), n);
+		if (op % 5000 == 0) {
+			struct visit vi = {calloc(SWING_KEYS, 1), 0};
+
+			csq_dict_each(d, visit_entry_any, &vi);
+			assert_int_equal(vi.calls, n);
+			free(vi.seen);
+		}
+	}
+	print_message("swing: %zu of %d changes with a resize under way\n",
+	              during, SWING_OPS);
+	assert_true(during > SWING_OPS / 20);
+	csq_dict_free(d);
+	free(model);
 }
 
 /* Two seeds, same contents: the seed changes placement, not answers. */
@@ -433,6 +608,8 @@ main(void)
 	    cmocka_unit_test(test_same_prefix),
 	    cmocka_unit_test(test_grow_shrink),
 	    cmocka_unit_test(test_random_model),
+	    cmocka_unit_test(test_resize_incremental),
+	    cmocka_unit_test(test_swing_model),
 	    cmocka_unit_test(test_seeds),
 	    cmocka_unit_test(test_intrusive),
 	    cmocka_unit_test(test_intrusive_model),
