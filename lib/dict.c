@@ -7,7 +7,7 @@
  *
  * A resize is incremental, as Redis's dict does it: the new table is
  * allocated, and each change to the dict after it moves the next
- * DICT_REHASH_STEP buckets of the old one, until it is empty. Moving a
+ * DICT_REHASH_STEP chains of the old one, until it is empty. Moving a
  * million users at once walks a million nodes, each a cache miss: 100 to
  * 200 ms in which csqd answers nobody. While the two tables live, a key is
  * in the old one if its old bucket has not been moved yet, and in the new
@@ -22,7 +22,7 @@
 
 #define DICT_MIN_BUCKETS 16
 #define DICT_SHRINK_AT   8 /* shrink when len < buckets / this */
-#define DICT_REHASH_STEP 4 /* old buckets moved per change while resizing */
+#define DICT_REHASH_STEP 1 /* old chains moved per change while resizing */
 
 /* An entry of a copying dict. */
 struct dict_entry {

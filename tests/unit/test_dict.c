@@ -206,6 +206,21 @@ assert_each_once(const struct csq_dict *d, size_t n, int (*in)(size_t))
 	free(vi.seen);
 }
 
+static size_t each_from; /* for from(): the first key still in */
+
+static int
+from(size_t i)
+{
+	return i >= each_from;
+}
+
+static void
+assert_each_once_from(const struct csq_dict *d, size_t n, size_t first)
+{
+	each_from = first;
+	assert_each_once(d, n, from);
+}
+
 static int
 all(size_t i)
 {
@@ -316,14 +331,14 @@ test_random_model(void **state)
 }
 
 /*
- * A resize is spread over the changes after it: a change moves at most 4
- * chains of the old 16,384 buckets (and passes over up to 40 empty ones),
- * so with about 10,400 chains (16,384 keys hashed into 16,384 buckets) it
- * takes between 2,600 and 4,096 changes. While it runs, every key is found, a
- * replace, a delete and a re-insert land where lookups look, and each
- * visits every entry once. Then it ends, with nothing lost. The same for
- * a shrink. A dict that moved everything at once (the old one) is never
- * seen resizing, and fails at the first check.
+ * A resize is spread over the changes after it: a change moves one chain
+ * of the old 16,384 buckets (and passes over up to 10 empty ones), so
+ * with about 10,400 chains (16,384 keys hashed into 16,384 buckets) it
+ * takes about as many changes, and at most 16,384. While it runs, every
+ * key is found, a replace, a delete and a re-insert land where lookups
+ * look, and each visits every entry once. Then it ends, with nothing
+ * lost. The same for a shrink. A dict that moved everything at once (the
+ * old one) is never seen resizing, and fails at the first check.
  */
 static void
 test_resize_incremental(void **state)
@@ -366,10 +381,10 @@ test_resize_incremental(void **state)
 				                 val(i));
 			}
 		}
-		assert_true(changes <= 4096);
+		assert_true(changes <= 16384);
 	}
 	print_message("grow: the resize took %zu changes\n", changes);
-	assert_true(changes >= 2000);
+	assert_true(changes >= 8000);
 	assert_int_equal(csq_dict_len(d), n);
 	assert_each_once(d, n, all);
 
@@ -381,25 +396,27 @@ test_resize_incremental(void **state)
 	}
 	print_message("shrink: started with %zu keys left\n", csq_dict_len(d));
 	assert_int_equal(csq_dict_len(d), 32768 / 8 - 1);
+	/* A delete and the same key back, until it ends: the keys from i on
+	 * stay, and every one is found. */
 	while (csq_dict_resizing(d)) {
-		assert_true(i < n); /* it ends before the dict is empty */
-		len = key_of(key, sizeof(key), i);
-		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
-		i++;
-		changes++;
-		/* Every key not yet deleted is found, every deleted one not. */
-		if (changes % 256 == 0) {
-			size_t j;
+		size_t j = i + (size_t)rng(n - i);
 
+		len = key_of(key, sizeof(key), j);
+		assert_ptr_equal(csq_dict_del(d, key, len), val(j));
+		assert_null(csq_dict_get(d, key, len));
+		assert_null(csq_dict_put(d, key, len, val(j)));
+		changes += 2;
+		if (changes % 512 == 0)
 			for (j = 0; j < n; j++) {
 				len = key_of(key, sizeof(key), j);
 				assert_ptr_equal(csq_dict_get(d, key, len),
 				                 j < i ? NULL : val(j));
 			}
-		}
+		assert_true(changes <= 2 * 32768);
 	}
 	print_message("shrink: the resize took %zu changes\n", changes);
-	assert_true(changes > 1);
+	assert_true(changes >= 1000);
+	assert_each_once_from(d, n, i);
 	assert_int_equal(csq_dict_len(d), n - i);
 	csq_dict_free(d); /* frees the entries left */
 }
