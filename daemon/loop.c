@@ -44,9 +44,13 @@ loop_run(struct event_base *base, const int64_t *busy_poll_us)
 
 	for (;;) {
 		/* Sleeps until something is ready; runs it. */
+		seen = loop_work;
 		r = event_base_loop(base, EVLOOP_ONCE);
 		if (loop_done(base, r))
 			return r;
+		/* A timer or a signal brought no work: no poll after it. */
+		if (loop_work == seen)
+			continue;
 		seen = loop_work;
 		idle_since = loop_now_us();
 		while (*busy_poll_us > 0) {

@@ -25,7 +25,7 @@ loop_did_work(void)
 /*
  * Runs base until event_base_loopexit or event_base_loopbreak, as
  * event_base_dispatch does. When *busy_poll_us is above 0, a turn that
- * finds nothing ready does not sleep at once: the loop polls (epoll_wait
+ * took in work is not followed by a sleep at once: the loop polls (epoll_wait
  * with no timeout, yielding the CPU to any other runnable process between
  * polls) until *busy_poll_us microseconds have passed since the last work,
  * and only then sleeps until something is ready. *busy_poll_us is read at

@@ -827,6 +827,7 @@ busy_poll(void **state)
 	long hz = sysconf(_SC_CLK_TCK);
 
 	RELOAD(fx->d, "busy_poll_us = 0;");
+	LOG_WAIT(fx->d, "(busy_poll_us)", 1);
 	sleeping = sleeps_over_pings(fx->d, fx->c, 100, 2);
 	RELOAD(fx->d, "busy_poll_us = 10000;");
 	polling = sleeps_over_pings(fx->d, fx->c, 100, 2);
@@ -835,6 +836,11 @@ busy_poll(void **state)
 	              sleeping, polling);
 	assert_true(sleeping >= 80);
 	assert_true(polling <= 20);
+
+	/* Out of range: the reload is refused, 10000 stays in force. */
+	RELOAD_BAD(fx->d, "busy_poll_us = 10001;");
+	LOG_WAIT(fx->d, "busy_poll_us must be between 0 and 10000", 1);
+	assert_true(sleeps_over_pings(fx->d, fx->c, 20, 2) <= 4);
 
 	/* Idle: the poll ends 10 ms after the last PING. */
 	CHECK(fx->c, "+PONG", "PING");
