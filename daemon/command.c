@@ -392,8 +392,21 @@ op_init(struct csq_op *op, enum csq_opcode code, const char *id)
 
 /* Servicers. */
 
+/* Whether the first n of queues hold the id s (len bytes). */
+static int
+queue_listed(const char *const *queues, size_t n, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strlen(queues[i]) == len && memcmp(queues[i], s, len) == 0)
+			return 1;
+	return 0;
+}
+
 /*
- * QUEUES q1,q2,...: 1..32 valid ids. buf receives the ids NUL-separated;
+ * QUEUES q1,q2,...: 1..32 distinct valid ids, a repeated one skipped (so
+ * that "a,b,a" is "a,b" and counts 2). buf receives the ids NUL-separated;
  * queues[] points into it.
  */
 static int
@@ -410,6 +423,8 @@ parse_queues(struct client *c, const char *s, size_t len,
 			           csq_status_text(CSQ_EQUEUE));
 			return -1;
 		}
+		if (queue_listed(hb->queues, n, s + start, end - start))
+			goto next;
 		if (n == CSQ_SERVICER_QUEUES) {
 			resp_error(client_output(c),
 			           "ERR too many queues (at most %d)",
@@ -420,6 +435,7 @@ parse_queues(struct client *c, const char *s, size_t len,
 		buf[off + end - start] = '\0';
 		hb->queues[n++] = buf + off;
 		off += end - start + 1;
+	next:
 		if (end == len)
 			break;
 		start = end + 1;
@@ -897,53 +913,44 @@ cmd_psubscribe(struct client *c, const struct resp_request *req)
 	}
 }
 
+/* UNSUBSCRIBE (pattern 0) and PUNSUBSCRIBE (1): the names given, or
+ * without any, every one the client has, oldest first. */
 static void
-cmd_unsubscribe(struct client *c, const struct resp_request *req)
+unsubscribe(struct client *c, const struct resp_request *req, int pattern)
 {
+	int (*drop)(struct pubsub *, struct client *, const char *, size_t) =
+	    pattern ? pubsub_punsubscribe : pubsub_unsubscribe;
+	const char *kind = pattern ? "punsubscribe" : "unsubscribe";
 	const char *name;
 	char *copy;
 	size_t len;
 	int i;
 
-	if (req->argc == 1 && c->subs.nchannels == 0)
-		reply_subscription(c, "unsubscribe", NULL, 0);
-	while (req->argc == 1 && c->subs.nchannels > 0) {
-		name = pubsub_channel_name(&c->subs, 0, &len);
+	if (req->argc == 1 && pubsub_first(&c->subs, pattern, &len) == NULL)
+		reply_subscription(c, kind, NULL, 0);
+	while (req->argc == 1 &&
+	       (name = pubsub_first(&c->subs, pattern, &len)) != NULL) {
 		copy = csq_xstrndup(name, len);
-		pubsub_unsubscribe(c->server->pubsub, c, copy, len);
-		reply_subscription(c, "unsubscribe", copy, len);
+		drop(c->server->pubsub, c, copy, len);
+		reply_subscription(c, kind, copy, len);
 		free(copy);
 	}
 	for (i = 1; i < req->argc; i++) {
-		pubsub_unsubscribe(c->server->pubsub, c, req->argv[i],
-		                   req->argvlen[i]);
-		reply_subscription(c, "unsubscribe", req->argv[i],
-		                   req->argvlen[i]);
+		drop(c->server->pubsub, c, req->argv[i], req->argvlen[i]);
+		reply_subscription(c, kind, req->argv[i], req->argvlen[i]);
 	}
+}
+
+static void
+cmd_unsubscribe(struct client *c, const struct resp_request *req)
+{
+	unsubscribe(c, req, 0);
 }
 
 static void
 cmd_punsubscribe(struct client *c, const struct resp_request *req)
 {
-	int i;
-
-	if (req->argc == 1 && c->subs.npatterns == 0)
-		reply_subscription(c, "punsubscribe", NULL, 0);
-	while (req->argc == 1 && c->subs.npatterns > 0) {
-		char *p = csq_xstrndup(c->subs.patterns[0],
-		                       strlen(c->subs.patterns[0]));
-		size_t len = strlen(p);
-
-		pubsub_punsubscribe(c->server->pubsub, c, p, len);
-		reply_subscription(c, "punsubscribe", p, len);
-		free(p);
-	}
-	for (i = 1; i < req->argc; i++) {
-		pubsub_punsubscribe(c->server->pubsub, c, req->argv[i],
-		                    req->argvlen[i]);
-		reply_subscription(c, "punsubscribe", req->argv[i],
-		                   req->argvlen[i]);
-	}
+	unsubscribe(c, req, 1);
 }
 
 /* RESET, as Redis: the connection as if new (subscriptions, name, AUTH). */

@@ -521,11 +521,13 @@ call_ready(struct redis_call *k, uint64_t wait_event)
 	order_flush(k->r, 0);
 }
 
+/* why: CSQ_ETRYAGAIN when the call never reached Redis, CSQ_EUNSURE when
+ * it may have run. */
 static void
-call_fail(struct redis_call *k)
+call_fail(struct redis_call *k, enum csq_status why)
 {
 	memset(&k->res, 0, sizeof(k->res));
-	k->res.status = CSQ_ETRYAGAIN;
+	k->res.status = why;
 	call_ready(k, 0);
 }
 
@@ -804,7 +806,7 @@ call_done(struct redis_call *k, const redisReply *a, uint64_t last)
 	    elem_str(a, 0, status, sizeof(status)) != 0) {
 		log_warnx("engine redis: a reply of %s has an unexpected shape",
 		          k->name);
-		call_fail(k);
+		call_fail(k, CSQ_EUNSURE);
 		return;
 	}
 	if (strcmp(status, "ERR") == 0) {
@@ -812,14 +814,14 @@ call_done(struct redis_call *k, const redisReply *a, uint64_t last)
 		                                       REDIS_REPLY_STRING
 		                    ? a->element[1]->str
 		                    : "an operation failed");
-		call_fail(k);
+		call_fail(k, CSQ_EUNSURE);
 		return;
 	}
 	k->res.status = status_of(status);
 	if (k->res.status == CSQ_OK && parse_data(k, a) != 0) {
 		log_warnx("engine redis: a reply of %s has an unexpected shape",
 		          k->name);
-		call_fail(k);
+		call_fail(k, CSQ_EUNSURE);
 		return;
 	}
 	call_ready(k, last);
@@ -840,27 +842,27 @@ batch_schedule(struct redis_engine *r)
 
 /* TRYAGAIN to every call of list, in order; a callback may add more. */
 static void
-calls_fail(struct redis_call_list *list)
+calls_fail(struct redis_call_list *list, enum csq_status why)
 {
 	struct redis_call *k;
 
 	while ((k = TAILQ_FIRST(list)) != NULL) {
 		TAILQ_REMOVE(list, k, entry);
-		call_fail(k);
+		call_fail(k, why);
 	}
 }
 
 static void
-batch_fail(struct redis_batch *b)
+batch_fail(struct redis_batch *b, enum csq_status why)
 {
-	calls_fail(&b->calls);
+	calls_fail(&b->calls, why);
 	free(b);
 }
 
 static void
 pending_fail(struct redis_engine *r)
 {
-	calls_fail(&r->pending);
+	calls_fail(&r->pending, CSQ_ETRYAGAIN);
 }
 
 /*
@@ -933,13 +935,16 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	}
 	r->inflight--;
 	if (reply == NULL) {
-		batch_fail(b);
+		/* The link went while the call was out: it may have run. */
+		batch_fail(b, CSQ_EUNSURE);
 	} else if (reply->type == REDIS_REPLY_ERROR) {
 		engine_error(r, reply->str);
-		batch_fail(b);
+		batch_fail(b, strstr(reply->str, " script: ") != NULL
+		                  ? CSQ_EUNSURE
+		                  : CSQ_ETRYAGAIN);
 	} else if ((last = parse_header(r, reply)) < 0) {
 		log_warnx("engine redis: a reply of an unexpected shape");
-		batch_fail(b);
+		batch_fail(b, CSQ_EUNSURE);
 	} else {
 		reply_events(r, reply->element[4]);
 		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
@@ -1013,7 +1018,7 @@ batch_write(struct redis_batch *b)
 	free(argvlen);
 	if (rc != REDIS_OK) {
 		r->inflight--;
-		batch_fail(b);
+		batch_fail(b, CSQ_ETRYAGAIN);
 		/* The connection is going: so is what waits to be sent. */
 		pending_fail(r);
 	}

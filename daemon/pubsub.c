@@ -1,33 +1,38 @@
 /* Channels, patterns and the delivery of messages to subscribers. */
 #include "pubsub.h"
 
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client.h"
 #include "dict.h"
+#include "glob.h"
 #include "resp.h"
 #include "util.h"
 
 #define PUBSUB_SEED UINT64_C(0x2545f4914f6cdd1d)
+#define SUBS_SEED   UINT64_C(0x9e3779b97f4a7c15)
+
+/* One subscription: to a channel (ch set) or to a pattern (name). */
+struct pubsub_sub {
+	TAILQ_ENTRY(pubsub_sub) mine;  /* in its client's list */
+	TAILQ_ENTRY(pubsub_sub) peers; /* in its channel's, or all patterns */
+	struct client *client;
+	struct pubsub_channel *ch;
+	size_t len;
+	char name[]; /* a pattern's; a channel's is ch->name */
+};
 
 struct pubsub_channel {
-	struct client **clients;
-	size_t nclients, cap;
+	struct pubsub_sub_list subs; /* in order of subscribing */
 	size_t len;
 	char name[];
 };
 
-struct pubsub_pattern {
-	struct client *client;
-	char *pattern;
-};
-
 struct pubsub {
 	struct csq_dict *channels;
-	struct pubsub_pattern *patterns;
-	size_t npatterns, cap;
+	struct pubsub_sub_list patterns;
+	size_t npatterns;
 };
 
 struct pubsub *
@@ -36,6 +41,7 @@ pubsub_new(void)
 	struct pubsub *ps = csq_xcalloc(1, sizeof(*ps));
 
 	ps->channels = csq_dict_new(PUBSUB_SEED);
+	TAILQ_INIT(&ps->patterns);
 	return ps;
 }
 
@@ -46,65 +52,65 @@ pubsub_free(struct pubsub *ps)
 	if (ps == NULL)
 		return;
 	csq_dict_free(ps->channels);
-	free(ps->patterns);
 	free(ps);
 }
 
-/* Grows *arr (of elem-sized items) so that one more fits. */
-static void
-grow(void *arr, size_t *cap, size_t n, size_t elem)
+/* A client's subscriptions are set up at its first. */
+static struct pubsub_subs *
+subs_of(struct client *c)
 {
-	void **p = arr;
+	struct pubsub_subs *subs = client_subs(c);
 
-	if (n < *cap)
-		return;
-	*cap = *cap ? *cap * 2 : 4;
-	*p = csq_xrealloc(*p, *cap * elem);
+	if (subs->bychannel == NULL) {
+		TAILQ_INIT(&subs->channels);
+		TAILQ_INIT(&subs->patterns);
+		subs->bychannel = csq_dict_new(SUBS_SEED);
+		subs->bypattern = csq_dict_new(SUBS_SEED);
+	}
+	return subs;
 }
 
 int
 pubsub_subscribe(struct pubsub *ps, struct client *c, const char *name,
                  size_t len)
 {
-	struct pubsub_subs *subs = client_subs(c);
+	struct pubsub_subs *subs = subs_of(c);
 	struct pubsub_channel *ch;
-	size_t i;
+	struct pubsub_sub *sub;
 
-	ch = csq_dict_get(ps->channels, name, len);
-	if (ch == NULL) {
+	if (csq_dict_get(subs->bychannel, name, len) != NULL)
+		return 0;
+	if ((ch = csq_dict_get(ps->channels, name, len)) == NULL) {
 		ch = csq_xcalloc(1, sizeof(*ch) + len + 1);
+		TAILQ_INIT(&ch->subs);
 		ch->len = len;
 		memcpy(ch->name, name, len);
 		csq_dict_put(ps->channels, ch->name, len, ch);
 	}
-	for (i = 0; i < subs->nchannels; i++)
-		if (subs->channels[i] == ch)
-			return 0;
-	grow(&subs->channels, &subs->capchannels, subs->nchannels,
-	     sizeof(*subs->channels));
-	subs->channels[subs->nchannels++] = ch;
-	grow(&ch->clients, &ch->cap, ch->nclients, sizeof(*ch->clients));
-	ch->clients[ch->nclients++] = c;
+	sub = csq_xcalloc(1, sizeof(*sub));
+	sub->client = c;
+	sub->ch = ch;
+	sub->len = len;
+	TAILQ_INSERT_TAIL(&ch->subs, sub, peers);
+	TAILQ_INSERT_TAIL(&subs->channels, sub, mine);
+	csq_dict_put(subs->bychannel, ch->name, len, sub);
+	subs->nchannels++;
 	return 1;
 }
 
 static void
-channel_drop(struct pubsub *ps, struct pubsub_channel *ch, struct client *c)
+channel_drop(struct pubsub *ps, struct pubsub_subs *subs,
+             struct pubsub_sub *sub)
 {
-	size_t i;
+	struct pubsub_channel *ch = sub->ch;
 
-	for (i = 0; i < ch->nclients; i++) {
-		if (ch->clients[i] == c) {
-			/* Keep delivery order stable: shift, don't swap. */
-			memmove(&ch->clients[i], &ch->clients[i + 1],
-			        (ch->nclients - i - 1) * sizeof(*ch->clients));
-			ch->nclients--;
-			break;
-		}
-	}
-	if (ch->nclients == 0) {
+	csq_dict_del(subs->bychannel, ch->name, ch->len);
+	TAILQ_REMOVE(&subs->channels, sub, mine);
+	subs->nchannels--;
+	TAILQ_REMOVE(&ch->subs, sub, peers);
+	free(sub);
+	if (TAILQ_EMPTY(&ch->subs)) {
 		csq_dict_del(ps->channels, ch->name, ch->len);
-		free(ch->clients);
 		free(ch);
 	}
 }
@@ -113,76 +119,58 @@ int
 pubsub_unsubscribe(struct pubsub *ps, struct client *c, const char *name,
                    size_t len)
 {
-	struct pubsub_subs *subs = client_subs(c);
-	struct pubsub_channel *ch;
-	size_t i;
+	struct pubsub_subs *subs = subs_of(c);
+	struct pubsub_sub *sub;
 
-	if ((ch = csq_dict_get(ps->channels, name, len)) == NULL)
+	if ((sub = csq_dict_get(subs->bychannel, name, len)) == NULL)
 		return 0;
-	for (i = 0; i < subs->nchannels; i++) {
-		if (subs->channels[i] != ch)
-			continue;
-		memmove(&subs->channels[i], &subs->channels[i + 1],
-		        (subs->nchannels - i - 1) * sizeof(*subs->channels));
-		subs->nchannels--;
-		channel_drop(ps, ch, c);
-		return 1;
-	}
-	return 0;
+	channel_drop(ps, subs, sub);
+	return 1;
 }
 
 int
 pubsub_psubscribe(struct pubsub *ps, struct client *c, const char *pat,
                   size_t len)
 {
-	struct pubsub_subs *subs = client_subs(c);
-	char *copy;
-	size_t i;
+	struct pubsub_subs *subs = subs_of(c);
+	struct pubsub_sub *sub;
 
-	for (i = 0; i < subs->npatterns; i++)
-		if (strlen(subs->patterns[i]) == len &&
-		    memcmp(subs->patterns[i], pat, len) == 0)
-			return 0;
-	copy = csq_xstrndup(pat, len);
-	grow(&subs->patterns, &subs->cappatterns, subs->npatterns,
-	     sizeof(*subs->patterns));
-	subs->patterns[subs->npatterns++] = copy;
-	grow(&ps->patterns, &ps->cap, ps->npatterns, sizeof(*ps->patterns));
-	ps->patterns[ps->npatterns].client = c;
-	ps->patterns[ps->npatterns].pattern = copy;
+	if (csq_dict_get(subs->bypattern, pat, len) != NULL)
+		return 0;
+	sub = csq_xcalloc(1, sizeof(*sub) + len + 1);
+	sub->client = c;
+	sub->len = len;
+	memcpy(sub->name, pat, len);
+	TAILQ_INSERT_TAIL(&ps->patterns, sub, peers);
 	ps->npatterns++;
+	TAILQ_INSERT_TAIL(&subs->patterns, sub, mine);
+	csq_dict_put(subs->bypattern, sub->name, len, sub);
+	subs->npatterns++;
 	return 1;
+}
+
+static void
+pattern_drop(struct pubsub *ps, struct pubsub_subs *subs,
+             struct pubsub_sub *sub)
+{
+	csq_dict_del(subs->bypattern, sub->name, sub->len);
+	TAILQ_REMOVE(&subs->patterns, sub, mine);
+	subs->npatterns--;
+	TAILQ_REMOVE(&ps->patterns, sub, peers);
+	ps->npatterns--;
+	free(sub);
 }
 
 int
 pubsub_punsubscribe(struct pubsub *ps, struct client *c, const char *pat,
                     size_t len)
 {
-	struct pubsub_subs *subs = client_subs(c);
-	char *copy = NULL;
-	size_t i;
+	struct pubsub_subs *subs = subs_of(c);
+	struct pubsub_sub *sub;
 
-	for (i = 0; i < subs->npatterns; i++) {
-		if (strlen(subs->patterns[i]) != len ||
-		    memcmp(subs->patterns[i], pat, len) != 0)
-			continue;
-		copy = subs->patterns[i];
-		memmove(&subs->patterns[i], &subs->patterns[i + 1],
-		        (subs->npatterns - i - 1) * sizeof(*subs->patterns));
-		subs->npatterns--;
-		break;
-	}
-	if (copy == NULL)
+	if ((sub = csq_dict_get(subs->bypattern, pat, len)) == NULL)
 		return 0;
-	for (i = 0; i < ps->npatterns; i++) {
-		if (ps->patterns[i].pattern != copy)
-			continue;
-		memmove(&ps->patterns[i], &ps->patterns[i + 1],
-		        (ps->npatterns - i - 1) * sizeof(*ps->patterns));
-		ps->npatterns--;
-		break;
-	}
-	free(copy);
+	pattern_drop(ps, subs, sub);
 	return 1;
 }
 
@@ -190,19 +178,16 @@ void
 pubsub_forget(struct pubsub *ps, struct client *c)
 {
 	struct pubsub_subs *subs = client_subs(c);
+	struct pubsub_sub *sub;
 
-	while (subs->nchannels > 0) {
-		struct pubsub_channel *ch = subs->channels[--subs->nchannels];
-
-		channel_drop(ps, ch, c);
-	}
-	while (subs->npatterns > 0) {
-		const char *p = subs->patterns[subs->npatterns - 1];
-
-		pubsub_punsubscribe(ps, c, p, strlen(p));
-	}
-	free(subs->channels);
-	free(subs->patterns);
+	if (subs->bychannel == NULL)
+		return;
+	while ((sub = TAILQ_FIRST(&subs->channels)) != NULL)
+		channel_drop(ps, subs, sub);
+	while ((sub = TAILQ_FIRST(&subs->patterns)) != NULL)
+		pattern_drop(ps, subs, sub);
+	csq_dict_free(subs->bychannel);
+	csq_dict_free(subs->bypattern);
 	memset(subs, 0, sizeof(*subs));
 }
 
@@ -213,10 +198,17 @@ pubsub_count(const struct pubsub_subs *subs)
 }
 
 const char *
-pubsub_channel_name(const struct pubsub_subs *subs, size_t i, size_t *len)
+pubsub_first(const struct pubsub_subs *subs, int pattern, size_t *len)
 {
-	*len = subs->channels[i]->len;
-	return subs->channels[i]->name;
+	const struct pubsub_sub *sub;
+
+	if (subs->bychannel == NULL)
+		return NULL;
+	sub = TAILQ_FIRST(pattern ? &subs->patterns : &subs->channels);
+	if (sub == NULL)
+		return NULL;
+	*len = sub->len;
+	return pattern ? sub->name : sub->ch->name;
 }
 
 void
@@ -224,34 +216,33 @@ pubsub_publish(struct pubsub *ps, const char *name, size_t len, const char *msg,
                size_t msglen)
 {
 	struct pubsub_channel *ch;
+	struct pubsub_sub *sub;
 	struct evbuffer *out;
-	size_t i;
 
 	if ((ch = csq_dict_get(ps->channels, name, len)) != NULL) {
-		for (i = 0; i < ch->nclients; i++) {
-			if ((out = client_push_begin(ch->clients[i])) == NULL)
+		TAILQ_FOREACH(sub, &ch->subs, peers)
+		{
+			if ((out = client_push_begin(sub->client)) == NULL)
 				continue;
 			resp_array(out, 3);
 			resp_bulk(out, "message", 7);
 			resp_bulk(out, name, len);
 			resp_bulk(out, msg, msglen);
-			client_push_end(ch->clients[i]);
+			client_push_end(sub->client);
 		}
 	}
-	/* Channel names are NUL-free here: csq's channels are made of ids. */
-	for (i = 0; i < ps->npatterns; i++) {
-		struct pubsub_pattern *p = &ps->patterns[i];
-
-		if (fnmatch(p->pattern, name, 0) != 0)
+	TAILQ_FOREACH(sub, &ps->patterns, peers)
+	{
+		if (!csq_glob(sub->name, sub->len, name, len))
 			continue;
-		if ((out = client_push_begin(p->client)) == NULL)
+		if ((out = client_push_begin(sub->client)) == NULL)
 			continue;
 		resp_array(out, 4);
 		resp_bulk(out, "pmessage", 8);
-		resp_bulk_str(out, p->pattern);
+		resp_bulk(out, sub->name, sub->len);
 		resp_bulk(out, name, len);
 		resp_bulk(out, msg, msglen);
-		client_push_end(p->client);
+		client_push_end(sub->client);
 	}
 }
 

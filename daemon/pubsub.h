@@ -1,22 +1,31 @@
 /*
- * Pub/sub as Redis does it: channels by exact name and glob patterns
- * (fnmatch), messages pushed straight into subscribers' output buffers.
- * Publishing costs O(subscribers of the channel + patterns).
+ * Pub/sub as Redis does it: channels by exact name and Redis glob patterns,
+ * messages pushed straight into subscribers' output buffers.
+ *
+ * Every subscription is one object, linked twice: into its client's list
+ * (in the order of subscribing) and into its channel's subscribers, or the
+ * list of all patterns. Each client finds its own by name in a hash table,
+ * so that a subscribe, an unsubscribe and a client's teardown cost the same
+ * however many subscriptions the client has. Publishing costs O(subscribers
+ * of the channel + patterns), as in Redis.
  */
 #ifndef CSQD_PUBSUB_H
 #define CSQD_PUBSUB_H
 
 #include <stddef.h>
+#include <sys/queue.h>
 
 struct client;
-struct pubsub_channel;
+struct csq_dict;
+struct pubsub_sub;
+TAILQ_HEAD(pubsub_sub_list, pubsub_sub);
 
-/* What one client is subscribed to; lives inside struct client. */
+/* What one client is subscribed to; lives inside struct client, zeroed
+ * until its first subscription. */
 struct pubsub_subs {
-	struct pubsub_channel **channels;
-	size_t nchannels, capchannels;
-	char **patterns;
-	size_t npatterns, cappatterns;
+	struct pubsub_sub_list channels, patterns; /* in order of subscribing */
+	struct csq_dict *bychannel, *bypattern;    /* name -> subscription */
+	size_t nchannels, npatterns;
 };
 
 struct pubsub;
@@ -24,7 +33,8 @@ struct pubsub;
 struct pubsub *pubsub_new(void);
 void pubsub_free(struct pubsub *);
 
-/* Each returns 1 when it changed something, 0 when it was already so. */
+/* Each returns 1 when it changed something, 0 when it was already so. A
+ * name is len bytes, any bytes. */
 int pubsub_subscribe(struct pubsub *, struct client *, const char *ch,
                      size_t len);
 int pubsub_unsubscribe(struct pubsub *, struct client *, const char *ch,
@@ -33,13 +43,13 @@ int pubsub_psubscribe(struct pubsub *, struct client *, const char *pat,
                       size_t len);
 int pubsub_punsubscribe(struct pubsub *, struct client *, const char *pat,
                         size_t len);
-/* Drops every subscription of the client (its teardown). */
+/* Drops every subscription of the client (its teardown, RESET). */
 void pubsub_forget(struct pubsub *, struct client *);
 
 size_t pubsub_count(const struct pubsub_subs *);
-/* Name of the i-th channel / pattern of a client, for UNSUBSCRIBE all. */
-const char *pubsub_channel_name(const struct pubsub_subs *, size_t i,
-                                size_t *len);
+/* The client's oldest channel (pattern != 0: pattern), for UNSUBSCRIBE
+ * without arguments; NULL when it has none. */
+const char *pubsub_first(const struct pubsub_subs *, int pattern, size_t *len);
 
 /* 1 when a publish to ch would reach anybody (a subscriber of ch, or any
  * pattern at all): lets the publisher skip building a message. */

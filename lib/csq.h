@@ -36,6 +36,8 @@ enum csq_status {
 	CSQ_EFULL,      /* queue at its maximum length */
 	CSQ_ETRYAGAIN,  /* engine unavailable, nothing changed */
 	CSQ_EEXHAUSTED, /* the order-key sequence is used up */
+	CSQ_EUNSURE,    /* engine lost while the command was out: it may have
+	                   been applied (a TRYAGAIN too) */
 };
 
 const char *csq_status_text(enum csq_status);

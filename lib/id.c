@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#define ROOM_INDEX_DIGITS 9 /* keeps the index below 2^32 */
+#define ROOM_INDEX_DIGITS 9 /* more: no room (the index below 2^32) */
 
 /* The id alphabet: [A-Za-z0-9._:@-]. */
 static int
@@ -28,9 +28,10 @@ csq_valid_id(const char *s, size_t len)
 }
 
 /*
- * A room is "<servicer>/<index>" with index a strict decimal of at most
- * nine digits: no sign, no leading zero, no spaces. Whether it exists (index
- * below the capacity) is the caller's question: "s/5000" is well formed.
+ * A room is "<servicer>/<index>" with index a strict decimal: no sign, no
+ * leading zero, no spaces. Whether it exists (index below the capacity) is
+ * the caller's question: "s/5000" is well formed, and so is an index of
+ * ten digits or more, which is read as UINT32_MAX, above every capacity.
  */
 int
 csq_parse_room(const char *s, size_t len, char sid[CSQ_ID_MAX + 1],
@@ -46,14 +47,17 @@ csq_parse_room(const char *s, size_t len, char sid[CSQ_ID_MAX + 1],
 	if (!csq_valid_id(s, idlen))
 		return -1;
 	i = idlen + 1;
-	if (i == len || len - i > ROOM_INDEX_DIGITS)
+	if (i == len)
 		return -1;
 	if (s[i] == '0' && len - i > 1)
 		return -1;
+	if (len - i > ROOM_INDEX_DIGITS)
+		v = UINT32_MAX;
 	for (; i < len; i++) {
 		if (s[i] < '0' || s[i] > '9')
 			return -1;
-		v = v * 10 + (uint32_t)(s[i] - '0');
+		if (v != UINT32_MAX)
+			v = v * 10 + (uint32_t)(s[i] - '0');
 	}
 	memcpy(sid, s, idlen);
 	sid[idlen] = '\0';
@@ -85,6 +89,9 @@ csq_status_text(enum csq_status st)
 		return "TRYAGAIN engine unavailable, nothing was changed";
 	case CSQ_EEXHAUSTED:
 		return "ERR order key sequence exhausted";
+	case CSQ_EUNSURE:
+		return "TRYAGAIN engine unavailable, the command may have been "
+		       "applied; it is safe to send again";
 	}
 	return "ERR unknown status";
 }

@@ -1703,6 +1703,63 @@ stalled_redis(void **state)
 }
 
 /*
+ * Redis stops (SIGSTOP) with an ENQUEUE out. The health check gives the
+ * link up after HEALTH_TIMEOUT, and the ENQUEUE is answered TRYAGAIN that
+ * says it may have been applied, not that nothing changed: the call is in
+ * Redis's socket, and Redis runs it when it goes on (the first version said
+ * "nothing was changed" here, and the user was then found waiting). A
+ * command sent while the link is down never left csqd and gets the plain
+ * text. Sent again once Redis is back, the ENQUEUE leaves the user waiting
+ * once, and the other user is nowhere.
+ */
+#define UNSURE_TEXT                                                            \
+	"-TRYAGAIN engine unavailable, the command may have been applied; "    \
+	"it is safe to send again"
+#define NOTHING_TEXT "-TRYAGAIN engine unavailable, nothing was changed"
+
+static void
+stalled_unsure(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c;
+	redisReply *r;
+	int64_t t0, deadline;
+
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	r = CMD(c, "ENQUEUE before TTL 0");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	freeReplyObject(r);
+	kill(fx->r->pid, SIGSTOP);
+	t0 = now_ms();
+	CHECK(c, UNSURE_TEXT, "ENQUEUE maybe1 TTL 0");
+	print_message("stalled: the ENQUEUE out was answered after %lld ms\n",
+	              (long long)(now_ms() - t0));
+	CHECK(c, NOTHING_TEXT, "ENQUEUE never1 TTL 0");
+	kill(fx->r->pid, SIGCONT);
+
+	deadline = now_ms() + RECOVER_MS;
+	for (;;) {
+		r = CMD(c, "ENQUEUE maybe1 TTL 0");
+		if (!is_tryagain(r))
+			break;
+		freeReplyObject(r);
+		if (now_ms() > deadline)
+			fail_msg("csqd not back %d ms after Redis went on",
+			         RECOVER_MS);
+		sleep_ms(POLL_MS);
+	}
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_int_equal(FIELD_INT(r, "position"), 2);
+	freeReplyObject(r);
+	CHECK(c, ":2", "QLEN default");
+	r = CMD(c, "WHERE never1");
+	assert_string_equal(FIELD_STR(r, "state"), "none");
+	freeReplyObject(r);
+	redisFree(c);
+}
+
+/*
  * Redis full, with maxmemory-policy noeviction: every command that would
  * add to the state answers TRYAGAIN and changes nothing, reads go on, a
  * LEAVE (which frees memory) goes through, the log says OOM without a line
@@ -1889,6 +1946,7 @@ main(int argc, char **argv)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(foreign_messages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(stalled_redis, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stalled_unsure, setup, teardown),
 	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(out_of_memory_in_one_call, setup,

@@ -51,6 +51,8 @@ static void
 heartbeat_options(void **state)
 {
 	struct csqd_fx *fx = *state;
+	char cmd[512];
+	int i;
 
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:3,'active',:0,"
@@ -92,6 +94,26 @@ heartbeat_options(void **state)
 	    fx->c,
 	    "['state','assigned','queue','q32','room','s5/0','servicer','s5']",
 	    "ENQUEUE u5 QUEUE q32");
+	/* The limit counts distinct names, repeats collapsed first: 40
+	 * names of which 32 distinct, and one name 33 times, are fine. */
+	snprintf(cmd, sizeof(cmd), "HEARTBEAT s6 QUEUES q1");
+	for (i = 2; i <= 40; i++)
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), ",q%d",
+		         i <= 32 ? i : i - 32);
+	CHECK(fx->c,
+	      "['servicer','s6','status','ready','capacity',:1,'active',:0,"
+	      "'ttl',:30]",
+	      cmd);
+	snprintf(cmd, sizeof(cmd), "HEARTBEAT s7 QUEUES r");
+	for (i = 2; i <= 33; i++)
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), ",r");
+	CHECK(fx->c,
+	      "['servicer','s7','status','ready','capacity',:1,'active',:0,"
+	      "'ttl',:30]",
+	      cmd);
+	CHECK(fx->c,
+	      "['state','assigned','queue','r','room','s7/0','servicer','s7']",
+	      "ENQUEUE u6 QUEUE r");
 }
 
 /* Every bad option is rejected and nothing changes (no login). */
@@ -403,6 +425,12 @@ release_invalid_room_ids(void **state)
 	}
 	CHECK(fx->c, ":0", "RELEASE s/0");
 	CHECK(fx->c, ":0", "RELEASE s/1");
+	/* Well formed, however long the index: no such room. */
+	CHECK(fx->c, NOTFOUND, "RELEASE s/2");
+	CHECK(fx->c, NOTFOUND, "RELEASE s/999999999");
+	CHECK(fx->c, NOTFOUND, "RELEASE s/1000000000");
+	CHECK(fx->c, NOTFOUND, "RELEASE s/4294967296");
+	CHECK(fx->c, NOTFOUND, "RELEASE s/123456789012345678901234567890");
 }
 
 /*

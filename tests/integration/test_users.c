@@ -257,6 +257,8 @@ touch(void **state)
 	/* Repeated options: the last wins, as with ENQUEUE and HEARTBEAT. */
 	CHECK(fx->c, ":1", "TOUCH u1 TTL 5 TTL 6");
 	CHECK(fx->c, OUT_OF_RANGE, "TOUCH u1 TTL 5 TTL -1");
+	/* Only the last is checked, as Redis's SET k v EX abc EX 10. */
+	CHECK(fx->c, ":1", "TOUCH u1 TTL x TTL 5");
 	CHECK(fx->c, SYNTAX, "TOUCH u1 TTL 5 TTL");
 	CHECK(fx->c, "-ERR invalid user id", "TOUCH %s", "bad id");
 	CHECK(fx->c, "-ERR wrong number of arguments for 'touch' command",

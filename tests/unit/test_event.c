@@ -179,7 +179,14 @@ test_ids_and_rooms(void **state)
 	assert_int_equal(idx, 999);
 	assert_int_equal(csq_parse_room("s/999999999", 11, sid, &idx), 0);
 	assert_int_equal(idx, 999999999);
-	assert_int_not_equal(csq_parse_room("s/1000000000", 12, sid, &idx), 0);
+	/* Ten digits or more: well formed, and no room exists there. */
+	assert_int_equal(csq_parse_room("s/1000000000", 12, sid, &idx), 0);
+	assert_int_equal(idx, UINT32_MAX);
+	assert_int_equal(csq_parse_room("s/4294967296000", 15, sid, &idx), 0);
+	assert_int_equal(idx, UINT32_MAX);
+	assert_int_not_equal(csq_parse_room("s/10000000000x", 14, sid, &idx),
+	                     0);
+	assert_int_not_equal(csq_parse_room("s/0000000000", 12, sid, &idx), 0);
 	assert_int_not_equal(csq_parse_room("s/01", 4, sid, &idx), 0);
 	assert_int_not_equal(csq_parse_room("s/-1", 4, sid, &idx), 0);
 	assert_int_not_equal(csq_parse_room("s/+1", 4, sid, &idx), 0);
