@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,13 +24,16 @@
 #include "util.h"
 
 #define LISTEN_BACKLOG    511
-#define ACCEPT_BACKOFF_MS 100 /* out of descriptors: pause accepting */
+#define ACCEPT_BACKOFF_MS 100   /* out of descriptors: pause accepting */
+#define ACCEPT_LOG_MS     10000 /* at most one line about it this often */
 
 struct listener {
 	struct listener *next;
 	struct server *server;
 	struct evconnlistener *evl;
 	struct event *backoff;
+	unsigned long failed;      /* accepts that failed since the last line */
+	int64_t logged_ms;         /* when that line was written; 0 never */
 	char path[CONFIG_STR_MAX]; /* unix socket to remove, or "" */
 	char name[CONFIG_STR_MAX];
 };
@@ -61,6 +65,15 @@ listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 	}
 }
 
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void
 listener_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -78,8 +91,18 @@ listener_error_cb(struct evconnlistener *evl, void *arg)
 	int err = EVUTIL_SOCKET_ERROR();
 
 	(void)evl;
-	log_warnx("accept on %s: %s", l->name,
-	          evutil_socket_error_to_string(err));
+	/* Out of descriptors, this comes every ACCEPT_BACKOFF_MS, and while
+	 * a backlog drains, between accepts that succeed: one line at most
+	 * every ACCEPT_LOG_MS, which counts the failures since the last. */
+	l->failed++;
+	if (l->logged_ms == 0 || now_ms() - l->logged_ms >= ACCEPT_LOG_MS) {
+		log_warnx("accept on %s: %s; retrying (failures since the "
+		          "last line: %lu)",
+		          l->name, evutil_socket_error_to_string(err),
+		          l->failed);
+		l->failed = 0;
+		l->logged_ms = now_ms();
+	}
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 		/* Retrying at once would spin: wait for descriptors. */
 		evconnlistener_disable(l->evl);

@@ -1,12 +1,15 @@
 /*
  * Robustness: pipelining, inline requests, garbage, truncated and oversize
- * requests, big legal requests, error texts, ids, max_clients. Each test
+ * requests, big legal requests, error texts, ids, max_clients, running out
+ * of file descriptors. Each test
  * says how it tries to break the daemon; every test ends by checking that
  * the daemon still answers, and the teardown that it exits 0 on SIGTERM
  * (so a sanitizer report fails the test).
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -698,6 +701,76 @@ invalid_ids(void **state)
 	      "ENQUEUE Az09._:@- QUEUE Az09._:@-");
 }
 
+/* How many times the file holds text. */
+static int
+count_in_file(const char *path, const char *text)
+{
+	static char buf[1 << 20];
+	const char *p;
+	size_t n;
+	FILE *f;
+	int count = 0;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
+		count++;
+	return count;
+}
+
+/*
+ * csqd out of file descriptors (its RLIMIT_NOFILE lowered under it): the
+ * connections beyond wait in the backlog, csqd retries accept() every
+ * 100 ms and says so once in 10 s, not every time (it logged about ten
+ * lines a second before, 15 in this test), and serves as before once
+ * descriptors are back, the backlog drained.
+ */
+#define FD_EXTRA 20
+
+static void
+out_of_descriptors(void **state)
+{
+	struct csqd_fx *fx = *state;
+	struct rlimit was, low;
+	char path[64];
+	int fds[FD_EXTRA], i, open_fds = 0, lines;
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)fx->d->pid);
+	assert_non_null(dir = opendir(path));
+	while ((e = readdir(dir)) != NULL)
+		open_fds += e->d_name[0] != '.';
+	closedir(dir);
+	assert_int_equal(prlimit(fx->d->pid, RLIMIT_NOFILE, NULL, &was), 0);
+	low = was;
+	low.rlim_cur = (rlim_t)open_fds + 2;
+	assert_int_equal(prlimit(fx->d->pid, RLIMIT_NOFILE, &low, NULL), 0);
+	for (i = 0; i < FD_EXTRA; i++)
+		fds[i] = raw_connect(fx->d->port);
+	csqd_wait_log(fx->d, "Too many open files");
+	sleep_ms(1500);
+	lines = count_in_file(fx->d->log_path, "Too many open files");
+	print_message("out of descriptors: %d log lines in 1.5 s\n", lines);
+	assert_int_equal(lines, 1);
+	CHECK(fx->c, "+PONG", "PING");
+	assert_int_equal(prlimit(fx->d->pid, RLIMIT_NOFILE, &was, NULL), 0);
+	for (i = 0; i < FD_EXTRA; i++)
+		close(fds[i]);
+	/* The backlog drains (each closed connection accepted and dropped)
+	 * without a line per accept that fails in between. */
+	sleep_ms(1000);
+	assert_int_equal(count_in_file(fx->d->log_path, "Too many open files"),
+	                 1);
+	CHECK(fx->c, "+PONG", "PING");
+	redisFree(fx->c);
+	fx->c = csqd_connect(fx->d);
+	CHECK(fx->c, "+PONG", "PING");
+}
+
 /*
  * max_clients = 3: the 4th connection gets the Redis error and a close;
  * once one leaves, a new one is accepted.
@@ -1083,6 +1156,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(invalid_ids, csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        out_of_descriptors, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(max_clients, setup_max_clients,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
