@@ -562,6 +562,14 @@ cmd_release(struct client *c, const struct resp_request *req)
 		resp_error(client_output(c), "%s", csq_status_text(CSQ_EROOM));
 		return;
 	}
+	/* No servicer has such a room: answered here, so that the engine
+	 * (and the journal, whose records hold CSQ_ROOM_MAX bytes of room id)
+	 * only sees indexes of at most three digits. */
+	if (idx >= CSQ_CAPACITY_MAX) {
+		resp_error(client_output(c), "%s",
+		           csq_status_text(CSQ_ENOTFOUND));
+		return;
+	}
 	op_init(&op, CSQ_OP_RELEASE, req->argv[1]);
 	command_call(c, &op);
 }

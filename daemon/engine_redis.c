@@ -794,6 +794,28 @@ engine_error(struct redis_engine *r, const char *what)
 	r->errors_unlogged = 0;
 }
 
+/*
+ * Whether an operation that failed in the script (why) certainly changed
+ * nothing: one that only reads, or one that Redis refused for want of
+ * memory, which it does only at a call's first write (a script that has
+ * written may go on writing), so before this operation wrote anything.
+ * Any other failure may have come after some of its writes.
+ */
+static int
+op_wrote_nothing(const struct redis_call *k, const char *why)
+{
+	static const char *const readers[] = {"where", "qlen",      "queue",
+	                                      "peek",  "servicers", "stats"};
+	size_t i;
+
+	if (strstr(why, "OOM ") != NULL)
+		return 1;
+	for (i = 0; i < sizeof(readers) / sizeof(readers[0]); i++)
+		if (strcmp(k->name, readers[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* An operation's reply a, NULL if missing: its result goes, or waits for
  * the events up to last. */
 static void
@@ -810,11 +832,14 @@ call_done(struct redis_call *k, const redisReply *a, uint64_t last)
 		return;
 	}
 	if (strcmp(status, "ERR") == 0) {
-		engine_error(r, a->elements > 1 && a->element[1]->type ==
-		                                       REDIS_REPLY_STRING
-		                    ? a->element[1]->str
-		                    : "an operation failed");
-		call_fail(k, CSQ_EUNSURE);
+		const char *why =
+		    a->elements > 1 && a->element[1]->type == REDIS_REPLY_STRING
+		        ? a->element[1]->str
+		        : "an operation failed";
+
+		engine_error(r, why);
+		call_fail(k, op_wrote_nothing(k, why) ? CSQ_ETRYAGAIN
+		                                      : CSQ_EUNSURE);
 		return;
 	}
 	k->res.status = status_of(status);

@@ -3,15 +3,15 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "dict.h"
 #include "glob.h"
 #include "resp.h"
 #include "util.h"
-
-#define PUBSUB_SEED UINT64_C(0x2545f4914f6cdd1d)
-#define SUBS_SEED   UINT64_C(0x9e3779b97f4a7c15)
 
 /* One subscription: to a channel (ch set) or to a pattern (name). */
 struct pubsub_sub {
@@ -30,6 +30,8 @@ struct pubsub_channel {
 };
 
 struct pubsub {
+	uint64_t seed; /* of every table here: random, so that no client can
+	                  choose names that all fall in one bucket */
 	struct csq_dict *channels;
 	struct pubsub_sub_list patterns;
 	size_t npatterns;
@@ -39,8 +41,18 @@ struct pubsub *
 pubsub_new(void)
 {
 	struct pubsub *ps = csq_xcalloc(1, sizeof(*ps));
+	struct timespec ts;
 
-	ps->channels = csq_dict_new(PUBSUB_SEED);
+	/* lib/dict.c's hash can be inverted: with a known seed, a client can
+	 * make any number of names with one hash (100,000 in one PSUBSCRIBE
+	 * held csqd 65 s). Without getrandom, the clock and the pid. */
+	if (getrandom(&ps->seed, sizeof(ps->seed), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(ps->seed)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ps->seed = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^
+		           ((uint64_t)getpid() << 16);
+	}
+	ps->channels = csq_dict_new(ps->seed);
 	TAILQ_INIT(&ps->patterns);
 	return ps;
 }
@@ -57,15 +69,15 @@ pubsub_free(struct pubsub *ps)
 
 /* A client's subscriptions are set up at its first. */
 static struct pubsub_subs *
-subs_of(struct client *c)
+subs_of(struct pubsub *ps, struct client *c)
 {
 	struct pubsub_subs *subs = client_subs(c);
 
 	if (subs->bychannel == NULL) {
 		TAILQ_INIT(&subs->channels);
 		TAILQ_INIT(&subs->patterns);
-		subs->bychannel = csq_dict_new(SUBS_SEED);
-		subs->bypattern = csq_dict_new(SUBS_SEED);
+		subs->bychannel = csq_dict_new(ps->seed);
+		subs->bypattern = csq_dict_new(ps->seed);
 	}
 	return subs;
 }
@@ -74,7 +86,7 @@ int
 pubsub_subscribe(struct pubsub *ps, struct client *c, const char *name,
                  size_t len)
 {
-	struct pubsub_subs *subs = subs_of(c);
+	struct pubsub_subs *subs = subs_of(ps, c);
 	struct pubsub_channel *ch;
 	struct pubsub_sub *sub;
 
@@ -119,7 +131,7 @@ int
 pubsub_unsubscribe(struct pubsub *ps, struct client *c, const char *name,
                    size_t len)
 {
-	struct pubsub_subs *subs = subs_of(c);
+	struct pubsub_subs *subs = subs_of(ps, c);
 	struct pubsub_sub *sub;
 
 	if ((sub = csq_dict_get(subs->bychannel, name, len)) == NULL)
@@ -132,7 +144,7 @@ int
 pubsub_psubscribe(struct pubsub *ps, struct client *c, const char *pat,
                   size_t len)
 {
-	struct pubsub_subs *subs = subs_of(c);
+	struct pubsub_subs *subs = subs_of(ps, c);
 	struct pubsub_sub *sub;
 
 	if (csq_dict_get(subs->bypattern, pat, len) != NULL)
@@ -165,7 +177,7 @@ int
 pubsub_punsubscribe(struct pubsub *ps, struct client *c, const char *pat,
                     size_t len)
 {
-	struct pubsub_subs *subs = subs_of(c);
+	struct pubsub_subs *subs = subs_of(ps, c);
 	struct pubsub_sub *sub;
 
 	if ((sub = csq_dict_get(subs->bypattern, pat, len)) == NULL)

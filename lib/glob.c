@@ -25,16 +25,19 @@ glob_one(const char *p, size_t plen, size_t *pi, unsigned char c)
 				i++;
 				match |= (unsigned char)p[i] == c;
 			} else if (i + 2 < plen && p[i + 1] == '-') {
-				unsigned char lo = (unsigned char)p[i];
-				unsigned char hi = (unsigned char)p[i + 2];
+				/* As signed chars, as Redis on x86-64 compares
+				 * them: [\x80-z] holds the ASCII bytes. */
+				signed char lo = (signed char)p[i];
+				signed char hi = (signed char)p[i + 2];
+				signed char sc = (signed char)c;
 
 				if (lo > hi) {
-					unsigned char t = lo;
+					signed char t = lo;
 
 					lo = hi;
 					hi = t;
 				}
-				match |= c >= lo && c <= hi;
+				match |= sc >= lo && sc <= hi;
 				i += 2;
 			} else {
 				match |= (unsigned char)p[i] == c;
@@ -64,6 +67,10 @@ csq_glob(const char *p, size_t plen, const char *s, size_t slen)
 {
 	size_t pi = 0, si = 0, star = 0, from = 0, next;
 	int starred = 0;
+
+	/* Redis: an empty string matches the empty pattern alone, not "*". */
+	if (slen == 0)
+		return plen == 0;
 
 	while (si < slen) {
 		if (pi < plen && p[pi] == '*') {

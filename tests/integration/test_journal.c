@@ -95,11 +95,13 @@ snapshot(redisContext *c, int nusers, char *out, size_t len)
 	freeReplyObject(r);
 }
 
+#define NOTFOUND_TEXT "-NOTFOUND no such servicer or room"
+
 /* Every kind of change, kill -9, restart: the same state, 0600 file. */
 static void
 restart_keeps_state(void **state)
 {
-	static char before[65536], after[65536];
+	static char before[65536], after[65536], big[5100];
 	struct jfx *j = *state;
 	struct csqd *d;
 	redisContext *c;
@@ -127,6 +129,17 @@ restart_keeps_state(void **state)
 	      "['servicer','s2','status','ready','capacity',:1,'active',:1,"
 	      "'ttl',:600]",
 	      "HEARTBEAT s2 TTL 600");
+	/* Room ids longer than any room's: answered, and no record that the
+	 * restart cannot read (a 64-byte servicer id with a 9-digit index
+	 * made one, and csqd refused to start on it; 5,000 digits overflowed
+	 * the record's buffer). */
+	memset(big, 's', 64);
+	snprintf(big + 64, sizeof(big) - 64, "/999999999");
+	CHECK(c, NOTFOUND_TEXT, "RELEASE %s", big);
+	memcpy(big, "s1/", 3);
+	memset(big + 3, '7', 5000);
+	big[5003] = '\0';
+	CHECK(c, NOTFOUND_TEXT, "RELEASE %s", big);
 	snapshot(c, 9, before, sizeof(before));
 	redisFree(c);
 	csqd_kill9(d);
