@@ -522,12 +522,15 @@ call_ready(struct redis_call *k, uint64_t wait_event)
 }
 
 /* why: CSQ_ETRYAGAIN when the call never reached Redis, CSQ_EUNSURE when
- * it may have run. */
+ * it may have run; an operation that only reads changed nothing either
+ * way. */
 static void
 call_fail(struct redis_call *k, enum csq_status why)
 {
 	memset(&k->res, 0, sizeof(k->res));
-	k->res.status = why;
+	k->res.status = why == CSQ_EUNSURE && !csq_op_mutates(k->code)
+	                    ? CSQ_ETRYAGAIN
+	                    : why;
 	call_ready(k, 0);
 }
 
@@ -794,28 +797,6 @@ engine_error(struct redis_engine *r, const char *what)
 	r->errors_unlogged = 0;
 }
 
-/*
- * Whether an operation that failed in the script (why) certainly changed
- * nothing: one that only reads, or one that Redis refused for want of
- * memory, which it does only at a call's first write (a script that has
- * written may go on writing), so before this operation wrote anything.
- * Any other failure may have come after some of its writes.
- */
-static int
-op_wrote_nothing(const struct redis_call *k, const char *why)
-{
-	static const char *const readers[] = {"where", "qlen",      "queue",
-	                                      "peek",  "servicers", "stats"};
-	size_t i;
-
-	if (strstr(why, "OOM ") != NULL)
-		return 1;
-	for (i = 0; i < sizeof(readers) / sizeof(readers[0]); i++)
-		if (strcmp(k->name, readers[i]) == 0)
-			return 1;
-	return 0;
-}
-
 /* An operation's reply a, NULL if missing: its result goes, or waits for
  * the events up to last. */
 static void
@@ -838,8 +819,12 @@ call_done(struct redis_call *k, const redisReply *a, uint64_t last)
 		        : "an operation failed";
 
 		engine_error(r, why);
-		call_fail(k, op_wrote_nothing(k, why) ? CSQ_ETRYAGAIN
-		                                      : CSQ_EUNSURE);
+		/* Redis refuses for want of memory only a call's first write
+		 * (a script that has written may go on writing), so before
+		 * this operation wrote anything; any other failure may have
+		 * come after some of its writes. */
+		call_fail(k, strstr(why, "OOM ") != NULL ? CSQ_ETRYAGAIN
+		                                         : CSQ_EUNSURE);
 		return;
 	}
 	k->res.status = status_of(status);

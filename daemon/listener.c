@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +18,7 @@
 
 #include "client.h"
 #include "log.h"
+#include "loop.h"
 #include "resp.h"
 #include "server.h"
 #include "util.h"
@@ -33,7 +33,7 @@ struct listener {
 	struct evconnlistener *evl;
 	struct event *backoff;
 	unsigned long failed;      /* accepts that failed since the last line */
-	int64_t logged_ms;         /* when that line was written; 0 never */
+	uint64_t logged_us;        /* when that line was written; 0 never */
 	char path[CONFIG_STR_MAX]; /* unix socket to remove, or "" */
 	char name[CONFIG_STR_MAX];
 };
@@ -65,15 +65,6 @@ listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 	}
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 listener_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -95,13 +86,14 @@ listener_error_cb(struct evconnlistener *evl, void *arg)
 	 * a backlog drains, between accepts that succeed: one line at most
 	 * every ACCEPT_LOG_MS, which counts the failures since the last. */
 	l->failed++;
-	if (l->logged_ms == 0 || now_ms() - l->logged_ms >= ACCEPT_LOG_MS) {
+	if (l->logged_us == 0 ||
+	    loop_now_us() - l->logged_us >= ACCEPT_LOG_MS * 1000u) {
 		log_warnx("accept on %s: %s; retrying (failures since the "
 		          "last line: %lu)",
 		          l->name, evutil_socket_error_to_string(err),
 		          l->failed);
 		l->failed = 0;
-		l->logged_ms = now_ms();
+		l->logged_us = loop_now_us();
 	}
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 		/* Retrying at once would spin: wait for descriptors. */

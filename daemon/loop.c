@@ -19,7 +19,7 @@
 
 uint64_t loop_work;
 
-static uint64_t
+uint64_t
 loop_now_us(void)
 {
 	struct timespec ts;

@@ -22,6 +22,9 @@ loop_did_work(void)
 	loop_work++;
 }
 
+/* CLOCK_MONOTONIC in microseconds. */
+uint64_t loop_now_us(void);
+
 /*
  * Runs base until event_base_loopexit or event_base_loopbreak, as
  * event_base_dispatch does. When *busy_poll_us is above 0, a turn that

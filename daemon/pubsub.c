@@ -131,10 +131,12 @@ int
 pubsub_unsubscribe(struct pubsub *ps, struct client *c, const char *name,
                    size_t len)
 {
-	struct pubsub_subs *subs = subs_of(ps, c);
+	struct pubsub_subs *subs = client_subs(c);
 	struct pubsub_sub *sub;
 
-	if ((sub = csq_dict_get(subs->bychannel, name, len)) == NULL)
+	/* (A client that never subscribed has no tables to look in.) */
+	if (subs->bychannel == NULL ||
+	    (sub = csq_dict_get(subs->bychannel, name, len)) == NULL)
 		return 0;
 	channel_drop(ps, subs, sub);
 	return 1;
@@ -177,10 +179,12 @@ int
 pubsub_punsubscribe(struct pubsub *ps, struct client *c, const char *pat,
                     size_t len)
 {
-	struct pubsub_subs *subs = subs_of(ps, c);
+	struct pubsub_subs *subs = client_subs(c);
 	struct pubsub_sub *sub;
 
-	if ((sub = csq_dict_get(subs->bypattern, pat, len)) == NULL)
+	/* (A client that never subscribed has no tables to look in.) */
+	if (subs->bypattern == NULL ||
+	    (sub = csq_dict_get(subs->bypattern, pat, len)) == NULL)
 		return 0;
 	pattern_drop(ps, subs, sub);
 	return 1;

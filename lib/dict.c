@@ -10,9 +10,9 @@
  * DICT_REHASH_STEP chains of the old one, until it is empty. Moving a
  * million users at once walks a million nodes, each a cache miss: 75 ms
  * in which csqd answered nobody (docs/benchmarks.md). While the two
- * tables live, a key is
- * in the old one if its old bucket has not been moved yet, and in the new
- * one otherwise; every lookup and insert follows that rule (dict_bucket).
+ * tables live, a key is in the old one if its old bucket has not been
+ * moved yet, and in the new one otherwise; every lookup and insert
+ * follows that rule (dict_bucket).
  */
 #include "dict.h"
 

@@ -689,7 +689,8 @@ many_subscriptions(void **state)
 /*
  * A pattern is its bytes, NUL included, as in Redis: "user:*\0zzz" is not
  * "user:*" (it was, cut at the NUL: it counted twice, matched as
- * "user:*", and PUNSUBSCRIBE could not remove it).
+ * "user:*", and PUNSUBSCRIBE could not remove it). And PUNSUBSCRIBE
+ * without names drops them in the order they came.
  */
 static void
 nul_in_pattern(void **state)
@@ -697,7 +698,9 @@ nul_in_pattern(void **state)
 	struct csqd_fx *fx = *state;
 	struct msgs *m = calloc(1, sizeof(*m));
 	const char *argv[2] = {"PSUBSCRIBE", "user:*\0zzz"};
+	const char *order[] = {"c*", "a*", "b*"};
 	size_t lens[2] = {10, 10};
+	char expect[64];
 	redisContext *sub;
 	redisReply *r;
 	int i;
@@ -725,6 +728,24 @@ nul_in_pattern(void **state)
 	assert_reply_integer(r->element[2], 1);
 	freeReplyObject(r);
 	CHECK(sub, "['punsubscribe','user:*',:0]", "PUNSUBSCRIBE");
+	CHECK(sub, "+PONG", "PING");
+	/* Without names, every one goes, oldest first; a client that never
+	 * subscribed is told it has none. */
+	CHECK(sub, "['psubscribe','c*',:1]", "PSUBSCRIBE c*");
+	CHECK(sub, "['psubscribe','a*',:2]", "PSUBSCRIBE a*");
+	CHECK(sub, "['psubscribe','b*',:3]", "PSUBSCRIBE b*");
+	redisAppendCommand(sub, "PUNSUBSCRIBE");
+	for (i = 0; i < 3; i++) {
+		r = GET_REPLY(sub);
+		snprintf(expect, sizeof(expect), "['punsubscribe','%s',:%d]",
+		         order[i], 2 - i);
+		assert_repr(r, expect);
+		freeReplyObject(r);
+	}
+	redisFree(sub);
+	sub = csqd_connect(fx->d);
+	CHECK(sub, "['unsubscribe','x',:0]", "UNSUBSCRIBE x");
+	CHECK(sub, "['punsubscribe','x*',:0]", "PUNSUBSCRIBE x*");
 	CHECK(sub, "+PONG", "PING");
 	msgs_free(m);
 	free(m);

@@ -1248,8 +1248,9 @@ reaped_once(void **state)
  * that fails inside it (here: a user whose record someone wrote by hand,
  * which the script cannot read) gets TRYAGAIN, in the words of a command
  * that may have been applied (csqd cannot tell how far a failing
- * operation got), and here changes nothing, while the operations sent beside it, from other
- * connections in the same instant, stand with their replies and events.
+ * operation got), and here changes nothing, while the operations sent beside
+ * it, from other connections in the same instant, stand with their replies and
+ * events.
  */
 #define SIDE_USERS 16
 
@@ -1716,27 +1717,36 @@ stalled_redis(void **state)
  * says it may have been applied, not that nothing changed: the call is in
  * Redis's socket, and Redis runs it when it goes on (the first version said
  * "nothing was changed" here, and the user was then found waiting). A
- * command sent while the link is down never left csqd and gets the plain
- * text. Sent again once Redis is back, the ENQUEUE leaves the user waiting
- * once, and the other user is nowhere.
+ * command sent while the link is down never left csqd, and a read out
+ * beside the ENQUEUE wrote nothing: both get the plain text. Sent again once
+ * Redis is back, the ENQUEUE leaves the user waiting once, and the other user
+ * is nowhere.
  */
 
 static void
 stalled_unsure(void **state)
 {
 	struct rfx *fx = *state;
-	redisContext *c;
+	redisContext *c, *c2;
 	redisReply *r;
 	int64_t t0, deadline;
 
 	fx_daemon(fx, 0, "");
 	c = csqd_connect(fx->d[0]);
+	c2 = csqd_connect(fx->d[0]);
 	r = CMD(c, "ENQUEUE before TTL 0");
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
 	freeReplyObject(r);
 	kill(fx->r->pid, SIGSTOP);
 	t0 = now_ms();
+	/* A read out beside it wrote nothing, whatever became of it. */
+	redisAppendCommand(c2, "WHERE before");
+	flush_pipeline(c2);
 	CHECK(c, UNSURE_TEXT, "ENQUEUE maybe1 TTL 0");
+	r = GET_REPLY(c2);
+	assert_repr(r, NOTHING_TEXT);
+	freeReplyObject(r);
+	redisFree(c2);
 	print_message("stalled: the ENQUEUE out was answered after %lld ms\n",
 	              (long long)(now_ms() - t0));
 	CHECK(c, NOTHING_TEXT, "ENQUEUE never1 TTL 0");
