@@ -3,9 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "client.h"
 #include "dict.h"
@@ -38,20 +35,11 @@ struct pubsub {
 };
 
 struct pubsub *
-pubsub_new(void)
+pubsub_new(uint64_t seed)
 {
 	struct pubsub *ps = csq_xcalloc(1, sizeof(*ps));
-	struct timespec ts;
 
-	/* lib/dict.c's hash can be inverted: with a known seed, a client can
-	 * make any number of names with one hash (100,000 in one PSUBSCRIBE
-	 * held csqd 65 s). Without getrandom, the clock and the pid. */
-	if (getrandom(&ps->seed, sizeof(ps->seed), GRND_NONBLOCK) !=
-	    (ssize_t)sizeof(ps->seed)) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ps->seed = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^
-		           ((uint64_t)getpid() << 16);
-	}
+	ps->seed = seed;
 	ps->channels = csq_dict_new(ps->seed);
 	TAILQ_INIT(&ps->patterns);
 	return ps;

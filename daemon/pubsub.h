@@ -13,6 +13,7 @@
 #define CSQD_PUBSUB_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/queue.h>
 
 struct client;
@@ -30,7 +31,8 @@ struct pubsub_subs {
 
 struct pubsub;
 
-struct pubsub *pubsub_new(void);
+/* seed: of the tables of channels and subscriptions; random (server.c). */
+struct pubsub *pubsub_new(uint64_t seed);
 void pubsub_free(struct pubsub *);
 
 /* Each returns 1 when it changed something, 0 when it was already so. A

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -42,6 +44,28 @@ server_now_ms(void)
 		now = last;
 	last = now;
 	return now;
+}
+
+/*
+ * A seed for the hash tables whose keys come from clients (ids, channels,
+ * patterns). lib/dict.c's hash can be inverted: under a seed that is
+ * known, a client can make any number of keys that fall in one chain.
+ * 40,000 such user ids took 12 s to ENQUEUE, against 0.12 s for as many
+ * others, and a journal full of them would take as long again at every
+ * restart. Without getrandom, the clock and the pid.
+ */
+static uint64_t
+server_random_seed(void)
+{
+	struct timespec ts;
+	uint64_t seed;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) ==
+	    (ssize_t)sizeof(seed))
+		return seed;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^
+	       ((uint64_t)getpid() << 16);
 }
 
 static uint64_t
@@ -353,8 +377,8 @@ server_engine(struct server *s)
 	struct csq_engine *e;
 
 	if (strcmp(s->cfg.engine, "memory") == 0) {
-		e = csq_engine_memory_new(&s->cfg.limits, server_clock, s,
-		                          server_emit, s);
+		e = csq_engine_memory_new(&s->cfg.limits, server_random_seed(),
+		                          server_clock, s, server_emit, s);
 		/* Durability asked for and not given is a reason not to
 		 * start: the journal opens (and replays) or csqd stops. */
 		if (s->cfg.journal[0] != '\0' &&
@@ -416,7 +440,7 @@ server_run(const struct config *cfg, const char *config_path)
 	signal(SIGPIPE, SIG_IGN);
 	if ((s->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
-	s->pubsub = pubsub_new();
+	s->pubsub = pubsub_new(server_random_seed());
 	s->metrics = metrics_new();
 	s->deadline_ev = evtimer_new(s->base, server_deadline_cb, s);
 	s->stop_ev = evtimer_new(s->base, server_stop_timeout_cb, s);

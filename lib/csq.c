@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define MS_PER_S 1000
-/* Fixed seeds keep the library deterministic; ids are short and checked. */
+/* Each table's seed: csq_new's, made different for each. */
 #define SEED_USERS     UINT64_C(0x9e3779b97f4a7c15)
 #define SEED_SERVICERS UINT64_C(0xc2b2ae3d27d4eb4f)
 #define SEED_QUEUES    UINT64_C(0x165667b19e3779f9)
@@ -160,7 +160,8 @@ csq_user_free(struct csq *c, struct csq_user *u)
 }
 
 struct csq *
-csq_new(const struct csq_limits *limits, csq_emit_fn *emit, void *arg)
+csq_new(const struct csq_limits *limits, uint64_t seed, csq_emit_fn *emit,
+        void *arg)
 {
 	struct csq *c = csq_xcalloc(1, sizeof(*c));
 	struct csq_queue *q;
@@ -168,11 +169,11 @@ csq_new(const struct csq_limits *limits, csq_emit_fn *emit, void *arg)
 	c->limits = *limits;
 	c->emit = emit;
 	c->emit_arg = arg;
-	c->users =
-	    csq_dict_new_intrusive(SEED_USERS, offsetof(struct csq_user, link),
-	                           offsetof(struct csq_user, id));
-	c->servicers = csq_dict_new(SEED_SERVICERS);
-	c->queues = csq_dict_new(SEED_QUEUES);
+	c->users = csq_dict_new_intrusive(seed ^ SEED_USERS,
+	                                  offsetof(struct csq_user, link),
+	                                  offsetof(struct csq_user, id));
+	c->servicers = csq_dict_new(seed ^ SEED_SERVICERS);
+	c->queues = csq_dict_new(seed ^ SEED_QUEUES);
 	csq_heap_init(&c->deadlines);
 	/* The default queue exists always: it holds a reference of its own. */
 	q = csq_queue_get(c, CSQ_DEFAULT_QUEUE, strlen(CSQ_DEFAULT_QUEUE), 1);
@@ -834,37 +835,79 @@ csq_expire(struct csq *c, uint64_t now)
 	}
 }
 
-struct rearm_walk {
-	struct csq *c;
-	uint64_t now;
+/*
+ * The rearm walks the tables in an order of their own, not the tables':
+ * a deadline's tie comes from the order it is set in, and deadlines that
+ * fall together act in tie order, so an order that came from the hash
+ * seed would let a replay of the journal, under another seed, differ
+ * from the run it replays (a lost servicer's user matched or not). So
+ * users go by order key (tier, then arrival), servicers by id.
+ */
+struct collect_walk {
+	void **all;
+	size_t n;
 };
 
 static void
-rearm_user(void *arg, const char *key, size_t len, void *val)
+collect_one(void *arg, const char *key, size_t len, void *val)
 {
-	struct rearm_walk *w = arg;
-	struct csq_user *u = val;
+	struct collect_walk *w = arg;
 
 	(void)key, (void)len;
-	if (u->state == CSQ_USER_WAITING)
-		user_deadline(w->c, u, w->now);
+	w->all[w->n++] = val;
 }
 
-static void
-rearm_servicer(void *arg, const char *key, size_t len, void *val)
+/* The values of d, sorted with cmp (which compares pointers to them). */
+static void **
+sorted_values(const struct csq_dict *d, int (*cmp)(const void *, const void *),
+              size_t *n)
 {
-	struct rearm_walk *w = arg;
-	struct csq_servicer *s = val;
+	struct collect_walk w = {NULL, 0};
 
-	(void)key, (void)len;
-	csq_deadline_set(w->c, &s->deadline, w->now + ttl_ms(s->ttl_s));
+	w.all = csq_xmalloc((csq_dict_len(d) + 1) * sizeof(*w.all));
+	csq_dict_each(d, collect_one, &w);
+	qsort(w.all, w.n, sizeof(*w.all), cmp);
+	*n = w.n;
+	return w.all;
+}
+
+static int
+rearm_user_cmp(const void *a, const void *b)
+{
+	const struct csq_user *x = *(const struct csq_user *const *)a;
+	const struct csq_user *y = *(const struct csq_user *const *)b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+static int
+rearm_servicer_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct csq_servicer *const *)a)->id,
+	              (*(const struct csq_servicer *const *)b)->id);
 }
 
 void
 csq_rearm_deadlines(struct csq *c, uint64_t now)
 {
-	struct rearm_walk w = {c, now};
+	struct csq_user *u;
+	struct csq_servicer *s;
+	void **all;
+	size_t i, n;
 
-	csq_dict_each(c->users, rearm_user, &w);
-	csq_dict_each(c->servicers, rearm_servicer, &w);
+	all = sorted_values(c->users, rearm_user_cmp, &n);
+	for (i = 0; i < n; i++) {
+		u = all[i];
+		if (u->state == CSQ_USER_WAITING)
+			user_deadline(c, u, now);
+	}
+	free(all);
+	all = sorted_values(c->servicers, rearm_servicer_cmp, &n);
+	for (i = 0; i < n; i++) {
+		s = all[i];
+		csq_deadline_set(c, &s->deadline, now + ttl_ms(s->ttl_s));
+	}
+	free(all);
 }

@@ -193,8 +193,14 @@ struct csq_enqueue_args {
 
 struct csq;
 
-/* Takes a copy of limits; emit may be NULL. Dies on out of memory. */
-struct csq *csq_new(const struct csq_limits *, csq_emit_fn *emit, void *arg);
+/*
+ * Takes a copy of limits; emit may be NULL. Dies on out of memory. seed is
+ * the hash seed of the id tables: a daemon passes a random one, so that no
+ * client can choose ids that all fall in one chain of a table (lib/dict.c's
+ * hash can be inverted). Nothing csq answers or emits depends on it.
+ */
+struct csq *csq_new(const struct csq_limits *, uint64_t seed, csq_emit_fn *emit,
+                    void *arg);
 void csq_free(struct csq *);
 void csq_set_limits(struct csq *, const struct csq_limits *);
 const struct csq_limits *csq_get_limits(const struct csq *);

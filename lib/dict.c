@@ -349,3 +349,27 @@ csq_dict_each(const struct csq_dict *d,
 			fn(arg, dict_key(d, n), n->len, dict_val(d, n));
 		}
 }
+
+static size_t
+chain_longest(struct csq_dict_node *const *b, size_t from, size_t to)
+{
+	const struct csq_dict_node *n;
+	size_t i, len, longest = 0;
+
+	for (i = from; i < to; i++) {
+		for (len = 0, n = b[i]; n != NULL; n = n->next)
+			len++;
+		if (len > longest)
+			longest = len;
+	}
+	return longest;
+}
+
+size_t
+csq_dict_longest_chain(const struct csq_dict *d)
+{
+	size_t old = chain_longest(d->old, d->moved, d->nold);
+	size_t cur = chain_longest(d->buckets, 0, d->nbuckets);
+
+	return old > cur ? old : cur;
+}

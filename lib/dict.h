@@ -33,6 +33,8 @@ void csq_dict_free(struct csq_dict *); /* never frees an intrusive object */
 size_t csq_dict_len(const struct csq_dict *);
 /* A resize is under way: two tables live, the old one emptying (tests). */
 int csq_dict_resizing(const struct csq_dict *);
+/* The most keys in one chain (tests: what the seed does). */
+size_t csq_dict_longest_chain(const struct csq_dict *);
 void *csq_dict_get(const struct csq_dict *, const char *key, size_t len);
 
 /* Copying dicts. Adds or replaces; returns the previous value or NULL. */

@@ -81,12 +81,13 @@ struct csq_engine {
 typedef uint64_t csq_clock_fn(void *arg); /* milliseconds */
 
 /*
- * The memory engine: the whole state in this process. clock gives the time;
- * events come out through emit.
+ * The memory engine: the whole state in this process. seed is csq_new's;
+ * clock gives the time; events come out through emit.
  */
 struct csq_engine *csq_engine_memory_new(const struct csq_limits *,
-                                         csq_clock_fn *clock, void *clock_arg,
-                                         csq_emit_fn *emit, void *emit_arg);
+                                         uint64_t seed, csq_clock_fn *clock,
+                                         void *clock_arg, csq_emit_fn *emit,
+                                         void *emit_arg);
 /* The state machine behind a memory engine (for tests and checks). */
 struct csq *csq_engine_memory_state(struct csq_engine *);
 

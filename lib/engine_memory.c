@@ -230,15 +230,16 @@ static const struct csq_engine_ops memory_ops = {
 };
 
 struct csq_engine *
-csq_engine_memory_new(const struct csq_limits *limits, csq_clock_fn *clock,
-                      void *clock_arg, csq_emit_fn *emit, void *emit_arg)
+csq_engine_memory_new(const struct csq_limits *limits, uint64_t seed,
+                      csq_clock_fn *clock, void *clock_arg, csq_emit_fn *emit,
+                      void *emit_arg)
 {
 	struct engine_memory *m = csq_xcalloc(1, sizeof(*m));
 
 	m->base.ops = &memory_ops;
 	m->emit = emit;
 	m->emit_arg = emit_arg;
-	m->csq = csq_new(limits, memory_emit, m);
+	m->csq = csq_new(limits, seed, memory_emit, m);
 	m->clock = clock;
 	m->clock_arg = clock_arg;
 	return &m->base;

@@ -5,7 +5,8 @@
  * keys objects by the id they hold, and stays true through growth, removal
  * in any order and a random mix with a model. A resize is incremental: it
  * spans many changes, and every lookup, insert, removal and visit made
- * while the old and the new table both live gives the same answers.
+ * while the old and the new table both live gives the same answers. Keys
+ * made to share a chain under one seed spread out under another.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -513,6 +514,63 @@ test_seeds(void **state)
 	csq_dict_free(b);
 }
 
+/* lib/dict.c's mixing step, copied: the keys below need it. */
+static uint64_t
+dict_mix_copy(uint64_t x)
+{
+	x ^= x >> 32;
+	x *= UINT64_C(0xd6e8feb86659fd93);
+	x ^= x >> 32;
+	x *= UINT64_C(0xd6e8feb86659fd93);
+	x ^= x >> 32;
+	return x;
+}
+
+#define CRAFTED 5000
+
+/*
+ * The seed is all that keeps a client from filling one chain. 16-byte
+ * keys whose second 8 bytes cancel the first under one seed (the hash
+ * state after them is the same for all) are one chain in a dict with that
+ * seed, and spread out in a dict with any other; both find every key.
+ * csqd seeds its tables at random (daemon/server.c).
+ */
+static void
+test_seed_decides_chains(void **state)
+{
+	const uint64_t seed = UINT64_C(0x5eed);
+	struct csq_dict *same = csq_dict_new(seed),
+	                *other = csq_dict_new(seed + 1);
+	uint64_t h0 = seed ^ (16 * UINT64_C(0x9e3779b97f4a7c15)), w1, w2;
+	char key[16];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < CRAFTED; i++) {
+		w1 = (uint64_t)i;
+		w2 = dict_mix_copy(h0 ^ w1) ^ UINT64_C(0x0123456789abcdef);
+		memcpy(key, &w1, 8);
+		memcpy(key + 8, &w2, 8);
+		assert_null(csq_dict_put(same, key, sizeof(key), val(i)));
+		assert_null(csq_dict_put(other, key, sizeof(key), val(i)));
+	}
+	print_message("longest chain: %zu with the seed, %zu with another\n",
+	              csq_dict_longest_chain(same),
+	              csq_dict_longest_chain(other));
+	assert_int_equal(csq_dict_longest_chain(same), CRAFTED);
+	assert_true(csq_dict_longest_chain(other) < 20);
+	for (i = 0; i < CRAFTED; i++) {
+		w1 = (uint64_t)i;
+		w2 = dict_mix_copy(h0 ^ w1) ^ UINT64_C(0x0123456789abcdef);
+		memcpy(key, &w1, 8);
+		memcpy(key + 8, &w2, 8);
+		assert_ptr_equal(csq_dict_get(same, key, sizeof(key)), val(i));
+		assert_ptr_equal(csq_dict_get(other, key, sizeof(key)), val(i));
+	}
+	csq_dict_free(same);
+	csq_dict_free(other);
+}
+
 struct obj {
 	int tag;
 	struct csq_dict_node link;
@@ -628,6 +686,7 @@ main(void)
 	    cmocka_unit_test(test_resize_incremental),
 	    cmocka_unit_test(test_swing_model),
 	    cmocka_unit_test(test_seeds),
+	    cmocka_unit_test(test_seed_decides_chains),
 	    cmocka_unit_test(test_intrusive),
 	    cmocka_unit_test(test_intrusive_model),
 	};

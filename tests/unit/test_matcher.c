@@ -41,7 +41,7 @@ setup(void **state)
 	struct csq_limits l;
 
 	csq_limits_default(&l);
-	f->csq = csq_new(&l, record, f);
+	f->csq = csq_new(&l, 0, record, f);
 	f->now = 1700000000000ULL;
 	*state = f;
 	return 0;
@@ -678,7 +678,7 @@ test_randomized(void **state)
 	memset(&m, 0, sizeof(m));
 	csq_limits_default(&l);
 	l.max_queue_length = 25;
-	c = csq_new(&l, model_event, &m);
+	c = csq_new(&l, 0, model_event, &m);
 	for (op = 0; op < RAND_OPS; op++) {
 		snprintf(sid, sizeof(sid), "s%u", rnd(RAND_SERVICERS));
 		snprintf(uid, sizeof(uid), "u%u", rnd(RAND_USERS));

@@ -140,7 +140,7 @@ test_matches_memory_engine(void **state)
 	(void)state;
 	csq_limits_default(&limits);
 	limits.max_queue_length = 3;
-	e = csq_engine_memory_new(&limits, fake_clock, NULL, NULL, NULL);
+	e = csq_engine_memory_new(&limits, 0, fake_clock, NULL, NULL, NULL);
 	for (i = 0; i < 20000; i++) {
 		random_op(&op, bufs);
 		v = csq_op_validate(&op, &limits);
