@@ -59,7 +59,7 @@ csq_queue_get(struct csq *c, const char *name, size_t len, int create)
 	if (q != NULL || !create)
 		return q;
 	q = csq_xmalloc(sizeof(*q) + len + 1);
-	q->line = csq_line_new();
+	q->line = csq_line_new(c->seed);
 	csq_heap_init(&q->avail);
 	q->refs = 0;
 	q->namelen = len;
@@ -167,6 +167,7 @@ csq_new(const struct csq_limits *limits, uint64_t seed, csq_emit_fn *emit,
 	struct csq_queue *q;
 
 	c->limits = *limits;
+	c->seed = seed;
 	c->emit = emit;
 	c->emit_arg = arg;
 	c->users = csq_dict_new_intrusive(seed ^ SEED_USERS,

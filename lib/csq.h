@@ -195,9 +195,11 @@ struct csq;
 
 /*
  * Takes a copy of limits; emit may be NULL. Dies on out of memory. seed is
- * the hash seed of the id tables: a daemon passes a random one, so that no
- * client can choose ids that all fall in one chain of a table (lib/dict.c's
- * hash can be inverted). Nothing csq answers or emits depends on it.
+ * the hash seed of the id tables and the seed of the lines' node levels: a
+ * daemon passes a random one, so that no client can choose ids that all
+ * fall in one chain of a table (lib/dict.c's hash can be inverted), or know
+ * which of its users to take out of line to leave a line without shortcuts.
+ * Nothing csq answers or emits depends on it.
  */
 struct csq *csq_new(const struct csq_limits *, uint64_t seed, csq_emit_fn *emit,
                     void *arg);

@@ -2,8 +2,10 @@
  * The waiting line: a skiplist with spans, after Redis's t_zset.c. Each
  * link knows how many nodes it skips (its span), so the rank of a key and
  * the node at a rank come out of the same O(log n) descent as a search.
- * The level of a new node is drawn from a per-line xorshift generator with
- * a fixed seed, so that runs are reproducible.
+ * The level of a new node is drawn from a per-line xorshift generator,
+ * seeded by the caller: with a seed that is known, a client could tell
+ * which of its users got the tall nodes, and by taking those out of line
+ * leave a line of short ones, a list to walk. The levels change no answer.
  */
 #include "line.h"
 
@@ -49,7 +51,7 @@ line_node_new(int level, uint64_t key, void *value)
 }
 
 struct csq_line *
-csq_line_new(void)
+csq_line_new(uint64_t seed)
 {
 	struct csq_line *l = csq_xmalloc(sizeof(*l));
 	int i;
@@ -61,7 +63,10 @@ csq_line_new(void)
 	}
 	l->length = 0;
 	l->level = 1;
-	l->rng = LINE_SEED;
+	/* xorshift's one state it never leaves is 0. */
+	l->rng = seed ^ LINE_SEED;
+	if (l->rng == 0)
+		l->rng = LINE_SEED;
 	return l;
 }
 

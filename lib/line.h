@@ -12,8 +12,9 @@
 struct csq_line;
 struct csq_line_node;
 
-/* Dies on out of memory. The line never owns the values. */
-struct csq_line *csq_line_new(void);
+/* Dies on out of memory. The line never owns the values. seed: of the
+ * nodes' levels (csq_new's). */
+struct csq_line *csq_line_new(uint64_t seed);
 void csq_line_free(struct csq_line *);
 uint64_t csq_line_len(const struct csq_line *);
 

@@ -96,6 +96,7 @@ struct csq {
 	struct csq_dict *servicers;
 	struct csq_dict *queues;
 	struct csq_heap deadlines;
+	uint64_t seed;  /* csq_new's: of the tables and the lines */
 	uint64_t seq;   /* last order-key sequence handed out */
 	uint64_t order; /* last servicer event order */
 	uint64_t tie;   /* last deadline tie-breaker */

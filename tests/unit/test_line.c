@@ -84,7 +84,7 @@ setup(void **state)
 static void
 test_empty(void **state)
 {
-	struct csq_line *l = csq_line_new();
+	struct csq_line *l = csq_line_new(0);
 
 	(void)state;
 	assert_int_equal(csq_line_len(l), 0);
@@ -105,7 +105,7 @@ test_random_order_ranks(void **state)
 {
 	enum { N = 1000 };
 	uint64_t *keys = shuffled_keys(N, 10), model[N];
-	struct csq_line *l = csq_line_new();
+	struct csq_line *l = csq_line_new(0);
 	struct csq_line_node *n;
 	size_t i;
 
@@ -136,7 +136,7 @@ test_remove_positions(void **state)
 {
 	uint64_t model[] = {10, 20, 30, 40, 50, 60, 70};
 	size_t len = sizeof(model) / sizeof(model[0]), i;
-	struct csq_line *l = csq_line_new();
+	struct csq_line *l = csq_line_new(0);
 
 	(void)state;
 	for (i = len; i > 0; i--)
@@ -177,7 +177,7 @@ static void
 test_edge_keys(void **state)
 {
 	uint64_t model[] = {0, 1, UINT64_MAX - 1, UINT64_MAX};
-	struct csq_line *l = csq_line_new();
+	struct csq_line *l = csq_line_new(0);
 
 	(void)state;
 	csq_line_insert(l, UINT64_MAX, val(UINT64_MAX));
@@ -201,7 +201,8 @@ static void
 test_fifo_shape(void **state)
 {
 	enum { N = 5000 };
-	struct csq_line *l = csq_line_new();
+	/* The seed that line.c's own constant cancels to 0. */
+	struct csq_line *l = csq_line_new(UINT64_C(0x2545f4914f6cdd1d));
 	struct csq_line_node *n;
 	uint64_t i;
 
@@ -248,7 +249,7 @@ static void
 test_random_model(void **state)
 {
 	uint64_t *model = calloc(RANDOM_KEYS, sizeof(*model)), key, idx;
-	struct csq_line *l = csq_line_new();
+	struct csq_line *l = csq_line_new(UINT64_C(0x5eed));
 	struct csq_line_node *n;
 	size_t len = 0, pos;
 	int op, found;
