@@ -842,7 +842,10 @@ csq_expire(struct csq *c, uint64_t now)
  * fall together act in tie order, so an order that came from the hash
  * seed would let a replay of the journal, under another seed, differ
  * from the run it replays (a lost servicer's user matched or not). So
- * users go by order key (tier, then arrival), servicers by id.
+ * waiting users go queue by queue in the order of the queues' names, each
+ * line from its head, and servicers by id. The lines are walked, not
+ * sorted: a sort of a million users by key added 0.6 to 1.0 s to a
+ * restart (of 3.6 to 4.1 s).
  */
 struct collect_walk {
 	void **all;
@@ -873,18 +876,14 @@ sorted_values(const struct csq_dict *d, int (*cmp)(const void *, const void *),
 }
 
 static int
-rearm_user_cmp(const void *a, const void *b)
+queue_name_cmp(const void *a, const void *b)
 {
-	const struct csq_user *x = *(const struct csq_user *const *)a;
-	const struct csq_user *y = *(const struct csq_user *const *)b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return strcmp(x->id, y->id);
+	return strcmp((*(const struct csq_queue *const *)a)->name,
+	              (*(const struct csq_queue *const *)b)->name);
 }
 
 static int
-rearm_servicer_cmp(const void *a, const void *b)
+servicer_id_cmp(const void *a, const void *b)
 {
 	return strcmp((*(const struct csq_servicer *const *)a)->id,
 	              (*(const struct csq_servicer *const *)b)->id);
@@ -893,19 +892,21 @@ rearm_servicer_cmp(const void *a, const void *b)
 void
 csq_rearm_deadlines(struct csq *c, uint64_t now)
 {
-	struct csq_user *u;
+	struct csq_line_node *node;
+	struct csq_queue *q;
 	struct csq_servicer *s;
 	void **all;
 	size_t i, n;
 
-	all = sorted_values(c->users, rearm_user_cmp, &n);
+	all = sorted_values(c->queues, queue_name_cmp, &n);
 	for (i = 0; i < n; i++) {
-		u = all[i];
-		if (u->state == CSQ_USER_WAITING)
-			user_deadline(c, u, now);
+		q = all[i];
+		for (node = csq_line_first(q->line); node != NULL;
+		     node = csq_line_next(node))
+			user_deadline(c, csq_line_node_value(node), now);
 	}
 	free(all);
-	all = sorted_values(c->servicers, rearm_servicer_cmp, &n);
+	all = sorted_values(c->servicers, servicer_id_cmp, &n);
 	for (i = 0; i < n; i++) {
 		s = all[i];
 		csq_deadline_set(c, &s->deadline, now + ttl_ms(s->ttl_s));
