@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -25,6 +26,7 @@
 #include "harness.h"
 
 #define START_TIMEOUT_MS  10000 /* the daemon must answer PING by then */
+#define START_TRIES       5     /* ports tried when another took ours */
 #define ENGINE_TIMEOUT_MS 10000 /* and its Redis engine be up by then */
 #define STOP_TIMEOUT_MS   10000 /* and exit after SIGTERM by then */
 #define CONNECT_TIMEOUT_S 5
@@ -295,6 +297,55 @@ harness_answers(int port)
 	return ok;
 }
 
+/*
+ * Whether process pid holds a socket listening on TCP port (IPv4). A free
+ * port is picked before csqd binds it, so a test program running beside
+ * this one may start its own daemon on the same port first; its PING
+ * answers, and without this check the test would talk to that daemon
+ * (seen once in CI: a test found the other's servicers, then its
+ * connection reset when the other stopped).
+ */
+static int
+port_owned_by(pid_t pid, int port)
+{
+	char line[512], path[300], link[64], want[64];
+	unsigned long inodes[8], inode;
+	unsigned int lport, state;
+	size_t ninodes = 0, i;
+	struct dirent *e;
+	ssize_t n;
+	int found = 0;
+	DIR *dir;
+	FILE *f;
+
+	if ((f = fopen("/proc/net/tcp", "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL && ninodes < 8)
+		if (sscanf(line,
+		           " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u "
+		           "%*u %lu",
+		           &lport, &state, &inode) == 3 &&
+		    lport == (unsigned int)port && state == 0x0A /* LISTEN */)
+			inodes[ninodes++] = inode;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%ld/fd", (long)pid);
+	if (ninodes == 0 || (dir = opendir(path)) == NULL)
+		return 0;
+	while (!found && (e = readdir(dir)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/%ld/fd/%s", (long)pid,
+		         e->d_name);
+		if ((n = readlink(path, link, sizeof(link) - 1)) <= 0)
+			continue;
+		link[n] = '\0';
+		for (i = 0; i < ninodes && !found; i++) {
+			snprintf(want, sizeof(want), "socket:[%lu]", inodes[i]);
+			found = strcmp(link, want) == 0;
+		}
+	}
+	closedir(dir);
+	return found;
+}
+
 #define HARNESS_UNIX    0x1 /* also a Unix socket and [::1] */
 #define HARNESS_HTTP    0x2 /* http.listen on a free port */
 #define HARNESS_NO_WAIT 0x4 /* do not wait for the Redis engine */
@@ -431,7 +482,7 @@ harness_start(const char *extra_conf, int flags, const char *engine,
 	char unix_listen[CSQD_PATH_MAX + 64] = "", http_listen[64] = "";
 	struct csqd *d;
 	int64_t deadline;
-	int fd, i, status;
+	int fd, i, status, tries = 0;
 	char *redis = NULL;
 	const char *rport;
 
@@ -443,6 +494,7 @@ harness_start(const char *extra_conf, int flags, const char *engine,
 		fail_at(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
 	snprintf(d->conf_path, sizeof(d->conf_path), "%s/csqd.conf", d->dir);
 	snprintf(d->log_path, sizeof(d->log_path), "%s/csqd.log", d->dir);
+again:
 	d->port = harness_free_port();
 	if (flags & HARNESS_HTTP) {
 		/* Two free ports in a row may come out the same. */
@@ -485,6 +537,7 @@ harness_start(const char *extra_conf, int flags, const char *engine,
 	         d->port, unix_listen, engine, http_listen,
 	         redis != NULL ? redis : "");
 	free(redis);
+	redis = NULL;
 	harness_started++;
 	csqd_rewrite_conf(d, extra_conf);
 
@@ -507,7 +560,7 @@ harness_start(const char *extra_conf, int flags, const char *engine,
 		_exit(127);
 	}
 	d->running = 1;
-	for (i = 0; i < LIVE_MAX; i++) {
+	for (i = 0; i < LIVE_MAX && harness_live[i] != d; i++) {
 		if (harness_live[i] == NULL) {
 			harness_live[i] = d;
 			break;
@@ -518,6 +571,11 @@ harness_start(const char *extra_conf, int flags, const char *engine,
 	for (;;) {
 		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
 			d->running = 0;
+			/* Another daemon took the port first: another one. */
+			if (file_contains(d->log_path,
+			                  "Address already in use") &&
+			    ++tries < START_TRIES)
+				goto again;
 			csqd_dump_log(d);
 			fail_at(
 			    __FILE__, __LINE__,
@@ -525,7 +583,7 @@ harness_start(const char *extra_conf, int flags, const char *engine,
 			    status, d->base_conf,
 			    extra_conf != NULL ? extra_conf : "");
 		}
-		if (harness_answers(d->port))
+		if (harness_answers(d->port) && port_owned_by(d->pid, d->port))
 			break;
 		if (now_ms() > deadline) {
 			csqd_dump_log(d);
