@@ -9,7 +9,7 @@ static int
 glob_one(const char *p, size_t plen, size_t *pi, unsigned char c)
 {
 	size_t i = *pi;
-	int match = 0, not ;
+	int match = 0, negated;
 
 	switch (p[i]) {
 	case '?':
@@ -17,8 +17,8 @@ glob_one(const char *p, size_t plen, size_t *pi, unsigned char c)
 		return 1;
 	case '[':
 		i++;
-		not = i < plen && p[i] == '^';
-		if (not )
+		negated = i < plen && p[i] == '^';
+		if (negated)
 			i++;
 		for (; i < plen && p[i] != ']'; i++) {
 			if (p[i] == '\\' && i + 1 < plen) {
@@ -44,7 +44,7 @@ glob_one(const char *p, size_t plen, size_t *pi, unsigned char c)
 			}
 		}
 		*pi = i < plen ? i + 1 : i;
-		return match != not ;
+		return match != negated;
 	case '\\':
 		if (i + 1 < plen)
 			i++;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../collide.h"
 #include "harness.h"
 
 #define CANT_EXECUTE                                                           \
@@ -571,37 +572,19 @@ psubscribe_patterns(void **state)
 #define MANY_SUBS    100000
 #define MANY_SLOW_MS 10000
 
-/* lib/dict.c's mixing step, to make names whose hashes are all one. */
-static uint64_t
-dict_mix_copy(uint64_t x)
-{
-	x ^= x >> 32;
-	x *= UINT64_C(0xd6e8feb86659fd93);
-	x ^= x >> 32;
-	x *= UINT64_C(0xd6e8feb86659fd93);
-	x ^= x >> 32;
-	return x;
-}
-
 /*
- * 16-byte names that all hash alike in a dict of lib/dict.c seeded with
- * seed: the second 8 bytes cancel the first. csqd's subscription tables
- * once had a fixed seed, and 100,000 such names in one PSUBSCRIBE held
- * another client 65 s (Release build); their seed is random now. (This
- * copies dict.c's hash: if that changes, these names stop colliding.)
+ * Names that all share one chain in a dict of lib/dict.c seeded with seed
+ * (tests/collide.h). csqd's subscription tables once had a fixed seed,
+ * and 100,000 such names in one PSUBSCRIBE held another client 65 s
+ * (Release build); their seed is random now.
  */
 static void
 colliding_names(char *names, int n, uint64_t seed)
 {
-	uint64_t h0 = seed ^ (16 * UINT64_C(0x9e3779b97f4a7c15)), w1, w2;
 	int i;
 
-	for (i = 0; i < n; i++) {
-		w1 = UINT64_C(0x3a3a000000000000) | (uint64_t)i;
-		w2 = dict_mix_copy(h0 ^ w1) ^ UINT64_C(0x1234567890abcdef);
-		memcpy(names + 16 * i, &w1, 8);
-		memcpy(names + 16 * i + 8, &w2, 8);
-	}
+	for (i = 0; i < n; i++)
+		collide_key(seed, (uint64_t)i, names + COLLIDE_KEY_LEN * i);
 }
 
 static void
@@ -613,7 +596,7 @@ many_subscriptions(void **state)
 	const char *verbs[] = {"PSUBSCRIBE", "SUBSCRIBE", "PSUBSCRIBE"};
 	const char **argv = calloc(MANY_SUBS + 3, sizeof(*argv));
 	size_t *lens = calloc(MANY_SUBS + 3, sizeof(*lens));
-	char *names = calloc(MANY_SUBS, 16), expect[64];
+	char *names = calloc(MANY_SUBS, COLLIDE_KEY_LEN), expect[64];
 	struct msgs *m = calloc(1, sizeof(*m));
 	redisContext *sub;
 	redisReply *r;
@@ -623,7 +606,8 @@ many_subscriptions(void **state)
 	for (v = 0; v < 3; v++) {
 		for (i = 0; i < MANY_SUBS && v < 2; i++)
 			lens[i + 1] =
-			    (size_t)snprintf(names + 16 * i, 16, "p%d*", i);
+			    (size_t)snprintf(names + COLLIDE_KEY_LEN * i,
+			                     COLLIDE_KEY_LEN, "p%d*", i);
 		if (v == 2)
 			colliding_names(names, MANY_SUBS,
 			                UINT64_C(0x9e3779b97f4a7c15));
@@ -631,9 +615,9 @@ many_subscriptions(void **state)
 		argv[0] = verbs[v];
 		lens[0] = strlen(verbs[v]);
 		for (i = 0; i < MANY_SUBS; i++) {
-			argv[i + 1] = names + 16 * i;
+			argv[i + 1] = names + COLLIDE_KEY_LEN * i;
 			if (v == 2)
-				lens[i + 1] = 16;
+				lens[i + 1] = COLLIDE_KEY_LEN;
 		}
 		/* A repeat counts once. */
 		argv[MANY_SUBS + 1] = argv[8];

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "../collide.h"
 #include "dict.h"
 
 #define MANY_KEYS  100000
@@ -514,26 +515,13 @@ test_seeds(void **state)
 	csq_dict_free(b);
 }
 
-/* lib/dict.c's mixing step, copied: the keys below need it. */
-static uint64_t
-dict_mix_copy(uint64_t x)
-{
-	x ^= x >> 32;
-	x *= UINT64_C(0xd6e8feb86659fd93);
-	x ^= x >> 32;
-	x *= UINT64_C(0xd6e8feb86659fd93);
-	x ^= x >> 32;
-	return x;
-}
-
 #define CRAFTED 5000
 
 /*
- * The seed is all that keeps a client from filling one chain. 16-byte
- * keys whose second 8 bytes cancel the first under one seed (the hash
- * state after them is the same for all) are one chain in a dict with that
- * seed, and spread out in a dict with any other; both find every key.
- * csqd seeds its tables at random (daemon/server.c).
+ * The seed is all that keeps a client from filling one chain: keys made
+ * to share one under a seed (tests/collide.h) are one chain in a dict
+ * with that seed, and spread out in a dict with any other; both find
+ * every key. csqd seeds its tables at random (daemon/server.c).
  */
 static void
 test_seed_decides_chains(void **state)
@@ -541,16 +529,12 @@ test_seed_decides_chains(void **state)
 	const uint64_t seed = UINT64_C(0x5eed);
 	struct csq_dict *same = csq_dict_new(seed),
 	                *other = csq_dict_new(seed + 1);
-	uint64_t h0 = seed ^ (16 * UINT64_C(0x9e3779b97f4a7c15)), w1, w2;
-	char key[16];
+	char key[COLLIDE_KEY_LEN];
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < CRAFTED; i++) {
-		w1 = (uint64_t)i;
-		w2 = dict_mix_copy(h0 ^ w1) ^ UINT64_C(0x0123456789abcdef);
-		memcpy(key, &w1, 8);
-		memcpy(key + 8, &w2, 8);
+		collide_key(seed, i, key);
 		assert_null(csq_dict_put(same, key, sizeof(key), val(i)));
 		assert_null(csq_dict_put(other, key, sizeof(key), val(i)));
 	}
@@ -560,10 +544,7 @@ test_seed_decides_chains(void **state)
 	assert_int_equal(csq_dict_longest_chain(same), CRAFTED);
 	assert_true(csq_dict_longest_chain(other) < 20);
 	for (i = 0; i < CRAFTED; i++) {
-		w1 = (uint64_t)i;
-		w2 = dict_mix_copy(h0 ^ w1) ^ UINT64_C(0x0123456789abcdef);
-		memcpy(key, &w1, 8);
-		memcpy(key + 8, &w2, 8);
+		collide_key(seed, i, key);
 		assert_ptr_equal(csq_dict_get(same, key, sizeof(key)), val(i));
 		assert_ptr_equal(csq_dict_get(other, key, sizeof(key)), val(i));
 	}
