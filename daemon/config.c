@@ -8,11 +8,13 @@
 #include <sys/un.h>
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <libconfig.h>
@@ -26,6 +28,8 @@
 #define CONFIG_CLIENTS_MAX   1000000
 #define CONFIG_MSG_MAX       512
 #define CONFIG_SUN_PATH_SIZE sizeof(((struct sockaddr_un *)0)->sun_path)
+#define CONFIG_TEXT_MAX      (1024 * 1024) /* a file read again, at most */
+#define CONFIG_LITERAL_MAX   64            /* an integer's text, at most */
 
 enum config_type {
 	CONFIG_T_INT,    /* libconfig int or int64, within min..max */
@@ -139,6 +143,9 @@ struct config_report {
 	FILE *err;
 	const char *name; /* file name, or the name given to a string */
 	int errors;
+	const char *text; /* the string loaded; NULL for a file */
+	char *file_text;  /* the file last read again (config_source) */
+	char *file_name;  /* its name */
 };
 
 static void config_error(struct config_report *, const config_setting_t *,
@@ -293,10 +300,171 @@ config_check_str(struct config_report *r, const config_setting_t *s,
 	return 0;
 }
 
+/*
+ * libconfig 1.5, Debian 12's, keeps an integer written without an L suffix
+ * in 32 bits, without a word: "max_queue_length = 4294967297;" reads as 1.
+ * So each integer is read again from the text it came from: the first
+ * "name = literal" (or "name : literal") at the setting's line, comments
+ * and strings skipped as libconfig skips them.
+ */
+
+/* The text that setting s was read from, or NULL if it cannot be read. */
+static const char *
+config_source(struct config_report *r, const config_setting_t *s)
+{
+	const char *file = config_setting_source_file(s);
+	FILE *f;
+	size_t len;
+
+	if (file == NULL)
+		return r->text;
+	if (r->file_name != NULL && strcmp(r->file_name, file) == 0)
+		return r->file_text;
+	free(r->file_text);
+	free(r->file_name);
+	r->file_text = r->file_name = NULL;
+	if ((f = fopen(file, "r")) == NULL)
+		return NULL;
+	r->file_text = malloc(CONFIG_TEXT_MAX + 1);
+	if (r->file_text != NULL) {
+		len = fread(r->file_text, 1, CONFIG_TEXT_MAX, f);
+		r->file_text[len] = '\0';
+		r->file_name = strdup(file);
+	}
+	fclose(f);
+	if (r->file_name == NULL) {
+		free(r->file_text);
+		r->file_text = NULL;
+	}
+	return r->file_text;
+}
+
+/* Past blanks, line ends and comments; counts the lines. */
+static const char *
+config_skip_space(const char *p, unsigned *line)
+{
+	for (;;) {
+		if (*p == '\n') {
+			(*line)++;
+			p++;
+		} else if (isspace((unsigned char)*p)) {
+			p++;
+		} else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+			while (*p != '\0' && *p != '\n')
+				p++;
+		} else if (p[0] == '/' && p[1] == '*') {
+			for (p += 2;
+			     *p != '\0' && !(p[0] == '*' && p[1] == '/'); p++)
+				*line += *p == '\n';
+			if (*p != '\0')
+				p += 2;
+		} else {
+			return p;
+		}
+	}
+}
+
+/* Past a string literal, which starts at p. */
+static const char *
+config_skip_string(const char *p, unsigned *line)
+{
+	for (p++; *p != '\0' && *p != '"'; p++) {
+		if (*p == '\\' && p[1] != '\0')
+			p++;
+		*line += *p == '\n';
+	}
+	return *p == '"' ? p + 1 : p;
+}
+
+static int
+config_name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '*';
+}
+
+/*
+ * The integer literal at p ([-+]digits or 0x hex, no L suffix, not a
+ * float), copied into lit; 0 if there is none.
+ */
+static int
+config_literal(const char *p, char *lit, size_t size)
+{
+	const char *q = p, *digits;
+	int hex;
+	size_t n;
+
+	if (*q == '-' || *q == '+')
+		q++;
+	hex = q[0] == '0' && (q[1] == 'x' || q[1] == 'X');
+	if (hex)
+		q += 2;
+	for (digits = q;
+	     hex ? isxdigit((unsigned char)*q) : isdigit((unsigned char)*q);
+	     q++)
+		;
+	if (q == digits || *q == '.' || config_name_char(*q))
+		return 0; /* none, a float, 64-bit already (L), or a name */
+	n = (size_t)(q - p);
+	if (n >= size)
+		n = size - 1;
+	memcpy(lit, p, n);
+	lit[n] = '\0';
+	return 1;
+}
+
+/*
+ * 1 when the text of integer setting s says something other than v, the
+ * value libconfig read, with that text in lit; 0 when it says v, or when
+ * it cannot be found (libconfig is then taken at its word).
+ */
+static int
+config_int_wrapped(struct config_report *r, const config_setting_t *s,
+                   long long v, char *lit, size_t size)
+{
+	const char *p = config_source(r, s), *name = config_setting_name(s);
+	unsigned at = 1, want = config_setting_source_line(s);
+	size_t nlen = name != NULL ? strlen(name) : 0;
+	long long parsed;
+	char *end;
+
+	if (p == NULL || nlen == 0)
+		return 0;
+	while (*(p = config_skip_space(p, &at)) != '\0' && at <= want) {
+		if (*p == '"') {
+			p = config_skip_string(p, &at);
+			continue;
+		}
+		if (!config_name_char(*p)) {
+			p++;
+			continue;
+		}
+		if (at != want || strncmp(p, name, nlen) != 0 ||
+		    config_name_char(p[nlen])) {
+			while (config_name_char(*p))
+				p++;
+			continue;
+		}
+		p = config_skip_space(p + nlen, &at);
+		if (*p != '=' && *p != ':')
+			continue;
+		p = config_skip_space(p + 1, &at);
+		if (!config_literal(p, lit, size))
+			return 0;
+		errno = 0;
+		parsed = strtoll(
+		    lit, &end,
+		    strchr(lit, 'x') != NULL || strchr(lit, 'X') != NULL ? 16
+		                                                         : 10);
+		return errno == ERANGE || *end != '\0' || parsed != v;
+	}
+	return 0;
+}
+
 static void
 config_set_int(struct config_report *r, struct config *cfg,
                const config_setting_t *s, const struct config_key *k)
 {
+	char lit[CONFIG_LITERAL_MAX];
 	long long v;
 
 	if (!config_is_int(s)) {
@@ -304,6 +472,13 @@ config_set_int(struct config_report *r, struct config *cfg,
 		return;
 	}
 	v = config_setting_get_int64(s);
+	if (config_int_wrapped(r, s, v, lit, sizeof(lit))) {
+		config_error(r, s,
+		             "%s must be between %" PRId64 " and %" PRId64
+		             " (not %s)",
+		             k->name, k->min, k->max, lit);
+		return;
+	}
 	if (v < k->min || v > k->max) {
 		config_error(r, s,
 		             "%s must be between %" PRId64 " and %" PRId64
@@ -438,9 +613,9 @@ config_walk(struct config_report *r, struct config *cfg,
 /* Applies a parsed tree, or reports why it could not be parsed. */
 static int
 config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
-             FILE *err)
+             const char *text, FILE *err)
 {
-	struct config_report r = {err, name, 0};
+	struct config_report r = {err, name, 0, text, NULL, NULL};
 	const char *file;
 
 	config_default(cfg);
@@ -456,6 +631,8 @@ config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
 		return 1;
 	}
 	config_walk(&r, cfg, config_root_setting(lc), "");
+	free(r.file_text);
+	free(r.file_name);
 	return r.errors;
 }
 
@@ -468,7 +645,7 @@ config_load(struct config *cfg, const char *path, FILE *err)
 	config_init(&lc);
 	errno = 0;
 	ok = config_read_file(&lc, path) == CONFIG_TRUE;
-	n = config_apply(cfg, &lc, ok, path, err);
+	n = config_apply(cfg, &lc, ok, path, NULL, err);
 	config_destroy(&lc);
 	return n;
 }
@@ -482,7 +659,7 @@ config_load_string(struct config *cfg, const char *text, const char *name,
 
 	config_init(&lc);
 	ok = config_read_string(&lc, text) == CONFIG_TRUE;
-	n = config_apply(cfg, &lc, ok, name, err);
+	n = config_apply(cfg, &lc, ok, name, text, err);
 	config_destroy(&lc);
 	return n;
 }

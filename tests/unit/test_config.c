@@ -354,6 +354,103 @@ test_int64(void **state)
 	assert_int_equal(cfg.limits.max_tier, 15);
 }
 
+/*
+ * Integers beyond 32 bits written without an L suffix. libconfig 1.5
+ * (Debian 12's) keeps them in 32 bits without a word, so that each key's
+ * minimum plus 2^32 read as the minimum and passed: csqd reads the text
+ * again. Tried to fool it with the same name in a string and in comments,
+ * a value on another line, and hex.
+ */
+static void
+test_int_wrapped(void **state)
+{
+	char text[256], value[64], want[160];
+	struct config cfg;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(int_keys) / sizeof(int_keys[0]); i++) {
+		const struct int_key *k = &int_keys[i];
+
+		snprintf(value, sizeof(value), "%lld", k->min + 4294967296LL);
+		snprintf(want, sizeof(want),
+		         "%s must be between %lld and %lld (not %s)", k->name,
+		         k->min, k->max, value);
+		int_text(text, sizeof(text), k->name, value);
+		assert_one_error(text, want);
+
+		snprintf(value, sizeof(value), "%lld", k->max - 4294967296LL);
+		snprintf(want, sizeof(want), "(not %s)", value);
+		int_text(text, sizeof(text), k->name, value);
+		assert_one_error(text, want);
+	}
+	assert_one_error("max_tier = 0x100000003;",
+	                 "t.conf:1: max_tier must be between 0 and 15 "
+	                 "(not 0x100000003)");
+	assert_one_error("max_clients = 99999999999999999999999;",
+	                 "(not 99999999999999999999999)");
+	assert_one_error("\nmax_tier\n  =\n  4294967299;\n",
+	                 "t.conf:2: max_tier must be between 0 and 15 "
+	                 "(not 4294967299)");
+	assert_one_error("redis: { host = \"port = 1\"; port = 4294967297; };",
+	                 "redis.port must be between 1 and 65535 "
+	                 "(not 4294967297)");
+
+	/* The same digits in a comment or a string are not the value. */
+	assert_int_equal(load(&cfg, "max_tier = 3; # 4294967299\n"
+	                            "max_clients = /* 4294967297 */ 7;\n"
+	                            "// max_queue_length = 4294967297;\n"
+	                            "redis: { host = \"db = 4294967296\"; "
+	                            "db = 2; };\n"),
+	                 0);
+	assert_int_equal(cfg.limits.max_tier, 3);
+	assert_int_equal(cfg.max_clients, 7);
+	assert_int_equal(cfg.redis_db, 2);
+	/* 64-bit integers as libconfig reads them are still the value. */
+	assert_int_equal(load(&cfg, "max_queue_length = 100000000L;"), 0);
+	assert_int_equal(cfg.limits.max_queue_length, 100000000);
+}
+
+/* The same through a file and a file it includes. */
+static void
+test_int_wrapped_included(void **state)
+{
+	char main_path[] = "/tmp/csq-test-config-XXXXXX";
+	char inc_path[] = "/tmp/csq-test-include-XXXXXX";
+	struct config cfg;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f, *err;
+	int fd, n;
+
+	(void)state;
+	fd = mkstemp(inc_path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs("\nmax_tier = 4294967299;\n", f);
+	fclose(f);
+	fd = mkstemp(main_path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fprintf(f, "max_clients = 4294967297;\n@include \"%s\"\n", inc_path);
+	fclose(f);
+
+	err = open_memstream(&buf, &len);
+	n = config_load(&cfg, main_path, err);
+	fclose(err);
+	assert_int_equal(n, 2);
+	assert_non_null(strstr(buf, ":1: max_clients must be between 1 and "
+	                            "1000000 (not 4294967297)"));
+	assert_non_null(strstr(buf, inc_path));
+	assert_non_null(strstr(buf, ":2: max_tier must be between 0 and 15 "
+	                            "(not 4294967299)"));
+	free(buf);
+	unlink(inc_path);
+	unlink(main_path);
+}
+
 static void
 test_unknown_keys(void **state)
 {
@@ -765,6 +862,8 @@ main(void)
 	    cmocka_unit_test(test_enum_values),
 	    cmocka_unit_test(test_int_edges),
 	    cmocka_unit_test(test_int64),
+	    cmocka_unit_test(test_int_wrapped),
+	    cmocka_unit_test(test_int_wrapped_included),
 	    cmocka_unit_test(test_unknown_keys),
 	    cmocka_unit_test(test_wrong_types),
 	    cmocka_unit_test(test_bad_enums),
