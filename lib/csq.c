@@ -532,7 +532,8 @@ user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
 
 /*
  * A waiting user changes tier or queue and keeps its arrival. A move to a
- * queue with a free room is a match (then only matched is published).
+ * queue with a free room is a match (then only matched is published, and
+ * to the queue left too, with from_queue).
  */
 static void
 user_rescore(struct csq *c, struct csq_user *u, struct csq_queue *to,
@@ -553,7 +554,7 @@ user_rescore(struct csq *c, struct csq_user *u, struct csq_queue *to,
 		u->queue = to;
 	}
 	pos = csq_line_insert_rank(to->line, u->key, u);
-	if (!csq_match_user(c, u, now))
+	if (!csq_match_user(c, u, to != from ? from : NULL, now))
 		user_event(c, CSQ_EV_RESCORED, u, to != from ? from : NULL, pos,
 		           now);
 	if (to != from)
@@ -641,7 +642,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	pos = csq_line_insert_rank(q->line, u->key, u);
 	c->stats.waiting++;
 	user_deadline(c, u, now);
-	if (!csq_match_user(c, u, now))
+	if (!csq_match_user(c, u, NULL, now))
 		user_event(c, CSQ_EV_QUEUED, u, NULL, pos, now);
 	user_info_at(u, now, pos, out);
 	return CSQ_OK;

@@ -84,7 +84,7 @@ struct csq_event {
 	uint64_t ts_ms;
 	char user[CSQ_ID_MAX + 1];
 	char queue[CSQ_ID_MAX + 1];
-	char from_queue[CSQ_ID_MAX + 1]; /* rescored after a move */
+	char from_queue[CSQ_ID_MAX + 1]; /* rescored or matched after a move */
 	char servicer[CSQ_ID_MAX + 1];
 	char room[CSQ_ROOM_MAX + 1];
 	uint32_t tier;

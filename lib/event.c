@@ -131,6 +131,8 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_str(&j, "servicer", ev->servicer);
 		json_str(&j, "room", ev->room);
 		json_u64(&j, "waited_ms", ev->waited_ms);
+		if (ev->from_queue[0] != '\0')
+			json_str(&j, "from_queue", ev->from_queue);
 		break;
 	case CSQ_EV_LEFT:
 		json_str(&j, "user", ev->user);

@@ -9,11 +9,15 @@
 #include "state.h"
 
 #include <stdio.h>
+#include <string.h>
 
-/* Puts waiting user u into room of s. */
+/*
+ * Puts waiting user u into room of s. from: the queue u moved from in the
+ * same operation, which is told too (its line lost u), else NULL.
+ */
 void
 csq_assign(struct csq *c, struct csq_user *u, struct csq_servicer *s,
-           uint32_t room, uint64_t now)
+           uint32_t room, const struct csq_queue *from, uint64_t now)
 {
 	struct csq_event ev;
 
@@ -39,6 +43,8 @@ csq_assign(struct csq *c, struct csq_user *u, struct csq_servicer *s,
 	snprintf(ev.servicer, sizeof(ev.servicer), "%s", s->id);
 	csq_room_name(s, room, ev.room);
 	ev.waited_ms = now > u->arrival_ms ? now - u->arrival_ms : 0;
+	if (from != NULL)
+		memcpy(ev.from_queue, from->name, from->namelen + 1);
 	csq_emit(c, &ev);
 }
 
@@ -60,13 +66,14 @@ matcher_best_servicer(const struct csq_queue *q)
  * while a better user waits: a free room beside waiting users cannot exist.
  */
 int
-csq_match_user(struct csq *c, struct csq_user *u, uint64_t now)
+csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
+               uint64_t now)
 {
 	struct csq_servicer *s = matcher_best_servicer(u->queue);
 
 	if (s == NULL)
 		return 0;
-	csq_assign(c, u, s, csq_servicer_free_room(s), now);
+	csq_assign(c, u, s, csq_servicer_free_room(s), from, now);
 	return 1;
 }
 
@@ -96,5 +103,5 @@ csq_match_servicer(struct csq *c, struct csq_servicer *s, uint64_t now)
 	struct csq_user *u;
 
 	while (csq_servicer_has_free(s) && (u = matcher_best_user(s)) != NULL)
-		csq_assign(c, u, s, csq_servicer_free_room(s), now);
+		csq_assign(c, u, s, csq_servicer_free_room(s), NULL, now);
 }

@@ -173,7 +173,7 @@ csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
 	qsort(back, n, sizeof(*back), user_key_cmp);
 	for (i = 0; i < n; i++)
 		if (back[i]->state == CSQ_USER_WAITING)
-			csq_match_user(c, back[i], now);
+			csq_match_user(c, back[i], NULL, now);
 	free(back);
 	return n;
 }

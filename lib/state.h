@@ -135,9 +135,11 @@ uint64_t csq_servicer_remove(struct csq *, struct csq_servicer *, uint64_t now,
                              enum csq_reason);
 
 /* matcher.c */
-int csq_match_user(struct csq *, struct csq_user *, uint64_t now);
+/* from: the queue a user moved from just now (ENQUEUE QUEUE), else NULL. */
+int csq_match_user(struct csq *, struct csq_user *,
+                   const struct csq_queue *from, uint64_t now);
 void csq_match_servicer(struct csq *, struct csq_servicer *, uint64_t now);
 void csq_assign(struct csq *, struct csq_user *, struct csq_servicer *,
-                uint32_t room, uint64_t now);
+                uint32_t room, const struct csq_queue *from, uint64_t now);
 
 #endif

@@ -153,7 +153,8 @@ local EV = {
 	-- queued's tier is ENQUEUE's argument as the daemon printed it.
 	queued = '{"event":"queued","user":"%s","queue":"%s","tier":%s,"position":%d}',
 	rescored = '{"event":"rescored","user":"%s","queue":"%s","tier":%d,"position":%d%s}',
-	matched = '{"event":"matched","user":"%s","queue":"%s","tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d}',
+	-- matched's last %s: ',"from_queue":"<q>"' after a move, else ''.
+	matched = '{"event":"matched","user":"%s","queue":"%s","tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d%s}',
 	released = '{"event":"released","user":"%s","queue":"%s","servicer":"%s","room":"%s/%d","by":"%s"}',
 	left = '{"event":"left","user":"%s","queue":"%s","reason":"%s"}',
 	requeued = '{"event":"requeued","user":"%s","queue":"%s","tier":%d,"position":%d,"servicer":"%s","room":"%s/%d","reason":"%s"}',
@@ -348,8 +349,10 @@ end
 -- it out of the accounts (unaccount), changes it, fills its free rooms
 -- (fill), puts it back (account) and saves it, once.
 
--- Puts waiting user u into room of s, which is out of the accounts.
-local function assign(u, s, room)
+-- Puts waiting user u into room of s, which is out of the accounts. moved:
+-- ',"from_queue":"<q>"' when u moved from queue q in this operation (its
+-- line is told too), else nil.
+local function assign(u, s, room, moved)
 	if u.state == 'waiting' then
 		redis.call('ZREM', queue_key(u.queue), u.id)
 		if u.ttl > 0 then deadline_clear('u:' .. u.id) end
@@ -366,18 +369,18 @@ local function assign(u, s, room)
 	s.last_ms = NOW
 	stat('matched_total', 1)
 	event(EV.matched, u.id, u.queue, tier_of(u.key), s.id, s.id, room,
-	      elapsed(u.arrival))
+	      elapsed(u.arrival), moved or '')
 end
 
 -- A user started waiting: the ready servicer with a free room serving its
 -- queue that has gone longest without a new user takes it.
-local function match_user(u)
+local function match_user(u, moved)
 	if rooms_free() <= 0 then return false end
 	local top = redis.call('ZRANGE', free_key(u.queue), 0, 0)
 	if not top[1] then return false end
 	local s = servicer_load(top[1])
 	unaccount(s)
-	assign(u, s, free_room(s))
+	assign(u, s, free_room(s), moved)
 	account(s)
 	servicer_save(s)
 	return true

@@ -57,7 +57,8 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 	local tier = tier_of(u.key)
 	if tier_arg ~= '' then tier = tonumber(tier_arg) end
 	-- A new tier re-scores in place, a new queue moves it; both keep the
-	-- arrival. A move to a queue with a free room is a match.
+	-- arrival. A move to a queue with a free room is a match, told to
+	-- the queue it left too.
 	if q ~= u.queue or tier ~= tier_of(u.key) then
 		local from = u.queue
 		redis.call('ZREM', queue_key(from), id)
@@ -66,9 +67,9 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		local key = int(u.key)
 		user_save(u, key)
 		redis.call('ZADD', queue_key(q), key, id)
-		if not match_user(u) then
-			local moved = ''
-			if from ~= q then moved = ',"from_queue":"' .. from .. '"' end
+		local moved = ''
+		if from ~= q then moved = ',"from_queue":"' .. from .. '"' end
+		if not match_user(u, moved) then
 			event(EV.rescored, id, q, tier, position(u), moved)
 		end
 	elseif ttl_arg ~= '' then

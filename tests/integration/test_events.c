@@ -353,6 +353,24 @@ event_channels(void **state)
 	    "\"requeued\" \"requeued\" \"requeued\" \"servicer_down\" "
 	    "\"servicer_down\"",
 	    "LOGOUT s1");
+	/*
+	 * A move to a queue with a free room is a match at once: only
+	 * matched, which the queue left is told of too, or a list kept from
+	 * queue:default would keep u4 for good.
+	 */
+	EXPECT_EVENTS(fx->c, sub, m, "\"servicer_paused\"", "PAUSE s2");
+	EXPECT_EVENTS(fx->c, sub, m, "\"queued\" \"queued\"", "ENQUEUE u4");
+	EXPECT_CHANNELS(m, "events queue:default");
+	EXPECT_EVENTS(fx->c, sub, m, "\"servicer_up\" \"servicer_up\"",
+	              "HEARTBEAT s1 QUEUES q2");
+	EXPECT_EVENTS(fx->c, sub, m,
+	              "\"matched\" \"matched\" \"matched\" \"matched\"",
+	              "ENQUEUE u4 QUEUE q2");
+	EXPECT_CHANNELS(m, "events queue:default queue:q2 servicer:s1");
+	for (int i = 0; i < m->n; i++) {
+		assert_json_str(m->m[i].payload, "queue", "q2");
+		assert_json_str(m->m[i].payload, "from_queue", "default");
+	}
 
 	/* sub2 heard u2's four events, and nothing else. */
 	EXPECT_EVENTS(fx->c, sub2, m,

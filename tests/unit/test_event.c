@@ -58,6 +58,11 @@ test_json_each_type(void **state)
 	                 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
 	                 "\"servicer\":\"s\",\"room\":\"s/0\","
 	                 "\"waited_ms\":42}");
+	strcpy(ev.from_queue, "old");
+	assert_json(&ev, "{\"event\":\"matched\",\"ts\":1700000000123,"
+	                 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	                 "\"servicer\":\"s\",\"room\":\"s/0\","
+	                 "\"waited_ms\":42,\"from_queue\":\"old\"}");
 	ev.type = CSQ_EV_RELEASED;
 	ev.reason = CSQ_REASON_BY_USER;
 	assert_json(&ev, "{\"event\":\"released\",\"ts\":1700000000123,"
@@ -147,6 +152,12 @@ test_channels(void **state)
 	assert_string_equal(ch[1], "servicer:s");
 	assert_string_equal(ch[2], "queue:q");
 	assert_string_equal(ch[3], "events");
+	/* Matched at once after a move: the queue left is told too. */
+	strcpy(ev.from_queue, "old");
+	assert_int_equal(csq_event_channels(&ev, ch), 5);
+	assert_string_equal(ch[2], "queue:q");
+	assert_string_equal(ch[3], "queue:old");
+	assert_string_equal(ch[4], "events");
 
 	ev_init(&ev, CSQ_EV_SERVICER_DOWN);
 	strcpy(ev.servicer, "s");
@@ -249,6 +260,13 @@ test_parse_round_trip(void **state)
 	strcpy(ev.queue, "b");
 	strcpy(ev.from_queue, "a");
 	assert_round_trip(&ev, 18446744073709551615ULL);
+	ev_init(&ev, CSQ_EV_MATCHED);
+	strcpy(ev.user, "u");
+	strcpy(ev.queue, "b");
+	strcpy(ev.servicer, "s");
+	strcpy(ev.room, "s/0");
+	strcpy(ev.from_queue, "a");
+	assert_round_trip(&ev, 2);
 	ev_init(&ev, CSQ_EV_SERVICER_UP);
 	strcpy(ev.servicer, "s");
 	assert_round_trip(&ev, 1); /* no queues: [] */

@@ -497,6 +497,10 @@ test_full_and_move(void **state)
 	enq(f, "b", "third", -1, &u);
 	assert_int_equal(u.state, CSQ_USER_ASSIGNED);
 	assert_int_equal(last_event(f)->type, CSQ_EV_MATCHED);
+	/* ... which the queue it left is told of too. */
+	assert_string_equal(last_event(f)->queue, "third");
+	assert_string_equal(last_event(f)->from_queue, "small");
+	assert_string_equal(line_of(f, "small"), "");
 	/* An assigned user gets its assignment back; nothing changes. */
 	enq(f, "b", "big", 5, &u);
 	assert_string_equal(u.room, "s/0");
