@@ -761,13 +761,19 @@ cmd_auth(struct client *c, const struct resp_request *req)
 		resp_error(out, ERR_SYNTAX);
 		return;
 	}
-	if (pass[0] == '\0') {
+	if (req->argc == 3 && !arg_is(req, 1, "default")) {
+		resp_error(out, "WRONGPASS invalid username-password pair");
+		return;
+	}
+	/* As Redis 6+: without a password, the default user takes any,
+	 * and only the old one-argument form is told it is useless. */
+	if (pass[0] == '\0' && req->argc == 2) {
 		resp_error(out, "ERR AUTH <password> called without any "
 		                "password configured for the default user. "
 		                "Are you sure your configuration is correct?");
 		return;
 	}
-	if ((req->argc == 3 && !arg_is(req, 1, "default")) ||
+	if (pass[0] != '\0' &&
 	    !secret_equal(req->argv[p], req->argvlen[p], pass)) {
 		resp_error(out, "WRONGPASS invalid username-password pair");
 		return;
@@ -789,11 +795,28 @@ cmd_select(struct client *c, const struct resp_request *req)
 		resp_simple(client_output(c), "OK");
 }
 
+/* No command table to give: COMMAND is empty, and COUNT says so. */
 static void
 cmd_command(struct client *c, const struct resp_request *req)
 {
-	(void)req;
-	resp_array(client_output(c), 0);
+	if (req->argc == 2 && arg_is(req, 1, "count"))
+		resp_integer(client_output(c), 0);
+	else
+		resp_array(client_output(c), 0);
+}
+
+/*
+ * HELLO: csqd speaks RESP2 only, so HELLO is unknown, as in Redis before
+ * 6.0: that is how clients that open with it (ioredis sends HELLO 3 AUTH
+ * user password) learn to go on in RESP2. Answered so before AUTH too,
+ * as Redis does: a NOAUTH would stop such a client before it sends its
+ * AUTH.
+ */
+static void
+cmd_hello(struct client *c, const struct resp_request *req)
+{
+	resp_error(client_output(c), "ERR unknown command '%.*s'",
+	           (int)req->argvlen[0], req->argv[0]);
 }
 
 static void
@@ -827,7 +850,10 @@ cmd_client(struct client *c, const struct resp_request *req)
 		resp_error(out,
 		           "ERR wrong number of arguments for 'client|%s' "
 		           "command",
-		           req->argv[1]);
+		           arg_is(req, 1, "id")        ? "id"
+		           : arg_is(req, 1, "getname") ? "getname"
+		           : arg_is(req, 1, "setname") ? "setname"
+		                                       : "setinfo");
 	else
 		resp_error(
 		    out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
@@ -1000,6 +1026,7 @@ static const struct command commands[] = {
     {"client", -2, 0, cmd_client},
     {"select", 2, 0, cmd_select},
     {"command", -1, 0, cmd_command},
+    {"hello", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_hello},
 };
 
 /*

@@ -54,6 +54,15 @@ auth_required(void **state)
 	CHECK(fx->c, NOAUTH, "SELECT 0");
 	CHECK(fx->c, NOAUTH, "COMMAND");
 	CHECK(fx->c, NOAUTH, "ENQUEUE");
+	/*
+	 * HELLO is unknown, before AUTH too, as in Redis: a client that opens
+	 * with HELLO 3 AUTH (ioredis) must learn that csqd speaks RESP2, not
+	 * stop on a NOAUTH before it sends AUTH. Its AUTH option does not
+	 * authenticate.
+	 */
+	CHECK(fx->c, "-ERR unknown command 'HELLO'", "HELLO 3 AUTH default pw");
+	CHECK(fx->c, "-ERR unknown command 'hello'", "hello");
+	CHECK(fx->c, NOAUTH, "PING");
 	CHECK(fx->c, WRONGPASS, "AUTH nope");
 	CHECK(fx->c, WRONGPASS, "AUTH default nope");
 	CHECK(fx->c, WRONGPASS, "AUTH bob pw");
@@ -97,6 +106,11 @@ auth_without_password(void **state)
 	      "-ERR AUTH <password> called without any password configured for "
 	      "the default user. Are you sure your configuration is correct?",
 	      "AUTH x");
+	/* As Redis 6+: the default user takes any password (a client given
+	 * redis://default:pw@host sends this), another user none. */
+	CHECK(fx->c, "+OK", "AUTH default x");
+	CHECK(fx->c, "+OK", "auth DEFAULT anything");
+	CHECK(fx->c, WRONGPASS, "AUTH bob x");
 	CHECK(fx->c, "+PONG", "PING");
 }
 
@@ -167,6 +181,12 @@ client_commands(void **state)
 	freeReplyObject(r);
 	CHECK(fx->c, "-ERR wrong number of arguments for 'client' command",
 	      "CLIENT");
+	/* The subcommand is named as Redis names it, whatever the case. */
+	CHECK(fx->c,
+	      "-ERR wrong number of arguments for 'client|setname' command",
+	      "CLIENT SetName");
+	CHECK(fx->c, "-ERR wrong number of arguments for 'client|id' command",
+	      "client ID x");
 }
 
 static void
@@ -185,6 +205,8 @@ select_and_command(void **state)
 	CHECK(fx->c, "[]", "COMMAND");
 	CHECK(fx->c, "[]", "COMMAND DOCS");
 	CHECK(fx->c, "[]", "command docs enqueue");
+	CHECK(fx->c, ":0", "COMMAND COUNT");
+	CHECK(fx->c, ":0", "command count");
 	CHECK(fx->c, "+PONG", "PING");
 }
 
