@@ -354,6 +354,20 @@ test_int64(void **state)
 	assert_int_equal(cfg.limits.max_tier, 15);
 }
 
+/* Writes text to a new file made from template path (mkstemp). */
+static void
+write_temp(char *path, const char *text)
+{
+	int fd = mkstemp(path);
+	FILE *f;
+
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 /*
  * Integers beyond 32 bits written without an L suffix. libconfig 1.5
  * (Debian 12's) keeps them in 32 bits without a word, so that each key's
@@ -417,25 +431,18 @@ test_int_wrapped_included(void **state)
 {
 	char main_path[] = "/tmp/csq-test-config-XXXXXX";
 	char inc_path[] = "/tmp/csq-test-include-XXXXXX";
+	char text[128];
 	struct config cfg;
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f, *err;
-	int fd, n;
+	FILE *err;
+	int n;
 
 	(void)state;
-	fd = mkstemp(inc_path);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs("\nmax_tier = 4294967299;\n", f);
-	fclose(f);
-	fd = mkstemp(main_path);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fprintf(f, "max_clients = 4294967297;\n@include \"%s\"\n", inc_path);
-	fclose(f);
+	write_temp(inc_path, "\nmax_tier = 4294967299;\n");
+	snprintf(text, sizeof(text),
+	         "max_clients = 4294967297;\n@include \"%s\"\n", inc_path);
+	write_temp(main_path, text);
 
 	err = open_memstream(&buf, &len);
 	n = config_load(&cfg, main_path, err);
@@ -640,16 +647,11 @@ test_load_file(void **state)
 	struct config cfg;
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f, *err;
-	int fd, n;
+	FILE *err;
+	int n;
 
 	(void)state;
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs("servicer_ttl = 7;\n\nmax_tier = 99;\n", f);
-	fclose(f);
+	write_temp(path, "servicer_ttl = 7;\n\nmax_tier = 99;\n");
 
 	err = open_memstream(&buf, &len);
 	n = config_load(&cfg, path, err);
