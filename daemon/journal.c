@@ -1,8 +1,9 @@
 /*
  * The journal file: a header, then records (lib/record.h) one after the
  * other. Writes are one write(2) per record, so a crash can only tear the
- * last one; a damaged record followed by more than one record's worth of
- * bytes cannot be a torn write, and is refused.
+ * last one; a damaged record with a whole record after it, or with more
+ * than one record's worth of bytes after it that are not all zeros,
+ * cannot be a torn write, and is refused.
  */
 #include "journal.h"
 
@@ -315,6 +316,35 @@ journal_apply(const uint8_t *payload, size_t len, struct csq_engine *e)
 }
 
 /*
+ * Whether the bytes of buf from off, where a damaged record starts, can be
+ * what a crash left of the last write. They can if they are all zeros
+ * (blocks that a power cut left unwritten hold zeros, however many), or
+ * if they are no longer than one record and hold no whole record, found
+ * by its checksum at any offset: a record after the damage was written
+ * after it, so the damage is not a torn last write.
+ */
+static int
+journal_torn(const uint8_t *buf, size_t size, size_t off)
+{
+	size_t p, len;
+
+	for (p = off; p < size && buf[p] == 0; p++)
+		;
+	if (p == size)
+		return 1;
+	if (size - off > CSQ_RECORD_MAX)
+		return 0;
+	for (p = off + 1; size - p >= CSQ_RECORD_HEADER; p++) {
+		len = le32(buf + p);
+		if (len > 0 && len <= size - p - CSQ_RECORD_HEADER &&
+		    csq_crc32c(buf + p + CSQ_RECORD_HEADER, len) ==
+		        le32(buf + p + 4))
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * Replays buf (the whole file) into e. Returns the length of the good
  * prefix to keep, or -1 when the file is damaged beyond a torn tail.
  */
@@ -345,10 +375,7 @@ journal_replay(const char *path, const uint8_t *buf, size_t size,
 		if (why != NULL) {
 			/* Only the last record can be torn by a crash; a
 			 * damaged one with more after it is corruption. */
-			if ((len <= CSQ_RECORD_MAX - CSQ_RECORD_HEADER &&
-			     off + CSQ_RECORD_HEADER + len < size &&
-			     size - off >= CSQ_RECORD_HEADER) ||
-			    size - off > CSQ_RECORD_MAX) {
+			if (!journal_torn(buf, size, off)) {
 				log_error("journal %s: %s at offset %zu, with "
 				          "%zu bytes after it: corrupt in the "
 				          "middle, refusing to start",

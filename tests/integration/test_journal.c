@@ -304,6 +304,46 @@ flip_byte(const char *path, size_t off)
 	close(fd);
 }
 
+/* The offset of the k-th record from the end (1: the last). */
+static size_t
+record_from_end(const char *path, int k)
+{
+	static const size_t magic = sizeof("CSQJOURNAL1\n") - 1;
+	size_t size = file_size(path), off = magic, at[4096];
+	unsigned char h[4];
+	int n = 0, fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	while (off < size && n < 4096) {
+		assert_int_equal(pread(fd, h, 4, (off_t)off), 4);
+		at[n++] = off;
+		off += 8 + ((size_t)h[0] | (size_t)h[1] << 8 |
+		            (size_t)h[2] << 16 | (size_t)h[3] << 24);
+	}
+	close(fd);
+	assert_int_equal(off, size);
+	assert_true(k >= 1 && k <= n);
+	return at[n - k];
+}
+
+/* Appends n bytes of byte to the file. */
+static void
+append_bytes(const char *path, int byte, size_t n)
+{
+	char buf[1024];
+	int fd = open(path, O_WRONLY | O_APPEND);
+
+	assert_true(fd >= 0);
+	memset(buf, byte, sizeof(buf));
+	while (n > 0) {
+		size_t k = n < sizeof(buf) ? n : sizeof(buf);
+
+		assert_int_equal(write(fd, buf, k), (ssize_t)k);
+		n -= k;
+	}
+	close(fd);
+}
+
 /* Builds a journal of n enqueues (u0..), stopped cleanly. */
 static void
 make_journal(struct jfx *j, int n)
@@ -344,7 +384,7 @@ damaged_journals(void **state)
 {
 	struct jfx *j = *state;
 	char out[4096];
-	size_t size;
+	size_t size, off;
 	int fd;
 
 	/* A torn tail: the last record cut short is dropped. */
@@ -370,6 +410,48 @@ damaged_journals(void **state)
 	assert_non_null(strstr(out, "refusing to start"));
 	/* The damaged file was not touched. */
 	assert_true(file_size(j->journal) > 4096);
+
+	/*
+	 * Damage less than a record's worth of bytes from the end, with whole
+	 * records after it, is not a torn tail either: one flipped bit in the
+	 * length of the 20th record from the end used to drop the 19 after
+	 * it, acknowledged, and cut them from the file.
+	 */
+	make_journal(j, 200);
+	size = file_size(j->journal);
+	off = record_from_end(j->journal, 20);
+	assert_true(size - off < 4096);
+	flip_byte(j->journal, off + 1);
+	assert_int_equal(
+	    csqd_run(out, sizeof(out), "-c", refusing_conf(j), NULL), 1);
+	assert_non_null(strstr(out, "refusing to start"));
+	assert_int_equal(file_size(j->journal), size);
+	/* The same in the checksum of the second-to-last record. */
+	make_journal(j, 200);
+	off = record_from_end(j->journal, 2);
+	flip_byte(j->journal, off + 5);
+	assert_int_equal(
+	    csqd_run(out, sizeof(out), "-c", refusing_conf(j), NULL), 1);
+	assert_non_null(strstr(out, "corrupt in the middle"));
+
+	/* Zeros after the last record, as a power cut can leave, however
+	 * many: no record is in them, they go. */
+	make_journal(j, 200);
+	append_bytes(j->journal, 0, 3000);
+	assert_int_equal(qlen_after_start(j, "torn tail"), 200);
+	make_journal(j, 200);
+	append_bytes(j->journal, 0, 20000);
+	assert_int_equal(qlen_after_start(j, "torn tail"), 200);
+	/* Other bytes, less than a record's worth: a torn record. More
+	 * than that cannot be one record: refused. */
+	make_journal(j, 200);
+	append_bytes(j->journal, 0x5a, 300);
+	assert_int_equal(qlen_after_start(j, "torn tail"), 200);
+	make_journal(j, 200);
+	append_bytes(j->journal, 0x5a, 5000);
+	assert_int_equal(
+	    csqd_run(out, sizeof(out), "-c", refusing_conf(j), NULL), 1);
+	assert_non_null(strstr(out, "corrupt in the middle"));
 
 	/* An empty file: an empty state, and a journal from then on. */
 	fd = open(j->journal, O_WRONLY | O_TRUNC);
