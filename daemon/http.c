@@ -6,18 +6,22 @@
  */
 #include "http.h"
 
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
 #include "engine.h"
 #include "engine_redis.h"
+#include "listener.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -26,6 +30,7 @@
 #define HTTP_TIMEOUT_S    10   /* idle or slow clients */
 #define HTTP_HEADERS_MAX  8192 /* bytes of request headers */
 #define HTTP_BODY_MAX     1024 /* GET needs none */
+#define HTTP_BACKLOG      128
 #define HTTP_METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define HTTP_ALL_METHODS                                                       \
 	(EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | \
@@ -49,6 +54,7 @@ struct scrape {
 
 struct http {
 	struct evhttp *evh;
+	struct accept_guard *guard;   /* accept() out of descriptors */
 	TAILQ_HEAD(, scrape) scrapes; /* waiting for the engine */
 };
 
@@ -241,10 +247,46 @@ http_request_cb(struct evhttp_request *req, void *arg)
 		          "engine down\n");
 }
 
+/*
+ * The listening socket, made here rather than by evhttp, which makes one
+ * without an error callback: out of descriptors, its accept() failed and
+ * was retried at once, for good, at 100 % of a core and with a log line
+ * each time (libevent's), until a descriptor was freed.
+ */
+static struct evconnlistener *
+http_listen(struct server *s, const struct config_addr *addr)
+{
+	struct addrinfo hints, *res;
+	struct evconnlistener *evl;
+	char service[16];
+	int err;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(service, sizeof(service), "%d", addr->port);
+	if ((err = getaddrinfo(addr->host, service, &hints, &res)) != 0) {
+		log_warnx("cannot listen on http %s: %s", s->cfg.http_listen,
+		          gai_strerror(err));
+		return NULL;
+	}
+	evl = evconnlistener_new_bind(
+	    s->base, NULL, NULL,
+	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+	    HTTP_BACKLOG, res->ai_addr, (int)res->ai_addrlen);
+	if (evl == NULL)
+		log_warn("cannot listen on http %s", s->cfg.http_listen);
+	freeaddrinfo(res);
+	return evl;
+}
+
 int
 http_open(struct server *s)
 {
+	char name[CONFIG_STR_MAX + 8];
 	struct config_addr addr;
+	struct evconnlistener *evl;
 	struct http *h;
 
 	if (s->cfg.http_listen[0] == '\0')
@@ -265,13 +307,19 @@ http_open(struct server *s)
 	 * ones it does not serve (evhttp itself would say 501). */
 	evhttp_set_allowed_methods(h->evh, HTTP_ALL_METHODS);
 	evhttp_set_gencb(h->evh, http_request_cb, s);
-	if (evhttp_bind_socket_with_handle(h->evh, addr.host,
-	                                   (ev_uint16_t)addr.port) == NULL) {
-		log_warn("cannot listen on http %s", s->cfg.http_listen);
+	if ((evl = http_listen(s, &addr)) == NULL ||
+	    evhttp_bind_listener(h->evh, evl) == NULL) {
+		if (evl != NULL) {
+			log_warnx("cannot serve http on %s",
+			          s->cfg.http_listen);
+			evconnlistener_free(evl);
+		}
 		evhttp_free(h->evh);
 		free(h);
 		return -1;
 	}
+	snprintf(name, sizeof(name), "http %s", s->cfg.http_listen);
+	h->guard = accept_guard_new(s->base, evl, name);
 	s->http = h;
 	log_info("http listening on %s", s->cfg.http_listen);
 	return 0;
@@ -291,6 +339,7 @@ http_close(struct server *s)
 		x->server = NULL;
 		x->req = NULL;
 	}
+	accept_guard_free(h->guard); /* before evhttp frees its listener */
 	evhttp_free(h->evh);
 	free(h);
 	s->http = NULL;

@@ -31,12 +31,27 @@ struct listener {
 	struct listener *next;
 	struct server *server;
 	struct evconnlistener *evl;
-	struct event *backoff;
-	unsigned long failed;      /* accepts that failed since the last line */
-	uint64_t logged_us;        /* when that line was written; 0 never */
+	struct accept_guard *guard;
 	char path[CONFIG_STR_MAX]; /* unix socket to remove, or "" */
 	char name[CONFIG_STR_MAX];
 };
+
+/*
+ * What a listening socket does when accept() fails. libevent hands the
+ * error to the listener's error callback, whose argument is the accept
+ * callback's: evhttp's own for the HTTP listener. So guards are found by
+ * their listener, in this list.
+ */
+struct accept_guard {
+	struct accept_guard *next;
+	struct evconnlistener *evl;
+	struct event *backoff;
+	unsigned long failed; /* accepts that failed since the last line */
+	uint64_t logged_us;   /* when that line was written; 0 never */
+	char name[CONFIG_STR_MAX];
+};
+
+static struct accept_guard *guards;
 
 static void
 listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
@@ -66,40 +81,75 @@ listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 }
 
 static void
-listener_resume_cb(evutil_socket_t fd, short what, void *arg)
+guard_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct listener *l = arg;
+	struct accept_guard *g = arg;
 
 	(void)fd, (void)what;
-	evconnlistener_enable(l->evl);
+	evconnlistener_enable(g->evl);
 }
 
 static void
-listener_error_cb(struct evconnlistener *evl, void *arg)
+guard_error_cb(struct evconnlistener *evl, void *arg)
 {
-	struct listener *l = arg;
 	struct timeval tv = {0, ACCEPT_BACKOFF_MS * 1000};
 	int err = EVUTIL_SOCKET_ERROR();
+	struct accept_guard *g;
 
-	(void)evl;
+	(void)arg;
+	for (g = guards; g != NULL && g->evl != evl; g = g->next)
+		;
+	if (g == NULL)
+		return;
 	/* Out of descriptors, this comes every ACCEPT_BACKOFF_MS, and while
 	 * a backlog drains, between accepts that succeed: one line at most
 	 * every ACCEPT_LOG_MS, which counts the failures since the last. */
-	l->failed++;
-	if (l->logged_us == 0 ||
-	    loop_now_us() - l->logged_us >= ACCEPT_LOG_MS * 1000u) {
+	g->failed++;
+	if (g->logged_us == 0 ||
+	    loop_now_us() - g->logged_us >= ACCEPT_LOG_MS * 1000u) {
 		log_warnx("accept on %s: %s; retrying (failures since the "
 		          "last line: %lu)",
-		          l->name, evutil_socket_error_to_string(err),
-		          l->failed);
-		l->failed = 0;
-		l->logged_us = loop_now_us();
+		          g->name, evutil_socket_error_to_string(err),
+		          g->failed);
+		g->failed = 0;
+		g->logged_us = loop_now_us();
 	}
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		/* Retrying at once would spin: wait for descriptors. */
-		evconnlistener_disable(l->evl);
-		evtimer_add(l->backoff, &tv);
+		/* Retrying at once would spin: the socket stays readable.
+		 * Wait for descriptors. */
+		evconnlistener_disable(g->evl);
+		evtimer_add(g->backoff, &tv);
 	}
+}
+
+struct accept_guard *
+accept_guard_new(struct event_base *base, struct evconnlistener *evl,
+                 const char *name)
+{
+	struct accept_guard *g = csq_xcalloc(1, sizeof(*g));
+
+	g->evl = evl;
+	g->backoff = evtimer_new(base, guard_resume_cb, g);
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	evconnlistener_set_error_cb(evl, guard_error_cb);
+	g->next = guards;
+	guards = g;
+	return g;
+}
+
+void
+accept_guard_free(struct accept_guard *g)
+{
+	struct accept_guard **p;
+
+	for (p = &guards; *p != NULL; p = &(*p)->next) {
+		if (*p == g) {
+			*p = g->next;
+			break;
+		}
+	}
+	event_free(g->backoff);
+	free(g);
 }
 
 static struct listener *
@@ -119,8 +169,7 @@ listener_add(struct server *s, const char *name, const struct sockaddr *sa,
 		free(l);
 		return NULL;
 	}
-	evconnlistener_set_error_cb(l->evl, listener_error_cb);
-	l->backoff = evtimer_new(s->base, listener_resume_cb, l);
+	l->guard = accept_guard_new(s->base, l->evl, name);
 	l->next = s->listeners;
 	s->listeners = l;
 	return l;
@@ -209,8 +258,8 @@ listener_close_all(struct server *s)
 
 	while ((l = s->listeners) != NULL) {
 		s->listeners = l->next;
+		accept_guard_free(l->guard);
 		evconnlistener_free(l->evl);
-		event_free(l->backoff);
 		if (l->path[0] != '\0')
 			unlink(l->path);
 		free(l);

@@ -5,11 +5,25 @@
 #ifndef CSQD_LISTENER_H
 #define CSQD_LISTENER_H
 
+struct event_base;
+struct evconnlistener;
 struct server;
+struct accept_guard;
 
 /* Opens every address of the configuration; -1 (logged) on failure. */
 int listener_open_all(struct server *);
 /* Stops accepting and closes every listening socket. */
 void listener_close_all(struct server *);
+
+/*
+ * When accept() on evl fails for want of descriptors or memory, it pauses
+ * for 100 ms, where retrying at once would spin on a socket that stays
+ * readable, and logs one line at most every 10 s, named name. Free it
+ * before evl.
+ */
+struct accept_guard *accept_guard_new(struct event_base *,
+                                      struct evconnlistener *evl,
+                                      const char *name);
+void accept_guard_free(struct accept_guard *);
 
 #endif

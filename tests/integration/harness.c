@@ -921,6 +921,49 @@ file_contains(const char *path, const char *text)
 	return strcasestr(buf, text) != NULL;
 }
 
+int
+count_in_file(const char *path, const char *text)
+{
+	static char buf[1 << 20];
+	const char *p;
+	size_t n;
+	FILE *f;
+	int count = 0;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
+		count++;
+	return count;
+}
+
+long long
+proc_cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* After the command name's closing parenthesis: state is field 3,
+	 * utime and stime are 14 and 15. */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 2,
+	           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+	           &st) != 2)
+		return -1;
+	return (long long)(ut + st);
+}
+
 void
 redisd_dump_log(struct redisd *r)
 {

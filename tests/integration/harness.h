@@ -133,6 +133,10 @@ int csqd_fx_teardown(void **state);
 void write_file(const char *path, const char *text);
 /* 1 when the file's first MiB holds text (case-insensitive): log lines. */
 int file_contains(const char *path, const char *text);
+/* How many times the file's first MiB holds text (case-sensitive). */
+int count_in_file(const char *path, const char *text);
+/* User and system time of pid, in clock ticks (/proc/<pid>/stat). */
+long long proc_cpu_ticks(pid_t pid);
 void sleep_ms(int ms);
 int64_t now_ms(void);
 

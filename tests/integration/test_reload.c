@@ -762,31 +762,6 @@ proc_status(pid_t pid, const char *key)
 	return v;
 }
 
-/* User and system time of pid, in clock ticks (/proc/<pid>/stat). */
-static long long
-proc_cpu_ticks(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ut, st;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* After the command name's closing parenthesis: state is field 3,
-	 * utime and stime are 14 and 15. */
-	if ((p = strrchr(buf, ')')) == NULL ||
-	    sscanf(p + 2,
-	           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-	           &st) != 2)
-		return -1;
-	return (long long)(ut + st);
-}
-
 /*
  * How often csqd went to sleep during n PING round trips on c, gap_ms
  * apart: a gap far longer than a round trip, so that csqd has nothing to

@@ -701,26 +701,6 @@ invalid_ids(void **state)
 	      "ENQUEUE Az09._:@- QUEUE Az09._:@-");
 }
 
-/* How many times the file holds text. */
-static int
-count_in_file(const char *path, const char *text)
-{
-	static char buf[1 << 20];
-	const char *p;
-	size_t n;
-	FILE *f;
-	int count = 0;
-
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	for (p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
-		count++;
-	return count;
-}
-
 /*
  * csqd out of file descriptors (its RLIMIT_NOFILE lowered under it): the
  * connections beyond wait in the backlog, csqd retries accept() every
