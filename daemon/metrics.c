@@ -12,6 +12,7 @@
 
 #include <event2/buffer.h>
 
+#include "dict.h"
 #include "log.h"
 #include "util.h"
 
@@ -38,7 +39,7 @@ struct metrics_cmd {
 
 struct metrics_queue {
 	char name[CSQ_ID_MAX + 1];
-	int served; /* named by a servicer: kept even when empty */
+	uint32_t served; /* servicers up that named it: kept even when empty */
 };
 
 struct metrics {
@@ -48,6 +49,9 @@ struct metrics {
 	uint64_t wait_buckets[WAIT_BUCKETS];
 	struct metrics_queue *queues;
 	size_t nqueues, capqueues;
+	/* Servicer id -> the queues its servicer_up named ("a,b"), until its
+	 * servicer_down: servicer_down does not name them. */
+	struct csq_dict *servicers;
 	int queues_full_logged;
 };
 
@@ -61,9 +65,19 @@ metrics_now_us(void)
 }
 
 struct metrics *
-metrics_new(void)
+metrics_new(uint64_t seed)
 {
-	return csq_xcalloc(1, sizeof(struct metrics));
+	struct metrics *m = csq_xcalloc(1, sizeof(struct metrics));
+
+	m->servicers = csq_dict_new(seed);
+	return m;
+}
+
+static void
+metrics_free_value(void *arg, const char *key, size_t len, void *val)
+{
+	(void)arg, (void)key, (void)len;
+	free(val);
 }
 
 void
@@ -71,6 +85,8 @@ metrics_free(struct metrics *m)
 {
 	if (m == NULL)
 		return;
+	csq_dict_each(m->servicers, metrics_free_value, NULL);
+	csq_dict_free(m->servicers);
 	free(m->queues);
 	free(m);
 }
@@ -110,6 +126,7 @@ metrics_command(struct metrics *m, const char *name, uint64_t usec, int error)
 	}
 }
 
+/* served: +1 a servicer that names it came up, -1 it went, 0 neither. */
 static void
 metrics_note_queue(struct metrics *m, const char *name, size_t len, int served)
 {
@@ -121,10 +138,13 @@ metrics_note_queue(struct metrics *m, const char *name, size_t len, int served)
 	for (i = 0; i < m->nqueues; i++) {
 		q = &m->queues[i];
 		if (strlen(q->name) == len && memcmp(q->name, name, len) == 0) {
-			q->served |= served;
+			if (served > 0 || q->served > 0)
+				q->served += (uint32_t)served;
 			return;
 		}
 	}
+	if (served < 0)
+		return;
 	if (m->nqueues == METRICS_QUEUES_MAX) {
 		if (!m->queues_full_logged)
 			log_warnx("metrics: more than %d queues; csq_waiting_"
@@ -141,14 +161,29 @@ metrics_note_queue(struct metrics *m, const char *name, size_t len, int served)
 	q = &m->queues[m->nqueues++];
 	memcpy(q->name, name, len);
 	q->name[len] = '\0';
-	q->served = served;
+	q->served = (uint32_t)served;
+}
+
+/* Each queue of a list "a,b,c", noted with served. */
+static void
+metrics_note_queues(struct metrics *m, const char *list, int served)
+{
+	const char *p, *comma;
+
+	for (p = list; *p != '\0'; p = comma + 1) {
+		if ((comma = strchr(p, ',')) == NULL)
+			comma = p + strlen(p);
+		metrics_note_queue(m, p, (size_t)(comma - p), served);
+		if (*comma == '\0')
+			break;
+	}
 }
 
 void
 metrics_event(struct metrics *m, const struct csq_event *ev)
 {
-	const char *p, *comma;
-	size_t i;
+	size_t i, len;
+	char *was;
 
 	if (ev->type == CSQ_EV_MATCHED) {
 		m->wait_count++;
@@ -161,14 +196,23 @@ metrics_event(struct metrics *m, const struct csq_event *ev)
 		}
 	}
 	metrics_note_queue(m, ev->queue, strlen(ev->queue), 0);
+	len = strlen(ev->servicer);
 	if (ev->type == CSQ_EV_SERVICER_UP) {
-		for (p = ev->queues; *p != '\0'; p = comma + 1) {
-			if ((comma = strchr(p, ',')) == NULL)
-				comma = p + strlen(p);
-			metrics_note_queue(m, p, (size_t)(comma - p), 1);
-			if (*comma == '\0')
-				break;
+		/* Up twice without a down (a second daemon's echo cannot do
+		 * it, but be safe): the first list stands down. */
+		if ((was = csq_dict_del(m->servicers, ev->servicer, len)) !=
+		    NULL) {
+			metrics_note_queues(m, was, -1);
+			free(was);
 		}
+		csq_dict_put(m->servicers, ev->servicer, len,
+		             csq_xstrndup(ev->queues, strlen(ev->queues)));
+		metrics_note_queues(m, ev->queues, 1);
+	} else if (ev->type == CSQ_EV_SERVICER_DOWN &&
+	           (was = csq_dict_del(m->servicers, ev->servicer, len)) !=
+	               NULL) {
+		metrics_note_queues(m, was, -1);
+		free(was);
 	}
 }
 

@@ -27,7 +27,7 @@ struct metrics_scrape {
 	size_t nqueues;
 };
 
-struct metrics *metrics_new(void);
+struct metrics *metrics_new(uint64_t seed); /* seed: its hash table's */
 void metrics_free(struct metrics *);
 
 /*

@@ -441,7 +441,7 @@ server_run(const struct config *cfg, const char *config_path)
 	if ((s->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	s->pubsub = pubsub_new(server_random_seed());
-	s->metrics = metrics_new();
+	s->metrics = metrics_new(server_random_seed());
 	s->deadline_ev = evtimer_new(s->base, server_deadline_cb, s);
 	s->stop_ev = evtimer_new(s->base, server_stop_timeout_cb, s);
 	s->sig_term = evsignal_new(s->base, SIGTERM, server_stop_cb, s);

@@ -354,6 +354,54 @@ test_metrics_lost_servicer(void **state)
 	    "csq_requeued_total=1", NULL);
 }
 
+/*
+ * A queue a servicer names is kept in csq_waiting_users while empty, but
+ * only while a servicer that names it is up. The mark used to stay for
+ * good: 40 servicers of 32 queues each that came and went left 1,000
+ * empty series, the most csqd keeps, and a queue with a waiting user had
+ * none (an audit found it; this test fails on that code).
+ */
+#define SERVED_SERVICERS 40
+#define SERVED_QUEUES    32
+
+static void
+test_metrics_served_queues(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char cmd[SERVED_QUEUES * 16 + 64];
+	int i, k, n;
+
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s1 QUEUES qa,qb"));
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s2 QUEUES qb,qc"));
+	metrics_wait(fx->d, "csq_waiting_users{queue=\"qa\"}=0",
+	             "csq_waiting_users{queue=\"qb\"}=0",
+	             "csq_waiting_users{queue=\"qc\"}=0", NULL);
+	freeReplyObject(CMD(fx->c, "LOGOUT s1"));
+	metrics_wait(fx->d, "!csq_waiting_users{queue=\"qa\"}",
+	             "csq_waiting_users{queue=\"qb\"}=0",
+	             "csq_waiting_users{queue=\"qc\"}=0", NULL);
+	/* Lost, not logged out: the same. */
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s2 TTL 1"));
+	metrics_wait(fx->d, "!csq_waiting_users{queue=\"qb\"}",
+	             "!csq_waiting_users{queue=\"qc\"}",
+	             "csq_servicers_lost_total=1", NULL);
+
+	for (i = 0; i < SERVED_SERVICERS; i++) {
+		n = snprintf(cmd, sizeof(cmd), "HEARTBEAT m%d QUEUES ", i);
+		for (k = 0; k < SERVED_QUEUES; k++)
+			n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+			              "%sq%d-%d", k ? "," : "", i, k);
+		freeReplyObject(CMD(fx->c, "%s", cmd));
+	}
+	for (i = 0; i < SERVED_SERVICERS; i++)
+		freeReplyObject(CMD(fx->c, "LOGOUT m%d", i));
+	metrics_wait(fx->d, "!csq_waiting_users{queue=\"q0-0\"}",
+	             "!csq_waiting_users{queue=\"q30-0\"}", NULL);
+	freeReplyObject(CMD(fx->c, "ENQUEUE u1 QUEUE support"));
+	metrics_wait(fx->d, "csq_waiting_users{queue=\"support\"}=1",
+	             "csq_waiting_users_all=1", NULL);
+}
+
 /* csqd_connected_clients follows connections as they come and go. */
 static void
 test_metrics_clients(void **state)
@@ -426,10 +474,12 @@ test_http_out_of_descriptors(void **state)
 	t0 = proc_cpu_ticks(fx->d->pid);
 	sleep_ms(1500);
 	t1 = proc_cpu_ticks(fx->d->pid);
-	lines = count_in_file(fx->d->log_path, "Too many open files");
+	lines = count_in_file(fx->d->log_path, "accept on http");
 	print_message("http out of descriptors: %d log lines, %lld of %ld "
 	              "ticks of CPU in 1.5 s\n",
 	              lines, t1 - t0, 3 * sysconf(_SC_CLK_TCK) / 2);
+	if (lines != 1)
+		csqd_dump_log(fx->d);
 	assert_int_equal(lines, 1);
 	assert_true(t0 >= 0 && t1 - t0 < sysconf(_SC_CLK_TCK) / 2);
 	assert_true(
@@ -560,6 +610,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_metrics_lost_servicer, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_clients, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_served_queues, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_http_port_taken, setup,
 	                                    csqd_fx_teardown),
