@@ -241,7 +241,6 @@ command_result(void *arg, const struct csq_result *r)
 		client_slot_write(c, call->slot);
 	out = client_output(c);
 	if (r->status != CSQ_OK) {
-		c->server->stats.errors_total++;
 		resp_error(out, "%s", csq_status_text(r->status));
 		goto done;
 	}
@@ -303,6 +302,8 @@ done:
 	server_arm_deadline(c->server);
 	if (call->later) {
 		client_slot_done(c, call->slot);
+		if (r->status != CSQ_OK)
+			c->server->stats.errors_total++;
 		metrics_command(c->server->metrics, call->name,
 		                metrics_now_us() - call->start_us,
 		                r->status != CSQ_OK);
@@ -1053,6 +1054,10 @@ command_measure(struct client *c, const char *name, uint64_t start,
 		    evbuffer_peek(out, 1, &pos, &v, 1) >= 1 && v.iov_len >= 1)
 			error = *(const char *)v.iov_base == '-';
 	}
+	/* INFO's total_error_replies counts what /metrics does: every
+	 * error reply, as Redis's does. */
+	if (error)
+		c->server->stats.errors_total++;
 	metrics_command(c->server->metrics, name, metrics_now_us() - start,
 	                error);
 }
@@ -1127,6 +1132,5 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		command_measure(c, cmd->name, start, before);
 	return;
 error:
-	c->server->stats.errors_total++;
 	command_measure(c, cmd != NULL ? cmd->name : "unknown", start, before);
 }

@@ -147,6 +147,62 @@ ping_and_info(void **state)
 	freeReplyObject(r);
 }
 
+/* A field of INFO's text, as an integer; -1 when it is not there. */
+static long long
+info_field(redisContext *c, const char *name)
+{
+	redisReply *r = CMD(c, "INFO");
+	char key[64], *v;
+	long long n = -1;
+
+	snprintf(key, sizeof(key), "\r\n%s:", name);
+	if (r->type == REDIS_REPLY_STRING && (v = strstr(r->str, key)) != NULL)
+		n = atoll(v + strlen(key));
+	freeReplyObject(r);
+	return n;
+}
+
+/*
+ * INFO's total_error_replies counts every error reply, as Redis's does and
+ * as /metrics does: it used to miss the errors that a command gives
+ * itself (an invalid id, a syntax error, SELECT 1), and counted only
+ * arity, unknown commands and the engine's.
+ */
+/* Sends cmd (a literal, split on spaces), which must get an error. */
+#define EXPECT_ERROR(c, cmd, n)                                                \
+	do {                                                                   \
+		redisReply *r_ = CMD((c), cmd);                                \
+		assert_int_equal(r_->type, REDIS_REPLY_ERROR);                 \
+		freeReplyObject(r_);                                           \
+		(n)++;                                                         \
+	} while (0)
+
+static void
+info_counts_errors(void **state)
+{
+	struct csqd_fx *fx = *state;
+	long long before, after, n = 0;
+
+	before = info_field(fx->c, "total_error_replies");
+	assert_true(before >= 0);
+	EXPECT_ERROR(fx->c, "ENQUEUE bad!id", n);
+	EXPECT_ERROR(fx->c, "ENQUEUE u1 TIER x", n);
+	EXPECT_ERROR(fx->c, "ENQUEUE u1 BOGUS", n);
+	EXPECT_ERROR(fx->c, "SELECT 1", n);
+	EXPECT_ERROR(fx->c, "AUTH x", n);
+	EXPECT_ERROR(fx->c, "CLIENT bogus", n);
+	EXPECT_ERROR(fx->c, "HEARTBEAT s1 CAPACITY 0", n);
+	EXPECT_ERROR(fx->c, "RELEASE nosuch/0", n);
+	EXPECT_ERROR(fx->c, "NOSUCHCOMMAND", n);
+	EXPECT_ERROR(fx->c, "PING a b", n);
+	EXPECT_ERROR(fx->c, "HELLO 3", n);
+	CHECK(fx->c, "+PONG", "PING");
+	freeReplyObject(CMD(fx->c, "ENQUEUE u1"));
+	after = info_field(fx->c, "total_error_replies");
+	print_message("total_error_replies %lld then %lld\n", before, after);
+	assert_int_equal(after - before, n);
+}
+
 static void
 client_commands(void **state)
 {
@@ -489,6 +545,8 @@ main(int argc, char **argv)
 	        auth_without_password, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        ping_and_info, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        info_counts_errors, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        client_commands, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
