@@ -2,6 +2,7 @@
  * Integration test harness: see harness.h.
  */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -938,6 +939,26 @@ count_in_file(const char *path, const char *text)
 	for (p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
 		count++;
 	return count;
+}
+
+void
+csqd_limit_fds(struct csqd *d, int extra, struct rlimit *was)
+{
+	struct rlimit low;
+	struct dirent *e;
+	char path[64];
+	int open_fds = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)d->pid);
+	assert_non_null(dir = opendir(path));
+	while ((e = readdir(dir)) != NULL)
+		open_fds += e->d_name[0] != '.';
+	closedir(dir);
+	assert_int_equal(prlimit(d->pid, RLIMIT_NOFILE, NULL, was), 0);
+	low = *was;
+	low.rlim_cur = (rlim_t)(open_fds + extra);
+	assert_int_equal(prlimit(d->pid, RLIMIT_NOFILE, &low, NULL), 0);
 }
 
 long long

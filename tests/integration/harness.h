@@ -137,6 +137,10 @@ int file_contains(const char *path, const char *text);
 int count_in_file(const char *path, const char *text);
 /* User and system time of pid, in clock ticks (/proc/<pid>/stat). */
 long long proc_cpu_ticks(pid_t pid);
+struct rlimit;
+/* Lowers d's RLIMIT_NOFILE to the descriptors it has open plus extra; the
+ * limit it had goes to *was, for prlimit to give back. */
+void csqd_limit_fds(struct csqd *d, int extra, struct rlimit *was);
 void sleep_ms(int ms);
 int64_t now_ms(void);
 

@@ -3,7 +3,6 @@
  * text parser (prometheus_client, through metrics_check.py) after scripted
  * scenarios, and the answers to other paths and methods.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -452,22 +451,12 @@ static void
 test_http_out_of_descriptors(void **state)
 {
 	struct csqd_fx *fx = *state;
-	char path[64], buf[HTTP_REPLY_MAX];
-	int fds[HTTP_FD_EXTRA], i, open_fds = 0, lines;
-	struct rlimit was, low;
+	char buf[HTTP_REPLY_MAX];
+	int fds[HTTP_FD_EXTRA], i, lines;
+	struct rlimit was;
 	long long t0, t1;
-	struct dirent *e;
-	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)fx->d->pid);
-	assert_non_null(dir = opendir(path));
-	while ((e = readdir(dir)) != NULL)
-		open_fds += e->d_name[0] != '.';
-	closedir(dir);
-	assert_int_equal(prlimit(fx->d->pid, RLIMIT_NOFILE, NULL, &was), 0);
-	low = was;
-	low.rlim_cur = (rlim_t)open_fds;
-	assert_int_equal(prlimit(fx->d->pid, RLIMIT_NOFILE, &low, NULL), 0);
+	csqd_limit_fds(fx->d, 0, &was);
 	for (i = 0; i < HTTP_FD_EXTRA; i++)
 		fds[i] = raw_connect(fx->d->http_port);
 	csqd_wait_log(fx->d, "Too many open files");

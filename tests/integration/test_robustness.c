@@ -714,21 +714,10 @@ static void
 out_of_descriptors(void **state)
 {
 	struct csqd_fx *fx = *state;
-	struct rlimit was, low;
-	char path[64];
-	int fds[FD_EXTRA], i, open_fds = 0, lines;
-	struct dirent *e;
-	DIR *dir;
+	struct rlimit was;
+	int fds[FD_EXTRA], i, lines;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)fx->d->pid);
-	assert_non_null(dir = opendir(path));
-	while ((e = readdir(dir)) != NULL)
-		open_fds += e->d_name[0] != '.';
-	closedir(dir);
-	assert_int_equal(prlimit(fx->d->pid, RLIMIT_NOFILE, NULL, &was), 0);
-	low = was;
-	low.rlim_cur = (rlim_t)open_fds + 2;
-	assert_int_equal(prlimit(fx->d->pid, RLIMIT_NOFILE, &low, NULL), 0);
+	csqd_limit_fds(fx->d, 2, &was);
 	for (i = 0; i < FD_EXTRA; i++)
 		fds[i] = raw_connect(fx->d->port);
 	csqd_wait_log(fx->d, "Too many open files");
