@@ -53,6 +53,7 @@
 #define HEALTH_TIMEOUT   5000 /* ms without an answer: the link is dead */
 #define PARK_TIMEOUT_MS  2000 /* longest a reply waits for its events */
 #define ERROR_LOG_MS     1000 /* at most one error line per second */
+#define EXPIRE_RETRY_MS  1000 /* a reap that failed waits this long */
 #define EXPIRE_BATCH     "1000"
 #define CALL_ARGS        48 /* HEARTBEAT: 6 and up to 32 queues */
 #define CALL_STORE       4096
@@ -158,6 +159,7 @@ struct redis_engine {
 	int reaping;
 	struct event *tick;
 	uint64_t peek_sent_us;    /* 0: no health check outstanding */
+	int peek_refused;         /* the last health check got an error */
 	uint64_t error_logged_ms; /* Redis's errors: when last logged */
 	uint64_t errors_unlogged; /* and how many since */
 	int64_t rtt_us;
@@ -1277,8 +1279,14 @@ expire_done(void *arg, const struct csq_result *res)
 {
 	struct redis_engine *r = arg;
 
-	(void)res;
 	r->reaping = 0;
+	/* A reap that failed (a key of csq's with the wrong type, say)
+	 * leaves its deadline past, and would go again at once, hundreds of
+	 * times a second: it waits. The health check, once a second, says
+	 * the earliest deadline again. */
+	if (res->status != CSQ_OK)
+		r->next_redis =
+		    (int64_t)server_now_ms() + r->skew_ms + EXPIRE_RETRY_MS;
 	deadline_moved(r);
 }
 
@@ -1306,6 +1314,20 @@ peek_done(void *arg, const struct csq_result *res)
 	if (res->status == CSQ_OK && r->peek_sent_us != 0)
 		r->rtt_us = (int64_t)(metrics_now_us() - r->peek_sent_us);
 	r->peek_sent_us = 0;
+	/* Connected, but every call refused (an ACL that does not cover
+	 * csq's keys, a key of csq's with the wrong type): /healthz and
+	 * csq_engine_up say down until a health check is answered. A call
+	 * lost with a dropped link is the link's business: the first health
+	 * check after the link is back, sent at once, clears it. */
+	if (res->status != CSQ_OK && r->up && !r->peek_refused) {
+		r->peek_refused = 1;
+		log_warnx("engine redis: the health check got %s; reporting "
+		          "the engine down (see Redis's error above)",
+		          csq_status_text(res->status));
+	} else if (res->status == CSQ_OK && r->peek_refused) {
+		r->peek_refused = 0;
+		log_info("engine redis: the health check is answered again");
+	}
 	deadline_moved(r);
 }
 
@@ -1482,7 +1504,9 @@ redis_set_limits(struct csq_engine *e, const struct csq_limits *limits)
 static int
 redis_up(struct csq_engine *e)
 {
-	return redis_engine(e)->up;
+	struct redis_engine *r = redis_engine(e);
+
+	return r->up && !r->peek_refused;
 }
 
 static void

@@ -385,6 +385,19 @@ csqd_start_redis(struct redisd *r, const char *prefix, const char *extra_conf)
 }
 
 struct csqd *
+csqd_start_redis_http(struct redisd *r, const char *prefix,
+                      const char *extra_conf)
+{
+	char redis[512];
+
+	snprintf(redis, sizeof(redis),
+	         "redis: { host = \"127.0.0.1\"; port = %d; password = \"%s\"; "
+	         "db = 0; prefix = \"%s\"; };\n",
+	         r->port, r->password, prefix);
+	return harness_start(extra_conf, HARNESS_HTTP, "redis", redis);
+}
+
+struct csqd *
 csqd_start_redis_conf(const char *redis_conf, const char *extra_conf)
 {
 	char redis[1024];

@@ -111,6 +111,9 @@ struct redisd *redisd_shared_server(void);
  */
 struct csqd *csqd_start_redis(struct redisd *r, const char *prefix,
                               const char *extra_conf);
+/* The same, with http.listen on a free port (d->http_port). */
+struct csqd *csqd_start_redis_http(struct redisd *r, const char *prefix,
+                                   const char *extra_conf);
 /* The same with the whole redis group given: "redis: { ... };". This one
  * does not wait for the engine (it may be meant never to come up). */
 struct csqd *csqd_start_redis_conf(const char *redis_conf,

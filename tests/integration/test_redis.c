@@ -1422,6 +1422,78 @@ cmd_calls(redisContext *rc, const char *cmd)
 	return n;
 }
 
+/* The status code of GET /healthz on port. */
+static int
+healthz_status(int port)
+{
+	char buf[1024];
+	int fd = raw_connect(port), closed, code = 0;
+
+	raw_sends(fd, "GET /healthz HTTP/1.0\r\n\r\n");
+	raw_read(fd, buf, sizeof(buf), 3000, &closed);
+	close(fd);
+	if (strncmp(buf, "HTTP/1.", 7) == 0)
+		code = atoi(buf + 9);
+	return code;
+}
+
+/* Polls /healthz until it answers code; fails after 5 s. */
+static void
+wait_healthz(struct csqd *d, int code)
+{
+	int64_t deadline = now_ms() + 5000;
+	int got;
+
+	while ((got = healthz_status(d->http_port)) != code) {
+		if (now_ms() > deadline) {
+			csqd_dump_log(d);
+			fail_msg("/healthz answered %d, not %d, for 5 s", got,
+			         code);
+		}
+		sleep_ms(50);
+	}
+}
+
+/*
+ * A key of csq's made a string under a running csqd (the deadlines' sorted
+ * set; eviction or a mistyped command can do as much): every call that
+ * reads it fails. /healthz must then say 503 (it said 200: the health
+ * check's error was ignored), and the reaper, whose deadline is past, must
+ * not send its expire again at once (it did, about 250 times a second; an
+ * audit counted 773 calls in 5 s). Both are right again once the key is.
+ */
+static void
+broken_key(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *rc = redisd_connect(fx->r), *c;
+	long long n0, n1;
+
+	fx->d[0] = csqd_start_redis_http(fx->r, PREFIX, "");
+	c = csqd_connect(fx->d[0]);
+	freeReplyObject(CMD(c, "ENQUEUE u1 TTL 1"));
+	wait_healthz(fx->d[0], 200);
+	freeReplyObject(CMD(rc, "SET {%s}:deadlines oops", PREFIX));
+	wait_healthz(fx->d[0], 503);
+	assert_true(
+	    file_contains(fx->d[0]->log_path, "reporting the engine down"));
+	sleep_ms(1200); /* u1's deadline is past */
+	n0 = cmd_calls(rc, "fcall") + cmd_calls(rc, "evalsha") +
+	     cmd_calls(rc, "eval");
+	sleep_ms(2000);
+	n1 = cmd_calls(rc, "fcall") + cmd_calls(rc, "evalsha") +
+	     cmd_calls(rc, "eval");
+	print_message("broken key: %lld script calls in 2 s\n", n1 - n0);
+	assert_true(n1 - n0 <= 10);
+	freeReplyObject(CMD(rc, "DEL {%s}:deadlines", PREFIX));
+	wait_healthz(fx->d[0], 200);
+	assert_true(file_contains(fx->d[0]->log_path,
+	                          "health check is answered again"));
+	CHECK(c, "+PONG", "PING");
+	redisFree(c);
+	redisFree(rc);
+}
+
 /* Whether Redis holds csq's function library. */
 static int
 library_loaded(redisContext *rc)
@@ -1962,6 +2034,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(stalled_unsure, setup, teardown),
 	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(broken_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(out_of_memory_in_one_call, setup,
 	                                    teardown),
 	};
