@@ -372,8 +372,10 @@ csqd_start_http(const char *extra_conf)
 	return harness_start(extra_conf, HARNESS_HTTP, NULL, NULL);
 }
 
-struct csqd *
-csqd_start_redis(struct redisd *r, const char *prefix, const char *extra_conf)
+/* csqd on r with this prefix; flags: harness_start's. */
+static struct csqd *
+start_on_redis(struct redisd *r, const char *prefix, const char *extra_conf,
+               int flags)
 {
 	char redis[512];
 
@@ -381,20 +383,20 @@ csqd_start_redis(struct redisd *r, const char *prefix, const char *extra_conf)
 	         "redis: { host = \"127.0.0.1\"; port = %d; password = \"%s\"; "
 	         "db = 0; prefix = \"%s\"; };\n",
 	         r->port, r->password, prefix);
-	return harness_start(extra_conf, 0, "redis", redis);
+	return harness_start(extra_conf, flags, "redis", redis);
+}
+
+struct csqd *
+csqd_start_redis(struct redisd *r, const char *prefix, const char *extra_conf)
+{
+	return start_on_redis(r, prefix, extra_conf, 0);
 }
 
 struct csqd *
 csqd_start_redis_http(struct redisd *r, const char *prefix,
                       const char *extra_conf)
 {
-	char redis[512];
-
-	snprintf(redis, sizeof(redis),
-	         "redis: { host = \"127.0.0.1\"; port = %d; password = \"%s\"; "
-	         "db = 0; prefix = \"%s\"; };\n",
-	         r->port, r->password, prefix);
-	return harness_start(extra_conf, HARNESS_HTTP, "redis", redis);
+	return start_on_redis(r, prefix, extra_conf, HARNESS_HTTP);
 }
 
 struct csqd *
