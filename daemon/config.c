@@ -20,6 +20,7 @@
 #include <libconfig.h>
 
 #include "config.h"
+#include "util.h"
 
 #define CONFIG_PORT_MAX      65535
 #define CONFIG_PORT_DIGITS   5
@@ -325,17 +326,11 @@ config_source(struct config_report *r, const config_setting_t *s)
 	r->file_text = r->file_name = NULL;
 	if ((f = fopen(file, "r")) == NULL)
 		return NULL;
-	r->file_text = malloc(CONFIG_TEXT_MAX + 1);
-	if (r->file_text != NULL) {
-		len = fread(r->file_text, 1, CONFIG_TEXT_MAX, f);
-		r->file_text[len] = '\0';
-		r->file_name = strdup(file);
-	}
+	r->file_text = csq_xmalloc(CONFIG_TEXT_MAX + 1);
+	len = fread(r->file_text, 1, CONFIG_TEXT_MAX, f);
+	r->file_text[len] = '\0';
+	r->file_name = csq_xstrndup(file, strlen(file));
 	fclose(f);
-	if (r->file_name == NULL) {
-		free(r->file_text);
-		r->file_text = NULL;
-	}
 	return r->file_text;
 }
 
@@ -384,7 +379,7 @@ config_name_char(char c)
 
 /*
  * The integer literal at p ([-+]digits or 0x hex, no L suffix, not a
- * float), copied into lit; 0 if there is none.
+ * float), copied into lit; its base (10 or 16), or 0 if there is none.
  */
 static int
 config_literal(const char *p, char *lit, size_t size)
@@ -409,7 +404,7 @@ config_literal(const char *p, char *lit, size_t size)
 		n = size - 1;
 	memcpy(lit, p, n);
 	lit[n] = '\0';
-	return 1;
+	return hex ? 16 : 10;
 }
 
 /*
@@ -426,6 +421,7 @@ config_int_wrapped(struct config_report *r, const config_setting_t *s,
 	size_t nlen = name != NULL ? strlen(name) : 0;
 	long long parsed;
 	char *end;
+	int base;
 
 	if (p == NULL || nlen == 0)
 		return 0;
@@ -448,13 +444,10 @@ config_int_wrapped(struct config_report *r, const config_setting_t *s,
 		if (*p != '=' && *p != ':')
 			continue;
 		p = config_skip_space(p + 1, &at);
-		if (!config_literal(p, lit, size))
+		if ((base = config_literal(p, lit, size)) == 0)
 			return 0;
 		errno = 0;
-		parsed = strtoll(
-		    lit, &end,
-		    strchr(lit, 'x') != NULL || strchr(lit, 'X') != NULL ? 16
-		                                                         : 10);
+		parsed = strtoll(lit, &end, base);
 		return errno == ERANGE || *end != '\0' || parsed != v;
 	}
 	return 0;

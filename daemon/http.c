@@ -6,12 +6,10 @@
  */
 #include "http.h"
 
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -254,29 +252,20 @@ http_request_cb(struct evhttp_request *req, void *arg)
  * each time (libevent's), until a descriptor was freed.
  */
 static struct evconnlistener *
-http_listen(struct server *s, const struct config_addr *addr)
+http_listen(struct server *s, const struct config_addr *addr, const char *name)
 {
-	struct addrinfo hints, *res;
 	struct evconnlistener *evl;
-	char service[16];
-	int err;
+	struct addrinfo *res;
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	snprintf(service, sizeof(service), "%d", addr->port);
-	if ((err = getaddrinfo(addr->host, service, &hints, &res)) != 0) {
-		log_warnx("cannot listen on http %s: %s", s->cfg.http_listen,
-		          gai_strerror(err));
+	/* The first address only, as evhttp's own bind did. */
+	if ((res = listener_resolve(name, addr->host, addr->port)) == NULL)
 		return NULL;
-	}
 	evl = evconnlistener_new_bind(
 	    s->base, NULL, NULL,
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
 	    HTTP_BACKLOG, res->ai_addr, (int)res->ai_addrlen);
 	if (evl == NULL)
-		log_warn("cannot listen on http %s", s->cfg.http_listen);
+		log_warn("cannot listen on %s", name);
 	freeaddrinfo(res);
 	return evl;
 }
@@ -307,7 +296,8 @@ http_open(struct server *s)
 	 * ones it does not serve (evhttp itself would say 501). */
 	evhttp_set_allowed_methods(h->evh, HTTP_ALL_METHODS);
 	evhttp_set_gencb(h->evh, http_request_cb, s);
-	if ((evl = http_listen(s, &addr)) == NULL ||
+	snprintf(name, sizeof(name), "http %s", s->cfg.http_listen);
+	if ((evl = http_listen(s, &addr, name)) == NULL ||
 	    evhttp_bind_listener(h->evh, evl) == NULL) {
 		if (evl != NULL) {
 			log_warnx("cannot serve http on %s",
@@ -318,7 +308,6 @@ http_open(struct server *s)
 		free(h);
 		return -1;
 	}
-	snprintf(name, sizeof(name), "http %s", s->cfg.http_listen);
 	h->guard = accept_guard_new(s->base, evl, name);
 	s->http = h;
 	log_info("http listening on %s", s->cfg.http_listen);

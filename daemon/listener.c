@@ -200,13 +200,12 @@ listener_open_unix(struct server *s, const char *name, const char *path)
 	return 0;
 }
 
-static int
-listener_open_tcp(struct server *s, const char *name, const char *host,
-                  int port)
+struct addrinfo *
+listener_resolve(const char *name, const char *host, int port)
 {
-	struct addrinfo hints, *res, *ai;
+	struct addrinfo hints, *res;
 	char service[16];
-	int err, n = 0;
+	int err;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -215,8 +214,20 @@ listener_open_tcp(struct server *s, const char *name, const char *host,
 	snprintf(service, sizeof(service), "%d", port);
 	if ((err = getaddrinfo(host, service, &hints, &res)) != 0) {
 		log_warnx("cannot listen on %s: %s", name, gai_strerror(err));
-		return -1;
+		return NULL;
 	}
+	return res;
+}
+
+static int
+listener_open_tcp(struct server *s, const char *name, const char *host,
+                  int port)
+{
+	struct addrinfo *res, *ai;
+	int n = 0;
+
+	if ((res = listener_resolve(name, host, port)) == NULL)
+		return -1;
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if (listener_add(s, name, ai->ai_addr, ai->ai_addrlen,
 		                 LEV_OPT_REUSEABLE) == NULL) {

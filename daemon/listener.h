@@ -9,9 +9,13 @@ struct event_base;
 struct evconnlistener;
 struct server;
 struct accept_guard;
+struct addrinfo;
 
 /* Opens every address of the configuration; -1 (logged) on failure. */
 int listener_open_all(struct server *);
+/* The addresses to listen on for host:port (freeaddrinfo them), or NULL
+ * with the reason logged; name is the address as configured. */
+struct addrinfo *listener_resolve(const char *name, const char *host, int port);
 /* Stops accepting and closes every listening socket. */
 void listener_close_all(struct server *);
 

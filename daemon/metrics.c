@@ -196,23 +196,21 @@ metrics_event(struct metrics *m, const struct csq_event *ev)
 		}
 	}
 	metrics_note_queue(m, ev->queue, strlen(ev->queue), 0);
-	len = strlen(ev->servicer);
-	if (ev->type == CSQ_EV_SERVICER_UP) {
-		/* Up twice without a down (a second daemon's echo cannot do
-		 * it, but be safe): the first list stands down. */
+	if (ev->type == CSQ_EV_SERVICER_UP ||
+	    ev->type == CSQ_EV_SERVICER_DOWN) {
+		/* (Up twice without a down cannot happen, but then the first
+		 * list stands down too.) */
+		len = strlen(ev->servicer);
 		if ((was = csq_dict_del(m->servicers, ev->servicer, len)) !=
 		    NULL) {
 			metrics_note_queues(m, was, -1);
 			free(was);
 		}
+	}
+	if (ev->type == CSQ_EV_SERVICER_UP) {
 		csq_dict_put(m->servicers, ev->servicer, len,
 		             csq_xstrndup(ev->queues, strlen(ev->queues)));
 		metrics_note_queues(m, ev->queues, 1);
-	} else if (ev->type == CSQ_EV_SERVICER_DOWN &&
-	           (was = csq_dict_del(m->servicers, ev->servicer, len)) !=
-	               NULL) {
-		metrics_note_queues(m, was, -1);
-		free(was);
 	}
 }
 
