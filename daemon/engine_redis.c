@@ -48,12 +48,13 @@
 
 #define BACKOFF_MIN_MS   100
 #define BACKOFF_MAX_MS   2000
-#define CONNECT_TIMEOUT  2000 /* ms to connect and finish the handshake */
-#define TICK_MS          1000 /* health check and earliest deadline */
-#define HEALTH_TIMEOUT   5000 /* ms without an answer: the link is dead */
-#define PARK_TIMEOUT_MS  2000 /* longest a reply waits for its events */
-#define ERROR_LOG_MS     1000 /* at most one error line per second */
-#define EXPIRE_RETRY_MS  1000 /* a reap that failed waits this long */
+#define CONNECT_TIMEOUT  2000  /* ms to connect and finish the handshake */
+#define TICK_MS          1000  /* health check and earliest deadline */
+#define HEALTH_TIMEOUT   5000  /* ms without an answer: the link is dead */
+#define PARK_TIMEOUT_MS  2000  /* longest a reply waits for its events */
+#define ERROR_LOG_MS     1000  /* at most one error line per second */
+#define EXPIRE_RETRY_MS  1000  /* a reap that failed waits this long */
+#define WENT_BACK_LOG_MS 10000 /* at most one "went back" line in 10 s */
 #define EXPIRE_BATCH     "1000"
 #define CALL_ARGS        48 /* HEARTBEAT: 6 and up to 32 queues */
 #define CALL_STORE       4096
@@ -148,6 +149,11 @@ struct redis_engine {
 	TAILQ_HEAD(, redis_call) order;
 	int answering;       /* inside order_flush */
 	uint64_t seen_event; /* highest event id seen */
+	/* The last event id that came on the subscription: ids only grow
+	 * there, unless Redis's state went back (below). */
+	uint64_t sub_last;
+	uint64_t went_back_logged_ms; /* when that was last logged */
+	uint64_t went_back_unlogged;  /* and how many times since */
 	/* The last event ids of the messages taken from this daemon's own
 	 * replies, oldest first: their copies on the subscription (echoes)
 	 * are not emitted again. */
@@ -162,6 +168,7 @@ struct redis_engine {
 	int peek_refused;         /* the last health check got an error */
 	uint64_t error_logged_ms; /* Redis's errors: when last logged */
 	uint64_t errors_unlogged; /* and how many since */
+	char error_last[256];     /* the last of those, for the tick */
 	int64_t rtt_us;
 	int freeing;
 };
@@ -786,6 +793,7 @@ engine_error(struct redis_engine *r, const char *what)
 	if (r->error_logged_ms != 0 &&
 	    now - r->error_logged_ms < ERROR_LOG_MS) {
 		r->errors_unlogged++;
+		snprintf(r->error_last, sizeof(r->error_last), "%s", what);
 		return;
 	}
 	if (r->errors_unlogged > 0)
@@ -795,6 +803,24 @@ engine_error(struct redis_engine *r, const char *what)
 		          (unsigned long long)(now - r->error_logged_ms));
 	else
 		log_warnx("engine redis: %s", what);
+	r->error_logged_ms = now;
+	r->errors_unlogged = 0;
+}
+
+/* The errors held back at the end of a burst, logged by the tick once
+ * their second is over rather than with the next error, which may never
+ * come: the last of them, and how many. */
+static void
+engine_error_flush(struct redis_engine *r)
+{
+	uint64_t now = mono_ms();
+
+	if (r->errors_unlogged == 0 || now - r->error_logged_ms < ERROR_LOG_MS)
+		return;
+	log_warnx("engine redis: %s (the last of %llu errors in the %llu ms "
+	          "after the line before)",
+	          r->error_last, (unsigned long long)r->errors_unlogged,
+	          (unsigned long long)(now - r->error_logged_ms));
 	r->error_logged_ms = now;
 	r->errors_unlogged = 0;
 }
@@ -1345,6 +1371,7 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd, (void)what;
 	order_flush(r, 0);
+	engine_error_flush(r);
 	if (!r->up)
 		return;
 	if (r->peek_sent_us == 0)
@@ -1411,6 +1438,39 @@ msg_emit(struct redis_engine *r, const char *msg, const char *end,
 	}
 }
 
+/*
+ * The ids of the events on the subscription went back from sub_last to
+ * last: Redis's state is an older one (Redis restarted without its data, a
+ * FLUSHALL, a failover to a replica that was behind) or another deployment
+ * publishes on the channel (another database, same prefix). The users and
+ * servicers of the lost state are gone, and nothing else would say so.
+ * What this daemon knew of the ids is dropped, so that replies wait for
+ * their events again; one line per 10 s at most, which counts the others.
+ */
+static void
+went_back(struct redis_engine *r, uint64_t last)
+{
+	uint64_t now = mono_ms();
+
+	r->seen_event = last;
+	r->echo_n = 0;
+	if (r->went_back_logged_ms != 0 &&
+	    now - r->went_back_logged_ms < WENT_BACK_LOG_MS) {
+		r->went_back_unlogged++;
+		return;
+	}
+	log_warnx("engine redis: event ids on %s went back from %llu to %llu: "
+	          "Redis lost csq's state (a restart without persistence, a "
+	          "FLUSHALL, a failover to a replica behind), or another "
+	          "deployment publishes there (same prefix, other database)%s",
+	          r->channel, (unsigned long long)r->sub_last,
+	          (unsigned long long)last,
+	          r->went_back_unlogged > 0 ? "; again since the last line"
+	                                    : "");
+	r->went_back_logged_ms = now;
+	r->went_back_unlogged = 0;
+}
+
 /* A message on the subscription, unless it echoes one taken from a reply;
  * one taken from a reply and older than this one was published while the
  * subscription was away, and will not come. */
@@ -1426,6 +1486,9 @@ sub_events(struct redis_engine *r, const char *msg, size_t len)
 		          r->channel);
 		return;
 	}
+	if (last <= r->sub_last)
+		went_back(r, last);
+	r->sub_last = last;
 	while (r->echo_n > 0 && r->echo[r->echo_head] <= last) {
 		echo = r->echo[r->echo_head] == last;
 		r->echo_head = (r->echo_head + 1) % ECHO_MAX;

@@ -372,18 +372,33 @@ local function assign(u, s, room, moved)
 	      elapsed(u.arrival), moved or '')
 end
 
+local function serves(s, q)
+	for _, sq in ipairs(s.queues) do
+		if sq == q then return true end
+	end
+	return false
+end
+
 -- A user started waiting: the ready servicer with a free room serving its
--- queue that has gone longest without a new user takes it.
+-- queue that has gone longest without a new user takes it. An entry of
+-- the free-room index that is not true (its servicer's key deleted or
+-- changed behind csq's back) is dropped rather than trusted.
 local function match_user(u, moved)
 	if rooms_free() <= 0 then return false end
-	local top = redis.call('ZRANGE', free_key(u.queue), 0, 0)
-	if not top[1] then return false end
-	local s = servicer_load(top[1])
-	unaccount(s)
-	assign(u, s, free_room(s), moved)
-	account(s)
-	servicer_save(s)
-	return true
+	local fkey = free_key(u.queue)
+	while true do
+		local top = redis.call('ZRANGE', fkey, 0, 0)
+		if not top[1] then return false end
+		local s = servicer_load(top[1])
+		if s and has_free(s) and serves(s, u.queue) then
+			unaccount(s)
+			assign(u, s, free_room(s), moved)
+			account(s)
+			servicer_save(s)
+			return true
+		end
+		redis.call('ZREM', fkey, top[1])
+	end
 end
 
 -- The best waiting user across the queues s serves.
@@ -410,11 +425,10 @@ end
 
 -- The conversation in room idx of s ends; the user leaves the system.
 -- The room leaves the hash only if fill does not put the next user in it
--- (an HSET over it), which is the usual case.
+-- (an HSET over it), which is the usual case. The user's record is read
+-- before anything is written: a record that is not csq's fails the
+-- operation with nothing changed.
 local function room_release(s, idx, uid, by)
-	unaccount(s)
-	s.vacated = idx
-	s.active = s.active - 1
 	-- Of the user who leaves, only the queue, the state and the TTL count:
 	-- a shorter pattern than user_load's, and no number parsed.
 	local rec = redis.call('HGET', USERS, uid)
@@ -425,6 +439,9 @@ local function room_release(s, idx, uid, by)
 	if not state then
 		error('csq: the record of user ' .. uid .. ' is not csq\'s')
 	end
+	unaccount(s)
+	s.vacated = idx
+	s.active = s.active - 1
 	event(EV.released, uid, q, s.id, s.id, idx, by)
 	user_free(uid, state == 'waiting' and ttl ~= '0')
 	fill(s)
@@ -444,12 +461,13 @@ local function user_abandon(u, reason)
 	user_free(u.id, u.state == 'waiting' and u.ttl > 0)
 end
 
--- Removes s: its users go back in line at their old place (same key; the
--- length limit does not apply; their TTL restarts), then servicer_down,
--- then the requeued users are matched best first where a room is free.
-local function servicer_remove(s, reason)
-	unaccount(s)
-	local flat = redis.call('HGETALL', rooms_key(s.id))
+-- The users in the rooms of servicer id go back in line at their old
+-- place (same key; the length limit does not apply; their TTL restarts),
+-- and its rooms go. A room whose user's record does not say it is there
+-- (a key changed behind csq's back) is dropped. Returns the users, best
+-- first, and how many rooms there were.
+local function rooms_requeue(id, reason)
+	local flat = redis.call('HGETALL', rooms_key(id))
 	local rooms = {}
 	for i = 1, #flat, 2 do
 		rooms[#rooms + 1] = { idx = tonumber(flat[i]), user = flat[i + 1] }
@@ -458,26 +476,72 @@ local function servicer_remove(s, reason)
 	local back = {}
 	for _, r in ipairs(rooms) do
 		local u = user_load(r.user)
-		u.state = 'waiting'
-		user_save(u)
-		redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
-		stat('requeued_total', 1)
-		if u.ttl > 0 then deadline_set('u:' .. u.id, NOW + u.ttl * 1000) end
-		event(EV.requeued, u.id, u.queue, tier_of(u.key), position(u), s.id,
-		      s.id, r.idx, reason)
-		back[#back + 1] = u
+		if u and u.state == 'assigned' and u.servicer == id and
+		   u.room == r.idx then
+			u.state = 'waiting'
+			user_save(u)
+			redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
+			stat('requeued_total', 1)
+			if u.ttl > 0 then
+				deadline_set('u:' .. u.id, NOW + u.ttl * 1000)
+			end
+			event(EV.requeued, u.id, u.queue, tier_of(u.key), position(u),
+			      id, id, r.idx, reason)
+			back[#back + 1] = u
+		end
 	end
-	redis.call('DEL', rooms_key(s.id), servicer_key(s.id))
+	if #rooms > 0 then redis.call('DEL', rooms_key(id)) end
+	table.sort(back, function(a, b) return a.key < b.key end)
+	return back, #rooms
+end
+
+-- Requeued users are matched best first where a room is free: each as
+-- its record stands now, since what ran since its requeue (a login's
+-- fill, a LEAVE) may have matched or removed it already.
+local function rematch(back)
+	for _, b in ipairs(back) do
+		local u = user_load(b.id)
+		if u and u.state == 'waiting' then match_user(u) end
+	end
+end
+
+-- Removes s: its users go back in line (rooms_requeue), then
+-- servicer_down, then the requeued users are matched.
+local function servicer_remove(s, reason)
+	unaccount(s)
+	local back = rooms_requeue(s.id, reason)
+	redis.call('DEL', servicer_key(s.id))
 	deadline_clear('s:' .. s.id)
 	redis.call('ZREM', SERVICERS, s.id)
 	stat('servicers', -1)
 	if reason == 'lost' then stat('servicers_lost_total', 1) end
 	event(EV.servicer_down, s.id, reason)
-	table.sort(back, function(a, b) return a.key < b.key end)
-	for _, u in ipairs(back) do
-		if u.state == 'waiting' then match_user(u) end
-	end
+	rematch(back)
 	return #back
+end
+
+-- What is left of servicer id when its hash is gone (deleted or evicted
+-- behind csq's back) but its rooms or its place among the servicers are
+-- not: without this, its next HEARTBEAT would log it in afresh and put a
+-- waiting user into a room that another still holds, and its users would
+-- stay in rooms nobody serves. Its users go back in line and it is
+-- declared lost; the caller rematches them (returned). Its free rooms, if
+-- it had any, stay counted in rooms_free: how many is lost with its hash.
+local function ghost_remove(id)
+	local listed = redis.call('ZSCORE', SERVICERS, id)
+	if not listed and redis.call('EXISTS', rooms_key(id)) == 0 then
+		return nil
+	end
+	local back, nrooms = rooms_requeue(id, 'lost')
+	stat('rooms_busy', -nrooms)
+	if listed then
+		redis.call('ZREM', SERVICERS, id)
+		stat('servicers', -1)
+		stat('servicers_lost_total', 1)
+	end
+	deadline_clear('s:' .. id)
+	event(EV.servicer_down, id, 'lost')
+	return back
 end
 
 -- The reply fields of a user (ENQUEUE, WHERE): state, queue, position,

@@ -14,7 +14,12 @@ OPS.expire = function(limit)
 			if u and u.state == 'waiting' then user_abandon(u, 'timeout') end
 		else
 			local s = servicer_load(id)
-			if s then servicer_remove(s, 'lost') end
+			if s then
+				servicer_remove(s, 'lost')
+			else
+				local back = ghost_remove(id)
+				if back then rematch(back) end
+			end
 		end
 		n = n + 1
 	end

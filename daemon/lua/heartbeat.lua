@@ -14,7 +14,9 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 
 	local s = servicer_load(id)
 	local login = s == nil
+	local back
 	if login then
+		back = ghost_remove(id)
 		s = { id = id, status = 'ready', capacity = 1, ttl = SERVICER_TTL,
 		      active = 0, queues = { 'default' },
 		      last_order = order_next(),
@@ -34,5 +36,6 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 	fill(s)
 	account(s)
 	servicer_save(s)
+	if back then rematch(back) end
 	return reply('OK', s.status, s.capacity, s.active, s.ttl)
 end

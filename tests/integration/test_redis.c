@@ -11,6 +11,7 @@
  * cmocka asserts (those jump to the main thread's test), they record the
  * first error and the main thread fails with it.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1893,6 +1894,10 @@ redis_out_of_memory(void **state)
 	/* One line, not one per refusal (all came within a second or so). */
 	assert_true(lines_with(fx->d[0]->log_path, "OOM") >= 1);
 	assert_true(lines_with(fx->d[0]->log_path, "OOM") <= 3);
+	/* And the refusals held back are counted in the log a second later,
+	 * not only with the next error (which may never come). */
+	csqd_wait_log(fx->d[0], "the last of");
+	assert_true(lines_with(fx->d[0]->log_path, "OOM") <= 4);
 
 	r = CMD(rc, "CONFIG SET maxmemory 0");
 	freeReplyObject(r);
@@ -2007,6 +2012,166 @@ out_of_memory_in_one_call(void **state)
 	redisFree(rc);
 }
 
+/* Whether c has a push to read now, buffered or on its socket. */
+static int
+push_waiting(redisContext *c)
+{
+	struct pollfd pfd = {c->fd, POLLIN, 0};
+
+	return c->reader->pos < c->reader->len || poll(&pfd, 1, 0) == 1;
+}
+
+/*
+ * Redis restarts without its data (no persistence): the ids of the events
+ * start again from 1 under a daemon that has seen 30. The daemon says in
+ * its log that Redis's state went back, and its replies wait for their
+ * events again: before, it took every reply's events for seen already
+ * (their ids were below 30), let the reply go first, and so broke the
+ * order (an event before the reply that caused it) until the ids passed
+ * the old ones, which may be millions of events later.
+ */
+#define WENT_BACK_USERS 30
+
+static void
+state_went_back(void **state)
+{
+	struct rfx *fx = *state;
+	const char *ch[] = {"events"};
+	char cmd[CSQD_PATH_MAX + 16], *j, user[16];
+	redisContext *c, *sub;
+	int i, late = 0;
+
+	fx_daemon(fx, 0, "");
+	sub = csqd_connect(fx->d[0]);
+	SUBSCRIBE(sub, 1, ch);
+	c = csqd_connect(fx->d[0]);
+	for (i = 0; i < WENT_BACK_USERS; i++) {
+		freeReplyObject(CMD(c, "ENQUEUE a%d", i));
+		free(WAIT_EVENT(sub, "queued"));
+	}
+	redisd_stop(fx->r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/*", fx->r->dir);
+	assert_int_equal(system(cmd), 0);
+	redisd_restart(fx->r);
+	csqd_wait_engine(fx->d[0]);
+	/* The state is gone: b0 is first in an empty line. */
+	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE b0");
+	j = WAIT_EVENT(sub, "queued");
+	assert_json_str(j, "user", "b0");
+	free(j);
+	csqd_wait_log(fx->d[0], "went back from 30 to 1");
+	for (i = 1; i <= WENT_BACK_USERS; i++) {
+		freeReplyObject(CMD(c, "ENQUEUE b%d", i));
+		if (!push_waiting(sub))
+			late++;
+		snprintf(user, sizeof(user), "b%d", i);
+		j = WAIT_EVENT(sub, "queued");
+		assert_json_str(j, "user", user);
+		free(j);
+	}
+	print_message("state went back: %d of %d replies before their event\n",
+	              late, WENT_BACK_USERS);
+	assert_int_equal(late, 0);
+	assert_int_equal(lines_with(fx->d[0]->log_path, "went back"), 1);
+	redisFree(c);
+	redisFree(sub);
+}
+
+/* WHERE's state and room (or position) of user u, as "assigned s1/0" or
+ * "waiting 2". */
+static void
+where_is(redisContext *c, const char *u, const char *expect)
+{
+	char got[128];
+	redisReply *r = CMD(c, "WHERE %s", u);
+
+	if (strcmp(FIELD_STR(r, "state"), "assigned") == 0)
+		snprintf(got, sizeof(got), "assigned %s", FIELD_STR(r, "room"));
+	else if (strcmp(FIELD_STR(r, "state"), "waiting") == 0)
+		snprintf(got, sizeof(got), "waiting %lld",
+		         FIELD_INT(r, "position"));
+	else
+		snprintf(got, sizeof(got), "%s", FIELD_STR(r, "state"));
+	freeReplyObject(r);
+	if (strcmp(got, expect) != 0)
+		fail_msg("WHERE %s: %s, expected %s", u, got, expect);
+}
+
+/*
+ * A servicer's hash deleted behind csq's back (by hand, or evicted) while
+ * its rooms and its place among the servicers stay. Before, its next
+ * HEARTBEAT logged it in afresh and put the waiting u3 into room s1/0,
+ * which u1 still held (two users in one room, and u1 never requeued); a
+ * servicer that never came back kept its users in rooms nobody served,
+ * for good; a LEAVE of such a user failed; and an ENQUEUE into a queue of
+ * its failed on its free-room entry. Now what is left of it is declared
+ * lost: its users go back in line at their places, and nobody is put in
+ * two places or lost.
+ */
+static void
+servicer_hash_lost(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c, *rc;
+	redisReply *r;
+
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	rc = redisd_connect(fx->r);
+
+	/* Logged in again by its next HEARTBEAT. */
+	freeReplyObject(CMD(c, "HEARTBEAT s1 CAPACITY 2"));
+	freeReplyObject(CMD(c, "ENQUEUE u1"));
+	freeReplyObject(CMD(c, "ENQUEUE u2"));
+	freeReplyObject(CMD(c, "ENQUEUE u3"));
+	where_is(c, "u2", "assigned s1/1");
+	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s1"));
+	CHECK(c,
+	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
+	      "'ttl',:30]",
+	      "HEARTBEAT s1");
+	where_is(c, "u1", "assigned s1/0");
+	where_is(c, "u2", "waiting 1");
+	where_is(c, "u3", "waiting 2");
+	CHECK(c, ":1", "RELEASE s1/0");
+	where_is(c, "u2", "assigned s1/0");
+	where_is(c, "u3", "waiting 1");
+
+	/* Never back: its deadline requeues its user. */
+	freeReplyObject(CMD(c, "HEARTBEAT s2 TTL 1 QUEUES qb"));
+	freeReplyObject(CMD(c, "ENQUEUE v1 QUEUE qb"));
+	where_is(c, "v1", "assigned s2/0");
+	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s2"));
+	sleep_ms(1600);
+	where_is(c, "v1", "waiting 1");
+
+	/* LEAVE of a user in its room; the other goes back in line. */
+	freeReplyObject(CMD(c, "HEARTBEAT s3 CAPACITY 2 QUEUES qc"));
+	freeReplyObject(CMD(c, "ENQUEUE w1 QUEUE qc"));
+	freeReplyObject(CMD(c, "ENQUEUE w2 QUEUE qc"));
+	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s3"));
+	CHECK(c, ":1", "LEAVE w1");
+	where_is(c, "w1", "none");
+	where_is(c, "w2", "waiting 1");
+
+	/* Its free room's entry in the index is not trusted. */
+	freeReplyObject(CMD(c, "HEARTBEAT s4 QUEUES qd"));
+	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s4"));
+	CHECK(c, "['state','waiting','queue','qd','position',:1]",
+	      "ENQUEUE x1 QUEUE qd");
+
+	/* The counters agree: u2 in a room; u3, v1, w2 and x1 waiting. */
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), 4);
+	assert_int_equal(FIELD_INT(r, "rooms_busy"), 1);
+	assert_int_equal(FIELD_INT(r, "servicers"), 2); /* s1, s4 */
+	assert_int_equal(FIELD_INT(r, "servicers_lost_total"), 3);
+	freeReplyObject(r);
+	redisFree(c);
+	redisFree(rc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2036,6 +2201,9 @@ main(int argc, char **argv)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(broken_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(out_of_memory_in_one_call, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(state_went_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(servicer_hash_lost, setup,
 	                                    teardown),
 	};
 
