@@ -364,6 +364,7 @@ client_protocol_error(struct client *c)
 		client_slot_write(c, s = client_slot_open(c));
 	resp_error(client_output(c), "ERR Protocol error: %s",
 	           resp_parser_error(c->parser));
+	c->server->stats.errors_total++; /* INFO, as Redis counts it */
 	if (s != NULL)
 		client_slot_done(c, s);
 	log_debug("client %llu: protocol error: %s", (unsigned long long)c->id,

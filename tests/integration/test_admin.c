@@ -177,6 +177,21 @@ info_field(redisContext *c, const char *name)
 		(n)++;                                                         \
 	} while (0)
 
+/* Sends a malformed request on a connection of its own; its reply must be
+ * the protocol error, and the connection must close. */
+static void
+raw_protocol_error(int port, const char *req)
+{
+	char buf[256];
+	int fd = raw_connect(port), closed = 0;
+
+	raw_sends(fd, req);
+	raw_read(fd, buf, sizeof(buf), 2000, &closed);
+	close(fd);
+	if (strncmp(buf, "-ERR Protocol error", 19) != 0 || !closed)
+		fail_msg("%s: got %s%s", req, buf, closed ? "" : " (open)");
+}
+
 static void
 info_counts_errors(void **state)
 {
@@ -196,6 +211,12 @@ info_counts_errors(void **state)
 	EXPECT_ERROR(fx->c, "NOSUCHCOMMAND", n);
 	EXPECT_ERROR(fx->c, "PING a b", n);
 	EXPECT_ERROR(fx->c, "HELLO 3", n);
+	/* Protocol errors too, as Redis counts them: a bad bulk length and
+	 * an unbalanced quote, each on a connection of its own (it closes). */
+	raw_protocol_error(fx->d->port, "*1\r\n$abc\r\n");
+	n++;
+	raw_protocol_error(fx->d->port, "SET \"a\r\n");
+	n++;
 	CHECK(fx->c, "+PONG", "PING");
 	freeReplyObject(CMD(fx->c, "ENQUEUE u1"));
 	after = info_field(fx->c, "total_error_replies");

@@ -483,6 +483,9 @@ subscribe_mode_framing(void **state)
 	CHECK(sub, "-ERR Can't execute 'enqueue': " CANT_EXECUTE, "ENQUEUE u1");
 	CHECK(sub, "-ERR Can't execute 'qlen': " CANT_EXECUTE, "qlen default");
 	CHECK(sub, "-ERR Can't execute 'info': " CANT_EXECUTE, "INFO");
+	/* A name csqd does not know is unknown here too, as in Redis 7. */
+	CHECK(sub, "-ERR unknown command 'FLUSHALL'", "FLUSHALL");
+	CHECK(sub, "-ERR unknown command 'SSUBSCRIBE'", "SSUBSCRIBE a");
 	/* The rejected ENQUEUE did nothing. */
 	CHECK(fx->c, "['state','none']", "WHERE u1");
 	CHECK(sub, "['unsubscribe','a',:2]", "UNSUBSCRIBE a");
