@@ -401,25 +401,37 @@ local function match_user(u, moved)
 	end
 end
 
--- The best waiting user across the queues s serves.
+-- The best waiting user across the queues s serves, and its queue.
 local function best_user(s)
-	local best, best_key
+	local best, best_key, best_q
 	for _, q in ipairs(s.queues) do
 		local r = redis.call('ZRANGE', queue_key(q), 0, 0, 'WITHSCORES')
 		if r[1] then
 			local k = tonumber(r[2])
-			if not best or k < best_key then best, best_key = r[1], k end
+			if not best or k < best_key then
+				best, best_key, best_q = r[1], k, q
+			end
 		end
 	end
-	return best
+	return best, best_q
 end
 
 -- The best waiting users into s's free rooms; s is out of the accounts.
+-- An id in a line whose record is gone or says it waits elsewhere (keys
+-- changed behind csq's back) leaves the line: trusted, it would fail
+-- every operation that fills a room of that queue, for good.
 local function fill(s)
 	while has_free(s) do
-		local id = best_user(s)
+		local id, q = best_user(s)
 		if not id then break end
-		assign(user_load(id), s, free_room(s))
+		local u = user_load(id)
+		if u and u.state == 'waiting' and u.queue == q then
+			assign(u, s, free_room(s))
+		else
+			redis.call('ZREM', queue_key(q), id)
+			-- Without a record it is gone: STATS' waiting follows.
+			if not u then stat('abandoned_total', 1) end
+		end
 	end
 end
 

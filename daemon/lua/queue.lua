@@ -6,11 +6,15 @@ OPS.queue = function(q, offset, count)
 		local first = tonumber(offset)
 		local ids = redis.call('ZRANGE', queue_key(q), first,
 		                       first + count - 1)
+		-- An id whose record is gone (deleted behind csq's back) is
+		-- left out rather than failing the whole page.
 		for _, id in ipairs(ids) do
 			local u = user_load(id)
-			out[#out + 1] = id
-			out[#out + 1] = tier_of(u.key)
-			out[#out + 1] = elapsed(u.arrival)
+			if u then
+				out[#out + 1] = id
+				out[#out + 1] = tier_of(u.key)
+				out[#out + 1] = elapsed(u.arrival)
+			end
 		end
 	end
 	return out

@@ -2172,6 +2172,45 @@ servicer_hash_lost(void **state)
 	redisFree(rc);
 }
 
+/*
+ * A user's record deleted behind csq's back while its id stays in line.
+ * Before, QUEUE of that line failed, and so did every HEARTBEAT, RELEASE
+ * or RESUME that filled a room of that queue: the line was stuck for
+ * good. Now the listing leaves the id out, and a fill drops it from the
+ * line and takes the next user.
+ */
+static void
+orphan_in_line(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c, *rc;
+	redisReply *r;
+
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	rc = redisd_connect(fx->r);
+	freeReplyObject(CMD(c, "ENQUEUE o1 QUEUE qo"));
+	freeReplyObject(CMD(c, "ENQUEUE o2 QUEUE qo"));
+	freeReplyObject(CMD(c, "ENQUEUE o3 QUEUE qo"));
+	freeReplyObject(CMD(rc, "HDEL {" PREFIX "}:users o1"));
+	r = CMD(c, "QUEUE qo");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 2);
+	freeReplyObject(r);
+	CHECK(c,
+	      "['servicer','so','status','ready','capacity',:1,'active',:1,"
+	      "'ttl',:30]",
+	      "HEARTBEAT so QUEUES qo");
+	where_is(c, "o2", "assigned so/0");
+	where_is(c, "o3", "waiting 1");
+	CHECK(c, ":1", "QLEN qo");
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), 1);
+	freeReplyObject(r);
+	redisFree(c);
+	redisFree(rc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2205,6 +2244,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(state_went_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(servicer_hash_lost, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(orphan_in_line, setup, teardown),
 	};
 
 	if (redisd_binary() == NULL) {
