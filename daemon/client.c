@@ -26,11 +26,12 @@
 #include "util.h"
 
 #define CLIENT_BATCH           1024 /* requests per turn: no client starves others */
-#define CLIENT_OUTPUT_PAUSE    (1024 * 1024) /* stop reading requests above */
-#define CLIENT_PUBSUB_HARD_MAX (32 * 1024 * 1024) /* a subscriber too slow */
+#define CLIENT_OUTPUT_HARD_MAX (256 * 1024 * 1024) /* unread replies */
+#define CLIENT_PUBSUB_HARD_MAX (32 * 1024 * 1024)  /* a subscriber too slow */
 #define CLIENT_LINGER_S        2     /* after a protocol error, wait for EOF */
 #define CLIENT_READ_CHUNK      16384 /* bytes per read(2), as Redis */
 #define CLIENT_INFLIGHT_MAX    128   /* engine calls in flight per client */
+#define CLIENT_KEEPALIVE_S     300   /* TCP keepalive's idle time, as Redis */
 
 static const char *const client_state_names[] = {
     "active",
@@ -203,7 +204,7 @@ client_drain(struct client *c)
 /*
  * Sends the replies now, unless they must wait behind what the bufferevent
  * still has to write, for the journal's commit (held: server_committed
- * enables EV_WRITE) or for the output to drain (paused). What waits, what
+ * enables EV_WRITE). What waits, what
  * the socket does not take, or a write error, goes to the bufferevent,
  * which writes when it can or reports the error. A closing client with
  * nothing left to send drains; so this is the last thing a caller does
@@ -220,7 +221,7 @@ client_flush(struct client *c)
 		return;
 	bout = bufferevent_get_output(c->bev);
 	if (evbuffer_get_length(c->out) > 0) {
-		if (!c->held && !c->paused && evbuffer_get_length(bout) == 0) {
+		if (!c->held && evbuffer_get_length(bout) == 0) {
 			/* EV_WRITE may be left on by a commit: nothing for
 			 * it to write now. */
 			bufferevent_disable(c->bev, EV_WRITE);
@@ -318,7 +319,6 @@ client_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct client *c = arg;
 	struct evbuffer *bout = bufferevent_get_output(c->bev);
-	int unpaused = 0;
 
 	(void)bev;
 	if (c->state == CLIENT_CLOSING && client_quiet(c)) {
@@ -327,17 +327,9 @@ client_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->state != CLIENT_ACTIVE)
 		return;
-	if (c->paused) {
-		c->paused = 0;
-		bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-		event_add(c->rev, NULL);
-		unpaused = 1;
-	}
 	/* All written: the next replies go out from client_flush. */
 	if (evbuffer_get_length(bout) == 0 && !c->held)
 		bufferevent_disable(c->bev, EV_WRITE);
-	if (unpaused)
-		client_process(c);
 }
 
 static void
@@ -389,6 +381,18 @@ client_dispatch_slotted(struct client *c)
 	c->cur = c->out;
 }
 
+/* c goes at the next turn, for why, logged as what it has over limit. */
+static void
+client_kill(struct client *c, const char *why, const char *what, int limit)
+{
+	log_warnx("client %llu: %s over %d bytes, closing",
+	          (unsigned long long)c->id, what, limit);
+	c->killed = why;
+	event_del(c->rev);
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	client_wake(c);
+}
+
 /*
  * Runs the requests waiting in the input buffer, in order. While engine
  * calls are in flight only requests that the engine answers in turn go on
@@ -405,18 +409,19 @@ client_process(struct client *c)
 	if (c->reading || c->state != CLIENT_ACTIVE)
 		return;
 	c->reading = 1;
-	while (c->state == CLIENT_ACTIVE && !c->paused) {
+	while (c->state == CLIENT_ACTIVE) {
 		if (n++ == CLIENT_BATCH) {
 			client_wake(c);
 			break;
 		}
-		if (client_pending(c) > CLIENT_OUTPUT_PAUSE) {
-			/* The client does not read its replies: stop reading
-			 * its requests until they drain. */
-			c->paused = 1;
-			event_del(c->rev);
-			bufferevent_setwatermark(c->bev, EV_WRITE,
-			                         CLIENT_OUTPUT_PAUSE / 2, 0);
+		/* Requests are read and run however many replies wait, as
+		 * Redis does: a client that writes a whole pipeline before it
+		 * reads (hiredis, redis-py's pipeline) would otherwise wait on
+		 * csqd while csqd waits on it. Only past a hard limit, a
+		 * client that does not read at all, it goes. */
+		if (client_pending(c) > CLIENT_OUTPUT_HARD_MAX) {
+			client_kill(c, "output buffer limit", "replies",
+			            CLIENT_OUTPUT_HARD_MAX);
 			break;
 		}
 		if (!c->held_req) {
@@ -477,12 +482,28 @@ client_push_end(struct client *c)
 	}
 	/* Not closed here: the publisher may be walking a list that holds
 	 * this client. */
-	log_warnx("client %llu: subscriber output over %d bytes, closing",
-	          (unsigned long long)c->id, CLIENT_PUBSUB_HARD_MAX);
-	c->killed = "output buffer limit";
-	event_del(c->rev);
-	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-	client_wake(c);
+	client_kill(c, "output buffer limit", "subscriber output",
+	            CLIENT_PUBSUB_HARD_MAX);
+}
+
+/*
+ * TCP keepalive as Redis sets it (tcp-keepalive 300): a probe after 300 s
+ * of silence, then every 100 s, three unanswered and the connection is
+ * dead. With the kernel's defaults a client whose host vanished would
+ * hold its place under max_clients for over two hours. (On a Unix socket
+ * these fail, harmlessly.)
+ */
+static void
+client_keepalive(evutil_socket_t fd)
+{
+	int on = 1, idle = CLIENT_KEEPALIVE_S, intvl = CLIENT_KEEPALIVE_S / 3,
+	    cnt = 3;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) != 0)
+		return;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
 struct client *
@@ -493,6 +514,7 @@ client_new(struct server *s, evutil_socket_t fd)
 
 	evutil_make_socket_nonblocking(fd);
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	client_keepalive(fd);
 	c->server = s;
 	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL) {

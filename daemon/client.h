@@ -72,7 +72,6 @@ struct client {
 	int inflight; /* engine calls not answered yet */
 	int held_req; /* req parsed, waits for the calls to end */
 	int reading;  /* inside client_process: no re-entry */
-	int paused;   /* output too large: not reading requests */
 	int held;     /* output held for the journal's commit */
 	char *name;   /* CLIENT SETNAME */
 	struct pubsub_subs subs;

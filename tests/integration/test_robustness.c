@@ -6,10 +6,13 @@
  * the daemon still answers, and the teardown that it exits 0 on SIGTERM
  * (so a sanitizer report fails the test).
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +545,125 @@ slow_subscriber(void **state)
 	redisFree(sub);
 	CHECK(fx->c, ":2000", "QLEN default");
 	ASSERT_ALIVE(fx->d);
+}
+
+/*
+ * A client that writes a whole pipeline before it reads a reply, as
+ * hiredis does with redisAppendCommand and as redis-py's pipeline does:
+ * 12 MB of replies wait for it. Before, csqd stopped reading a client
+ * with more than 1 MiB of replies unread, so both sides waited for good
+ * (hiredis timed out after its 10 s); Redis reads on, and so does csqd.
+ * One ENQUEUE per 10,000 requests shows that the engine's commands in
+ * the pipeline ran too, in order.
+ */
+#define DEEP_PIPELINE 100000
+
+static void
+deep_pipeline_written_first(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char payload[101];
+	redisReply *r;
+	int i;
+
+	memset(payload, 'x', 100);
+	payload[100] = '\0';
+	for (i = 0; i < DEEP_PIPELINE; i++) {
+		if (i % 10000 == 0)
+			redisAppendCommand(fx->c, "ENQUEUE deep%d", i);
+		else
+			redisAppendCommand(fx->c, "ECHO %s", payload);
+	}
+	for (i = 0; i < DEEP_PIPELINE; i++) {
+		r = GET_REPLY(fx->c);
+		if (i % 10000 == 0)
+			assert_int_equal(FIELD_INT(r, "position"),
+			                 i / 10000 + 1);
+		else
+			assert_reply_bulk(r, payload);
+		freeReplyObject(r);
+	}
+	CHECK(fx->c, ":10", "QLEN default");
+}
+
+/*
+ * A client that never reads while its requests make 256 MiB of replies
+ * is closed, with a line in the log, and nobody else notices.
+ */
+#define ECHO_BIG (512 * 1024)
+
+static void
+unread_replies_limit(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static char req[ECHO_BIG + 64];
+	size_t len, sent = 0;
+	ssize_t n;
+	struct timeval tv = {1, 0};
+	int fd = raw_connect(fx->d->port), closed = 0;
+	int64_t deadline = now_ms() + 30000;
+
+	/* ECHO of 512 KiB: 600 of them are 300 MiB of replies. */
+	len = (size_t)snprintf(req, sizeof(req), "*2\r\n$4\r\nECHO\r\n$%d\r\n",
+	                       ECHO_BIG);
+	memset(req + len, 'y', ECHO_BIG);
+	memcpy(req + len + ECHO_BIG, "\r\n", 2);
+	len += ECHO_BIG + 2;
+	/* A send that cannot go on (csqd no longer reads) is not a close. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (!closed && now_ms() < deadline && sent < 700 * len) {
+		n = send(fd, req, len, MSG_NOSIGNAL);
+		if (n >= 0)
+			sent += (size_t)n;
+		else if (errno == EPIPE || errno == ECONNRESET)
+			closed = 1; /* csqd closed it */
+	}
+	close(fd);
+	assert_true(closed);
+	csqd_wait_log(fx->d, "replies over 268435456 bytes, closing");
+	CHECK(fx->c, "+PONG", "PING");
+	ASSERT_ALIVE(fx->d);
+}
+
+/*
+ * csqd's end of a client's connection has TCP keepalive at Redis's 300 s,
+ * not the kernel's two hours: /proc/net/tcp shows its keepalive timer
+ * (timer 2) due within 300 s (in clock ticks of 1/100 s).
+ */
+static void
+keepalive_300s(void **state)
+{
+	struct csqd_fx *fx = *state;
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+	char line[512], want[64];
+	unsigned tr = 0, when = 0;
+	int found = 0;
+	FILE *f;
+
+	assert_int_equal(getsockname(fx->c->fd, (struct sockaddr *)&me, &len),
+	                 0);
+	/* local (csqd's port) and remote (ours), as /proc/net/tcp writes
+	 * them: "0100007F:1ED6 0100007F:C350". */
+	snprintf(want, sizeof(want), ":%04X 0100007F:%04X", fx->d->port,
+	         ntohs(me.sin_port));
+	f = fopen("/proc/net/tcp", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *p = strstr(line, want);
+
+		if (p == NULL)
+			continue;
+		/* After the addresses: st, tx:rx, then tr:when. */
+		if (sscanf(p + strlen(want), " %*x %*x:%*x %x:%x", &tr,
+		           &when) == 2)
+			found = 1;
+	}
+	fclose(f);
+	assert_true(found);
+	print_message("keepalive: timer %u due in %u ticks\n", tr, when);
+	assert_int_equal(tr, 2);
+	assert_true(when <= 30000);
 }
 
 /* QUIT answers +OK and closes; requests after it are not executed. */
@@ -1211,6 +1333,13 @@ main(int argc, char **argv)
 	        truncated_and_dropped, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        slow_subscriber, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        keepalive_300s, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(deep_pipeline_written_first,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        unread_replies_limit, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(quit_closes, csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
