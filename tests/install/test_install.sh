@@ -55,7 +55,8 @@ grep -q '^StateDirectory=csqd$' "$dest$unitdir/csqd.service" ||
 # The installed daemon accepts the installed configuration.
 out=$("$dest$prefix/sbin/csqd" -n -c "$dest$confdir/csqd.conf" 2>&1)
 [ "$out" = "configuration OK" ] || fail "csqd -n: $out"
-"$dest$prefix/sbin/csqd" -v | grep -q '^csqd ' || fail "csqd -v"
+out=$("$dest$prefix/sbin/csqd" -v) || fail "csqd -v exited $?"
+case $out in "csqd "?*) ;; *) fail "csqd -v: $out" ;; esac
 
 # A site's configuration survives a reinstall.
 echo '# edited by the site' >>"$dest$confdir/csqd.conf"

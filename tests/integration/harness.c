@@ -575,6 +575,7 @@ again:
 		fprintf(stderr, "exec %s: %s\n", harness_bin, strerror(errno));
 		_exit(127);
 	}
+	d->exit_status = -1;
 	d->running = 1;
 	for (i = 0; i < LIVE_MAX && harness_live[i] != d; i++) {
 		if (harness_live[i] == NULL) {
@@ -648,6 +649,28 @@ csqd_alive(struct csqd *d)
 	return 1;
 }
 
+int
+csqd_wait_exit(struct csqd *d, int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	int status;
+	pid_t w;
+
+	if (!d->running)
+		return d->exit_status;
+	while ((w = waitpid(d->pid, &status, WNOHANG)) == 0) {
+		if (now_ms() > deadline)
+			return -1;
+		sleep_ms(10);
+	}
+	d->running = 0;
+	if (w == d->pid && WIFEXITED(status))
+		d->exit_status = WEXITSTATUS(status);
+	else if (w == d->pid && WIFSIGNALED(status))
+		d->exit_status = 128 + WTERMSIG(status);
+	return d->exit_status;
+}
+
 /* A daemon that has exited: its files go, then d itself. */
 static void
 harness_forget(struct csqd *d)
@@ -690,7 +713,9 @@ csqd_stop(struct csqd *d)
 		else if (WIFSIGNALED(status))
 			rc = 128 + WTERMSIG(status);
 		d->running = 0;
-	} else
+	} else if (d->exit_status >= 0)
+		rc = d->exit_status; /* csqd_wait_exit saw it */
+	else
 		fprintf(stderr, "csqd had already exited\n");
 	if (rc != 0) {
 		fprintf(stderr, "csqd exit status %d\n", rc);

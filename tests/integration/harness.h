@@ -28,6 +28,7 @@ struct csqd {
 	char unix_path[CSQD_PATH_MAX]; /* "" unless started with a socket */
 	char base_conf[1024];          /* listen, engine, redis prefix */
 	int http_port;                 /* 0 unless started with HTTP */
+	int exit_status;               /* csqd_wait_exit's, or -1 */
 };
 
 /* The fixture most tests use: a daemon and one connection to it. */
@@ -52,6 +53,10 @@ redisContext *csqd_connect(struct csqd *);
 /* SIGTERM, wait; returns the exit status (128 + signal when killed). */
 int csqd_stop(struct csqd *);
 int csqd_alive(struct csqd *);
+/* Waits up to timeout_ms for d to exit by itself (no signal sent); its
+ * exit status (128 + signal when killed), which csqd_stop then returns,
+ * or -1 if it is still running. */
+int csqd_wait_exit(struct csqd *, int timeout_ms);
 /* Prints the daemon's log to stderr (on failures). */
 void csqd_dump_log(struct csqd *);
 

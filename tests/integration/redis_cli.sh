@@ -154,11 +154,12 @@ expect '1) "state"
 expect 'OK' --no-raw PAUSE agent1
 expect "(error) ERR unknown command 'NOPE'" --no-raw NOPE
 
-# The subscriber saw the login, the match and the release.
+# The subscriber saw the login, the match, the release and the pause
+# (the last event published: once it is there, so are the others).
 i=0
-until grep -q '"event": *"released"' "$tmp/sub.out" 2>/dev/null; do
+until grep -q '"event": *"servicer_paused"' "$tmp/sub.out" 2>/dev/null; do
 	i=$((i + 1))
-	[ $i -gt 50 ] && fail "no released event: $(cat "$tmp/sub.out")"
+	[ $i -gt 50 ] && fail "no servicer_paused event: $(cat "$tmp/sub.out")"
 	sleep 0.1
 done
 for ev in servicer_up matched queued released servicer_paused; do

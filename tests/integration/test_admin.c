@@ -42,7 +42,6 @@ auth_required(void **state)
 {
 	struct csqd_fx *fx = *state;
 	redisContext *c2;
-	redisReply *r;
 
 	CHECK(fx->c, NOAUTH, "PING");
 	CHECK(fx->c, NOAUTH, "ENQUEUE u1");
@@ -69,9 +68,7 @@ auth_required(void **state)
 	CHECK(fx->c, WRONGPASS, "AUTH PW");
 	CHECK(fx->c, "-ERR wrong number of arguments for 'auth' command",
 	      "AUTH");
-	r = CMD(fx->c, "AUTH a b c");
-	assert_reply_error_prefix(r, "ERR");
-	freeReplyObject(r);
+	CHECK(fx->c, "-ERR syntax error", "AUTH a b c");
 	CHECK(fx->c, NOAUTH, "PING");
 	CHECK(fx->c, "+OK", "AUTH pw");
 	CHECK(fx->c, "+PONG", "PING");
@@ -135,8 +132,10 @@ ping_and_info(void **state)
 	e = strstr(v, "\r\n");
 	assert_non_null(e);
 	*e = '\0';
+	assert_true(strlen(v) > 0);
 	assert_int_equal(csqd_run(out, sizeof(out), "-v", NULL), 0);
-	assert_non_null(strstr(out, v));
+	assert_true(strncmp(out, "csqd ", 5) == 0);
+	assert_true(strncmp(out + 5, v, strlen(v)) == 0);
 	freeReplyObject(r);
 	r = CMD(fx->c, "INFO server");
 	assert_int_equal(r->type, REDIS_REPLY_STRING);
@@ -253,9 +252,8 @@ client_commands(void **state)
 	r = CMD(fx->c, "CLIENT ID");
 	assert_reply_integer(r, id1);
 	freeReplyObject(r);
-	r = CMD(fx->c, "CLIENT NOSUCH");
-	assert_reply_error_prefix(r, "ERR");
-	freeReplyObject(r);
+	CHECK(fx->c, "-ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP.",
+	      "CLIENT NOSUCH");
 	CHECK(fx->c, "-ERR wrong number of arguments for 'client' command",
 	      "CLIENT");
 	/* The subcommand is named as Redis names it, whatever the case. */
@@ -270,15 +268,13 @@ static void
 select_and_command(void **state)
 {
 	struct csqd_fx *fx = *state;
-	redisReply *r;
 
 	CHECK(fx->c, "+OK", "SELECT 0");
 	CHECK(fx->c, "+OK", "select 0");
 	CHECK(fx->c, "-ERR DB index is out of range", "SELECT 1");
 	CHECK(fx->c, "-ERR DB index is out of range", "SELECT 15");
-	r = CMD(fx->c, "SELECT x");
-	assert_reply_error_prefix(r, "ERR");
-	freeReplyObject(r);
+	CHECK(fx->c, "-ERR value is not an integer or out of range",
+	      "SELECT x");
 	CHECK(fx->c, "[]", "COMMAND");
 	CHECK(fx->c, "[]", "COMMAND DOCS");
 	CHECK(fx->c, "[]", "command docs enqueue");
@@ -356,9 +352,18 @@ sighup_reload(void **state)
 	      "ENQUEUE x3 QUEUE r TIER 4");
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t until = now_ms() + 10000;
+
 		csqd_rewrite_conf(fx->d, bad[i]);
 		kill(fx->d->pid, SIGHUP);
-		sleep_ms(300);
+		/* Handled, and refused, before anything is asserted. */
+		while (count_in_file(fx->d->log_path,
+		                     "keeping the running configuration") <=
+		       (int)i) {
+			if (now_ms() > until)
+				fail_msg("reload %zu never refused", i);
+			sleep_ms(10);
+		}
 		assert_true(csqd_alive(fx->d));
 		assert_false(auth_ok(fx->d, "pw3"));
 		assert_true(auth_ok(fx->d, "pw2"));
@@ -443,7 +448,8 @@ sigint_exits_0(void **state)
 	(void)state;
 	d = csqd_start("");
 	kill(d->pid, SIGINT);
-	sleep_ms(200);
+	/* It exits by itself, with 0: no SIGTERM from csqd_stop. */
+	assert_int_equal(csqd_wait_exit(d, 5000), 0);
 	assert_int_equal(csqd_stop(d), 0);
 }
 

@@ -353,6 +353,11 @@ event_channels(void **state)
 	    "\"requeued\" \"requeued\" \"requeued\" \"servicer_down\" "
 	    "\"servicer_down\"",
 	    "LOGOUT s1");
+	/* (In the order the channels are told: the user's, the servicer's,
+	 * then events; queue:q7 has no subscriber here.) */
+	assert_string_equal(m->m[0].channel, "user:u1");
+	assert_string_equal(m->m[1].channel, "servicer:s1");
+	assert_string_equal(m->m[2].channel, "events");
 	/*
 	 * A move to a queue with a free room is a match at once: only
 	 * matched, which the queue left is told of too, or a list kept from
@@ -757,6 +762,87 @@ nul_in_pattern(void **state)
 	redisFree(sub);
 }
 
+/* The user and room of the matched event at m's index i. */
+static void
+expect_match_at(const char *file, int line, const struct msgs *m, int i,
+                const char *user, const char *room)
+{
+	char u[64], r[64], want_u[64], want_r[64];
+
+	snprintf(want_u, sizeof(want_u), "\"%s\"", user);
+	snprintf(want_r, sizeof(want_r), "\"%s\"", room);
+	if (i >= m->n ||
+	    json_value(m->m[i].payload, "user", u, sizeof(u)) != 0 ||
+	    json_value(m->m[i].payload, "room", r, sizeof(r)) != 0 ||
+	    strcmp(u, want_u) != 0 || strcmp(r, want_r) != 0) {
+		dump_msgs(m);
+		fail_at(file, line, "message %d: expected %s in %s", i, user,
+		        room);
+	}
+}
+#define EXPECT_MATCH(m, i, user, room)                                         \
+	expect_match_at(__FILE__, __LINE__, (m), (i), (user), (room))
+
+/*
+ * The causal order of every operation that both frees or opens rooms and
+ * fills them, with users waiting: the cause first (servicer_up, released,
+ * servicer_resumed), then one matched per room filled, best user first.
+ * An admin screen that builds its lists from the events relies on it.
+ */
+static void
+causal_order_with_waiting(void **state)
+{
+	struct csqd_fx *fx = *state;
+	const char *ch[] = {"events"};
+	struct msgs *m = calloc(1, sizeof(*m));
+	redisContext *sub;
+
+	sub = csqd_connect(fx->d);
+	SUBSCRIBE(sub, 1, ch);
+	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a1");
+	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a2");
+	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a3 TIER 1");
+
+	/* A login: servicer_up, then a matched per room, best first. */
+	EXPECT_EVENTS(fx->c, sub, m, "\"servicer_up\" \"matched\" \"matched\"",
+	              "HEARTBEAT s1 CAPACITY 2");
+	EXPECT_MATCH(m, 1, "a3", "s1/0");
+	EXPECT_MATCH(m, 2, "a1", "s1/1");
+
+	/* RELEASE: released, then the next user into that room. */
+	EXPECT_EVENTS(fx->c, sub, m, "\"released\" \"matched\"",
+	              "RELEASE s1/0");
+	assert_json_str(m->m[0].payload, "user", "a3");
+	EXPECT_MATCH(m, 1, "a2", "s1/0");
+
+	/* Paused: a freed room stays empty; RESUME fills it after saying so. */
+	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a4");
+	EXPECT_EVENTS(fx->c, sub, m, "\"servicer_paused\"", "PAUSE s1");
+	EXPECT_EVENTS(fx->c, sub, m, "\"released\"", "LEAVE a1");
+	EXPECT_EVENTS(fx->c, sub, m, "\"servicer_resumed\" \"matched\"",
+	              "RESUME s1");
+	EXPECT_MATCH(m, 1, "a4", "s1/1");
+
+	/* LEAVE of a user in a room: released, then the next user. */
+	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a5");
+	EXPECT_EVENTS(fx->c, sub, m, "\"released\" \"matched\"", "LEAVE a2");
+	assert_json_str(m->m[0].payload, "user", "a2");
+	assert_json_str(m->m[0].payload, "by", "user");
+	EXPECT_MATCH(m, 1, "a5", "s1/0");
+
+	/* A larger capacity: a matched per new room. */
+	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a6");
+	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a7");
+	EXPECT_EVENTS(fx->c, sub, m, "\"matched\" \"matched\"",
+	              "HEARTBEAT s1 CAPACITY 4");
+	EXPECT_MATCH(m, 0, "a6", "s1/2");
+	EXPECT_MATCH(m, 1, "a7", "s1/3");
+
+	msgs_free(m);
+	free(m);
+	redisFree(sub);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -766,6 +852,9 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(
 	        event_channels, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(lost_servicer_causal_order,
+	                                    csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(causal_order_with_waiting,
 	                                    csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(subscribe_mode_framing,

@@ -2115,6 +2115,8 @@ servicer_hash_lost(void **state)
 	struct rfx *fx = *state;
 	redisContext *c, *rc;
 	redisReply *r;
+	int64_t deadline;
+	int st;
 
 	fx_daemon(fx, 0, "");
 	c = csqd_connect(fx->d[0]);
@@ -2143,7 +2145,17 @@ servicer_hash_lost(void **state)
 	freeReplyObject(CMD(c, "ENQUEUE v1 QUEUE qb"));
 	where_is(c, "v1", "assigned s2/0");
 	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s2"));
-	sleep_ms(1600);
+	deadline = now_ms() + 10000;
+	for (;;) {
+		r = CMD(c, "WHERE v1");
+		st = strcmp(FIELD_STR(r, "state"), "waiting") == 0;
+		freeReplyObject(r);
+		if (st)
+			break;
+		if (now_ms() > deadline)
+			fail_msg("v1 never went back in line");
+		sleep_ms(50);
+	}
 	where_is(c, "v1", "waiting 1");
 
 	/* LEAVE of a user in its room; the other goes back in line. */

@@ -154,14 +154,15 @@ heartbeat_option_errors(void **state)
 	memset(id65, 'q', 65);
 	id65[65] = '\0';
 	CHECK(fx->c, "-ERR invalid queue id", "HEARTBEAT e1 QUEUES %s", id65);
-	/* 33 queues: over the limit of 32 (the text is not specified). */
+	/* 33 queues: over the limit of 32 (the text is csq's, protocol.md
+	 * §10). */
 	snprintf(cmd, sizeof(cmd), "HEARTBEAT e1 QUEUES q1");
 	for (int i = 2; i <= 33; i++)
 		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), ",q%d",
 		         i);
 	{
 		redisReply *r = CMD(fx->c, cmd);
-		assert_reply_error_prefix(r, "ERR");
+		assert_reply_error(r, "ERR too many queues (at most 32)");
 		freeReplyObject(r);
 	}
 	CHECK(fx->c, "-ERR invalid servicer id", "HEARTBEAT %s", "bad id");

@@ -437,9 +437,7 @@ queue_listing(void **state)
 	CHECK(fx->c, "-ERR invalid queue id", "QUEUE %s", "bad id");
 	CHECK(fx->c, "-ERR wrong number of arguments for 'queue' command",
 	      "QUEUE");
-	r = CMD(fx->c, "QUEUE default 0 1 2");
-	assert_reply_error_prefix(r, "ERR");
-	freeReplyObject(r);
+	CHECK(fx->c, "-ERR syntax error", "QUEUE default 0 1 2");
 	/* The default count is 20. */
 	for (n = 0; n < 25; n++) {
 		r = CMD(fx->c, "ENQUEUE z%d", n);
@@ -537,6 +535,27 @@ servicers_order(void **state)
 	freeReplyObject(r);
 	CHECK(fx->c, "-ERR wrong number of arguments for 'servicers' command",
 	      "SERVICERS x");
+
+	/* idle_ms is the time since the login or the last new user: a new
+	 * user sets it back, a heartbeat does not. s1 has waited longest
+	 * (s2 got u1 since, S9 logged in after it), so it takes u2. */
+	sleep_ms(400);
+	freeReplyObject(CMD(fx->c, "HEARTBEAT S9"));
+	CHECK(fx->c,
+	      "['state','assigned','queue','default','room','s1/0',"
+	      "'servicer','s1']",
+	      "ENQUEUE u2");
+	r = CMD(fx->c, "SERVICERS");
+	for (i = 0; i < 4; i++) {
+		redisReply *e = r->element[i];
+		long long idle = e->element[4]->integer;
+
+		if (strcmp(e->element[0]->str, "s1") == 0)
+			assert_true(idle < 350);
+		else
+			assert_true(idle >= 400);
+	}
+	freeReplyObject(r);
 }
 
 /*
