@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -32,6 +35,8 @@
 #define CLIENT_READ_CHUNK      16384 /* bytes per read(2), as Redis */
 #define CLIENT_INFLIGHT_MAX    128   /* engine calls in flight per client */
 #define CLIENT_KEEPALIVE_S     300   /* TCP keepalive's idle time, as Redis */
+#define CLIENT_TRIM_OVER       (8 * 1024 * 1024) /* buffers worth a trim */
+#define CLIENT_TRIM_DELAY_MS   200 /* the trim waits for others to go */
 
 static const char *const client_state_names[] = {
     "active",
@@ -144,6 +149,32 @@ client_ref(struct client *c)
 	c->refs++;
 }
 
+/*
+ * A client that had megabytes of output waiting (a stalled subscriber, a
+ * deep pipeline) leaves them free in the heap when it goes, and glibc
+ * keeps them: csqd's resident size would stay at the peak (an audit saw
+ * 172 MB with no client left). So the heap is trimmed a moment after such
+ * a client goes: one trim for all that go together.
+ */
+static void
+client_trim(struct client *c)
+{
+	struct timeval tv = {0, CLIENT_TRIM_DELAY_MS * 1000};
+
+	if (c->peak >= CLIENT_TRIM_OVER &&
+	    !evtimer_pending(c->server->trim_ev, NULL))
+		evtimer_add(c->server->trim_ev, &tv);
+}
+
+void
+client_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what, (void)arg;
+#ifdef __GLIBC__
+	(void)malloc_trim(0);
+#endif
+}
+
 void
 client_unref(struct client *c)
 {
@@ -160,6 +191,7 @@ client_unref(struct client *c)
 	if (c->out != NULL)
 		evbuffer_free(c->out);
 	free(c->name);
+	client_trim(c);
 	free(c);
 }
 
@@ -233,6 +265,8 @@ client_flush(struct client *c)
 				bufferevent_enable(c->bev, EV_WRITE);
 		}
 	}
+	if (client_pending(c) > c->peak)
+		c->peak = client_pending(c);
 	if (c->state == CLIENT_CLOSING && client_quiet(c))
 		client_drain(c);
 }
@@ -475,6 +509,8 @@ void
 client_push_end(struct client *c)
 {
 	server_hold_output(c->server, c);
+	if (client_pending(c) > c->peak)
+		c->peak = client_pending(c);
 	if (client_pending(c) <= CLIENT_PUBSUB_HARD_MAX) {
 		/* Written at this turn's end, with whatever else is pushed. */
 		event_active(c->flush, EV_TIMEOUT, 0);

@@ -73,6 +73,7 @@ struct client {
 	int held_req; /* req parsed, waits for the calls to end */
 	int reading;  /* inside client_process: no re-entry */
 	int held;     /* output held for the journal's commit */
+	size_t peak;  /* most output ever waiting (client_trim) */
 	char *name;   /* CLIENT SETNAME */
 	struct pubsub_subs subs;
 };
@@ -86,6 +87,8 @@ void client_close(struct client *, const char *why);
 void client_close_after_reply(struct client *);
 void client_ref(struct client *);
 void client_unref(struct client *);
+/* The trim that client_unref schedules after a client with big buffers. */
+void client_trim_cb(evutil_socket_t, short, void *);
 
 struct evbuffer *client_output(struct client *);
 struct pubsub_subs *client_subs(struct client *);

@@ -444,6 +444,7 @@ server_run(const struct config *cfg, const char *config_path)
 	s->metrics = metrics_new(server_random_seed());
 	s->deadline_ev = evtimer_new(s->base, server_deadline_cb, s);
 	s->stop_ev = evtimer_new(s->base, server_stop_timeout_cb, s);
+	s->trim_ev = evtimer_new(s->base, client_trim_cb, s);
 	s->sig_term = evsignal_new(s->base, SIGTERM, server_stop_cb, s);
 	s->sig_int = evsignal_new(s->base, SIGINT, server_stop_cb, s);
 	s->sig_hup = evsignal_new(s->base, SIGHUP, server_reload_cb, s);
@@ -485,6 +486,7 @@ out:
 	metrics_free(s->metrics);
 	event_free(s->deadline_ev);
 	event_free(s->stop_ev);
+	event_free(s->trim_ev);
 	event_free(s->sig_term);
 	event_free(s->sig_int);
 	event_free(s->sig_hup);

@@ -38,6 +38,7 @@ struct server {
 	struct event *deadline_ev;
 	uint64_t deadline_armed; /* UINT64_MAX: not armed */
 	struct event *sig_term, *sig_int, *sig_hup, *stop_ev;
+	struct event *trim_ev; /* gives the heap back after big clients */
 	int stopping;
 	uint64_t started_ms;
 	struct server_stats stats;
