@@ -447,15 +447,19 @@ local function room_release(s, idx, uid, by)
 	local q, ttl, state
 	if rec then
 		q, ttl, state = string.match(rec, '^(%S+) %d+ %d+ (%d+) (%a+)')
-	end
-	if not state then
-		error('csq: the record of user ' .. uid .. ' is not csq\'s')
+		if not state then
+			error('csq: the record of user ' .. uid .. ' is not csq\'s')
+		end
 	end
 	unaccount(s)
 	s.vacated = idx
 	s.active = s.active - 1
-	event(EV.released, uid, q, s.id, s.id, idx, by)
-	user_free(uid, state == 'waiting' and ttl ~= '0')
+	-- A record gone (deleted behind csq's back): the room is freed all
+	-- the same, without an event, which would have no queue to name.
+	if rec then
+		event(EV.released, uid, q, s.id, s.id, idx, by)
+		user_free(uid, state == 'waiting' and ttl ~= '0')
+	end
 	fill(s)
 	if s.vacated then
 		redis.call('HDEL', rooms_key(s.id), int(idx))
