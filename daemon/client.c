@@ -38,6 +38,7 @@
 #define CLIENT_TRIM_OVER       (8 * 1024 * 1024) /* buffers worth a trim */
 #define CLIENT_TRIM_DELAY_MS   200  /* the trim waits for others to go */
 #define CLIENT_COPY_UNDER      4096 /* output copied, not moved, below */
+#define CLIENT_INPUT_PAUSE     (1024 * 1024) /* held requests: stop reading */
 
 static const char *const client_state_names[] = {
     "active",
@@ -450,6 +451,30 @@ client_kill(struct client *c, const char *why, const char *what, int limit)
 }
 
 /*
+ * While requests wait behind engine calls in flight (held_req), csqd stops
+ * reading the client once a megabyte of them is in: otherwise a client
+ * that pipelines faster than Redis answers, or while Redis is stalled,
+ * would pile up its requests in csqd's memory without bound. Reading goes
+ * on when they can run, which depends on the engine, never on the client,
+ * so this cannot deadlock as a pause on unread replies would.
+ */
+static void
+client_input_pause(struct client *c)
+{
+	if (c->state != CLIENT_ACTIVE || c->killed != NULL)
+		return;
+	if (c->held_req && evbuffer_get_length(c->in) > CLIENT_INPUT_PAUSE) {
+		if (!c->in_paused) {
+			c->in_paused = 1;
+			event_del(c->rev);
+		}
+	} else if (c->in_paused) {
+		c->in_paused = 0;
+		event_add(c->rev, NULL);
+	}
+}
+
+/*
  * Runs the requests waiting in the input buffer, in order. While engine
  * calls are in flight only requests that the engine answers in turn go on
  * (command_pipelines: a pipeline of ENQUEUEs on the Redis engine is one
@@ -505,6 +530,7 @@ client_process(struct client *c)
 		client_dispatch_slotted(c);
 	}
 	c->reading = 0;
+	client_input_pause(c);
 	client_flush(c);
 }
 

@@ -69,12 +69,13 @@ struct client {
 	uint64_t id;
 	int refs; /* the connection itself + engine calls in flight */
 	int authed;
-	int inflight; /* engine calls not answered yet */
-	int held_req; /* req parsed, waits for the calls to end */
-	int reading;  /* inside client_process: no re-entry */
-	int held;     /* output held for the journal's commit */
-	size_t peak;  /* most output ever waiting (client_trim) */
-	char *name;   /* CLIENT SETNAME */
+	int inflight;  /* engine calls not answered yet */
+	int held_req;  /* req parsed, waits for the calls to end */
+	int in_paused; /* not reading: held requests fill the input */
+	int reading;   /* inside client_process: no re-entry */
+	int held;      /* output held for the journal's commit */
+	size_t peak;   /* most output ever waiting (client_trim) */
+	char *name;    /* CLIENT SETNAME */
 	struct pubsub_subs subs;
 };
 

@@ -11,12 +11,15 @@
  * cmocka asserts (those jump to the main thread's test), they record the
  * first error and the main thread fails with it.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -2236,6 +2239,54 @@ orphan_in_line(void **state)
 	redisFree(rc);
 }
 
+/*
+ * A client pipelines faster than Redis answers (here Redis is stopped):
+ * the requests beyond the calls in flight wait in csqd, and csqd stops
+ * reading the client once a megabyte of them is in. Before, it read all
+ * it was sent: the 64 MiB of WHERE below, in a second or so. Then Redis
+ * goes on, the client goes, and csqd serves the next one.
+ */
+#define HELD_WANT (64u << 20)
+
+static void
+held_input_bounded(void **state)
+{
+	struct rfx *fx = *state;
+	static char buf[1 << 20];
+	size_t len = 0, sent = 0;
+	redisContext *c;
+	int64_t t0;
+	ssize_t n;
+	int fd;
+
+	fx_daemon(fx, 0, "");
+	while (len + 32 < sizeof(buf))
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+		                        "WHERE u%zu\r\n", len);
+	fd = raw_connect(fx->d[0]->port);
+	assert_int_equal(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK),
+	                 0);
+	kill(fx->r->pid, SIGSTOP);
+	t0 = now_ms();
+	while (sent < HELD_WANT && now_ms() - t0 < 2000) {
+		n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n > 0)
+			sent += (size_t)n;
+		else
+			sleep_ms(5);
+	}
+	kill(fx->r->pid, SIGCONT);
+	close(fd);
+	print_message("held: csqd and the kernel took %zu bytes of requests "
+	              "while Redis was stopped\n",
+	              sent);
+	assert_true(sent < 32u << 20);
+	c = csqd_connect(fx->d[0]);
+	CHECK(c, "+PONG", "PING");
+	CHECK(c, "['state','none']", "WHERE u1");
+	redisFree(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2270,6 +2321,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(servicer_hash_lost, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(orphan_in_line, setup, teardown),
+	    cmocka_unit_test_setup_teardown(held_input_bounded, setup,
+	                                    teardown),
 	};
 
 	if (redisd_binary() == NULL) {
