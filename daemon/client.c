@@ -247,12 +247,14 @@ static void
 client_move_out(struct evbuffer *bout, struct evbuffer *out)
 {
 	size_t len = evbuffer_get_length(out);
+	unsigned char *p;
 
-	if (len >= CLIENT_COPY_UNDER) {
+	if (len >= CLIENT_COPY_UNDER ||
+	    (p = evbuffer_pullup(out, (ev_ssize_t)len)) == NULL) {
 		evbuffer_add_buffer(bout, out);
 		return;
 	}
-	evbuffer_add(bout, evbuffer_pullup(out, (ev_ssize_t)len), len);
+	evbuffer_add(bout, p, len);
 	evbuffer_drain(out, len);
 }
 
