@@ -77,6 +77,17 @@ client_pending(struct client *c)
 	       evbuffer_get_length(bufferevent_get_output(c->bev));
 }
 
+/* client_pending, noted in c->peak when it is the most so far. */
+static size_t
+client_pending_peak(struct client *c)
+{
+	size_t n = client_pending(c);
+
+	if (n > c->peak)
+		c->peak = n;
+	return n;
+}
+
 /* Nothing left to send, and no reply still to come. */
 static int
 client_quiet(struct client *c)
@@ -290,8 +301,7 @@ client_flush(struct client *c)
 				bufferevent_enable(c->bev, EV_WRITE);
 		}
 	}
-	if (client_pending(c) > c->peak)
-		c->peak = client_pending(c);
+	(void)client_pending_peak(c);
 	if (c->state == CLIENT_CLOSING && client_quiet(c))
 		client_drain(c);
 }
@@ -559,9 +569,7 @@ void
 client_push_end(struct client *c)
 {
 	server_hold_output(c->server, c);
-	if (client_pending(c) > c->peak)
-		c->peak = client_pending(c);
-	if (client_pending(c) <= CLIENT_PUBSUB_HARD_MAX) {
+	if (client_pending_peak(c) <= CLIENT_PUBSUB_HARD_MAX) {
 		/* Written at this turn's end, with whatever else is pushed. */
 		event_active(c->flush, EV_TIMEOUT, 0);
 		return;
