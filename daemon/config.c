@@ -316,6 +316,7 @@ config_source(struct config_report *r, const config_setting_t *s)
 	const char *file = config_setting_source_file(s);
 	FILE *f;
 	size_t len;
+	long size;
 
 	if (file == NULL)
 		return r->text;
@@ -326,8 +327,16 @@ config_source(struct config_report *r, const config_setting_t *s)
 	r->file_text = r->file_name = NULL;
 	if ((f = fopen(file, "r")) == NULL)
 		return NULL;
-	r->file_text = csq_xmalloc(CONFIG_TEXT_MAX + 1);
-	len = fread(r->file_text, 1, CONFIG_TEXT_MAX, f);
+	/* Its size, not the most that is read, is what is allocated. */
+	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) != 0) {
+		fclose(f);
+		return NULL;
+	}
+	if (size > CONFIG_TEXT_MAX)
+		size = CONFIG_TEXT_MAX;
+	r->file_text = csq_xmalloc((size_t)size + 1);
+	len = fread(r->file_text, 1, (size_t)size, f);
 	r->file_text[len] = '\0';
 	r->file_name = csq_xstrndup(file, strlen(file));
 	fclose(f);
