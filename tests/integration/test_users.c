@@ -40,6 +40,12 @@ enqueue_waiting_then_assigned(void **state)
 	      "['state','assigned','queue','default','room','s1/0',"
 	      "'servicer','s1']",
 	      "ENQUEUE u1 QUEUE other TIER 5");
+	/* Its options are not applied, but still checked (protocol.md
+	 * §12): a bad one is an error, as for any ENQUEUE. */
+	CHECK(fx->c, "-ERR value is not an integer or out of range",
+	      "ENQUEUE u1 TIER 99");
+	CHECK(fx->c, "-ERR invalid queue id", "ENQUEUE u1 QUEUE %s", "bad q");
+	CHECK(fx->c, "-ERR syntax error", "ENQUEUE u1 FOO 1");
 	CHECK(fx->c,
 	      "['state','assigned','queue','default','room','s1/0',"
 	      "'servicer','s1']",
