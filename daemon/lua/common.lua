@@ -379,10 +379,29 @@ local function serves(s, q)
 	return false
 end
 
+-- rooms_free counted again from the servicers' hashes, after keys were
+-- found changed behind csq's back: what a lost hash held is not known
+-- otherwise, and STATS and /metrics would be off for good. Only while no
+-- servicer is out of the accounts (unaccount), and rare: a HMGET for
+-- each servicer.
+local function rooms_free_recount()
+	local total = 0
+	for _, id in ipairs(redis.call('ZRANGE', SERVICERS, 0, -1)) do
+		local h = redis.call('HMGET', servicer_key(id), 'status', 'capacity',
+		                     'active')
+		if h[1] == 'ready' then
+			local f = (tonumber(h[2]) or 0) - (tonumber(h[3]) or 0)
+			if f > 0 then total = total + f end
+		end
+	end
+	stat('rooms_free', total - counter('rooms_free'))
+end
+
 -- A user started waiting: the ready servicer with a free room serving its
 -- queue that has gone longest without a new user takes it. An entry of
 -- the free-room index that is not true (its servicer's key deleted or
--- changed behind csq's back) is dropped rather than trusted.
+-- changed behind csq's back) is dropped rather than trusted, and the free
+-- rooms are counted again.
 local function match_user(u, moved)
 	if rooms_free() <= 0 then return false end
 	local fkey = free_key(u.queue)
@@ -398,6 +417,8 @@ local function match_user(u, moved)
 			return true
 		end
 		redis.call('ZREM', fkey, top[1])
+		rooms_free_recount()
+		if rooms_free() <= 0 then return false end
 	end
 end
 
@@ -541,8 +562,8 @@ end
 -- not: without this, its next HEARTBEAT would log it in afresh and put a
 -- waiting user into a room that another still holds, and its users would
 -- stay in rooms nobody serves. Its users go back in line and it is
--- declared lost; the caller rematches them (returned). Its free rooms, if
--- it had any, stay counted in rooms_free: how many is lost with its hash.
+-- declared lost; the caller rematches them (returned). How many free
+-- rooms it had is lost with its hash: they are counted again.
 local function ghost_remove(id)
 	local listed = redis.call('ZSCORE', SERVICERS, id)
 	if not listed and redis.call('EXISTS', rooms_key(id)) == 0 then
@@ -556,6 +577,7 @@ local function ghost_remove(id)
 		stat('servicers_lost_total', 1)
 	end
 	deadline_clear('s:' .. id)
+	rooms_free_recount()
 	event(EV.servicer_down, id, 'lost')
 	return back
 end

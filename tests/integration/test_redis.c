@@ -2165,17 +2165,23 @@ servicer_hash_lost(void **state)
 	}
 	where_is(c, "v1", "waiting 1");
 
-	/* LEAVE of a user in its room; the other goes back in line. */
-	freeReplyObject(CMD(c, "HEARTBEAT s3 CAPACITY 2 QUEUES qc"));
+	/* LEAVE of a user in its room; the other goes back in line. Its
+	 * free room, counted in its lost hash, is counted no more. */
+	freeReplyObject(CMD(c, "HEARTBEAT s3 CAPACITY 3 QUEUES qc"));
 	freeReplyObject(CMD(c, "ENQUEUE w1 QUEUE qc"));
 	freeReplyObject(CMD(c, "ENQUEUE w2 QUEUE qc"));
 	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s3"));
 	CHECK(c, ":1", "LEAVE w1");
 	where_is(c, "w1", "none");
 	where_is(c, "w2", "waiting 1");
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "rooms_free"), 0);
+	freeReplyObject(r);
 
-	/* Its free room's entry in the index is not trusted. */
+	/* Its free room's entry in the index is not trusted, nor counted;
+	 * s5's free room is. */
 	freeReplyObject(CMD(c, "HEARTBEAT s4 QUEUES qd"));
+	freeReplyObject(CMD(c, "HEARTBEAT s5 QUEUES qe"));
 	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s4"));
 	CHECK(c, "['state','waiting','queue','qd','position',:1]",
 	      "ENQUEUE x1 QUEUE qd");
@@ -2184,7 +2190,8 @@ servicer_hash_lost(void **state)
 	r = CMD(c, "STATS");
 	assert_int_equal(FIELD_INT(r, "waiting"), 4);
 	assert_int_equal(FIELD_INT(r, "rooms_busy"), 1);
-	assert_int_equal(FIELD_INT(r, "servicers"), 2); /* s1, s4 */
+	assert_int_equal(FIELD_INT(r, "rooms_free"), 1);
+	assert_int_equal(FIELD_INT(r, "servicers"), 3); /* s1, s4, s5 */
 	assert_int_equal(FIELD_INT(r, "servicers_lost_total"), 3);
 	freeReplyObject(r);
 	redisFree(c);
