@@ -641,6 +641,7 @@ client_new(struct server *s, evutil_socket_t fd)
 	c->id = ++s->next_client_id;
 	c->refs = 1;
 	c->authed = s->cfg.requirepass[0] == '\0';
+	c->proto = 2;
 	c->state = CLIENT_ACTIVE;
 	TAILQ_INSERT_TAIL(&s->clients, c, entry);
 	s->nclients++;

@@ -69,6 +69,7 @@ struct client {
 	uint64_t id;
 	int refs; /* the connection itself + engine calls in flight */
 	int authed;
+	int proto;     /* RESP version, 2 or 3 (HELLO) */
 	int inflight;  /* engine calls not answered yet */
 	int held_req;  /* req parsed, waits for the calls to end */
 	int in_paused; /* not reading: held requests fill the input */

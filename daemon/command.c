@@ -24,7 +24,7 @@
 #include "util.h"
 
 #define CMD_NOAUTH 0x1 /* allowed before AUTH */
-#define CMD_PUBSUB 0x2 /* allowed in subscribe mode */
+#define CMD_PUBSUB 0x2 /* allowed in RESP2's subscribe mode */
 #define CMD_ENGINE 0x4 /* answered by the engine, in turn: may pipeline */
 
 #define NAME_ECHO_MAX    128 /* bytes of an unknown command echoed back */
@@ -37,7 +37,10 @@
 #define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
 
 #define ERR_SYNTAX "ERR syntax error"
-#define ERR_RANGE  "ERR value is not an integer or out of range"
+/* The Redis whose commands csqd answers like, for clients that look
+ * (INFO's redis_version, HELLO's version). */
+#define CSQ_REDIS_VERSION "7.0.0"
+#define ERR_RANGE         "ERR value is not an integer or out of range"
 
 typedef void command_proc(struct client *, const struct resp_request *);
 
@@ -112,9 +115,10 @@ arg_id(struct client *c, const struct resp_request *req, int i,
 /* Engine calls and their replies. */
 
 static void
-reply_servicer(struct evbuffer *out, const struct csq_servicer_info *s)
+reply_servicer(struct evbuffer *out, int proto,
+               const struct csq_servicer_info *s)
 {
-	resp_array(out, 10);
+	resp_map(out, proto, 5);
 	resp_bulk_str(out, "servicer");
 	resp_bulk_str(out, s->id);
 	resp_bulk_str(out, "status");
@@ -130,16 +134,17 @@ reply_servicer(struct evbuffer *out, const struct csq_servicer_info *s)
 
 /* ENQUEUE's reply, or WHERE's with detail (tier, waited_ms, since_ms). */
 static void
-reply_user(struct evbuffer *out, const struct csq_user_info *u, int detail)
+reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
+           int detail)
 {
 	switch (u->state) {
 	case CSQ_USER_NONE:
-		resp_array(out, 2);
+		resp_map(out, proto, 1);
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "none");
 		return;
 	case CSQ_USER_WAITING:
-		resp_array(out, detail ? 10 : 6);
+		resp_map(out, proto, detail ? 5 : 3);
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "waiting");
 		resp_bulk_str(out, "queue");
@@ -154,7 +159,7 @@ reply_user(struct evbuffer *out, const struct csq_user_info *u, int detail)
 		}
 		return;
 	case CSQ_USER_ASSIGNED:
-		resp_array(out, detail ? 10 : 8);
+		resp_map(out, proto, detail ? 5 : 4);
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "assigned");
 		resp_bulk_str(out, "queue");
@@ -172,7 +177,7 @@ reply_user(struct evbuffer *out, const struct csq_user_info *u, int detail)
 }
 
 static void
-reply_stats(struct evbuffer *out, const struct csq_stats *st)
+reply_stats(struct evbuffer *out, int proto, const struct csq_stats *st)
 {
 	const struct {
 		const char *name;
@@ -190,7 +195,7 @@ reply_stats(struct evbuffer *out, const struct csq_stats *st)
 	};
 	size_t i, n = sizeof(f) / sizeof(f[0]);
 
-	resp_array(out, (int64_t)n * 2);
+	resp_map(out, proto, (int64_t)n);
 	for (i = 0; i < n; i++) {
 		resp_bulk_str(out, f[i].name);
 		resp_integer(out, (int64_t)f[i].value);
@@ -246,7 +251,7 @@ command_result(void *arg, const struct csq_result *r)
 	}
 	switch (call->code) {
 	case CSQ_OP_HEARTBEAT:
-		reply_servicer(out, &r->servicer);
+		reply_servicer(out, c->proto, &r->servicer);
 		break;
 	case CSQ_OP_PAUSE:
 	case CSQ_OP_RESUME:
@@ -260,10 +265,10 @@ command_result(void *arg, const struct csq_result *r)
 		resp_integer(out, r->n);
 		break;
 	case CSQ_OP_ENQUEUE:
-		reply_user(out, &r->user, 0);
+		reply_user(out, c->proto, &r->user, 0);
 		break;
 	case CSQ_OP_WHERE:
-		reply_user(out, &r->user, 1);
+		reply_user(out, c->proto, &r->user, 1);
 		break;
 	case CSQ_OP_QUEUE:
 		resp_array(out, (int64_t)r->nentries);
@@ -290,7 +295,7 @@ command_result(void *arg, const struct csq_result *r)
 		}
 		break;
 	case CSQ_OP_STATS:
-		reply_stats(out, &r->stats);
+		reply_stats(out, c->proto, &r->stats);
 		break;
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_LIMITS:
@@ -713,7 +718,7 @@ cmd_ping(struct client *c, const struct resp_request *req)
 		                "command");
 		return;
 	}
-	if (client_subscribed(c)) {
+	if (client_subscribed(c) && c->proto == 2) {
 		resp_array(out, 2);
 		resp_bulk_str(out, "pong");
 		resp_bulk(out, req->argc == 2 ? req->argv[1] : "",
@@ -751,6 +756,24 @@ secret_equal(const char *a, size_t alen, const char *b)
 	return diff == 0;
 }
 
+/* AUTH's and HELLO's: argument user (0: none, the default user) and
+ * argument pass; 0 and authenticated, or -1 with the error replied. */
+static int
+auth_user(struct client *c, const struct resp_request *req, int user, int pass)
+{
+	const char *want = c->server->cfg.requirepass;
+
+	if ((user != 0 && !arg_is(req, user, "default")) ||
+	    (want[0] != '\0' &&
+	     !secret_equal(req->argv[pass], req->argvlen[pass], want))) {
+		resp_error(client_output(c),
+		           "WRONGPASS invalid username-password pair");
+		return -1;
+	}
+	c->authed = 1;
+	return 0;
+}
+
 static void
 cmd_auth(struct client *c, const struct resp_request *req)
 {
@@ -762,10 +785,6 @@ cmd_auth(struct client *c, const struct resp_request *req)
 		resp_error(out, ERR_SYNTAX);
 		return;
 	}
-	if (req->argc == 3 && !arg_is(req, 1, "default")) {
-		resp_error(out, "WRONGPASS invalid username-password pair");
-		return;
-	}
 	/* As Redis 6+: without a password, the default user takes any,
 	 * and only the old one-argument form is told it is useless. */
 	if (pass[0] == '\0' && req->argc == 2) {
@@ -774,13 +793,8 @@ cmd_auth(struct client *c, const struct resp_request *req)
 		                "Are you sure your configuration is correct?");
 		return;
 	}
-	if (pass[0] != '\0' &&
-	    !secret_equal(req->argv[p], req->argvlen[p], pass)) {
-		resp_error(out, "WRONGPASS invalid username-password pair");
-		return;
-	}
-	c->authed = 1;
-	resp_simple(out, "OK");
+	if (auth_user(c, req, req->argc == 3 ? 1 : 0, p) == 0)
+		resp_simple(out, "OK");
 }
 
 static void
@@ -806,25 +820,106 @@ cmd_command(struct client *c, const struct resp_request *req)
 		resp_array(client_output(c), 0);
 }
 
+/* CLIENT SETNAME's and HELLO's: 0, or -1 with the error replied. */
+static int
+client_setname(struct client *c, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && len <= CLIENT_NAME_MAX; i++)
+		if (name[i] <= ' ' || name[i] > '~')
+			break;
+	if (len > CLIENT_NAME_MAX || i < len) {
+		resp_error(client_output(c),
+		           "ERR Client names cannot contain spaces, newlines "
+		           "or special characters.");
+		return -1;
+	}
+	free(c->name);
+	c->name = len ? csq_xstrndup(name, len) : NULL;
+	return 0;
+}
+
 /*
- * HELLO: csqd speaks RESP2 only, so HELLO is unknown, as in Redis before
- * 6.0: that is how clients that open with it (ioredis sends HELLO 3 AUTH
- * user password) learn to go on in RESP2. Answered so before AUTH too,
- * as Redis does: a NOAUTH would stop such a client before it sends its
- * AUTH.
+ * HELLO [protover [AUTH user password] [SETNAME name]], as in Redis 6 and
+ * later: the options are checked first, then the password, then the
+ * name; only then does the protocol change, and the reply, a map in
+ * RESP3, says what the connection has become. Without a protover it
+ * changes nothing. RESP3 changes only how replies are framed
+ * (resp_map, resp_push, resp_nil) and lifts subscribe mode's limits.
  */
 static void
 cmd_hello(struct client *c, const struct resp_request *req)
 {
-	resp_error(client_output(c), "ERR unknown command '%.*s'",
-	           (int)req->argvlen[0], req->argv[0]);
+	struct evbuffer *out = client_output(c);
+	int64_t ver = 0;
+	int i, user = 0, name = 0;
+
+	if (req->argc >= 2) {
+		if (parse_int(req->argv[1], req->argvlen[1], &ver) != 0) {
+			resp_error(out,
+			           "ERR Protocol version is not an integer "
+			           "or out of range");
+			return;
+		}
+		if (ver < 2 || ver > 3) {
+			resp_error(out, "NOPROTO unsupported protocol version");
+			return;
+		}
+	}
+	for (i = 2; i < req->argc; i++) {
+		if (arg_is(req, i, "auth") && req->argc - i > 2) {
+			user = i + 1;
+			i += 2;
+		} else if (arg_is(req, i, "setname") && req->argc - i > 1) {
+			name = ++i;
+		} else {
+			resp_error(out,
+			           "ERR Syntax error in HELLO option '%.*s'",
+			           (int)(req->argvlen[i] > NAME_ECHO_MAX
+			                     ? NAME_ECHO_MAX
+			                     : req->argvlen[i]),
+			           req->argv[i]);
+			return;
+		}
+	}
+	if (user != 0 && auth_user(c, req, user, user + 1) != 0)
+		return;
+	if (!c->authed) {
+		resp_error(
+		    out, "NOAUTH HELLO must be called with the client already "
+		         "authenticated, otherwise the HELLO <proto> AUTH "
+		         "<user> <pass> option can be used to authenticate the "
+		         "client and select the RESP protocol version at the "
+		         "same time");
+		return;
+	}
+	if (name != 0 &&
+	    client_setname(c, req->argv[name], req->argvlen[name]) != 0)
+		return;
+	if (ver != 0)
+		c->proto = (int)ver;
+	resp_map(out, c->proto, 7);
+	resp_bulk_str(out, "server");
+	resp_bulk_str(out, "csq");
+	resp_bulk_str(out, "version");
+	resp_bulk_str(out, CSQ_REDIS_VERSION);
+	resp_bulk_str(out, "proto");
+	resp_integer(out, c->proto);
+	resp_bulk_str(out, "id");
+	resp_integer(out, (int64_t)c->id);
+	resp_bulk_str(out, "mode");
+	resp_bulk_str(out, "standalone");
+	resp_bulk_str(out, "role");
+	resp_bulk_str(out, "master");
+	resp_bulk_str(out, "modules");
+	resp_array(out, 0);
 }
 
 static void
 cmd_client(struct client *c, const struct resp_request *req)
 {
 	struct evbuffer *out = client_output(c);
-	size_t i;
 
 	if (arg_is(req, 1, "id") && req->argc == 2)
 		resp_integer(out, (int64_t)c->id);
@@ -832,18 +927,10 @@ cmd_client(struct client *c, const struct resp_request *req)
 		if (c->name != NULL)
 			resp_bulk_str(out, c->name);
 		else
-			resp_null(out);
+			resp_nil(out, c->proto);
 	} else if (arg_is(req, 1, "setname") && req->argc == 3) {
-		if (req->argvlen[2] > CLIENT_NAME_MAX)
-			goto badname;
-		for (i = 0; i < req->argvlen[2]; i++)
-			if (req->argv[2][i] <= ' ' || req->argv[2][i] > '~')
-				goto badname;
-		free(c->name);
-		c->name = req->argvlen[2]
-		              ? csq_xstrndup(req->argv[2], req->argvlen[2])
-		              : NULL;
-		resp_simple(out, "OK");
+		if (client_setname(c, req->argv[2], req->argvlen[2]) == 0)
+			resp_simple(out, "OK");
 	} else if (arg_is(req, 1, "setinfo") && req->argc == 4)
 		resp_simple(out, "OK");
 	else if (arg_is(req, 1, "id") || arg_is(req, 1, "getname") ||
@@ -861,10 +948,6 @@ cmd_client(struct client *c, const struct resp_request *req)
 		    (int)(req->argvlen[1] > NAME_ECHO_MAX ? NAME_ECHO_MAX
 		                                          : req->argvlen[1]),
 		    req->argv[1]);
-	return;
-badname:
-	resp_error(out, "ERR Client names cannot contain spaces, newlines or "
-	                "special characters.");
 }
 
 static void
@@ -879,7 +962,7 @@ cmd_info(struct client *c, const struct resp_request *req)
 	    buf, sizeof(buf),
 	    "# Server\r\n"
 	    "csq_version:%s\r\n"
-	    "redis_version:7.0.0\r\n"
+	    "redis_version:" CSQ_REDIS_VERSION "\r\n"
 	    "redis_mode:standalone\r\n"
 	    "engine:%s\r\n"
 	    "process_id:%ld\r\n"
@@ -913,12 +996,12 @@ reply_subscription(struct client *c, const char *kind, const char *name,
 {
 	struct evbuffer *out = client_output(c);
 
-	resp_array(out, 3);
+	resp_push(out, c->proto, 3);
 	resp_bulk_str(out, kind);
 	if (name != NULL)
 		resp_bulk(out, name, len);
 	else
-		resp_null(out);
+		resp_nil(out, c->proto);
 	resp_integer(out, (int64_t)pubsub_count(&c->subs));
 }
 
@@ -997,6 +1080,7 @@ cmd_reset(struct client *c, const struct resp_request *req)
 	free(c->name);
 	c->name = NULL;
 	c->authed = c->server->cfg.requirepass[0] == '\0';
+	c->proto = 2;
 	resp_simple(client_output(c), "RESET");
 }
 
@@ -1027,7 +1111,7 @@ static const struct command commands[] = {
     {"client", -2, 0, cmd_client},
     {"select", 2, 0, cmd_select},
     {"command", -1, 0, cmd_command},
-    {"hello", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_hello},
+    {"hello", -1, CMD_NOAUTH, cmd_hello},
 };
 
 /*
@@ -1114,7 +1198,8 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		           cmd->name);
 		goto error;
 	}
-	if (client_subscribed(c) && !(cmd->flags & CMD_PUBSUB)) {
+	if (client_subscribed(c) && c->proto == 2 &&
+	    !(cmd->flags & CMD_PUBSUB)) {
 		resp_error(
 		    out,
 		    "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "

@@ -228,7 +228,7 @@ pubsub_publish(struct pubsub *ps, const char *name, size_t len, const char *msg,
 		{
 			if ((out = client_push_begin(sub->client)) == NULL)
 				continue;
-			resp_array(out, 3);
+			resp_push(out, sub->client->proto, 3);
 			resp_bulk(out, "message", 7);
 			resp_bulk(out, name, len);
 			resp_bulk(out, msg, msglen);
@@ -241,7 +241,7 @@ pubsub_publish(struct pubsub *ps, const char *name, size_t len, const char *msg,
 			continue;
 		if ((out = client_push_begin(sub->client)) == NULL)
 			continue;
-		resp_array(out, 4);
+		resp_push(out, sub->client->proto, 4);
 		resp_bulk(out, "pmessage", 8);
 		resp_bulk(out, sub->name, sub->len);
 		resp_bulk(out, name, len);

@@ -950,3 +950,33 @@ resp_array(struct evbuffer *out, int64_t n)
 {
 	resp_number(out, '*', n);
 }
+
+/*
+ * What differs in RESP3 (HELLO 3): a null has a type of its own, a
+ * description of a thing is a map, and what the server sends unasked (a
+ * pub/sub message, a subscription's confirmation) is a push, which a
+ * client can tell from a reply wherever it comes.
+ */
+void
+resp_nil(struct evbuffer *out, int proto)
+{
+	if (proto == 3)
+		evbuffer_add(out, "_\r\n", 3);
+	else
+		resp_null(out);
+}
+
+void
+resp_map(struct evbuffer *out, int proto, int64_t pairs)
+{
+	if (proto == 3)
+		resp_number(out, '%', pairs);
+	else
+		resp_number(out, '*', pairs * 2);
+}
+
+void
+resp_push(struct evbuffer *out, int proto, int64_t n)
+{
+	resp_number(out, proto == 3 ? '>' : '*', n);
+}

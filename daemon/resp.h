@@ -60,5 +60,9 @@ void resp_bulk_str(struct evbuffer *, const char *s);
 void resp_bulk_u64(struct evbuffer *, uint64_t); /* decimal as bulk */
 void resp_null(struct evbuffer *);               /* $-1 */
 void resp_array(struct evbuffer *, int64_t n);   /* *n */
+/* By the connection's protocol, 2 or 3 (HELLO). */
+void resp_nil(struct evbuffer *, int proto);                /* _ or $-1 */
+void resp_map(struct evbuffer *, int proto, int64_t pairs); /* %n or *2n */
+void resp_push(struct evbuffer *, int proto, int64_t n);    /* >n or *n */
 
 #endif

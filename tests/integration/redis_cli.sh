@@ -151,6 +151,11 @@ expect '(error) ERR invalid room id' --no-raw RELEASE agent1
 expect '(error) NOTFOUND no such servicer or room' --no-raw RELEASE agent2/0
 expect '1) "state"
 2) "none"' --no-raw WHERE u1
+# RESP3 (redis-cli -3 opens with HELLO 3): a map, as redis-cli shows one.
+expect '1# "state" => "waiting"
+2# "queue" => "support"
+3# "position" => (integer) 1' -3 --no-raw ENQUEUE u2 QUEUE support
+expect '1# "state" => "none"' -3 --no-raw WHERE u1
 expect 'OK' --no-raw PAUSE agent1
 expect "(error) ERR unknown command 'NOPE'" --no-raw NOPE
 

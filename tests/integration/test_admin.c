@@ -42,6 +42,7 @@ auth_required(void **state)
 {
 	struct csqd_fx *fx = *state;
 	redisContext *c2;
+	redisReply *r;
 
 	CHECK(fx->c, NOAUTH, "PING");
 	CHECK(fx->c, NOAUTH, "ENQUEUE u1");
@@ -53,14 +54,19 @@ auth_required(void **state)
 	CHECK(fx->c, NOAUTH, "SELECT 0");
 	CHECK(fx->c, NOAUTH, "COMMAND");
 	CHECK(fx->c, NOAUTH, "ENQUEUE");
-	/*
-	 * HELLO is unknown, before AUTH too, as in Redis: a client that opens
-	 * with HELLO 3 AUTH (ioredis) must learn that csqd speaks RESP2, not
-	 * stop on a NOAUTH before it sends AUTH. Its AUTH option does not
-	 * authenticate.
-	 */
-	CHECK(fx->c, "-ERR unknown command 'HELLO'", "HELLO 3 AUTH default pw");
-	CHECK(fx->c, "-ERR unknown command 'hello'", "hello");
+	/* HELLO before AUTH, as in Redis: only with its AUTH option, and a
+	 * refused one changes nothing (the protocol neither: hiredis, which
+	 * reads only RESP2, would fail on the next reply). */
+	CHECK(fx->c,
+	      "-NOAUTH HELLO must be called with the client already "
+	      "authenticated, otherwise the HELLO <proto> AUTH <user> <pass> "
+	      "option can be used to authenticate the client and select the "
+	      "RESP protocol version at the same time",
+	      "HELLO 3");
+	CHECK(fx->c, WRONGPASS, "HELLO 3 AUTH default nope");
+	CHECK(fx->c, WRONGPASS, "HELLO 3 AUTH bob pw");
+	CHECK(fx->c, "-ERR Syntax error in HELLO option 'AUTH'",
+	      "HELLO 3 AUTH pw");
 	CHECK(fx->c, NOAUTH, "PING");
 	CHECK(fx->c, WRONGPASS, "AUTH nope");
 	CHECK(fx->c, WRONGPASS, "AUTH default nope");
@@ -85,6 +91,27 @@ auth_required(void **state)
 	CHECK(c2, NOAUTH, "PING");
 	CHECK(c2, "+OK", "auth default pw");
 	CHECK(c2, "+PONG", "PING");
+	redisFree(c2);
+
+	/* HELLO's AUTH and SETNAME at once, staying on RESP2; a bad name
+	 * refuses the whole of it, after the password is taken, as Redis. */
+	c2 = csqd_connect(fx->d);
+	CHECK(c2,
+	      "-ERR Client names cannot contain spaces, newlines or "
+	      "special characters.",
+	      "HELLO 2 AUTH default pw SETNAME %s", "a\nb");
+	CHECK(c2, "+PONG", "PING");
+	CHECK(c2, "nil", "CLIENT GETNAME");
+	redisFree(c2);
+	c2 = csqd_connect(fx->d);
+	r = CMD(c2, "HELLO 2 AUTH default pw SETNAME app");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 14);
+	assert_string_equal(FIELD_STR(r, "server"), "csq");
+	assert_int_equal(FIELD_INT(r, "proto"), 2);
+	freeReplyObject(r);
+	CHECK(c2, "+PONG", "PING");
+	CHECK(c2, "'app'", "CLIENT GETNAME");
 	redisFree(c2);
 
 	raw_expect(fx->d->port, "PING\r\n", NOAUTH "\r\n", 0);
@@ -209,7 +236,7 @@ info_counts_errors(void **state)
 	EXPECT_ERROR(fx->c, "RELEASE nosuch/0", n);
 	EXPECT_ERROR(fx->c, "NOSUCHCOMMAND", n);
 	EXPECT_ERROR(fx->c, "PING a b", n);
-	EXPECT_ERROR(fx->c, "HELLO 3", n);
+	EXPECT_ERROR(fx->c, "HELLO 4", n);
 	/* Protocol errors too, as Redis counts them: a bad bulk length and
 	 * an unbalanced quote, each on a connection of its own (it closes). */
 	raw_protocol_error(fx->d->port, "*1\r\n$abc\r\n");

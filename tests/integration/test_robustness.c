@@ -719,7 +719,7 @@ unknown_and_arity(void **state)
 	CHECK(fx->c, "-ERR unknown command 'FOO'", "FOO");
 	CHECK(fx->c, "-ERR unknown command 'fOo'", "fOo bar baz");
 	CHECK(fx->c, "-ERR unknown command 'GET'", "GET x");
-	CHECK(fx->c, "-ERR unknown command 'HELLO'", "HELLO 3");
+	CHECK(fx->c, "-NOPROTO unsupported protocol version", "HELLO 4");
 	for (i = 0; i < sizeof(arity) / sizeof(arity[0]); i++) {
 		snprintf(expect, sizeof(expect),
 		         "-ERR wrong number of arguments for '%s' command",
