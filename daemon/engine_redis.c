@@ -116,6 +116,7 @@ struct redis_batch {
 	struct redis_call_list calls;
 	int ncalls;
 	enum batch_how how;
+	uint64_t sub_gen; /* the subscription it was made under (0 none) */
 };
 
 struct redis_engine {
@@ -149,6 +150,9 @@ struct redis_engine {
 	TAILQ_HEAD(, redis_call) order;
 	int answering;       /* inside order_flush */
 	uint64_t seen_event; /* highest event id seen */
+	/* Subscriptions confirmed so far, and the last one whose starting
+	 * point is known (sync_seen). */
+	uint64_t sub_gen, synced_gen;
 	/* The last event id that came on the subscription: ids only grow
 	 * there, unless Redis's state went back (below). */
 	uint64_t sub_last;
@@ -953,6 +957,37 @@ batch_refused(struct redis_batch *b, const char *err)
 	}
 }
 
+/*
+ * Every reply waits for the events before it, its own or, when it has
+ * none, every one published until its call ran (batch.lua), so that a
+ * reply that reads what another daemon's call changed never reaches its
+ * client before that change's event reaches this daemon's subscribers.
+ * The events published before a subscription began will never come: the
+ * first reply to a call made under a new subscription says how far they
+ * went (all but its own events), and those count as seen. Events
+ * published between the subscription's start and that call may still be
+ * on their way then; a reply waiting for one of them in that moment goes
+ * without it.
+ */
+static void
+sync_seen(struct redis_engine *r, const struct redis_batch *b,
+          const redisReply *msg, uint64_t last)
+{
+	uint64_t n = 0;
+	const char *p, *end = msg->str + msg->len;
+
+	if (b->sub_gen == 0 || b->sub_gen != r->sub_gen ||
+	    r->synced_gen == r->sub_gen)
+		return;
+	r->synced_gen = r->sub_gen;
+	/* A message is a header line, then an event a line. */
+	for (p = msg->str; p < end && (p = memchr(p, '\n', (size_t)(end - p)));
+	     p++)
+		n++;
+	if (last >= n && last - n > r->seen_event)
+		r->seen_event = last - n;
+}
+
 static void
 batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 {
@@ -984,6 +1019,7 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		log_warnx("engine redis: a reply of an unexpected shape");
 		batch_fail(b, CSQ_EUNSURE);
 	} else {
+		sync_seen(r, b, reply->element[4], (uint64_t)last);
 		reply_events(r, reply->element[4]);
 		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
 			TAILQ_REMOVE(&b->calls, k, entry);
@@ -1074,6 +1110,7 @@ batch_send(struct redis_engine *r)
 	b = csq_xcalloc(1, sizeof(*b));
 	b->r = r;
 	b->how = r->fn ? HOW_FCALL : HOW_EVALSHA;
+	b->sub_gen = r->sub.ready ? r->sub_gen : 0;
 	TAILQ_INIT(&b->calls);
 	while (b->ncalls < BATCH_MAX &&
 	       (k = TAILQ_FIRST(&r->pending)) != NULL) {
@@ -1544,6 +1581,7 @@ sub_message_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	if (strcmp(kind->str, "subscribe") == 0) {
 		/* Nothing published before this is coming. */
 		c->r->echo_n = 0;
+		c->r->sub_gen++;
 		conn_ready(c);
 		/* Events missed while away are gone: nothing waits for them. */
 		order_flush(c->r, 1);

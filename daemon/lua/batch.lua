@@ -5,7 +5,8 @@
 -- others stand. Then the counters are written and the events published, in
 -- causal order, as one message (below).
 --
--- Returns { deadline, Redis time in ms, last event id (0 none), 1 if the
+-- Returns { deadline, Redis time in ms, the last event id (its own last
+-- event's, or without events the last one published before it), 1 if the
 -- deadline is the true earliest (else the earliest this call set, -1 none),
 -- the events' message ('' none: the PUBLISH below, which the daemon that
 -- made the call may take from here, sooner), then each operation's reply:
@@ -96,6 +97,16 @@ local function call(KEYS, ARGV)
 			put('event_id', last)
 		end
 		if n > 0 then pcall(redis.call, 'HSET', STATS, unpack(set)) end
+	end
+	-- A call without events answers the last id published before it: the
+	-- daemon holds its replies until it has seen that far, so that a read
+	-- of what another daemon's call changed never beats that call's events.
+	if nevents == 0 then
+		if base then
+			last = base.event_id
+		else
+			last = tonumber(redis.call('HGET', STATS, 'event_id') or '0')
+		end
 	end
 	-- The message: a line with the last event's id and the time, then the
 	-- events, one a line; the ids of the events are the ones before the last,

@@ -113,6 +113,10 @@ csqd_init(int argc, char **argv)
 		        argv[0]);
 		exit(2);
 	}
+	/* One test or a few, by name (a cmocka pattern), when working on them.
+	 */
+	if ((e = getenv("CSQ_TEST_FILTER")) != NULL && *e != '\0')
+		cmocka_set_test_filter(e);
 	if (access(harness_bin, X_OK) != 0) {
 		fprintf(stderr, "%s: not executable: %s\n", argv[0],
 		        harness_bin);
