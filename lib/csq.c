@@ -816,25 +816,79 @@ csq_next_deadline(const struct csq *c)
 	return top != NULL ? top->key : UINT64_MAX;
 }
 
+/* A deadline that has passed, in the reaper's order: by time, then by id,
+ * as Redis orders its set of deadlines (expire.lua). */
+struct due {
+	uint64_t at;
+	const char *id;
+	struct csq_deadline *d;
+	enum csq_deadline_kind kind; /* d is freed once its user is gone */
+};
+
+static int
+due_cmp(const void *a, const void *b)
+{
+	const struct due *x = a, *y = b;
+
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+/*
+ * Acts on every deadline that has passed: first the waiting users who time
+ * out, then the servicers that are lost, their users back in line, and
+ * only then are those users matched. A user must not go into a room of a
+ * servicer whose own deadline has passed too, only because its turn came
+ * later in the pass (one lost servicer's user matched into another that
+ * is lost the next moment, counted as matched and requeued twice). Each
+ * kind goes by time, then by id, so that deadlines that fall in the same
+ * millisecond act in the same order on both engines and on a replay.
+ */
 void
 csq_expire(struct csq *c, uint64_t now)
 {
 	struct csq_heap_node *top;
 	struct csq_deadline *d;
+	struct csq_users back = {NULL, 0};
+	struct due *due = NULL;
+	size_t n = 0, cap = 0, i;
 
 	while ((top = csq_heap_top(&c->deadlines)) != NULL && top->key <= now) {
 		d = csq_container_of(top, struct csq_deadline, node);
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			due = csq_xrealloc(due, cap * sizeof(*due));
+		}
+		due[n].at = top->key;
+		due[n].d = d;
+		due[n].kind = d->kind;
+		due[n].id =
+		    d->kind == CSQ_DL_USER
+		        ? csq_container_of(d, struct csq_user, deadline)->id
+		        : csq_container_of(d, struct csq_servicer, deadline)
+		              ->id;
 		csq_deadline_clear(c, d);
-		if (d->kind == CSQ_DL_USER)
-			user_abandon(
-			    c, csq_container_of(d, struct csq_user, deadline),
-			    now, CSQ_REASON_TIMEOUT);
-		else
-			csq_servicer_remove(
-			    c,
-			    csq_container_of(d, struct csq_servicer, deadline),
-			    now, CSQ_REASON_LOST);
+		n++;
 	}
+	if (n == 0)
+		return;
+	qsort(due, n, sizeof(*due), due_cmp);
+	for (i = 0; i < n; i++)
+		if (due[i].kind == CSQ_DL_USER)
+			user_abandon(c,
+			             csq_container_of(due[i].d, struct csq_user,
+			                              deadline),
+			             now, CSQ_REASON_TIMEOUT);
+	for (i = 0; i < n; i++)
+		if (due[i].kind == CSQ_DL_SERVICER)
+			csq_servicer_drop(c,
+			                  csq_container_of(due[i].d,
+			                                   struct csq_servicer,
+			                                   deadline),
+			                  now, CSQ_REASON_LOST, &back);
+	free(due);
+	csq_rematch(c, &back, now);
 }
 
 /*

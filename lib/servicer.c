@@ -119,21 +119,22 @@ user_key_cmp(const void *a, const void *b)
 /*
  * Removes s: every user in its rooms goes back in line at its old place
  * (same key, so same tier and arrival; the queue's length limit does not
- * apply; the TTL restarts), then servicer_down, then the requeued users are
- * matched best first wherever a room is free. Returns how many requeued.
+ * apply; the TTL restarts), then servicer_down. The requeued users are
+ * appended to back (its room for s->active more is made here) for the
+ * caller to match (csq_rematch). Returns how many requeued.
  */
 uint64_t
-csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
-                    enum csq_reason reason)
+csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
+                  enum csq_reason reason, struct csq_users *back)
 {
-	struct csq_user **back;
 	struct csq_user *u;
 	struct csq_event ev;
 	uint64_t n = 0, i;
 	uint32_t r;
 
 	csq_servicer_unaccount(c, s);
-	back = csq_xmalloc((s->active + 1) * sizeof(*back));
+	back->v =
+	    csq_xrealloc(back->v, (back->n + s->active + 1) * sizeof(*back->v));
 	for (r = 0; r < s->nrooms; r++) {
 		if ((u = s->rooms[r]) == NULL)
 			continue;
@@ -152,7 +153,8 @@ csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
 		csq_room_name(s, r, ev.room);
 		ev.reason = reason;
 		csq_emit(c, &ev);
-		back[n++] = u;
+		back->v[back->n++] = u;
+		n++;
 	}
 	s->active = 0;
 
@@ -169,11 +171,34 @@ csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
 	csq_emit(c, &ev);
 	free(s->rooms);
 	free(s);
+	return n;
+}
 
-	qsort(back, n, sizeof(*back), user_key_cmp);
-	for (i = 0; i < n; i++)
-		if (back[i]->state == CSQ_USER_WAITING)
-			csq_match_user(c, back[i], NULL, now);
-	free(back);
+/* Matches the requeued users of back best first, wherever a room is free
+ * (a user matched or gone since is skipped), and empties back. */
+void
+csq_rematch(struct csq *c, struct csq_users *back, uint64_t now)
+{
+	size_t i;
+
+	if (back->n > 1)
+		qsort(back->v, back->n, sizeof(*back->v), user_key_cmp);
+	for (i = 0; i < back->n; i++)
+		if (back->v[i]->state == CSQ_USER_WAITING)
+			csq_match_user(c, back->v[i], NULL, now);
+	free(back->v);
+	back->v = NULL;
+	back->n = 0;
+}
+
+/* Removes s (csq_servicer_drop), then matches its users. */
+uint64_t
+csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
+                    enum csq_reason reason)
+{
+	struct csq_users back = {NULL, 0};
+	uint64_t n = csq_servicer_drop(c, s, now, reason, &back);
+
+	csq_rematch(c, &back, now);
 	return n;
 }

@@ -130,7 +130,16 @@ void csq_servicer_set_capacity(struct csq_servicer *, uint32_t capacity);
 void csq_servicer_trim(struct csq_servicer *);
 void csq_room_name(const struct csq_servicer *, uint32_t index,
                    char out[CSQ_ROOM_MAX + 1]);
-/* Requeues every user in s's rooms and removes s (logout or loss). */
+/* Users put back in line, to be matched (csq_rematch). */
+struct csq_users {
+	struct csq_user **v;
+	size_t n;
+};
+/* Requeues every user in s's rooms and removes s (logout or loss); drop
+ * leaves the matching of its users to csq_rematch, remove does it. */
+uint64_t csq_servicer_drop(struct csq *, struct csq_servicer *, uint64_t now,
+                           enum csq_reason, struct csq_users *back);
+void csq_rematch(struct csq *, struct csq_users *back, uint64_t now);
 uint64_t csq_servicer_remove(struct csq *, struct csq_servicer *, uint64_t now,
                              enum csq_reason);
 

@@ -543,8 +543,8 @@ local function rematch(back)
 end
 
 -- Removes s: its users go back in line (rooms_requeue), then
--- servicer_down, then the requeued users are matched.
-local function servicer_remove(s, reason)
+-- servicer_down. Returns them, for the caller to rematch.
+local function servicer_drop(s, reason)
 	unaccount(s)
 	local back = rooms_requeue(s.id, reason)
 	redis.call('DEL', servicer_key(s.id))
@@ -553,6 +553,12 @@ local function servicer_remove(s, reason)
 	stat('servicers', -1)
 	if reason == 'lost' then stat('servicers_lost_total', 1) end
 	event(EV.servicer_down, s.id, reason)
+	return back
+end
+
+-- servicer_drop, then its users are matched.
+local function servicer_remove(s, reason)
+	local back = servicer_drop(s, reason)
 	rematch(back)
 	return #back
 end

@@ -1,28 +1,32 @@
--- The reaper: acts on the deadlines that have passed, earliest first, at
--- most limit of them; several daemons may run it at once, the second
--- finds nothing. Returns how many it handled.
+-- The reaper: acts on the deadlines that have passed, at most limit of
+-- them, as lib/csq.c's csq_expire does: first the waiting users who time
+-- out, then the lost servicers, their users back in line, and only then
+-- are those users matched, so that none goes into a room of a servicer
+-- whose deadline has passed too. Each kind goes in the set's order, by
+-- time, then by id. Several daemons may run it at once; the second finds
+-- nothing. Returns how many it handled.
 OPS.expire = function(limit)
-	limit = tonumber(limit)
-	local n = 0
-	while n < limit do
-		local r = redis.call('ZRANGE', DEADLINES, 0, 0, 'WITHSCORES')
-		if not r[1] or tonumber(r[2]) > NOW then break end
-		deadline_clear(r[1])
-		local id = string.sub(r[1], 3)
-		if string.sub(r[1], 1, 1) == 'u' then
+	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
+	                       'LIMIT', 0, limit)
+	local lost, back = {}, {}
+	for _, m in ipairs(due) do
+		deadline_clear(m)
+		local id = string.sub(m, 3)
+		if string.sub(m, 1, 1) == 'u' then
 			local u = user_load(id)
 			if u and u.state == 'waiting' then user_abandon(u, 'timeout') end
 		else
-			local s = servicer_load(id)
-			if s then
-				servicer_remove(s, 'lost')
-			else
-				local back = ghost_remove(id)
-				if back then rematch(back) end
-			end
+			lost[#lost + 1] = id
 		end
-		n = n + 1
 	end
+	for _, id in ipairs(lost) do
+		local s = servicer_load(id)
+		local b
+		if s then b = servicer_drop(s, 'lost') else b = ghost_remove(id) end
+		for _, u in ipairs(b or {}) do back[#back + 1] = u end
+	end
+	table.sort(back, function(a, b) return a.key < b.key end)
+	rematch(back)
 	exact = true
-	return reply('OK', n)
+	return reply('OK', #due)
 end

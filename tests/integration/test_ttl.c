@@ -3,6 +3,7 @@
  * TOUCH and ENQUEUE keeping users alive, TTL 0 never expiring.
  * Waits poll with a deadline, so the whole program sleeps a few seconds.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +318,48 @@ lost_servicer_restarts_ttl(void **state)
 	assert_true(gone - back >= 500);
 }
 
+/*
+ * Two servicers whose deadlines pass in one pass of the reaper (csqd is
+ * stopped past both, as when its timer fires late): the user of the first
+ * goes back in line and stays there, not into a room of the second, whose
+ * deadline has passed too. Before, both engines put it into s1's room
+ * and requeued it again the next moment (matched_total and
+ * requeued_total 2).
+ */
+static void
+lost_together(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+	int64_t t0;
+
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s0 QUEUES q TTL 1"));
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s0/0','servicer','s0']",
+	      "ENQUEUE u0 QUEUE q");
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s1 QUEUES q TTL 1"));
+	kill(fx->d->pid, SIGSTOP);
+	sleep_ms(1600);
+	kill(fx->d->pid, SIGCONT);
+	t0 = now_ms();
+	for (;;) {
+		r = CMD(fx->c, "STATS");
+		if (FIELD_INT(r, "servicers") == 0)
+			break;
+		freeReplyObject(r);
+		if (now_ms() - t0 > DEADLINE_MS)
+			fail_msg("the servicers were not declared lost");
+		sleep_ms(POLL_MS);
+	}
+	assert_int_equal(FIELD_INT(r, "servicers_lost_total"), 2);
+	assert_int_equal(FIELD_INT(r, "matched_total"), 1);
+	assert_int_equal(FIELD_INT(r, "requeued_total"), 1);
+	assert_int_equal(FIELD_INT(r, "waiting"), 1);
+	freeReplyObject(r);
+	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
+	      "ENQUEUE u0");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -329,6 +372,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        given_ttl_is_kept, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        lost_together, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(lost_servicer_restarts_ttl,
 	                                    csqd_fx_setup_default,
 	                                    csqd_fx_teardown),

@@ -336,6 +336,92 @@ test_loss_requeues_at_old_place(void **state)
 	assert_string_equal(u.room, "t/1");
 }
 
+/*
+ * Deadlines that have passed together (a tie in one millisecond, or a
+ * timer that fires late): users time out first, then the servicers go,
+ * and only then are their users matched, so that none goes into a room of
+ * a servicer that is lost in the same pass; each kind by id, as the Redis
+ * engine orders them. Before, with "s1" set first, its user went into
+ * "s0", which was lost the next moment: matched and requeued twice, and
+ * the Redis engine (which orders by id) did otherwise.
+ */
+static void
+test_lost_together(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_heartbeat_args a;
+	struct csq_servicer_info si;
+	struct csq_enqueue_args e;
+	struct csq_user_info u;
+	struct csq_stats st;
+	size_t first;
+
+	/* s1 holds u0, and s0, 5 ms younger, holds u2; u1, of a higher
+	 * tier, waits and times out in the same millisecond as s0. */
+	memset(&a, 0, sizeof(a));
+	a.servicer = "s1";
+	a.has_ttl = 1;
+	a.ttl_s = 1;
+	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, &si), CSQ_OK);
+	enq(f, "u0", NULL, -1, NULL);
+	a.servicer = "s0";
+	f->now += 5;
+	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, &si), CSQ_OK);
+	enq(f, "u2", NULL, -1, NULL);
+	memset(&e, 0, sizeof(e));
+	e.user = "u1";
+	e.has_tier = 1;
+	e.tier = 1;
+	e.has_ttl = 1;
+	e.ttl_s = 1;
+	assert_int_equal(csq_enqueue(f->csq, f->now, &e, &u), CSQ_OK);
+	assert_int_equal(u.state, CSQ_USER_WAITING);
+
+	f->now += 1000; /* all three have passed */
+	first = f->nevents;
+	csq_expire(f->csq, f->now);
+	check(f);
+	assert_int_equal(f->nevents, first + 5);
+	assert_int_equal(f->events[first].type, CSQ_EV_LEFT);
+	assert_string_equal(f->events[first].user, "u1");
+	/* u1 gone first: u0 is back at position 1, not 2. */
+	assert_int_equal(f->events[first + 1].type, CSQ_EV_REQUEUED);
+	assert_string_equal(f->events[first + 1].user, "u0");
+	assert_int_equal(f->events[first + 1].position, 1);
+	assert_int_equal(f->events[first + 2].type, CSQ_EV_SERVICER_DOWN);
+	assert_string_equal(f->events[first + 2].servicer, "s1");
+	assert_int_equal(f->events[first + 3].type, CSQ_EV_REQUEUED);
+	assert_string_equal(f->events[first + 3].user, "u2");
+	assert_int_equal(f->events[first + 3].position, 2);
+	assert_int_equal(f->events[first + 4].type, CSQ_EV_SERVICER_DOWN);
+	assert_string_equal(f->events[first + 4].servicer, "s0");
+
+	/* t0 holds v0 and t1, 5 ms younger, is free: both pass together,
+	 * and v0 stays in line rather than going into t1's room. */
+	a.servicer = "t0";
+	a.has_queues = 1;
+	a.nqueues = 1;
+	a.queues[0] = "other";
+	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, &si), CSQ_OK);
+	enq(f, "v0", "other", -1, &u);
+	assert_int_equal(u.state, CSQ_USER_ASSIGNED);
+	f->now += 5;
+	a.servicer = "t1";
+	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, &si), CSQ_OK);
+	assert_int_equal(si.active, 0);
+	f->now += 2000;
+	first = f->nevents;
+	csq_expire(f->csq, f->now);
+	check(f);
+	where(f, "v0", &u);
+	assert_int_equal(u.state, CSQ_USER_WAITING);
+	csq_stats(f->csq, &st);
+	assert_int_equal(st.matched_total, 3);
+	assert_int_equal(st.requeued_total, 3);
+	assert_int_equal(st.servicers_lost_total, 4);
+	assert_int_equal(st.servicers, 0);
+}
+
 /* Events of a loss come in causal order, then the new matches. */
 static void
 test_logout_then_matches(void **state)
@@ -770,6 +856,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_longest_idle_servicer, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_best_across_queues, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_lost_together, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_loss_requeues_at_old_place,
 	                                    setup, teardown),
