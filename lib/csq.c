@@ -850,7 +850,7 @@ csq_expire(struct csq *c, uint64_t now)
 {
 	struct csq_heap_node *top;
 	struct csq_deadline *d;
-	struct csq_users back = {NULL, 0};
+	struct csq_users back = {NULL, 0, 0};
 	struct due *due = NULL;
 	size_t n = 0, cap = 0, i;
 

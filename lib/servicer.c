@@ -133,8 +133,13 @@ csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
 	uint32_t r;
 
 	csq_servicer_unaccount(c, s);
-	back->v =
-	    csq_xrealloc(back->v, (back->n + s->active + 1) * sizeof(*back->v));
+	/* Doubled, not grown by each servicer's share: a storm of 10,000
+	 * lost in one pass would copy the array 10,000 times. */
+	if (back->n + s->active >= back->cap) {
+		while (back->n + s->active >= back->cap)
+			back->cap = back->cap ? back->cap * 2 : 16;
+		back->v = csq_xrealloc(back->v, back->cap * sizeof(*back->v));
+	}
 	for (r = 0; r < s->nrooms; r++) {
 		if ((u = s->rooms[r]) == NULL)
 			continue;
@@ -188,7 +193,7 @@ csq_rematch(struct csq *c, struct csq_users *back, uint64_t now)
 			csq_match_user(c, back->v[i], NULL, now);
 	free(back->v);
 	back->v = NULL;
-	back->n = 0;
+	back->n = back->cap = 0;
 }
 
 /* Removes s (csq_servicer_drop), then matches its users. */
@@ -196,7 +201,7 @@ uint64_t
 csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
                     enum csq_reason reason)
 {
-	struct csq_users back = {NULL, 0};
+	struct csq_users back = {NULL, 0, 0};
 	uint64_t n = csq_servicer_drop(c, s, now, reason, &back);
 
 	csq_rematch(c, &back, now);

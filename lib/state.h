@@ -133,7 +133,7 @@ void csq_room_name(const struct csq_servicer *, uint32_t index,
 /* Users put back in line, to be matched (csq_rematch). */
 struct csq_users {
 	struct csq_user **v;
-	size_t n;
+	size_t n, cap;
 };
 /* Requeues every user in s's rooms and removes s (logout or loss); drop
  * leaves the matching of its users to csq_rematch, remove does it. */
