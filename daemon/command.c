@@ -37,10 +37,10 @@
 #define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
 
 #define ERR_SYNTAX "ERR syntax error"
+#define ERR_RANGE  "ERR value is not an integer or out of range"
 /* The Redis whose commands csqd answers like, for clients that look
  * (INFO's redis_version, HELLO's version). */
 #define CSQ_REDIS_VERSION "7.0.0"
-#define ERR_RANGE         "ERR value is not an integer or out of range"
 
 typedef void command_proc(struct client *, const struct resp_request *);
 
@@ -824,12 +824,12 @@ cmd_command(struct client *c, const struct resp_request *req)
 static int
 client_setname(struct client *c, const char *name, size_t len)
 {
-	size_t i;
+	size_t i = 0;
 
-	for (i = 0; i < len && len <= CLIENT_NAME_MAX; i++)
-		if (name[i] <= ' ' || name[i] > '~')
-			break;
-	if (len > CLIENT_NAME_MAX || i < len) {
+	if (len <= CLIENT_NAME_MAX)
+		while (i < len && name[i] > ' ' && name[i] <= '~')
+			i++;
+	if (i < len || len > CLIENT_NAME_MAX) {
 		resp_error(client_output(c),
 		           "ERR Client names cannot contain spaces, newlines "
 		           "or special characters.");

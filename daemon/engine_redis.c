@@ -957,6 +957,20 @@ batch_refused(struct redis_batch *b, const char *err)
 	}
 }
 
+/* How many events a message of batch.lua holds: a header line, then an
+ * event a line ('' holds none). */
+static uint64_t
+msg_events(const char *msg, size_t len)
+{
+	const char *p, *end = msg + len;
+	uint64_t n = 0;
+
+	for (p = msg;
+	     p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+		n++;
+	return n;
+}
+
 /*
  * Every reply waits for the events before it, its own or, when it has
  * none, every one published until its call ran (batch.lua), so that a
@@ -973,17 +987,13 @@ static void
 sync_seen(struct redis_engine *r, const struct redis_batch *b,
           const redisReply *msg, uint64_t last)
 {
-	uint64_t n = 0;
-	const char *p, *end = msg->str + msg->len;
+	uint64_t n = msg_events(msg->str, msg->len);
 
-	if (b->sub_gen == 0 || b->sub_gen != r->sub_gen ||
-	    r->synced_gen == r->sub_gen)
+	/* (A batch made with no subscription has sub_gen 0, which matches
+	 * only while none was ever confirmed, and then synced_gen too.) */
+	if (b->sub_gen != r->sub_gen || r->synced_gen == r->sub_gen)
 		return;
 	r->synced_gen = r->sub_gen;
-	/* A message is a header line, then an event a line. */
-	for (p = msg->str; p < end && (p = memchr(p, '\n', (size_t)(end - p)));
-	     p++)
-		n++;
 	if (last >= n && last - n > r->seen_event)
 		r->seen_event = last - n;
 }
@@ -1546,14 +1556,12 @@ sub_events(struct redis_engine *r, const char *msg, size_t len)
 static void
 reply_events(struct redis_engine *r, const redisReply *m)
 {
-	const char *body, *end = m->str + m->len, *p;
-	uint64_t last, ts_ms, n = 1;
+	const char *body, *end = m->str + m->len;
+	uint64_t last, ts_ms, n = msg_events(m->str, m->len);
 
 	if (m->len == 0 || !r->sub.ready || r->echo_n == ECHO_MAX ||
 	    (body = msg_head(m->str, m->len, &last, &ts_ms)) == NULL)
 		return;
-	for (p = body; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
-		n++;
 	if (last < n || last - n != r->seen_event)
 		return;
 	msg_emit(r, body, end, ts_ms);

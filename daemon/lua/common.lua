@@ -501,8 +501,8 @@ end
 -- The users in the rooms of servicer id go back in line at their old
 -- place (same key; the length limit does not apply; their TTL restarts),
 -- and its rooms go. A room whose user's record does not say it is there
--- (a key changed behind csq's back) is dropped. Returns the users, best
--- first, and how many rooms there were.
+-- (a key changed behind csq's back) is dropped. Returns the users and
+-- how many rooms there were.
 local function rooms_requeue(id, reason)
 	local flat = redis.call('HGETALL', rooms_key(id))
 	local rooms = {}
@@ -528,14 +528,15 @@ local function rooms_requeue(id, reason)
 		end
 	end
 	if #rooms > 0 then redis.call('DEL', rooms_key(id)) end
-	table.sort(back, function(a, b) return a.key < b.key end)
 	return back, #rooms
 end
 
--- Requeued users are matched best first where a room is free: each as
--- its record stands now, since what ran since its requeue (a login's
--- fill, a LEAVE) may have matched or removed it already.
+-- Requeued users are matched best first where a room is free (as
+-- lib/servicer.c's csq_rematch): each as its record stands now, since
+-- what ran since its requeue (a login's fill, a LEAVE) may have matched
+-- or removed it already.
 local function rematch(back)
+	table.sort(back, function(a, b) return a.key < b.key end)
 	for _, b in ipairs(back) do
 		local u = user_load(b.id)
 		if u and u.state == 'waiting' then match_user(u) end

@@ -25,7 +25,6 @@ OPS.expire = function(limit)
 		if s then b = servicer_drop(s, 'lost') else b = ghost_remove(id) end
 		for _, u in ipairs(b or {}) do back[#back + 1] = u end
 	end
-	table.sort(back, function(a, b) return a.key < b.key end)
 	rematch(back)
 	exact = true
 	return reply('OK', #due)

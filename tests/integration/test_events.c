@@ -488,6 +488,9 @@ subscribe_mode_framing(void **state)
 	CHECK(sub, "-ERR Can't execute 'enqueue': " CANT_EXECUTE, "ENQUEUE u1");
 	CHECK(sub, "-ERR Can't execute 'qlen': " CANT_EXECUTE, "qlen default");
 	CHECK(sub, "-ERR Can't execute 'info': " CANT_EXECUTE, "INFO");
+	/* HELLO too, as in Redis: RESP2's subscribe mode is left first. */
+	CHECK(sub, "-ERR Can't execute 'hello': " CANT_EXECUTE, "HELLO 3");
+	CHECK(sub, "['pong','']", "PING");
 	/* A name csqd does not know is unknown here too, as in Redis 7. */
 	CHECK(sub, "-ERR unknown command 'FLUSHALL'", "FLUSHALL");
 	CHECK(sub, "-ERR unknown command 'SSUBSCRIBE'", "SSUBSCRIBE a");
