@@ -5,6 +5,16 @@
 -- whose deadline has passed too. Each kind goes in the set's order, by
 -- time, then by id. Several daemons may run it at once; the second finds
 -- nothing. Returns how many it handled.
+--
+-- A pass over more deadlines than limit takes several calls (a script
+-- blocks Redis while it runs). The users that a call puts back in line
+-- wait in {p}:rematch, scored by their order key, while passed deadlines
+-- remain; the call that leaves none matches them all, best first, as
+-- csq_expire does in one pass. Matched sooner, one lost servicer's user
+-- could go into the free room of another whose deadline had passed but
+-- whose call had not come: requeued again a moment later, counted twice.
+-- A call that stashes users always leaves a passed deadline behind, so
+-- some daemon's reaper comes back for them, even if this one dies.
 OPS.expire = function(limit)
 	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                       'LIMIT', 0, limit)
@@ -25,7 +35,23 @@ OPS.expire = function(limit)
 		if s then b = servicer_drop(s, 'lost') else b = ghost_remove(id) end
 		for _, u in ipairs(b or {}) do back[#back + 1] = u end
 	end
-	rematch(back)
+	local stash = P .. 'rematch'
+	if #due == tonumber(limit) and
+	   redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
+	              'LIMIT', 0, 1)[1] then
+		for _, u in ipairs(back) do
+			redis.call('ZADD', stash, int(u.key), u.id)
+		end
+	else
+		local flat = redis.call('ZRANGE', stash, 0, -1, 'WITHSCORES')
+		if flat[1] then
+			redis.call('DEL', stash)
+			for i = 1, #flat, 2 do
+				back[#back + 1] = { id = flat[i], key = tonumber(flat[i + 1]) }
+			end
+		end
+		rematch(back)
+	end
 	exact = true
 	return reply('OK', #due)
 end
