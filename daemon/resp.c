@@ -980,3 +980,16 @@ resp_push(struct evbuffer *out, int proto, int64_t n)
 {
 	resp_number(out, proto == 3 ? '>' : '*', n);
 }
+
+void
+resp_verbatim(struct evbuffer *out, int proto, const char *s, size_t len)
+{
+	if (proto != 3) {
+		resp_bulk(out, s, len);
+		return;
+	}
+	resp_number(out, '=', (int64_t)len + 4);
+	evbuffer_add(out, "txt:", 4);
+	evbuffer_add(out, s, len);
+	evbuffer_add(out, "\r\n", 2);
+}

@@ -64,5 +64,7 @@ void resp_array(struct evbuffer *, int64_t n);   /* *n */
 void resp_nil(struct evbuffer *, int proto);                /* _ or $-1 */
 void resp_map(struct evbuffer *, int proto, int64_t pairs); /* %n or *2n */
 void resp_push(struct evbuffer *, int proto, int64_t n);    /* >n or *n */
+/* Text for a person (INFO): =n txt:… or a bulk string. */
+void resp_verbatim(struct evbuffer *, int proto, const char *, size_t);
 
 #endif

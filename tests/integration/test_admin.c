@@ -307,6 +307,14 @@ select_and_command(void **state)
 	CHECK(fx->c, "[]", "command docs enqueue");
 	CHECK(fx->c, ":0", "COMMAND COUNT");
 	CHECK(fx->c, ":0", "command count");
+	CHECK(fx->c, "-ERR unknown subcommand 'bogus'. Try COMMAND HELP.",
+	      "COMMAND bogus");
+	CHECK(fx->c,
+	      "-ERR wrong number of arguments for 'command|count' command",
+	      "COMMAND COUNT x");
+	CHECK(fx->c,
+	      "-ERR wrong number of arguments for 'client|setinfo' command",
+	      "CLIENT SETINFO lib-name");
 	CHECK(fx->c, "+PONG", "PING");
 }
 

@@ -490,6 +490,18 @@ subscribe_mode_framing(void **state)
 	CHECK(sub, "-ERR Can't execute 'info': " CANT_EXECUTE, "INFO");
 	/* HELLO too, as in Redis: RESP2's subscribe mode is left first. */
 	CHECK(sub, "-ERR Can't execute 'hello': " CANT_EXECUTE, "HELLO 3");
+	/* A subcommand is named as Redis 7 names it, and checked first:
+	 * unknown or with the wrong arguments, it gets that error. */
+	CHECK(sub, "-ERR Can't execute 'client|setname': " CANT_EXECUTE,
+	      "CLIENT SetName x");
+	CHECK(sub, "-ERR Can't execute 'command|count': " CANT_EXECUTE,
+	      "COMMAND COUNT");
+	CHECK(sub, "-ERR Can't execute 'command': " CANT_EXECUTE, "COMMAND");
+	CHECK(sub, "-ERR unknown subcommand 'bogus'. Try CLIENT HELP.",
+	      "CLIENT bogus");
+	CHECK(sub,
+	      "-ERR wrong number of arguments for 'client|setname' command",
+	      "CLIENT SETNAME");
 	CHECK(sub, "['pong','']", "PING");
 	/* A name csqd does not know is unknown here too, as in Redis 7. */
 	CHECK(sub, "-ERR unknown command 'FLUSHALL'", "FLUSHALL");

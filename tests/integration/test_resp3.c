@@ -95,6 +95,13 @@ r3_frame(struct r3 *r, char *out, size_t cap)
 	case '_':
 		r3_put(out, cap, "_");
 		return;
+	case '=':
+		while (r->len - r->pos < (size_t)n + 2)
+			r3_more(r);
+		snprintf(text, sizeof(text), "=%.*s", (int)n, r->buf + r->pos);
+		r->pos += (size_t)n + 2;
+		r3_put(out, cap, text);
+		return;
 	case '$':
 		if (n < 0) {
 			r3_put(out, cap, "nil");
@@ -214,10 +221,15 @@ hello_versions(void **state)
 	           "special characters.");
 	r3_send(&r, "CLIENT GETNAME");
 	EXPECT(&r, "_");
+	/* INFO is text for a person: a verbatim string, as Redis 7's. */
+	r3_send(&r, "INFO");
+	EXPECT_PREFIX(&r, "=txt:# Server\r\ncsq_version:");
 
 	/* Back to RESP2, then RESP3 with a name; RESET ends both. */
 	r3_send(&r, "HELLO 2");
 	EXPECT_PREFIX(&r, "['server','csq','version','7.0.0','proto',:2,");
+	r3_send(&r, "INFO");
+	EXPECT_PREFIX(&r, "'# Server\r\ncsq_version:");
 	r3_send(&r, "CLIENT GETNAME");
 	EXPECT(&r, "nil");
 	r3_send(&r, "HELLO 3 AUTH default anything SETNAME app");
