@@ -8,19 +8,19 @@ OPS.leave = function(id)
 	elseif s then
 		room_release(s, u.room, u.id, 'user')
 	else
-		-- Its servicer's hash is gone (ghost_remove): its users go back
-		-- in line, and this one leaves from there; or, if no room held
-		-- it, it leaves its room all the same.
-		local back = ghost_remove(u.servicer) or {}
-		local w = user_load(id)
-		if w.state == 'waiting' then
-			user_abandon(w, 'leave')
-		else
-			event(EV.released, id, u.queue, u.servicer, u.servicer, u.room,
-			      'user')
-			user_free(id, false)
+		-- Its servicer's hash is gone (keys changed behind csq's back):
+		-- it leaves its room as from any other, released by the user,
+		-- and what is left of the servicer is declared lost, its other
+		-- users back in line (ghost_remove).
+		local rk = rooms_key(u.servicer)
+		if redis.call('HGET', rk, int(u.room)) == id then
+			redis.call('HDEL', rk, int(u.room))
+			stat('rooms_busy', -1)
 		end
-		rematch(back)
+		event(EV.released, id, u.queue, u.servicer, u.servicer, u.room,
+		      'user')
+		user_free(id, false)
+		rematch(ghost_remove(u.servicer) or {})
 	end
 	return reply('OK', 1)
 end

@@ -2207,11 +2207,15 @@ where_is(redisContext *c, const char *u, const char *expect)
 static void
 servicer_hash_lost(void **state)
 {
+	static struct msgs m;
+	const char *wch[] = {"user:w1", "user:w2"};
 	struct rfx *fx = *state;
-	redisContext *c, *rc;
+	redisContext *c, *rc, *sub;
 	redisReply *r;
 	int64_t deadline;
-	int st;
+	char seen[256], ev[32];
+	size_t n;
+	int i, st;
 
 	fx_daemon(fx, 0, "");
 	c = csqd_connect(fx->d[0]);
@@ -2253,13 +2257,29 @@ servicer_hash_lost(void **state)
 	}
 	where_is(c, "v1", "waiting 1");
 
-	/* LEAVE of a user in its room; the other goes back in line. Its
+	/* LEAVE of a user in its room: it is released, as from any room
+	 * (before: requeued, then left); the other goes back in line. Its
 	 * free room, counted in its lost hash, is counted no more. */
 	freeReplyObject(CMD(c, "HEARTBEAT s3 CAPACITY 3 QUEUES qc"));
 	freeReplyObject(CMD(c, "ENQUEUE w1 QUEUE qc"));
 	freeReplyObject(CMD(c, "ENQUEUE w2 QUEUE qc"));
+	sub = csqd_connect(fx->d[0]);
+	SUBSCRIBE(sub, 2, wch);
 	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s3"));
 	CHECK(c, ":1", "LEAVE w1");
+	MSGS_COLLECT(sub, &m);
+	seen[0] = '\0';
+	for (i = 0; i < m.n; i++) {
+		n = strlen(seen);
+		json_value(m.m[i].payload, "event", ev, sizeof(ev));
+		snprintf(seen + n, sizeof(seen) - n, "%s%s %s", n ? ", " : "",
+		         m.m[i].channel, ev);
+	}
+	assert_string_equal(seen, "user:w1 \"released\", user:w2 \"requeued\"");
+	assert_json_str(m.m[0].payload, "by", "user");
+	assert_json_str(m.m[0].payload, "room", "s3/0");
+	msgs_free(&m);
+	redisFree(sub);
 	where_is(c, "w1", "none");
 	where_is(c, "w2", "waiting 1");
 	r = CMD(c, "STATS");
