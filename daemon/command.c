@@ -1192,6 +1192,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 	struct evbuffer *out = client_output(c);
 	const struct command *cmd;
 	const struct subcommand *sub;
+	const char *name;
 	char fullname[64], upper[16];
 	size_t echo, i, before = evbuffer_get_length(out);
 	uint64_t start = metrics_now_us();
@@ -1219,7 +1220,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		           cmd->name);
 		goto error;
 	}
-	snprintf(fullname, sizeof(fullname), "%s", cmd->name);
+	name = cmd->name;
 	if ((cmd->flags & CMD_SUBCMDS) && req->argc >= 2) {
 		sub = subcommand_lookup(cmd, req->argv[1], req->argvlen[1]);
 		if (sub == NULL) {
@@ -1237,6 +1238,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		}
 		snprintf(fullname, sizeof(fullname), "%s|%s", cmd->name,
 		         sub->name);
+		name = fullname;
 		if ((sub->arity > 0 && req->argc != sub->arity) ||
 		    (sub->arity < 0 && req->argc < -sub->arity)) {
 			resp_error(out,
@@ -1253,7 +1255,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		    "ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
 		    "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
 		    "this context",
-		    fullname);
+		    name);
 		goto error;
 	}
 	command_running.name = cmd->name;
