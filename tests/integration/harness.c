@@ -1887,3 +1887,92 @@ assert_json_lacks_at(const char *file, int line, const char *json,
 	if (json_value(json, key, v, sizeof(v)) == 0)
 		fail_at(file, line, "unexpected key \"%s\" in %s", key, json);
 }
+
+/* The loss storm of harness.h. */
+#define STORM_A 1000
+#define STORM_B 100
+
+static void
+storm_stat_is(const char *file, int line, const redisReply *r, const char *name,
+              long long want)
+{
+	long long got = field_int_at(file, line, r, name);
+
+	if (got != want)
+		fail_at(file, line, "STATS %s: %lld, expected %lld", name, got,
+		        want);
+}
+
+void
+storm_begin_at(const char *file, int line, redisContext *c)
+{
+	redisReply *r;
+	int i, n = 2 * (STORM_A + STORM_B) + 1;
+
+	for (i = 0; i < STORM_A; i++)
+		redisAppendCommand(
+		    c, "HEARTBEAT a%04d CAPACITY 2 QUEUES q TTL 2", i);
+	for (i = 0; i < STORM_B; i++)
+		redisAppendCommand(
+		    c, "HEARTBEAT b%03d CAPACITY 2 QUEUES q TTL 2", i);
+	for (i = 0; i < STORM_A; i++)
+		redisAppendCommand(c, "ENQUEUE u%04d QUEUE q", i);
+	for (i = 0; i < STORM_B; i++)
+		redisAppendCommand(c, "ENQUEUE v%03d QUEUE q TIER 2", i);
+	redisAppendCommand(c, "HEARTBEAT L CAPACITY 3 QUEUES q TTL 60");
+	while (n-- > 0) {
+		r = get_reply_at(file, line, c);
+		if (r->type == REDIS_REPLY_ERROR)
+			fail_at(file, line, "storm setup: %s", r->str);
+		freeReplyObject(r);
+	}
+	/* Every user in a room of its own, each a servicer's first, and
+	 * nobody lost yet. */
+	r = cmd_at(file, line, c, "STATS");
+	storm_stat_is(file, line, r, "servicers", STORM_A + STORM_B + 1);
+	storm_stat_is(file, line, r, "rooms_busy", STORM_A + STORM_B);
+	storm_stat_is(file, line, r, "waiting", 0);
+	freeReplyObject(r);
+	check_at(file, line, c,
+	         "['state','assigned','queue','q','room','b000/0','servicer',"
+	         "'b000']",
+	         "ENQUEUE v000");
+}
+
+void
+storm_end_at(const char *file, int line, redisContext *c)
+{
+	redisReply *r;
+	int64_t t0 = now_ms();
+
+	for (;;) {
+		r = cmd_at(file, line, c, "STATS");
+		if (field_int_at(file, line, r, "servicers") == 1)
+			break;
+		freeReplyObject(r);
+		if (now_ms() - t0 > 10000)
+			fail_at(file, line,
+			        "the servicers were not declared lost");
+		sleep_ms(100);
+	}
+	storm_stat_is(file, line, r, "servicers_lost_total", STORM_A + STORM_B);
+	storm_stat_is(file, line, r, "requeued_total", STORM_A + STORM_B);
+	storm_stat_is(file, line, r, "matched_total", STORM_A + STORM_B + 3);
+	storm_stat_is(file, line, r, "waiting", STORM_A + STORM_B - 3);
+	storm_stat_is(file, line, r, "rooms_busy", 3);
+	freeReplyObject(r);
+	check_at(file, line, c,
+	         "['state','assigned','queue','q','room','L/0','servicer','L']",
+	         "ENQUEUE v000");
+	check_at(file, line, c,
+	         "['state','assigned','queue','q','room','L/1','servicer','L']",
+	         "ENQUEUE v001");
+	check_at(file, line, c,
+	         "['state','assigned','queue','q','room','L/2','servicer','L']",
+	         "ENQUEUE v002");
+	check_at(file, line, c, "['state','waiting','queue','q','position',:1]",
+	         "ENQUEUE v003");
+	check_at(file, line, c,
+	         "['state','waiting','queue','q','position',:98]",
+	         "ENQUEUE u0000");
+}

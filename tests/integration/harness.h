@@ -193,6 +193,22 @@ long long field_int_at(const char *file, int line, const redisReply *,
 const char *field_str_at(const char *file, int line, const redisReply *,
                          const char *name);
 
+/*
+ * A loss storm larger than one call of the Redis engine's reaper (1000
+ * deadlines). storm_begin logs in 1000 servicers a0000… with a user each
+ * and 100 servicers b000… with a VIP each, all with a free room and a TTL
+ * of 2 s, then L with 3 free rooms and a TTL of 60 s. The caller stops
+ * the daemons for STORM_PAST_MS, so that every deadline passes before one
+ * reap; storm_end waits until only L is left and checks the outcome of
+ * one pass: 1100 requeued once each, the 3 best (v000 to v002) in L's
+ * rooms, the rest in line in order.
+ */
+#define STORM_PAST_MS 2600
+void storm_begin_at(const char *file, int line, redisContext *);
+void storm_end_at(const char *file, int line, redisContext *);
+#define storm_begin(c) storm_begin_at(__FILE__, __LINE__, (c))
+#define storm_end(c)   storm_end_at(__FILE__, __LINE__, (c))
+
 /* Runs a command, returns its reply (never NULL: fails the test instead). */
 #define CMD(c, ...)          cmd_at(__FILE__, __LINE__, (c), __VA_ARGS__)
 #define CMD_ARGV(c, n, v, l) cmd_argv_at(__FILE__, __LINE__, (c), (n), (v), (l))

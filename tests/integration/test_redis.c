@@ -2194,6 +2194,42 @@ where_is(redisContext *c, const char *u, const char *expect)
 }
 
 /*
+ * The loss storm of harness.h with two daemons on one prefix, both
+ * stopped past every deadline: when they go on, both timers fire and
+ * their reaper calls interleave in Redis, the users a call puts back in
+ * line waiting in {p}:rematch for whichever call leaves no passed
+ * deadline. The outcome is one pass's, as with one daemon, and the
+ * stash is gone.
+ */
+static void
+storm_two_daemons(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c[2], *rc;
+	redisReply *r;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		fx_daemon(fx, k, "");
+		c[k] = csqd_connect(fx->d[k]);
+	}
+	rc = redisd_connect(fx->r);
+	storm_begin(c[0]);
+	for (k = 0; k < 2; k++)
+		kill(fx->d[k]->pid, SIGSTOP);
+	sleep_ms(STORM_PAST_MS);
+	for (k = 0; k < 2; k++)
+		kill(fx->d[k]->pid, SIGCONT);
+	storm_end(c[1]);
+	r = CMD(rc, "EXISTS {" PREFIX "}:rematch");
+	assert_reply_integer(r, 0);
+	freeReplyObject(r);
+	for (k = 0; k < 2; k++)
+		redisFree(c[k]);
+	redisFree(rc);
+}
+
+/*
  * A servicer's hash deleted behind csq's back (by hand, or evicted) while
  * its rooms and its place among the servicers stay. Before, its next
  * HEARTBEAT logged it in afresh and put the waiting u3 into room s1/0,
@@ -2415,6 +2451,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(auth_db_unix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(keys_under_prefix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(reaped_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(storm_two_daemons, setup, teardown),
 	    cmocka_unit_test_setup_teardown(failed_operation_alone, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(release_of_a_foreign_record, setup,

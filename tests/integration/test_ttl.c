@@ -361,90 +361,23 @@ lost_together(void **state)
 }
 
 /*
- * A storm larger than one call of the Redis engine's reaper (1000
- * deadlines): 1000 servicers a0000… with a user each, then 100 servicers
- * b000… with a VIP each, all with a free room, all lost while csqd is
- * stopped; L, alive, has 3 free rooms. In one pass every user goes back
- * in line and the 3 best (the first VIPs) go to L, as the memory engine
- * does. Before, the Redis engine matched the first call's users at once:
- * into b's free rooms, requeued again by the next call (requeued_total
- * 1200, matched_total 1203), and into L, ahead of the VIPs.
+ * A storm larger than one call of the Redis engine's reaper (storm_begin,
+ * harness.c), lost while csqd is stopped: every user goes back in line
+ * and the 3 best go to the live servicer, as in one pass. Before, the
+ * Redis engine matched the first call's users at once, into rooms of
+ * servicers lost in the next call (requeued_total 1200, matched_total
+ * 1203), and into the live servicer's rooms ahead of the VIPs.
  */
-#define STORM_A 1000
-#define STORM_B 100
-
-static void
-pipe_ok(redisContext *c, int n)
-{
-	redisReply *r;
-
-	while (n-- > 0) {
-		r = GET_REPLY(c);
-		assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
-		freeReplyObject(r);
-	}
-}
-
 static void
 lost_beyond_one_reap(void **state)
 {
 	struct csqd_fx *fx = *state;
-	redisReply *r;
-	int64_t t0;
-	int i;
 
-	for (i = 0; i < STORM_A; i++)
-		redisAppendCommand(fx->c,
-		                   "HEARTBEAT a%04d CAPACITY 2 QUEUES q TTL 2", i);
-	for (i = 0; i < STORM_B; i++)
-		redisAppendCommand(fx->c,
-		                   "HEARTBEAT b%03d CAPACITY 2 QUEUES q TTL 2", i);
-	for (i = 0; i < STORM_A; i++)
-		redisAppendCommand(fx->c, "ENQUEUE u%04d QUEUE q", i);
-	for (i = 0; i < STORM_B; i++)
-		redisAppendCommand(fx->c, "ENQUEUE v%03d QUEUE q TIER 2", i);
-	redisAppendCommand(fx->c, "HEARTBEAT L CAPACITY 3 QUEUES q TTL 60");
-	pipe_ok(fx->c, 2 * (STORM_A + STORM_B) + 1);
-	/* Every user in a room of its own, each a servicer's first, and
-	 * nobody lost yet. */
-	r = CMD(fx->c, "STATS");
-	assert_int_equal(FIELD_INT(r, "servicers"), STORM_A + STORM_B + 1);
-	assert_int_equal(FIELD_INT(r, "rooms_busy"), STORM_A + STORM_B);
-	assert_int_equal(FIELD_INT(r, "waiting"), 0);
-	freeReplyObject(r);
-	CHECK(fx->c, "['state','assigned','queue','q','room','b000/0',"
-	             "'servicer','b000']", "ENQUEUE v000");
-
+	storm_begin(fx->c);
 	kill(fx->d->pid, SIGSTOP);
-	sleep_ms(2600);
+	sleep_ms(STORM_PAST_MS);
 	kill(fx->d->pid, SIGCONT);
-	t0 = now_ms();
-	for (;;) {
-		r = CMD(fx->c, "STATS");
-		if (FIELD_INT(r, "servicers") == 1)
-			break;
-		freeReplyObject(r);
-		if (now_ms() - t0 > DEADLINE_MS)
-			fail_msg("the servicers were not declared lost");
-		sleep_ms(POLL_MS);
-	}
-	assert_int_equal(FIELD_INT(r, "servicers_lost_total"),
-	                 STORM_A + STORM_B);
-	assert_int_equal(FIELD_INT(r, "requeued_total"), STORM_A + STORM_B);
-	assert_int_equal(FIELD_INT(r, "matched_total"), STORM_A + STORM_B + 3);
-	assert_int_equal(FIELD_INT(r, "waiting"), STORM_A + STORM_B - 3);
-	assert_int_equal(FIELD_INT(r, "rooms_busy"), 3);
-	freeReplyObject(r);
-	CHECK(fx->c, "['state','assigned','queue','q','room','L/0',"
-	             "'servicer','L']", "ENQUEUE v000");
-	CHECK(fx->c, "['state','assigned','queue','q','room','L/1',"
-	             "'servicer','L']", "ENQUEUE v001");
-	CHECK(fx->c, "['state','assigned','queue','q','room','L/2',"
-	             "'servicer','L']", "ENQUEUE v002");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
-	      "ENQUEUE v003");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:98]",
-	      "ENQUEUE u0000");
+	storm_end(fx->c);
 }
 
 int
