@@ -1118,6 +1118,7 @@ static const struct subcommand {
     {"command", "count", 2},    {"command", "docs", -2},
     {"command", "info", -2},    {"command", "list", -2},
     {"command", "getkeys", -3}, {"command", "getkeysandflags", -3},
+    {"command", "help", 2},
 };
 
 static const struct subcommand *

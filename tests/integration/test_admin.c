@@ -307,6 +307,7 @@ select_and_command(void **state)
 	CHECK(fx->c, "[]", "command docs enqueue");
 	CHECK(fx->c, ":0", "COMMAND COUNT");
 	CHECK(fx->c, ":0", "command count");
+	CHECK(fx->c, "[]", "COMMAND HELP");
 	CHECK(fx->c, "-ERR unknown subcommand 'bogus'. Try COMMAND HELP.",
 	      "COMMAND bogus");
 	CHECK(fx->c,
