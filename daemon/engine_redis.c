@@ -987,13 +987,14 @@ static void
 sync_seen(struct redis_engine *r, const struct redis_batch *b,
           const redisReply *msg, uint64_t last)
 {
-	uint64_t n = msg_events(msg->str, msg->len);
+	uint64_t n;
 
 	/* (A batch made with no subscription has sub_gen 0, which matches
 	 * only while none was ever confirmed, and then synced_gen too.) */
 	if (b->sub_gen != r->sub_gen || r->synced_gen == r->sub_gen)
 		return;
 	r->synced_gen = r->sub_gen;
+	n = msg_events(msg->str, msg->len);
 	if (last >= n && last - n > r->seen_event)
 		r->seen_event = last - n;
 }
@@ -1557,11 +1558,12 @@ static void
 reply_events(struct redis_engine *r, const redisReply *m)
 {
 	const char *body, *end = m->str + m->len;
-	uint64_t last, ts_ms, n = msg_events(m->str, m->len);
+	uint64_t last, ts_ms, n;
 
 	if (m->len == 0 || !r->sub.ready || r->echo_n == ECHO_MAX ||
 	    (body = msg_head(m->str, m->len, &last, &ts_ms)) == NULL)
 		return;
+	n = msg_events(m->str, m->len);
 	if (last < n || last - n != r->seen_event)
 		return;
 	msg_emit(r, body, end, ts_ms);
