@@ -55,6 +55,14 @@ struct command {
 
 /* Argument helpers. */
 
+/* How much of argument i an error quotes back: at most NAME_ECHO_MAX. */
+static int
+echo_len(const struct resp_request *req, int i)
+{
+	return (int)(req->argvlen[i] > NAME_ECHO_MAX ? NAME_ECHO_MAX
+	                                             : req->argvlen[i]);
+}
+
 static int
 arg_is(const struct resp_request *req, int i, const char *word)
 {
@@ -878,10 +886,7 @@ cmd_hello(struct client *c, const struct resp_request *req)
 		} else {
 			resp_error(out,
 			           "ERR Syntax error in HELLO option '%.*s'",
-			           (int)(req->argvlen[i] > NAME_ECHO_MAX
-			                     ? NAME_ECHO_MAX
-			                     : req->argvlen[i]),
-			           req->argv[i]);
+			           echo_len(req, i), req->argv[i]);
 			return;
 		}
 	}
@@ -1195,7 +1200,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 	const struct subcommand *sub;
 	const char *name;
 	char fullname[64], upper[16];
-	size_t echo, i, before = evbuffer_get_length(out);
+	size_t i, before = evbuffer_get_length(out);
 	uint64_t start = metrics_now_us();
 
 	c->server->stats.commands_total++;
@@ -1208,9 +1213,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		goto error;
 	}
 	if (cmd == NULL) {
-		echo = req->argvlen[0] > NAME_ECHO_MAX ? NAME_ECHO_MAX
-		                                       : req->argvlen[0];
-		resp_error(out, "ERR unknown command '%.*s'", (int)echo,
+		resp_error(out, "ERR unknown command '%.*s'", echo_len(req, 0),
 		           req->argv[0]);
 		goto error;
 	}
@@ -1225,16 +1228,14 @@ command_dispatch(struct client *c, const struct resp_request *req)
 	if ((cmd->flags & CMD_SUBCMDS) && req->argc >= 2) {
 		sub = subcommand_lookup(cmd, req->argv[1], req->argvlen[1]);
 		if (sub == NULL) {
-			for (i = 0; cmd->name[i] != '\0'; i++)
+			for (i = 0;
+			     cmd->name[i] != '\0' && i < sizeof(upper) - 1; i++)
 				upper[i] =
 				    (char)toupper((unsigned char)cmd->name[i]);
 			upper[i] = '\0';
-			echo = req->argvlen[1] > NAME_ECHO_MAX
-			           ? NAME_ECHO_MAX
-			           : req->argvlen[1];
 			resp_error(
 			    out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
-			    (int)echo, req->argv[1], upper);
+			    echo_len(req, 1), req->argv[1], upper);
 			goto error;
 		}
 		snprintf(fullname, sizeof(fullname), "%s|%s", cmd->name,

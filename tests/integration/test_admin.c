@@ -257,6 +257,7 @@ client_commands(void **state)
 	redisContext *c2;
 	redisReply *r;
 	long long id1, id2;
+	char lng[301], want[400];
 
 	CHECK(fx->c, "nil", "CLIENT GETNAME");
 	CHECK(fx->c, "+OK", "CLIENT SETNAME agent-7");
@@ -281,6 +282,21 @@ client_commands(void **state)
 	freeReplyObject(r);
 	CHECK(fx->c, "-ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP.",
 	      "CLIENT NOSUCH");
+	/* A name of 300 bytes is quoted back cut at 128, wherever an error
+	 * quotes one. */
+	memset(lng, 'x', 300);
+	lng[300] = '\0';
+	snprintf(want, sizeof(want), "-ERR unknown command '%.128s'", lng);
+	CHECK(fx->c, want, "%s", lng);
+	snprintf(want, sizeof(want),
+	         "-ERR unknown subcommand '%.128s'. Try CLIENT HELP.", lng);
+	CHECK(fx->c, want, "CLIENT %s", lng);
+	snprintf(want, sizeof(want),
+	         "-ERR unknown subcommand '%.128s'. Try COMMAND HELP.", lng);
+	CHECK(fx->c, want, "COMMAND %s", lng);
+	snprintf(want, sizeof(want),
+	         "-ERR Syntax error in HELLO option '%.128s'", lng);
+	CHECK(fx->c, want, "HELLO 2 %s", lng);
 	CHECK(fx->c, "-ERR wrong number of arguments for 'client' command",
 	      "CLIENT");
 	/* The subcommand is named as Redis names it, whatever the case. */
