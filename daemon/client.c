@@ -31,14 +31,18 @@
 #define CLIENT_BATCH           1024 /* requests per turn: no client starves others */
 #define CLIENT_OUTPUT_HARD_MAX (256 * 1024 * 1024) /* unread replies */
 #define CLIENT_PUBSUB_HARD_MAX (32 * 1024 * 1024)  /* a subscriber too slow */
-#define CLIENT_LINGER_S        2     /* after a protocol error, wait for EOF */
-#define CLIENT_READ_CHUNK      16384 /* bytes per read(2), as Redis */
-#define CLIENT_INFLIGHT_MAX    128   /* engine calls in flight per client */
-#define CLIENT_KEEPALIVE_S     300   /* TCP keepalive's idle time, as Redis */
-#define CLIENT_TRIM_OVER       (8 * 1024 * 1024) /* buffers worth a trim */
-#define CLIENT_TRIM_DELAY_MS   200  /* the trim waits for others to go */
-#define CLIENT_COPY_UNDER      4096 /* output copied, not moved, below */
-#define CLIENT_INPUT_PAUSE     (1024 * 1024) /* held requests: stop reading */
+/* Past this much output waiting, a client has all clients' output weighed
+ * against max_output_memory, at most once per CLIENT_WEIGH_MS. */
+#define CLIENT_WEIGH_OVER    (64 * 1024)
+#define CLIENT_WEIGH_MS      10
+#define CLIENT_LINGER_S      2     /* after a protocol error, wait for EOF */
+#define CLIENT_READ_CHUNK    16384 /* bytes per read(2), as Redis */
+#define CLIENT_INFLIGHT_MAX  128   /* engine calls in flight per client */
+#define CLIENT_KEEPALIVE_S   300   /* TCP keepalive's idle time, as Redis */
+#define CLIENT_TRIM_OVER     (8 * 1024 * 1024) /* buffers worth a trim */
+#define CLIENT_TRIM_DELAY_MS 200           /* the trim waits for others to go */
+#define CLIENT_COPY_UNDER    4096          /* output copied, not moved, below */
+#define CLIENT_INPUT_PAUSE   (1024 * 1024) /* held requests: stop reading */
 
 static const char *const client_state_names[] = {
     "active",
@@ -49,6 +53,7 @@ static const char *const client_state_names[] = {
 
 static void client_process(struct client *);
 static void client_drain(struct client *);
+static void client_weigh(struct client *, size_t pending);
 
 static void
 client_set_state(struct client *c, enum client_state state)
@@ -301,7 +306,7 @@ client_flush(struct client *c)
 				bufferevent_enable(c->bev, EV_WRITE);
 		}
 	}
-	(void)client_pending_peak(c);
+	client_weigh(c, client_pending_peak(c));
 	if (c->state == CLIENT_CLOSING && client_quiet(c))
 		client_drain(c);
 }
@@ -450,13 +455,12 @@ client_dispatch_slotted(struct client *c)
 	c->cur = c->out;
 }
 
-/* c goes at the next turn, for why, logged as what it has over limit. */
+/* c goes at the next turn, for why (logged by the caller). */
 static void
-client_kill(struct client *c, const char *why, const char *what, int limit)
+client_kill(struct client *c, const char *why)
 {
-	log_warnx("client %llu: %s over %d bytes, closing",
-	          (unsigned long long)c->id, what, limit);
 	c->killed = why;
+	c->server->stats.output_closed_total++;
 	event_del(c->rev);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	client_wake(c);
@@ -513,8 +517,10 @@ client_process(struct client *c)
 		 * csqd while csqd waits on it. Only past a hard limit, a
 		 * client that does not read at all, it goes. */
 		if (client_pending(c) > CLIENT_OUTPUT_HARD_MAX) {
-			client_kill(c, "output buffer limit", "replies",
-			            CLIENT_OUTPUT_HARD_MAX);
+			log_warnx("client %llu: replies over %d bytes, closing",
+			          (unsigned long long)c->id,
+			          CLIENT_OUTPUT_HARD_MAX);
+			client_kill(c, "output buffer limit");
 			break;
 		}
 		if (!c->held_req) {
@@ -568,16 +574,70 @@ client_push_begin(struct client *c)
 void
 client_push_end(struct client *c)
 {
+	size_t n;
+
 	server_hold_output(c->server, c);
-	if (client_pending_peak(c) <= CLIENT_PUBSUB_HARD_MAX) {
+	if ((n = client_pending_peak(c)) <= CLIENT_PUBSUB_HARD_MAX) {
 		/* Written at this turn's end, with whatever else is pushed. */
 		event_active(c->flush, EV_TIMEOUT, 0);
+		client_weigh(c, n);
 		return;
 	}
 	/* Not closed here: the publisher may be walking a list that holds
 	 * this client. */
-	client_kill(c, "output buffer limit", "subscriber output",
-	            CLIENT_PUBSUB_HARD_MAX);
+	log_warnx("client %llu: subscriber output over %d bytes, closing",
+	          (unsigned long long)c->id, CLIENT_PUBSUB_HARD_MAX);
+	client_kill(c, "output buffer limit");
+}
+
+/*
+ * max_output_memory bounds what all clients together have waiting to be
+ * sent, as Redis's maxmemory-clients does: the limits of one client
+ * (above) still let thousands of subscribers that stopped reading hold
+ * gigabytes between them. A client with more than CLIENT_WEIGH_OVER
+ * waiting has them all counted, CLIENT_WEIGH_MS later at most (once for
+ * all that ask meanwhile); over the cap, the clients with the most go,
+ * the largest first, until the rest fit.
+ */
+static void
+client_weigh(struct client *c, size_t pending)
+{
+	struct server *s = c->server;
+	struct timeval tv = {0, CLIENT_WEIGH_MS * 1000};
+
+	if (pending > CLIENT_WEIGH_OVER && s->cfg.max_output_memory > 0 &&
+	    !evtimer_pending(s->weigh_ev, NULL))
+		evtimer_add(s->weigh_ev, &tv);
+}
+
+void
+client_weigh_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+	uint64_t total = 0, cap = (uint64_t)s->cfg.max_output_memory;
+	struct client *c, *big;
+	size_t n, most;
+
+	(void)fd, (void)what;
+	TAILQ_FOREACH(c, &s->clients, entry)
+	if (c->killed == NULL)
+		total += client_pending(c);
+	while (cap > 0 && total > cap) {
+		big = NULL;
+		most = 0;
+		TAILQ_FOREACH(c, &s->clients, entry)
+		if (c->killed == NULL && (n = client_pending(c)) > most)
+			big = c, most = n;
+		if (big == NULL)
+			break;
+		log_warnx("client %llu: all clients' output over "
+		          "max_output_memory (%llu bytes), this one's %zu, "
+		          "closing",
+		          (unsigned long long)big->id, (unsigned long long)cap,
+		          most);
+		client_kill(big, "output memory limit");
+		total -= most;
+	}
 }
 
 /*

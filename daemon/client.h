@@ -91,6 +91,8 @@ void client_ref(struct client *);
 void client_unref(struct client *);
 /* The trim that client_unref schedules after a client with big buffers. */
 void client_trim_cb(evutil_socket_t, short, void *);
+/* Weighs all clients' output against max_output_memory (client.c). */
+void client_weigh_cb(evutil_socket_t, short, void *);
 
 struct evbuffer *client_output(struct client *);
 struct pubsub_subs *client_subs(struct client *);

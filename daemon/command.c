@@ -969,14 +969,16 @@ cmd_info(struct client *c, const struct resp_request *req)
 	    "total_connections_received:%llu\r\n"
 	    "rejected_connections:%llu\r\n"
 	    "total_commands_processed:%llu\r\n"
-	    "total_error_replies:%llu\r\n",
+	    "total_error_replies:%llu\r\n"
+	    "client_output_buffer_limit_disconnections:%llu\r\n",
 	    CSQ_VERSION, s->engine->ops->name, (long)getpid(),
 	    (unsigned long long)((server_now_ms() - s->started_ms) / 1000),
 	    (unsigned long long)s->nclients, (long long)s->cfg.max_clients,
 	    (unsigned long long)s->stats.connections_total,
 	    (unsigned long long)s->stats.rejected_total,
 	    (unsigned long long)s->stats.commands_total,
-	    (unsigned long long)s->stats.errors_total);
+	    (unsigned long long)s->stats.errors_total,
+	    (unsigned long long)s->stats.output_closed_total);
 	resp_verbatim(client_output(c), c->proto, buf,
 	              (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }

@@ -120,6 +120,8 @@ static const struct config_key config_keys[] = {
             10000),
     KEY_INT("busy_poll_us", CONFIG_F_I64, busy_poll_us, 0, CONFIG_BUSY_POLL_MAX,
             50),
+    KEY_INT("max_output_memory", CONFIG_F_I64, max_output_memory, 0,
+            CONFIG_OUTPUT_MEMORY_MAX, 1LL << 30),
     KEY_STR("memory.journal", journal, "", NULL),
     KEY_ENUM("memory.fsync", CONFIG_F_ENUM, fsync, config_fsyncs,
              CONFIG_FSYNC_EVERYSEC),

@@ -12,9 +12,10 @@
 #include "csq.h"
 #include "log.h"
 
-#define CONFIG_LISTEN_MAX    16
-#define CONFIG_STR_MAX       256
-#define CONFIG_BUSY_POLL_MAX 10000 /* us */
+#define CONFIG_LISTEN_MAX        16
+#define CONFIG_STR_MAX           256
+#define CONFIG_BUSY_POLL_MAX     10000       /* us */
+#define CONFIG_OUTPUT_MEMORY_MAX (1LL << 40) /* bytes */
 
 enum config_fsync {
 	CONFIG_FSYNC_ALWAYS,
@@ -32,6 +33,8 @@ struct config {
 	    limits; /* servicer_ttl, user_ttl, max_tier, max_queue_length */
 	int64_t max_clients;
 	int64_t busy_poll_us; /* loop.h; 0: sleep as soon as nothing is ready */
+	/* All clients' unsent output together (client.h); 0: no cap. */
+	int64_t max_output_memory;
 	char journal[CONFIG_STR_MAX];
 	enum config_fsync fsync;
 	char redis_host[CONFIG_STR_MAX];

@@ -108,6 +108,7 @@ scrape_finish(struct scrape *x)
 		x->sc.engine_up = s->engine->ops->up(s->engine);
 		x->sc.redis_rtt_us = engine_redis_rtt_us(s->engine);
 		x->sc.connected_clients = s->nclients;
+		x->sc.output_closed_total = s->stats.output_closed_total;
 	}
 	if (x->req != NULL) {
 		evhttp_connection_set_closecb(

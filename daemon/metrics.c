@@ -369,6 +369,11 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	                  (double)m->wait_ms_sum / 1000);
 	metrics_u64(out, "csqd_connected_clients", "gauge",
 	            "Client connections being served.", sc->connected_clients);
+	metrics_u64(out, "csqd_output_limit_disconnections_total", "counter",
+	            "Clients closed for output they did not read: a "
+	            "subscriber's or a connection's limit, or all clients' "
+	            "(max_output_memory).",
+	            sc->output_closed_total);
 	metrics_head(out, "csqd_commands_total", "counter",
 	             "Commands run, by name (\"unknown\": not a command).");
 	for (i = 0; i < m->ncmds; i++)

@@ -23,6 +23,7 @@ struct metrics_scrape {
 	struct csq_stats stats;
 	uint64_t servicers_ready, servicers_paused;
 	uint64_t connected_clients;
+	uint64_t output_closed_total;
 	const uint64_t *qlen; /* per queue of metrics_queue(), or NULL */
 	size_t nqueues;
 };

@@ -303,6 +303,8 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "max_clients");
 	if (cur->busy_poll_us != next.busy_poll_us)
 		server_note_key(changed, sizeof(changed), "busy_poll_us");
+	if (cur->max_output_memory != next.max_output_memory)
+		server_note_key(changed, sizeof(changed), "max_output_memory");
 	if (strcmp(cur->requirepass, next.requirepass) != 0)
 		server_note_key(changed, sizeof(changed), "requirepass");
 	if (cur->log_level != next.log_level)
@@ -332,6 +334,10 @@ server_reload(struct server *s)
 	cur->limits = next.limits;
 	cur->max_clients = next.max_clients;
 	cur->busy_poll_us = next.busy_poll_us;
+	cur->max_output_memory = next.max_output_memory;
+	/* A lower cap applies now, not at the next big client. */
+	if (cur->max_output_memory > 0)
+		event_active(s->weigh_ev, EV_TIMEOUT, 0);
 	memcpy(cur->requirepass, next.requirepass, sizeof(next.requirepass));
 	s->engine->ops->set_limits(s->engine, &cur->limits);
 	/* The reload's own lines show at the more verbose of the two log
@@ -445,6 +451,7 @@ server_run(const struct config *cfg, const char *config_path)
 	s->deadline_ev = evtimer_new(s->base, server_deadline_cb, s);
 	s->stop_ev = evtimer_new(s->base, server_stop_timeout_cb, s);
 	s->trim_ev = evtimer_new(s->base, client_trim_cb, s);
+	s->weigh_ev = evtimer_new(s->base, client_weigh_cb, s);
 	s->sig_term = evsignal_new(s->base, SIGTERM, server_stop_cb, s);
 	s->sig_int = evsignal_new(s->base, SIGINT, server_stop_cb, s);
 	s->sig_hup = evsignal_new(s->base, SIGHUP, server_reload_cb, s);
@@ -487,6 +494,7 @@ out:
 	event_free(s->deadline_ev);
 	event_free(s->stop_ev);
 	event_free(s->trim_ev);
+	event_free(s->weigh_ev);
 	event_free(s->sig_term);
 	event_free(s->sig_int);
 	event_free(s->sig_hup);

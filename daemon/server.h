@@ -20,6 +20,9 @@ struct server_stats {
 	uint64_t rejected_total; /* over max_clients */
 	uint64_t commands_total;
 	uint64_t errors_total;
+	/* closed for their output: a limit of one client, or all clients'
+	 * (max_output_memory) */
+	uint64_t output_closed_total;
 };
 
 struct server {
@@ -38,7 +41,8 @@ struct server {
 	struct event *deadline_ev;
 	uint64_t deadline_armed; /* UINT64_MAX: not armed */
 	struct event *sig_term, *sig_int, *sig_hup, *stop_ev;
-	struct event *trim_ev; /* gives the heap back after big clients */
+	struct event *trim_ev;  /* gives the heap back after big clients */
+	struct event *weigh_ev; /* all clients' output, max_output_memory */
 	int stopping;
 	uint64_t started_ms;
 	struct server_stats stats;

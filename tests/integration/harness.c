@@ -1299,6 +1299,18 @@ raw_sends(int fd, const char *s)
 }
 
 size_t
+raw_echo_request(char *buf, size_t cap, int size, char fill)
+{
+	size_t len =
+	    (size_t)snprintf(buf, cap, "*2\r\n$4\r\nECHO\r\n$%d\r\n", size);
+
+	assert_true(len + (size_t)size + 2 <= cap);
+	memset(buf + len, fill, (size_t)size);
+	memcpy(buf + len + size, "\r\n", 2);
+	return len + (size_t)size + 2;
+}
+
+size_t
 raw_read(int fd, char *buf, size_t cap, int idle_ms, int *closed)
 {
 	struct pollfd pfd;
@@ -1615,6 +1627,20 @@ field_int_at(const char *file, int line, const redisReply *r, const char *name)
 	reply_repr(r, got, sizeof(got));
 	fail_at(file, line, "no integer field '%s' in %s", name, got);
 	return -1;
+}
+
+long long
+info_field_at(const char *file, int line, redisContext *c, const char *name)
+{
+	redisReply *r = cmd_at(file, line, c, "INFO");
+	char key[64], *v;
+	long long n = -1;
+
+	snprintf(key, sizeof(key), "\r\n%s:", name);
+	if (r->type == REDIS_REPLY_STRING && (v = strstr(r->str, key)) != NULL)
+		n = atoll(v + strlen(key));
+	freeReplyObject(r);
+	return n;
 }
 
 const char *

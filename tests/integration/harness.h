@@ -156,6 +156,9 @@ int64_t now_ms(void);
 int raw_connect(int port);
 void raw_send(int fd, const void *buf, size_t len);
 void raw_sends(int fd, const char *s);
+/* An ECHO of size bytes of fill into buf (cap at least size + 64); its
+ * length. */
+size_t raw_echo_request(char *buf, size_t cap, int size, char fill);
 /*
  * Reads until the peer closes or nothing arrives for idle_ms. Returns the
  * length read (NUL-terminated in buf); *closed tells whether EOF was seen.
@@ -192,6 +195,9 @@ long long field_int_at(const char *file, int line, const redisReply *,
                        const char *name);
 const char *field_str_at(const char *file, int line, const redisReply *,
                          const char *name);
+/* A field of INFO's text, as an integer; -1 when it is not there. */
+long long info_field_at(const char *file, int line, redisContext *,
+                        const char *name);
 
 /*
  * A loss storm larger than one call of the Redis engine's reaper (1000
@@ -226,6 +232,7 @@ void storm_end_at(const char *file, int line, redisContext *);
 #define assert_reply_bulk(r, s) assert_bulk_at(__FILE__, __LINE__, (r), (s))
 #define FIELD_INT(r, n)         field_int_at(__FILE__, __LINE__, (r), (n))
 #define FIELD_STR(r, n)         field_str_at(__FILE__, __LINE__, (r), (n))
+#define INFO_FIELD(c, n)        info_field_at(__FILE__, __LINE__, (c), (n))
 
 /* Pub/sub: messages collected on a subscribed connection. */
 #define MSGS_MAX 512

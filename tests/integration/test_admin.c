@@ -173,21 +173,6 @@ ping_and_info(void **state)
 	freeReplyObject(r);
 }
 
-/* A field of INFO's text, as an integer; -1 when it is not there. */
-static long long
-info_field(redisContext *c, const char *name)
-{
-	redisReply *r = CMD(c, "INFO");
-	char key[64], *v;
-	long long n = -1;
-
-	snprintf(key, sizeof(key), "\r\n%s:", name);
-	if (r->type == REDIS_REPLY_STRING && (v = strstr(r->str, key)) != NULL)
-		n = atoll(v + strlen(key));
-	freeReplyObject(r);
-	return n;
-}
-
 /*
  * INFO's total_error_replies counts every error reply, as Redis's does and
  * as /metrics does: it used to miss the errors that a command gives
@@ -224,7 +209,7 @@ info_counts_errors(void **state)
 	struct csqd_fx *fx = *state;
 	long long before, after, n = 0;
 
-	before = info_field(fx->c, "total_error_replies");
+	before = INFO_FIELD(fx->c, "total_error_replies");
 	assert_true(before >= 0);
 	EXPECT_ERROR(fx->c, "ENQUEUE bad!id", n);
 	EXPECT_ERROR(fx->c, "ENQUEUE u1 TIER x", n);
@@ -245,7 +230,7 @@ info_counts_errors(void **state)
 	n++;
 	CHECK(fx->c, "+PONG", "PING");
 	freeReplyObject(CMD(fx->c, "ENQUEUE u1"));
-	after = info_field(fx->c, "total_error_replies");
+	after = INFO_FIELD(fx->c, "total_error_replies");
 	print_message("total_error_replies %lld then %lld\n", before, after);
 	assert_int_equal(after - before, n);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,6 +157,46 @@ setup(void **state)
 	return 0;
 }
 
+/* The same with all clients' output capped at 1 MiB. */
+static int
+setup_output_cap(void **state)
+{
+	struct csqd_fx *fx = calloc(1, sizeof(*fx));
+
+	*state = fx;
+	fx->d = csqd_start_http("max_output_memory = 1048576;");
+	fx->c = csqd_connect(fx->d);
+	return 0;
+}
+
+/*
+ * A client that sends 40 ECHOs of 512 KiB and reads nothing: its replies
+ * pass max_output_memory (1 MiB here) long before its own 256 MiB limit,
+ * and it is closed, which the counter shows.
+ */
+#define CAP_ECHO  (512 * 1024)
+#define CAP_ECHOS 40
+
+static void
+test_metrics_output_closed(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static char req[CAP_ECHO + 64];
+	struct timeval tv = {1, 0};
+	int fd = raw_connect(fx->d->port), i;
+	size_t len;
+
+	len = raw_echo_request(req, sizeof(req), CAP_ECHO, 'z');
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (i = 0; i < CAP_ECHOS; i++)
+		raw_send(fd, req, len);
+	csqd_wait_log(fx->d, "max_output_memory (1048576 bytes)");
+	metrics_check(fx->d, "csqd_output_limit_disconnections_total=1",
+	              "csqd_connected_clients=1", NULL);
+	close(fd);
+	CHECK(fx->c, "+PONG", "PING");
+}
+
 static void
 test_healthz(void **state)
 {
@@ -205,7 +246,8 @@ test_metrics_fresh(void **state)
 	              "csq_rooms{state=\"busy\"}=0",
 	              "csq_rooms{state=\"free\"}=0", "csq_enqueued_total=0",
 	              "csq_matched_total=0", "csq_wait_seconds_count=0",
-	              "csqd_connected_clients=1", NULL);
+	              "csqd_connected_clients=1",
+	              "csqd_output_limit_disconnections_total=0", NULL);
 }
 
 static void
@@ -250,6 +292,7 @@ test_metrics_scenario(void **state)
 	    "csq_requeued_total=0", "csq_servicers_lost_total=0",
 	    "csq_wait_seconds_count=1", "csq_wait_seconds_bucket{le=\"1\"}=1",
 	    "csqd_connected_clients=1",
+	    "csqd_output_limit_disconnections_total=0",
 	    "csqd_commands_total{command=\"enqueue\"}=5",
 	    "csqd_command_errors_total{command=\"enqueue\"}=1",
 	    "csqd_commands_total{command=\"heartbeat\"}=2",
@@ -597,6 +640,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_scenario, setup,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_output_closed,
+	                                    setup_output_cap, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_wait_histogram, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_lost_servicer, setup,

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -832,6 +833,131 @@ busy_poll(void **state)
 	CHECK(fx->c, "+PONG", "PING");
 }
 
+/* Reads and counts the messages c has now, without waiting for more. */
+static int
+messages_now(redisContext *c)
+{
+	struct pollfd pfd = {c->fd, POLLIN, 0};
+	void *r;
+	int n = 0;
+
+	for (;;) {
+		while (redisGetReplyFromReader(c, &r) == REDIS_OK &&
+		       r != NULL) {
+			freeReplyObject(r);
+			n++;
+		}
+		if (poll(&pfd, 1, 0) != 1)
+			return n;
+		if (redisBufferRead(c) != REDIS_OK)
+			fail_msg("reading a subscriber: %s", c->errstr);
+	}
+}
+
+/*
+ * max_output_memory: all clients' unsent output together. A subscriber
+ * that stopped reading (every message, twice: SUBSCRIBE events and
+ * PSUBSCRIBE *) holds megabytes while 20,000 users are enqueued, under
+ * its own 32 MiB limit and the default cap of 1 GiB, so it stays. A
+ * reload to 1 MiB applies at once: it is closed, the largest first, and
+ * only it, since what is left fits; a subscriber that reads as it goes
+ * is never the largest and gets every event, and so does the client of
+ * the ENQUEUEs. Under the cap, a second stalled subscriber goes while the
+ * messages pile up (the first was closed by the reload itself). Out of
+ * range, the key is refused.
+ */
+#define CAP_USERS 20000
+#define CAP_CHUNK 1000
+
+/* CAP_USERS more users from first; reader's messages counted meanwhile. */
+static int
+cap_enqueue(redisContext *c, redisContext *reader, int first)
+{
+	redisReply *r;
+	int i, k, got = 0;
+
+	for (i = first; i < first + CAP_USERS; i += CAP_CHUNK) {
+		for (k = i; k < i + CAP_CHUNK; k++)
+			redisAppendCommand(c, "ENQUEUE cap%d", k);
+		for (k = i; k < i + CAP_CHUNK; k++) {
+			r = GET_REPLY(c);
+			assert_int_equal(FIELD_INT(r, "position"), k + 1);
+			freeReplyObject(r);
+		}
+		got += messages_now(reader);
+	}
+	return got;
+}
+
+/* A subscriber to every message, twice, that never reads. */
+static redisContext *
+stalled_subscriber(struct csqd *d)
+{
+	redisContext *c = csqd_connect(d);
+
+	freeReplyObject(CMD(c, "SUBSCRIBE events"));
+	freeReplyObject(CMD(c, "PSUBSCRIBE *"));
+	return c;
+}
+
+/* Reads from c until it has had n messages in all, then finds no more. */
+static void
+messages_until(redisContext *c, int got, int n)
+{
+	redisReply *r;
+
+	for (; got < n; got++) {
+		r = GET_REPLY(c);
+		assert_string_equal(r->element[0]->str, "message");
+		freeReplyObject(r);
+	}
+	assert_int_equal(messages_now(c), 0);
+}
+
+static void
+output_memory_cap(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *stalled, *stalled2, *reader;
+	int got;
+
+	stalled = stalled_subscriber(fx->d);
+	reader = csqd_connect(fx->d);
+	freeReplyObject(CMD(reader, "SUBSCRIBE events"));
+	got = cap_enqueue(fx->c, reader, 0);
+	assert_int_equal(INFO_FIELD(fx->c, "connected_clients"), 3);
+	assert_int_equal(
+	    INFO_FIELD(fx->c, "client_output_buffer_limit_disconnections"), 0);
+
+	RELOAD(fx->d, "max_output_memory = 1048576;");
+	LOG_WAIT(fx->d, "(max_output_memory)", 1);
+	LOG_WAIT(fx->d,
+	         "all clients' output over max_output_memory (1048576 bytes)",
+	         1);
+	messages_until(reader, got, CAP_USERS);
+	assert_int_equal(INFO_FIELD(fx->c, "connected_clients"), 2);
+	assert_int_equal(
+	    INFO_FIELD(fx->c, "client_output_buffer_limit_disconnections"), 1);
+	assert_int_equal(log_count(fx->d, "max_output_memory (1048576"), 1);
+	CHECK(fx->c, ":20000", "QLEN default");
+
+	stalled2 = stalled_subscriber(fx->d);
+	got = cap_enqueue(fx->c, reader, CAP_USERS);
+	LOG_WAIT(fx->d, "max_output_memory (1048576", 2);
+	messages_until(reader, got, CAP_USERS);
+	assert_int_equal(INFO_FIELD(fx->c, "connected_clients"), 2);
+	assert_int_equal(
+	    INFO_FIELD(fx->c, "client_output_buffer_limit_disconnections"), 2);
+	CHECK(fx->c, ":40000", "QLEN default");
+
+	RELOAD_BAD(fx->d, "max_output_memory = 1099511627777;");
+	LOG_WAIT(fx->d, "max_output_memory must be between 0 and 1099511627776",
+	         1);
+	redisFree(stalled);
+	redisFree(stalled2);
+	redisFree(reader);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -858,6 +984,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(busy_poll, csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        output_memory_cap, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test(journal_prefixes),
 	};
 

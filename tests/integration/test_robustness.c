@@ -604,11 +604,7 @@ unread_replies_limit(void **state)
 	int64_t deadline = now_ms() + 30000;
 
 	/* ECHO of 512 KiB: 600 of them are 300 MiB of replies. */
-	len = (size_t)snprintf(req, sizeof(req), "*2\r\n$4\r\nECHO\r\n$%d\r\n",
-	                       ECHO_BIG);
-	memset(req + len, 'y', ECHO_BIG);
-	memcpy(req + len + ECHO_BIG, "\r\n", 2);
-	len += ECHO_BIG + 2;
+	len = raw_echo_request(req, sizeof(req), ECHO_BIG, 'y');
 	/* A send that cannot go on (csqd no longer reads) is not a close. */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	while (!closed && now_ms() < deadline && sent < 700 * len) {
