@@ -12,6 +12,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #ifdef __GLIBC__
@@ -234,13 +235,31 @@ client_close(struct client *c, const char *why)
 	server_client_gone(s);
 }
 
-/* The write side is done: shut it down and wait a moment for the peer. */
+/* Whether c sent what csqd has not read, or not run. */
+static int
+client_unread(struct client *c)
+{
+	int n = 0;
+
+	return evbuffer_get_length(c->in) > 0 ||
+	       ioctl(bufferevent_getfd(c->bev), FIONREAD, &n) == -1 || n > 0;
+}
+
+/*
+ * The write side is done: shut it down and wait a moment for the peer.
+ * A close with unread input would send a reset, which destroys on the
+ * peer's side the replies it has not read yet; so the input is read and
+ * dropped until the peer closes too, CLIENT_LINGER_S at most. At a stop,
+ * a client that has nothing unread is closed at once (no reset comes of
+ * it), so that idle connections do not hold the stop up; one that was
+ * pipelining gets its replies as at any other close.
+ */
 static void
 client_drain(struct client *c)
 {
 	struct timeval tv = {CLIENT_LINGER_S, 0};
 
-	if (c->server->stopping) {
+	if (c->server->stopping && !client_unread(c)) {
 		client_close(c, "server stopping");
 		return;
 	}

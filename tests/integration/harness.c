@@ -1629,6 +1629,36 @@ field_int_at(const char *file, int line, const redisReply *r, const char *name)
 	return -1;
 }
 
+int
+sigterm_pipeline_at(const char *file, int line, struct csqd *d, int n)
+{
+	redisContext *c = csqd_connect(d);
+	redisReply *r;
+	int i, acked = 0, done = 0;
+
+	for (i = 0; i < n; i++)
+		redisAppendCommand(c, "ENQUEUE t%d", i);
+	while (!done)
+		if (redisBufferWrite(c, &done) != REDIS_OK)
+			fail_at(file, line, "writing the pipeline: %s",
+			        c->errstr);
+	kill(d->pid, SIGTERM);
+	while (redisGetReply(c, (void **)&r) == REDIS_OK) {
+		if (field_int_at(file, line, r, "position") != acked + 1)
+			fail_at(file, line, "reply %d out of order", acked);
+		freeReplyObject(r);
+		acked++;
+	}
+	if (c->err != REDIS_ERR_EOF)
+		fail_at(file, line, "after %d replies: %s", acked, c->errstr);
+	redisFree(c);
+	print_message("SIGTERM: %d of %d pipelined ENQUEUEs answered\n", acked,
+	              n);
+	if (csqd_wait_exit(d, 10000) != 0 || csqd_stop(d) != 0)
+		fail_at(file, line, "csqd did not exit with 0 after SIGTERM");
+	return acked;
+}
+
 long long
 info_field_at(const char *file, int line, redisContext *c, const char *name)
 {

@@ -200,6 +200,16 @@ long long info_field_at(const char *file, int line, redisContext *,
                         const char *name);
 
 /*
+ * Writes n ENQUEUEs (users t0, t1, ...) in one pipeline, sends csqd
+ * SIGTERM, and reads the replies until csqd's end of the connection:
+ * each in order, and the end a FIN, not a reset (which would destroy
+ * replies not read yet). Waits for csqd to exit with 0; returns how many
+ * were answered.
+ */
+int sigterm_pipeline_at(const char *file, int line, struct csqd *, int n);
+#define sigterm_pipeline(d, n) sigterm_pipeline_at(__FILE__, __LINE__, (d), (n))
+
+/*
  * A loss storm larger than one call of the Redis engine's reaper (1000
  * deadlines). storm_begin logs in 1000 servicers a0000… with a user each
  * and 100 servicers b000… with a VIP each, all with a free room and a TTL

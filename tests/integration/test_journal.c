@@ -705,7 +705,7 @@ restart_takes_new_limits(void **state)
  * was never told of, harmlessly, but an operator counting acks would
  * be misled).
  */
-#define TERM_USERS 5000
+#define TERM_USERS 50000
 
 static void
 sigterm_mid_pipeline(void **state)
@@ -714,26 +714,10 @@ sigterm_mid_pipeline(void **state)
 	struct csqd *d;
 	redisContext *c;
 	redisReply *r;
-	int i, acked = 0, done = 0;
+	int acked;
 
 	d = csqd_start(j->conf);
-	c = csqd_connect(d);
-	for (i = 0; i < TERM_USERS; i++)
-		redisAppendCommand(c, "ENQUEUE t%d", i);
-	while (!done)
-		assert_int_equal(redisBufferWrite(c, &done), REDIS_OK);
-	kill(d->pid, SIGTERM);
-	while (redisGetReply(c, (void **)&r) == REDIS_OK) {
-		assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-		assert_int_equal(FIELD_INT(r, "position"), acked + 1);
-		freeReplyObject(r);
-		acked++;
-	}
-	redisFree(c);
-	print_message("SIGTERM: %d of %d pipelined ENQUEUEs answered\n", acked,
-	              TERM_USERS);
-	assert_int_equal(csqd_wait_exit(d, 10000), 0);
-	assert_int_equal(csqd_stop(d), 0);
+	acked = sigterm_pipeline(d, TERM_USERS);
 
 	d = csqd_start(j->conf);
 	c = csqd_connect(d);

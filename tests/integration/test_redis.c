@@ -2173,6 +2173,32 @@ reads_wait_for_others_events(void **state)
 	redisFree(z);
 }
 
+/*
+ * SIGTERM in the middle of a pipeline of ENQUEUEs on the Redis engine:
+ * the calls in flight are answered before the connection closes, in
+ * order, and Redis holds exactly the users answered. Before, csqd closed
+ * a stopping client at once, with its pipeline unread, and the kernel's
+ * reset destroyed replies of users that Redis held (an audit counted
+ * 2816 run and 1664 answered).
+ */
+static void
+sigterm_mid_pipeline(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c;
+	redisReply *r;
+	int acked;
+
+	acked = sigterm_pipeline(fx_daemon(fx, 0, ""), 50000);
+	fx->d[0] = NULL; /* stopped, and freed, by sigterm_pipeline */
+	c = csqd_connect(fx_daemon(fx, 1, ""));
+	r = CMD(c, "QLEN default");
+	assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+	assert_int_equal(r->integer, acked);
+	freeReplyObject(r);
+	redisFree(c);
+}
+
 /* WHERE's state and room (or position) of user u, as "assigned s1/0" or
  * "waiting 2". */
 static void
@@ -2476,6 +2502,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(held_input_bounded, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(reads_wait_for_others_events, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(sigterm_mid_pipeline, setup,
 	                                    teardown),
 	};
 
