@@ -658,6 +658,15 @@ cmd_where(struct client *c, const struct resp_request *req)
 
 /* Admin. */
 
+/* More arguments than name's positional ones, which it has no options
+ * beside: the dispatcher's text for too few (Redis's, as for LRANGE). */
+static void
+reply_too_many(struct client *c, const char *name)
+{
+	resp_error(client_output(c),
+	           "ERR wrong number of arguments for '%s' command", name);
+}
+
 static void
 cmd_queue(struct client *c, const struct resp_request *req)
 {
@@ -665,7 +674,7 @@ cmd_queue(struct client *c, const struct resp_request *req)
 	int64_t v;
 
 	if (req->argc > 4) {
-		resp_error(client_output(c), ERR_SYNTAX);
+		reply_too_many(c, "queue");
 		return;
 	}
 	if (arg_id(c, req, 1, CSQ_EQUEUE))
@@ -724,8 +733,7 @@ cmd_ping(struct client *c, const struct resp_request *req)
 	struct evbuffer *out = client_output(c);
 
 	if (req->argc > 2) {
-		resp_error(out, "ERR wrong number of arguments for 'ping' "
-		                "command");
+		reply_too_many(c, "ping");
 		return;
 	}
 	if (client_subscribed(c) && c->proto == 2) {
