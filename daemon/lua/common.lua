@@ -397,13 +397,31 @@ local function rooms_free_recount()
 	stat('rooms_free', total - counter('rooms_free'))
 end
 
+-- While a reap of more deadlines than one call takes is under way
+-- (expire.lua), the users it put back in line wait in {p}:rematch for its
+-- last call, which matches them best first. A user who would take a free
+-- room meanwhile joins them there instead, rather than take a room that
+-- one of them, better placed, would have had in a single pass (the memory
+-- engine's). Only while a passed deadline is left: a stash that no reap
+-- will come back for (its deadlines deleted by hand) holds nobody.
+local function stash_join(u)
+	local stash = P .. 'rematch'
+	if redis.call('EXISTS', stash) == 0 or
+	   not redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
+	                  'LIMIT', 0, 1)[1] then
+		return false
+	end
+	redis.call('ZADD', stash, int(u.key), u.id)
+	return true
+end
+
 -- A user started waiting: the ready servicer with a free room serving its
 -- queue that has gone longest without a new user takes it. An entry of
 -- the free-room index that is not true (its servicer's key deleted or
 -- changed behind csq's back) is dropped rather than trusted, and the free
 -- rooms are counted again.
 local function match_user(u, moved)
-	if rooms_free() <= 0 then return false end
+	if rooms_free() <= 0 or stash_join(u) then return false end
 	local fkey = free_key(u.queue)
 	while true do
 		local top = redis.call('ZRANGE', fkey, 0, 0)

@@ -14,7 +14,10 @@
 -- could go into the free room of another whose deadline had passed but
 -- whose call had not come: requeued again a moment later, counted twice.
 -- A call that stashes users always leaves a passed deadline behind, so
--- some daemon's reaper comes back for them, even if this one dies.
+-- some daemon's reaper comes back for them, even if this one dies. A user
+-- who would take a free room between two such calls (a new user, a move,
+-- a LOGOUT's) joins the stash too (stash_join in common.lua): the last
+-- call matches them all by their place in line.
 OPS.expire = function(limit)
 	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                       'LIMIT', 0, limit)

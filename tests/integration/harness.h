@@ -217,13 +217,16 @@ int sigterm_pipeline_at(const char *file, int line, struct csqd *, int n);
  * the daemons for STORM_PAST_MS, so that every deadline passes before one
  * reap; storm_end waits until only L is left and checks the outcome of
  * one pass: 1100 requeued once each, the 3 best (v000 to v002) in L's
- * rooms, the rest in line in order.
+ * rooms, the rest in line in order, and extra users more than those
+ * waiting, behind them (enqueued by the caller meanwhile).
  */
+#define STORM_A       1000 /* the a servicers and u users */
+#define STORM_B       100  /* the b servicers and v users (tier 2) */
 #define STORM_PAST_MS 2600
 void storm_begin_at(const char *file, int line, redisContext *);
-void storm_end_at(const char *file, int line, redisContext *);
-#define storm_begin(c) storm_begin_at(__FILE__, __LINE__, (c))
-#define storm_end(c)   storm_end_at(__FILE__, __LINE__, (c))
+void storm_end_at(const char *file, int line, redisContext *, int extra);
+#define storm_begin(c)    storm_begin_at(__FILE__, __LINE__, (c))
+#define storm_end(c, ext) storm_end_at(__FILE__, __LINE__, (c), (ext))
 
 /* Runs a command, returns its reply (never NULL: fails the test instead). */
 #define CMD(c, ...)          cmd_at(__FILE__, __LINE__, (c), __VA_ARGS__)

@@ -2220,6 +2220,45 @@ where_is(redisContext *c, const char *u, const char *expect)
 }
 
 /*
+ * The loss storm of harness.h, with a new user's ENQUEUE run between the
+ * reaper's two calls: Redis is stopped while the daemon sends the first
+ * call and then the ENQUEUE. The first call puts u0000 to u0999 back in
+ * line and stashes them (a passed deadline is left), the second drops
+ * the b servicers. In one pass, v000 to v002 (tier 2) get L's three free
+ * rooms. Before, the new user n0 took one of them between the calls, and
+ * v002 waited; now n0 waits in the stash with the others, and the last
+ * call matches them all by their place in line.
+ */
+static void
+stash_holds_new_users(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c;
+	redisReply *r;
+	struct csqd *d = fx_daemon(fx, 0, "");
+
+	c = csqd_connect(d);
+	storm_begin(c);
+	kill(d->pid, SIGSTOP);
+	sleep_ms(STORM_PAST_MS);
+	kill(fx->r->pid, SIGSTOP);
+	kill(d->pid, SIGCONT);
+	sleep_ms(200); /* the daemon's timer fires: the first reaper call */
+	redisAppendCommand(c, "ENQUEUE n0 QUEUE q");
+	flush_pipeline(c);
+	sleep_ms(200);
+	kill(fx->r->pid, SIGCONT);
+	r = GET_REPLY(c);
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_int_equal(FIELD_INT(r, "position"), STORM_A + 1);
+	freeReplyObject(r);
+	storm_end(c, 1);
+	/* Behind v003 to v099 and u0000 to u0999. */
+	where_is(c, "n0", "waiting 1098");
+	redisFree(c);
+}
+
+/*
  * The loss storm of harness.h with two daemons on one prefix, both
  * stopped past every deadline: when they go on, both timers fire and
  * their reaper calls interleave in Redis, the users a call puts back in
@@ -2246,7 +2285,7 @@ storm_two_daemons(void **state)
 	sleep_ms(STORM_PAST_MS);
 	for (k = 0; k < 2; k++)
 		kill(fx->d[k]->pid, SIGCONT);
-	storm_end(c[1]);
+	storm_end(c[1], 0);
 	r = CMD(rc, "EXISTS {" PREFIX "}:rematch");
 	assert_reply_integer(r, 0);
 	freeReplyObject(r);
@@ -2504,6 +2543,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(reads_wait_for_others_events, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(sigterm_mid_pipeline, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(stash_holds_new_users, setup,
 	                                    teardown),
 	};
 

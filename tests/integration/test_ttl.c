@@ -377,7 +377,7 @@ lost_beyond_one_reap(void **state)
 	kill(fx->d->pid, SIGSTOP);
 	sleep_ms(STORM_PAST_MS);
 	kill(fx->d->pid, SIGCONT);
-	storm_end(fx->c);
+	storm_end(fx->c, 0);
 }
 
 int
