@@ -400,18 +400,20 @@ end
 -- While a reap of more deadlines than one call takes is under way
 -- (expire.lua), the users it put back in line wait in {p}:rematch for its
 -- last call, which matches them best first. A user who would take a free
--- room meanwhile joins them there instead, rather than take a room that
--- one of them, better placed, would have had in a single pass (the memory
--- engine's). Only while a passed deadline is left: a stash that no reap
--- will come back for (its deadlines deleted by hand) holds nobody.
+-- room meanwhile waits too, in {p}:rematch:late, in the order they came:
+-- the last call matches them after the others, each in turn, as the
+-- memory engine, whose reap is one pass, would have matched them had they
+-- come just after it. Taking a room at once, such a user would take one
+-- that a stashed user, better placed, had in that pass. Only while a
+-- passed deadline is left: a stash that no reap will come back for (its
+-- deadlines deleted by hand) holds nobody back.
 local function stash_join(u)
-	local stash = P .. 'rematch'
-	if redis.call('EXISTS', stash) == 0 or
+	if redis.call('EXISTS', P .. 'rematch') == 0 or
 	   not redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                  'LIMIT', 0, 1)[1] then
 		return false
 	end
-	redis.call('ZADD', stash, int(u.key), u.id)
+	redis.call('RPUSH', P .. 'rematch:late', u.id)
 	return true
 end
 

@@ -16,8 +16,8 @@
 -- A call that stashes users always leaves a passed deadline behind, so
 -- some daemon's reaper comes back for them, even if this one dies. A user
 -- who would take a free room between two such calls (a new user, a move,
--- a LOGOUT's) joins the stash too (stash_join in common.lua): the last
--- call matches them all by their place in line.
+-- a LOGOUT's) waits too (stash_join in common.lua): the last call matches
+-- such users after the stashed ones, in the order they came.
 OPS.expire = function(limit)
 	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                       'LIMIT', 0, limit)
@@ -54,6 +54,14 @@ OPS.expire = function(limit)
 			end
 		end
 		rematch(back)
+		local late = redis.call('LRANGE', stash .. ':late', 0, -1)
+		if late[1] then
+			redis.call('DEL', stash .. ':late')
+			for _, id in ipairs(late) do
+				local u = user_load(id)
+				if u and u.state == 'waiting' then match_user(u) end
+			end
+		end
 	end
 	exact = true
 	return reply('OK', #due)

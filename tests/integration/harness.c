@@ -2024,9 +2024,12 @@ storm_end_at(const char *file, int line, redisContext *c, int extra)
 	check_at(file, line, c,
 	         "['state','assigned','queue','q','room','L/2','servicer','L']",
 	         "ENQUEUE v002");
-	check_at(file, line, c, "['state','waiting','queue','q','position',:1]",
-	         "ENQUEUE v003");
-	check_at(file, line, c,
-	         "['state','waiting','queue','q','position',:98]",
-	         "ENQUEUE u0000");
+	r = cmd_at(file, line, c, "WHERE v003");
+	if (field_int_at(file, line, r, "position") != 1 + extra)
+		fail_at(file, line, "v003 is not at %d", 1 + extra);
+	freeReplyObject(r);
+	r = cmd_at(file, line, c, "WHERE u0000");
+	if (field_int_at(file, line, r, "position") != 98 + extra)
+		fail_at(file, line, "u0000 is not at %d", 98 + extra);
+	freeReplyObject(r);
 }

@@ -217,8 +217,8 @@ int sigterm_pipeline_at(const char *file, int line, struct csqd *, int n);
  * the daemons for STORM_PAST_MS, so that every deadline passes before one
  * reap; storm_end waits until only L is left and checks the outcome of
  * one pass: 1100 requeued once each, the 3 best (v000 to v002) in L's
- * rooms, the rest in line in order, and extra users more than those
- * waiting, behind them (enqueued by the caller meanwhile).
+ * rooms, the rest in line in order; and extra users waiting beside them,
+ * ahead of them all (the caller's, of a tier above 2).
  */
 #define STORM_A       1000 /* the a servicers and u users */
 #define STORM_B       100  /* the b servicers and v users (tier 2) */
