@@ -639,14 +639,14 @@ client_weigh_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd, (void)what;
 	TAILQ_FOREACH(c, &s->clients, entry)
-	if (c->killed == NULL)
-		total += client_pending(c);
+		if (c->killed == NULL)
+			total += client_pending(c);
 	while (cap > 0 && total > cap) {
 		big = NULL;
 		most = 0;
 		TAILQ_FOREACH(c, &s->clients, entry)
-		if (c->killed == NULL && (n = client_pending(c)) > most)
-			big = c, most = n;
+			if (c->killed == NULL && (n = client_pending(c)) > most)
+				big = c, most = n;
 		if (big == NULL)
 			break;
 		log_warnx("client %llu: all clients' output over "

@@ -1054,7 +1054,7 @@ batch_write(struct redis_batch *b)
 	int argc = 0, n = 9, i, j = 0, rc;
 
 	TAILQ_FOREACH(k, &b->calls, entry)
-	n += 2 + k->argc;
+		n += 2 + k->argc;
 	argv = csq_xmalloc((size_t)n * sizeof(*argv));
 	argvlen = csq_xmalloc((size_t)n * sizeof(*argvlen));
 #define ARG(s, len) (argv[argc] = (s), argvlen[argc++] = (len))
@@ -1084,8 +1084,7 @@ batch_write(struct redis_batch *b)
 	snprintf(counts[j], sizeof(counts[j]), "%d", b->ncalls);
 	ARG(counts[j], strlen(counts[j]));
 	j++;
-	TAILQ_FOREACH(k, &b->calls, entry)
-	{
+	TAILQ_FOREACH(k, &b->calls, entry) {
 		ARG(k->name, strlen(k->name));
 		snprintf(counts[j], sizeof(counts[j]), "%d", k->argc);
 		ARG(counts[j], strlen(counts[j]));

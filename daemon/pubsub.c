@@ -224,8 +224,7 @@ pubsub_publish(struct pubsub *ps, const char *name, size_t len, const char *msg,
 	struct evbuffer *out;
 
 	if ((ch = csq_dict_get(ps->channels, name, len)) != NULL) {
-		TAILQ_FOREACH(sub, &ch->subs, peers)
-		{
+		TAILQ_FOREACH(sub, &ch->subs, peers) {
 			if ((out = client_push_begin(sub->client)) == NULL)
 				continue;
 			resp_push(out, sub->client->proto, 3);
@@ -235,8 +234,7 @@ pubsub_publish(struct pubsub *ps, const char *name, size_t len, const char *msg,
 			client_push_end(sub->client);
 		}
 	}
-	TAILQ_FOREACH(sub, &ps->patterns, peers)
-	{
+	TAILQ_FOREACH(sub, &ps->patterns, peers) {
 		if (!csq_glob(sub->name, sub->len, name, len))
 			continue;
 		if ((out = client_push_begin(sub->client)) == NULL)
