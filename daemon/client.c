@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #ifdef __GLIBC__
@@ -235,31 +236,34 @@ client_close(struct client *c, const char *why)
 	server_client_gone(s);
 }
 
-/* Whether c sent what csqd has not read, or not run. */
+/* Whether c sent what csqd has not read or not run, or has not yet
+ * received all that csqd sent it (the kernel holds some still). */
 static int
-client_unread(struct client *c)
+client_unsettled(struct client *c)
 {
-	int n = 0;
+	int fd = bufferevent_getfd(c->bev), in = 0, out = 0;
 
 	return evbuffer_get_length(c->in) > 0 ||
-	       ioctl(bufferevent_getfd(c->bev), FIONREAD, &n) == -1 || n > 0;
+	       ioctl(fd, FIONREAD, &in) == -1 || in > 0 ||
+	       ioctl(fd, SIOCOUTQ, &out) == -1 || out > 0;
 }
 
 /*
  * The write side is done: shut it down and wait a moment for the peer.
- * A close with unread input would send a reset, which destroys on the
- * peer's side the replies it has not read yet; so the input is read and
- * dropped until the peer closes too, CLIENT_LINGER_S at most. At a stop,
- * a client that has nothing unread is closed at once (no reset comes of
- * it), so that idle connections do not hold the stop up; one that was
- * pipelining gets its replies as at any other close.
+ * A close with unread input, or data that arrives after it, makes the
+ * kernel send a reset, which destroys what it has not delivered of the
+ * replies; so the input is read and dropped until the peer closes too,
+ * CLIENT_LINGER_S at most. At a stop, a client that has sent nothing
+ * unread and has been delivered every byte is closed at once, so that
+ * idle connections do not hold the stop up; any other gets its replies
+ * as at any other close, if it reads them within the linger.
  */
 static void
 client_drain(struct client *c)
 {
 	struct timeval tv = {CLIENT_LINGER_S, 0};
 
-	if (c->server->stopping && !client_unread(c)) {
+	if (c->server->stopping && !client_unsettled(c)) {
 		client_close(c, "server stopping");
 		return;
 	}

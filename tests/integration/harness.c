@@ -1630,7 +1630,7 @@ field_int_at(const char *file, int line, const redisReply *r, const char *name)
 }
 
 int
-sigterm_pipeline_at(const char *file, int line, struct csqd *d, int n)
+sigterm_pipeline_at(const char *file, int line, struct csqd *d, int n, int late)
 {
 	redisContext *c = csqd_connect(d);
 	redisReply *r;
@@ -1642,7 +1642,16 @@ sigterm_pipeline_at(const char *file, int line, struct csqd *d, int n)
 		if (redisBufferWrite(c, &done) != REDIS_OK)
 			fail_at(file, line, "writing the pipeline: %s",
 			        c->errstr);
+	if (late)
+		sleep_ms(300);
 	kill(d->pid, SIGTERM);
+	if (late) {
+		sleep_ms(100);
+		redisAppendCommand(c, "PING");
+		for (done = 0; !done;)
+			if (redisBufferWrite(c, &done) != REDIS_OK)
+				break;
+	}
 	while (redisGetReply(c, (void **)&r) == REDIS_OK) {
 		if (field_int_at(file, line, r, "position") != acked + 1)
 			fail_at(file, line, "reply %d out of order", acked);

@@ -203,11 +203,15 @@ long long info_field_at(const char *file, int line, redisContext *,
  * Writes n ENQUEUEs (users t0, t1, ...) in one pipeline, sends csqd
  * SIGTERM, and reads the replies until csqd's end of the connection:
  * each in order, and the end a FIN, not a reset (which would destroy
- * replies not read yet). Waits for csqd to exit with 0; returns how many
- * were answered.
+ * replies not read yet). With late, it waits 300 ms before the SIGTERM,
+ * so that csqd has read and run them all, and sends one more command
+ * 100 ms after it, which a closed socket would answer with a reset.
+ * Waits for csqd to exit with 0; returns how many were answered.
  */
-int sigterm_pipeline_at(const char *file, int line, struct csqd *, int n);
-#define sigterm_pipeline(d, n) sigterm_pipeline_at(__FILE__, __LINE__, (d), (n))
+int sigterm_pipeline_at(const char *file, int line, struct csqd *, int n,
+                        int late);
+#define sigterm_pipeline(d, n, late)                                           \
+	sigterm_pipeline_at(__FILE__, __LINE__, (d), (n), (late))
 
 /*
  * A loss storm larger than one call of the Redis engine's reaper (1000

@@ -706,6 +706,7 @@ restart_takes_new_limits(void **state)
  * be misled).
  */
 #define TERM_USERS 50000
+#define TERM_LATE  2000
 
 static void
 sigterm_mid_pipeline(void **state)
@@ -717,7 +718,7 @@ sigterm_mid_pipeline(void **state)
 	int acked;
 
 	d = csqd_start(j->conf);
-	acked = sigterm_pipeline(d, TERM_USERS);
+	acked = sigterm_pipeline(d, TERM_USERS, 0);
 
 	d = csqd_start(j->conf);
 	c = csqd_connect(d);
@@ -727,6 +728,14 @@ sigterm_mid_pipeline(void **state)
 	freeReplyObject(r);
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
+
+	/* All run and answered before the SIGTERM, most of the replies still
+	 * in the kernel, and one more command after it: every reply comes,
+	 * then a FIN. Before, csqd closed at once (it had nothing unread),
+	 * the command drew a reset, and the replies not delivered were lost
+	 * (an audit: 1,897 of 2,000). */
+	d = csqd_start(j->conf);
+	assert_int_equal(sigterm_pipeline(d, TERM_LATE, 1), TERM_LATE);
 }
 
 int

@@ -2189,7 +2189,7 @@ sigterm_mid_pipeline(void **state)
 	redisReply *r;
 	int acked;
 
-	acked = sigterm_pipeline(fx_daemon(fx, 0, ""), 50000);
+	acked = sigterm_pipeline(fx_daemon(fx, 0, ""), 50000, 0);
 	fx->d[0] = NULL; /* stopped, and freed, by sigterm_pipeline */
 	c = csqd_connect(fx_daemon(fx, 1, ""));
 	r = CMD(c, "QLEN default");
@@ -2197,6 +2197,10 @@ sigterm_mid_pipeline(void **state)
 	assert_int_equal(r->integer, acked);
 	freeReplyObject(r);
 	redisFree(c);
+	/* Answered before the SIGTERM, and one more command after it (as in
+	 * test_journal.c). */
+	assert_int_equal(sigterm_pipeline(fx_daemon(fx, 2, ""), 2000, 1), 2000);
+	fx->d[2] = NULL;
 }
 
 /* WHERE's state and room (or position) of user u, as "assigned s1/0" or
