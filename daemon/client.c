@@ -33,8 +33,9 @@
 #define CLIENT_BATCH           1024 /* requests per turn: no client starves others */
 #define CLIENT_OUTPUT_HARD_MAX (256 * 1024 * 1024) /* unread replies */
 #define CLIENT_PUBSUB_HARD_MAX (32 * 1024 * 1024)  /* a subscriber too slow */
-/* Past this much output waiting, a client has all clients' output weighed
- * against max_output_memory, at most once per CLIENT_WEIGH_MS. */
+/* Past this much output waiting (or less: client_weigh), a client has all
+ * clients' output weighed against max_output_memory, at most once per
+ * CLIENT_WEIGH_MS. */
 #define CLIENT_WEIGH_OVER    (64 * 1024)
 #define CLIENT_WEIGH_MS      10
 #define CLIENT_LINGER_S      2     /* after a protocol error, wait for EOF */
@@ -617,9 +618,11 @@ client_push_end(struct client *c)
  * max_output_memory bounds what all clients together have waiting to be
  * sent, as Redis's maxmemory-clients does: the limits of one client
  * (above) still let thousands of subscribers that stopped reading hold
- * gigabytes between them. A client with more than CLIENT_WEIGH_OVER
- * waiting has them all counted, CLIENT_WEIGH_MS later at most (once for
- * all that ask meanwhile); over the cap, the clients with the most go,
+ * gigabytes between them. A client with more than its share of the cap
+ * waiting (the cap over the clients, CLIENT_WEIGH_OVER at most) has them
+ * all counted, CLIENT_WEIGH_MS later at most (once for all that ask
+ * meanwhile): when all of them hold more than the cap, one at least
+ * holds more than its share. Over the cap, the clients with the most go,
  * the largest first, until the rest fit.
  */
 static void
@@ -627,9 +630,15 @@ client_weigh(struct client *c, size_t pending)
 {
 	struct server *s = c->server;
 	struct timeval tv = {0, CLIENT_WEIGH_MS * 1000};
+	uint64_t share;
 
-	if (pending > CLIENT_WEIGH_OVER && s->cfg.max_output_memory > 0 &&
-	    !evtimer_pending(s->weigh_ev, NULL))
+	if (s->cfg.max_output_memory <= 0 || pending == 0)
+		return;
+	share = (uint64_t)s->cfg.max_output_memory /
+	        (s->nclients > 0 ? s->nclients : 1);
+	if (share > CLIENT_WEIGH_OVER)
+		share = CLIENT_WEIGH_OVER;
+	if (pending > share && !evtimer_pending(s->weigh_ev, NULL))
 		evtimer_add(s->weigh_ev, &tv);
 }
 
