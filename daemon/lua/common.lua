@@ -70,7 +70,7 @@ end
 -- three or four of the ten. seq and order are nil until taken.
 local COUNTERS = { 'seq', 'order', 'event_id', 'servicers', 'rooms_busy',
                    'rooms_free', 'matched_total', 'abandoned_total',
-                   'requeued_total', 'servicers_lost_total' }
+                   'requeued_total', 'servicers_lost_total', 'reaping' }
 local COUNTER_AT = {} -- counter -> its place in COUNTERS
 for i = 1, #COUNTERS do COUNTER_AT[COUNTERS[i]] = i end
 local base -- counter -> value, as read
@@ -398,17 +398,21 @@ local function rooms_free_recount()
 end
 
 -- While a reap of more deadlines than one call takes is under way
--- (expire.lua), the users it put back in line wait in {p}:rematch for its
--- last call, which matches them best first. A user who would take a free
--- room meanwhile waits too, in {p}:rematch:late, in the order they came:
--- the last call matches them after the others, each in turn, as the
--- memory engine, whose reap is one pass, would have matched them had they
--- come just after it. Taking a room at once, such a user would take one
--- that a stashed user, better placed, had in that pass. Only while a
--- passed deadline is left: a stash that no reap will come back for (its
--- deadlines deleted by hand) holds nobody back.
+-- (expire.lua; STATS' reaping is 1 from its first call to its last), the
+-- users it put back in line wait in {p}:rematch for its last call, which
+-- matches them best first. A user who would take a free room meanwhile
+-- waits too, in {p}:rematch:late, in the order they came: the last call
+-- matches them after the others, each in turn, as the memory engine,
+-- whose reap is one pass, would have matched them had they come just
+-- after it. Taking a room at once, such a user would take one that a
+-- requeued user, better placed, had in that pass, or the free room of a
+-- servicer whose deadline has passed and whose call has not come, to be
+-- requeued from it a moment later. Only while a passed deadline is left:
+-- a reap that no call will finish (its deadlines deleted by hand) holds
+-- nobody back. (reaping is read with the counters, which a call that
+-- changes anything reads anyway.)
 local function stash_join(u)
-	if redis.call('EXISTS', P .. 'rematch') == 0 or
+	if counter('reaping') ~= 1 or
 	   not redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                  'LIMIT', 0, 1)[1] then
 		return false

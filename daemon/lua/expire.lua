@@ -42,10 +42,13 @@ OPS.expire = function(limit)
 	if #due == tonumber(limit) and
 	   redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	              'LIMIT', 0, 1)[1] then
+		-- Under way, whether or not this call put anyone back.
+		stat('reaping', 1 - counter('reaping'))
 		for _, u in ipairs(back) do
 			redis.call('ZADD', stash, int(u.key), u.id)
 		end
 	else
+		stat('reaping', -counter('reaping'))
 		local flat = redis.call('ZRANGE', stash, 0, -1, 'WITHSCORES')
 		if flat[1] then
 			redis.call('DEL', stash)

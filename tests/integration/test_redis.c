@@ -2236,16 +2236,17 @@ where_is(redisContext *c, const char *u, const char *expect)
  * Now it waits until the stashed users are matched, and then finds the
  * rooms taken, as after one pass.
  */
+/*
+ * Stops daemon d past every deadline of its storm, then runs "ENQUEUE n0
+ * QUEUE q TIER 5" through c between its reaper's first and second calls:
+ * Redis is stopped while the daemon sends the first call (its timer
+ * fires) and then the ENQUEUE. n0 must wait, first in line.
+ */
 static void
-stash_holds_new_users(void **state)
+enqueue_between_reaper_calls(struct rfx *fx, struct csqd *d, redisContext *c)
 {
-	struct rfx *fx = *state;
-	redisContext *c;
 	redisReply *r;
-	struct csqd *d = fx_daemon(fx, 0, "");
 
-	c = csqd_connect(d);
-	storm_begin(c);
 	kill(d->pid, SIGSTOP);
 	sleep_ms(STORM_PAST_MS);
 	kill(fx->r->pid, SIGSTOP);
@@ -2259,8 +2260,75 @@ stash_holds_new_users(void **state)
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
 	assert_int_equal(FIELD_INT(r, "position"), 1);
 	freeReplyObject(r);
+}
+
+static void
+stash_holds_new_users(void **state)
+{
+	struct rfx *fx = *state;
+	struct csqd *d = fx_daemon(fx, 0, "");
+	redisContext *c = csqd_connect(d);
+
+	storm_begin(c);
+	enqueue_between_reaper_calls(fx, d, c);
 	storm_end(c, 1);
 	where_is(c, "n0", "waiting 1");
+	redisFree(c);
+}
+
+/*
+ * A reap whose first call puts nobody back in line: 1000 idle servicers
+ * lose their deadline first (TTL 1 s), then 100 servicers b000... with a
+ * tier-2 user each and a free room (TTL 2 s); L has 3 free rooms. n0 comes
+ * between the two calls. Before, with nobody stashed, n0 went into a free
+ * room of b000, whose deadline had passed, and the second call requeued
+ * it from there: 101 requeues for 100 users lost, and n0 then took L's
+ * room from v002. As in one pass, n0 now waits first in line, and v000
+ * to v002 are in L.
+ */
+#define IDLE_LOST 1000
+#define BUSY_LOST 100
+
+static void
+split_reap_doomed_rooms(void **state)
+{
+	struct rfx *fx = *state;
+	struct csqd *d = fx_daemon(fx, 0, "");
+	redisContext *c = csqd_connect(d);
+	redisReply *r;
+	int64_t t0;
+	int i;
+
+	for (i = 0; i < IDLE_LOST; i++)
+		redisAppendCommand(c, "HEARTBEAT i%04d QUEUES qi TTL 1", i);
+	for (i = 0; i < BUSY_LOST; i++)
+		redisAppendCommand(
+		    c, "HEARTBEAT b%03d CAPACITY 2 QUEUES q TTL 2", i);
+	for (i = 0; i < BUSY_LOST; i++)
+		redisAppendCommand(c, "ENQUEUE v%03d QUEUE q TIER 2", i);
+	redisAppendCommand(c, "HEARTBEAT L CAPACITY 3 QUEUES q TTL 60");
+	for (i = 0; i < IDLE_LOST + 2 * BUSY_LOST + 1; i++) {
+		r = GET_REPLY(c);
+		assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+		freeReplyObject(r);
+	}
+	where_is(c, "v000", "assigned b000/0");
+	enqueue_between_reaper_calls(fx, d, c);
+	for (t0 = now_ms();; sleep_ms(100)) {
+		r = CMD(c, "STATS");
+		if (FIELD_INT(r, "servicers") == 1)
+			break;
+		freeReplyObject(r);
+		if (now_ms() - t0 > 10000)
+			fail_msg("the servicers were not declared lost");
+	}
+	assert_int_equal(FIELD_INT(r, "requeued_total"), BUSY_LOST);
+	assert_int_equal(FIELD_INT(r, "matched_total"), BUSY_LOST + 3);
+	freeReplyObject(r);
+	where_is(c, "v000", "assigned L/0");
+	where_is(c, "v002", "assigned L/2");
+	where_is(c, "n0", "waiting 1");
+	where_is(c, "v003", "waiting 2");
 	redisFree(c);
 }
 
@@ -2551,6 +2619,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(sigterm_mid_pipeline, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(stash_holds_new_users, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(split_reap_doomed_rooms, setup,
 	                                    teardown),
 	};
 
