@@ -196,11 +196,12 @@ local function servicer_load(id)
 	if not h[1] then return nil end
 	local qs = {}
 	for q in string.gmatch(h[5], '[^,]+') do qs[#qs + 1] = q end
-	-- was and vacated are set later: named here, the table is sized once.
+	-- was, vacated and deferred are set later: named here, the table is
+	-- sized once.
 	local s = { id = id, status = h[1], capacity = tonumber(h[2]),
 	            ttl = tonumber(h[3]), active = tonumber(h[4]), queues = qs,
 	            last_order = tonumber(h[6]), last_ms = tonumber(h[7]),
-	            was = false, vacated = false }
+	            was = false, vacated = false, deferred = false }
 	-- In SERVICER_FIELDS' order; a constructor, which sizes the table once,
 	-- rather than a loop over them (5,000 instructions more a RELEASE).
 	s.was = { s.status, s.capacity, s.ttl, s.active, qs, s.last_order,
@@ -253,7 +254,9 @@ end
 local function account(s)
 	stat('rooms_busy', s.active)
 	if s.status == 'ready' then stat('rooms_free', free_count(s)) end
-	if has_free(s) then
+	-- A servicer whose fill waits for a split reap's last call (fill)
+	-- stays out of the index until then: no user takes its rooms first.
+	if has_free(s) and not s.deferred then
 		local order = int(s.last_order)
 		for _, q in ipairs(s.queues) do
 			redis.call('ZADD', free_key(q), order, s.id)
@@ -400,24 +403,28 @@ end
 -- While a reap of more deadlines than one call takes is under way
 -- (expire.lua; STATS' reaping is 1 from its first call to its last), the
 -- users it put back in line wait in {p}:rematch for its last call, which
--- matches them best first. A user who would take a free room meanwhile
--- waits too, in {p}:rematch:late, in the order they came: the last call
--- matches them after the others, each in turn, as the memory engine,
--- whose reap is one pass, would have matched them had they come just
--- after it. Taking a room at once, such a user would take one that a
--- requeued user, better placed, had in that pass, or the free room of a
--- servicer whose deadline has passed and whose call has not come, to be
--- requeued from it a moment later. Only while a passed deadline is left:
--- a reap that no call will finish (its deadlines deleted by hand) holds
--- nobody back. (reaping is read with the counters, which a call that
--- changes anything reads anyway.)
+-- matches them best first. A user who would take a free room meanwhile,
+-- and a servicer whose free rooms would be filled, wait too, in
+-- {p}:rematch:late ("u:<id>", "s:<id>"), in the order they came: the last
+-- call matches them after the others, each in turn, as the memory engine,
+-- whose reap is one pass, would have had they come just after it. Taking
+-- a room at once, such a user would take one that a requeued user,
+-- better placed, had in that pass, or the free room of a servicer whose
+-- deadline has passed and whose call has not come, to be requeued from
+-- it a moment later; and such a servicer would take users from a line
+-- that the requeued are not all back in. Only while a passed deadline is
+-- left: a reap that no call will finish (its deadlines deleted by hand)
+-- holds nobody back. (reaping is read with the counters, which a call
+-- that changes anything reads anyway.)
+local function reap_split()
+	return counter('reaping') == 1 and
+	       redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
+	                  'LIMIT', 0, 1)[1] ~= nil
+end
+
 local function stash_join(u)
-	if counter('reaping') ~= 1 or
-	   not redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
-	                  'LIMIT', 0, 1)[1] then
-		return false
-	end
-	redis.call('RPUSH', P .. 'rematch:late', u.id)
+	if not reap_split() then return false end
+	redis.call('RPUSH', P .. 'rematch:late', 'u:' .. u.id)
 	return true
 end
 
@@ -466,6 +473,11 @@ end
 -- changed behind csq's back) leaves the line: trusted, it would fail
 -- every operation that fills a room of that queue, for good.
 local function fill(s)
+	if has_free(s) and reap_split() then
+		redis.call('RPUSH', P .. 'rematch:late', 's:' .. s.id)
+		s.deferred = true
+		return
+	end
 	while has_free(s) do
 		local id, q = best_user(s)
 		if not id then break end

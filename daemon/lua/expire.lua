@@ -16,8 +16,9 @@
 -- A call that stashes users always leaves a passed deadline behind, so
 -- some daemon's reaper comes back for them, even if this one dies. A user
 -- who would take a free room between two such calls (a new user, a move,
--- a LOGOUT's) waits too (stash_join in common.lua): the last call matches
--- such users after the stashed ones, in the order they came.
+-- a LOGOUT's), and a servicer whose free rooms would be filled, wait too
+-- (stash_join and fill in common.lua): the last call matches them after
+-- the stashed ones, in the order they came.
 OPS.expire = function(limit)
 	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                       'LIMIT', 0, limit)
@@ -60,9 +61,20 @@ OPS.expire = function(limit)
 		local late = redis.call('LRANGE', stash .. ':late', 0, -1)
 		if late[1] then
 			redis.call('DEL', stash .. ':late')
-			for _, id in ipairs(late) do
-				local u = user_load(id)
-				if u and u.state == 'waiting' then match_user(u) end
+			for _, e in ipairs(late) do
+				local id = string.sub(e, 3)
+				if string.sub(e, 1, 1) == 'u' then
+					local u = user_load(id)
+					if u and u.state == 'waiting' then match_user(u) end
+				else
+					local s = servicer_load(id)
+					if s then
+						unaccount(s)
+						fill(s)
+						account(s)
+						servicer_save(s)
+					end
+				end
 			end
 		end
 	end

@@ -2238,12 +2238,14 @@ where_is(redisContext *c, const char *u, const char *expect)
  */
 /*
  * Stops daemon d past every deadline of its storm, then runs "ENQUEUE n0
- * QUEUE q TIER 5" through c between its reaper's first and second calls:
- * Redis is stopped while the daemon sends the first call (its timer
- * fires) and then the ENQUEUE. n0 must wait, first in line.
+ * QUEUE q TIER 5" through c between its reaper's first and second calls,
+ * and then more, when more is not NULL: Redis is stopped while the daemon
+ * sends the first call (its timer fires) and then the commands. n0 must
+ * wait, first in line; more must not fail.
  */
 static void
-enqueue_between_reaper_calls(struct rfx *fx, struct csqd *d, redisContext *c)
+enqueue_between_reaper_calls(struct rfx *fx, struct csqd *d, redisContext *c,
+                             const char *more)
 {
 	redisReply *r;
 
@@ -2253,6 +2255,8 @@ enqueue_between_reaper_calls(struct rfx *fx, struct csqd *d, redisContext *c)
 	kill(d->pid, SIGCONT);
 	sleep_ms(200); /* the daemon's timer fires: the first reaper call */
 	redisAppendCommand(c, "ENQUEUE n0 QUEUE q TIER 5");
+	if (more != NULL)
+		redisAppendCommand(c, more);
 	flush_pipeline(c);
 	sleep_ms(200);
 	kill(fx->r->pid, SIGCONT);
@@ -2260,6 +2264,11 @@ enqueue_between_reaper_calls(struct rfx *fx, struct csqd *d, redisContext *c)
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
 	assert_int_equal(FIELD_INT(r, "position"), 1);
 	freeReplyObject(r);
+	if (more != NULL) {
+		r = GET_REPLY(c);
+		assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+		freeReplyObject(r);
+	}
 }
 
 static void
@@ -2270,9 +2279,48 @@ stash_holds_new_users(void **state)
 	redisContext *c = csqd_connect(d);
 
 	storm_begin(c);
-	enqueue_between_reaper_calls(fx, d, c);
+	enqueue_between_reaper_calls(fx, d, c, NULL);
 	storm_end(c, 1);
 	where_is(c, "n0", "waiting 1");
+	redisFree(c);
+}
+
+/*
+ * The same, and a servicer N with 2 rooms logs in after n0, between the
+ * calls. In one pass, v000 to v002 get L's rooms, then n0 comes and waits,
+ * then N logs in and takes the best two waiting: n0 and v003. Before, N
+ * filled its rooms from the line as it stood between the calls, without
+ * the b servicers' users (not yet back in it): n0 and u0000. Now N's
+ * rooms are filled by the last call, after the requeued users and n0.
+ */
+static void
+split_reap_login(void **state)
+{
+	struct rfx *fx = *state;
+	struct csqd *d = fx_daemon(fx, 0, "");
+	redisContext *c = csqd_connect(d);
+	redisReply *r;
+	int64_t t0;
+
+	storm_begin(c);
+	enqueue_between_reaper_calls(fx, d, c,
+	                             "HEARTBEAT N CAPACITY 2 QUEUES q TTL 60");
+	for (t0 = now_ms();; sleep_ms(100)) {
+		r = CMD(c, "STATS");
+		if (FIELD_INT(r, "servicers") == 2)
+			break;
+		freeReplyObject(r);
+		if (now_ms() - t0 > 10000)
+			fail_msg("the servicers were not declared lost");
+	}
+	assert_int_equal(FIELD_INT(r, "requeued_total"), STORM_A + STORM_B);
+	assert_int_equal(FIELD_INT(r, "matched_total"), STORM_A + STORM_B + 5);
+	freeReplyObject(r);
+	where_is(c, "v002", "assigned L/2");
+	where_is(c, "n0", "assigned N/0");
+	where_is(c, "v003", "assigned N/1");
+	where_is(c, "v004", "waiting 1");
+	where_is(c, "u0000", "waiting 97");
 	redisFree(c);
 }
 
@@ -2313,7 +2361,7 @@ split_reap_doomed_rooms(void **state)
 		freeReplyObject(r);
 	}
 	where_is(c, "v000", "assigned b000/0");
-	enqueue_between_reaper_calls(fx, d, c);
+	enqueue_between_reaper_calls(fx, d, c, NULL);
 	for (t0 = now_ms();; sleep_ms(100)) {
 		r = CMD(c, "STATS");
 		if (FIELD_INT(r, "servicers") == 1)
@@ -2622,6 +2670,7 @@ main(int argc, char **argv)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(split_reap_doomed_rooms, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(split_reap_login, setup, teardown),
 	};
 
 	if (redisd_binary() == NULL) {
