@@ -2271,6 +2271,23 @@ enqueue_between_reaper_calls(struct rfx *fx, struct csqd *d, redisContext *c,
 	}
 }
 
+/* STATS once only n servicers are left (the others declared lost). */
+static redisReply *
+stats_when_servicers(redisContext *c, long long n)
+{
+	int64_t t0 = now_ms();
+	redisReply *r;
+
+	for (;; sleep_ms(100)) {
+		r = CMD(c, "STATS");
+		if (FIELD_INT(r, "servicers") == n)
+			return r;
+		freeReplyObject(r);
+		if (now_ms() - t0 > 10000)
+			fail_msg("the servicers were not declared lost");
+	}
+}
+
 static void
 stash_holds_new_users(void **state)
 {
@@ -2300,19 +2317,11 @@ split_reap_login(void **state)
 	struct csqd *d = fx_daemon(fx, 0, "");
 	redisContext *c = csqd_connect(d);
 	redisReply *r;
-	int64_t t0;
 
 	storm_begin(c);
 	enqueue_between_reaper_calls(fx, d, c,
 	                             "HEARTBEAT N CAPACITY 2 QUEUES q TTL 60");
-	for (t0 = now_ms();; sleep_ms(100)) {
-		r = CMD(c, "STATS");
-		if (FIELD_INT(r, "servicers") == 2)
-			break;
-		freeReplyObject(r);
-		if (now_ms() - t0 > 10000)
-			fail_msg("the servicers were not declared lost");
-	}
+	r = stats_when_servicers(c, 2);
 	assert_int_equal(FIELD_INT(r, "requeued_total"), STORM_A + STORM_B);
 	assert_int_equal(FIELD_INT(r, "matched_total"), STORM_A + STORM_B + 5);
 	freeReplyObject(r);
@@ -2344,7 +2353,6 @@ split_reap_doomed_rooms(void **state)
 	struct csqd *d = fx_daemon(fx, 0, "");
 	redisContext *c = csqd_connect(d);
 	redisReply *r;
-	int64_t t0;
 	int i;
 
 	for (i = 0; i < IDLE_LOST; i++)
@@ -2362,14 +2370,7 @@ split_reap_doomed_rooms(void **state)
 	}
 	where_is(c, "v000", "assigned b000/0");
 	enqueue_between_reaper_calls(fx, d, c, NULL);
-	for (t0 = now_ms();; sleep_ms(100)) {
-		r = CMD(c, "STATS");
-		if (FIELD_INT(r, "servicers") == 1)
-			break;
-		freeReplyObject(r);
-		if (now_ms() - t0 > 10000)
-			fail_msg("the servicers were not declared lost");
-	}
+	r = stats_when_servicers(c, 1);
 	assert_int_equal(FIELD_INT(r, "requeued_total"), BUSY_LOST);
 	assert_int_equal(FIELD_INT(r, "matched_total"), BUSY_LOST + 3);
 	freeReplyObject(r);
