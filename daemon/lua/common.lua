@@ -416,15 +416,18 @@ end
 -- left: a reap that no call will finish (its deadlines deleted by hand)
 -- holds nobody back. (reaping is read with the counters, which a call
 -- that changes anything reads anyway.)
-local function reap_split()
-	return counter('reaping') == 1 and
-	       redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
+local function deadline_passed()
+	return redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                  'LIMIT', 0, 1)[1] ~= nil
 end
 
-local function stash_join(u)
-	if not reap_split() then return false end
-	redis.call('RPUSH', P .. 'rematch:late', 'u:' .. u.id)
+-- Puts entry ("u:<id>", "s:<id>") in {p}:rematch:late if a split reap is
+-- under way, and says whether it did.
+local function reap_defer(entry)
+	if counter('reaping') ~= 1 or not deadline_passed() then
+		return false
+	end
+	redis.call('RPUSH', P .. 'rematch:late', entry)
 	return true
 end
 
@@ -434,7 +437,7 @@ end
 -- changed behind csq's back) is dropped rather than trusted, and the free
 -- rooms are counted again.
 local function match_user(u, moved)
-	if rooms_free() <= 0 or stash_join(u) then return false end
+	if rooms_free() <= 0 or reap_defer('u:' .. u.id) then return false end
 	local fkey = free_key(u.queue)
 	while true do
 		local top = redis.call('ZRANGE', fkey, 0, 0)
@@ -473,8 +476,7 @@ end
 -- changed behind csq's back) leaves the line: trusted, it would fail
 -- every operation that fills a room of that queue, for good.
 local function fill(s)
-	if has_free(s) and reap_split() then
-		redis.call('RPUSH', P .. 'rematch:late', 's:' .. s.id)
+	if has_free(s) and reap_defer('s:' .. s.id) then
 		s.deferred = true
 		return
 	end

@@ -17,7 +17,7 @@
 -- some daemon's reaper comes back for them, even if this one dies. A user
 -- who would take a free room between two such calls (a new user, a move,
 -- a LOGOUT's), and a servicer whose free rooms would be filled, wait too
--- (stash_join and fill in common.lua): the last call matches them after
+-- (reap_defer in common.lua): the last call matches them after
 -- the stashed ones, in the order they came.
 OPS.expire = function(limit)
 	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
@@ -40,9 +40,7 @@ OPS.expire = function(limit)
 		for _, u in ipairs(b or {}) do back[#back + 1] = u end
 	end
 	local stash = P .. 'rematch'
-	if #due == tonumber(limit) and
-	   redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
-	              'LIMIT', 0, 1)[1] then
+	if #due == tonumber(limit) and deadline_passed() then
 		-- Under way, whether or not this call put anyone back.
 		stat('reaping', 1 - counter('reaping'))
 		for _, u in ipairs(back) do
