@@ -55,6 +55,21 @@ struct command {
 
 /* Argument helpers. */
 
+/* Redis's arity error, for too few arguments, or for more than a
+ * command's positional ones when it has no options beside (as LRANGE). */
+static void
+reply_arity(struct evbuffer *out, const char *name)
+{
+	resp_error(out, "ERR wrong number of arguments for '%s' command", name);
+}
+
+/* argc against an arity in Redis's way: n exactly, or -n at least. */
+static int
+arity_ok(int arity, int argc)
+{
+	return arity > 0 ? argc == arity : argc >= -arity;
+}
+
 /* How much of argument i an error quotes back: at most NAME_ECHO_MAX. */
 static int
 echo_len(const struct resp_request *req, int i)
@@ -658,15 +673,6 @@ cmd_where(struct client *c, const struct resp_request *req)
 
 /* Admin. */
 
-/* More arguments than name's positional ones, which it has no options
- * beside: the dispatcher's text for too few (Redis's, as for LRANGE). */
-static void
-reply_too_many(struct client *c, const char *name)
-{
-	resp_error(client_output(c),
-	           "ERR wrong number of arguments for '%s' command", name);
-}
-
 static void
 cmd_queue(struct client *c, const struct resp_request *req)
 {
@@ -674,7 +680,7 @@ cmd_queue(struct client *c, const struct resp_request *req)
 	int64_t v;
 
 	if (req->argc > 4) {
-		reply_too_many(c, "queue");
+		reply_arity(client_output(c), "queue");
 		return;
 	}
 	if (arg_id(c, req, 1, CSQ_EQUEUE))
@@ -733,7 +739,7 @@ cmd_ping(struct client *c, const struct resp_request *req)
 	struct evbuffer *out = client_output(c);
 
 	if (req->argc > 2) {
-		reply_too_many(c, "ping");
+		reply_arity(out, "ping");
 		return;
 	}
 	if (client_subscribed(c) && c->proto == 2) {
@@ -1136,6 +1142,21 @@ static const struct subcommand {
     {"command", "help", 2},
 };
 
+/* Redis's text for a subcommand it does not know: "Try CLIENT HELP." */
+static void
+reply_unknown_subcommand(struct evbuffer *out, const struct command *cmd,
+                         const struct resp_request *req)
+{
+	char upper[16];
+	size_t i;
+
+	for (i = 0; cmd->name[i] != '\0' && i < sizeof(upper) - 1; i++)
+		upper[i] = (char)toupper((unsigned char)cmd->name[i]);
+	upper[i] = '\0';
+	resp_error(out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+	           echo_len(req, 1), req->argv[1], upper);
+}
+
 static const struct subcommand *
 subcommand_lookup(const struct command *cmd, const char *name, size_t len)
 {
@@ -1209,8 +1230,8 @@ command_dispatch(struct client *c, const struct resp_request *req)
 	const struct command *cmd;
 	const struct subcommand *sub;
 	const char *name;
-	char fullname[64], upper[16];
-	size_t i, before = evbuffer_get_length(out);
+	char fullname[64];
+	size_t before = evbuffer_get_length(out);
 	uint64_t start = metrics_now_us();
 
 	c->server->stats.commands_total++;
@@ -1227,36 +1248,22 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		           req->argv[0]);
 		goto error;
 	}
-	if ((cmd->arity > 0 && req->argc != cmd->arity) ||
-	    (cmd->arity < 0 && req->argc < -cmd->arity)) {
-		resp_error(out,
-		           "ERR wrong number of arguments for '%s' command",
-		           cmd->name);
+	if (!arity_ok(cmd->arity, req->argc)) {
+		reply_arity(out, cmd->name);
 		goto error;
 	}
 	name = cmd->name;
 	if ((cmd->flags & CMD_SUBCMDS) && req->argc >= 2) {
 		sub = subcommand_lookup(cmd, req->argv[1], req->argvlen[1]);
 		if (sub == NULL) {
-			for (i = 0;
-			     cmd->name[i] != '\0' && i < sizeof(upper) - 1; i++)
-				upper[i] =
-				    (char)toupper((unsigned char)cmd->name[i]);
-			upper[i] = '\0';
-			resp_error(
-			    out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
-			    echo_len(req, 1), req->argv[1], upper);
+			reply_unknown_subcommand(out, cmd, req);
 			goto error;
 		}
 		snprintf(fullname, sizeof(fullname), "%s|%s", cmd->name,
 		         sub->name);
 		name = fullname;
-		if ((sub->arity > 0 && req->argc != sub->arity) ||
-		    (sub->arity < 0 && req->argc < -sub->arity)) {
-			resp_error(out,
-			           "ERR wrong number of arguments for '%s' "
-			           "command",
-			           fullname);
+		if (!arity_ok(sub->arity, req->argc)) {
+			reply_arity(out, fullname);
 			goto error;
 		}
 	}
