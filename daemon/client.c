@@ -598,13 +598,11 @@ client_push_begin(struct client *c)
 void
 client_push_end(struct client *c)
 {
-	size_t n;
-
 	server_hold_output(c->server, c);
-	if ((n = client_pending_peak(c)) <= CLIENT_PUBSUB_HARD_MAX) {
-		/* Written at this turn's end, with whatever else is pushed. */
+	if (client_pending_peak(c) <= CLIENT_PUBSUB_HARD_MAX) {
+		/* Written at this turn's end, with whatever else is pushed;
+		 * that flush weighs what is left (client_weigh). */
 		event_active(c->flush, EV_TIMEOUT, 0);
-		client_weigh(c, n);
 		return;
 	}
 	/* Not closed here: the publisher may be walking a list that holds
