@@ -95,13 +95,7 @@ r3_frame(struct r3 *r, char *out, size_t cap)
 	case '_':
 		r3_put(out, cap, "_");
 		return;
-	case '=':
-		while (r->len - r->pos < (size_t)n + 2)
-			r3_more(r);
-		snprintf(text, sizeof(text), "=%.*s", (int)n, r->buf + r->pos);
-		r->pos += (size_t)n + 2;
-		r3_put(out, cap, text);
-		return;
+	case '=': /* verbatim: shown as =txt:... */
 	case '$':
 		if (n < 0) {
 			r3_put(out, cap, "nil");
@@ -109,7 +103,8 @@ r3_frame(struct r3 *r, char *out, size_t cap)
 		}
 		while (r->len - r->pos < (size_t)n + 2)
 			r3_more(r);
-		snprintf(text, sizeof(text), "'%.*s'", (int)n, r->buf + r->pos);
+		snprintf(text, sizeof(text), type == '=' ? "=%.*s" : "'%.*s'",
+		         (int)n, r->buf + r->pos);
 		r->pos += (size_t)n + 2;
 		r3_put(out, cap, text);
 		return;
