@@ -188,8 +188,8 @@ main(int argc, char **argv)
 	struct side *s;
 	int ls, one = 1, n, i, fd, port, upstream, had;
 
-	if (argc != 3 || (port = atoi(argv[1])) <= 0 ||
-	    (upstream = atoi(argv[2])) <= 0) {
+	if (argc != 3 || (port = atoi(argv[1])) <= 0 || port > 65535 ||
+	    (upstream = atoi(argv[2])) <= 0 || upstream > 65535) {
 		fprintf(stderr, "usage: csq-fwd LISTEN_PORT UPSTREAM_PORT\n");
 		return 2;
 	}
