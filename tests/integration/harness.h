@@ -147,8 +147,10 @@ int count_in_file(const char *path, const char *text);
 long long proc_cpu_ticks(pid_t pid);
 struct rlimit;
 /* Lowers d's RLIMIT_NOFILE to the descriptors it has open plus extra; the
- * limit it had goes to *was, for prlimit to give back. */
-void csqd_limit_fds(struct csqd *d, int extra, struct rlimit *was);
+ * limit it had goes to *was, for prlimit to give back. A PING on c first
+ * makes sure c's connection is one of them (accepted, not in the backlog). */
+void csqd_limit_fds(struct csqd *d, redisContext *c, int extra,
+                    struct rlimit *was);
 void sleep_ms(int ms);
 int64_t now_ms(void);
 

@@ -502,7 +502,7 @@ test_http_out_of_descriptors(void **state)
 	struct rlimit was;
 	long long t0, t1;
 
-	csqd_limit_fds(fx->d, 0, &was);
+	csqd_limit_fds(fx->d, fx->c, 0, &was);
 	for (i = 0; i < HTTP_FD_EXTRA; i++)
 		fds[i] = raw_connect(fx->d->http_port);
 	csqd_wait_log(fx->d, "Too many open files");

@@ -838,7 +838,7 @@ out_of_descriptors(void **state)
 	struct rlimit was;
 	int fds[FD_EXTRA], i, lines;
 
-	csqd_limit_fds(fx->d, 2, &was);
+	csqd_limit_fds(fx->d, fx->c, 2, &was);
 	for (i = 0; i < FD_EXTRA; i++)
 		fds[i] = raw_connect(fx->d->port);
 	csqd_wait_log(fx->d, "Too many open files");
