@@ -8,6 +8,7 @@
 # it); installing the package does not need systemd to run as PID 1.
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
 	libconfig-dev libcmocka-dev redis-tools redis-server libsystemd-dev
+	valgrind
 	python3-prometheus-client systemd)
 
 # Prints a message on stderr, prefixed with the script's name.

@@ -185,11 +185,16 @@ static void
 visit_entry_any(void *arg, const char *key, size_t len, void *v)
 {
 	struct visit *vi = arg;
-	size_t i;
+	size_t i = 0, at;
 
 	(void)v;
 	assert_true(len > 5 && memcmp(key, "user-", 5) == 0);
-	i = (size_t)strtoul(key + 5, NULL, 10);
+	/* The key is len bytes with no NUL after them: strtoul would read
+	 * on into whatever follows it in the dict's node. */
+	for (at = 5; at < len; at++) {
+		assert_true(key[at] >= '0' && key[at] <= '9');
+		i = i * 10 + (size_t)(key[at] - '0');
+	}
 	assert_true(i < SWING_KEYS);
 	assert_int_equal(vi->seen[i]++, 0);
 	vi->calls++;
