@@ -16,15 +16,15 @@ struct event_base;
 
 /*
  * Connects in the background (the engine answers TRYAGAIN until Redis
- * does). Events come out through emit; deadline_changed is called when the
- * earliest deadline may have moved outside a command's reply.
+ * does). clock gives the time of this daemon's deadlines (Redis keeps its
+ * own; the engine converts); events come out through emit;
+ * deadline_changed is called when the earliest deadline may have moved
+ * outside a command's reply.
  */
 struct csq_engine *engine_redis_new(struct event_base *, const struct config *,
+                                    csq_clock_fn *clock, void *clock_arg,
                                     csq_emit_fn *emit, void *emit_arg,
                                     void (*deadline_changed)(void *),
                                     void *arg);
-/* The round trip of the last health check in microseconds; -1 while the
- * engine is down (or is not the Redis engine). */
-int64_t engine_redis_rtt_us(struct csq_engine *);
 
 #endif

@@ -106,7 +106,7 @@ scrape_finish(struct scrape *x)
 		x->sc.qlen = x->qlen;
 		x->sc.nqueues = x->nqueues;
 		x->sc.engine_up = s->engine->ops->up(s->engine);
-		x->sc.redis_rtt_us = engine_redis_rtt_us(s->engine);
+		x->sc.redis_rtt_us = csq_engine_rtt_us(s->engine);
 		x->sc.connected_clients = s->nclients;
 		x->sc.output_closed_total = s->stats.output_closed_total;
 	}

@@ -67,4 +67,8 @@ void resp_push(struct evbuffer *, int proto, int64_t n);    /* >n or *n */
 /* Text for a person (INFO): =n txt:… or a bulk string. */
 void resp_verbatim(struct evbuffer *, int proto, const char *, size_t);
 
+/* The reader's and the writer's: writes the digits of v so that they end
+ * at end (no NUL); returns their start. */
+char *resp_digits(char *end, uint64_t v);
+
 #endif

@@ -400,8 +400,8 @@ server_engine(struct server *s)
 		e->ops->set_limits(e, &s->cfg.limits);
 		return e;
 	}
-	return engine_redis_new(s->base, &s->cfg, server_emit, s,
-	                        server_deadline_moved, s);
+	return engine_redis_new(s->base, &s->cfg, server_clock, s, server_emit,
+	                        s, server_deadline_moved, s);
 }
 
 /*

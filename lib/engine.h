@@ -71,6 +71,9 @@ struct csq_engine_ops {
 	void (*set_limits)(struct csq_engine *, const struct csq_limits *);
 	/* 1 when the engine can answer (healthz), 0 when it cannot. */
 	int (*up)(struct csq_engine *);
+	/* The last round trip to the store behind the engine, in
+	 * microseconds; -1 while it is down. NULL: no store to reach. */
+	int64_t (*rtt_us)(struct csq_engine *);
 	void (*free)(struct csq_engine *);
 };
 
@@ -124,6 +127,13 @@ enum csq_status csq_op_validate(const struct csq_op *,
                                 const struct csq_limits *);
 /* 1 when op may change the state (and so goes to the journal). */
 int csq_op_mutates(enum csq_opcode);
+
+/* The engine's rtt_us, -1 for an engine without one. */
+static inline int64_t
+csq_engine_rtt_us(struct csq_engine *e)
+{
+	return e->ops->rtt_us != NULL ? e->ops->rtt_us(e) : -1;
+}
 
 static inline void
 csq_engine_call(struct csq_engine *e, const struct csq_op *op,

@@ -1,5 +1,5 @@
 /*
- * The RESP codec of csqd.
+ * The RESP codec of csqd: reading requests (resp_write.c writes replies).
  *
  * hiredis 0.14's redisReader has no limits of its own: it would happily
  * allocate whatever a "*N" or "$N" header asks for. So every byte goes
@@ -16,9 +16,10 @@
  * Inline requests never reach hiredis (it cannot parse them): they are split
  * here with the quoting rules of Redis's sdssplitargs().
  */
+#include "resp.h"
+
 #include <sys/types.h>
 
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,6 @@
 #include <event2/buffer.h>
 #include <hiredis/read.h>
 
-#include "resp.h"
 #include "util.h"
 
 /* Bytes of a header line kept for parsing: type byte, sign, 19 digits; a
@@ -200,17 +200,6 @@ resp_request_clear(struct resp_request *req)
 	req->argc = 0;
 	req->argv = NULL;
 	req->argvlen = NULL;
-}
-
-/* Writes the digits of v so that they end at end; returns their start. */
-static char *
-resp_digits(char *end, uint64_t v)
-{
-	do {
-		*--end = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	return end;
 }
 
 static int
@@ -805,191 +794,4 @@ resp_parse(struct resp_parser *p, struct evbuffer *in, struct resp_request *req)
 			break;
 	}
 	return RESP_PARSE_ERROR;
-}
-
-/*
- * The writers below build each reply piece in a small buffer with memcpy
- * and a hand-made decimal formatter, then add it in one evbuffer_add:
- * printf was half of the instructions of an ENQUEUE.
- */
-#define RESP_SMALL 256 /* a bulk up to this long goes out in one add */
-#define RESP_NUM   24  /* type, sign, 20 digits, CRLF */
-
-/* "<type><n>\r\n", n signed. */
-static void
-resp_number(struct evbuffer *out, char type, int64_t n)
-{
-	char buf[RESP_NUM], *p = buf + sizeof(buf);
-
-	*--p = '\n';
-	*--p = '\r';
-	p = resp_digits(p, n < 0 ? -(uint64_t)n : (uint64_t)n);
-	if (n < 0)
-		*--p = '-';
-	*--p = type;
-	evbuffer_add(out, p, (size_t)(buf + sizeof(buf) - p));
-}
-
-/* "<type>s\r\n" */
-static void
-resp_line(struct evbuffer *out, char type, const char *s, size_t len)
-{
-	char buf[RESP_SMALL + 3];
-
-	if (len > RESP_SMALL) {
-		evbuffer_add(out, &type, 1);
-		evbuffer_add(out, s, len);
-		evbuffer_add(out, "\r\n", 2);
-		return;
-	}
-	buf[0] = type;
-	memcpy(buf + 1, s, len);
-	memcpy(buf + 1 + len, "\r\n", 2);
-	evbuffer_add(out, buf, len + 3);
-}
-
-void
-resp_simple(struct evbuffer *out, const char *s)
-{
-	resp_line(out, '+', s, strlen(s));
-}
-
-/* Formats straight into reserved space of the output buffer; a CR or LF in
- * the text would end the reply early, so they become spaces. */
-void
-resp_error(struct evbuffer *out, const char *fmt, ...)
-{
-	struct evbuffer_iovec v;
-	va_list ap, ap2;
-	char *s;
-	int n, i;
-
-	va_start(ap, fmt);
-	va_copy(ap2, ap);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		va_end(ap2);
-		evbuffer_add(out, "-ERR\r\n", 6);
-		return;
-	}
-	/* '-', the text, its NUL (replaced by "\r\n" with the next byte). */
-	if (evbuffer_reserve_space(out, (ev_ssize_t)n + 3, &v, 1) != 1 ||
-	    v.iov_len < (size_t)n + 3) {
-		va_end(ap2);
-		evbuffer_add(out, "-ERR\r\n", 6);
-		return;
-	}
-	s = v.iov_base;
-	s[0] = '-';
-	vsnprintf(s + 1, (size_t)n + 1, fmt, ap2);
-	va_end(ap2);
-	for (i = 1; i <= n; i++) {
-		if (s[i] == '\r' || s[i] == '\n')
-			s[i] = ' ';
-	}
-	s[n + 1] = '\r';
-	s[n + 2] = '\n';
-	v.iov_len = (size_t)n + 3;
-	evbuffer_commit_space(out, &v, 1);
-}
-
-void
-resp_integer(struct evbuffer *out, int64_t n)
-{
-	resp_number(out, ':', n);
-}
-
-void
-resp_bulk(struct evbuffer *out, const char *s, size_t len)
-{
-	char buf[RESP_NUM + RESP_SMALL + 2], *p;
-
-	if (len > RESP_SMALL) {
-		resp_number(out, '$', (int64_t)len);
-		evbuffer_add(out, s, len);
-		evbuffer_add(out, "\r\n", 2);
-		return;
-	}
-	/* The header is formatted backwards to end where s begins. */
-	p = buf + RESP_NUM;
-	*--p = '\n';
-	*--p = '\r';
-	p = resp_digits(p, len);
-	*--p = '$';
-	memcpy(buf + RESP_NUM, s, len);
-	memcpy(buf + RESP_NUM + len, "\r\n", 2);
-	evbuffer_add(out, p, (size_t)(buf + RESP_NUM + len + 2 - p));
-}
-
-void
-resp_bulk_str(struct evbuffer *out, const char *s)
-{
-	if (s == NULL)
-		resp_null(out);
-	else
-		resp_bulk(out, s, strlen(s));
-}
-
-void
-resp_bulk_u64(struct evbuffer *out, uint64_t v)
-{
-	char digits[RESP_NUM], *p = resp_digits(digits + sizeof(digits), v);
-
-	resp_bulk(out, p, (size_t)(digits + sizeof(digits) - p));
-}
-
-void
-resp_null(struct evbuffer *out)
-{
-	evbuffer_add(out, "$-1\r\n", 5);
-}
-
-void
-resp_array(struct evbuffer *out, int64_t n)
-{
-	resp_number(out, '*', n);
-}
-
-/*
- * What differs in RESP3 (HELLO 3): a null has a type of its own, a
- * description of a thing is a map, and what the server sends unasked (a
- * pub/sub message, a subscription's confirmation) is a push, which a
- * client can tell from a reply wherever it comes.
- */
-void
-resp_nil(struct evbuffer *out, int proto)
-{
-	if (proto == 3)
-		evbuffer_add(out, "_\r\n", 3);
-	else
-		resp_null(out);
-}
-
-void
-resp_map(struct evbuffer *out, int proto, int64_t pairs)
-{
-	if (proto == 3)
-		resp_number(out, '%', pairs);
-	else
-		resp_number(out, '*', pairs * 2);
-}
-
-void
-resp_push(struct evbuffer *out, int proto, int64_t n)
-{
-	resp_number(out, proto == 3 ? '>' : '*', n);
-}
-
-void
-resp_verbatim(struct evbuffer *out, int proto, const char *s, size_t len)
-{
-	if (proto != 3) {
-		resp_bulk(out, s, len);
-		return;
-	}
-	resp_number(out, '=', (int64_t)len + 4);
-	evbuffer_add(out, "txt:", 4);
-	evbuffer_add(out, s, len);
-	evbuffer_add(out, "\r\n", 2);
 }

@@ -1,0 +1,94 @@
+/*
+ * The pub/sub commands: each name given gets its own confirmation, with
+ * the client's count of subscriptions after it, as in Redis.
+ */
+#include "command_pubsub.h"
+
+#include <stdlib.h>
+
+#include "client.h"
+#include "pubsub.h"
+#include "resp.h"
+#include "server.h"
+#include "util.h"
+
+static void
+reply_subscription(struct client *c, const char *kind, const char *name,
+                   size_t len)
+{
+	struct evbuffer *out = client_output(c);
+
+	resp_push(out, c->proto, 3);
+	resp_bulk_str(out, kind);
+	if (name != NULL)
+		resp_bulk(out, name, len);
+	else
+		resp_nil(out, c->proto);
+	resp_integer(out, (int64_t)pubsub_count(&c->subs));
+}
+
+void
+cmd_subscribe(struct client *c, const struct resp_request *req)
+{
+	int i;
+
+	for (i = 1; i < req->argc; i++) {
+		pubsub_subscribe(c->server->pubsub, c, req->argv[i],
+		                 req->argvlen[i]);
+		reply_subscription(c, "subscribe", req->argv[i],
+		                   req->argvlen[i]);
+	}
+}
+
+void
+cmd_psubscribe(struct client *c, const struct resp_request *req)
+{
+	int i;
+
+	for (i = 1; i < req->argc; i++) {
+		pubsub_psubscribe(c->server->pubsub, c, req->argv[i],
+		                  req->argvlen[i]);
+		reply_subscription(c, "psubscribe", req->argv[i],
+		                   req->argvlen[i]);
+	}
+}
+
+/* UNSUBSCRIBE (pattern 0) and PUNSUBSCRIBE (1): the names given, or
+ * without any, every one the client has, oldest first. */
+static void
+unsubscribe(struct client *c, const struct resp_request *req, int pattern)
+{
+	int (*drop)(struct pubsub *, struct client *, const char *, size_t) =
+	    pattern ? pubsub_punsubscribe : pubsub_unsubscribe;
+	const char *kind = pattern ? "punsubscribe" : "unsubscribe";
+	const char *name;
+	char *copy;
+	size_t len;
+	int i;
+
+	if (req->argc == 1 && pubsub_first(&c->subs, pattern, &len) == NULL)
+		reply_subscription(c, kind, NULL, 0);
+	while (req->argc == 1 &&
+	       (name = pubsub_first(&c->subs, pattern, &len)) != NULL) {
+		copy = csq_xstrndup(name, len);
+		drop(c->server->pubsub, c, copy, len);
+		reply_subscription(c, kind, copy, len);
+		free(copy);
+	}
+	for (i = 1; i < req->argc; i++) {
+		drop(c->server->pubsub, c, req->argv[i], req->argvlen[i]);
+		reply_subscription(c, kind, req->argv[i], req->argvlen[i]);
+	}
+}
+
+void
+cmd_unsubscribe(struct client *c, const struct resp_request *req)
+{
+	unsubscribe(c, req, 0);
+}
+
+void
+cmd_punsubscribe(struct client *c, const struct resp_request *req)
+{
+	unsubscribe(c, req, 1);
+}

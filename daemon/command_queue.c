@@ -1,0 +1,627 @@
+/*
+ * The queue's commands. Each checks its arguments, turns the request into
+ * a struct csq_op and hands it to the engine; the reply is written when
+ * the engine answers, inside csq_engine_call (the memory engine) or later
+ * (the Redis engine).
+ */
+#include "command_queue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "command_arg.h"
+#include "engine.h"
+#include "log.h"
+#include "metrics.h"
+#include "resp.h"
+#include "server.h"
+#include "util.h"
+
+#define QUEUE_LIST_MAX    (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
+#define FULL_LOG_QUEUES   64    /* queues whose last "full" line is kept */
+#define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
+
+static void
+reply_servicer(struct evbuffer *out, int proto,
+               const struct csq_servicer_info *s)
+{
+	resp_map(out, proto, 5);
+	resp_bulk_str(out, "servicer");
+	resp_bulk_str(out, s->id);
+	resp_bulk_str(out, "status");
+	resp_bulk_str(out,
+	              s->status == CSQ_SERVICER_READY ? "ready" : "paused");
+	resp_bulk_str(out, "capacity");
+	resp_integer(out, s->capacity);
+	resp_bulk_str(out, "active");
+	resp_integer(out, s->active);
+	resp_bulk_str(out, "ttl");
+	resp_integer(out, s->ttl_s);
+}
+
+/* ENQUEUE's reply, or WHERE's with detail (tier, waited_ms, since_ms). */
+static void
+reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
+           int detail)
+{
+	switch (u->state) {
+	case CSQ_USER_NONE:
+		resp_map(out, proto, 1);
+		resp_bulk_str(out, "state");
+		resp_bulk_str(out, "none");
+		return;
+	case CSQ_USER_WAITING:
+		resp_map(out, proto, detail ? 5 : 3);
+		resp_bulk_str(out, "state");
+		resp_bulk_str(out, "waiting");
+		resp_bulk_str(out, "queue");
+		resp_bulk_str(out, u->queue);
+		resp_bulk_str(out, "position");
+		resp_integer(out, (int64_t)u->position);
+		if (detail) {
+			resp_bulk_str(out, "tier");
+			resp_integer(out, u->tier);
+			resp_bulk_str(out, "waited_ms");
+			resp_integer(out, (int64_t)u->waited_ms);
+		}
+		return;
+	case CSQ_USER_ASSIGNED:
+		resp_map(out, proto, detail ? 5 : 4);
+		resp_bulk_str(out, "state");
+		resp_bulk_str(out, "assigned");
+		resp_bulk_str(out, "queue");
+		resp_bulk_str(out, u->queue);
+		resp_bulk_str(out, "room");
+		resp_bulk_str(out, u->room);
+		resp_bulk_str(out, "servicer");
+		resp_bulk_str(out, u->servicer);
+		if (detail) {
+			resp_bulk_str(out, "since_ms");
+			resp_integer(out, (int64_t)u->since_ms);
+		}
+		return;
+	}
+}
+
+static void
+reply_stats(struct evbuffer *out, int proto, const struct csq_stats *st)
+{
+	const struct {
+		const char *name;
+		uint64_t value;
+	} f[] = {
+	    {"waiting", st->waiting},
+	    {"servicers", st->servicers},
+	    {"rooms_busy", st->rooms_busy},
+	    {"rooms_free", st->rooms_free},
+	    {"enqueued_total", st->enqueued_total},
+	    {"matched_total", st->matched_total},
+	    {"abandoned_total", st->abandoned_total},
+	    {"requeued_total", st->requeued_total},
+	    {"servicers_lost_total", st->servicers_lost_total},
+	};
+	size_t i, n = sizeof(f) / sizeof(f[0]);
+
+	resp_map(out, proto, (int64_t)n);
+	for (i = 0; i < n; i++) {
+		resp_bulk_str(out, f[i].name);
+		resp_integer(out, (int64_t)f[i].value);
+	}
+}
+
+/*
+ * An engine call of a client's. The engine may answer inside
+ * csq_engine_call (the memory engine) or later (the Redis engine); a later
+ * answer writes into the client's slot for it, so that replies stay in
+ * request order, and is measured when it comes.
+ */
+struct command_call {
+	struct client *c;
+	enum csq_opcode code;
+	int answered;               /* inside csq_engine_call */
+	int later;                  /* csq_engine_call returned unanswered */
+	struct client_slot *slot;   /* later: where the reply goes */
+	uint64_t start_us;          /* later: when the command came */
+	const char *name;           /* later: the command, for its metrics */
+	char queue[CSQ_ID_MAX + 1]; /* ENQUEUE: for a -FULL's warning */
+};
+
+/* The command running now: its start and name, for an answer that comes
+ * later; and whether it left a call in flight (then it is measured when
+ * the answer comes, not when it returns). */
+static struct {
+	const char *name;
+	uint64_t start_us;
+	int later;
+} command_running;
+
+static void command_log_full(struct server *, const char *queue);
+
+static void
+command_result(void *arg, const struct csq_result *r)
+{
+	struct command_call *call = arg;
+	struct client *c = call->c;
+	struct evbuffer *out;
+	size_t i;
+
+	if (r->status == CSQ_EFULL && call->code == CSQ_OP_ENQUEUE)
+		command_log_full(c->server, call->queue);
+	if (c->state == CLIENT_DEAD)
+		goto done;
+	if (call->later)
+		client_slot_write(c, call->slot);
+	out = client_output(c);
+	if (r->status != CSQ_OK) {
+		resp_error(out, "%s", csq_status_text(r->status));
+		goto done;
+	}
+	switch (call->code) {
+	case CSQ_OP_HEARTBEAT:
+		reply_servicer(out, c->proto, &r->servicer);
+		break;
+	case CSQ_OP_PAUSE:
+	case CSQ_OP_RESUME:
+		resp_simple(out, "OK");
+		break;
+	case CSQ_OP_LOGOUT:
+	case CSQ_OP_RELEASE:
+	case CSQ_OP_TOUCH:
+	case CSQ_OP_LEAVE:
+	case CSQ_OP_QLEN:
+		resp_integer(out, r->n);
+		break;
+	case CSQ_OP_ENQUEUE:
+		reply_user(out, c->proto, &r->user, 0);
+		break;
+	case CSQ_OP_WHERE:
+		reply_user(out, c->proto, &r->user, 1);
+		break;
+	case CSQ_OP_QUEUE:
+		resp_array(out, (int64_t)r->nentries);
+		for (i = 0; i < r->nentries; i++) {
+			resp_array(out, 3);
+			resp_bulk_str(out, r->entries[i].user);
+			resp_integer(out, r->entries[i].tier);
+			resp_integer(out, (int64_t)r->entries[i].waited_ms);
+		}
+		break;
+	case CSQ_OP_SERVICERS:
+		resp_array(out, (int64_t)r->nentries);
+		for (i = 0; i < r->nentries; i++) {
+			const struct csq_servicer_info *s = &r->servicers[i];
+
+			resp_array(out, 5);
+			resp_bulk_str(out, s->id);
+			resp_bulk_str(out, s->status == CSQ_SERVICER_READY
+			                       ? "ready"
+			                       : "paused");
+			resp_integer(out, s->capacity);
+			resp_integer(out, s->active);
+			resp_integer(out, (int64_t)s->idle_ms);
+		}
+		break;
+	case CSQ_OP_STATS:
+		reply_stats(out, c->proto, &r->stats);
+		break;
+	case CSQ_OP_EXPIRE:
+	case CSQ_OP_LIMITS:
+	case CSQ_OP_REARM:
+		break; /* the engine's own, never a client's */
+	}
+	server_hold_output(c->server, c);
+done:
+	server_arm_deadline(c->server);
+	if (call->later) {
+		client_slot_done(c, call->slot);
+		if (r->status != CSQ_OK)
+			c->server->stats.errors_total++;
+		metrics_command(c->server->metrics, call->name,
+		                metrics_now_us() - call->start_us,
+		                r->status != CSQ_OK);
+		free(call);
+	} else {
+		call->answered = 1; /* command_call_queue frees it */
+	}
+	client_resume(c);
+	client_unref(c);
+}
+
+/*
+ * Hands op to the engine; the reply is written when it answers. queue:
+ * for ENQUEUE, the queue it names (or default), else NULL.
+ */
+static void
+command_call_queue(struct client *c, const struct csq_op *op, const char *queue)
+{
+	struct command_call *call = csq_xmalloc(sizeof(*call));
+
+	call->c = c;
+	call->code = op->code;
+	call->answered = 0;
+	call->later = 0;
+	if (queue != NULL)
+		memcpy(call->queue, queue, strlen(queue) + 1);
+	client_ref(c);
+	c->inflight++;
+	csq_engine_call(c->server->engine, op, command_result, call);
+	if (call->answered) {
+		free(call);
+		return;
+	}
+	call->later = 1;
+	call->slot = client_slot_claim(c);
+	call->start_us = command_running.start_us;
+	call->name = command_running.name;
+	command_running.later = 1;
+}
+
+static void
+command_call(struct client *c, const struct csq_op *op)
+{
+	command_call_queue(c, op, NULL);
+}
+
+/*
+ * A full queue is worth one warning, not one per refused user: at most one
+ * line per queue per FULL_LOG_EVERY_MS. The table of last lines is small
+ * and fixed; with more queues full at once than it holds, the oldest entry
+ * gives way (and its queue may be logged again sooner).
+ */
+static void
+command_log_full(struct server *s, const char *queue)
+{
+	static struct {
+		char queue[CSQ_ID_MAX + 1];
+		uint64_t at_ms;
+	} logged[FULL_LOG_QUEUES];
+	uint64_t now = server_now_ms();
+	size_t i, slot = 0;
+
+	for (i = 0; i < FULL_LOG_QUEUES; i++) {
+		if (strcmp(logged[i].queue, queue) == 0) {
+			if (now - logged[i].at_ms < FULL_LOG_EVERY_MS)
+				return;
+			slot = i;
+			break;
+		}
+		if (logged[i].at_ms < logged[slot].at_ms)
+			slot = i;
+	}
+	snprintf(logged[slot].queue, sizeof(logged[slot].queue), "%s", queue);
+	logged[slot].at_ms = now;
+	log_warnx("queue %s full (%llu waiting)", queue,
+	          (unsigned long long)s->cfg.limits.max_queue_length);
+}
+
+static void
+op_init(struct csq_op *op, enum csq_opcode code, const char *id)
+{
+	memset(op, 0, sizeof(*op));
+	op->code = code;
+	op->id = id;
+	op->ttl_s = -1;
+}
+
+/* Whether the first n of queues hold the id s (len bytes). */
+static int
+queue_listed(const char *const *queues, size_t n, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strlen(queues[i]) == len && memcmp(queues[i], s, len) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * QUEUES q1,q2,...: 1..32 distinct valid ids, a repeated one skipped (so
+ * that "a,b,a" is "a,b" and counts 2). buf receives the ids NUL-separated;
+ * queues[] points into it.
+ */
+static int
+parse_queues(struct client *c, const char *s, size_t len,
+             char buf[QUEUE_LIST_MAX], struct csq_heartbeat_args *hb)
+{
+	size_t start = 0, end, n = 0, off = 0;
+
+	for (;;) {
+		for (end = start; end < len && s[end] != ','; end++)
+			;
+		if (!csq_valid_id(s + start, end - start)) {
+			resp_error(client_output(c), "%s",
+			           csq_status_text(CSQ_EQUEUE));
+			return -1;
+		}
+		if (queue_listed(hb->queues, n, s + start, end - start))
+			goto next;
+		if (n == CSQ_SERVICER_QUEUES) {
+			resp_error(client_output(c),
+			           "ERR too many queues (at most %d)",
+			           CSQ_SERVICER_QUEUES);
+			return -1;
+		}
+		memcpy(buf + off, s + start, end - start);
+		buf[off + end - start] = '\0';
+		hb->queues[n++] = buf + off;
+		off += end - start + 1;
+	next:
+		if (end == len)
+			break;
+		start = end + 1;
+	}
+	hb->nqueues = n;
+	hb->has_queues = 1;
+	return 0;
+}
+
+/*
+ * Options: "NAME value" pairs after the first arguments, names
+ * case-insensitive, in any order, the last of a repeated name winning (as
+ * Redis's SET does with EX). An integer option is checked against its
+ * range; an id option against the id alphabet.
+ */
+enum opt_kind { OPT_INT, OPT_ID, OPT_LIST };
+
+struct opt {
+	const char *name;
+	enum opt_kind kind;
+	int64_t min, max;        /* OPT_INT */
+	enum csq_status invalid; /* OPT_ID */
+	int arg;                 /* index of its value; 0 when absent */
+	int64_t num;
+};
+
+/* Replies the error and returns -1 when an option is bad. */
+static int
+parse_options(struct client *c, const struct resp_request *req, int first,
+              struct opt *opts, size_t nopts)
+{
+	size_t k;
+	int i;
+
+	for (i = first; i < req->argc; i += 2) {
+		for (k = 0; k < nopts && !command_arg_is(req, i, opts[k].name);
+		     k++)
+			;
+		if (k == nopts || i + 1 == req->argc) {
+			resp_error(client_output(c), ERR_SYNTAX);
+			return -1;
+		}
+		opts[k].arg = i + 1;
+	}
+	for (k = 0; k < nopts; k++) {
+		if (opts[k].arg == 0)
+			continue;
+		if (opts[k].kind == OPT_INT &&
+		    command_arg_int(c, req, opts[k].arg, opts[k].min,
+		                    opts[k].max, &opts[k].num))
+			return -1;
+		if (opts[k].kind == OPT_ID &&
+		    command_arg_id(c, req, opts[k].arg, opts[k].invalid))
+			return -1;
+	}
+	return 0;
+}
+
+void
+cmd_heartbeat(struct client *c, const struct resp_request *req)
+{
+	struct opt opts[] = {
+	    {"capacity", OPT_INT, 1, CSQ_CAPACITY_MAX, CSQ_OK, 0, 0},
+	    {"queues", OPT_LIST, 0, 0, CSQ_OK, 0, 0},
+	    {"ttl", OPT_INT, 1, CSQ_TTL_MAX, CSQ_OK, 0, 0},
+	};
+	char queues[QUEUE_LIST_MAX];
+	struct csq_op op;
+	struct csq_heartbeat_args *hb = &op.heartbeat;
+
+	if (command_arg_id(c, req, 1, CSQ_ESERVICER) ||
+	    parse_options(c, req, 2, opts, 3))
+		return;
+	op_init(&op, CSQ_OP_HEARTBEAT, req->argv[1]);
+	hb->servicer = req->argv[1];
+	hb->has_capacity = opts[0].arg != 0;
+	hb->capacity = (uint32_t)opts[0].num;
+	if (opts[1].arg && parse_queues(c, req->argv[opts[1].arg],
+	                                req->argvlen[opts[1].arg], queues, hb))
+		return;
+	hb->has_ttl = opts[2].arg != 0;
+	hb->ttl_s = (uint32_t)opts[2].num;
+	command_call(c, &op);
+}
+
+/* PAUSE, RESUME, LOGOUT: one servicer id. */
+static void
+servicer_command(struct client *c, const struct resp_request *req,
+                 enum csq_opcode code)
+{
+	struct csq_op op;
+
+	if (command_arg_id(c, req, 1, CSQ_ESERVICER))
+		return;
+	op_init(&op, code, req->argv[1]);
+	command_call(c, &op);
+}
+
+void
+cmd_pause(struct client *c, const struct resp_request *req)
+{
+	servicer_command(c, req, CSQ_OP_PAUSE);
+}
+
+void
+cmd_resume(struct client *c, const struct resp_request *req)
+{
+	servicer_command(c, req, CSQ_OP_RESUME);
+}
+
+void
+cmd_logout(struct client *c, const struct resp_request *req)
+{
+	servicer_command(c, req, CSQ_OP_LOGOUT);
+}
+
+void
+cmd_release(struct client *c, const struct resp_request *req)
+{
+	char sid[CSQ_ID_MAX + 1];
+	struct csq_op op;
+	uint32_t idx;
+
+	if (csq_parse_room(req->argv[1], req->argvlen[1], sid, &idx) != 0) {
+		resp_error(client_output(c), "%s", csq_status_text(CSQ_EROOM));
+		return;
+	}
+	/* No servicer has such a room: answered here, so that the engine
+	 * (and the journal, whose records hold CSQ_ROOM_MAX bytes of room id)
+	 * only sees indexes of at most three digits. */
+	if (idx >= CSQ_CAPACITY_MAX) {
+		resp_error(client_output(c), "%s",
+		           csq_status_text(CSQ_ENOTFOUND));
+		return;
+	}
+	op_init(&op, CSQ_OP_RELEASE, req->argv[1]);
+	command_call(c, &op);
+}
+
+void
+cmd_enqueue(struct client *c, const struct resp_request *req)
+{
+	struct opt opts[] = {
+	    {"queue", OPT_ID, 0, 0, CSQ_EQUEUE, 0, 0},
+	    {"tier", OPT_INT, 0, c->server->cfg.limits.max_tier, CSQ_OK, 0, 0},
+	    {"ttl", OPT_INT, 0, CSQ_TTL_MAX, CSQ_OK, 0, 0},
+	};
+	struct csq_op op;
+	struct csq_enqueue_args *a = &op.enqueue;
+
+	if (command_arg_id(c, req, 1, CSQ_EUSER) ||
+	    parse_options(c, req, 2, opts, 3))
+		return;
+	op_init(&op, CSQ_OP_ENQUEUE, req->argv[1]);
+	a->user = req->argv[1];
+	a->has_queue = opts[0].arg != 0;
+	a->queue = opts[0].arg ? req->argv[opts[0].arg] : NULL;
+	a->has_tier = opts[1].arg != 0;
+	a->tier = (uint32_t)opts[1].num;
+	a->has_ttl = opts[2].arg != 0;
+	a->ttl_s = (uint32_t)opts[2].num;
+	/* The queue, for a -FULL's warning: only a new user without QUEUE
+	 * can find "default" full; one already waiting stays where it is. */
+	command_call_queue(c, &op, a->has_queue ? a->queue : CSQ_DEFAULT_QUEUE);
+}
+
+void
+cmd_touch(struct client *c, const struct resp_request *req)
+{
+	struct opt ttl = {"ttl", OPT_INT, 0, CSQ_TTL_MAX, CSQ_OK, 0, 0};
+	struct csq_op op;
+
+	if (command_arg_id(c, req, 1, CSQ_EUSER) ||
+	    parse_options(c, req, 2, &ttl, 1))
+		return;
+	op_init(&op, CSQ_OP_TOUCH, req->argv[1]);
+	if (ttl.arg)
+		op.ttl_s = ttl.num;
+	command_call(c, &op);
+}
+
+static void
+user_command(struct client *c, const struct resp_request *req,
+             enum csq_opcode code)
+{
+	struct csq_op op;
+
+	if (command_arg_id(c, req, 1, CSQ_EUSER))
+		return;
+	op_init(&op, code, req->argv[1]);
+	command_call(c, &op);
+}
+
+void
+cmd_leave(struct client *c, const struct resp_request *req)
+{
+	user_command(c, req, CSQ_OP_LEAVE);
+}
+
+void
+cmd_where(struct client *c, const struct resp_request *req)
+{
+	user_command(c, req, CSQ_OP_WHERE);
+}
+
+void
+cmd_queue(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+	int64_t v;
+
+	if (req->argc > 4) {
+		command_arg_arity_error(client_output(c), "queue");
+		return;
+	}
+	if (command_arg_id(c, req, 1, CSQ_EQUEUE))
+		return;
+	op_init(&op, CSQ_OP_QUEUE, req->argv[1]);
+	op.count = CSQ_RANGE_COUNT_DEF;
+	if (req->argc > 2) {
+		if (command_arg_int(c, req, 2, 0, INT64_MAX, &v))
+			return;
+		op.offset = (uint64_t)v;
+	}
+	if (req->argc > 3) {
+		if (command_arg_int(c, req, 3, 0, CSQ_RANGE_COUNT_MAX, &v))
+			return;
+		op.count = (uint32_t)v;
+	}
+	command_call(c, &op);
+}
+
+void
+cmd_qlen(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	if (command_arg_id(c, req, 1, CSQ_EQUEUE))
+		return;
+	op_init(&op, CSQ_OP_QLEN, req->argv[1]);
+	command_call(c, &op);
+}
+
+void
+cmd_servicers(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	(void)req;
+	op_init(&op, CSQ_OP_SERVICERS, NULL);
+	command_call(c, &op);
+}
+
+void
+cmd_stats(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	(void)req;
+	op_init(&op, CSQ_OP_STATS, NULL);
+	command_call(c, &op);
+}
+
+void
+command_queue_begin(const char *name, uint64_t start_us)
+{
+	command_running.name = name;
+	command_running.start_us = start_us;
+	command_running.later = 0;
+}
+
+int
+command_queue_later(void)
+{
+	return command_running.later;
+}

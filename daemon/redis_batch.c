@@ -1,0 +1,237 @@
+/*
+ * The Redis engine's script calls. Operations are batched: those that
+ * arrive in one loop turn go together, in order, in one call of the one
+ * script (batch.lua); when BATCH_INFLIGHT calls are in flight, the next
+ * waits for a reply. A busy daemon so pays Redis's cost of a script call
+ * once for many operations.
+ *
+ * A call is an FCALL of the script loaded as a function library, where
+ * Redis has functions (7.0 and later) and lets this daemon load them: the
+ * library's functions are built once, not on every call as with EVALSHA.
+ * Else, and for a call that Redis refuses before running it (the library
+ * is gone, or Redis is out of memory, which refuses a whole FCALL but only
+ * the writes of an EVALSHA), it is an EVALSHA; after a NOSCRIPT, an EVAL.
+ */
+#include "redis_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "redis_scripts.h"
+#include "util.h"
+
+#define BATCH_MAX      128 /* operations in one script call */
+#define BATCH_INFLIGHT 8   /* script calls in flight at once */
+
+static void batch_write(struct redis_batch *);
+
+/* Sends the next batch at the end of this loop turn, when it may go. */
+void
+redis_batch_schedule(struct redis_engine *r)
+{
+	if (!r->freeing && !TAILQ_EMPTY(&r->pending) &&
+	    r->inflight < BATCH_INFLIGHT)
+		event_active(r->flush, EV_TIMEOUT, 0);
+}
+
+/* TRYAGAIN to every call of list, in order; a callback may add more. */
+static void
+calls_fail(struct redis_call_list *list, enum csq_status why)
+{
+	struct redis_call *k;
+
+	while ((k = TAILQ_FIRST(list)) != NULL) {
+		TAILQ_REMOVE(list, k, entry);
+		redis_call_fail(k, why);
+	}
+}
+
+static void
+batch_fail(struct redis_batch *b, enum csq_status why)
+{
+	calls_fail(&b->calls, why);
+	free(b);
+}
+
+void
+redis_batch_fail_pending(struct redis_engine *r)
+{
+	calls_fail(&r->pending, CSQ_ETRYAGAIN);
+}
+
+/*
+ * Whether Redis refused b's call before running it, in a way that the
+ * next kind of call (enum batch_how) gets past: then b is sent again that
+ * way. A call that ran and failed is never sent again, since it may have
+ * written. Redis appends " script: ..." to the errors that a script
+ * raises, never to its refusals.
+ */
+static int
+batch_refused(struct redis_batch *b, const char *err)
+{
+	switch (b->how) {
+	case HOW_FCALL:
+		if (strcmp(err, "ERR Function not found") == 0) {
+			redis_conn_function_reload(b->r);
+			return 1;
+		}
+		return strncmp(err, "OOM ", 4) == 0 &&
+		       strstr(err, " script: ") == NULL;
+	case HOW_EVALSHA:
+		/* The script cache was flushed: the source itself, once. */
+		return strncmp(err, "NOSCRIPT", 8) == 0;
+	default:
+		return 0;
+	}
+}
+
+static void
+batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct redis_batch *b = priv;
+	struct redis_engine *r = b->r;
+	redisReply *reply = reply_;
+	struct redis_call *k;
+	redisReply view;
+	int64_t last;
+	size_t i = 5;
+
+	(void)ac;
+	if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+	    batch_refused(b, reply->str)) {
+		b->how++;
+		batch_write(b);
+		return;
+	}
+	r->inflight--;
+	if (reply == NULL) {
+		/* The link went while the call was out: it may have run. */
+		batch_fail(b, CSQ_EUNSURE);
+	} else if (reply->type == REDIS_REPLY_ERROR) {
+		redis_reply_log_error(r, reply->str);
+		batch_fail(b, strstr(reply->str, " script: ") != NULL
+		                  ? CSQ_EUNSURE
+		                  : CSQ_ETRYAGAIN);
+	} else if ((last = redis_reply_header(r, reply)) < 0) {
+		log_warnx("engine redis: a reply of an unexpected shape");
+		batch_fail(b, CSQ_EUNSURE);
+	} else {
+		redis_subscription_sync(r, b, reply->element[4],
+		                        (uint64_t)last);
+		redis_subscription_reply(r, reply->element[4]);
+		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
+			TAILQ_REMOVE(&b->calls, k, entry);
+			redis_reply_call(k, redis_reply_op(reply, &i, &view),
+			                 (uint64_t)last);
+		}
+		free(b);
+	}
+	redis_batch_schedule(r);
+}
+
+/* Sends b as b->how says, with the limits and b's operations. */
+static void
+batch_write(struct redis_batch *b)
+{
+	struct redis_engine *r = b->r;
+	char limits[4][24], counts[BATCH_MAX + 1][12];
+	const char **argv;
+	size_t *argvlen;
+	struct redis_call *k;
+	int argc = 0, n = 9, i, j = 0, rc;
+
+	TAILQ_FOREACH(k, &b->calls, entry)
+		n += 2 + k->argc;
+	argv = csq_xmalloc((size_t)n * sizeof(*argv));
+	argvlen = csq_xmalloc((size_t)n * sizeof(*argvlen));
+#define ARG(s, len) (argv[argc] = (s), argvlen[argc++] = (len))
+	switch (b->how) {
+	case HOW_FCALL:
+		ARG("FCALL", 5);
+		ARG(redis_lua_function, strlen(redis_lua_function));
+		break;
+	case HOW_EVALSHA:
+		ARG("EVALSHA", 7);
+		ARG(r->sha, strlen(r->sha));
+		break;
+	case HOW_EVAL:
+		ARG("EVAL", 4);
+		ARG(redis_lua_source, strlen(redis_lua_source));
+		break;
+	}
+	ARG("1", 1);
+	ARG(r->stats_key, strlen(r->stats_key));
+	snprintf(limits[0], sizeof(limits[0]), "%u", r->limits.servicer_ttl_s);
+	snprintf(limits[1], sizeof(limits[1]), "%u", r->limits.user_ttl_s);
+	snprintf(limits[2], sizeof(limits[2]), "%u", r->limits.max_tier);
+	snprintf(limits[3], sizeof(limits[3]), "%llu",
+	         (unsigned long long)r->limits.max_queue_length);
+	for (i = 0; i < 4; i++)
+		ARG(limits[i], strlen(limits[i]));
+	snprintf(counts[j], sizeof(counts[j]), "%d", b->ncalls);
+	ARG(counts[j], strlen(counts[j]));
+	j++;
+	TAILQ_FOREACH(k, &b->calls, entry) {
+		ARG(k->name, strlen(k->name));
+		snprintf(counts[j], sizeof(counts[j]), "%d", k->argc);
+		ARG(counts[j], strlen(counts[j]));
+		j++;
+		for (i = 0; i < k->argc; i++)
+			ARG(k->argv[i], k->argvlen[i]);
+	}
+#undef ARG
+	/* hiredis copies the command into its output buffer at once. */
+	rc = r->cmd.ac == NULL
+	         ? REDIS_ERR
+	         : redisAsyncCommandArgv(r->cmd.ac, batch_reply_cb, b, argc,
+	                                 argv, argvlen);
+	free(argv);
+	free(argvlen);
+	if (rc != REDIS_OK) {
+		r->inflight--;
+		batch_fail(b, CSQ_ETRYAGAIN);
+		/* The connection is going: so is what waits to be sent. */
+		redis_batch_fail_pending(r);
+	}
+}
+
+/* Sends up to BATCH_MAX pending operations as one script call. */
+static void
+batch_send(struct redis_engine *r)
+{
+	struct redis_batch *b;
+	struct redis_call *k;
+
+	if (TAILQ_EMPTY(&r->pending))
+		return;
+	b = csq_xcalloc(1, sizeof(*b));
+	b->r = r;
+	b->how = r->fn ? HOW_FCALL : HOW_EVALSHA;
+	b->sub_gen = r->sub.ready ? r->sub_gen : 0;
+	TAILQ_INIT(&b->calls);
+	while (b->ncalls < BATCH_MAX &&
+	       (k = TAILQ_FIRST(&r->pending)) != NULL) {
+		TAILQ_REMOVE(&r->pending, k, entry);
+		TAILQ_INSERT_TAIL(&b->calls, k, entry);
+		b->ncalls++;
+	}
+	r->inflight++;
+	batch_write(b);
+}
+
+void
+redis_batch_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct redis_engine *r = arg;
+
+	(void)fd, (void)what;
+	if (!r->up) {
+		redis_batch_fail_pending(r);
+		return;
+	}
+	while (r->inflight < BATCH_INFLIGHT && !TAILQ_EMPTY(&r->pending))
+		batch_send(r);
+	/* redis_event.c writes them at the end of this turn of the loop. */
+}

@@ -1,0 +1,340 @@
+/*
+ * The Redis engine's two connections: one for the scripts, one subscribed
+ * to the events channel. hiredis 0.14 has neither a connect timeout nor a
+ * reconnect, so each connection keeps a timer that does both: a fresh
+ * context for every attempt, a capped exponential backoff between them.
+ * The handshake (AUTH, SELECT, SCRIPT LOAD and FUNCTION LOAD, or
+ * SUBSCRIBE) is sent at once; the connection serves when it is answered.
+ */
+#include "redis_engine.h"
+
+#include <sys/socket.h>
+
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "redis_event.h"
+#include "redis_scripts.h"
+
+#define BACKOFF_MIN_MS  100
+#define BACKOFF_MAX_MS  2000
+#define CONNECT_TIMEOUT 2000 /* ms to connect and finish the handshake */
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct redis_conn *c = arg;
+
+	(void)fd, (void)what;
+	if (c->ac == NULL)
+		redis_conn_start(c);
+	else if (!c->ready)
+		redis_conn_drop(c, "timed out connecting");
+}
+
+/* The next attempt after a failure, later each time up to the cap. */
+static void
+conn_retry(struct redis_conn *c)
+{
+	struct timeval tv;
+
+	if (c->r->freeing)
+		return;
+	tv.tv_sec = c->backoff_ms / 1000;
+	tv.tv_usec = (suseconds_t)(c->backoff_ms % 1000) * 1000;
+	evtimer_add(c->timer, &tv);
+	c->backoff_ms *= 2;
+	if (c->backoff_ms > BACKOFF_MAX_MS)
+		c->backoff_ms = BACKOFF_MAX_MS;
+}
+
+static void
+conn_failed(struct redis_conn *c, const char *why)
+{
+	if (!c->failed)
+		log_warnx("engine redis: %s connection: %s; retrying", c->name,
+		          why);
+	else
+		log_debug("engine redis: %s connection: %s", c->name, why);
+	c->failed = 1;
+}
+
+/* The context is gone (hiredis frees it): forget it and try again. */
+static void
+conn_lost(struct redis_conn *c, const char *why)
+{
+	struct redis_engine *r = c->r;
+
+	c->ac = NULL;
+	c->ready = 0;
+	if (c == &r->cmd) {
+		r->peek_sent_us = 0;
+		r->reaping = 0;
+	}
+	conn_failed(c, why);
+	redis_engine_update_up(r);
+	conn_retry(c);
+	/* What was not sent will not be: TRYAGAIN, nothing was changed. */
+	redis_batch_fail_pending(r);
+	/* The events that replies wait for will not come on this link. */
+	if (c == &r->sub)
+		redis_call_flush(r, 1);
+}
+
+static void
+conn_connected_cb(const redisAsyncContext *ac, int status)
+{
+	struct redis_conn *c = ac->data;
+
+	if (c == NULL || c->ac != ac)
+		return;
+	if (status != REDIS_OK)
+		conn_lost(c, ac->errstr[0] ? ac->errstr : "connect failed");
+}
+
+static void
+conn_disconnected_cb(const redisAsyncContext *ac, int status)
+{
+	struct redis_conn *c = ac->data;
+
+	(void)status;
+	if (c == NULL || c->ac != ac)
+		return;
+	conn_lost(c, ac->errstr[0] ? ac->errstr : "connection closed");
+}
+
+/* Ends the connection; the callbacks of what was in flight get NULL. */
+void
+redis_conn_drop(struct redis_conn *c, const char *why)
+{
+	redisAsyncContext *ac = c->ac;
+
+	if (ac == NULL)
+		return;
+	conn_lost(c, why);
+	ac->data = NULL;
+	redisAsyncFree(ac);
+}
+
+/* The handshake is done: this connection serves. */
+void
+redis_conn_ready(struct redis_conn *c)
+{
+	c->ready = 1;
+	c->backoff_ms = BACKOFF_MIN_MS;
+	if (c->failed)
+		log_info("engine redis: %s connection restored", c->name);
+	c->failed = 0;
+	evtimer_del(c->timer);
+	redis_engine_update_up(c->r);
+}
+
+/* A reply of the handshake: an error ends the attempt, with its reason. */
+int
+redis_conn_error(redisAsyncContext *ac, redisReply *reply, const char *what)
+{
+	struct redis_conn *c = ac->data;
+	char why[256];
+
+	if (c == NULL || reply == NULL)
+		return 1;
+	if (reply->type != REDIS_REPLY_ERROR)
+		return 0;
+	snprintf(why, sizeof(why), "%s: %s", what, reply->str);
+	conn_failed(c, why);
+	/* Inside a callback hiredis disconnects once the replies it waits
+	 * for are in; the disconnect callback then tries again. */
+	redisAsyncDisconnect(ac);
+	return 1;
+}
+
+static void
+handshake_auth_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	(void)priv;
+	redis_conn_error(ac, reply, "AUTH");
+}
+
+static void
+handshake_select_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	(void)priv;
+	redis_conn_error(ac, reply, "SELECT");
+}
+
+/*
+ * The answer to FUNCTION LOAD: the library's name, or an error that says
+ * it is there already (from an earlier connection, or another daemon of
+ * this build), and calls go by FCALL. Any other error (Redis before 7.0,
+ * an ACL without FUNCTION, out of memory) leaves them to EVALSHA, which
+ * serves as well, a little slower. The "up" line of the log says which;
+ * the reason is logged once for each kind of error in a row.
+ */
+static void
+function_loaded(struct redis_engine *r, const redisReply *reply)
+{
+	r->fn = reply->type != REDIS_REPLY_ERROR ||
+	        strstr(reply->str, "already exists") != NULL;
+	if (r->fn) {
+		r->fn_error[0] = '\0';
+	} else if (strncmp(r->fn_error, reply->str, sizeof(r->fn_error) - 1)) {
+		snprintf(r->fn_error, sizeof(r->fn_error), "%s", reply->str);
+		log_info("engine redis: FUNCTION LOAD: %s; calls go by EVALSHA",
+		         reply->str);
+	}
+}
+
+static void
+function_reload_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct redis_conn *c = ac->data;
+
+	(void)priv;
+	if (c != NULL && reply != NULL)
+		function_loaded(c->r, reply);
+}
+
+/* The library is gone (FUNCTION FLUSH, a Redis that restarted empty):
+ * calls go by EVALSHA until it is loaded again. */
+void
+redis_conn_function_reload(struct redis_engine *r)
+{
+	if (!r->fn || r->cmd.ac == NULL)
+		return;
+	r->fn = 0;
+	redisAsyncCommand(r->cmd.ac, function_reload_cb, NULL,
+	                  "FUNCTION LOAD %s", redis_lua_library);
+}
+
+static void
+handshake_function_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct redis_conn *c = ac->data;
+
+	(void)priv;
+	if (c == NULL || reply == NULL)
+		return;
+	function_loaded(c->r, reply);
+	redis_conn_ready(c);
+}
+
+static void
+handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct redis_conn *c = ac->data;
+	redisReply *reply = reply_;
+
+	(void)priv;
+	if (redis_conn_error(ac, reply, "SCRIPT LOAD"))
+		return;
+	if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+		conn_failed(c, "SCRIPT LOAD: unexpected reply");
+		redisAsyncDisconnect(ac);
+		return;
+	}
+	memcpy(c->r->sha, reply->str, 40);
+	c->r->sha[40] = '\0';
+	redisAsyncCommand(ac, handshake_function_cb, NULL, "FUNCTION LOAD %s",
+	                  redis_lua_library);
+}
+
+/*
+ * The address of the host to try this time. hiredis connects to the first
+ * address a name resolves to and gives up if it refuses ("localhost" may
+ * be ::1 first while Redis listens on 127.0.0.1), so each attempt takes
+ * the next address in turn. A name that does not resolve is tried as is.
+ */
+static void
+conn_address(struct redis_conn *c, char *out, size_t cap)
+{
+	struct addrinfo hints, *res, *ai;
+	unsigned n = 0, k;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(out, cap, "%s", c->r->host);
+	if (getaddrinfo(c->r->host, NULL, &hints, &res) != 0)
+		return;
+	for (ai = res; ai != NULL; ai = ai->ai_next)
+		n++;
+	for (ai = res, k = c->attempt++ % n; k > 0; k--)
+		ai = ai->ai_next;
+	getnameinfo(ai->ai_addr, ai->ai_addrlen, out, (socklen_t)cap, NULL, 0,
+	            NI_NUMERICHOST);
+	freeaddrinfo(res);
+}
+
+void
+redis_conn_start(struct redis_conn *c)
+{
+	char addr[NI_MAXHOST];
+	struct redis_engine *r = c->r;
+	redisAsyncContext *ac;
+	struct timeval tv = {CONNECT_TIMEOUT / 1000,
+	                     (CONNECT_TIMEOUT % 1000) * 1000};
+
+	if (r->is_unix)
+		ac = redisAsyncConnectUnix(r->host);
+	else {
+		conn_address(c, addr, sizeof(addr));
+		ac = redisAsyncConnect(addr, r->port);
+	}
+	if (ac == NULL) {
+		conn_failed(c, "out of memory");
+		conn_retry(c);
+		return;
+	}
+	if (ac->err) {
+		conn_failed(c, ac->errstr);
+		redisAsyncFree(ac);
+		conn_retry(c);
+		return;
+	}
+	c->ac = ac;
+	ac->data = c;
+	redis_event_attach(ac, r->evb);
+	redisAsyncSetConnectCallback(ac, conn_connected_cb);
+	redisAsyncSetDisconnectCallback(ac, conn_disconnected_cb);
+	evtimer_add(c->timer, &tv);
+
+	/* Sent at once: hiredis writes them when the socket connects. */
+	if (r->password[0] != '\0')
+		redisAsyncCommand(ac, handshake_auth_cb, NULL, "AUTH %s",
+		                  r->password);
+	if (c == &r->sub) {
+		redisAsyncCommand(ac, redis_subscription_cb, NULL,
+		                  "SUBSCRIBE %s", r->channel);
+		return;
+	}
+	if (r->db != 0)
+		redisAsyncCommand(ac, handshake_select_cb, NULL, "SELECT %lld",
+		                  (long long)r->db);
+	redisAsyncCommand(ac, handshake_load_cb, NULL, "SCRIPT LOAD %s",
+	                  redis_lua_source);
+}
+
+void
+redis_conn_init(struct redis_engine *r, struct redis_conn *c, const char *name)
+{
+	c->r = r;
+	c->name = name;
+	c->backoff_ms = BACKOFF_MIN_MS;
+	c->timer = evtimer_new(r->evb, conn_timer_cb, c);
+}
+
+void
+redis_conn_close(struct redis_conn *c)
+{
+	redisAsyncContext *ac = c->ac;
+
+	c->ac = NULL;
+	c->ready = 0;
+	if (ac != NULL) {
+		ac->data = NULL;
+		redisAsyncFree(ac);
+	}
+	event_free(c->timer);
+}

@@ -1,0 +1,203 @@
+/*
+ * The parts of the Redis engine (engine_redis.h is its face): the state
+ * they share and what each offers the others. engine_redis.c is the
+ * interface; redis_conn.c the connections and their handshake;
+ * redis_call.c the operations, from a struct csq_op to their answers in
+ * order; redis_batch.c the script calls that carry them; redis_reply.c
+ * the decoding of a call's reply; redis_subscription.c the events.
+ */
+#ifndef CSQD_REDIS_ENGINE_H
+#define CSQD_REDIS_ENGINE_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <event2/event.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "config.h"
+#include "engine.h"
+#include "metrics.h"
+
+#define CALL_ARGS  48 /* HEARTBEAT: 6 and up to 32 queues */
+#define CALL_STORE 4096
+#define ECHO_MAX   64 /* messages taken from replies, not yet echoed */
+
+struct redis_engine;
+
+struct redis_conn {
+	struct redis_engine *r;
+	const char *name; /* "commands" or "events", for the log */
+	redisAsyncContext *ac;
+	int ready;        /* connected, handshake done */
+	int failed;       /* this outage was logged */
+	unsigned attempt; /* which of the host's addresses to try next */
+	uint32_t backoff_ms;
+	struct event *timer; /* connect timeout, or the next attempt */
+};
+
+/* One operation: its arguments, kept until its batch is answered (a
+ * NOSCRIPT resend needs them), and its result while it waits for its
+ * events. */
+struct redis_call {
+	TAILQ_ENTRY(redis_call) entry;
+	struct redis_engine *r;
+	const char *name; /* OPS.<name> in the script */
+	enum csq_opcode code;
+	csq_engine_cb *cb;
+	void *arg;
+	int argc;
+	const char *argv[CALL_ARGS];
+	size_t argvlen[CALL_ARGS];
+	char store[CALL_STORE];
+	size_t used;
+	char sid[CSQ_ID_MAX + 1]; /* HEARTBEAT: the servicer in the reply */
+	struct csq_result res;
+	struct csq_queue_entry *entries;
+	struct csq_servicer_info *servicers;
+	uint64_t wait_event; /* the last event id of the script */
+	uint64_t parked_ms;
+	TAILQ_ENTRY(redis_call) order; /* in redis_engine.order */
+	int ready;                     /* res is the answer */
+};
+
+TAILQ_HEAD(redis_call_list, redis_call);
+
+/* How a batch is sent: the first of these that Redis takes. */
+enum batch_how {
+	HOW_FCALL,   /* the function, when loaded (redis_engine.fn) */
+	HOW_EVALSHA, /* the script, by the hash that SCRIPT LOAD gave */
+	HOW_EVAL     /* the script's source, after a NOSCRIPT */
+};
+
+/* The operations of one script call, in the order they were sent. */
+struct redis_batch {
+	struct redis_engine *r;
+	struct redis_call_list calls;
+	int ncalls;
+	enum batch_how how;
+	uint64_t sub_gen; /* the subscription it was made under (0 none) */
+};
+
+struct redis_engine {
+	struct csq_engine base;
+	struct event_base *evb;
+	char host[CONFIG_STR_MAX];
+	int port;
+	int is_unix;
+	char addr[CONFIG_STR_MAX + 16]; /* for the log */
+	char password[CONFIG_STR_MAX];
+	int64_t db;
+	char stats_key[CONFIG_STR_MAX + 16]; /* KEYS[1]: "{prefix}:stats" */
+	char channel[CONFIG_STR_MAX + 16];   /* "{prefix}:events" */
+	struct csq_limits limits;
+	csq_clock_fn *clock; /* this daemon's time, for deadlines */
+	void *clock_arg;
+	csq_emit_fn *emit;
+	void *emit_arg;
+	void (*deadline_changed)(void *);
+	void *deadline_arg;
+
+	struct redis_conn cmd, sub;
+	int up;             /* both connections ready */
+	char sha[41];       /* of redis_lua_source */
+	int fn;             /* redis_lua_library is loaded: calls are FCALLs */
+	char fn_error[128]; /* FUNCTION LOAD's last error, as logged */
+
+	struct redis_call_list pending; /* not sent yet */
+	int inflight;                   /* script calls sent, not answered */
+	struct event *flush;            /* sends pending at the turn's end */
+	/* Every call not answered yet, in the order it was made: answers
+	 * leave from its head only, so that they come in that order. */
+	TAILQ_HEAD(, redis_call) order;
+	int answering;       /* inside redis_call_flush */
+	uint64_t seen_event; /* highest event id seen */
+	/* Subscriptions confirmed so far, and the last one whose starting
+	 * point is known (redis_subscription_sync). */
+	uint64_t sub_gen, synced_gen;
+	/* The last event id that came on the subscription: ids only grow
+	 * there, unless Redis's state went back (below). */
+	uint64_t sub_last;
+	uint64_t went_back_logged_ms; /* when that was last logged */
+	uint64_t went_back_unlogged;  /* and how many times since */
+	/* The last event ids of the messages taken from this daemon's own
+	 * replies, oldest first: their copies on the subscription (echoes)
+	 * are not emitted again. */
+	uint64_t echo[ECHO_MAX];
+	unsigned echo_head, echo_n;
+
+	int64_t next_redis; /* earliest deadline, Redis ms; -1 none */
+	int64_t skew_ms;    /* Redis clock - our clock */
+	int reaping;
+	struct event *tick;
+	uint64_t peek_sent_us;    /* 0: no health check outstanding */
+	int peek_refused;         /* the last health check got an error */
+	uint64_t error_logged_ms; /* Redis's errors: when last logged */
+	uint64_t errors_unlogged; /* and how many since */
+	char error_last[256];     /* the last of those, for the tick */
+	int64_t rtt_us;
+	int freeing;
+};
+
+/* Milliseconds of a clock that only goes forward, for waits and logs. */
+static inline uint64_t
+redis_mono_ms(void)
+{
+	return metrics_now_us() / 1000;
+}
+
+/* engine_redis.c */
+/* Up when both connections are; said once per change. */
+void redis_engine_update_up(struct redis_engine *);
+
+/* redis_conn.c */
+void redis_conn_init(struct redis_engine *, struct redis_conn *,
+                     const char *name);
+void redis_conn_start(struct redis_conn *);
+/* The handshake is done: this connection serves. */
+void redis_conn_ready(struct redis_conn *);
+/* Ends the connection; the callbacks of what was in flight get NULL. */
+void redis_conn_drop(struct redis_conn *, const char *why);
+/* Frees the connection and its timer, for good. */
+void redis_conn_close(struct redis_conn *);
+/* A reply of the handshake: an error ends the attempt, with its reason;
+ * 1 when it did (or the reply is gone), 0 when reply is no error. */
+int redis_conn_error(redisAsyncContext *, redisReply *, const char *what);
+/* The library is gone: calls go by EVALSHA until it is loaded again. */
+void redis_conn_function_reload(struct redis_engine *);
+
+/* redis_call.c */
+struct redis_call *redis_call_new(struct redis_engine *, const char *name,
+                                  enum csq_opcode, csq_engine_cb *, void *arg);
+/* The script of an operation and its arguments; -1 for none. */
+int redis_call_build(struct redis_engine *, const struct csq_op *,
+                     csq_engine_cb *, void *arg, struct redis_call **out);
+/* Queues k for the next batch. */
+void redis_call_send(struct redis_engine *, struct redis_call *);
+void redis_call_ready(struct redis_call *, uint64_t wait_event);
+void redis_call_fail(struct redis_call *, enum csq_status why);
+void redis_call_flush(struct redis_engine *, int all);
+
+/* redis_batch.c */
+void redis_batch_schedule(struct redis_engine *);
+void redis_batch_fail_pending(struct redis_engine *);
+/* The flush event: sends what is pending at the end of a loop turn. */
+void redis_batch_flush_cb(evutil_socket_t, short, void *);
+
+/* redis_reply.c */
+int64_t redis_reply_int(const redisReply *, size_t i);
+int64_t redis_reply_header(struct redis_engine *, const redisReply *);
+const redisReply *redis_reply_op(const redisReply *, size_t *i,
+                                 redisReply *view);
+void redis_reply_call(struct redis_call *, const redisReply *, uint64_t last);
+void redis_reply_log_error(struct redis_engine *, const char *what);
+void redis_reply_log_flush(struct redis_engine *);
+
+/* redis_subscription.c */
+void redis_subscription_cb(redisAsyncContext *, void *reply, void *priv);
+void redis_subscription_reply(struct redis_engine *, const redisReply *);
+void redis_subscription_sync(struct redis_engine *, const struct redis_batch *,
+                             const redisReply *msg, uint64_t last);
+
+#endif

@@ -1,0 +1,336 @@
+/*
+ * The Redis engine's replies: a script call's reply is a header (the
+ * earliest deadline, Redis's time, the last event id, the events'
+ * message) and then each operation's reply, its length first
+ * (batch.lua). Each becomes the struct csq_result of its call; a reply of
+ * any other shape is an error of the call, never trusted.
+ */
+#include "redis_engine.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+#define ERROR_LOG_MS 1000 /* at most one error line per second */
+
+int64_t
+redis_reply_int(const redisReply *a, size_t i)
+{
+	if (i >= a->elements || a->element[i]->type != REDIS_REPLY_INTEGER)
+		return INT64_MIN;
+	return a->element[i]->integer;
+}
+
+static int
+elem_str(const redisReply *a, size_t i, char *out, size_t cap)
+{
+	const redisReply *e;
+
+	if (i >= a->elements ||
+	    (e = a->element[i])->type != REDIS_REPLY_STRING || e->len >= cap)
+		return -1;
+	memcpy(out, e->str, e->len);
+	out[e->len] = '\0';
+	return 0;
+}
+
+static uint64_t
+u64_of(int64_t v)
+{
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+/* ENQUEUE and WHERE: state, queue, position, tier, waited, servicer, room,
+ * since, from index i. */
+static int
+parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
+{
+	char state[16];
+
+	if (elem_str(a, i, state, sizeof(state)) != 0 ||
+	    elem_str(a, i + 1, u->queue, sizeof(u->queue)) != 0 ||
+	    elem_str(a, i + 5, u->servicer, sizeof(u->servicer)) != 0 ||
+	    elem_str(a, i + 6, u->room, sizeof(u->room)) != 0 ||
+	    redis_reply_int(a, i + 7) == INT64_MIN)
+		return -1;
+	if (strcmp(state, "waiting") == 0)
+		u->state = CSQ_USER_WAITING;
+	else if (strcmp(state, "assigned") == 0)
+		u->state = CSQ_USER_ASSIGNED;
+	else
+		u->state = CSQ_USER_NONE;
+	u->position = u64_of(redis_reply_int(a, i + 2));
+	u->tier = (uint32_t)u64_of(redis_reply_int(a, i + 3));
+	u->waited_ms = u64_of(redis_reply_int(a, i + 4));
+	u->since_ms = u64_of(redis_reply_int(a, i + 7));
+	return 0;
+}
+
+static int
+parse_queue(struct redis_call *k, const redisReply *a, size_t i)
+{
+	size_t n = (a->elements - i) / 3, j;
+
+	if ((a->elements - i) % 3 != 0 || n > CSQ_RANGE_COUNT_MAX)
+		return -1;
+	k->entries = csq_xcalloc(n + 1, sizeof(*k->entries));
+	for (j = 0; j < n; j++, i += 3) {
+		if (elem_str(a, i, k->entries[j].user,
+		             sizeof(k->entries[j].user)) != 0 ||
+		    redis_reply_int(a, i + 1) == INT64_MIN ||
+		    redis_reply_int(a, i + 2) == INT64_MIN)
+			return -1;
+		k->entries[j].tier =
+		    (uint32_t)u64_of(redis_reply_int(a, i + 1));
+		k->entries[j].waited_ms = u64_of(redis_reply_int(a, i + 2));
+	}
+	k->res.entries = k->entries;
+	k->res.nentries = n;
+	return 0;
+}
+
+static int
+parse_servicers(struct redis_call *k, const redisReply *a, size_t i)
+{
+	size_t n = (a->elements - i) / 5, j;
+	struct csq_servicer_info *s;
+	char status[16];
+
+	if ((a->elements - i) % 5 != 0)
+		return -1;
+	k->servicers = csq_xcalloc(n + 1, sizeof(*k->servicers));
+	for (j = 0; j < n; j++, i += 5) {
+		s = &k->servicers[j];
+		if (elem_str(a, i, s->id, sizeof(s->id)) != 0 ||
+		    elem_str(a, i + 1, status, sizeof(status)) != 0)
+			return -1;
+		s->status = strcmp(status, "paused") == 0 ? CSQ_SERVICER_PAUSED
+		                                          : CSQ_SERVICER_READY;
+		s->capacity = (uint32_t)u64_of(redis_reply_int(a, i + 2));
+		s->active = (uint32_t)u64_of(redis_reply_int(a, i + 3));
+		s->idle_ms = u64_of(redis_reply_int(a, i + 4));
+	}
+	k->res.servicers = k->servicers;
+	k->res.nentries = n;
+	return 0;
+}
+
+static int
+parse_stats(struct csq_stats *st, const redisReply *a, size_t i)
+{
+	uint64_t *f[] = {&st->waiting,
+	                 &st->servicers,
+	                 &st->rooms_busy,
+	                 &st->rooms_free,
+	                 &st->enqueued_total,
+	                 &st->matched_total,
+	                 &st->abandoned_total,
+	                 &st->requeued_total,
+	                 &st->servicers_lost_total};
+	size_t j;
+
+	for (j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
+		if (redis_reply_int(a, i + j) == INT64_MIN)
+			return -1;
+		*f[j] = u64_of(redis_reply_int(a, i + j));
+	}
+	return 0;
+}
+
+/* The data of an operation's reply (from element 1) by operation. */
+static int
+parse_data(struct redis_call *k, const redisReply *a)
+{
+	struct csq_result *res = &k->res;
+	char status[16];
+
+	switch (k->code) {
+	case CSQ_OP_HEARTBEAT:
+		memcpy(res->servicer.id, k->sid, sizeof(k->sid));
+		if (elem_str(a, 1, status, sizeof(status)) != 0 ||
+		    redis_reply_int(a, 4) == INT64_MIN)
+			return -1;
+		res->servicer.status = strcmp(status, "paused") == 0
+		                           ? CSQ_SERVICER_PAUSED
+		                           : CSQ_SERVICER_READY;
+		res->servicer.capacity =
+		    (uint32_t)u64_of(redis_reply_int(a, 2));
+		res->servicer.active = (uint32_t)u64_of(redis_reply_int(a, 3));
+		res->servicer.ttl_s = (uint32_t)u64_of(redis_reply_int(a, 4));
+		return 0;
+	case CSQ_OP_PAUSE:
+	case CSQ_OP_RESUME:
+	case CSQ_OP_LIMITS: /* the health check: no data */
+		return 0;
+	case CSQ_OP_LOGOUT:
+	case CSQ_OP_RELEASE:
+	case CSQ_OP_TOUCH:
+	case CSQ_OP_LEAVE:
+	case CSQ_OP_QLEN:
+	case CSQ_OP_EXPIRE:
+		if (redis_reply_int(a, 1) == INT64_MIN)
+			return -1;
+		res->n = redis_reply_int(a, 1);
+		return 0;
+	case CSQ_OP_ENQUEUE:
+	case CSQ_OP_WHERE:
+		return parse_user(a, 1, &res->user);
+	case CSQ_OP_QUEUE:
+		return parse_queue(k, a, 1);
+	case CSQ_OP_SERVICERS:
+		return parse_servicers(k, a, 1);
+	case CSQ_OP_STATS:
+		return parse_stats(&res->stats, a, 1);
+	case CSQ_OP_REARM:
+		break;
+	}
+	return -1;
+}
+
+static enum csq_status
+status_of(const char *s)
+{
+	if (strcmp(s, "OK") == 0)
+		return CSQ_OK;
+	if (strcmp(s, "NOTFOUND") == 0)
+		return CSQ_ENOTFOUND;
+	if (strcmp(s, "FULL") == 0)
+		return CSQ_EFULL;
+	if (strcmp(s, "EXHAUSTED") == 0)
+		return CSQ_EEXHAUSTED;
+	return CSQ_ETRYAGAIN;
+}
+
+/* The header of a call's reply: a deadline, Redis time, the last event id,
+ * whether the deadline is the true earliest, the events' message. Returns
+ * the last event id, or -1 for a reply of another shape. */
+int64_t
+redis_reply_header(struct redis_engine *r, const redisReply *a)
+{
+	int64_t next = redis_reply_int(a, 0), now = redis_reply_int(a, 1);
+	int64_t last = redis_reply_int(a, 2), exact = redis_reply_int(a, 3);
+
+	if (a->type != REDIS_REPLY_ARRAY || next == INT64_MIN ||
+	    now == INT64_MIN || last == INT64_MIN || exact == INT64_MIN ||
+	    a->elements < 5 || a->element[4]->type != REDIS_REPLY_STRING)
+		return -1;
+	r->skew_ms = now - (int64_t)r->clock(r->clock_arg);
+	/* The reaper and the health check know the earliest deadline; other
+	 * operations tell the earliest they set. One that was removed leaves
+	 * the timer early: the reaper then finds nothing and says what is
+	 * next. */
+	if (exact)
+		r->next_redis = next;
+	else if (next >= 0 && (r->next_redis < 0 || next < r->next_redis))
+		r->next_redis = next;
+	return last < 0 ? 0 : last;
+}
+
+/*
+ * The next operation's reply in a call's reply, from element *i: its
+ * length, then its elements (batch.lua), seen through view as an array of
+ * its own. NULL when the reply is cut short; *i moves past it.
+ */
+const redisReply *
+redis_reply_op(const redisReply *reply, size_t *i, redisReply *view)
+{
+	int64_t n = redis_reply_int(reply, *i);
+
+	if (n < 1 || (uint64_t)n >= reply->elements - *i) {
+		*i = reply->elements;
+		return NULL;
+	}
+	memset(view, 0, sizeof(*view));
+	view->type = REDIS_REPLY_ARRAY;
+	view->elements = (size_t)n;
+	view->element = reply->element + *i + 1;
+	*i += 1 + (size_t)n;
+	return view;
+}
+
+/*
+ * An error Redis gave, for the log: one line a second at most, which says
+ * how many were left out. A full Redis (OOM) refuses every write of every
+ * call, and a line for each would flood the log.
+ */
+void
+redis_reply_log_error(struct redis_engine *r, const char *what)
+{
+	uint64_t now = redis_mono_ms();
+
+	if (r->error_logged_ms != 0 &&
+	    now - r->error_logged_ms < ERROR_LOG_MS) {
+		r->errors_unlogged++;
+		snprintf(r->error_last, sizeof(r->error_last), "%s", what);
+		return;
+	}
+	if (r->errors_unlogged > 0)
+		log_warnx("engine redis: %s (and %llu more errors in the "
+		          "last %llu ms)",
+		          what, (unsigned long long)r->errors_unlogged,
+		          (unsigned long long)(now - r->error_logged_ms));
+	else
+		log_warnx("engine redis: %s", what);
+	r->error_logged_ms = now;
+	r->errors_unlogged = 0;
+}
+
+/* The errors held back at the end of a burst, logged by the tick once
+ * their second is over rather than with the next error, which may never
+ * come: the last of them, and how many. */
+void
+redis_reply_log_flush(struct redis_engine *r)
+{
+	uint64_t now = redis_mono_ms();
+
+	if (r->errors_unlogged == 0 || now - r->error_logged_ms < ERROR_LOG_MS)
+		return;
+	log_warnx("engine redis: %s (the last of %llu errors in the %llu ms "
+	          "after the line before)",
+	          r->error_last, (unsigned long long)r->errors_unlogged,
+	          (unsigned long long)(now - r->error_logged_ms));
+	r->error_logged_ms = now;
+	r->errors_unlogged = 0;
+}
+
+/* An operation's reply a, NULL if missing: its result goes, or waits for
+ * the events up to last. */
+void
+redis_reply_call(struct redis_call *k, const redisReply *a, uint64_t last)
+{
+	struct redis_engine *r = k->r;
+	char status[16];
+
+	if (a == NULL || a->type != REDIS_REPLY_ARRAY ||
+	    elem_str(a, 0, status, sizeof(status)) != 0) {
+		log_warnx("engine redis: a reply of %s has an unexpected shape",
+		          k->name);
+		redis_call_fail(k, CSQ_EUNSURE);
+		return;
+	}
+	if (strcmp(status, "ERR") == 0) {
+		const char *why =
+		    a->elements > 1 && a->element[1]->type == REDIS_REPLY_STRING
+		        ? a->element[1]->str
+		        : "an operation failed";
+
+		redis_reply_log_error(r, why);
+		/* Redis refuses for want of memory only a call's first write
+		 * (a script that has written may go on writing), so before
+		 * this operation wrote anything; any other failure may have
+		 * come after some of its writes. */
+		redis_call_fail(k, strstr(why, "OOM ") != NULL ? CSQ_ETRYAGAIN
+		                                               : CSQ_EUNSURE);
+		return;
+	}
+	k->res.status = status_of(status);
+	if (k->res.status == CSQ_OK && parse_data(k, a) != 0) {
+		log_warnx("engine redis: a reply of %s has an unexpected shape",
+		          k->name);
+		redis_call_fail(k, CSQ_EUNSURE);
+		return;
+	}
+	redis_call_ready(k, last);
+}

@@ -1,0 +1,124 @@
+/*
+ * Raw sockets to csqd, for what hiredis would not send or would hide: bytes
+ * as they are, half requests, the daemon's closes.
+ */
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+int
+raw_connect(int port)
+{
+	struct sockaddr_in sin;
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd == -1)
+		fail_at(__FILE__, __LINE__, "socket: %s", strerror(errno));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1)
+		fail_at(__FILE__, __LINE__, "connect: %s", strerror(errno));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* Send errors are ignored: the daemon may close on purpose mid-request. */
+void
+raw_send(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		p += n;
+		len -= n;
+	}
+}
+
+void
+raw_sends(int fd, const char *s)
+{
+	raw_send(fd, s, strlen(s));
+}
+
+size_t
+raw_echo_request(char *buf, size_t cap, int size, char fill)
+{
+	size_t len =
+	    (size_t)snprintf(buf, cap, "*2\r\n$4\r\nECHO\r\n$%d\r\n", size);
+
+	assert_true(len + (size_t)size + 2 <= cap);
+	memset(buf + len, fill, (size_t)size);
+	memcpy(buf + len + size, "\r\n", 2);
+	return len + (size_t)size + 2;
+}
+
+size_t
+raw_read(int fd, char *buf, size_t cap, int idle_ms, int *closed)
+{
+	struct pollfd pfd;
+	size_t used = 0;
+	ssize_t n;
+
+	*closed = 0;
+	while (used < cap - 1) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, idle_ms) <= 0)
+			break;
+		n = recv(fd, buf + used, cap - 1 - used, 0);
+		if (n == 0 || (n == -1 && errno != EINTR)) {
+			*closed = 1;
+			break;
+		}
+		if (n > 0)
+			used += n;
+	}
+	buf[used] = '\0';
+	return used;
+}
+
+size_t
+raw_read_n(int fd, char *buf, size_t want, int timeout_ms)
+{
+	struct pollfd pfd;
+	int64_t deadline = now_ms() + timeout_ms;
+	size_t used = 0;
+	ssize_t n;
+	int left;
+
+	while (used < want) {
+		left = (int)(deadline - now_ms());
+		if (left <= 0)
+			break;
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, left) <= 0)
+			break;
+		n = recv(fd, buf + used, want - used, 0);
+		if (n <= 0)
+			break;
+		used += n;
+	}
+	buf[used] = '\0';
+	return used;
+}
