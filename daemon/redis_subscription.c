@@ -7,27 +7,40 @@
  */
 #include "redis_engine.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "event_fact.h"
 #include "log.h"
+#include "msgpack.h"
 
 #define WENT_BACK_LOG_MS 10000 /* at most one "went back" line in 10 s */
 
-/* How many events a message of batch.lua holds: a header line, then an
- * event a line ('' holds none). */
-static uint64_t
-msg_events(const char *msg, size_t len)
-{
-	const char *p, *end = msg + len;
-	uint64_t n = 0;
+/*
+ * A message holds the events of one script call (batch.lua), as
+ * MessagePack: the last event's id, the time, then an array of the events,
+ * each an array of its kind and its fields (event_fact.h). The events' ids
+ * are those up to the last, in order.
+ */
+struct redis_msg {
+	uint64_t last, ts_ms;
+	uint32_t n;           /* events */
+	struct msgpack_in in; /* at the first event */
+};
 
-	for (p = msg;
-	     p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
-		n++;
-	return n;
+/* 0 with m's head read, or -1 for a message that is not batch.lua's. */
+static int
+msg_open(struct redis_msg *m, const char *msg, size_t len)
+{
+	int64_t last, ts;
+
+	msgpack_init(&m->in, msg, len);
+	if (msgpack_int(&m->in, &last) != 0 || msgpack_int(&m->in, &ts) != 0 ||
+	    msgpack_array(&m->in, &m->n) != 0 || last < 0 || ts < 0 ||
+	    (uint64_t)last < m->n)
+		return -1;
+	m->last = (uint64_t)last;
+	m->ts_ms = (uint64_t)ts;
+	return 0;
 }
 
 /*
@@ -46,71 +59,67 @@ void
 redis_subscription_sync(struct redis_engine *r, const struct redis_batch *b,
                         const redisReply *msg, uint64_t last)
 {
-	uint64_t n;
+	struct redis_msg m;
+	uint64_t n = 0;
 
 	/* (A batch made with no subscription has sub_gen 0, which matches
 	 * only while none was ever confirmed, and then synced_gen too.) */
 	if (b->sub_gen != r->sub_gen || r->synced_gen == r->sub_gen)
 		return;
 	r->synced_gen = r->sub_gen;
-	n = msg_events(msg->str, msg->len);
+	if (msg->len > 0 && msg_open(&m, msg->str, msg->len) == 0)
+		n = m.n;
 	if (last >= n && last - n > r->seen_event)
 		r->seen_event = last - n;
 }
 
-static void
-sub_event(struct redis_engine *r, const char *json, size_t len, uint64_t ts_ms)
+/* One event of m, the index-th: decoded and emitted, or skipped with a
+ * line when it is not one this daemon knows. -1 when the message itself
+ * is broken there (what follows cannot be read). */
+static int
+msg_event(struct redis_engine *r, struct redis_msg *m, uint32_t index)
 {
+	struct csq_fact_value v[CSQ_FACT_FIELDS_MAX], past;
 	struct csq_event ev;
-	uint64_t id;
+	const char *kind;
+	size_t klen, i;
+	uint32_t n;
 
-	if (csq_event_parse(json, len, &ev, &id) != 0) {
-		log_warnx("engine redis: an event that is not csq's on %s",
-		          r->channel);
-		return;
+	if (msgpack_array(&m->in, &n) != 0 || n < 1 ||
+	    msgpack_str(&m->in, &kind, &klen) != 0)
+		return -1;
+	/* Fields past the most a kind has are a newer script's: read past. */
+	for (i = 0; i + 1 < n; i++)
+		if (msgpack_fact_value(
+		        &m->in, i < CSQ_FACT_FIELDS_MAX ? &v[i] : &past) != 0)
+			return -1;
+	if (csq_event_from_fact(&ev, kind, klen, v,
+	                        n - 1 < CSQ_FACT_FIELDS_MAX
+	                            ? n - 1
+	                            : CSQ_FACT_FIELDS_MAX) != 0) {
+		log_warnx("engine redis: an event that is not csq's on %s: "
+		          "%.*s",
+		          r->channel, (int)(klen < 32 ? klen : 32), kind);
+		return 0;
 	}
-	ev.ts_ms = ts_ms;
+	ev.id = m->last - m->n + 1 + index;
+	ev.ts_ms = m->ts_ms;
 	if (r->emit != NULL)
 		r->emit(r->emit_arg, &ev);
-}
-
-/*
- * A message holds the events of one script call: a line with the last
- * event's id and the time (batch.lua), then the events, one a line.
- * Returns where the events start, with the first line's numbers in *last
- * and *ts_ms, or NULL when the first line is not exactly "<digits>
- * <digits>".
- */
-static const char *
-msg_head(const char *msg, size_t len, uint64_t *last, uint64_t *ts_ms)
-{
-	const char *nl = memchr(msg, '\n', len);
-	char *p = NULL;
-
-	errno = 0;
-	if (nl == NULL || !isdigit((unsigned char)msg[0]))
-		return NULL;
-	*last = strtoull(msg, &p, 10);
-	if (*p != ' ' || !isdigit((unsigned char)p[1]))
-		return NULL;
-	*ts_ms = strtoull(p + 1, &p, 10);
-	if (p != nl || errno != 0)
-		return NULL;
-	return nl + 1;
+	return 0;
 }
 
 static void
-msg_emit(struct redis_engine *r, const char *msg, const char *end,
-         uint64_t ts_ms)
+msg_emit(struct redis_engine *r, struct redis_msg *m)
 {
-	const char *nl;
+	uint32_t i;
 
-	for (; msg < end; msg = nl + 1) {
-		nl = memchr(msg, '\n', (size_t)(end - msg));
-		if (nl == NULL)
-			nl = end;
-		sub_event(r, msg, (size_t)(nl - msg), ts_ms);
-	}
+	for (i = 0; i < m->n; i++)
+		if (msg_event(r, m, i) != 0) {
+			log_warnx("engine redis: a message cut short on %s",
+			          r->channel);
+			return;
+		}
 }
 
 /*
@@ -152,15 +161,16 @@ went_back(struct redis_engine *r, uint64_t last)
 static void
 sub_events(struct redis_engine *r, const char *msg, size_t len)
 {
-	const char *body;
-	uint64_t last, ts_ms;
+	struct redis_msg m;
+	uint64_t last;
 	int echo = 0;
 
-	if ((body = msg_head(msg, len, &last, &ts_ms)) == NULL) {
+	if (msg_open(&m, msg, len) != 0) {
 		log_warnx("engine redis: a message that is not csq's on %s",
 		          r->channel);
 		return;
 	}
+	last = m.last;
 	if (last <= r->sub_last)
 		went_back(r, last);
 	r->sub_last = last;
@@ -170,7 +180,7 @@ sub_events(struct redis_engine *r, const char *msg, size_t len)
 		r->echo_n--;
 	}
 	if (!echo)
-		msg_emit(r, body, msg + len, ts_ms);
+		msg_emit(r, &m);
 	if (last > r->seen_event)
 		r->seen_event = last;
 }
@@ -184,18 +194,15 @@ sub_events(struct redis_engine *r, const char *msg, size_t len)
 void
 redis_subscription_reply(struct redis_engine *r, const redisReply *m)
 {
-	const char *body, *end = m->str + m->len;
-	uint64_t last, ts_ms, n;
+	struct redis_msg msg;
 
 	if (m->len == 0 || !r->sub.ready || r->echo_n == ECHO_MAX ||
-	    (body = msg_head(m->str, m->len, &last, &ts_ms)) == NULL)
+	    msg_open(&msg, m->str, m->len) != 0 ||
+	    msg.last - msg.n != r->seen_event)
 		return;
-	n = msg_events(m->str, m->len);
-	if (last < n || last - n != r->seen_event)
-		return;
-	msg_emit(r, body, end, ts_ms);
-	r->seen_event = last;
-	r->echo[(r->echo_head + r->echo_n++) % ECHO_MAX] = last;
+	msg_emit(r, &msg);
+	r->seen_event = msg.last;
+	r->echo[(r->echo_head + r->echo_n++) % ECHO_MAX] = msg.last;
 }
 
 void

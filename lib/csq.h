@@ -81,6 +81,7 @@ enum csq_reason {
  */
 struct csq_event {
 	enum csq_event_type type;
+	uint64_t id; /* one more than the event before it, per csq state */
 	uint64_t ts_ms;
 	char user[CSQ_ID_MAX + 1];
 	char queue[CSQ_ID_MAX + 1];
@@ -100,13 +101,8 @@ typedef void csq_emit_fn(void *arg, const struct csq_event *);
 /* Formats ev as one JSON object; returns its length like snprintf. */
 int csq_event_json(const struct csq_event *ev, char *buf, size_t len);
 const char *csq_event_name(enum csq_event_type);
-/*
- * Reads back what csq_event_json wrote (as the Redis engine's scripts
- * publish it); *id gets an "id" field, 0 without one. 0 when it is a known
- * event, -1 for anything else.
- */
-int csq_event_parse(const char *json, size_t len, struct csq_event *ev,
-                    uint64_t *id);
+/* A reason as events name it ("leave", "lost", ...); "" for none. */
+const char *csq_reason_name(enum csq_reason);
 
 /*
  * The channels an event goes to, in the order given by the protocol:

@@ -108,13 +108,11 @@ local function call(KEYS, ARGV)
 			last = tonumber(redis.call('HGET', STATS, 'event_id') or '0')
 		end
 	end
-	-- The message: a line with the last event's id and the time, then the
-	-- events, one a line; the ids of the events are the ones before the last,
-	-- in order.
+	-- The message, in MessagePack: the last event's id, the time, then the
+	-- events (their ids are the ones up to the last, in order).
 	local msg = ''
 	if nevents > 0 then
-		msg = int(last) .. ' ' .. NOW_S .. '\n' ..
-		      table.concat(events, '\n', 1, nevents)
+		msg = cmsgpack.pack(last, NOW, events)
 		redis.call('PUBLISH', EVENTS, msg)
 	end
 	for i = nout + 1, OUT_SLOTS do out[i] = nil end

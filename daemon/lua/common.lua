@@ -137,32 +137,17 @@ end
 
 -- Events wait until the end too: then the call takes their ids from one
 -- counter for all daemons, so that a daemon can tell when it has seen them
--- all, and publishes them with the time (batch.lua). An event is its JSON
--- object without those two, made from a string.format pattern. Ids and
--- queue names need no escaping: their characters are [A-Za-z0-9._:@-]
--- (protocol.md).
+-- all, and publishes them with the time (batch.lua). An event is a fact:
+-- its kind and its fields, in the order lib/event_fact.c gives the kind
+-- (that of its JSON), which every daemon turns into the JSON of
+-- lib/event.c. A field is a string, an integer, or false when absent;
+-- never nil, which would cut the array short. A room may be given as its
+-- index alone, of the event's servicer.
 local events, nevents
-local function event(json, ...)
+local function event(kind, ...)
 	nevents = nevents + 1
-	events[nevents] = string.format(json, ...)
+	events[nevents] = { kind, ... }
 end
-
--- The events' patterns, each one literal (Lua 5.1 joins literals with ..
--- at run time), in the order of the fields that csq_event_json writes.
-local EV = {
-	-- queued's tier is ENQUEUE's argument as the daemon printed it.
-	queued = '{"event":"queued","user":"%s","queue":"%s","tier":%s,"position":%d}',
-	rescored = '{"event":"rescored","user":"%s","queue":"%s","tier":%d,"position":%d%s}',
-	-- matched's last %s: ',"from_queue":"<q>"' after a move, else ''.
-	matched = '{"event":"matched","user":"%s","queue":"%s","tier":%d,"servicer":"%s","room":"%s/%d","waited_ms":%d%s}',
-	released = '{"event":"released","user":"%s","queue":"%s","servicer":"%s","room":"%s/%d","by":"%s"}',
-	left = '{"event":"left","user":"%s","queue":"%s","reason":"%s"}',
-	requeued = '{"event":"requeued","user":"%s","queue":"%s","tier":%d,"position":%d,"servicer":"%s","room":"%s/%d","reason":"%s"}',
-	servicer_up = '{"event":"servicer_up","servicer":"%s","capacity":%d,"queues":["%s"]}',
-	servicer_down = '{"event":"servicer_down","servicer":"%s","reason":"%s"}',
-	servicer_paused = '{"event":"servicer_paused","servicer":"%s"}',
-	servicer_resumed = '{"event":"servicer_resumed","servicer":"%s"}',
-}
 
 -- The earliest deadline the call set (-1 none): the daemon's timer takes
 -- the sooner of it and what it knew. exact: an operation wants the true
@@ -353,8 +338,8 @@ end
 -- (fill), puts it back (account) and saves it, once.
 
 -- Puts waiting user u into room of s, which is out of the accounts. moved:
--- ',"from_queue":"<q>"' when u moved from queue q in this operation (its
--- line is told too), else nil.
+-- the queue u moved from in this operation, when it did (its
+-- line is told too), else nil or false.
 local function assign(u, s, room, moved)
 	if u.state == 'waiting' then
 		redis.call('ZREM', queue_key(u.queue), u.id)
@@ -371,8 +356,8 @@ local function assign(u, s, room, moved)
 	s.last_order = order_next()
 	s.last_ms = NOW
 	stat('matched_total', 1)
-	event(EV.matched, u.id, u.queue, tier_of(u.key), s.id, s.id, room,
-	      elapsed(u.arrival), moved or '')
+	event('matched', u.id, u.queue, tier_of(u.key), s.id, room,
+	      elapsed(u.arrival), moved or false)
 end
 
 local function serves(s, q)
@@ -516,7 +501,7 @@ local function room_release(s, idx, uid, by)
 	-- A record gone (deleted behind csq's back): the room is freed all
 	-- the same, without an event, which would have no queue to name.
 	if rec then
-		event(EV.released, uid, q, s.id, s.id, idx, by)
+		event('released', uid, q, s.id, idx, by)
 		user_free(uid, state == 'waiting' and ttl ~= '0')
 	end
 	fill(s)
@@ -532,7 +517,7 @@ end
 local function user_abandon(u, reason)
 	redis.call('ZREM', queue_key(u.queue), u.id)
 	stat('abandoned_total', 1)
-	event(EV.left, u.id, u.queue, reason)
+	event('left', u.id, u.queue, reason)
 	user_free(u.id, u.state == 'waiting' and u.ttl > 0)
 end
 
@@ -560,8 +545,8 @@ local function rooms_requeue(id, reason)
 			if u.ttl > 0 then
 				deadline_set('u:' .. u.id, NOW + u.ttl * 1000)
 			end
-			event(EV.requeued, u.id, u.queue, tier_of(u.key), position(u),
-			      id, id, r.idx, reason)
+			event('requeued', u.id, u.queue, tier_of(u.key), position(u),
+			      id, r.idx, reason)
 			back[#back + 1] = u
 		end
 	end
@@ -591,7 +576,7 @@ local function servicer_drop(s, reason)
 	redis.call('ZREM', SERVICERS, s.id)
 	stat('servicers', -1)
 	if reason == 'lost' then stat('servicers_lost_total', 1) end
-	event(EV.servicer_down, s.id, reason)
+	event('servicer_down', s.id, reason)
 	return back
 end
 
@@ -623,7 +608,7 @@ local function ghost_remove(id)
 	end
 	deadline_clear('s:' .. id)
 	rooms_free_recount()
-	event(EV.servicer_down, id, 'lost')
+	event('servicer_down', id, 'lost')
 	return back
 end
 

@@ -11,8 +11,8 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 	local sequence = len < MAX_LENGTH and seq_next()
 	local refused
 	if sequence then
-		local tier, ttl, tier_s, ttl_s = 0, USER_TTL, '0', USER_TTL_S
-		if tier_arg ~= '' then tier, tier_s = tonumber(tier_arg), tier_arg end
+		local tier, ttl, ttl_s = 0, USER_TTL, USER_TTL_S
+		if tier_arg ~= '' then tier = tonumber(tier_arg) end
 		if ttl_arg ~= '' then ttl, ttl_s = tonumber(ttl_arg), ttl_arg end
 		local u = { id = id, queue = q, key = pack(tier, sequence),
 		            arrival = NOW, ttl = ttl, state = 'waiting' }
@@ -29,7 +29,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 			-- no ZRANK.
 			local pos = len + 1
 			if tier > 0 then pos = position(u) end
-			event(EV.queued, id, q, tier_s, pos)
+			event('queued', id, q, tier, pos)
 			return reply('OK', user_info(u, pos))
 		end
 		-- Not new, or Redis refused the write (out of memory): the
@@ -67,10 +67,9 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		local key = int(u.key)
 		user_save(u, key)
 		redis.call('ZADD', queue_key(q), key, id)
-		local moved = ''
-		if from ~= q then moved = ',"from_queue":"' .. from .. '"' end
+		local moved = from ~= q and from
 		if not match_user(u, moved) then
-			event(EV.rescored, id, q, tier, position(u), moved)
+			event('rescored', id, q, tier, position(u), moved)
 		end
 	elseif ttl_arg ~= '' then
 		user_save(u)

@@ -31,7 +31,7 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 	if has_ttl == '1' then s.ttl = tonumber(ttl) end
 	deadline_set('s:' .. id, NOW + s.ttl * 1000)
 	if login then
-		event(EV.servicer_up, id, s.capacity, table.concat(s.queues, '","'))
+		event('servicer_up', id, s.capacity, table.concat(s.queues, ','))
 	end
 	fill(s)
 	account(s)

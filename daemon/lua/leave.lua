@@ -17,8 +17,7 @@ OPS.leave = function(id)
 			redis.call('HDEL', rk, int(u.room))
 			stat('rooms_busy', -1)
 		end
-		event(EV.released, id, u.queue, u.servicer, u.servicer, u.room,
-		      'user')
+		event('released', id, u.queue, u.servicer, u.room, 'user')
 		user_free(id, false)
 		rematch(ghost_remove(u.servicer) or {})
 	end

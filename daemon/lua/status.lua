@@ -6,9 +6,9 @@ OPS.status = function(id, status)
 	unaccount(s)
 	s.status = status
 	if status == 'ready' then
-		event(EV.servicer_resumed, s.id)
+		event('servicer_resumed', s.id)
 	else
-		event(EV.servicer_paused, s.id)
+		event('servicer_paused', s.id)
 	end
 	fill(s)
 	account(s)

@@ -1654,22 +1654,44 @@ lines_with(const char *path, const char *text)
 
 /*
  * Messages on the events channel that csq did not write (someone's
- * PUBLISH): empty, without the first line or with a bad one, without
- * JSON, with an unknown event. csqd logs them, drops them, and goes on: the
+ * PUBLISH): text, MessagePack of another shape, heads that are not "<last
+ * id> <time> [events]", events of no kind csq has or with fields that are
+ * not what their place says. csqd logs them, drops them, and goes on: the
  * next ENQUEUE is answered and its event reaches a subscriber.
  */
+#define JUNK(...)                                                              \
+	{                                                                      \
+		(const char[]){__VA_ARGS__},                                   \
+		    sizeof((const char[]){__VA_ARGS__})                        \
+	}
+
 static void
 foreign_messages(void **state)
 {
 	struct rfx *fx = *state;
 	const char *ch[] = {"events"};
-	const char *junk[] = {
-	    "", "garbage", "0 1\nnot json", "0 1\n{}",
-	    "0 1\n{\"event\":\"nonsense\"}\n\n\n", "\n\n",
-	    /* First lines that are not "<last id> <time>": an id beyond
-	     * 64 bits would stop every reply from waiting for its events. */
-	    "99999999999999999999999 1\n{}", "12\n{}", "12 34x\n{}",
-	    "12  34\n{}", "-1 2\n{}"};
+	const struct {
+		const char *b;
+		size_t len;
+	} junk[] = {
+	    {"", 0},
+	    {"garbage", 7},
+	    {"0 1\n{\"event\":\"queued\"}", 23},
+	    /* A last id beyond 64 bits would stop every reply from waiting
+	     * for its events; one below the events' count, or negative, is
+	     * not csq's either. */
+	    JUNK('\xcf', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff',
+	         '\xff', 1, '\x90'),
+	    JUNK('\xff', 1, '\x90'),
+	    JUNK(0, 1, '\x91', '\x91', '\xa6', 'q', 'u', 'e', 'u', 'e', 'd'),
+	    JUNK(5, 1),                         /* no events */
+	    JUNK(5, 1, '\xdc', '\xff', '\xff'), /* a count that lies */
+	    JUNK(5, 1, '\x91', '\x91', '\xcb', 0, 0, 0, 0, 0, 0, 0, 0),
+	    /* Events of no kind, or a user that is a number: each skipped
+	     * alone, the rest of the message goes on. */
+	    JUNK(2, 1, '\x92', '\x91', '\xa3', 'n', 'a', 'h', '\x92', '\xa6',
+	         'q', 'u', 'e', 'u', 'e', 'd', 7),
+	};
 	redisContext *c, *sub, *rc;
 	redisReply *r;
 	size_t i;
@@ -1681,7 +1703,8 @@ foreign_messages(void **state)
 	sub = csqd_connect(fx->d[0]);
 	SUBSCRIBE(sub, 1, ch);
 	for (i = 0; i < sizeof(junk) / sizeof(junk[0]); i++) {
-		r = redisCommand(rc, "PUBLISH {" PREFIX "}:events %s", junk[i]);
+		r = redisCommand(rc, "PUBLISH {" PREFIX "}:events %b",
+		                 junk[i].b, junk[i].len);
 		assert_non_null(r);
 		assert_int_equal(r->type, REDIS_REPLY_INTEGER);
 		assert_int_equal(r->integer, 1); /* csqd heard it */

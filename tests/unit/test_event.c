@@ -209,108 +209,6 @@ test_ids_and_rooms(void **state)
 	assert_int_not_equal(csq_parse_room("b d/0", 5, sid, &idx), 0);
 }
 
-/* What csq_event_json writes, csq_event_parse reads back to the same. */
-static void
-assert_round_trip(const struct csq_event *ev, uint64_t id)
-{
-	char a[4096], b[4096], withid[4200];
-	struct csq_event back;
-	uint64_t got = 99;
-	int n;
-
-	n = csq_event_json(ev, a, sizeof(a));
-	assert_int_equal(csq_event_parse(a, (size_t)n, &back, &got), 0);
-	assert_int_equal(got, 0);
-	csq_event_json(&back, b, sizeof(b));
-	assert_string_equal(a, b);
-	/* The Redis scripts add an id after ts. */
-	snprintf(withid, sizeof(withid), "{\"id\":%llu,%s",
-	         (unsigned long long)id, a + 1);
-	assert_int_equal(csq_event_parse(withid, strlen(withid), &back, &got),
-	                 0);
-	assert_int_equal(got, id);
-	csq_event_json(&back, b, sizeof(b));
-	assert_string_equal(a, b);
-}
-
-static void
-test_parse_round_trip(void **state)
-{
-	struct csq_event ev;
-	int t;
-
-	(void)state;
-	for (t = CSQ_EV_QUEUED; t <= CSQ_EV_SERVICER_RESUMED; t++) {
-		ev_init(&ev, (enum csq_event_type)t);
-		strcpy(ev.user, "u.1@x");
-		strcpy(ev.queue, "q-1");
-		strcpy(ev.servicer, "s:1");
-		strcpy(ev.room, "s:1/999");
-		ev.tier = 9;
-		ev.position = 123456789012ULL;
-		ev.waited_ms = 77;
-		ev.capacity = 1000;
-		strcpy(ev.queues, "a,b,default");
-		ev.reason =
-		    t == CSQ_EV_RELEASED ? CSQ_REASON_BY_USER : CSQ_REASON_LOST;
-		assert_round_trip(&ev, (uint64_t)t + 1);
-	}
-	ev_init(&ev, CSQ_EV_RESCORED);
-	strcpy(ev.user, "u");
-	strcpy(ev.queue, "b");
-	strcpy(ev.from_queue, "a");
-	assert_round_trip(&ev, 18446744073709551615ULL);
-	ev_init(&ev, CSQ_EV_MATCHED);
-	strcpy(ev.user, "u");
-	strcpy(ev.queue, "b");
-	strcpy(ev.servicer, "s");
-	strcpy(ev.room, "s/0");
-	strcpy(ev.from_queue, "a");
-	assert_round_trip(&ev, 2);
-	ev_init(&ev, CSQ_EV_SERVICER_UP);
-	strcpy(ev.servicer, "s");
-	assert_round_trip(&ev, 1); /* no queues: [] */
-}
-
-/* How I tried to break the parser: every malformed shape is refused. */
-static void
-test_parse_garbage(void **state)
-{
-	static const char *const bad[] = {
-	    "",
-	    "{",
-	    "}",
-	    "{}",
-	    "[]",
-	    "{\"ts\":1}",
-	    "{\"event\":\"nope\",\"ts\":1}",
-	    "{\"event\":\"queued\",\"ts\":-1}",
-	    "{\"event\":\"queued\",\"ts\":1",
-	    "{\"event\":\"queued\",\"ts\":1}x",
-	    "{\"event\":\"queued\" \"ts\":1}",
-	    "{\"event\":\"queued\",,\"ts\":1}",
-	    "{\"event\":\"queued\",\"user\":\"a\\\"b\"}",
-	    "{\"event\":\"queued\",\"user\":\"unterminated}",
-	    "{\"event\":\"left\",\"reason\":\"bored\"}",
-	    "{\"event\":\"queued\",\"ts\":99999999999999999999999}",
-	    "{\"event\":\"servicer_up\",\"queues\":[\"a\",]}",
-	    "{\"event\":\"servicer_up\",\"queues\":[\"a\"}",
-	    "{\"event\":\"queued\",\"user\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
-	};
-	struct csq_event ev;
-	uint64_t id;
-	size_t i;
-
-	(void)state;
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (csq_event_parse(bad[i], strlen(bad[i]), &ev, &id) == 0)
-			fail_msg("accepted: %s", bad[i]);
-	/* A length that cuts a good event short is refused too. */
-	assert_int_equal(
-	    csq_event_parse("{\"event\":\"queued\"}", 10, &ev, &id), -1);
-}
-
 int
 main(void)
 {
@@ -319,8 +217,6 @@ main(void)
 	    cmocka_unit_test(test_json_truncates),
 	    cmocka_unit_test(test_channels),
 	    cmocka_unit_test(test_ids_and_rooms),
-	    cmocka_unit_test(test_parse_round_trip),
-	    cmocka_unit_test(test_parse_garbage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,30 @@
+/*
+ * A reader of the MessagePack that Redis's cmsgpack writes: what the Redis
+ * engine's scripts send as their events (redis_subscription.c). Only what
+ * cmsgpack makes of csq's values: integers, strings, arrays, nil and
+ * booleans; a float (a script's bug) is refused.
+ */
+#ifndef CSQD_MSGPACK_H
+#define CSQD_MSGPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event_fact.h"
+
+/* The bytes still to read; every reader moves p past what it read, and
+ * leaves it where it was on an error. */
+struct msgpack_in {
+	const unsigned char *p, *end;
+};
+
+void msgpack_init(struct msgpack_in *, const void *buf, size_t len);
+/* 0 and the value, or -1 when the next value is not of that type. */
+int msgpack_int(struct msgpack_in *, int64_t *);
+int msgpack_str(struct msgpack_in *, const char **s, size_t *len);
+int msgpack_array(struct msgpack_in *, uint32_t *n);
+/* The next value as a fact's field: an integer, a string, or absent for
+ * nil and false. -1 for anything else. */
+int msgpack_fact_value(struct msgpack_in *, struct csq_fact_value *);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * Events as facts (event_fact.h): each kind's fields in the order
+ * csq_event_json writes them, and each field's place in struct csq_event.
+ * A new kind of event is one line in fact_kinds; a new field one line in
+ * fact_fields (and its enum name).
+ */
+#include "event_fact.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum fact_field {
+	F_END, /* ends a kind's list */
+	F_USER,
+	F_QUEUE,
+	F_FROM_QUEUE,
+	F_SERVICER,
+	F_ROOM,
+	F_TIER,
+	F_POSITION,
+	F_WAITED_MS,
+	F_CAPACITY,
+	F_QUEUES,
+	F_REASON, /* "reason", or "by" where csq_event_json says so */
+};
+
+enum fact_type {
+	FACT_ID,     /* an id, into a char array */
+	FACT_IDS,    /* ids joined by commas (servicer_up's queues) */
+	FACT_ROOM,   /* a room, or its index of the event's servicer */
+	FACT_U32,    /* an integer up to max */
+	FACT_U64,    /* an integer */
+	FACT_REASON, /* a reason's name */
+};
+
+/* A field's place: its member of struct csq_event. */
+#define FIELD(type, member, max)                                               \
+	{                                                                      \
+		type, offsetof(struct csq_event, member),                      \
+		    sizeof(((struct csq_event *)0)->member), max               \
+	}
+
+static const struct {
+	enum fact_type type;
+	size_t off;   /* in struct csq_event */
+	size_t size;  /* of the member */
+	uint32_t max; /* FACT_U32's */
+} fact_fields[] = {
+    [F_USER] = FIELD(FACT_ID, user, 0),
+    [F_QUEUE] = FIELD(FACT_ID, queue, 0),
+    [F_FROM_QUEUE] = FIELD(FACT_ID, from_queue, 0),
+    [F_SERVICER] = FIELD(FACT_ID, servicer, 0),
+    [F_ROOM] = FIELD(FACT_ROOM, room, 0),
+    [F_TIER] = FIELD(FACT_U32, tier, CSQ_TIER_LIMIT),
+    [F_POSITION] = FIELD(FACT_U64, position, 0),
+    [F_WAITED_MS] = FIELD(FACT_U64, waited_ms, 0),
+    [F_CAPACITY] = FIELD(FACT_U32, capacity, CSQ_CAPACITY_MAX),
+    [F_QUEUES] = FIELD(FACT_IDS, queues, 0),
+    [F_REASON] = FIELD(FACT_REASON, reason, 0),
+};
+
+#define FACT_KIND_FIELDS 8
+
+/* Each kind's fields, in csq_event_json's order. */
+static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
+    [CSQ_EV_QUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE},
+    [CSQ_EV_RESCORED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE},
+    [CSQ_EV_MATCHED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
+                        F_WAITED_MS, F_FROM_QUEUE},
+    [CSQ_EV_LEFT] = {F_USER, F_QUEUE, F_REASON},
+    [CSQ_EV_RELEASED] = {F_USER, F_QUEUE, F_SERVICER, F_ROOM, F_REASON},
+    [CSQ_EV_REQUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_SERVICER,
+                         F_ROOM, F_REASON},
+    [CSQ_EV_SERVICER_UP] = {F_SERVICER, F_CAPACITY, F_QUEUES},
+    [CSQ_EV_SERVICER_DOWN] = {F_SERVICER, F_REASON},
+    [CSQ_EV_SERVICER_PAUSED] = {F_SERVICER},
+    [CSQ_EV_SERVICER_RESUMED] = {F_SERVICER},
+};
+
+#define FACT_KINDS (sizeof(fact_kinds) / sizeof(fact_kinds[0]))
+
+static int
+fact_kind(const char *kind, size_t klen, enum csq_event_type *type)
+{
+	const char *name;
+	size_t t;
+
+	for (t = 0; t < FACT_KINDS; t++) {
+		name = csq_event_name((enum csq_event_type)t);
+		if (strlen(name) == klen && memcmp(name, kind, klen) == 0) {
+			*type = (enum csq_event_type)t;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int
+fact_reason(const struct csq_fact_value *v, enum csq_reason *out)
+{
+	const char *name;
+	int r;
+
+	if (v->type != CSQ_FACT_STR)
+		return -1;
+	for (r = CSQ_REASON_NONE + 1;
+	     (name = csq_reason_name((enum csq_reason)r))[0] != '\0'; r++)
+		if (strlen(name) == v->len && memcmp(name, v->s, v->len) == 0) {
+			*out = (enum csq_reason)r;
+			return 0;
+		}
+	return -1;
+}
+
+/* An id, or with list ids joined by commas, into out (cap bytes). */
+static int
+fact_ids(const struct csq_fact_value *v, char *out, size_t cap, int list)
+{
+	size_t start = 0, i;
+
+	if (v->type != CSQ_FACT_STR || v->len >= cap)
+		return -1;
+	for (i = 0; i <= v->len; i++) {
+		if (i < v->len && (!list || v->s[i] != ','))
+			continue;
+		/* An empty list is no queue; an empty id is no id. */
+		if (!(list && v->len == 0) &&
+		    !csq_valid_id(v->s + start, i - start))
+			return -1;
+		start = i + 1;
+	}
+	memcpy(out, v->s, v->len);
+	out[v->len] = '\0';
+	return 0;
+}
+
+/* A room: "<servicer>/<index>" as it is, or the index of the event's
+ * servicer (given before the room in every kind that has both). */
+static int
+fact_room(const struct csq_fact_value *v, struct csq_event *ev)
+{
+	char sid[CSQ_ID_MAX + 1];
+	uint32_t idx;
+
+	if (v->type == CSQ_FACT_INT) {
+		if (v->n < 0 || v->n >= CSQ_CAPACITY_MAX ||
+		    ev->servicer[0] == '\0')
+			return -1;
+		snprintf(ev->room, sizeof(ev->room), "%s/%u", ev->servicer,
+		         (unsigned)v->n);
+		return 0;
+	}
+	if (v->type != CSQ_FACT_STR || v->len >= sizeof(ev->room) ||
+	    csq_parse_room(v->s, v->len, sid, &idx) != 0)
+		return -1;
+	memcpy(ev->room, v->s, v->len);
+	ev->room[v->len] = '\0';
+	return 0;
+}
+
+static int
+fact_set(struct csq_event *ev, enum fact_field f,
+         const struct csq_fact_value *v)
+{
+	char *at = (char *)ev + fact_fields[f].off;
+	uint32_t u32;
+	uint64_t u64;
+
+	if (v->type == CSQ_FACT_ABSENT)
+		return 0;
+	switch (fact_fields[f].type) {
+	case FACT_ID:
+	case FACT_IDS:
+		return fact_ids(v, at, fact_fields[f].size,
+		                fact_fields[f].type == FACT_IDS);
+	case FACT_ROOM:
+		return fact_room(v, ev);
+	case FACT_REASON:
+		return fact_reason(v, &ev->reason);
+	case FACT_U32:
+		if (v->type != CSQ_FACT_INT || v->n < 0)
+			return -1;
+		u32 = v->n > fact_fields[f].max ? fact_fields[f].max
+		                                : (uint32_t)v->n;
+		memcpy(at, &u32, sizeof(u32));
+		return 0;
+	case FACT_U64:
+		if (v->type != CSQ_FACT_INT || v->n < 0)
+			return -1;
+		u64 = (uint64_t)v->n;
+		memcpy(at, &u64, sizeof(u64));
+		return 0;
+	}
+	return -1;
+}
+
+int
+csq_event_from_fact(struct csq_event *ev, const char *kind, size_t klen,
+                    const struct csq_fact_value *v, size_t n)
+{
+	const unsigned char *fields;
+	size_t i;
+
+	memset(ev, 0, sizeof(*ev));
+	if (fact_kind(kind, klen, &ev->type) != 0)
+		return -1;
+	fields = fact_kinds[ev->type];
+	/* Fields past the kind's are a newer script's: left out. */
+	for (i = 0; i < n && i < FACT_KIND_FIELDS && fields[i] != F_END; i++)
+		if (fact_set(ev, (enum fact_field)fields[i], &v[i]) != 0)
+			return -1;
+	return 0;
+}

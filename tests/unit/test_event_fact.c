@@ -1,0 +1,208 @@
+/*
+ * Events as facts (lib/event_fact.c): each kind, given as the Redis
+ * engine's scripts give it (daemon/lua/), becomes exactly the JSON that
+ * the memory engine's event of the same kind is; a fact that is not one
+ * is refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "event_fact.h"
+
+#define S(x)                                                                   \
+	{                                                                      \
+		CSQ_FACT_STR, 0, x, sizeof(x) - 1                              \
+	}
+#define I(x)                                                                   \
+	{                                                                      \
+		CSQ_FACT_INT, x, NULL, 0                                       \
+	}
+#define ABSENT                                                                 \
+	{                                                                      \
+		CSQ_FACT_ABSENT, 0, NULL, 0                                    \
+	}
+
+/* The fact of kind with the fields given becomes expect (ts 5, no id). */
+static void
+assert_fact_json(const char *kind, const struct csq_fact_value *v, size_t n,
+                 const char *expect)
+{
+	struct csq_event ev;
+	char buf[4096];
+
+	assert_int_equal(csq_event_from_fact(&ev, kind, strlen(kind), v, n), 0);
+	ev.ts_ms = 5;
+	csq_event_json(&ev, buf, sizeof(buf));
+	assert_string_equal(buf, expect);
+}
+
+#define FACT_JSON(kind, expect, ...)                                           \
+	do {                                                                   \
+		const struct csq_fact_value v_[] = {__VA_ARGS__};              \
+		assert_fact_json(kind, v_, sizeof(v_) / sizeof(v_[0]),         \
+		                 expect);                                      \
+	} while (0)
+
+/* Every kind, in the order of its fields in the scripts' calls. */
+static void
+test_each_kind(void **state)
+{
+	(void)state;
+	FACT_JSON("queued",
+	          "{\"event\":\"queued\",\"ts\":5,\"user\":\"u1\","
+	          "\"queue\":\"default\",\"tier\":2,\"position\":3}",
+	          S("u1"), S("default"), I(2), I(3));
+	FACT_JSON("rescored",
+	          "{\"event\":\"rescored\",\"ts\":5,\"user\":\"u1\","
+	          "\"queue\":\"b\",\"tier\":0,\"position\":1,"
+	          "\"from_queue\":\"a\"}",
+	          S("u1"), S("b"), I(0), I(1), S("a"));
+	FACT_JSON("rescored",
+	          "{\"event\":\"rescored\",\"ts\":5,\"user\":\"u1\","
+	          "\"queue\":\"b\",\"tier\":4,\"position\":1}",
+	          S("u1"), S("b"), I(4), I(1), ABSENT);
+	FACT_JSON("matched",
+	          "{\"event\":\"matched\",\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s.1\","
+	          "\"room\":\"s.1/7\",\"waited_ms\":42}",
+	          S("u"), S("q"), I(1), S("s.1"), I(7), I(42), ABSENT);
+	FACT_JSON("matched",
+	          "{\"event\":\"matched\",\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s\","
+	          "\"room\":\"s/0\",\"waited_ms\":0,\"from_queue\":\"p\"}",
+	          S("u"), S("q"), I(1), S("s"), S("s/0"), I(0), S("p"));
+	FACT_JSON("left",
+	          "{\"event\":\"left\",\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"reason\":\"timeout\"}",
+	          S("u"), S("q"), S("timeout"));
+	FACT_JSON("released",
+	          "{\"event\":\"released\",\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"servicer\":\"s\",\"room\":\"s/3\","
+	          "\"by\":\"servicer\"}",
+	          S("u"), S("q"), S("s"), I(3), S("servicer"));
+	FACT_JSON("requeued",
+	          "{\"event\":\"requeued\",\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":15,\"position\":9,"
+	          "\"servicer\":\"s\",\"room\":\"s/0\",\"reason\":\"lost\"}",
+	          S("u"), S("q"), I(15), I(9), S("s"), I(0), S("lost"));
+	FACT_JSON("servicer_up",
+	          "{\"event\":\"servicer_up\",\"ts\":5,\"servicer\":\"s\","
+	          "\"capacity\":3,\"queues\":[\"a\",\"b\",\"default\"]}",
+	          S("s"), I(3), S("a,b,default"));
+	FACT_JSON("servicer_up",
+	          "{\"event\":\"servicer_up\",\"ts\":5,\"servicer\":\"s\","
+	          "\"capacity\":1,\"queues\":[]}",
+	          S("s"), I(1), S(""));
+	FACT_JSON("servicer_down",
+	          "{\"event\":\"servicer_down\",\"ts\":5,\"servicer\":\"s\","
+	          "\"reason\":\"logout\"}",
+	          S("s"), S("logout"));
+	FACT_JSON("servicer_paused",
+	          "{\"event\":\"servicer_paused\",\"ts\":5,\"servicer\":\"s\"}",
+	          S("s"));
+	FACT_JSON(
+	    "servicer_resumed",
+	    "{\"event\":\"servicer_resumed\",\"ts\":5,\"servicer\":\"s\"}",
+	    S("s"));
+}
+
+/* A newer script's fields past a kind's are left out; fields not given
+ * are absent. */
+static void
+test_more_and_fewer_fields(void **state)
+{
+	(void)state;
+	FACT_JSON("servicer_paused",
+	          "{\"event\":\"servicer_paused\",\"ts\":5,\"servicer\":\"s\"}",
+	          S("s"), S("pause"), I(99));
+	FACT_JSON("queued",
+	          "{\"event\":\"queued\",\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"\",\"tier\":0,\"position\":0}",
+	          S("u"));
+}
+
+/* Limits are the ones libcsq keeps to: a larger number is cut to them. */
+static void
+test_clamped(void **state)
+{
+	(void)state;
+	FACT_JSON("servicer_up",
+	          "{\"event\":\"servicer_up\",\"ts\":5,\"servicer\":\"s\","
+	          "\"capacity\":1000,\"queues\":[\"a\"]}",
+	          S("s"), I(123456), S("a"));
+	FACT_JSON("queued",
+	          "{\"event\":\"queued\",\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":15,\"position\":"
+	          "9007199254740993}",
+	          S("u"), S("q"), I(99), I(9007199254740993LL));
+}
+
+static void
+assert_refused(const char *kind, const struct csq_fact_value *v, size_t n)
+{
+	struct csq_event ev;
+
+	if (csq_event_from_fact(&ev, kind, strlen(kind), v, n) == 0)
+		fail_msg("accepted a fact of %s", kind);
+}
+
+#define REFUSED(kind, ...)                                                     \
+	do {                                                                   \
+		const struct csq_fact_value v_[] = {__VA_ARGS__};              \
+		assert_refused(kind, v_, sizeof(v_) / sizeof(v_[0]));          \
+	} while (0)
+
+/* How I tried to break it: every field that is not what its place says. */
+static void
+test_refused(void **state)
+{
+	struct csq_event ev;
+
+	(void)state;
+	REFUSED("nonsense", S("u"));
+	REFUSED("queue", S("u"));    /* a prefix of a kind */
+	REFUSED("queuedx", S("u"));  /* a kind and more */
+	REFUSED("unknown", S("u"));  /* csq_event_name's word for none */
+	REFUSED("queued", I(1));     /* a user that is a number */
+	REFUSED("queued", S(""));    /* an empty id */
+	REFUSED("queued", S("a b")); /* not an id's characters */
+	REFUSED("queued", S("u"), S("q"), S("2")); /* a tier as text */
+	REFUSED("queued", S("u"), S("q"), I(-1));
+	REFUSED("queued", S("u"), S("q"), I(0), I(-5));
+	REFUSED("left", S("u"), S("q"), S("bored"));
+	REFUSED("left", S("u"), S("q"), I(1));
+	REFUSED("released", S("u"), S("q"), S("s"), S("s/x"), S("user"));
+	REFUSED("released", S("u"), S("q"), S("s"), I(1000), S("user"));
+	REFUSED("released", S("u"), S("q"), S("s"), I(-1), S("user"));
+	/* A room by its index alone needs the servicer before it. */
+	REFUSED("released", S("u"), S("q"), ABSENT, I(1), S("user"));
+	REFUSED("servicer_up", S("s"), I(1), S("a,,b"));
+	REFUSED("servicer_up", S("s"), I(1), S("a,"));
+	REFUSED("servicer_up", S("s"), I(1), S(",a"));
+	REFUSED("servicer_up", S("s"), S("1"));
+	REFUSED("queued",
+	        S("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	          "xxxxx")); /* 65 bytes: one past CSQ_ID_MAX */
+	/* The length is what counts, not a NUL. */
+	assert_int_equal(csq_event_from_fact(&ev, "leftover", 4, NULL, 0), 0);
+	assert_int_equal(ev.type, CSQ_EV_LEFT);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_each_kind),
+	    cmocka_unit_test(test_more_and_fewer_fields),
+	    cmocka_unit_test(test_clamped),
+	    cmocka_unit_test(test_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
