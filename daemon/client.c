@@ -24,6 +24,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "auth.h"
 #include "command.h"
 #include "log.h"
 #include "loop.h"
@@ -57,6 +58,7 @@ static const char *const client_state_names[] = {
 static void client_process(struct client *);
 static void client_drain(struct client *);
 static void client_weigh(struct client *, size_t pending);
+static void client_input_account(struct client *);
 
 static void
 client_set_state(struct client *c, enum client_state state)
@@ -225,6 +227,7 @@ client_close(struct client *c, const char *why)
 		return;
 	log_debug("client %llu: closed: %s", (unsigned long long)c->id, why);
 	client_set_state(c, CLIENT_DEAD);
+	client_input_account(c);
 	pubsub_forget(s->pubsub, c);
 	TAILQ_REMOVE(&s->clients, c, entry);
 	event_free(c->linger);
@@ -410,6 +413,7 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
 		client_process(c);
 	else
 		evbuffer_drain(c->in, evbuffer_get_length(c->in));
+	client_input_account(c);
 }
 
 static void
@@ -484,7 +488,6 @@ static void
 client_kill(struct client *c, const char *why)
 {
 	c->killed = why;
-	c->server->stats.output_closed_total++;
 	event_del(c->rev);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	client_wake(c);
@@ -544,12 +547,18 @@ client_process(struct client *c)
 			log_warnx("client %llu: replies over %d bytes, closing",
 			          (unsigned long long)c->id,
 			          CLIENT_OUTPUT_HARD_MAX);
+			c->server->stats.output_closed_total++;
 			client_kill(c, "output buffer limit");
 			break;
 		}
 		if (!c->held_req) {
-			enum resp_parse got =
-			    resp_parse(c->parser, c->in, &c->req);
+			enum resp_parse got;
+
+			/* The limits before AUTH, as things stand now: a
+			 * request may have authenticated, or a reload
+			 * removed the password. */
+			resp_parser_set_authed(c->parser, !auth_required(c));
+			got = resp_parse(c->parser, c->in, &c->req);
 
 			if (got == RESP_PARSE_NEED)
 				break;
@@ -573,6 +582,7 @@ client_process(struct client *c)
 	}
 	c->reading = 0;
 	client_input_pause(c);
+	client_input_account(c);
 	client_flush(c);
 }
 
@@ -609,6 +619,7 @@ client_push_end(struct client *c)
 	 * this client. */
 	log_warnx("client %llu: subscriber output over %d bytes, closing",
 	          (unsigned long long)c->id, CLIENT_PUBSUB_HARD_MAX);
+	c->server->stats.output_closed_total++;
 	client_kill(c, "output buffer limit");
 }
 
@@ -665,8 +676,74 @@ client_weigh_cb(evutil_socket_t fd, short what, void *arg)
 		          "closing",
 		          (unsigned long long)big->id, (unsigned long long)cap,
 		          most);
+		s->stats.output_closed_total++;
 		client_kill(big, "output memory limit");
 		total -= most;
+	}
+}
+
+/*
+ * Input a client makes csqd hold: read and not yet parsed, the request
+ * being read (a bulk of up to 512 MiB), and a parsed request waiting
+ * for the engine calls before it.
+ */
+static size_t
+client_input_size(const struct client *c)
+{
+	size_t n = evbuffer_get_length(c->in) + resp_parser_held(c->parser);
+	int i;
+
+	if (c->held_req)
+		for (i = 0; i < c->req.argc; i++)
+			n += c->req.argvlen[i];
+	return n;
+}
+
+/*
+ * max_input_memory bounds the input all clients hold together, as
+ * max_output_memory bounds their output: each client's limit alone
+ * (a 512 MiB bulk) lets a few connections take gigabytes. Each client's
+ * share is kept current after every read and every batch of requests, so
+ * the total is known at once, without a walk; over the cap, the clients
+ * that hold the most go, the largest first, until the rest fit.
+ */
+static void
+client_input_account(struct client *c)
+{
+	struct server *s = c->server;
+	size_t now = 0;
+
+	if (c->state != CLIENT_DEAD && c->killed == NULL)
+		now = client_input_size(c);
+	s->input_total = s->input_total - c->input_held + now;
+	c->input_held = now;
+	client_input_limit(s);
+}
+
+void
+client_input_limit(struct server *s)
+{
+	uint64_t cap = (uint64_t)s->cfg.max_input_memory;
+	struct client *c, *big;
+	size_t most;
+
+	while (cap > 0 && s->input_total > cap) {
+		big = NULL;
+		most = 0;
+		TAILQ_FOREACH(c, &s->clients, entry)
+			if (c->killed == NULL && c->input_held > most)
+				big = c, most = c->input_held;
+		if (big == NULL)
+			break;
+		log_warnx("client %llu: all clients' input over "
+		          "max_input_memory (%llu bytes), this one's %zu, "
+		          "closing",
+		          (unsigned long long)big->id, (unsigned long long)cap,
+		          most);
+		s->stats.input_closed_total++;
+		client_kill(big, "input memory limit");
+		s->input_total -= most;
+		big->input_held = 0;
 	}
 }
 

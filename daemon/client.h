@@ -69,14 +69,15 @@ struct client {
 	uint64_t id;
 	int refs; /* the connection itself + engine calls in flight */
 	int authed;
-	int proto;     /* RESP version, 2 or 3 (HELLO) */
-	int inflight;  /* engine calls not answered yet */
-	int held_req;  /* req parsed, waits for the calls to end */
-	int in_paused; /* not reading: held requests fill the input */
-	int reading;   /* inside client_process: no re-entry */
-	int held;      /* output held for the journal's commit */
-	size_t peak;   /* most output ever waiting (client_trim) */
-	char *name;    /* CLIENT SETNAME */
+	int proto;         /* RESP version, 2 or 3 (HELLO) */
+	int inflight;      /* engine calls not answered yet */
+	int held_req;      /* req parsed, waits for the calls to end */
+	int in_paused;     /* not reading: held requests fill the input */
+	int reading;       /* inside client_process: no re-entry */
+	int held;          /* output held for the journal's commit */
+	size_t peak;       /* most output ever waiting (client_trim) */
+	size_t input_held; /* its part of server.input_total */
+	char *name;        /* CLIENT SETNAME */
 	struct pubsub_subs subs;
 };
 
@@ -93,6 +94,9 @@ void client_unref(struct client *);
 void client_trim_cb(evutil_socket_t, short, void *);
 /* Weighs all clients' output against max_output_memory (client.c). */
 void client_weigh_cb(evutil_socket_t, short, void *);
+/* Closes the clients holding the most input while all clients' input is
+ * over max_input_memory (a reload may lower it). */
+void client_input_limit(struct server *);
 
 struct evbuffer *client_output(struct client *);
 struct pubsub_subs *client_subs(struct client *);

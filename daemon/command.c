@@ -15,6 +15,7 @@
 
 #include <event2/buffer.h>
 
+#include "auth.h"
 #include "client.h"
 #include "command_arg.h"
 #include "command_conn.h"
@@ -188,10 +189,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 
 	c->server->stats.commands_total++;
 	cmd = command_lookup(req->argv[0], req->argvlen[0]);
-	/* As Redis: a connection opened while a password was required and
-	 * never authenticated needs none once a reload removes it. */
-	if (!c->authed && c->server->cfg.requirepass[0] != '\0' &&
-	    (cmd == NULL || !(cmd->flags & CMD_NOAUTH))) {
+	if (auth_required(c) && (cmd == NULL || !(cmd->flags & CMD_NOAUTH))) {
 		resp_error(out, "NOAUTH Authentication required.");
 		goto error;
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "client.h"
 #include "command_arg.h"
 #include "pubsub.h"
@@ -198,7 +199,7 @@ cmd_hello(struct client *c, const struct resp_request *req)
 	}
 	if (user != 0 && auth_user(c, req, user, user + 1) != 0)
 		return;
-	if (!c->authed) {
+	if (auth_required(c)) {
 		resp_error(
 		    out, "NOAUTH HELLO must be called with the client already "
 		         "authenticated, otherwise the HELLO <proto> AUTH "
@@ -269,6 +270,7 @@ cmd_info(struct client *c, const struct resp_request *req)
 	    "\r\n# Clients\r\n"
 	    "connected_clients:%llu\r\n"
 	    "maxclients:%lld\r\n"
+	    "clients_input_bytes:%llu\r\n"
 	    "\r\n# Persistence\r\n"
 	    "loading:0\r\n"
 	    "\r\n# Stats\r\n"
@@ -276,15 +278,18 @@ cmd_info(struct client *c, const struct resp_request *req)
 	    "rejected_connections:%llu\r\n"
 	    "total_commands_processed:%llu\r\n"
 	    "total_error_replies:%llu\r\n"
-	    "client_output_buffer_limit_disconnections:%llu\r\n",
+	    "client_output_buffer_limit_disconnections:%llu\r\n"
+	    "client_query_buffer_limit_disconnections:%llu\r\n",
 	    CSQ_VERSION, s->engine->ops->name, (long)getpid(),
 	    (unsigned long long)((server_now_ms() - s->started_ms) / 1000),
 	    (unsigned long long)s->nclients, (long long)s->cfg.max_clients,
+	    (unsigned long long)s->input_total,
 	    (unsigned long long)s->stats.connections_total,
 	    (unsigned long long)s->stats.rejected_total,
 	    (unsigned long long)s->stats.commands_total,
 	    (unsigned long long)s->stats.errors_total,
-	    (unsigned long long)s->stats.output_closed_total);
+	    (unsigned long long)s->stats.output_closed_total,
+	    (unsigned long long)s->stats.input_closed_total);
 	resp_verbatim(client_output(c), c->proto, buf,
 	              (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }

@@ -27,11 +27,36 @@ reply_subscription(struct client *c, const char *kind, const char *name,
 	resp_integer(out, (int64_t)pubsub_count(&c->subs));
 }
 
+/*
+ * Names longer than max_channel_length are refused, all of the request's
+ * before any is taken: csq's channels are short (an id is 64 bytes at
+ * most), and every event is matched against every pattern at a cost of
+ * the pattern's length times the channel's, on the one thread that also
+ * answers everyone else. 0, or -1 with the error replied.
+ */
+static int
+names_fit(struct client *c, const struct resp_request *req, const char *what)
+{
+	int64_t max = c->server->cfg.max_channel_length;
+	int i;
+
+	for (i = 1; i < req->argc; i++)
+		if (req->argvlen[i] > (size_t)max) {
+			resp_error(client_output(c),
+			           "ERR %s too long (at most %lld bytes)", what,
+			           (long long)max);
+			return -1;
+		}
+	return 0;
+}
+
 void
 cmd_subscribe(struct client *c, const struct resp_request *req)
 {
 	int i;
 
+	if (names_fit(c, req, "channel name") != 0)
+		return;
 	for (i = 1; i < req->argc; i++) {
 		pubsub_subscribe(c->server->pubsub, c, req->argv[i],
 		                 req->argvlen[i]);
@@ -45,6 +70,8 @@ cmd_psubscribe(struct client *c, const struct resp_request *req)
 {
 	int i;
 
+	if (names_fit(c, req, "pattern") != 0)
+		return;
 	for (i = 1; i < req->argc; i++) {
 		pubsub_psubscribe(c->server->pubsub, c, req->argv[i],
 		                  req->argvlen[i]);

@@ -16,6 +16,8 @@
 #define CONFIG_STR_MAX           256
 #define CONFIG_BUSY_POLL_MAX     10000       /* us */
 #define CONFIG_OUTPUT_MEMORY_MAX (1LL << 40) /* bytes */
+#define CONFIG_INPUT_MEMORY_MAX  (1LL << 40) /* bytes */
+#define CONFIG_CHANNEL_MAX       65536       /* max_channel_length */
 
 enum config_fsync {
 	CONFIG_FSYNC_ALWAYS,
@@ -35,6 +37,11 @@ struct config {
 	int64_t busy_poll_us; /* loop.h; 0: sleep as soon as nothing is ready */
 	/* All clients' unsent output together (client.h); 0: no cap. */
 	int64_t max_output_memory;
+	/* All clients' unparsed and held input together (client.c); 0: no
+	 * cap. */
+	int64_t max_input_memory;
+	/* Longest channel or pattern a client may subscribe to (pubsub.h). */
+	int64_t max_channel_length;
 	char journal[CONFIG_STR_MAX];
 	enum config_fsync fsync;
 	char redis_host[CONFIG_STR_MAX];

@@ -109,6 +109,8 @@ scrape_finish(struct scrape *x)
 		x->sc.redis_rtt_us = csq_engine_rtt_us(s->engine);
 		x->sc.connected_clients = s->nclients;
 		x->sc.output_closed_total = s->stats.output_closed_total;
+		x->sc.input_closed_total = s->stats.input_closed_total;
+		x->sc.input_bytes = s->input_total;
 	}
 	if (x->req != NULL) {
 		evhttp_connection_set_closecb(

@@ -374,6 +374,14 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	            "subscriber's or a connection's limit, or all clients' "
 	            "(max_output_memory).",
 	            sc->output_closed_total);
+	metrics_u64(out, "csqd_input_limit_disconnections_total", "counter",
+	            "Clients closed while all clients' input was over "
+	            "max_input_memory, the largest first.",
+	            sc->input_closed_total);
+	metrics_u64(out, "csqd_input_bytes", "gauge",
+	            "Input all clients hold: read and not yet run, and the "
+	            "requests being read.",
+	            sc->input_bytes);
 	metrics_head(out, "csqd_commands_total", "counter",
 	             "Commands run, by name (\"unknown\": not a command).");
 	for (i = 0; i < m->ncmds; i++)

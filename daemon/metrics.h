@@ -24,6 +24,8 @@ struct metrics_scrape {
 	uint64_t servicers_ready, servicers_paused;
 	uint64_t connected_clients;
 	uint64_t output_closed_total;
+	uint64_t input_closed_total;
+	uint64_t input_bytes; /* all clients' input held (max_input_memory) */
 	const uint64_t *qlen; /* per queue of metrics_queue(), or NULL */
 	size_t nqueues;
 };

@@ -18,6 +18,10 @@ struct evbuffer;
 #define RESP_BULK_MAX   (512LL * 1024 * 1024)
 #define RESP_ARGS_MAX   (1024 * 1024)
 #define RESP_INLINE_MAX (64 * 1024)
+/* Before AUTH, as Redis (CVE-2021-32675): a client that has not proved
+ * who it is may not make csqd hold more than a few kilobytes. */
+#define RESP_UNAUTH_ARGS_MAX 10
+#define RESP_UNAUTH_BULK_MAX (16 * 1024)
 
 /* One parsed request: argc arguments, each argv[i] of argvlen[i] bytes and
  * NUL-terminated (a bulk may contain NULs; argvlen is the truth). */
@@ -48,6 +52,17 @@ void resp_parser_free(struct resp_parser *);
 enum resp_parse resp_parse(struct resp_parser *, struct evbuffer *in,
                            struct resp_request *req);
 const char *resp_parser_error(const struct resp_parser *);
+/*
+ * Whether the connection is authenticated: until it is, arrays over
+ * RESP_UNAUTH_ARGS_MAX elements and bulks over RESP_UNAUTH_BULK_MAX bytes
+ * are protocol errors. Takes effect from the next request on (the parser
+ * never looks past the end of the request it returns). New parsers are
+ * authenticated.
+ */
+void resp_parser_set_authed(struct resp_parser *, int authed);
+/* Bytes of input the parser holds: the request being read, in hiredis's
+ * buffer or the inline line. */
+size_t resp_parser_held(const struct resp_parser *);
 void resp_request_clear(struct resp_request *);
 
 /* Replies. */

@@ -41,6 +41,11 @@
 #define RESP_LINE_INITIAL 256
 /* First allocation of an inline request's argv; it doubles as needed. */
 #define RESP_ARGV_INITIAL 8
+/* hiredis keeps the buffer of the largest request it has read until more
+ * comes its way, and csqd's common requests never reach it (resp_fast):
+ * after a request larger than this the reader is made anew, so that a
+ * client that sent one big bulk does not hold its size for good. */
+#define RESP_READER_KEEP (1024 * 1024)
 
 enum resp_state {
 	RESP_ST_START,       /* before the first byte of a request */
@@ -72,6 +77,8 @@ struct resp_parser {
 
 	long long elements; /* bulks still to come in this array */
 	long long bulkleft; /* payload bytes still to come in this bulk */
+	size_t fed;         /* bytes fed to hiredis for this request */
+	int unauth;         /* the tighter limits before AUTH apply */
 
 	/* The inline line being collected. */
 	char *line;
@@ -101,6 +108,29 @@ static void resp_fail(struct resp_parser *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
+resp_reader_new(struct resp_parser *p)
+{
+	p->reader = redisReaderCreateWithFunctions(&resp_reader_functions);
+	if (p->reader == NULL) {
+		fprintf(stderr, "csqd: out of memory creating a RESP reader\n");
+		abort();
+	}
+	p->reader->privdata = p;
+	p->fed = 0;
+}
+
+/* Gives hiredis's buffer back when it grew past RESP_READER_KEEP. */
+static void
+resp_reader_trim(struct resp_parser *p)
+{
+	if (p->fed > RESP_READER_KEEP) {
+		redisReaderFree(p->reader);
+		resp_reader_new(p);
+	}
+	p->fed = 0;
+}
+
+static void
 resp_fail(struct resp_parser *p, const char *fmt, ...)
 {
 	va_list ap;
@@ -111,6 +141,9 @@ resp_fail(struct resp_parser *p, const char *fmt, ...)
 	resp_request_clear(&p->build);
 	p->buildcap = 0;
 	p->state = RESP_ST_ERROR;
+	/* Nothing more is parsed: what the reader holds can go now, not
+	 * when the connection's linger ends. */
+	resp_reader_trim(p);
 }
 
 /* Called by hiredis for the array: the root object is the parser itself. */
@@ -158,14 +191,21 @@ resp_parser_new(void)
 {
 	struct resp_parser *p = csq_xcalloc(1, sizeof(*p));
 
-	p->reader = redisReaderCreateWithFunctions(&resp_reader_functions);
-	if (p->reader == NULL) {
-		fprintf(stderr, "csqd: out of memory creating a RESP reader\n");
-		abort();
-	}
-	p->reader->privdata = p;
+	resp_reader_new(p);
 	p->state = RESP_ST_START;
 	return p;
+}
+
+void
+resp_parser_set_authed(struct resp_parser *p, int authed)
+{
+	p->unauth = !authed;
+}
+
+size_t
+resp_parser_held(const struct resp_parser *p)
+{
+	return p->fed + p->linelen;
 }
 
 void
@@ -209,6 +249,7 @@ resp_feed(struct resp_parser *p, const char *buf, size_t len)
 		resp_fail(p, "%s", p->reader->errstr);
 		return -1;
 	}
+	p->fed += len;
 	return 0;
 }
 
@@ -312,6 +353,10 @@ resp_count_done(struct resp_parser *p)
 		resp_fail(p, "invalid multibulk length");
 		return -1;
 	}
+	if (p->unauth && n > RESP_UNAUTH_ARGS_MAX) {
+		resp_fail(p, "unauthenticated multibulk length");
+		return -1;
+	}
 	resp_hdr_reset(p);
 	if (n <= 0) {
 		/* "*0" and "*-1" are nothing at all, as in Redis. */
@@ -340,6 +385,10 @@ resp_bulk_hdr_done(struct resp_parser *p)
 		resp_fail(p, "invalid bulk length");
 		return -1;
 	}
+	if (p->unauth && n > RESP_UNAUTH_BULK_MAX) {
+		resp_fail(p, "unauthenticated bulk length");
+		return -1;
+	}
 	resp_hdr_reset(p);
 	if (resp_feed_hdr(p, '$', n) != 0)
 		return -1;
@@ -364,6 +413,7 @@ resp_array_done(struct resp_parser *p)
 	}
 	p->buildcap = 0;
 	p->state = RESP_ST_START;
+	resp_reader_trim(p);
 	return 0;
 }
 
@@ -728,17 +778,19 @@ resp_fast_hdr(const char *buf, size_t len, size_t *i, char type, long long max)
 }
 
 static size_t
-resp_fast(const char *buf, size_t len, struct resp_request *req)
+resp_fast(const struct resp_parser *p, const char *buf, size_t len,
+          struct resp_request *req)
 {
 	size_t off[RESP_FAST_ARGS], blen[RESP_FAST_ARGS], i = 0, size;
 	long long n, k, a;
+	long long args_max = p->unauth ? RESP_UNAUTH_ARGS_MAX : RESP_FAST_ARGS;
+	long long bulk_max = p->unauth ? RESP_UNAUTH_BULK_MAX : RESP_FAST_BULK;
 	char *str;
 
-	if ((n = resp_fast_hdr(buf, len, &i, '*', RESP_FAST_ARGS)) < 1)
+	if ((n = resp_fast_hdr(buf, len, &i, '*', args_max)) < 1)
 		return 0;
 	for (a = 0; a < n; a++) {
-		if ((k = resp_fast_hdr(buf, len, &i, '$', RESP_FAST_BULK)) <
-		        0 ||
+		if ((k = resp_fast_hdr(buf, len, &i, '$', bulk_max)) < 0 ||
 		    len - i < (size_t)k + 2 || buf[i + k] != '\r' ||
 		    buf[i + k + 1] != '\n')
 			return 0;
@@ -778,7 +830,7 @@ resp_parse(struct resp_parser *p, struct evbuffer *in, struct resp_request *req)
 		    evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
 			return RESP_PARSE_NEED;
 		if (p->state == RESP_ST_START &&
-		    (used = resp_fast(v.iov_base, v.iov_len, req)) > 0) {
+		    (used = resp_fast(p, v.iov_base, v.iov_len, req)) > 0) {
 			evbuffer_drain(in, used);
 			return RESP_PARSE_OK;
 		}

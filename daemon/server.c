@@ -305,6 +305,10 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "busy_poll_us");
 	if (cur->max_output_memory != next.max_output_memory)
 		server_note_key(changed, sizeof(changed), "max_output_memory");
+	if (cur->max_input_memory != next.max_input_memory)
+		server_note_key(changed, sizeof(changed), "max_input_memory");
+	if (cur->max_channel_length != next.max_channel_length)
+		server_note_key(changed, sizeof(changed), "max_channel_length");
 	if (strcmp(cur->requirepass, next.requirepass) != 0)
 		server_note_key(changed, sizeof(changed), "requirepass");
 	if (cur->log_level != next.log_level)
@@ -335,9 +339,12 @@ server_reload(struct server *s)
 	cur->max_clients = next.max_clients;
 	cur->busy_poll_us = next.busy_poll_us;
 	cur->max_output_memory = next.max_output_memory;
+	cur->max_input_memory = next.max_input_memory;
+	cur->max_channel_length = next.max_channel_length;
 	/* A lower cap applies now, not at the next big client. */
 	if (cur->max_output_memory > 0)
 		event_active(s->weigh_ev, EV_TIMEOUT, 0);
+	client_input_limit(s);
 	memcpy(cur->requirepass, next.requirepass, sizeof(next.requirepass));
 	s->engine->ops->set_limits(s->engine, &cur->limits);
 	/* The reload's own lines show at the more verbose of the two log

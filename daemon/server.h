@@ -23,6 +23,8 @@ struct server_stats {
 	/* closed for their output: a limit of one client, or all clients'
 	 * (max_output_memory) */
 	uint64_t output_closed_total;
+	/* closed for all clients' input over max_input_memory */
+	uint64_t input_closed_total;
 };
 
 struct server {
@@ -37,6 +39,7 @@ struct server {
 	struct listener *listeners;
 	struct client_list clients;
 	uint64_t nclients;
+	uint64_t input_total; /* input all clients hold (max_input_memory) */
 	uint64_t next_client_id;
 	struct event *deadline_ev;
 	uint64_t deadline_armed; /* UINT64_MAX: not armed */

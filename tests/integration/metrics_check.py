@@ -38,6 +38,8 @@ REQUIRED = {
     "csq_wait_seconds": "histogram",
     "csqd_connected_clients": "gauge",
     "csqd_output_limit_disconnections": "counter",
+    "csqd_input_limit_disconnections": "counter",
+    "csqd_input_bytes": "gauge",
     "csqd_commands": "counter",
     "csqd_command_errors": "counter",
     "csqd_command_duration_seconds": "histogram",
@@ -46,7 +48,9 @@ REQUIRED = {
 # What a scrape shows while the engine is down.
 ENGINE_DOWN_FAMILIES = {"csq_engine_up", "csq_wait_seconds",
                         "csqd_connected_clients",
-                        "csqd_output_limit_disconnections", "csqd_commands",
+                        "csqd_output_limit_disconnections",
+                        "csqd_input_limit_disconnections", "csqd_input_bytes",
+                        "csqd_commands",
                         "csqd_command_errors", "csqd_command_duration_seconds"}
 
 # The Redis engine also shows its round trip (while it is up).

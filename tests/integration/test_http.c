@@ -317,6 +317,44 @@ test_metrics_scenario(void **state)
 }
 
 /* The wait histogram puts a user who waited over a second above le=1. */
+/* The same with all clients' input capped at 1 MiB. */
+static int
+setup_input_cap(void **state)
+{
+	struct csqd_fx *fx = calloc(1, sizeof(*fx));
+
+	*state = fx;
+	fx->d = csqd_start_http("max_input_memory = 1048576;");
+	fx->c = csqd_connect(fx->d);
+	return 0;
+}
+
+/*
+ * A client sends half a MiB of a 4 MiB ECHO: csqd_input_bytes shows it
+ * held. Then 1 MiB more: all input is over max_input_memory, the client
+ * is closed, which the counter shows, and nothing is held any more.
+ */
+static void
+test_metrics_input_closed(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static char fill[CAP_ECHO];
+	int fd = raw_connect(fx->d->port);
+
+	memset(fill, 'y', sizeof(fill));
+	raw_sends(fd, "*2\r\n$4\r\nECHO\r\n$4194304\r\n");
+	raw_send(fd, fill, sizeof(fill));
+	metrics_wait(fx->d, "csqd_input_bytes>=524288",
+	             "csqd_input_limit_disconnections_total=0", NULL);
+	raw_send(fd, fill, sizeof(fill));
+	raw_send(fd, fill, sizeof(fill));
+	csqd_wait_log(fx->d, "max_input_memory (1048576 bytes)");
+	metrics_wait(fx->d, "csqd_input_limit_disconnections_total=1",
+	             "csqd_input_bytes=0", "csqd_connected_clients=1", NULL);
+	close(fd);
+	CHECK(fx->c, "+PONG", "PING");
+}
+
 static void
 test_metrics_wait_histogram(void **state)
 {
@@ -642,6 +680,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_output_closed,
 	                                    setup_output_cap, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_input_closed,
+	                                    setup_input_cap, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_wait_histogram, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_lost_servicer, setup,

@@ -114,7 +114,7 @@ drain(struct resp_parser *p, struct evbuffer *in, struct resp_request *req,
  * request, then NEED or ERROR:text. The caller frees it.
  */
 static char *
-run(const char *buf, size_t len, size_t chunk)
+run_as(const char *buf, size_t len, size_t chunk, int authed)
 {
 	struct resp_parser *p = resp_parser_new();
 	struct evbuffer *in = evbuffer_new();
@@ -123,6 +123,7 @@ run(const char *buf, size_t len, size_t chunk)
 	enum resp_parse r = RESP_PARSE_NEED;
 	size_t off = 0, k;
 
+	resp_parser_set_authed(p, authed);
 	if (chunk == 0)
 		chunk = len ? len : 1;
 	while (off < len && r != RESP_PARSE_ERROR) {
@@ -153,16 +154,23 @@ run(const char *buf, size_t len, size_t chunk)
 	return d.s;
 }
 
-/* buf gives expect, fed whole, a byte at a time and in a few other sizes. */
+static char *
+run(const char *buf, size_t len, size_t chunk)
+{
+	return run_as(buf, len, chunk, 1);
+}
+
+/* buf gives expect, fed whole, a byte at a time and in a few other sizes,
+ * to a parser of an authenticated connection or not. */
 static void
-check_n(const char *buf, size_t len, const char *expect)
+check_as(const char *buf, size_t len, const char *expect, int authed)
 {
 	static const size_t chunks[] = {0, 1, 2, 3, 7, 64};
 	size_t i;
 	char *got;
 
 	for (i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
-		got = run(buf, len, chunks[i]);
+		got = run_as(buf, len, chunks[i], authed);
 		if (strcmp(got, expect) != 0)
 			fail_msg("chunk %zu: got \"%s\", expected \"%s\"",
 			         chunks[i], got, expect);
@@ -171,9 +179,143 @@ check_n(const char *buf, size_t len, const char *expect)
 }
 
 static void
+check_n(const char *buf, size_t len, const char *expect)
+{
+	check_as(buf, len, expect, 1);
+}
+
+static void
 check(const char *buf, const char *expect)
 {
 	check_n(buf, strlen(buf), expect);
+}
+
+/* A request of n bulks of len bytes each ('a's), into a new string. */
+static char *
+request_of(int n, size_t len)
+{
+	struct dump d = {0};
+	char *fill = malloc(len + 1);
+	int i;
+
+	assert_non_null(fill);
+	memset(fill, 'a', len);
+	fill[len] = '\0';
+	dump_printf(&d, "*%d\r\n", n);
+	for (i = 0; i < n; i++) {
+		dump_printf(&d, "$%zu\r\n", len);
+		dump_add(&d, fill, len);
+		dump_add(&d, "\r\n", 2);
+	}
+	free(fill);
+	return d.s;
+}
+
+/*
+ * Before AUTH, as Redis: at most 10 elements and bulks of 16 KiB, on the
+ * fast path (a whole request in one piece) as in the scanner (pieces);
+ * the same requests pass once the connection is authenticated.
+ */
+static void
+test_unauth_limits(void **state)
+{
+	char *ten = request_of(RESP_UNAUTH_ARGS_MAX, 1);
+	char *eleven = request_of(RESP_UNAUTH_ARGS_MAX + 1, 1);
+	char *bulk = request_of(1, RESP_UNAUTH_BULK_MAX);
+	char *over = request_of(1, RESP_UNAUTH_BULK_MAX + 1);
+	char *got;
+
+	(void)state;
+	got = run_as(ten, strlen(ten), 0, 0);
+	assert_int_equal(strncmp(got, "[10|1:a|", 8), 0);
+	free(got);
+	check_as(eleven, strlen(eleven),
+	         "ERROR:unauthenticated multibulk length", 0);
+	got = run_as(eleven, strlen(eleven), 0, 1);
+	assert_int_equal(strncmp(got, "[11|1:a|", 8), 0);
+	free(got);
+	got = run_as(bulk, strlen(bulk), 7, 0);
+	assert_int_equal(strncmp(got, "[1|16384:aaa", 12), 0);
+	free(got);
+	check_as(over, strlen(over), "ERROR:unauthenticated bulk length", 0);
+	got = run_as(over, strlen(over), 0, 1);
+	assert_int_equal(strncmp(got, "[1|16385:aaa", 12), 0);
+	free(got);
+	/* The header alone is refused: nothing of the payload is needed. */
+	check_as("*2\r\n$4\r\nAUTH\r\n$536870912\r\n",
+	         strlen("*2\r\n$4\r\nAUTH\r\n$536870912\r\n"),
+	         "ERROR:unauthenticated bulk length", 0);
+	/* Over both, the general limit is named first, as in Redis. */
+	check_as("*1\r\n$536870913\r\n", strlen("*1\r\n$536870913\r\n"),
+	         "ERROR:invalid bulk length", 0);
+	free(ten);
+	free(eleven);
+	free(bulk);
+	free(over);
+}
+
+/*
+ * The limits follow the connection from one request to the next: the
+ * parser never reads past the request it returns, so an AUTH followed
+ * in the same packet by a large request is judged after the AUTH.
+ */
+static void
+test_unauth_then_authed(void **state)
+{
+	struct resp_parser *p = resp_parser_new();
+	struct evbuffer *in = evbuffer_new();
+	struct resp_request req = {0};
+	char *big = request_of(12, 20000);
+
+	(void)state;
+	resp_parser_set_authed(p, 0);
+	evbuffer_add_printf(in, "*2\r\n$4\r\nAUTH\r\n$1\r\np\r\n");
+	evbuffer_add(in, big, strlen(big));
+	assert_int_equal(resp_parse(p, in, &req), RESP_PARSE_OK);
+	assert_int_equal(req.argc, 2);
+	resp_parser_set_authed(p, 1);
+	assert_int_equal(resp_parse(p, in, &req), RESP_PARSE_OK);
+	assert_int_equal(req.argc, 12);
+	assert_int_equal(req.argvlen[11], 20000);
+	assert_int_equal(resp_parse(p, in, &req), RESP_PARSE_NEED);
+	resp_request_clear(&req);
+	evbuffer_free(in);
+	resp_parser_free(p);
+	free(big);
+}
+
+/* What the parser holds: the request being read, and none of it once the
+ * request is out (hiredis's buffer for a big one is given back). */
+static void
+test_held(void **state)
+{
+	struct resp_parser *p = resp_parser_new();
+	struct evbuffer *in = evbuffer_new();
+	struct resp_request req = {0};
+	char *big = request_of(1, 3 * 1024 * 1024);
+	size_t len = strlen(big), half = len / 2;
+
+	(void)state;
+	evbuffer_add(in, big, half);
+	assert_int_equal(resp_parse(p, in, &req), RESP_PARSE_NEED);
+	assert_int_equal(evbuffer_get_length(in), 0);
+	assert_true(resp_parser_held(p) + 64 >= half);
+	assert_true(resp_parser_held(p) <= half);
+	evbuffer_add(in, big + half, len - half);
+	assert_int_equal(resp_parse(p, in, &req), RESP_PARSE_OK);
+	assert_int_equal(req.argvlen[0], 3 * 1024 * 1024);
+	assert_int_equal(resp_parser_held(p), 0);
+	/* An inline line being read is held too. */
+	evbuffer_add_printf(in, "PING hello");
+	assert_int_equal(resp_parse(p, in, &req), RESP_PARSE_NEED);
+	assert_int_equal(resp_parser_held(p), 10);
+	evbuffer_add_printf(in, "\r\n");
+	assert_int_equal(resp_parse(p, in, &req), RESP_PARSE_OK);
+	assert_int_equal(resp_parser_held(p), 0);
+	resp_request_clear(&req);
+	evbuffer_free(in);
+	resp_parser_free(p);
+	free(big);
 }
 
 static void
@@ -823,6 +965,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_multibulk),
+	    cmocka_unit_test(test_unauth_limits),
+	    cmocka_unit_test(test_unauth_then_authed),
+	    cmocka_unit_test(test_held),
 	    cmocka_unit_test(test_fast_path_edges),
 	    cmocka_unit_test(test_fast_path_mutants),
 	    cmocka_unit_test(test_inline),
