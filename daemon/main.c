@@ -1,4 +1,6 @@
 /* csqd: the customer-service queue matcher daemon. */
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,59 +79,205 @@ main_hugepages(char *argv[])
 	free(v);
 }
 
+/*
+ * The command line: the short options of protocol.md (-c, -n, -v), each
+ * with a long name, and -h. Long names are taken whole, never as a
+ * prefix: a script that says --conf would break the day another option
+ * starts with it. "+" stops at the first operand (csqd takes none), ":"
+ * lets main_parse name a missing argument itself.
+ */
+#define MAIN_SHORT_OPTS "+:c:nhv"
+
+static const struct option main_options[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"check", no_argument, NULL, 'n'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the command line asked for. */
+struct main_args {
+	const char *path; /* -c; NULL: the built-in defaults */
+	int check;        /* -n */
+};
+
 static void
-usage(void)
+main_help(void)
 {
-	fprintf(stderr, "usage: csqd [-nv] [-c file]\n"
-	                "  -c file  run with this configuration\n"
-	                "  -n       check the configuration and exit\n"
-	                "  -v       print the version and exit\n");
+	printf("usage: csqd [-c FILE]         serve, in the foreground\n"
+	       "       csqd -n [-c FILE]      check the configuration, exit\n"
+	       "       csqd -h | -v\n"
+	       "\n"
+	       "csqd is csq's customer-service queue matcher. It speaks RESP, "
+	       "the Redis\n"
+	       "protocol, on the addresses of its configuration "
+	       "(127.0.0.1:7878 by default).\n"
+	       "\n"
+	       "  -c, --config FILE  the configuration file (libconfig "
+	       "syntax); without it,\n"
+	       "                     the built-in defaults\n"
+	       "  -n, --check        check the configuration: print "
+	       "\"configuration OK\" or\n"
+	       "                     each error with its line, and exit 0 "
+	       "or 78\n"
+	       "  -h, --help         print this help and exit\n"
+	       "  -v, --version      print the version and exit\n"
+	       "\n"
+	       "Signals: SIGHUP reloads the configuration; SIGTERM or "
+	       "SIGINT stops.\n"
+	       "Exit status: 0 after a stop, 64 for a bad command line, 78 "
+	       "for an invalid\n"
+	       "configuration, 1 when csqd cannot start otherwise.\n"
+	       "The manual: man 8 csqd.\n");
+}
+
+/* A bad command line: what was wrong, where to look, exit 64. */
+static void main_usage_error(const char *, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+main_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "csqd: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: csqd [-n] [-c FILE] | -h | -v\n"
+	                "Try 'csqd --help' for more.\n");
 	exit(EX_USAGE);
+}
+
+/*
+ * The option getopt_long has just taken, as the user wrote it but without
+ * any "=value", for the messages: a long one from its word (the one before
+ * its value when that came as a word of its own), a short one from c.
+ */
+static const char *
+main_word(char *argv[], int c, char *buf, size_t len)
+{
+	const char *w = argv[optind - 1];
+	size_t n;
+
+	if (optarg != NULL && optarg == w && optind >= 2)
+		w = argv[optind - 2];
+	if (strncmp(w, "--", 2) != 0) {
+		snprintf(buf, len, "-%c", c);
+		return buf;
+	}
+	n = strcspn(w, "=");
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, w, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* How many long options start with what follows the word's "--". */
+static int
+main_prefixed(const char *word)
+{
+	const struct option *o;
+	int n = 0;
+
+	for (o = main_options; o->name != NULL; o++)
+		if (strncmp(o->name, word + 2, strlen(word + 2)) == 0)
+			n++;
+	return n;
+}
+
+/* A '?' from getopt_long: which of its three cases, in words. */
+static void
+main_bad_option(char *argv[])
+{
+	char word[64];
+
+	main_word(argv, optopt, word, sizeof(word));
+	if (word[1] != '-')
+		main_usage_error("unknown option '%s'", word);
+	/* A long option's optopt is its letter when it was given a value. */
+	if (optopt != 0)
+		main_usage_error("option '%s' takes no value", word);
+	if (main_prefixed(word) > 1)
+		main_usage_error("ambiguous option '%s'", word);
+	main_usage_error("unknown option '%s'", word);
+}
+
+static void
+main_parse(int argc, char *argv[], struct main_args *a)
+{
+	char word[64];
+	int ch, idx;
+
+	opterr = 0; /* the messages below say more than getopt's */
+	for (;;) {
+		idx = -1;
+		ch = getopt_long(argc, argv, MAIN_SHORT_OPTS, main_options,
+		                 &idx);
+		if (ch == -1)
+			break;
+		/* getopt_long takes an unambiguous prefix; csqd does not. */
+		if (idx >= 0 &&
+		    strcmp(main_word(argv, ch, word, sizeof(word)) + 2,
+		           main_options[idx].name) != 0)
+			main_usage_error("unknown option '%s' (options are "
+			                 "spelt in full: '--%s')",
+			                 word, main_options[idx].name);
+		switch (ch) {
+		case 'c':
+			a->path = optarg;
+			break;
+		case 'n':
+			a->check = 1;
+			break;
+		case 'h':
+			main_help();
+			exit(0);
+		case 'v':
+			printf("csqd %s\n", CSQ_VERSION);
+			exit(0);
+		case ':':
+			main_usage_error(
+			    "option '%s' needs a file name",
+			    main_word(argv, optopt, word, sizeof(word)));
+			break;
+		default:
+			main_bad_option(argv);
+		}
+	}
+	if (optind != argc)
+		main_usage_error("unexpected argument '%s' (csqd takes none)",
+		                 argv[optind]);
 }
 
 int
 main(int argc, char *argv[])
 {
+	struct main_args a = {NULL, 0};
 	struct config cfg;
-	const char *path = NULL;
-	int ch, check = 0, errors = 0;
+	int errors = 0;
 
-	while ((ch = getopt(argc, argv, "c:nvh")) != -1) {
-		switch (ch) {
-		case 'c':
-			path = optarg;
-			break;
-		case 'n':
-			check = 1;
-			break;
-		case 'v':
-			printf("csqd %s\n", CSQ_VERSION);
-			return 0;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-
+	main_parse(argc, argv, &a);
 	log_init();
 	config_default(&cfg);
 	/* A check (-n) is for a person at a terminal: the bare lines. */
-	if (check) {
-		if (path != NULL)
-			errors = config_load(&cfg, path, stderr);
+	if (a.check) {
+		if (a.path != NULL)
+			errors = config_load(&cfg, a.path, stderr);
 		if (errors == 0)
 			printf("configuration OK\n");
 		return errors == 0 ? 0 : EX_CONFIG;
 	}
 	main_hugepages(argv);
-	if (path != NULL)
-		errors = main_load(&cfg, path);
+	if (a.path != NULL)
+		errors = main_load(&cfg, a.path);
 	if (errors > 0) {
 		log_error("%d error%s in %s; not starting", errors,
-		          errors == 1 ? "" : "s", path);
+		          errors == 1 ? "" : "s", a.path);
 		return EX_CONFIG;
 	}
 	log_set_level(cfg.log_level);
-	return server_run(&cfg, path);
+	return server_run(&cfg, a.path);
 }
