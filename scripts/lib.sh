@@ -6,10 +6,14 @@
 # The Debian (bookworm) packages of the build, the tests and the Redis engine.
 # systemd is there for systemd-analyze (install.tree verifies the unit with
 # it); installing the package does not need systemd to run as PID 1.
+# groff-base and mandoc check the manual page (install.manpage); debhelper,
+# build-essential (which dpkg-buildpackage requires of every build) and
+# lintian build and check the Debian package (install.deb).
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
 	libconfig-dev libcmocka-dev redis-tools redis-server libsystemd-dev
 	valgrind
-	python3-prometheus-client systemd)
+	python3-prometheus-client systemd groff-base mandoc build-essential
+	debhelper lintian)
 
 # Prints a message on stderr, prefixed with the script's name.
 csq_say()

@@ -5,10 +5,10 @@
 # `systemd-analyze verify` (77 when systemd-analyze is missing: ctest shows a
 # skip, or a failure with CSQ_TEST_SKIPS=OFF, as scripts/test builds it).
 #
-# usage: test_install.sh BUILD_DIR PREFIX UNIT_DIR CONF_DIR DOC_DIR
+# usage: test_install.sh BUILD_DIR PREFIX UNIT_DIR CONF_DIR DOC_DIR MAN_DIR
 set -u
 
-build=$1 prefix=$2 unitdir=$3 confdir=$4 docdir=$5
+build=$1 prefix=$2 unitdir=$3 confdir=$4 docdir=$5 mandir=$6
 dest=$(mktemp -d /tmp/csq-install.XXXXXX) || exit 1
 trap 'rm -rf "$dest"' EXIT
 status=0
@@ -30,6 +30,9 @@ rm -f "$dest.log"
 for f in README.md operations.md protocol.md design.md examples/csqd.conf; do
 	[ -f "$dest$docdir/$f" ] || fail "no $docdir/$f"
 done
+# The manual page, where man looks for section 8, as written.
+cmp -s "$dest$mandir/man8/csqd.8" "$(dirname "$0")/../../docs/csqd.8" ||
+	fail "no $mandir/man8/csqd.8, or not docs/csqd.8"
 # Readable by the unit's dynamic user.
 [ "$(stat -c %a "$dest$confdir/csqd.conf")" = 644 ] ||
 	fail "$confdir/csqd.conf mode $(stat -c %a "$dest$confdir/csqd.conf")"

@@ -1,22 +1,38 @@
 #!/bin/sh
-# The documented way from a source tree to a csqd supervised by systemd,
+# The documented ways from a source tree to a csqd supervised by systemd,
 # under a real systemd: PID 1 of its own PID, mount, network, UTS, IPC and
 # cgroup namespaces, on an overlay of / so that nothing it installs or
 # writes reaches the real file system. Inside, it runs what
-# docs/operations.md says (cmake, cmake --install, systemctl daemon-reload,
-# systemctl enable --now csqd) and checks what the unit promises: READY and
-# STATUS, the dynamic user and the hardening, the journal's priorities, a
-# reload (good and bad), the watchdog and Restart=on-failure, exit 78 not
-# restarted, the state and runtime directories, a clean stop.
+# docs/operations.md says, one of two ways:
+#   source  cmake, cmake --install, systemctl daemon-reload, systemctl
+#           enable --now csqd ("Install from source");
+#   deb     dpkg-buildpackage -b -us -uc on a copy of the tree, lintian on
+#           what it built, dpkg -i of the .deb, which must enable and start
+#           csqd itself ("Install from the Debian package");
+# then checks what the unit promises: READY and STATUS, the user and the
+# hardening, the journal's priorities, a reload (good and bad), the watchdog
+# and Restart=on-failure, exit 78 not restarted, the state and runtime
+# directories, a clean stop. The deb way also checks what the package
+# promises: the system user csqd, the configuration root:csqd 0640, the
+# manual page, an upgrade that keeps the site's file and the waiting users,
+# and what removal and purge leave.
 #
 # It needs root, unshare, nsenter, overlayfs and systemd, and refuses to run
 # where systemd already runs the machine (/run/systemd/system): a test
-# never touches a real service manager. Otherwise it exits 77.
+# never touches a real service manager. Otherwise it exits 77. A tool of
+# the test itself that is missing (cmake, dpkg-buildpackage, lintian, ...)
+# is a skip too, unless CSQ_TEST_SKIPS is OFF (scripts/test): then it fails.
 #
-# usage: test_systemd.sh SOURCE_DIR
+# usage: test_systemd.sh SOURCE_DIR [source|deb]
 set -u
 
 src=$(cd "$1" && pwd) || exit 1
+mode=${2:-source}
+case $mode in source | deb) ;; *)
+	echo "usage: test_systemd.sh SOURCE_DIR [source|deb]" >&2
+	exit 2
+	;;
+esac
 SYSTEMD=/lib/systemd/systemd
 BOOT_S=30 # longest wait for the namespace's systemd to be up
 WAIT_S=10 # longest wait for a state of csqd.service
@@ -29,9 +45,20 @@ skip()
 
 [ "$(id -u)" -eq 0 ] || skip "needs root"
 [ -d /run/systemd/system ] && skip "systemd runs this machine; not starting another"
-for t in unshare nsenter mount pgrep ps systemctl journalctl redis-cli \
-	python3 cmake; do
+for t in unshare nsenter mount pgrep ps systemctl journalctl; do
 	command -v $t >/dev/null 2>&1 || skip "no $t"
+done
+# The tools of the test and of the way it installs: scripts/lib.sh
+# installs them, so where it ran, one missing is a failure.
+tools="redis-cli python3 cmake"
+[ "$mode" = deb ] && tools="$tools dpkg-buildpackage dh lintian dpkg-statoverride"
+for t in $tools; do
+	command -v $t >/dev/null 2>&1 && continue
+	[ "${CSQ_TEST_SKIPS:-ON}" = OFF ] && {
+		echo "FAIL: no $t (scripts/lib.sh installs it)" >&2
+		exit 1
+	}
+	skip "no $t"
 done
 [ -x $SYSTEMD ] || skip "no $SYSTEMD (Debian: systemd)"
 grep -qw overlay /proc/filesystems || skip "no overlayfs"
@@ -208,19 +235,73 @@ cli()
 	in_ns redis-cli -p 7878 "$@"
 }
 
-# The documented commands (docs/operations.md, "Install" and "Run under
-# systemd"), the build directory outside the source tree.
-if ! in_ns sh -c "cd '$src' &&
-	cmake -S . -B /root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSQ_TESTS=OFF &&
-	cmake --build /root/build -j\"\$(nproc)\" &&
-	cmake --install /root/build" >"$tmp/build.log" 2>&1; then
-	cat "$tmp/build.log" >&2
-	echo "FAIL: build and install" >&2
-	exit 1
+# The documented commands (docs/operations.md, "Install from source" and
+# "Run under systemd"), the build directory outside the source tree.
+install_source()
+{
+	if ! in_ns sh -c "cd '$src' &&
+		cmake -S . -B /root/build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSQ_TESTS=OFF &&
+		cmake --build /root/build -j\"\$(nproc)\" &&
+		cmake --install /root/build" >"$tmp/build.log" 2>&1; then
+		cat "$tmp/build.log" >&2
+		echo "FAIL: build and install" >&2
+		exit 1
+	fi
+	in_ns systemctl daemon-reload || fail "daemon-reload"
+	in_ns systemctl enable --now csqd || fail "systemctl enable --now csqd"
+}
+
+# The package (docs/operations.md, "Install from the Debian package"),
+# built from a copy of the tree as git sees it (tracked and untracked
+# files, not the ignored build directories), or of all of it but build*
+# where git cannot tell.
+PKG=/root/pkg
+install_deb()
+{
+	if ! in_ns sh -c "set -e
+		mkdir -p $PKG/csq
+		if git -C '$src' rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+			git -C '$src' ls-files -z --cached --others --exclude-standard |
+				tar -C '$src' --null -T - --ignore-failed-read -cf - 2>/dev/null
+		else
+			tar -C '$src' --exclude='./build*' --exclude=./.git -cf - .
+		fi | tar -C $PKG/csq -xf -
+		cd $PKG/csq
+		dpkg-buildpackage -b -us -uc -Jauto" >"$tmp/build.log" 2>&1; then
+		cat "$tmp/build.log" >&2
+		echo "FAIL: dpkg-buildpackage" >&2
+		exit 1
+	fi
+	# Lintian clean: every tag it still has is overridden, with the reason,
+	# in debian/csqd.lintian-overrides (and docs/operations.md).
+	in_ns sh -c "lintian --pedantic --display-info --display-experimental \
+		$PKG/csq_*.changes" >"$tmp/lintian.log" 2>&1 ||
+		fail "lintian exited $?"
+	if grep -v '^running with root privileges' "$tmp/lintian.log" | grep -q .; then
+		fail "lintian: $(cat "$tmp/lintian.log")"
+	fi
+	deb=$(in_ns sh -c "ls $PKG/csqd_*.deb")
+	# Docker's images carry a policy-rc.d that forbids starting services
+	# (exit 101); a machine run by systemd has none. The overlay's copy
+	# goes, so that dpkg starts csqd as it would there.
+	in_ns rm -f /usr/sbin/policy-rc.d
+	if ! in_ns dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1; then
+		cat "$tmp/dpkg.log" >&2
+		echo "FAIL: dpkg -i $deb" >&2
+		exit 1
+	fi
+}
+
+if [ "$mode" = source ]; then
+	install_source
+	unit=/usr/local/lib/systemd/system/csqd.service
+else
+	install_deb
+	unit=/lib/systemd/system/csqd.service
 fi
-in_ns systemctl daemon-reload || fail "daemon-reload"
-in_ns systemctl enable --now csqd || fail "systemctl enable --now csqd"
 in_ns systemctl is-enabled csqd >/dev/null || fail "not enabled"
+[ "$(in_ns systemctl show -p FragmentPath --value csqd)" = $unit ] ||
+	fail "csqd.service is not $unit"
 wait_prop ActiveState active
 wait_prop StatusText "serving on 1 address, engine memory"
 [ "$(cli PING)" = PONG ] || fail "PING"
@@ -245,6 +326,42 @@ in_ns grep -q '^Seccomp:[[:space:]]*2$' /proc/"$pid"/status ||
 	fail "no system call filter"
 # The journal: priority prefixes parsed (6 is info).
 journal_has "6 listening on 127.0.0.1:7878" || fail "journal: no info line"
+# `systemctl help csqd` finds what the unit points to.
+for d in $(in_ns systemctl show -p Documentation --value csqd | tr -d '"'); do
+	case $d in
+	man:csqd\(8\))
+		in_ns sh -c 'for f in /usr/share/man/man8/csqd.8* \
+			/usr/local/share/man/man8/csqd.8*; do
+			[ -f "$f" ] && exit 0; done; exit 1' ||
+			fail "no manual page for $d"
+		;;
+	file:*) in_ns test -f "${d#file:}" || fail "Documentation $d: no such file" ;;
+	*) fail "unexpected Documentation $d" ;;
+	esac
+done
+
+# What the package promises: the system user csqd, which systemd runs the
+# DynamicUser unit as since it exists; the configuration readable by its
+# group only, by a statoverride; the manual page; the version.
+conf_owner()
+{
+	in_ns stat -c '%a %U %G' /etc/csqd/csqd.conf
+}
+if [ "$mode" = deb ]; then
+	uid=$(in_ns getent passwd csqd | cut -d: -f3)
+	[ -n "$uid" ] && [ "$uid" -lt 1000 ] ||
+		fail "no system user csqd (uid '$uid')"
+	[ "$(in_ns ps -o uid= -p "$pid" | tr -d ' ')" = "$uid" ] ||
+		fail "csqd does not run as the static user csqd ($uid)"
+	[ "$(conf_owner)" = "640 root csqd" ] ||
+		fail "/etc/csqd/csqd.conf is $(conf_owner), not 640 root csqd"
+	in_ns dpkg-statoverride --list /etc/csqd/csqd.conf >/dev/null ||
+		fail "no statoverride for /etc/csqd/csqd.conf"
+	in_ns sh -c 'zcat /usr/share/man/man8/csqd.8.gz' | cmp -s - "$src/docs/csqd.8" ||
+		fail "/usr/share/man/man8/csqd.8.gz is not docs/csqd.8"
+	[ "$(in_ns csqd --version)" = "csqd $(in_ns dpkg-query -W -f '${Version}' csqd)" ] ||
+		fail "csqd --version is not the package's version"
+fi
 
 # A reload: a lower max_tier applies, the process stays; then an invalid
 # file is refused with its line at warning priority, csqd serving on.
@@ -325,5 +442,45 @@ wait_prop ActiveState inactive
 wait_prop Result success
 journal_has "6 stopped" || fail "journal: no 'stopped'"
 
-[ $status -eq 0 ] && echo "csqd under systemd: OK"
+# The package's life after the first install: an upgrade (the same .deb
+# again: dpkg runs it as one) restarts csqd, keeps the site's edited file
+# with its owner and mode, and the journal keeps the waiting users; removal
+# stops csqd and keeps the configuration; purge leaves neither it nor the
+# state.
+if [ "$mode" = deb ]; then
+	in_ns systemctl start csqd || fail "start before the upgrade"
+	wait_prop ActiveState active
+	pid=$(in_ns systemctl show -p MainPID --value csqd)
+	cli ENQUEUE before-upgrade >/dev/null
+	in_ns sed -i 's/^max_tier = .*/max_tier = 4;/' /etc/csqd/csqd.conf
+	if ! in_ns dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1; then
+		cat "$tmp/dpkg.log" >&2
+		fail "dpkg -i again (an upgrade)"
+	fi
+	wait_prop ActiveState active
+	[ "$(in_ns systemctl show -p MainPID --value csqd)" != "$pid" ] ||
+		fail "the upgrade did not restart csqd"
+	[ "$(cli WHERE before-upgrade | head -n 2 | tail -n 1)" = waiting ] ||
+		fail "a user waiting before the upgrade is gone after it"
+	in_ns grep -q '^max_tier = 4;' /etc/csqd/csqd.conf ||
+		fail "the upgrade replaced the site's /etc/csqd/csqd.conf"
+	[ "$(conf_owner)" = "640 root csqd" ] ||
+		fail "after the upgrade /etc/csqd/csqd.conf is $(conf_owner)"
+
+	in_ns dpkg -r csqd >"$tmp/dpkg.log" 2>&1 || fail "dpkg -r csqd"
+	[ "$(in_ns systemctl show -p ActiveState --value csqd)" = inactive ] ||
+		fail "csqd still runs after dpkg -r"
+	in_ns test -f /etc/csqd/csqd.conf || fail "dpkg -r removed the configuration"
+	in_ns test -e /usr/sbin/csqd && fail "dpkg -r left /usr/sbin/csqd"
+	in_ns dpkg -P csqd >"$tmp/dpkg.log" 2>&1 || fail "dpkg -P csqd"
+	for f in /etc/csqd /var/lib/csqd /var/lib/private/csqd; do
+		in_ns sh -c "[ -e $f ] || [ -L $f ]" && fail "dpkg -P left $f"
+	done
+	in_ns dpkg-statoverride --list /etc/csqd/csqd.conf >/dev/null &&
+		fail "dpkg -P left the statoverride"
+	[ "$(in_ns systemctl show -p LoadState --value csqd)" = not-found ] ||
+		fail "dpkg -P left csqd.service loadable"
+fi
+
+[ $status -eq 0 ] && echo "csqd under systemd, installed by $mode: OK"
 exit $status
