@@ -53,7 +53,7 @@ done
 tools="redis-cli python3 cmake"
 [ "$mode" = deb ] && tools="$tools dpkg-buildpackage dh lintian dpkg-statoverride"
 for t in $tools; do
-	command -v $t >/dev/null 2>&1 && continue
+	command -v "$t" >/dev/null 2>&1 && continue
 	[ "${CSQ_TEST_SKIPS:-ON}" = OFF ] && {
 		echo "FAIL: no $t (scripts/lib.sh installs it)" >&2
 		exit 1
