@@ -28,6 +28,7 @@
 #include "command.h"
 #include "log.h"
 #include "loop.h"
+#include "multi.h"
 #include "server.h"
 #include "util.h"
 
@@ -214,6 +215,7 @@ client_unref(struct client *c)
 	if (c->out != NULL)
 		evbuffer_free(c->out);
 	free(c->name);
+	multi_discard(c);
 	client_trim(c);
 	free(c);
 }

@@ -79,6 +79,8 @@ struct client {
 	size_t input_held; /* its part of server.input_total */
 	char *name;        /* CLIENT SETNAME */
 	struct pubsub_subs subs;
+	/* Inside MULTI: the commands queued (multi.h); else NULL. */
+	struct multi *multi;
 };
 
 TAILQ_HEAD(client_list, client);

@@ -22,13 +22,16 @@
 #include "command_pubsub.h"
 #include "command_queue.h"
 #include "metrics.h"
+#include "multi.h"
 #include "resp.h"
 #include "server.h"
 
-#define CMD_NOAUTH  0x1 /* allowed before AUTH */
-#define CMD_PUBSUB  0x2 /* allowed in RESP2's subscribe mode */
-#define CMD_ENGINE  0x4 /* answered by the engine, in turn: may pipeline */
-#define CMD_SUBCMDS 0x8 /* a container: argv[1] names a subcommand */
+#define CMD_NOAUTH  0x1  /* allowed before AUTH */
+#define CMD_PUBSUB  0x2  /* allowed in RESP2's subscribe mode */
+#define CMD_ENGINE  0x4  /* answered by the engine, in turn: may pipeline */
+#define CMD_SUBCMDS 0x8  /* a container: argv[1] names a subcommand */
+#define CMD_TXN     0x10 /* runs at once inside MULTI, never queued */
+#define CMD_NOMULTI 0x20 /* refused inside MULTI */
 
 typedef void command_proc(struct client *, const struct resp_request *);
 
@@ -62,18 +65,23 @@ static const struct command commands[] = {
     {"stats", 1, CMD_ENGINE, cmd_stats},
     {"ping", -1, CMD_PUBSUB, cmd_ping},
     {"echo", 2, 0, cmd_echo},
-    {"quit", -1, CMD_NOAUTH | CMD_PUBSUB, cmd_quit},
-    {"reset", 1, CMD_PUBSUB, cmd_reset},
-    {"auth", -2, CMD_NOAUTH, cmd_auth},
-    {"subscribe", -2, CMD_PUBSUB, cmd_subscribe},
-    {"unsubscribe", -1, CMD_PUBSUB, cmd_unsubscribe},
-    {"psubscribe", -2, CMD_PUBSUB, cmd_psubscribe},
-    {"punsubscribe", -1, CMD_PUBSUB, cmd_punsubscribe},
+    {"quit", -1, CMD_NOAUTH | CMD_PUBSUB | CMD_TXN, cmd_quit},
+    {"reset", 1, CMD_PUBSUB | CMD_TXN, cmd_reset},
+    {"auth", -2, CMD_NOAUTH | CMD_NOMULTI, cmd_auth},
+    {"subscribe", -2, CMD_PUBSUB | CMD_NOMULTI, cmd_subscribe},
+    {"unsubscribe", -1, CMD_PUBSUB | CMD_NOMULTI, cmd_unsubscribe},
+    {"psubscribe", -2, CMD_PUBSUB | CMD_NOMULTI, cmd_psubscribe},
+    {"punsubscribe", -1, CMD_PUBSUB | CMD_NOMULTI, cmd_punsubscribe},
     {"info", -1, 0, cmd_info},
     {"client", -2, CMD_SUBCMDS, cmd_client},
     {"select", 2, 0, cmd_select},
     {"command", -1, CMD_SUBCMDS, cmd_command},
-    {"hello", -1, CMD_NOAUTH, cmd_hello},
+    {"hello", -1, CMD_NOAUTH | CMD_NOMULTI, cmd_hello},
+    {"multi", 1, CMD_TXN, cmd_multi},
+    {"exec", 1, CMD_TXN, cmd_exec},
+    {"discard", 1, CMD_TXN, cmd_discard},
+    {"watch", -2, CMD_TXN, cmd_watch},
+    {"unwatch", 1, 0, cmd_unwatch},
 };
 
 /*
@@ -176,6 +184,52 @@ command_pipelines(const struct resp_request *req)
 	return cmd != NULL && (cmd->flags & CMD_ENGINE);
 }
 
+/*
+ * A command inside MULTI, checked as far as it can be before EXEC: an
+ * engine command's arguments too (its handler runs in check mode, and
+ * makes no call), so that a bad argument aborts the whole block rather
+ * than leave it half applied. Only what depends on the state (NOTFOUND,
+ * FULL) is left to EXEC's array.
+ */
+static void
+command_multi_queue(struct client *c, const struct command *cmd,
+                    const struct resp_request *req, uint64_t start,
+                    size_t before)
+{
+	int good = 1;
+
+	if (cmd->flags & CMD_ENGINE) {
+		command_queue_check(1);
+		cmd->proc(c, req);
+		good = command_queue_checked();
+		command_queue_check(0);
+	}
+	if (!good) {
+		multi_flag(c);
+		command_measure(c, cmd->name, start, before);
+		return;
+	}
+	multi_queue(c, req);
+}
+
+void
+command_exec_one(struct client *c, const struct resp_request *req,
+                 struct multi_exec *x)
+{
+	const struct command *cmd =
+	    command_lookup(req->argv[0], req->argvlen[0]);
+	size_t before = evbuffer_get_length(client_output(c));
+	uint64_t start = metrics_now_us();
+
+	/* Counted in commands_total when it was queued. */
+	command_queue_begin(cmd->name, start);
+	command_queue_exec(x);
+	cmd->proc(c, req);
+	command_queue_exec(NULL);
+	if (!command_queue_later())
+		command_measure(c, cmd->name, start, before);
+}
+
 void
 command_dispatch(struct client *c, const struct resp_request *req)
 {
@@ -227,6 +281,16 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		    name);
 		goto error;
 	}
+	if (c->multi != NULL && !(cmd->flags & CMD_TXN)) {
+		if (cmd->flags & CMD_NOMULTI) {
+			resp_error(
+			    out,
+			    "ERR Command not allowed inside a transaction");
+			goto error;
+		}
+		command_multi_queue(c, cmd, req, start, before);
+		return;
+	}
 	command_queue_begin(cmd->name, start);
 	cmd->proc(c, req);
 	/* A call still in flight is measured when its answer comes. */
@@ -234,5 +298,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		command_measure(c, cmd->name, start, before);
 	return;
 error:
+	/* As Redis: a command refused inside MULTI spoils the block. */
+	multi_flag(c);
 	command_measure(c, cmd != NULL ? cmd->name : "unknown", start, before);
 }

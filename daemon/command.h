@@ -14,5 +14,10 @@ void command_dispatch(struct client *, const struct resp_request *);
  * command the engine answers (its errors too), in turn. Others wait until
  * every reply before them is out. */
 int command_pipelines(const struct resp_request *);
+/* EXEC's: runs req, queued after the dispatcher checked it, as part of
+ * block x (multi.h); its reply goes to client_output. */
+struct multi_exec;
+void command_exec_one(struct client *, const struct resp_request *,
+                      struct multi_exec *x);
 
 #endif

@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "client.h"
 #include "command_arg.h"
+#include "multi.h"
 #include "pubsub.h"
 #include "resp.h"
 #include "server.h"
@@ -299,6 +300,7 @@ void
 cmd_reset(struct client *c, const struct resp_request *req)
 {
 	(void)req;
+	multi_discard(c);
 	pubsub_forget(c->server->pubsub, c);
 	free(c->name);
 	c->name = NULL;

@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "log.h"
 #include "metrics.h"
+#include "multi.h"
 #include "resp.h"
 #include "server.h"
 #include "util.h"
@@ -123,6 +124,8 @@ struct command_call {
 	int answered;               /* inside csq_engine_call */
 	int later;                  /* csq_engine_call returned unanswered */
 	struct client_slot *slot;   /* later: where the reply goes */
+	struct multi_exec *exec;    /* the EXEC it is part of, or NULL */
+	struct evbuffer *buf;       /* later, of an EXEC: its reply's place */
 	uint64_t start_us;          /* later: when the command came */
 	const char *name;           /* later: the command, for its metrics */
 	char queue[CSQ_ID_MAX + 1]; /* ENQUEUE: for a -FULL's warning */
@@ -130,11 +133,16 @@ struct command_call {
 
 /* The command running now: its start and name, for an answer that comes
  * later; and whether it left a call in flight (then it is measured when
- * the answer comes, not when it returns). */
+ * the answer comes, not when it returns). While a command is checked for
+ * MULTI's queue, its call is not made; while EXEC runs a block, calls are
+ * part of it. */
 static struct {
 	const char *name;
 	uint64_t start_us;
 	int later;
+	int checking;            /* only check the arguments */
+	int checked;             /* the handler got as far as its call */
+	struct multi_exec *exec; /* the block being run, or NULL */
 } command_running;
 
 static void command_log_full(struct server *, const char *queue);
@@ -144,6 +152,7 @@ command_result(void *arg, const struct csq_result *r)
 {
 	struct command_call *call = arg;
 	struct client *c = call->c;
+	struct multi_exec *x = call->exec;
 	struct evbuffer *out;
 	size_t i;
 
@@ -151,7 +160,9 @@ command_result(void *arg, const struct csq_result *r)
 		command_log_full(c->server, call->queue);
 	if (c->state == CLIENT_DEAD)
 		goto done;
-	if (call->later)
+	if (call->later && x != NULL)
+		c->cur = call->buf;
+	else if (call->later)
 		client_slot_write(c, call->slot);
 	out = client_output(c);
 	if (r->status != CSQ_OK) {
@@ -215,7 +226,10 @@ command_result(void *arg, const struct csq_result *r)
 done:
 	server_arm_deadline(c->server);
 	if (call->later) {
-		client_slot_done(c, call->slot);
+		if (x != NULL)
+			c->cur = c->out;
+		else
+			client_slot_done(c, call->slot);
 		if (r->status != CSQ_OK)
 			c->server->stats.errors_total++;
 		metrics_command(c->server->metrics, call->name,
@@ -225,6 +239,8 @@ done:
 	} else {
 		call->answered = 1; /* command_call_queue frees it */
 	}
+	if (x != NULL)
+		multi_exec_answered(x, r->status);
 	client_resume(c);
 	client_unref(c);
 }
@@ -236,14 +252,23 @@ done:
 static void
 command_call_queue(struct client *c, const struct csq_op *op, const char *queue)
 {
-	struct command_call *call = csq_xmalloc(sizeof(*call));
+	struct command_call *call;
 
+	if (command_running.checking) {
+		command_running.checked = 1;
+		return;
+	}
+	call = csq_xmalloc(sizeof(*call));
 	call->c = c;
 	call->code = op->code;
 	call->answered = 0;
 	call->later = 0;
+	call->exec = command_running.exec;
+	call->buf = client_output(c);
 	if (queue != NULL)
 		memcpy(call->queue, queue, strlen(queue) + 1);
+	if (call->exec != NULL)
+		multi_exec_called(call->exec);
 	client_ref(c);
 	c->inflight++;
 	csq_engine_call(c->server->engine, op, command_result, call);
@@ -252,7 +277,8 @@ command_call_queue(struct client *c, const struct csq_op *op, const char *queue)
 		return;
 	}
 	call->later = 1;
-	call->slot = client_slot_claim(c);
+	if (call->exec == NULL)
+		call->slot = client_slot_claim(c);
 	call->start_us = command_running.start_us;
 	call->name = command_running.name;
 	command_running.later = 1;
@@ -624,4 +650,23 @@ int
 command_queue_later(void)
 {
 	return command_running.later;
+}
+
+void
+command_queue_check(int on)
+{
+	command_running.checking = on;
+	command_running.checked = 0;
+}
+
+int
+command_queue_checked(void)
+{
+	return command_running.checked;
+}
+
+void
+command_queue_exec(struct multi_exec *x)
+{
+	command_running.exec = x;
 }

@@ -32,5 +32,15 @@ void cmd_stats(struct client *, const struct resp_request *);
  */
 void command_queue_begin(const char *name, uint64_t start_us);
 int command_queue_later(void);
+/*
+ * MULTI's queue: with check on, a handler checks its arguments and
+ * replies their error, but makes no call; checked then says whether it
+ * got as far as the call (the arguments are good).
+ */
+void command_queue_check(int on);
+int command_queue_checked(void);
+/* EXEC: the calls made until the next call with NULL belong to block x. */
+struct multi_exec;
+void command_queue_exec(struct multi_exec *x);
 
 #endif

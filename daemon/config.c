@@ -27,6 +27,8 @@
 #define CONFIG_REDIS_DB_MAX  1000000
 #define CONFIG_QUEUE_MAX     100000000 /* max_queue_length at most */
 #define CONFIG_CLIENTS_MAX   1000000
+#define CONFIG_MULTI_MAX     1000000 /* commands in a MULTI block */
+#define CONFIG_MULTI_MEM_MIN 1024    /* bytes of a MULTI block, at least */
 #define CONFIG_MSG_MAX       512
 #define CONFIG_SUN_PATH_SIZE sizeof(((struct sockaddr_un *)0)->sun_path)
 #define CONFIG_TEXT_MAX      (1024 * 1024) /* a file read again, at most */
@@ -126,6 +128,10 @@ static const struct config_key config_keys[] = {
             CONFIG_INPUT_MEMORY_MAX, 1LL << 30),
     KEY_INT("max_channel_length", CONFIG_F_I64, max_channel_length, 1,
             CONFIG_CHANNEL_MAX, 256),
+    KEY_INT("max_multi_commands", CONFIG_F_I64, max_multi_commands, 1,
+            CONFIG_MULTI_MAX, 10000),
+    KEY_INT("max_multi_memory", CONFIG_F_I64, max_multi_memory,
+            CONFIG_MULTI_MEM_MIN, CONFIG_OUTPUT_MEMORY_MAX, 16LL << 20),
     KEY_STR("memory.journal", journal, "", NULL),
     KEY_ENUM("memory.fsync", CONFIG_F_ENUM, fsync, config_fsyncs,
              CONFIG_FSYNC_EVERYSEC),

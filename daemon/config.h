@@ -42,6 +42,9 @@ struct config {
 	int64_t max_input_memory;
 	/* Longest channel or pattern a client may subscribe to (pubsub.h). */
 	int64_t max_channel_length;
+	/* MULTI: commands queued, and their arguments' bytes (multi.h). */
+	int64_t max_multi_commands;
+	int64_t max_multi_memory;
 	char journal[CONFIG_STR_MAX];
 	enum config_fsync fsync;
 	char redis_host[CONFIG_STR_MAX];

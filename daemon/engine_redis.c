@@ -217,6 +217,18 @@ redis_rtt_us(struct csq_engine *e)
 	return r->up ? r->rtt_us : -1;
 }
 
+static void
+redis_group_begin(struct csq_engine *e)
+{
+	redis_call_group_begin(redis_engine(e));
+}
+
+static void
+redis_group_end(struct csq_engine *e)
+{
+	redis_call_group_end(redis_engine(e));
+}
+
 static const struct csq_engine_ops redis_ops = {
     .name = "redis",
     .call = redis_call,
@@ -225,6 +237,8 @@ static const struct csq_engine_ops redis_ops = {
     .set_limits = redis_set_limits,
     .up = redis_up,
     .rtt_us = redis_rtt_us,
+    .group_begin = redis_group_begin,
+    .group_end = redis_group_end,
     .free = redis_free,
 };
 
@@ -264,6 +278,7 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	r->next_redis = -1;
 	r->rtt_us = -1;
 	TAILQ_INIT(&r->pending);
+	TAILQ_INIT(&r->grouped);
 	TAILQ_INIT(&r->order);
 	r->flush = event_new(evb, -1, 0, redis_batch_flush_cb, r);
 	redis_conn_init(r, &r->cmd, "commands");

@@ -22,8 +22,10 @@
 #include "redis_scripts.h"
 #include "util.h"
 
-#define BATCH_MAX      128 /* operations in one script call */
-#define BATCH_INFLIGHT 8   /* script calls in flight at once */
+/* Operations in one script call; a MULTI block larger than this goes
+ * alone, whole (max_multi_commands bounds it). */
+#define BATCH_MAX      128
+#define BATCH_INFLIGHT 8 /* script calls in flight at once */
 
 static void batch_write(struct redis_batch *);
 
@@ -136,7 +138,7 @@ static void
 batch_write(struct redis_batch *b)
 {
 	struct redis_engine *r = b->r;
-	char limits[4][24], counts[BATCH_MAX + 1][12];
+	char limits[4][24], (*counts)[12];
 	const char **argv;
 	size_t *argvlen;
 	struct redis_call *k;
@@ -144,6 +146,7 @@ batch_write(struct redis_batch *b)
 
 	TAILQ_FOREACH(k, &b->calls, entry)
 		n += 2 + k->argc;
+	counts = csq_xmalloc((size_t)(b->ncalls + 1) * sizeof(*counts));
 	argv = csq_xmalloc((size_t)n * sizeof(*argv));
 	argvlen = csq_xmalloc((size_t)n * sizeof(*argvlen));
 #define ARG(s, len) (argv[argc] = (s), argvlen[argc++] = (len))
@@ -189,6 +192,7 @@ batch_write(struct redis_batch *b)
 	                                 argv, argvlen);
 	free(argv);
 	free(argvlen);
+	free(counts);
 	if (rc != REDIS_OK) {
 		r->inflight--;
 		batch_fail(b, CSQ_ETRYAGAIN);
@@ -197,12 +201,14 @@ batch_write(struct redis_batch *b)
 	}
 }
 
-/* Sends up to BATCH_MAX pending operations as one script call. */
+/* Sends up to BATCH_MAX pending operations as one script call, a
+ * group (MULTI) whole. */
 static void
 batch_send(struct redis_engine *r)
 {
 	struct redis_batch *b;
 	struct redis_call *k;
+	int take;
 
 	if (TAILQ_EMPTY(&r->pending))
 		return;
@@ -211,11 +217,16 @@ batch_send(struct redis_engine *r)
 	b->how = r->fn ? HOW_FCALL : HOW_EVALSHA;
 	b->sub_gen = r->sub.ready ? r->sub_gen : 0;
 	TAILQ_INIT(&b->calls);
-	while (b->ncalls < BATCH_MAX &&
-	       (k = TAILQ_FIRST(&r->pending)) != NULL) {
-		TAILQ_REMOVE(&r->pending, k, entry);
-		TAILQ_INSERT_TAIL(&b->calls, k, entry);
-		b->ncalls++;
+	while ((k = TAILQ_FIRST(&r->pending)) != NULL) {
+		take = k->group_len > 1 ? k->group_len : 1;
+		if (b->ncalls > 0 && b->ncalls + take > BATCH_MAX)
+			break;
+		while (take-- > 0) {
+			k = TAILQ_FIRST(&r->pending);
+			TAILQ_REMOVE(&r->pending, k, entry);
+			TAILQ_INSERT_TAIL(&b->calls, k, entry);
+			b->ncalls++;
+		}
 	}
 	r->inflight++;
 	batch_write(b);

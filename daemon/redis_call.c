@@ -125,7 +125,33 @@ void
 redis_call_send(struct redis_engine *r, struct redis_call *k)
 {
 	TAILQ_INSERT_TAIL(&r->order, k, order);
+	if (r->grouping) {
+		TAILQ_INSERT_TAIL(&r->grouped, k, entry);
+		r->ngrouped++;
+		return;
+	}
 	TAILQ_INSERT_TAIL(&r->pending, k, entry);
+	redis_batch_schedule(r);
+}
+
+void
+redis_call_group_begin(struct redis_engine *r)
+{
+	r->grouping = 1;
+	r->ngrouped = 0;
+}
+
+/* The group's calls join pending as one: batch_send never splits it. */
+void
+redis_call_group_end(struct redis_engine *r)
+{
+	struct redis_call *first = TAILQ_FIRST(&r->grouped);
+
+	r->grouping = 0;
+	if (first == NULL)
+		return;
+	first->group_len = r->ngrouped;
+	TAILQ_CONCAT(&r->pending, &r->grouped, entry);
 	redis_batch_schedule(r);
 }
 

@@ -60,6 +60,7 @@ struct redis_call {
 	uint64_t parked_ms;
 	TAILQ_ENTRY(redis_call) order; /* in redis_engine.order */
 	int ready;                     /* res is the answer */
+	int group_len; /* the first of a group: its calls, all in one batch */
 };
 
 TAILQ_HEAD(redis_call_list, redis_call);
@@ -106,8 +107,13 @@ struct redis_engine {
 	char fn_error[128]; /* FUNCTION LOAD's last error, as logged */
 
 	struct redis_call_list pending; /* not sent yet */
-	int inflight;                   /* script calls sent, not answered */
-	struct event *flush;            /* sends pending at the turn's end */
+	/* Between group_begin and group_end: the group's calls so far,
+	 * which join pending together at its end. */
+	int grouping;
+	struct redis_call_list grouped;
+	int ngrouped;
+	int inflight;        /* script calls sent, not answered */
+	struct event *flush; /* sends pending at the turn's end */
 	/* Every call not answered yet, in the order it was made: answers
 	 * leave from its head only, so that they come in that order. */
 	TAILQ_HEAD(, redis_call) order;
@@ -175,6 +181,9 @@ int redis_call_build(struct redis_engine *, const struct csq_op *,
                      csq_engine_cb *, void *arg, struct redis_call **out);
 /* Queues k for the next batch. */
 void redis_call_send(struct redis_engine *, struct redis_call *);
+/* The calls sent between these go to Redis in one script call. */
+void redis_call_group_begin(struct redis_engine *);
+void redis_call_group_end(struct redis_engine *);
 void redis_call_ready(struct redis_call *, uint64_t wait_event);
 void redis_call_fail(struct redis_call *, enum csq_status why);
 void redis_call_flush(struct redis_engine *, int all);

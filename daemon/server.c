@@ -309,6 +309,10 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "max_input_memory");
 	if (cur->max_channel_length != next.max_channel_length)
 		server_note_key(changed, sizeof(changed), "max_channel_length");
+	if (cur->max_multi_commands != next.max_multi_commands)
+		server_note_key(changed, sizeof(changed), "max_multi_commands");
+	if (cur->max_multi_memory != next.max_multi_memory)
+		server_note_key(changed, sizeof(changed), "max_multi_memory");
 	if (strcmp(cur->requirepass, next.requirepass) != 0)
 		server_note_key(changed, sizeof(changed), "requirepass");
 	if (cur->log_level != next.log_level)
@@ -341,6 +345,8 @@ server_reload(struct server *s)
 	cur->max_output_memory = next.max_output_memory;
 	cur->max_input_memory = next.max_input_memory;
 	cur->max_channel_length = next.max_channel_length;
+	cur->max_multi_commands = next.max_multi_commands;
+	cur->max_multi_memory = next.max_multi_memory;
 	/* A lower cap applies now, not at the next big client. */
 	if (cur->max_output_memory > 0)
 		event_active(s->weigh_ev, EV_TIMEOUT, 0);

@@ -74,6 +74,17 @@ struct csq_engine_ops {
 	/* The last round trip to the store behind the engine, in
 	 * microseconds; -1 while it is down. NULL: no store to reach. */
 	int64_t (*rtt_us)(struct csq_engine *);
+	/*
+	 * The calls made between group_begin and group_end run as one
+	 * (MULTI/EXEC): no other call comes between them, on any daemon
+	 * that shares the store, and they reach the store all together or
+	 * not at all (then each is answered TRYAGAIN, or "may have been
+	 * applied" for all when the link went meanwhile). NULL: nothing to
+	 * do, as for the memory engine, which runs each call as it is made,
+	 * so that nothing can come between calls made in one go.
+	 */
+	void (*group_begin)(struct csq_engine *);
+	void (*group_end)(struct csq_engine *);
 	void (*free)(struct csq_engine *);
 };
 
@@ -133,6 +144,20 @@ static inline int64_t
 csq_engine_rtt_us(struct csq_engine *e)
 {
 	return e->ops->rtt_us != NULL ? e->ops->rtt_us(e) : -1;
+}
+
+static inline void
+csq_engine_group_begin(struct csq_engine *e)
+{
+	if (e->ops->group_begin != NULL)
+		e->ops->group_begin(e);
+}
+
+static inline void
+csq_engine_group_end(struct csq_engine *e)
+{
+	if (e->ops->group_end != NULL)
+		e->ops->group_end(e);
 }
 
 static inline void

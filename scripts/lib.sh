@@ -12,8 +12,8 @@
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
 	libconfig-dev libcmocka-dev redis-tools redis-server libsystemd-dev
 	valgrind
-	python3-prometheus-client systemd groff-base mandoc build-essential
-	debhelper lintian)
+	python3-prometheus-client python3-redis systemd groff-base mandoc
+	build-essential debhelper lintian)
 
 # Prints a message on stderr, prefixed with the script's name.
 csq_say()
@@ -88,4 +88,23 @@ csq_install_packages()
 		return 1
 	fi
 	return 0
+}
+
+# Installs the Node.js packages of the client tests (tests/clients) from
+# their lock file, when node_modules is missing or older than the lock.
+# Node.js and npm come with the machine, not from Debian's packages.
+csq_install_node_modules()
+{
+	local dir=tests/clients
+	if [ -d "$dir/node_modules" ] &&
+		[ ! "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+		return 0
+	fi
+	if ! command -v npm >/dev/null 2>&1; then
+		csq_say "npm not found: the Node.js client tests need it"
+		return 1
+	fi
+	csq_say "installing the Node.js packages of $dir (npm ci)"
+	npm ci --prefix "$dir" --no-audit --no-fund >&2 &&
+		touch "$dir/node_modules"
 }

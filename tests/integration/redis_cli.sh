@@ -46,6 +46,19 @@ expect() {
 	fi
 }
 
+# The same for commands that redis-cli reads from its standard input, one a
+# line, all on one connection (as a transaction needs).
+expect_stdin() {
+	want=$1
+	input=$2
+	got=$(printf '%s' "$input" | "$CLI" -p "$port" --no-raw 2>&1)
+	if [ "$got" != "$want" ]; then
+		printf 'redis-cli <<%s\n--- expected\n%s\n--- got\n%s\n' \
+		    "$input" "$want" "$got"
+		fail "unexpected output"
+	fi
+}
+
 # A random port that is probably free.
 random_port() {
 	echo $(( 20000 + ($$ * 7 + $1 * 7919 + $(date +%N | sed 's/^0*//;s/^$/0/') ) % 40000 ))
@@ -158,6 +171,51 @@ expect '1# "state" => "waiting"
 expect '1# "state" => "none"' -3 --no-raw WHERE u1
 expect 'OK' --no-raw PAUSE agent1
 expect "(error) ERR unknown command 'NOPE'" --no-raw NOPE
+
+# Transactions (protocol-v2 section 8): a block runs whole, with a failure
+# that depends on the state in its place; an error while queueing aborts
+# it; DISCARD drops it.
+expect_stdin 'OK
+QUEUED
+QUEUED
+QUEUED
+1) 1) "state"
+   2) "waiting"
+   3) "queue"
+   4) "tx"
+   5) "position"
+   6) (integer) 1
+2) PONG
+3) (error) NOTFOUND no such servicer or room
+OK
+QUEUED
+(error) ERR wrong number of arguments for '\''enqueue'\'' command
+(error) EXECABORT Transaction discarded because of previous errors.
+1) "state"
+2) "none"
+OK
+QUEUED
+(error) ERR MULTI calls can not be nested
+(error) ERR Command not allowed inside a transaction
+OK
+1) "state"
+2) "none"' 'MULTI
+ENQUEUE t1 QUEUE tx
+PING
+RELEASE nobody/0
+EXEC
+MULTI
+ENQUEUE t2 QUEUE tx
+ENQUEUE
+EXEC
+WHERE t2
+MULTI
+ENQUEUE t3 QUEUE tx
+MULTI
+AUTH default x
+DISCARD
+WHERE t3
+'
 
 # The subscriber saw the login, the match, the release and the pause
 # (the last event published: once it is there, so are the others).
