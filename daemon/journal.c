@@ -453,7 +453,10 @@ journal_open(struct event_base *base, const char *path, enum config_fsync fsync,
 	                                  &records)) < 0)
 		goto fail;
 	if (keep == 0) {
-		if (ftruncate(fd, 0) != 0 ||
+		/* From the start: reading a torn header (or a header alone)
+		 * left the offset past it, and a header written there, after
+		 * a hole of zeros, would be refused at the next start. */
+		if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
 		    write_all(fd, JOURNAL_MAGIC, JOURNAL_MAGIC_LEN) != 0) {
 			log_warn("journal %s: write header", path);
 			goto fail;

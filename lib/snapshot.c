@@ -58,9 +58,14 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 	o->ttl_s = u->ttl_s;
 	o->state = u->state;
 	if (u->state == CSQ_USER_WAITING) {
+		/* A deadline cleared (a TTL of 0) keeps its old key in the
+		 * node: it is no part of the state, and not written, so that
+		 * one state always gives the same snapshot. */
 		o->has_deadline = csq_heap_contains(&u->deadline.node);
-		o->deadline = u->deadline.node.key;
-		o->deadline_tie = u->deadline.node.tie;
+		if (o->has_deadline) {
+			o->deadline = u->deadline.node.key;
+			o->deadline_tie = u->deadline.node.tie;
+		}
 	} else if (u->state == CSQ_USER_ASSIGNED) {
 		memcpy(o->servicer, u->servicer->id, u->servicer->idlen + 1);
 		o->room = u->room;

@@ -1,0 +1,38 @@
+/*
+ * csqd's RESP request parser (daemon/resp.h) on any bytes, fed at once and
+ * in random chunks: both must give the same requests and end the same way
+ * (the same error text, or waiting for more), whatever the chunks; and
+ * the requests, written again in canonical RESP, must parse back to
+ * themselves.
+ *
+ * The first byte of the input picks the chunks; the rest is the stream.
+ */
+#include <stdlib.h>
+
+#include "fuzz.h"
+#include "resp_feed.h"
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct resp_outcome whole, chunked, again;
+	uint32_t seed;
+
+	if (size < 1)
+		return 0;
+	/* Never 0, which would mean "at once". */
+	seed = (uint32_t)(data[0] + 1) * 2654435761u;
+	resp_feed(data + 1, size - 1, 0, &whole);
+	resp_feed(data + 1, size - 1, seed, &chunked);
+	resp_outcome_same(&whole, &chunked, "at once against in chunks", 1);
+
+	resp_feed((const uint8_t *)whole.canon, whole.len, 0, &again);
+	if (again.error)
+		fuzz_fail("canonical requests refused: %s", again.why);
+	resp_outcome_same(&whole, &again, "parsed against written again", 0);
+
+	resp_outcome_free(&whole);
+	resp_outcome_free(&chunked);
+	resp_outcome_free(&again);
+	return 0;
+}
