@@ -345,6 +345,26 @@ journal_torn(const uint8_t *buf, size_t size, size_t off)
 }
 
 /*
+ * A snapshot's items ended at offset off (a record that is not one, or
+ * the end of what is kept): 0 when they make a state together. Items
+ * that each fitted but not together are no torn write, and are refused.
+ */
+static int
+journal_snapshot_end(const char *path, struct csq_engine *e, int *snap,
+                     size_t off)
+{
+	if (!*snap)
+		return 0;
+	*snap = 0;
+	if (csq_engine_memory_restore_end(e) == 0)
+		return 0;
+	log_error("journal %s: the snapshot before offset %zu is not a state "
+	          "csqd could be in; refusing to start",
+	          path, off);
+	return -1;
+}
+
+/*
  * Replays buf (the whole file) into e. Returns the length of the good
  * prefix to keep, or -1 when the file is damaged beyond a torn tail.
  */
@@ -354,9 +374,15 @@ journal_replay(const char *path, const uint8_t *buf, size_t size,
 {
 	size_t off = JOURNAL_MAGIC_LEN, len = 0;
 	const char *why;
+	int snap = 0;
 
 	*records = 0;
 	while (off < size) {
+		if (size - off >= CSQ_RECORD_HEADER + 1 &&
+		    !csq_record_is_snap(buf + off + CSQ_RECORD_HEADER,
+		                        size - off - CSQ_RECORD_HEADER) &&
+		    journal_snapshot_end(path, e, &snap, off) != 0)
+			return -1;
 		why = NULL;
 		if (size - off < CSQ_RECORD_HEADER)
 			why = "a header cut short";
@@ -385,12 +411,16 @@ journal_replay(const char *path, const uint8_t *buf, size_t size,
 			log_warnx("journal %s: torn tail (%s) at offset %zu: "
 			          "dropping its last %zu bytes",
 			          path, why, off, size - off);
-			return (int64_t)off;
+			return journal_snapshot_end(path, e, &snap, off) != 0
+			           ? -1
+			           : (int64_t)off;
 		}
+		snap = csq_record_is_snap(buf + off + CSQ_RECORD_HEADER, len);
 		(*records)++;
 		off += CSQ_RECORD_HEADER + len;
 	}
-	return (int64_t)off;
+	return journal_snapshot_end(path, e, &snap, off) != 0 ? -1
+	                                                       : (int64_t)off;
 }
 
 /* Reads the whole file; it was just opened, nothing else writes it. */

@@ -598,6 +598,8 @@ step_snapshot(struct run *r, struct state *s, struct args *a)
 		if (csq_restore(fresh, &it) != 0)
 			fuzz_fail("snapshot item %zu is refused", i);
 	}
+	if (csq_restore_end(fresh) != 0)
+		fuzz_fail("a restored snapshot is refused at its end");
 	csq_snapshot(fresh, collect_item, &after);
 	if (!items_same(&before, &after)) {
 		items_print("before", &before);

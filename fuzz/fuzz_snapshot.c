@@ -4,10 +4,10 @@
  * journal's compaction is read back at start.
  *
  * An item that decodes must encode to bytes that decode to it again; the
- * state the accepted items build must keep every invariant (csq_check):
- * csq_restore refuses an item that does not fit rather than build a
- * state that libcsq cannot work on. And that state's own snapshot,
- * restored, must give the same items back.
+ * state the accepted items build, unless csq_restore_end refuses it, must
+ * keep every invariant (csq_check): csq_restore refuses an item that does
+ * not fit rather than build a state that libcsq cannot work on. And that
+ * state's own snapshot, restored, must give the same items back.
  *
  * The input is records as the journal frames them (u32 length, u32
  * checksum, payload), the checksum ignored.
@@ -115,6 +115,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_round_trip(&it);
 		(void)csq_restore(a, &it);
 	}
+	if (csq_restore_end(a) != 0) {
+		csq_free(a); /* refused: a journal with it does not start */
+		return 0;
+	}
 	check_state(a, "restored");
 
 	csq_snapshot(a, collect, &before);
@@ -127,6 +131,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_fail("item %zu of a state's own snapshot refused",
 			          i);
 	}
+	if (csq_restore_end(b) != 0)
+		fuzz_fail("a state's own snapshot is refused at its end");
 	check_state(b, "restored again");
 	csq_snapshot(b, collect, &after);
 	items_sort(&before);

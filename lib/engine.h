@@ -130,6 +130,8 @@ void csq_engine_memory_snapshot(struct csq_engine *,
                                 void *arg);
 int csq_engine_memory_restore(struct csq_engine *,
                               const struct csq_snap_item *);
+/* After the last item (csq_restore_end): -1 when the state is not one. */
+int csq_engine_memory_restore_end(struct csq_engine *);
 /*
  * The checks of op's input alone, in the order libcsq makes them: CSQ_OK,
  * or the error the memory engine would answer before looking at its state.

@@ -294,3 +294,9 @@ csq_engine_memory_restore(struct csq_engine *e, const struct csq_snap_item *it)
 {
 	return csq_restore(engine_memory(e)->csq, it);
 }
+
+int
+csq_engine_memory_restore_end(struct csq_engine *e)
+{
+	return csq_restore_end(engine_memory(e)->csq);
+}

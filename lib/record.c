@@ -192,6 +192,15 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		op->limits.user_ttl_s = (uint32_t)get_u64(&c, 4);
 		op->limits.max_tier = (uint32_t)get_u64(&c, 4);
 		op->limits.max_queue_length = get_u64(&c, 8);
+		/* Limits that no configuration passes are no record csqd
+		 * wrote: a max_tier of 16 would make order keys that do not
+		 * fit their bits. */
+		if (op->limits.servicer_ttl_s < 1 ||
+		    op->limits.servicer_ttl_s > CSQ_TTL_MAX ||
+		    op->limits.user_ttl_s > CSQ_TTL_MAX ||
+		    op->limits.max_tier > CSQ_TIER_LIMIT ||
+		    op->limits.max_queue_length < 1)
+			return -1;
 		break;
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_REARM:

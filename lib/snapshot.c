@@ -91,23 +91,36 @@ csq_snapshot(const struct csq *c, csq_snap_fn *fn, void *arg)
 	csq_dict_each(c->users, snap_user, &w);
 }
 
+/*
+ * The checks below refuse what csq_snapshot never writes, so that a
+ * journal that says something else (its checksums keep out damage, not
+ * records written by something else) is refused at start rather than
+ * build a state whose invariants do not hold: counters behind what they
+ * handed out, deadlines that disagree with TTLs, a queue served twice.
+ */
 static int
 restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
 {
 	size_t idlen = strlen(o->id);
 	struct csq_queue *q;
 	struct csq_servicer *s;
-	uint32_t i;
+	uint32_t i, j;
 
 	if (!csq_valid_id(o->id, idlen) ||
 	    csq_dict_get(c->servicers, o->id, idlen) != NULL ||
 	    o->capacity < 1 || o->capacity > CSQ_CAPACITY_MAX ||
 	    o->nqueues < 1 || o->nqueues > CSQ_SERVICER_QUEUES ||
-	    o->status > CSQ_SERVICER_PAUSED)
+	    o->status > CSQ_SERVICER_PAUSED || o->ttl_s < 1 ||
+	    o->ttl_s > CSQ_TTL_MAX || o->last_order > c->order ||
+	    o->deadline_tie > c->tie)
 		return -1;
-	for (i = 0; i < o->nqueues; i++)
+	for (i = 0; i < o->nqueues; i++) {
 		if (!csq_valid_id(o->queues[i], strlen(o->queues[i])))
 			return -1;
+		for (j = 0; j < i; j++)
+			if (strcmp(o->queues[j], o->queues[i]) == 0)
+				return -1;
+	}
 	s = csq_xcalloc(1, sizeof(*s) + idlen + 1);
 	s->idlen = idlen;
 	memcpy(s->id, o->id, idlen);
@@ -144,7 +157,12 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	if (!csq_valid_id(o->id, idlen) ||
 	    csq_dict_get(c->users, o->id, idlen) != NULL ||
 	    !csq_valid_id(o->queue, strlen(o->queue)) ||
-	    o->key >= CSQ_KEY_LIMIT)
+	    o->key >= CSQ_KEY_LIMIT || (o->key & CSQ_KEY_SEQ_MAX) == 0 ||
+	    (o->key & CSQ_KEY_SEQ_MAX) > c->seq || o->ttl_s > CSQ_TTL_MAX)
+		return -1;
+	/* Waiting, a user has a deadline exactly when it has a TTL. */
+	if (o->state == CSQ_USER_WAITING &&
+	    (!o->has_deadline != !o->ttl_s || o->deadline_tie > c->tie))
 		return -1;
 	if (o->state == CSQ_USER_ASSIGNED) {
 		s = csq_dict_get(c->servicers, o->servicer,
@@ -200,6 +218,11 @@ csq_restore(struct csq *c, const struct csq_snap_item *it)
 
 	switch (it->kind) {
 	case CSQ_SNAP_STATE:
+		/* First, into an empty state: the counters bound the
+		 * items that follow. */
+		if (csq_dict_len(c->servicers) != 0 ||
+		    csq_dict_len(c->users) != 0)
+			return -1;
 		st = &it->u.state.stats;
 		c->seq = it->u.state.seq;
 		c->order = it->u.state.order;
@@ -217,4 +240,32 @@ csq_restore(struct csq *c, const struct csq_snap_item *it)
 		return restore_user(c, &it->u.user);
 	}
 	return -1;
+}
+
+struct restore_end {
+	int ok;
+};
+
+static void
+end_servicer(void *arg, const char *key, size_t len, void *val)
+{
+	struct restore_end *r = arg;
+	const struct csq_servicer *s = val;
+	uint32_t i;
+
+	(void)key, (void)len;
+	if (!csq_servicer_has_free(s))
+		return;
+	for (i = 0; i < s->nqueues; i++)
+		if (csq_line_len(s->queues[i]->line) > 0)
+			r->ok = 0;
+}
+
+int
+csq_restore_end(const struct csq *c)
+{
+	struct restore_end r = {1};
+
+	csq_dict_each(c->servicers, end_servicer, &r);
+	return r.ok ? 0 : -1;
 }

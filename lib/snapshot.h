@@ -55,5 +55,11 @@ void csq_snapshot(const struct csq *, csq_snap_fn *fn, void *arg);
  * order. -1 when the item does not fit (an unknown servicer, a busy room).
  */
 int csq_restore(struct csq *, const struct csq_snap_item *);
+/*
+ * After the last item: -1 when the items, each of which fitted, do not
+ * make a state together (a free room of a ready servicer beside a user
+ * waiting in a queue it serves: the match that never happened).
+ */
+int csq_restore_end(const struct csq *);
 
 #endif

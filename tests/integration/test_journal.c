@@ -467,6 +467,34 @@ damaged_journals(void **state)
 	assert_non_null(strstr(out, "not a csq journal"));
 }
 
+/*
+ * A journal of its header alone, or of a header cut short (a crash or a
+ * full disk before the first record): the start writes a header again,
+ * at the top of the file, and the next start takes the file with what
+ * came after. The header used to go after the bytes just read, behind a
+ * hole of zeros, and the next start refused the file as "not a csq
+ * journal" (found by fuzz/fuzz_journal).
+ */
+static void
+header_alone(void **state)
+{
+	static const char *const heads[] = {"CSQJOURNAL1\n", "CSQJO"};
+	struct jfx *j = *state;
+	struct csqd *d;
+	redisContext *c;
+	size_t i;
+
+	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		write_file(j->journal, heads[i]);
+		d = csqd_start(j->conf);
+		c = csqd_connect(d);
+		freeReplyObject(CMD(c, "ENQUEUE u1 TTL 0"));
+		redisFree(c);
+		assert_int_equal(csqd_stop(d), 0);
+		assert_int_equal(qlen_after_start(j, "replayed"), 1);
+	}
+}
+
 /* A restart gives servicers and users their TTL again from the restart. */
 static void
 deadlines_rearmed(void **state)
@@ -748,6 +776,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(restart_takes_new_limits, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(damaged_journals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(header_alone, setup, teardown),
 	    cmocka_unit_test_setup_teardown(deadlines_rearmed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(compaction_under_load, setup,
 	                                    teardown),

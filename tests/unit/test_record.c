@@ -150,6 +150,48 @@ test_refused(void **state)
 		(void)csq_record_decode(junk, i, &op, &now, &st);
 }
 
+/*
+ * LIMITS that no configuration passes are not records csqd wrote: a
+ * max_tier of 16, replayed, made order keys past their bits (found by
+ * fuzz/fuzz_record). The decoder refuses them as damage.
+ */
+static void
+test_limits_out_of_range(void **state)
+{
+	uint8_t rec[CSQ_RECORD_MAX];
+	struct csq_record_strings st;
+	struct csq_op op, back;
+	uint64_t now;
+	size_t n;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 5; i++) {
+		memset(&op, 0, sizeof(op));
+		op.code = CSQ_OP_LIMITS;
+		csq_limits_default(&op.limits);
+		switch (i) {
+		case 1:
+			op.limits.max_tier = CSQ_TIER_LIMIT + 1;
+			break;
+		case 2:
+			op.limits.servicer_ttl_s = 0;
+			break;
+		case 3:
+			op.limits.user_ttl_s = CSQ_TTL_MAX + 1;
+			break;
+		case 4:
+			op.limits.max_queue_length = 0;
+			break;
+		}
+		n = csq_record_encode(&op, 7, rec);
+		assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+		                                   n - CSQ_RECORD_HEADER, &back,
+		                                   &now, &st),
+		                 i == 0 ? 0 : -1);
+	}
+}
+
 int
 main(void)
 {
@@ -157,6 +199,7 @@ main(void)
 	    cmocka_unit_test(test_crc32c),
 	    cmocka_unit_test(test_every_operation),
 	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_limits_out_of_range),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

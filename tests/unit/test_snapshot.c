@@ -232,6 +232,7 @@ test_restore_behaves_the_same(void **state)
 		 * event may depend on the order of the tables. */
 		b = csq_new(&l, ~rng, log_event, &lb);
 		csq_snapshot(a, restore_into, b);
+		assert_int_equal(csq_restore_end(b), 0);
 		if (csq_check(b, why, sizeof(why)) != 0)
 			fail_msg("round %d: restored state: %s", round, why);
 		dump_of(a, &da);
@@ -295,12 +296,168 @@ test_restore_refuses(void **state)
 	csq_free(c);
 }
 
+/* The first item of every snapshot: counters past what the rest holds. */
+static void
+restore_state(struct csq *c, uint64_t seq, uint64_t order, uint64_t tie)
+{
+	struct csq_snap_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_STATE;
+	it.u.state.seq = seq;
+	it.u.state.order = order;
+	it.u.state.tie = tie;
+	assert_int_equal(csq_restore(c, &it), 0);
+}
+
+static void
+servicer_item(struct csq_snap_item *it, const char *id, const char *q1,
+              const char *q2)
+{
+	memset(it, 0, sizeof(*it));
+	it->kind = CSQ_SNAP_SERVICER;
+	strcpy(it->u.servicer.id, id);
+	it->u.servicer.capacity = 2;
+	it->u.servicer.ttl_s = 30;
+	it->u.servicer.last_order = 1;
+	it->u.servicer.deadline = 1000;
+	it->u.servicer.deadline_tie = 1;
+	strcpy(it->u.servicer.queues[0], q1);
+	it->u.servicer.nqueues = 1;
+	if (q2 != NULL) {
+		strcpy(it->u.servicer.queues[1], q2);
+		it->u.servicer.nqueues = 2;
+	}
+}
+
+static void
+waiting_item(struct csq_snap_item *it, const char *id, const char *queue,
+             uint64_t seq, uint32_t ttl_s, int has_deadline)
+{
+	memset(it, 0, sizeof(*it));
+	it->kind = CSQ_SNAP_USER;
+	strcpy(it->u.user.id, id);
+	strcpy(it->u.user.queue, queue);
+	it->u.user.key = seq; /* tier 15 */
+	it->u.user.state = CSQ_USER_WAITING;
+	it->u.user.ttl_s = ttl_s;
+	it->u.user.has_deadline = (uint32_t)has_deadline;
+	it->u.user.deadline = has_deadline ? 2000 : 0;
+	it->u.user.deadline_tie = has_deadline ? 2 : 0;
+}
+
+/*
+ * Items that each look well formed but that csq_snapshot never writes,
+ * found by fuzz/fuzz_snapshot: each one restored made a state that broke
+ * csq_check (a queue served twice, a TTL without a deadline, a free room
+ * beside a waiting user), or that would hand out an order key or a
+ * servicer order a second time. A journal that holds one is refused.
+ */
+static void
+test_restore_refuses_what_csq_never_writes(void **state)
+{
+	struct csq_limits l;
+	struct csq_snap_item it;
+	struct csq *c;
+
+	(void)state;
+	csq_limits_default(&l);
+	c = csq_new(&l, 0, NULL, NULL);
+	restore_state(c, 10, 5, 5);
+
+	servicer_item(&it, "s1", "q", "q"); /* the same queue twice */
+	assert_int_equal(csq_restore(c, &it), -1);
+	servicer_item(&it, "s1", "q", NULL);
+	it.u.servicer.ttl_s = 0;
+	assert_int_equal(csq_restore(c, &it), -1);
+	it.u.servicer.ttl_s = CSQ_TTL_MAX + 1;
+	assert_int_equal(csq_restore(c, &it), -1);
+	servicer_item(&it, "s1", "q", NULL);
+	it.u.servicer.last_order = 6; /* past the state's order */
+	assert_int_equal(csq_restore(c, &it), -1);
+	servicer_item(&it, "s1", "q", NULL);
+	it.u.servicer.deadline_tie = 6;
+	assert_int_equal(csq_restore(c, &it), -1);
+
+	waiting_item(&it, "u1", "w", 3, 30, 0); /* a TTL, no deadline */
+	assert_int_equal(csq_restore(c, &it), -1);
+	waiting_item(&it, "u1", "w", 3, 0, 1); /* a deadline, no TTL */
+	assert_int_equal(csq_restore(c, &it), -1);
+	waiting_item(&it, "u1", "w", 11, 0, 0); /* a key not handed out */
+	assert_int_equal(csq_restore(c, &it), -1);
+	waiting_item(&it, "u1", "w", 0, 0, 0);
+	assert_int_equal(csq_restore(c, &it), -1);
+	waiting_item(&it, "u1", "w", 3, CSQ_TTL_MAX + 1, 1);
+	assert_int_equal(csq_restore(c, &it), -1);
+	waiting_item(&it, "u1", "w", 3, 30, 1);
+	it.u.user.deadline_tie = 6;
+	assert_int_equal(csq_restore(c, &it), -1);
+
+	/* The same items, well formed, are taken; a state item comes
+	 * first, into an empty state, or not at all. */
+	servicer_item(&it, "s1", "q", "r");
+	assert_int_equal(csq_restore(c, &it), 0);
+	waiting_item(&it, "u1", "w", 3, 30, 1);
+	assert_int_equal(csq_restore(c, &it), 0);
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_STATE;
+	it.u.state.seq = 100;
+	assert_int_equal(csq_restore(c, &it), -1);
+	assert_int_equal(csq_restore_end(c), 0);
+	assert_int_equal(csq_check(c, NULL, 0), 0);
+
+	/* A user waits in q, which s1 serves with two free rooms: each
+	 * item fits, the whole is no state. */
+	waiting_item(&it, "u2", "q", 4, 0, 0);
+	assert_int_equal(csq_restore(c, &it), 0);
+	assert_int_equal(csq_restore_end(c), -1);
+	csq_free(c);
+}
+
+static void
+snap_user_item(void *arg, const struct csq_snap_item *it)
+{
+	if (it->kind == CSQ_SNAP_USER)
+		*(struct csq_snap_user *)arg = it->u.user;
+}
+
+/*
+ * A user whose TTL went to 0 has no deadline; the snapshot wrote the key
+ * of the one it had, so that one state gave two snapshots, depending on
+ * its history (found by fuzz/fuzz_csq).
+ */
+static void
+test_snapshot_writes_no_stale_deadline(void **state)
+{
+	struct csq_enqueue_args a = {.user = "u1", .has_ttl = 1, .ttl_s = 60};
+	struct csq_user_info info;
+	struct csq_snap_user u;
+	struct csq_limits l;
+	struct csq *c;
+	int known;
+
+	(void)state;
+	csq_limits_default(&l);
+	c = csq_new(&l, 0, NULL, NULL);
+	assert_int_equal(csq_enqueue(c, 1000, &a, &info), CSQ_OK);
+	assert_int_equal(csq_touch(c, 2000, "u1", 0, &known), CSQ_OK);
+	memset(&u, 0xff, sizeof(u));
+	csq_snapshot(c, snap_user_item, &u);
+	assert_string_equal(u.id, "u1");
+	assert_int_equal(u.has_deadline, 0);
+	assert_int_equal(u.deadline, 0);
+	assert_int_equal(u.deadline_tie, 0);
+	csq_free(c);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_restore_behaves_the_same),
 	    cmocka_unit_test(test_restore_refuses),
+	    cmocka_unit_test(test_restore_refuses_what_csq_never_writes),
+	    cmocka_unit_test(test_snapshot_writes_no_stale_deadline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
