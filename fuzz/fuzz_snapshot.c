@@ -25,11 +25,15 @@
 #define FUZZ_CHECK_MAX 256
 #define FUZZ_SEED_A    1
 #define FUZZ_SEED_B    2
+/* Times after any the items hold (a deadline of 2^62 ms is 146 million
+ * years away), and far from the end of uint64_t. */
+#define FUZZ_LATER_MS  (1ULL << 62)
+#define FUZZ_LATEST_MS (1ULL << 63)
 
-/* The items of a snapshot, each encoded. */
+/* The items of a snapshot, each encoded as a whole record, padded with
+ * zeros. */
 struct items {
 	uint8_t (*v)[CSQ_RECORD_MAX];
-	size_t *len;
 	size_t n, cap;
 };
 
@@ -41,10 +45,22 @@ collect(void *arg, const struct csq_snap_item *it)
 	if (x->n == x->cap) {
 		x->cap = x->cap ? x->cap * 2 : 8;
 		x->v = csq_xrealloc(x->v, x->cap * sizeof(*x->v));
-		x->len = csq_xrealloc(x->len, x->cap * sizeof(*x->len));
 	}
-	x->len[x->n] = csq_record_encode_snap(it, x->v[x->n]);
+	memset(x->v[x->n], 0, CSQ_RECORD_MAX);
+	csq_record_encode_snap(it, x->v[x->n]);
 	x->n++;
+}
+
+/* Decodes item i of x. */
+static void
+item_get(const struct items *x, size_t i, struct csq_snap_item *it)
+{
+	const uint8_t *r = x->v[i];
+	size_t len = (size_t)r[0] | (size_t)r[1] << 8 | (size_t)r[2] << 16 |
+	             (size_t)r[3] << 24;
+
+	if (csq_record_decode_snap(r + CSQ_RECORD_HEADER, len, it) != 0)
+		fuzz_fail("item %zu of a snapshot does not decode", i);
 }
 
 static int
@@ -58,10 +74,6 @@ item_cmp(const void *a, const void *b)
 static void
 items_sort(struct items *x)
 {
-	size_t i;
-
-	for (i = 0; i < x->n; i++)
-		memset(x->v[i] + x->len[i], 0, CSQ_RECORD_MAX - x->len[i]);
 	qsort(x->v, x->n, sizeof(*x->v), item_cmp);
 }
 
@@ -91,6 +103,34 @@ check_round_trip(const struct csq_snap_item *it)
 	if (n1 != n2 || memcmp(one, two, n1) != 0)
 		fuzz_fail("an item of kind %d encodes differently once decoded",
 		          (int)it->kind);
+}
+
+/*
+ * Works on a restored state, as the records after a snapshot do: every
+ * user enqueued again into the default queue (a waiting one moves there),
+ * then every deadline passed. The state must hold after each.
+ */
+static void
+exercise(struct csq *c, const struct items *x)
+{
+	struct csq_enqueue_args a;
+	struct csq_user_info info;
+	struct csq_snap_item it;
+	size_t i;
+
+	for (i = 0; i < x->n; i++) {
+		item_get(x, i, &it);
+		if (it.kind != CSQ_SNAP_USER)
+			continue;
+		memset(&a, 0, sizeof(a));
+		a.user = it.u.user.id;
+		a.has_queue = 1;
+		a.queue = CSQ_DEFAULT_QUEUE;
+		(void)csq_enqueue(c, FUZZ_LATER_MS, &a, &info);
+		check_state(c, "a user enqueued again");
+	}
+	csq_expire(c, FUZZ_LATEST_MS);
+	check_state(c, "every deadline passed");
 }
 
 int
@@ -124,10 +164,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	csq_snapshot(a, collect, &before);
 	b = csq_new(&limits, FUZZ_SEED_B, NULL, NULL);
 	for (i = 0; i < before.n; i++) {
-		if (csq_record_decode_snap(before.v[i] + CSQ_RECORD_HEADER,
-		                           before.len[i] - CSQ_RECORD_HEADER,
-		                           &it) != 0 ||
-		    csq_restore(b, &it) != 0)
+		item_get(&before, i, &it);
+		if (csq_restore(b, &it) != 0)
 			fuzz_fail("item %zu of a state's own snapshot refused",
 			          i);
 	}
@@ -141,11 +179,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (before.n > 0 &&
 	     memcmp(before.v, after.v, before.n * sizeof(*before.v)) != 0))
 		fuzz_fail("a restored snapshot differs from its state");
+	exercise(a, &before);
 	csq_free(a);
 	csq_free(b);
 	free(before.v);
-	free(before.len);
 	free(after.v);
-	free(after.len);
 	return 0;
 }

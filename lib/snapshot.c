@@ -244,7 +244,28 @@ csq_restore(struct csq *c, const struct csq_snap_item *it)
 
 struct restore_end {
 	int ok;
+	uint64_t *keys; /* open addressing, 0 = empty (no key is 0) */
+	size_t mask;
 };
+
+/* Every order key is handed out once: two users with one key would
+ * share a place in a line once they meet in one (a move, a requeue). */
+static void
+end_user(void *arg, const char *key, size_t len, void *val)
+{
+	struct restore_end *r = arg;
+	uint64_t k = ((const struct csq_user *)val)->key;
+	size_t i;
+
+	(void)key, (void)len;
+	for (i = (size_t)((k * 0x9e3779b97f4a7c15ULL) >> 20) & r->mask;
+	     r->keys[i] != 0; i = (i + 1) & r->mask)
+		if (r->keys[i] == k) {
+			r->ok = 0;
+			return;
+		}
+	r->keys[i] = k;
+}
 
 static void
 end_servicer(void *arg, const char *key, size_t len, void *val)
@@ -264,8 +285,17 @@ end_servicer(void *arg, const char *key, size_t len, void *val)
 int
 csq_restore_end(const struct csq *c)
 {
-	struct restore_end r = {1};
+	struct restore_end r = {1, NULL, 0};
+	size_t size = 16;
 
 	csq_dict_each(c->servicers, end_servicer, &r);
+	/* At most half full: a million users take 32 MB for a moment. */
+	while (size < 2 * csq_dict_len(c->users))
+		size *= 2;
+	r.keys = csq_xcalloc(size, sizeof(*r.keys));
+	r.mask = size - 1;
+	if (r.ok)
+		csq_dict_each(c->users, end_user, &r);
+	free(r.keys);
 	return r.ok ? 0 : -1;
 }

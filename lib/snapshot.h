@@ -58,7 +58,8 @@ int csq_restore(struct csq *, const struct csq_snap_item *);
 /*
  * After the last item: -1 when the items, each of which fitted, do not
  * make a state together (a free room of a ready servicer beside a user
- * waiting in a queue it serves: the match that never happened).
+ * waiting in a queue it serves: the match that never happened; two users
+ * with one order key).
  */
 int csq_restore_end(const struct csq *);
 

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 #
-# Shared by scripts/run and scripts/test: where the repository is, and the
+# Shared by scripts/run, scripts/test and scripts/fuzz: where the repository is, and the
 # Debian packages csqd needs to build and test. Sourced, never executed.
 
 # The Debian (bookworm) packages of the build, the tests and the Redis engine.
@@ -8,12 +8,15 @@
 # it); installing the package does not need systemd to run as PID 1.
 # groff-base and mandoc check the manual page (install.manpage); debhelper,
 # build-essential (which dpkg-buildpackage requires of every build) and
-# lintian build and check the Debian package (install.deb).
+# lintian build and check the Debian package (install.deb). clang builds
+# the fuzz targets (scripts/fuzz), libclang-rt-14-dev holds libFuzzer and
+# the sanitizers' runtimes for it, and llvm's llvm-symbolizer puts function
+# names and lines in their reports.
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
 	libconfig-dev libcmocka-dev redis-tools redis-server libsystemd-dev
 	valgrind
 	python3-prometheus-client python3-redis systemd groff-base mandoc
-	build-essential debhelper lintian)
+	build-essential debhelper lintian clang libclang-rt-14-dev llvm)
 
 # Prints a message on stderr, prefixed with the script's name.
 csq_say()

@@ -406,8 +406,20 @@ test_restore_refuses_what_csq_never_writes(void **state)
 	assert_int_equal(csq_restore_end(c), 0);
 	assert_int_equal(csq_check(c, NULL, 0), 0);
 
-	/* A user waits in q, which s1 serves with two free rooms: each
-	 * item fits, the whole is no state. */
+	/* The key of u1 (in w) again, in another queue: each item fits,
+	 * the whole is no state (fuzz_snapshot: both users enqueued into
+	 * one queue again, one of them was lost from its line). */
+	waiting_item(&it, "u3", "x", 3, 0, 0);
+	assert_int_equal(csq_restore(c, &it), 0);
+	assert_int_equal(csq_restore_end(c), -1);
+	csq_free(c);
+
+	/* A user waits in q, which s1 serves with two free rooms. */
+	c = csq_new(&l, 0, NULL, NULL);
+	restore_state(c, 10, 5, 5);
+	servicer_item(&it, "s1", "q", NULL);
+	assert_int_equal(csq_restore(c, &it), 0);
+	assert_int_equal(csq_restore_end(c), 0);
 	waiting_item(&it, "u2", "q", 4, 0, 0);
 	assert_int_equal(csq_restore(c, &it), 0);
 	assert_int_equal(csq_restore_end(c), -1);
