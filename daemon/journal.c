@@ -420,7 +420,7 @@ journal_replay(const char *path, const uint8_t *buf, size_t size,
 		off += CSQ_RECORD_HEADER + len;
 	}
 	return journal_snapshot_end(path, e, &snap, off) != 0 ? -1
-	                                                       : (int64_t)off;
+	                                                      : (int64_t)off;
 }
 
 /* Reads the whole file; it was just opened, nothing else writes it. */

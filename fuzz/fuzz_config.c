@@ -63,11 +63,12 @@ check_config(const struct config *c)
 	check_string("redis.prefix", c->redis_prefix, sizeof(c->redis_prefix));
 	if (c->redis_host[0] == '\0' || c->redis_prefix[0] == '\0' ||
 	    strpbrk(c->redis_prefix, "{}") != NULL)
-		fuzz_fail("redis.host or redis.prefix accepted empty or braced");
+		fuzz_fail(
+		    "redis.host or redis.prefix accepted empty or braced");
 	check_string("requirepass", c->requirepass, sizeof(c->requirepass));
 	check_string("memory.journal", c->journal, sizeof(c->journal));
-	if (c->fsync != CONFIG_FSYNC_ALWAYS && c->fsync != CONFIG_FSYNC_EVERYSEC &&
-	    c->fsync != CONFIG_FSYNC_NO)
+	if (c->fsync != CONFIG_FSYNC_ALWAYS &&
+	    c->fsync != CONFIG_FSYNC_EVERYSEC && c->fsync != CONFIG_FSYNC_NO)
 		fuzz_fail("memory.fsync %d", (int)c->fsync);
 	if (c->log_level < LOG_LVL_DEBUG || c->log_level > LOG_LVL_ERROR)
 		fuzz_fail("log.level %d", (int)c->log_level);
@@ -95,8 +96,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_fail("%d errors", n);
 	if (n == 0 && errlen != 0)
 		fuzz_fail("accepted, but said: %s", errs);
-	if (n > 0 && strncmp(errs, FUZZ_CONF_NAME ":",
-	                     strlen(FUZZ_CONF_NAME) + 1) != 0)
+	if (n > 0 &&
+	    strncmp(errs, FUZZ_CONF_NAME ":", strlen(FUZZ_CONF_NAME) + 1) != 0)
 		fuzz_fail("%d errors, said: %s", n, errs);
 	if (n == 0)
 		check_config(&cfg);

@@ -36,15 +36,15 @@
 
 /* Ids drawn from small pools, so that operations meet the same users,
  * servicers and queues; a few invalid ones test the checks. */
-static const char *const users[] = {"u0", "u1", "u2", "u3", "u4",
+static const char *const users[] = {"u0", "u1", "u2", "u3",         "u4",
                                     "u5", "u6", "u7", "a.b:c@d-e_f"};
 static const char *const servicers[] = {"s0", "s1", "s2", "s3"};
 static const char *const queues[] = {CSQ_DEFAULT_QUEUE, "q1", "q2", "q3"};
 static const char *const invalid_ids[] = {
     "", "bad id", "x/1",
     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
-static const char *const bad_rooms[] = {"s0", "s0/", "/0", "s0/01", "s0/x",
-                                        "s0/-1", "s0/4294967296", "s0/1/2"};
+static const char *const bad_rooms[] = {
+    "s0", "s0/", "/0", "s0/01", "s0/x", "s0/-1", "s0/4294967296", "s0/1/2"};
 
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -200,8 +200,8 @@ arg_heartbeat(struct args *a)
 		/* None and one too many are refused before the list is
 		 * read; duplicates collapse. */
 		b = fuzz_u8(a->in);
-		h->nqueues = b < 250 ? b % 4 + 1
-		                     : (b % 2 ? 0 : CSQ_SERVICER_QUEUES + 1);
+		h->nqueues =
+		    b < 250 ? b % 4 + 1 : (b % 2 ? 0 : CSQ_SERVICER_QUEUES + 1);
 		for (i = 0; i < h->nqueues && i < CSQ_SERVICER_QUEUES; i++)
 			h->queues[i] = pick_id(a->in, queues, NITEMS(queues));
 	}
@@ -280,8 +280,9 @@ arg_limits(struct args *a)
 static void
 say_user(struct state *s, const struct csq_user_info *u)
 {
-	say(s, " state=%d queue=%s pos=%" PRIu64 " tier=%u waited=%" PRIu64
-	       " room=%s servicer=%s since=%" PRIu64,
+	say(s,
+	    " state=%d queue=%s pos=%" PRIu64 " tier=%u waited=%" PRIu64
+	    " room=%s servicer=%s since=%" PRIu64,
 	    (int)u->state, u->queue, u->position, u->tier, u->waited_ms,
 	    u->room, u->servicer, u->since_ms);
 }
@@ -331,7 +332,8 @@ step_logout(struct run *r, struct state *s, struct args *a)
 {
 	uint64_t n = 0;
 
-	say_status(s, "logout", csq_logout(s->csq, r->now, arg_servicer(a), &n));
+	say_status(s, "logout",
+	           csq_logout(s->csq, r->now, arg_servicer(a), &n));
 	say(s, " requeued=%" PRIu64, n);
 }
 
@@ -392,9 +394,10 @@ step_where(struct run *r, struct state *s, struct args *a)
 	say_user(s, &out);
 	/* A waiting user's rank lies within its line. */
 	if (out.state == CSQ_USER_WAITING &&
-	    (csq_qlen(s->csq, out.queue, &len) != CSQ_OK ||
-	     out.position < 1 || out.position > len))
-		fuzz_fail("where %s: position %" PRIu64 " in a line of %" PRIu64,
+	    (csq_qlen(s->csq, out.queue, &len) != CSQ_OK || out.position < 1 ||
+	     out.position > len))
+		fuzz_fail("where %s: position %" PRIu64
+		          " in a line of %" PRIu64,
 		          arg_user(a), out.position, len);
 }
 
@@ -618,15 +621,24 @@ struct step {
 };
 
 static const struct step steps[] = {
-    {"heartbeat", step_heartbeat}, {"pause", step_pause},
-    {"resume", step_resume},       {"logout", step_logout},
-    {"release", step_release},     {"enqueue", step_enqueue},
-    {"touch", step_touch},         {"leave", step_leave},
-    {"where", step_where},         {"queue", step_queue},
-    {"qlen", step_qlen},           {"servicers", step_servicers},
-    {"stats", step_stats},         {"expire", step_expire},
-    {"expire_due", step_expire_due}, {"limits", step_limits},
-    {"rearm", step_rearm},         {"snapshot", step_snapshot},
+    {"heartbeat", step_heartbeat},
+    {"pause", step_pause},
+    {"resume", step_resume},
+    {"logout", step_logout},
+    {"release", step_release},
+    {"enqueue", step_enqueue},
+    {"touch", step_touch},
+    {"leave", step_leave},
+    {"where", step_where},
+    {"queue", step_queue},
+    {"qlen", step_qlen},
+    {"servicers", step_servicers},
+    {"stats", step_stats},
+    {"expire", step_expire},
+    {"expire_due", step_expire_due},
+    {"limits", step_limits},
+    {"rearm", step_rearm},
+    {"snapshot", step_snapshot},
 };
 
 /* Every event, logged as JSON, which must read back to itself. */
@@ -653,8 +665,8 @@ emit(void *arg, const struct csq_event *ev)
 		fuzz_fail("event does not parse back: %s", json);
 	m = csq_event_json(&back, again, sizeof(again));
 	if (m != n || memcmp(json, again, (size_t)n) != 0)
-		fuzz_fail("event changed through JSON: %s became %.*s", json,
-		          m, again);
+		fuzz_fail("event changed through JSON: %s became %.*s", json, m,
+		          again);
 	if (csq_event_channels(ev, ch) < 1)
 		fuzz_fail("event %s goes to no channel", json);
 	say(r->emitting, "\n  %s", json);

@@ -126,8 +126,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	srv.base = event_base_new();
 	srv.metrics = metrics_new(1);
 	csq_limits_default(&limits);
-	srv.engine = csq_engine_memory_new(&limits, 1, fixed_clock, NULL, emit,
-	                                   NULL);
+	srv.engine =
+	    csq_engine_memory_new(&limits, 1, fixed_clock, NULL, emit, NULL);
 	populate(srv.engine);
 	for (i = 0; i < FUZZ_PORT_TRIES; i++) {
 		snprintf(srv.cfg.http_listen, sizeof(srv.cfg.http_listen),
@@ -175,8 +175,8 @@ conn_cb(evutil_socket_t fd, short what, void *arg)
 		if (n > 0 && c->len + (size_t)n <= FUZZ_REPLY_MAX) {
 			memcpy(c->reply + c->len, buf, (size_t)n);
 			c->len += (size_t)n;
-		} else if (n == 0 || (n < 0 && errno != EAGAIN &&
-		                      errno != EINTR)) {
+		} else if (n == 0 ||
+		           (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			c->done = 1;
 		}
 	}
@@ -224,9 +224,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (c.timed_out)
 		fuzz_fail("the endpoint neither answered nor closed in %d s",
 		          FUZZ_ANSWER_S);
-	if (c.len > 0 && (c.len < strlen(FUZZ_HTTP_PREFIX) ||
-	                  memcmp(c.reply, FUZZ_HTTP_PREFIX,
-	                         strlen(FUZZ_HTTP_PREFIX)) != 0))
+	if (c.len > 0 &&
+	    (c.len < strlen(FUZZ_HTTP_PREFIX) ||
+	     memcmp(c.reply, FUZZ_HTTP_PREFIX, strlen(FUZZ_HTTP_PREFIX)) != 0))
 		fuzz_fail("the endpoint answered %.40s", c.reply);
 	event_free(c.ev);
 	close(c.fd);

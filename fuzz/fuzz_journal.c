@@ -48,7 +48,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc, (void)argv;
 	/* Refusals and torn tails are what this target is about: their log
 	 * lines would be most of its output. */
-	if (getenv("FUZZ_LOG") == NULL) log_set_level((enum log_level)(LOG_LVL_ERROR + 1));
+	if (getenv("FUZZ_LOG") == NULL)
+		log_set_level((enum log_level)(LOG_LVL_ERROR + 1));
 	base = event_base_new();
 	return 0;
 }

@@ -75,10 +75,15 @@ scenario(struct csq_engine *e)
 
 	memset(&op, 0, sizeof(op));
 	op.code = CSQ_OP_HEARTBEAT;
-	op.heartbeat = (struct csq_heartbeat_args){
-	    .servicer = "s1", .has_capacity = 1, .capacity = 2,
-	    .has_queues = 1, .nqueues = 2, .queues = {"sales", "support"},
-	    .has_ttl = 1, .ttl_s = 30};
+	op.heartbeat =
+	    (struct csq_heartbeat_args){.servicer = "s1",
+	                                .has_capacity = 1,
+	                                .capacity = 2,
+	                                .has_queues = 1,
+	                                .nqueues = 2,
+	                                .queues = {"sales", "support"},
+	                                .has_ttl = 1,
+	                                .ttl_s = 30};
 	run(e, &op);
 	op.code = CSQ_OP_HEARTBEAT;
 	op.heartbeat = (struct csq_heartbeat_args){.servicer = "s2"};
@@ -91,13 +96,17 @@ scenario(struct csq_engine *e)
 	    .user = "u1", .has_queue = 1, .queue = "sales"};
 	run(e, &op);
 	op.code = CSQ_OP_ENQUEUE;
-	op.enqueue = (struct csq_enqueue_args){
-	    .user = "u2", .has_queue = 1, .queue = "sales", .has_tier = 1,
-	    .tier = 3, .has_ttl = 1, .ttl_s = 60};
+	op.enqueue = (struct csq_enqueue_args){.user = "u2",
+	                                       .has_queue = 1,
+	                                       .queue = "sales",
+	                                       .has_tier = 1,
+	                                       .tier = 3,
+	                                       .has_ttl = 1,
+	                                       .ttl_s = 60};
 	run(e, &op);
 	op.code = CSQ_OP_ENQUEUE;
-	op.enqueue = (struct csq_enqueue_args){.user = "u3", .has_tier = 1,
-	                                       .tier = 9};
+	op.enqueue =
+	    (struct csq_enqueue_args){.user = "u3", .has_tier = 1, .tier = 9};
 	run(e, &op);
 	op.code = CSQ_OP_ENQUEUE;
 	op.enqueue = (struct csq_enqueue_args){
@@ -122,14 +131,19 @@ scenario(struct csq_engine *e)
 	limits.user_ttl_s = 0;
 	e->ops->set_limits(e, &limits);
 	op.code = CSQ_OP_ENQUEUE;
-	op.enqueue = (struct csq_enqueue_args){
-	    .user = "u5", .has_queue = 1, .queue = "billing", .has_tier = 1,
-	    .tier = 15};
+	op.enqueue = (struct csq_enqueue_args){.user = "u5",
+	                                       .has_queue = 1,
+	                                       .queue = "billing",
+	                                       .has_tier = 1,
+	                                       .tier = 15};
 	run(e, &op);
 	op.code = CSQ_OP_HEARTBEAT;
-	op.heartbeat = (struct csq_heartbeat_args){
-	    .servicer = "s3", .has_queues = 1, .nqueues = 1,
-	    .queues = {"billing"}, .has_capacity = 1, .capacity = 1};
+	op.heartbeat = (struct csq_heartbeat_args){.servicer = "s3",
+	                                           .has_queues = 1,
+	                                           .nqueues = 1,
+	                                           .queues = {"billing"},
+	                                           .has_capacity = 1,
+	                                           .capacity = 1};
 	run(e, &op);
 	now_ms += 31000;
 	e->ops->expire(e);
@@ -140,8 +154,8 @@ scenario(struct csq_engine *e)
 }
 
 static void
-write_file(const char *dir, const char *sub, const char *name,
-           const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+write_file(const char *dir, const char *sub, const char *name, const uint8_t *a,
+           size_t alen, const uint8_t *b, size_t blen)
 {
 	char path[4096];
 	FILE *f;
@@ -152,8 +166,7 @@ write_file(const char *dir, const char *sub, const char *name,
 		exit(1);
 	}
 	snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
-	if ((f = fopen(path, "wb")) == NULL ||
-	    fwrite(a, 1, alen, f) != alen ||
+	if ((f = fopen(path, "wb")) == NULL || fwrite(a, 1, alen, f) != alen ||
 	    (blen > 0 && fwrite(b, 1, blen, f) != blen) || fclose(f) != 0) {
 		perror(path);
 		exit(1);
@@ -184,7 +197,7 @@ main(int argc, char **argv)
 	write_file(argv[1], "journal", "records", &fix_checksums, 1, ops.buf,
 	           ops.len);
 	/* A compacted journal: the snapshot, then what came after it. */
-	write_file(argv[1], "journal", "snapshot", &fix_checksums, 1,
-	           items.buf, items.len);
+	write_file(argv[1], "journal", "snapshot", &fix_checksums, 1, items.buf,
+	           items.len);
 	return 0;
 }
