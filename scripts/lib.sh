@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 #
-# Shared by scripts/run, scripts/test and scripts/fuzz: where the repository is, and the
-# Debian packages csqd needs to build and test. Sourced, never executed.
+# Shared by scripts/run, scripts/test and scripts/fuzz: where the repository
+# is, and the Debian packages csqd needs to build and test. Sourced, never
+# executed.
 
 # The Debian (bookworm) packages of the build, the tests and the Redis engine.
 # systemd is there for systemd-analyze (install.tree verifies the unit with
