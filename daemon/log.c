@@ -68,6 +68,9 @@ log_level_parse(const char *s, enum log_level *out)
 	return -1;
 }
 
+static void log_vlog(enum log_level, int, const char *, va_list)
+    __attribute__((format(printf, 3, 0)));
+
 /* Builds the whole line first so that it reaches stderr in one write. */
 static void
 log_vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
@@ -163,6 +166,9 @@ log_error(const char *fmt, ...)
 	log_vlog(LOG_LVL_ERROR, 0, fmt, ap);
 	va_end(ap);
 }
+
+static void log_at(enum log_level, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static void
 log_at(enum log_level level, const char *fmt, ...)

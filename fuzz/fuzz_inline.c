@@ -7,7 +7,8 @@
  * escapes, single quotes, or bare, as the input picks), must parse back
  * to the same arguments.
  *
- * The first byte of the input picks the chunks and the quoting.
+ * The first byte of the input picks the chunks and the quoting, and with
+ * its top bit the limits of a connection before AUTH.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,23 +128,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct line l = {0};
 	uint8_t *text;
 	uint32_t seed;
+	int authed;
 	size_t i;
 
 	if (size < 1)
 		return 0;
 	seed = (uint32_t)(data[0] + 1) * 2654435761u;
+	/* Half the inputs as a connection before AUTH, with its limits. */
+	authed = (data[0] & 0x80) == 0;
 	text = csq_xmalloc(size);
 	memcpy(text, data + 1, size - 1);
 	for (i = 0; i < size - 1; i++)
 		if (text[i] == '*' && (i == 0 || text[i - 1] == '\n'))
 			text[i] = ' ';
-	resp_feed(text, size - 1, 0, &whole);
-	resp_feed(text, size - 1, seed, &chunked);
+	resp_feed(text, size - 1, 0, authed, &whole);
+	resp_feed(text, size - 1, seed, authed, &chunked);
 	resp_outcome_same(&whole, &chunked, "at once against in chunks", 1);
 
 	line_put(&l, "", 0);
 	requote(whole.canon, whole.len, data[0] % 3, &l);
-	resp_feed((const uint8_t *)l.buf, l.len, 0, &again);
+	resp_feed((const uint8_t *)l.buf, l.len, 0, 1, &again);
 	if (again.error)
 		fuzz_fail("requoted requests refused: %s", again.why);
 	resp_outcome_same(&whole, &again, "parsed against quoted again", 0);

@@ -80,7 +80,7 @@ next_rand(uint32_t *s)
 }
 
 void
-resp_feed(const uint8_t *data, size_t size, uint32_t chunk_seed,
+resp_feed(const uint8_t *data, size_t size, uint32_t chunk_seed, int authed,
           struct resp_outcome *out)
 {
 	struct resp_parser *p = resp_parser_new();
@@ -89,6 +89,7 @@ resp_feed(const uint8_t *data, size_t size, uint32_t chunk_seed,
 	size_t off = 0, n;
 
 	memset(out, 0, sizeof(*out));
+	resp_parser_set_authed(p, authed);
 	if (chunk_seed == 0) {
 		evbuffer_add(in, data, size);
 		drain(p, in, out);

@@ -22,12 +22,13 @@ struct resp_outcome {
 };
 
 /*
- * Parses data. chunk_seed 0: all of it at once; otherwise in chunks of
- * pseudo-random sizes (from the seed), sometimes several of them queued
- * before the parser runs. The outcome is freed with resp_outcome_free.
+ * Parses data, with the limits of a connection before AUTH unless authed.
+ * chunk_seed 0: all of it at once; otherwise in chunks of pseudo-random
+ * sizes (from the seed), sometimes several of them queued before the
+ * parser runs. The outcome is freed with resp_outcome_free.
  */
 void resp_feed(const uint8_t *data, size_t size, uint32_t chunk_seed,
-               struct resp_outcome *out);
+               int authed, struct resp_outcome *out);
 void resp_outcome_free(struct resp_outcome *);
 /* Aborts unless a and b hold the same requests and, with ends_too, end
  * the same way; what names the two ways of parsing. */
