@@ -22,7 +22,6 @@
 #include "config.h"
 #include "util.h"
 
-#define CONFIG_PORT_MAX      65535
 #define CONFIG_PORT_DIGITS   5
 #define CONFIG_REDIS_DB_MAX  1000000
 #define CONFIG_QUEUE_MAX     100000000 /* max_queue_length at most */
@@ -72,6 +71,7 @@ static const char *config_check_listen(const char *);
 static const char *config_check_http(const char *);
 static const char *config_check_nonempty(const char *);
 static const char *config_check_prefix(const char *);
+static const char *config_check_sentinel(const char *);
 
 static const char *const config_engines[] = {"memory", "redis", NULL};
 /* In the order of enum config_fsync. */
@@ -104,6 +104,15 @@ static const char *const config_levels[] = {"debug", "info", "warning", "error",
 		.off = OFF(m), .size = sizeof(((struct config *)0)->m[0]),     \
 		.count_off = OFF(cnt), .min = 1, .max = (most),                \
 		.def_str = (d), .check = (chk)                                 \
+	}
+
+/* A list that may be empty, and is by default. */
+#define KEY_LIST_EMPTY(n, m, cnt, most, chk)                                   \
+	{                                                                      \
+		.name = (n), .type = CONFIG_T_LIST, .field = CONFIG_F_LIST,    \
+		.off = OFF(m), .size = sizeof(((struct config *)0)->m[0]),     \
+		.count_off = OFF(cnt), .min = 0, .max = (most),                \
+		.def_str = NULL, .check = (chk)                                \
 	}
 
 /* Every key of protocol.md, "Running csqd", with its default. */
@@ -140,6 +149,13 @@ static const struct config_key config_keys[] = {
     KEY_STR("redis.password", redis_password, "", NULL),
     KEY_INT("redis.db", CONFIG_F_I64, redis_db, 0, CONFIG_REDIS_DB_MAX, 0),
     KEY_STR("redis.prefix", redis_prefix, "csq", config_check_prefix),
+    KEY_LIST_EMPTY("redis.sentinels", redis_sentinels, nsentinels,
+                   CONFIG_SENTINELS_MAX, config_check_sentinel),
+    KEY_STR("redis.master", redis_master, "", NULL),
+    KEY_INT("redis.wait_replicas", CONFIG_F_I64, redis_wait_replicas, 0,
+            CONFIG_REPLICAS_MAX, 0),
+    KEY_INT("redis.wait_timeout_ms", CONFIG_F_I64, redis_wait_timeout_ms, 1,
+            CONFIG_WAIT_TIMEOUT_MAX, 1000),
     KEY_STR("http.listen", http_listen, "127.0.0.1:7879", config_check_http),
     KEY_ENUM("log.level", CONFIG_F_ENUM, log_level, config_levels,
              LOG_LVL_INFO),
@@ -253,6 +269,8 @@ config_default(struct config *cfg)
 			config_store_enum(cfg, k, k->def_int);
 			break;
 		case CONFIG_T_LIST:
+			if (k->def_str == NULL)
+				break; /* empty */
 			config_store_str(cfg, k, 0, k->def_str);
 			*(int *)((char *)cfg + k->count_off) = 1;
 			break;
@@ -645,6 +663,13 @@ config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
 		return 1;
 	}
 	config_walk(&r, cfg, config_root_setting(lc), "");
+	/* The one rule between keys: a master's name and where to ask for
+	 * it come together (once each is valid on its own). */
+	if (r.errors == 0 &&
+	    (cfg->nsentinels > 0) != (cfg->redis_master[0] != '\0'))
+		config_error(&r, config_lookup(lc, "redis"),
+		             "redis.sentinels and redis.master go together: "
+		             "give both or neither");
 	free(r.file_text);
 	free(r.file_name);
 	return r.errors;
@@ -779,6 +804,16 @@ config_check_http(const char *s)
 
 	if (*s == '\0')
 		return NULL;
+	if (config_parse_addr(s, &a) != 0 || a.is_unix)
+		return "not host:port or [ipv6]:port";
+	return NULL;
+}
+
+static const char *
+config_check_sentinel(const char *s)
+{
+	struct config_addr a;
+
 	if (config_parse_addr(s, &a) != 0 || a.is_unix)
 		return "not host:port or [ipv6]:port";
 	return NULL;

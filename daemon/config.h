@@ -13,6 +13,10 @@
 #include "log.h"
 
 #define CONFIG_LISTEN_MAX        16
+#define CONFIG_SENTINELS_MAX     16
+#define CONFIG_PORT_MAX          65535
+#define CONFIG_REPLICAS_MAX      16    /* redis.wait_replicas */
+#define CONFIG_WAIT_TIMEOUT_MAX  60000 /* ms, redis.wait_timeout_ms */
 #define CONFIG_STR_MAX           256
 #define CONFIG_BUSY_POLL_MAX     10000       /* us */
 #define CONFIG_OUTPUT_MEMORY_MAX (1LL << 40) /* bytes */
@@ -52,6 +56,15 @@ struct config {
 	char redis_password[CONFIG_STR_MAX];
 	int64_t redis_db;
 	char redis_prefix[CONFIG_STR_MAX];
+	/* Sentinel: the master's name and where to ask for it (host:port);
+	 * none: redis.host and redis.port name the server. */
+	int nsentinels;
+	char redis_sentinels[CONFIG_SENTINELS_MAX][CONFIG_STR_MAX];
+	char redis_master[CONFIG_STR_MAX];
+	/* WAIT after each call that may write: this many replicas, at most
+	 * this long; 0 replicas: no WAIT. */
+	int64_t redis_wait_replicas;
+	int64_t redis_wait_timeout_ms;
 	char http_listen[CONFIG_STR_MAX]; /* "" = off */
 	enum log_level log_level;
 };

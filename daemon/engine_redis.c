@@ -203,6 +203,7 @@ redis_free(struct csq_engine *e)
 	redis_call_flush(r, 1);
 	redis_conn_close(&r->cmd);
 	redis_conn_close(&r->sub);
+	redis_conn_close(&r->sen);
 	redis_call_flush(r, 1);
 	event_free(r->tick);
 	event_free(r->flush);
@@ -242,6 +243,25 @@ static const struct csq_engine_ops redis_ops = {
     .free = redis_free,
 };
 
+/* With redis.sentinels: where to ask, and for which master. The server's
+ * address is the sentinels' answer, not redis.host's. */
+static void
+engine_sentinels(struct redis_engine *r, const struct config *cfg)
+{
+	int i;
+
+	for (i = 0; i < cfg->nsentinels; i++)
+		if (config_parse_addr(cfg->redis_sentinels[i],
+		                      &r->sentinels[r->nsentinels]) == 0)
+			r->nsentinels++;
+	if (r->nsentinels == 0)
+		return;
+	snprintf(r->master, sizeof(r->master), "%s", cfg->redis_master);
+	r->is_unix = 0;
+	snprintf(r->addr, sizeof(r->addr), "%s (from the sentinels)",
+	         r->master);
+}
+
 struct csq_engine *
 engine_redis_new(struct event_base *evb, const struct config *cfg,
                  csq_clock_fn *clock, void *clock_arg, csq_emit_fn *emit,
@@ -268,6 +288,9 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	         cfg->redis_prefix);
 	snprintf(r->channel, sizeof(r->channel), "{%s}:events",
 	         cfg->redis_prefix);
+	engine_sentinels(r, cfg);
+	r->wait_replicas = cfg->redis_wait_replicas;
+	r->wait_timeout_ms = cfg->redis_wait_timeout_ms;
 	r->limits = cfg->limits;
 	r->clock = clock;
 	r->clock_arg = clock_arg;
@@ -283,8 +306,11 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	r->flush = event_new(evb, -1, 0, redis_batch_flush_cb, r);
 	redis_conn_init(r, &r->cmd, "commands");
 	redis_conn_init(r, &r->sub, "events");
+	redis_conn_init(r, &r->sen, "sentinel");
 	r->tick = event_new(evb, -1, EV_PERSIST, tick_cb, r);
 	evtimer_add(r->tick, &tv);
+	if (r->nsentinels > 0)
+		redis_conn_start(&r->sen); /* which starts the other two */
 	redis_conn_start(&r->cmd);
 	redis_conn_start(&r->sub);
 	return &r->base;

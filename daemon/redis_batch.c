@@ -28,6 +28,7 @@
 #define BATCH_INFLIGHT 8 /* script calls in flight at once */
 
 static void batch_write(struct redis_batch *);
+static void batch_wait(struct redis_batch *);
 
 /* Sends the next batch at the end of this loop turn, when it may go. */
 void
@@ -61,6 +62,94 @@ void
 redis_batch_fail_pending(struct redis_engine *r)
 {
 	calls_fail(&r->pending, CSQ_ETRYAGAIN);
+}
+
+/* Whether k may change the state (the health check, a LIMITS, does not). */
+static int
+call_writes(const struct redis_call *k)
+{
+	return k->code != CSQ_OP_LIMITS && csq_op_mutates(k->code);
+}
+
+/* A WAIT sent after a call: which one, for its answer. */
+struct batch_wait {
+	struct redis_engine *r;
+	uint64_t seq;
+};
+
+/*
+ * WAIT's answer: the calls it holds leave (redis_call_flush). When fewer
+ * replicas than redis.wait_replicas have their changes (or the link went),
+ * a failover may lose them: those that changed something are answered as
+ * an operation that may have been applied (UNSURE), never as done.
+ */
+static void
+batch_wait_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct batch_wait *w = priv;
+	struct redis_engine *r = w->r;
+	redisReply *reply = reply_;
+	struct redis_call *k;
+	char why[128];
+	int enough;
+
+	(void)ac;
+	enough = reply != NULL && reply->type == REDIS_REPLY_INTEGER &&
+	         reply->integer >= r->wait_replicas;
+	if (!enough && reply != NULL) {
+		snprintf(why, sizeof(why),
+		         "WAIT: %lld of %lld replicas within %lld ms; the "
+		         "changes answered TRYAGAIN (may have been applied)",
+		         reply->type == REDIS_REPLY_INTEGER
+		             ? (long long)reply->integer
+		             : -1LL,
+		         (long long)r->wait_replicas,
+		         (long long)r->wait_timeout_ms);
+		redis_reply_log_error(r, why);
+	}
+	TAILQ_FOREACH(k, &r->order, order) {
+		if (k->wait_seq != w->seq)
+			continue;
+		k->wait_seq = 0;
+		if (!enough && k->ready && k->res.status == CSQ_OK &&
+		    call_writes(k)) {
+			memset(&k->res, 0, sizeof(k->res));
+			k->res.status = CSQ_EUNSURE;
+		}
+	}
+	free(w);
+	redis_call_flush(r, 0);
+}
+
+/* With redis.wait_replicas, a WAIT after a call that may write; its
+ * calls wait for its answer. */
+static void
+batch_wait(struct redis_batch *b)
+{
+	struct redis_engine *r = b->r;
+	struct batch_wait *w;
+	struct redis_call *k;
+	int writes = 0;
+
+	if (r->wait_replicas == 0)
+		return;
+	TAILQ_FOREACH(k, &b->calls, entry)
+		writes |= call_writes(k);
+	if (!writes)
+		return;
+	w = csq_xmalloc(sizeof(*w));
+	w->r = r;
+	w->seq = ++r->wait_seq;
+	TAILQ_FOREACH(k, &b->calls, entry)
+		k->wait_seq = w->seq;
+	if (redisAsyncCommand(r->cmd.ac, batch_wait_cb, w, "WAIT %lld %lld",
+	                      (long long)r->wait_replicas,
+	                      (long long)r->wait_timeout_ms) != REDIS_OK) {
+		/* The link is going: the call's own reply says so. */
+		TAILQ_FOREACH(k, &b->calls, entry)
+			k->wait_seq = 0;
+		free(w);
+	}
 }
 
 /*
@@ -113,6 +202,12 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		batch_fail(b, CSQ_EUNSURE);
 	} else if (reply->type == REDIS_REPLY_ERROR) {
 		redis_reply_log_error(r, reply->str);
+		/* A master demoted under csqd: its new one is elsewhere. */
+		if (strncmp(reply->str, "READONLY", 8) == 0 &&
+		    r->nsentinels > 0 && r->cmd.ac != NULL) {
+			redisAsyncDisconnect(r->cmd.ac);
+			redis_sentinel_ask(r, "the master answers READONLY");
+		}
 		batch_fail(b, strstr(reply->str, " script: ") != NULL
 		                  ? CSQ_EUNSURE
 		                  : CSQ_ETRYAGAIN);
@@ -198,7 +293,9 @@ batch_write(struct redis_batch *b)
 		batch_fail(b, CSQ_ETRYAGAIN);
 		/* The connection is going: so is what waits to be sent. */
 		redis_batch_fail_pending(r);
+		return;
 	}
+	batch_wait(b);
 }
 
 /* Sends up to BATCH_MAX pending operations as one script call, a

@@ -54,9 +54,10 @@ redis_call_fail(struct redis_call *k, enum csq_status why)
 }
 
 /*
- * Answers, in the order the calls were made, those whose answer is known
- * and whose events have come in (all: or not; the subscription is gone or
- * the engine stops; and never more than PARK_TIMEOUT_MS late). A client
+ * Answers, in the order the calls were made, those whose answer is known,
+ * whose WAIT (redis.wait_replicas) is answered and whose events have come
+ * in (all: or not; the subscription is gone or the engine stops; and never
+ * more than PARK_TIMEOUT_MS late). A client
  * may have several calls in flight: its replies must keep its order.
  */
 void
@@ -69,6 +70,10 @@ redis_call_flush(struct redis_engine *r, int all)
 		return;
 	r->answering = 1;
 	while ((k = TAILQ_FIRST(&r->order)) != NULL && k->ready) {
+		/* A WAIT holds its calls whatever the subscription does; its
+		 * answer, or the link's end, comes. */
+		if (k->wait_seq != 0 && !r->freeing)
+			break;
 		if (!all && k->wait_event > r->seen_event &&
 		    now - k->parked_ms < PARK_TIMEOUT_MS)
 			break;

@@ -69,13 +69,15 @@ conn_lost(struct redis_conn *c, const char *why)
 
 	c->ac = NULL;
 	c->ready = 0;
+	conn_failed(c, why);
+	conn_retry(c);
+	if (c == &r->sen)
+		return; /* the engine's state is the data connections' */
 	if (c == &r->cmd) {
 		r->peek_sent_us = 0;
 		r->reaping = 0;
 	}
-	conn_failed(c, why);
 	redis_engine_update_up(r);
-	conn_retry(c);
 	/* What was not sent will not be: TRYAGAIN, nothing was changed. */
 	redis_batch_fail_pending(r);
 	/* The events that replies wait for will not come on this link. */
@@ -155,6 +157,26 @@ handshake_auth_cb(redisAsyncContext *ac, void *reply, void *priv)
 {
 	(void)priv;
 	redis_conn_error(ac, reply, "AUTH");
+}
+
+/* With Sentinel: a server that is not the master (the sentinels' answer
+ * was stale, or it was demoted since) is left, and they are asked again. */
+static void
+handshake_role_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct redis_conn *c = ac->data;
+	redisReply *reply = reply_, *role;
+
+	(void)priv;
+	if (redis_conn_error(ac, reply, "ROLE"))
+		return;
+	if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+	    (role = reply->element[0])->type == REDIS_REPLY_STRING &&
+	    strcmp(role->str, "master") == 0)
+		return;
+	conn_failed(c, "ROLE: not the master");
+	redisAsyncDisconnect(ac);
+	redis_sentinel_ask(c->r, "a server they named is not the master");
 }
 
 static void
@@ -275,12 +297,20 @@ redis_conn_start(struct redis_conn *c)
 	redisAsyncContext *ac;
 	struct timeval tv = {CONNECT_TIMEOUT / 1000,
 	                     (CONNECT_TIMEOUT % 1000) * 1000};
+	int port = r->port;
 
-	if (r->is_unix)
+	/* With Sentinel, the data connections wait for the master's address,
+	 * which starts them (redis_sentinel.c). */
+	if (c != &r->sen && r->nsentinels > 0 && !r->have_master)
+		return;
+	if (c == &r->sen) {
+		redis_sentinel_address(c, addr, sizeof(addr), &port);
+		ac = redisAsyncConnect(addr, port);
+	} else if (r->is_unix) {
 		ac = redisAsyncConnectUnix(r->host);
-	else {
+	} else {
 		conn_address(c, addr, sizeof(addr));
-		ac = redisAsyncConnect(addr, r->port);
+		ac = redisAsyncConnect(addr, port);
 	}
 	if (ac == NULL) {
 		conn_failed(c, "out of memory");
@@ -301,9 +331,15 @@ redis_conn_start(struct redis_conn *c)
 	evtimer_add(c->timer, &tv);
 
 	/* Sent at once: hiredis writes them when the socket connects. */
+	if (c == &r->sen) {
+		redis_sentinel_handshake(c);
+		return;
+	}
 	if (r->password[0] != '\0')
 		redisAsyncCommand(ac, handshake_auth_cb, NULL, "AUTH %s",
 		                  r->password);
+	if (r->nsentinels > 0)
+		redisAsyncCommand(ac, handshake_role_cb, NULL, "ROLE");
 	if (c == &r->sub) {
 		redisAsyncCommand(ac, redis_subscription_cb, NULL,
 		                  "SUBSCRIBE %s", r->channel);
@@ -314,6 +350,16 @@ redis_conn_start(struct redis_conn *c)
 		                  (long long)r->db);
 	redisAsyncCommand(ac, handshake_load_cb, NULL, "SCRIPT LOAD %s",
 	                  redis_lua_source);
+}
+
+void
+redis_conn_now(struct redis_conn *c)
+{
+	if (c->ac != NULL || c->r->freeing)
+		return;
+	evtimer_del(c->timer);
+	c->backoff_ms = BACKOFF_MIN_MS;
+	redis_conn_start(c);
 }
 
 void

@@ -61,6 +61,7 @@ struct redis_call {
 	TAILQ_ENTRY(redis_call) order; /* in redis_engine.order */
 	int ready;                     /* res is the answer */
 	int group_len; /* the first of a group: its calls, all in one batch */
+	uint64_t wait_seq; /* held until that WAIT answers; 0: not held */
 };
 
 TAILQ_HEAD(redis_call_list, redis_call);
@@ -78,7 +79,8 @@ struct redis_batch {
 	struct redis_call_list calls;
 	int ncalls;
 	enum batch_how how;
-	uint64_t sub_gen; /* the subscription it was made under (0 none) */
+	uint64_t sub_gen;  /* the subscription it was made under (0 none) */
+	uint64_t wait_seq; /* the WAIT after its call; 0: none */
 };
 
 struct redis_engine {
@@ -87,7 +89,7 @@ struct redis_engine {
 	char host[CONFIG_STR_MAX];
 	int port;
 	int is_unix;
-	char addr[CONFIG_STR_MAX + 16]; /* for the log */
+	char addr[2 * CONFIG_STR_MAX + 32]; /* for the log */
 	char password[CONFIG_STR_MAX];
 	int64_t db;
 	char stats_key[CONFIG_STR_MAX + 16]; /* KEYS[1]: "{prefix}:stats" */
@@ -144,6 +146,21 @@ struct redis_engine {
 	char error_last[256];     /* the last of those, for the tick */
 	int64_t rtt_us;
 	int freeing;
+
+	/* Sentinel (redis_sentinel.c): where to ask for the master by its
+	 * name, and the connection that asks and hears of failovers. With
+	 * sentinels, host and port are the master's as they last said
+	 * (have_master). */
+	int nsentinels;
+	struct config_addr sentinels[CONFIG_SENTINELS_MAX];
+	char master[CONFIG_STR_MAX];
+	struct redis_conn sen;
+	int have_master;
+	/* WAIT for this many replicas after each call that may write, at
+	 * most wait_timeout_ms (0 replicas: no WAIT); wait_seq numbers the
+	 * WAITs sent. */
+	int64_t wait_replicas, wait_timeout_ms;
+	uint64_t wait_seq;
 };
 
 /* Milliseconds of a clock that only goes forward, for waits and logs. */
@@ -172,6 +189,20 @@ void redis_conn_close(struct redis_conn *);
 int redis_conn_error(redisAsyncContext *, redisReply *, const char *what);
 /* The library is gone: calls go by EVALSHA until it is loaded again. */
 void redis_conn_function_reload(struct redis_engine *);
+/* Connects c at once unless it is connected or connecting (it may be
+ * waiting for its next attempt). */
+void redis_conn_now(struct redis_conn *);
+
+/* redis_sentinel.c */
+/* The sentinel connection's handshake: ask for the master, then hear of
+ * its failovers. */
+void redis_sentinel_handshake(struct redis_conn *);
+/* The address of the sentinel to try this time, in turn. */
+void redis_sentinel_address(struct redis_conn *, char *host, size_t cap,
+                            int *port);
+/* What the sentinels say may be stale (a READONLY reply, a server that
+ * is not the master): ask them again. */
+void redis_sentinel_ask(struct redis_engine *, const char *why);
 
 /* redis_call.c */
 struct redis_call *redis_call_new(struct redis_engine *, const char *name,

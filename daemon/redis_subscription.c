@@ -171,7 +171,12 @@ sub_events(struct redis_engine *r, const char *msg, size_t len)
 		return;
 	}
 	last = m.last;
-	if (last <= r->sub_last)
+	/* The last message again: a replica promoted by a failover delivers
+	 * the PUBLISH it replicated from the old master, from which this
+	 * daemon had it already. Its events went out once. */
+	if (last == r->sub_last)
+		return;
+	if (last < r->sub_last)
 		went_back(r, last);
 	r->sub_last = last;
 	while (r->echo_n > 0 && r->echo[r->echo_head] <= last) {

@@ -329,7 +329,13 @@ server_reload(struct server *s)
 	    next.redis_port != cur->redis_port ||
 	    strcmp(next.redis_password, cur->redis_password) != 0 ||
 	    next.redis_db != cur->redis_db ||
-	    strcmp(next.redis_prefix, cur->redis_prefix) != 0)
+	    strcmp(next.redis_prefix, cur->redis_prefix) != 0 ||
+	    next.nsentinels != cur->nsentinels ||
+	    memcmp(next.redis_sentinels, cur->redis_sentinels,
+	           sizeof(next.redis_sentinels)) != 0 ||
+	    strcmp(next.redis_master, cur->redis_master) != 0 ||
+	    next.redis_wait_replicas != cur->redis_wait_replicas ||
+	    next.redis_wait_timeout_ms != cur->redis_wait_timeout_ms)
 		server_note_key(later, sizeof(later), "redis");
 	if (strcmp(next.http_listen, cur->http_listen) != 0)
 		server_note_key(later, sizeof(later), "http.listen");

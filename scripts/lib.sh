@@ -15,7 +15,7 @@
 # names and lines in their reports.
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
 	libconfig-dev libcmocka-dev redis-tools redis-server libsystemd-dev
-	valgrind
+	valgrind redis-sentinel
 	python3-prometheus-client python3-redis systemd groff-base mandoc
 	build-essential debhelper lintian clang libclang-rt-14-dev llvm)
 

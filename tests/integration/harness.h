@@ -84,12 +84,23 @@ struct redisd {
 	char log_path[CSQD_PATH_MAX];  /* its stdout and stderr */
 	char unix_path[CSQD_PATH_MAX]; /* "" without REDISD_UNIX */
 	char password[64];             /* "" without REDISD_PASS */
+	/* A Sentinel (redisd_start_sentinel): the master it monitors. */
+	int sentinel_of;
+	char master_name[64];
 };
 
 /* redis-server from PATH, else /usr/bin/redis-server; NULL if neither. */
 const char *redisd_binary(void);
 /* Starts a server (REDISD_* flags) and waits until it answers PING. */
 struct redisd *redisd_start(int flags);
+/*
+ * A Sentinel (Debian's redis-sentinel) on a free port, monitoring the
+ * master on 127.0.0.1:master_port under name with a quorum of 1, which
+ * judges a master down after REDISD_SENTINEL_DOWN_MS; stopped and freed
+ * as a redisd.
+ */
+#define REDISD_SENTINEL_DOWN_MS 1000
+struct redisd *redisd_start_sentinel(int master_port, const char *name);
 /* SIGTERM (Redis syncs its append-only file), wait; the exit status. */
 int redisd_stop(struct redisd *);
 void redisd_kill9(struct redisd *);

@@ -26,18 +26,20 @@
 
 #include "harness.h"
 
-#define START_TIMEOUT_MS    10000 /* the daemon must answer PING by then */
-#define START_TRIES         5     /* ports tried when another took ours */
-#define ENGINE_TIMEOUT_MS   10000 /* and its Redis engine be up by then */
-#define STOP_TIMEOUT_MS     10000 /* and exit after SIGTERM by then */
-#define CONNECT_TIMEOUT_S   5
-#define READ_TIMEOUT_S      10
-#define LIVE_MAX            64
-#define REDISD_LIVE_MAX     16
-#define REDISD_START_TRIES  5     /* a free port may be taken meanwhile */
-#define REDISD_READY_MS     10000 /* redis-server must answer PING by then */
-#define REDISD_STOP_MS      10000 /* and exit after SIGTERM by then */
-#define REDISD_FALLBACK_BIN "/usr/bin/redis-server"
+#define START_TIMEOUT_MS             10000 /* the daemon must answer PING by then */
+#define START_TRIES                  5 /* ports tried when another took ours */
+#define ENGINE_TIMEOUT_MS            10000 /* and its Redis engine be up by then */
+#define STOP_TIMEOUT_MS              10000 /* and exit after SIGTERM by then */
+#define CONNECT_TIMEOUT_S            5
+#define READ_TIMEOUT_S               10
+#define LIVE_MAX                     64
+#define REDISD_LIVE_MAX              16
+#define REDISD_START_TRIES           5 /* a free port may be taken meanwhile */
+#define REDISD_READY_MS              10000 /* redis-server must answer PING by then */
+#define REDISD_STOP_MS               10000 /* and exit after SIGTERM by then */
+#define REDISD_FALLBACK_BIN          "/usr/bin/redis-server"
+#define REDISD_SENTINEL_FALLBACK_BIN "/usr/bin/redis-sentinel"
+#define REDISD_SENTINEL_FAILOVER_MS  3000 /* a Sentinel's failover-timeout */
 
 static const char *harness_bin;
 static const char *harness_engine = "memory";
@@ -844,6 +846,45 @@ redisd_rmtree(const char *dir)
 		nftw(dir, redisd_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* redis-sentinel, beside redis-server or from PATH; NULL if missing. */
+static const char *
+redisd_sentinel_binary(void)
+{
+	static char bin[CSQD_PATH_MAX];
+	const char *server = redisd_binary();
+	const char *slash = server != NULL ? strrchr(server, '/') : NULL;
+
+	if (slash != NULL) {
+		snprintf(bin, sizeof(bin), "%.*s/redis-sentinel",
+		         (int)(slash - server), server);
+		if (access(bin, X_OK) == 0)
+			return bin;
+	}
+	snprintf(bin, sizeof(bin), "%s", REDISD_SENTINEL_FALLBACK_BIN);
+	return access(bin, X_OK) == 0 ? bin : NULL;
+}
+
+/* A Sentinel's configuration, which it rewrites as it learns: written
+ * again at each start. */
+static const char *
+redisd_sentinel_conf(struct redisd *r)
+{
+	static char path[CSQD_PATH_MAX];
+	char text[1024];
+
+	snprintf(path, sizeof(path), "%s/sentinel.conf", r->dir);
+	snprintf(text, sizeof(text),
+	         "port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\n"
+	         "sentinel monitor %s 127.0.0.1 %d 1\n"
+	         "sentinel down-after-milliseconds %s %d\n"
+	         "sentinel failover-timeout %s %d\n",
+	         r->port, r->dir, r->master_name, r->sentinel_of,
+	         r->master_name, REDISD_SENTINEL_DOWN_MS, r->master_name,
+	         REDISD_SENTINEL_FAILOVER_MS);
+	write_file(path, text);
+	return path;
+}
+
 static void
 redisd_spawn(struct redisd *r)
 {
@@ -852,6 +893,12 @@ redisd_spawn(struct redisd *r)
 	int argc = 0, fd;
 
 	snprintf(port, sizeof(port), "%d", r->port);
+	if (r->sentinel_of != 0) {
+		argv[argc++] = redisd_sentinel_binary();
+		argv[argc++] = redisd_sentinel_conf(r);
+		argv[argc] = NULL;
+		goto spawn;
+	}
 	argv[argc++] = redisd_binary();
 	argv[argc++] = "--save";
 	argv[argc++] = "";
@@ -878,7 +925,7 @@ redisd_spawn(struct redisd *r)
 		argv[argc++] = r->password;
 	}
 	argv[argc] = NULL;
-
+spawn:
 	r->pid = fork();
 	if (r->pid == -1)
 		fail_at(__FILE__, __LINE__, "fork: %s", strerror(errno));
@@ -1070,8 +1117,9 @@ redisd_wait(struct redisd *r)
 	}
 }
 
-struct redisd *
-redisd_start(int flags)
+/* A server of flags, or a Sentinel of master_port (0: none) and name. */
+static struct redisd *
+redisd_start_as(int flags, int master_port, const char *name)
 {
 	struct redisd *r;
 	int i, tries;
@@ -1079,10 +1127,16 @@ redisd_start(int flags)
 	if (redisd_binary() == NULL)
 		fail_at(__FILE__, __LINE__, "no redis-server (PATH, %s)",
 		        REDISD_FALLBACK_BIN);
+	if (master_port != 0 && redisd_sentinel_binary() == NULL)
+		fail_at(__FILE__, __LINE__, "no redis-sentinel (%s)",
+		        REDISD_SENTINEL_FALLBACK_BIN);
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		abort();
 	r->flags = flags;
+	r->sentinel_of = master_port;
+	if (name != NULL)
+		snprintf(r->master_name, sizeof(r->master_name), "%s", name);
 	snprintf(r->dir, sizeof(r->dir), "/tmp/csq-redis.XXXXXX");
 	if (mkdtemp(r->dir) == NULL)
 		fail_at(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
@@ -1113,6 +1167,18 @@ redisd_start(int flags)
 	        "redis-server found no free port in %d tries",
 	        REDISD_START_TRIES);
 	return NULL;
+}
+
+struct redisd *
+redisd_start(int flags)
+{
+	return redisd_start_as(flags, 0, NULL);
+}
+
+struct redisd *
+redisd_start_sentinel(int master_port, const char *name)
+{
+	return redisd_start_as(0, master_port, name);
 }
 
 int

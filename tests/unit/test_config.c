@@ -243,10 +243,16 @@ static const struct int_key {
 	const char *name;
 	long long min, max;
 } int_keys[] = {
-    {"servicer_ttl", 1, 86400},  {"user_ttl", 0, 86400},
-    {"max_tier", 0, 15},         {"max_queue_length", 1, 100000000},
-    {"max_clients", 1, 1000000}, {"redis.port", 1, 65535},
-    {"redis.db", 0, 1000000},    {"busy_poll_us", 0, 10000},
+    {"servicer_ttl", 1, 86400},
+    {"user_ttl", 0, 86400},
+    {"max_tier", 0, 15},
+    {"max_queue_length", 1, 100000000},
+    {"max_clients", 1, 1000000},
+    {"redis.port", 1, 65535},
+    {"redis.db", 0, 1000000},
+    {"busy_poll_us", 0, 10000},
+    {"redis.wait_replicas", 0, 16},
+    {"redis.wait_timeout_ms", 1, 60000},
 };
 
 static long long
@@ -268,6 +274,10 @@ int_value(const struct config *cfg, const char *name)
 		return cfg->redis_db;
 	if (strcmp(name, "busy_poll_us") == 0)
 		return cfg->busy_poll_us;
+	if (strcmp(name, "redis.wait_replicas") == 0)
+		return cfg->redis_wait_replicas;
+	if (strcmp(name, "redis.wait_timeout_ms") == 0)
+		return cfg->redis_wait_timeout_ms;
 	fail_msg("no key %s", name);
 	return -1;
 }
@@ -596,6 +606,40 @@ test_string_checks(void **state)
 	assert_string_equal(cfg.http_listen, "[::]:80");
 }
 
+/* Sentinel: none by default; a master's name and where to ask for it go
+ * together; a sentinel is a TCP address. */
+static void
+test_sentinels(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(load(&cfg, ""), 0);
+	assert_int_equal(cfg.nsentinels, 0);
+	assert_string_equal(cfg.redis_master, "");
+	assert_int_equal(cfg.redis_wait_replicas, 0);
+	assert_int_equal(cfg.redis_wait_timeout_ms, 1000);
+	assert_int_equal(load(&cfg, "redis: { sentinels = [ \"10.0.0.1:26379\","
+	                            " \"[::1]:26380\" ]; master = \"m\"; };"),
+	                 0);
+	assert_int_equal(cfg.nsentinels, 2);
+	assert_string_equal(cfg.redis_sentinels[0], "10.0.0.1:26379");
+	assert_string_equal(cfg.redis_sentinels[1], "[::1]:26380");
+	assert_string_equal(cfg.redis_master, "m");
+	assert_int_equal(load(&cfg, "redis: { sentinels = []; };"), 0);
+	assert_int_equal(cfg.nsentinels, 0);
+	assert_one_error("redis: { master = \"m\"; };",
+	                 "redis.sentinels and redis.master go together");
+	assert_one_error("redis: { sentinels = [ \"h:1\" ]; };",
+	                 "redis.sentinels and redis.master go together");
+	assert_one_error("redis: { sentinels = [ \"unix:/s\" ]; "
+	                 "master = \"m\"; };",
+	                 "redis.sentinels");
+	assert_one_error("redis: { sentinels = [ \"26379\" ]; "
+	                 "master = \"m\"; };",
+	                 "redis.sentinels");
+}
+
 static void
 test_syntax_error(void **state)
 {
@@ -871,6 +915,7 @@ main(void)
 	    cmocka_unit_test(test_bad_enums),
 	    cmocka_unit_test(test_listen_errors),
 	    cmocka_unit_test(test_string_checks),
+	    cmocka_unit_test(test_sentinels),
 	    cmocka_unit_test(test_syntax_error),
 	    cmocka_unit_test(test_many_errors),
 	    cmocka_unit_test(test_load_file),
