@@ -19,6 +19,7 @@
 
 #include "engine.h"
 #include "engine_redis.h"
+#include "journal.h"
 #include "listener.h"
 #include "log.h"
 #include "metrics.h"
@@ -111,6 +112,7 @@ scrape_finish(struct scrape *x)
 		x->sc.output_closed_total = s->stats.output_closed_total;
 		x->sc.input_closed_total = s->stats.input_closed_total;
 		x->sc.input_bytes = s->input_total;
+		x->sc.journal = journal_stats(s->journal);
 	}
 	if (x->req != NULL) {
 		evhttp_connection_set_closecb(
@@ -214,6 +216,24 @@ http_metrics(struct server *s, struct evhttp_request *req)
 	scrape_next(x);
 }
 
+/* 200 "ok", or 503 with the reason: the engine is down (Redis), or the
+ * journal cannot be written (every change is then refused). */
+static void
+http_healthz(struct server *s, struct evhttp_request *req)
+{
+	const char *why = journal_failure(s->journal);
+	char text[256];
+
+	if (!s->engine->ops->up(s->engine))
+		http_text(req, HTTP_SERVUNAVAIL, "Service Unavailable",
+		          "engine down\n");
+	else if (why != NULL) {
+		snprintf(text, sizeof(text), "journal not writable: %s\n", why);
+		http_text(req, HTTP_SERVUNAVAIL, "Service Unavailable", text);
+	} else
+		http_text(req, HTTP_OK, "OK", "ok\n");
+}
+
 static void
 http_request_cb(struct evhttp_request *req, void *arg)
 {
@@ -241,11 +261,7 @@ http_request_cb(struct evhttp_request *req, void *arg)
 		http_metrics(s, req);
 		return;
 	}
-	if (s->engine->ops->up(s->engine))
-		http_text(req, HTTP_OK, "OK", "ok\n");
-	else
-		http_text(req, HTTP_SERVUNAVAIL, "Service Unavailable",
-		          "engine down\n");
+	http_healthz(s, req);
 }
 
 /*

@@ -32,6 +32,11 @@
 #define JOURNAL_COMPACT_FACTOR 4
 #define JOURNAL_COMPACT_MIN    (4u << 20)
 #define JOURNAL_WRITE_BUF      (64 * 1024)
+#define JOURNAL_FAILURE_MAX    128
+
+const double journal_fsync_bounds[JOURNAL_FSYNC_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+    0.01,   0.025,   0.05,   0.1,   0.25,   1};
 
 struct journal {
 	int fd;
@@ -48,6 +53,11 @@ struct journal {
 	uint64_t compact_at;   /* size that triggers a compaction */
 	uint64_t longest_pause_ms;
 	uint64_t size;
+	/* Why the last write, or the last fsync, failed; "" when it did
+	 * not. A write failure is the one /healthz names first. */
+	char write_failed[JOURNAL_FAILURE_MAX];
+	char sync_failed[JOURNAL_FAILURE_MAX];
+	struct journal_stats st;
 };
 
 static uint32_t
@@ -75,17 +85,90 @@ write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+static uint64_t
+journal_now_us(int clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * Notes a failure of what (errno tells why) in slot, logged when the
+ * journal turns from good to failing only: with a full disk every
+ * command that changes something fails, and each is answered TRYAGAIN.
+ */
+static void
+journal_failed(struct journal *j, char *slot, const char *what)
+{
+	int was = j->write_failed[0] != '\0' || j->sync_failed[0] != '\0';
+
+	snprintf(slot, JOURNAL_FAILURE_MAX, "%s: %s", what, strerror(errno));
+	if (!was)
+		log_warnx("journal %s: %s; changes answer TRYAGAIN until it "
+		          "can be written again",
+		          j->path, slot);
+}
+
+static void
+journal_recovered(struct journal *j, char *slot)
+{
+	if (slot[0] == '\0')
+		return;
+	slot[0] = '\0';
+	if (j->write_failed[0] == '\0' && j->sync_failed[0] == '\0')
+		log_info("journal %s: writable again", j->path);
+}
+
 static int
 journal_sync(struct journal *j)
 {
+	uint64_t t0, us;
+	size_t i;
+
 	if (!j->dirty)
 		return 0;
+	t0 = journal_now_us(CLOCK_MONOTONIC);
 	if (fdatasync(j->fd) != 0) {
-		log_warn("journal %s: fdatasync", j->path);
+		journal_failed(j, j->sync_failed, "fdatasync");
 		return -1;
 	}
+	us = journal_now_us(CLOCK_MONOTONIC) - t0;
+	j->st.fsyncs++;
+	j->st.fsync_us_sum += us;
+	for (i = 0; i < JOURNAL_FSYNC_BUCKETS; i++)
+		if ((double)us <= journal_fsync_bounds[i] * 1e6) {
+			j->st.fsync_buckets[i]++;
+			break;
+		}
 	j->dirty = 0;
+	journal_recovered(j, j->sync_failed);
 	return 0;
+}
+
+/*
+ * While writes fail, once a second: whether a record of the largest size
+ * would fit at the end now. Zeros are written there and cut again; a
+ * crash in between leaves a tail of zeros, which the replay takes for a
+ * torn write and cuts.
+ */
+static void
+journal_probe(struct journal *j)
+{
+	static const uint8_t zeros[CSQ_RECORD_MAX];
+	ssize_t n = pwrite(j->fd, zeros, sizeof(zeros), (off_t)j->size);
+	int saved = errno;
+
+	if (ftruncate(j->fd, (off_t)j->size) != 0)
+		fatal("journal %s: cannot repair", j->path);
+	if (n == (ssize_t)sizeof(zeros)) {
+		journal_recovered(j, j->write_failed);
+		return;
+	}
+	/* A short write is a full disk, as write_all would find out. */
+	errno = n >= 0 ? ENOSPC : saved;
+	journal_failed(j, j->write_failed, "write");
 }
 
 /* The hook of the memory engine: the record goes out before the op runs. */
@@ -97,7 +180,8 @@ journal_append(void *arg, const struct csq_op *op, uint64_t now)
 	size_t len = csq_record_encode(op, now, buf);
 
 	if (write_all(j->fd, buf, len) != 0) {
-		log_warn("journal %s: write", j->path);
+		journal_failed(j, j->write_failed, "write");
+		j->st.write_errors++;
 		/* A partial record would tear the middle of the file:
 		 * cut back to the last whole one. */
 		if (ftruncate(j->fd, (off_t)j->size) != 0 ||
@@ -105,6 +189,8 @@ journal_append(void *arg, const struct csq_op *op, uint64_t now)
 			fatal("journal %s: cannot repair", j->path);
 		return -1;
 	}
+	journal_recovered(j, j->write_failed);
+	j->st.bytes_written += len;
 	j->size += len;
 	j->dirty = 1;
 	if (j->size >= j->compact_at &&
@@ -254,6 +340,8 @@ journal_compact(struct journal *j)
 	j->fd = w->fd;
 	j->size = w->total;
 	j->dirty = 0;
+	j->st.bytes_written += w->total;
+	j->st.last_compaction_ms = journal_now_us(CLOCK_REALTIME) / 1000;
 	ms = elapsed_ms(&t0);
 	if (ms > j->longest_pause_ms)
 		j->longest_pause_ms = ms;
@@ -282,6 +370,24 @@ journal_timer_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd, (void)what;
 	if (j->fsync == CONFIG_FSYNC_EVERYSEC)
 		journal_sync(j);
+	if (j->write_failed[0] != '\0')
+		journal_probe(j);
+}
+
+const char *
+journal_failure(const struct journal *j)
+{
+	if (j == NULL)
+		return NULL;
+	if (j->write_failed[0] != '\0')
+		return j->write_failed;
+	return j->sync_failed[0] != '\0' ? j->sync_failed : NULL;
+}
+
+const struct journal_stats *
+journal_stats(const struct journal *j)
+{
+	return j != NULL ? &j->st : NULL;
 }
 
 static uint64_t

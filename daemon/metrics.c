@@ -13,6 +13,7 @@
 #include <event2/buffer.h>
 
 #include "dict.h"
+#include "journal.h"
 #include "log.h"
 #include "util.h"
 
@@ -339,6 +340,33 @@ metrics_render_engine(const struct metrics *m, const struct metrics_scrape *sc,
 		            counters[i].v);
 }
 
+/* The memory engine's journal, when it has one. */
+static void
+metrics_render_journal(const struct journal_stats *j, struct evbuffer *out)
+{
+	metrics_u64(out, "csqd_journal_write_errors_total", "counter",
+	            "Journal records that could not be written (the command "
+	            "was answered TRYAGAIN).",
+	            j->write_errors);
+	metrics_u64(out, "csqd_journal_written_bytes_total", "counter",
+	            "Bytes written to the journal: records and compactions.",
+	            j->bytes_written);
+	metrics_head(out, "csqd_journal_fsync_seconds", "histogram",
+	             "Time of each fdatasync of the journal.");
+	metrics_histogram(out, "csqd_journal_fsync_seconds", "",
+	                  journal_fsync_bounds, j->fsync_buckets,
+	                  JOURNAL_FSYNC_BUCKETS, j->fsyncs,
+	                  (double)j->fsync_us_sum / 1e6);
+	metrics_head(out, "csqd_journal_last_compaction_timestamp_seconds",
+	             "gauge",
+	             "Unix time of the journal's last compaction; 0 when none "
+	             "since the start.");
+	evbuffer_add_printf(out,
+	                    "csqd_journal_last_compaction_timestamp_seconds "
+	                    "%.3f\n",
+	                    (double)j->last_compaction_ms / 1000);
+}
+
 void
 metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
                struct evbuffer *out)
@@ -382,6 +410,8 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	            "Input all clients hold: read and not yet run, and the "
 	            "requests being read.",
 	            sc->input_bytes);
+	if (sc->journal != NULL)
+		metrics_render_journal(sc->journal, out);
 	metrics_head(out, "csqd_commands_total", "counter",
 	             "Commands run, by name (\"unknown\": not a command).");
 	for (i = 0; i < m->ncmds; i++)

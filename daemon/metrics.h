@@ -13,6 +13,7 @@
 #include "csq.h"
 
 struct evbuffer;
+struct journal_stats;
 struct metrics;
 
 /* What a scrape asks the engine and the server for. */
@@ -26,6 +27,7 @@ struct metrics_scrape {
 	uint64_t output_closed_total;
 	uint64_t input_closed_total;
 	uint64_t input_bytes; /* all clients' input held (max_input_memory) */
+	const struct journal_stats *journal; /* NULL: no journal */
 	const uint64_t *qlen; /* per queue of metrics_queue(), or NULL */
 	size_t nqueues;
 };

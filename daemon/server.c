@@ -463,6 +463,9 @@ server_run(const struct config *cfg, const char *config_path)
 	s->deadline_armed = UINT64_MAX;
 	TAILQ_INIT(&s->clients);
 	signal(SIGPIPE, SIG_IGN);
+	/* A journal over the file size limit fails a write with EFBIG, which
+	 * is answered as a full disk is (TRYAGAIN), not the end of csqd. */
+	signal(SIGXFSZ, SIG_IGN);
 	if ((s->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	s->pubsub = pubsub_new(server_random_seed());

@@ -3,10 +3,11 @@
 (the reference parser of the Prometheus text format), checks the families
 csqd must export and the histograms' shape, then checks expectations.
 
-usage: metrics_check.py URL [--doc=FILE] [EXPECT ...]
+usage: metrics_check.py URL [--doc=FILE] [--journal] [EXPECT ...]
   --doc=FILE the metrics table of FILE (docs/operations.md) lists every
              family of the scrape with its type, and only families that
              csqd must export
+  --journal  the daemon runs with a journal: its families are required
   EXPECT is  name{label="v",...}=value   the sample exists with this value
           or name{label="v",...}>=value  the sample is at least value
           or !name{label="v",...}        no such sample
@@ -52,6 +53,14 @@ ENGINE_DOWN_FAMILIES = {"csq_engine_up", "csq_wait_seconds",
                         "csqd_input_limit_disconnections", "csqd_input_bytes",
                         "csqd_commands",
                         "csqd_command_errors", "csqd_command_duration_seconds"}
+
+# The memory engine with a journal shows it (--journal).
+JOURNAL = {
+    "csqd_journal_write_errors": "counter",
+    "csqd_journal_written_bytes": "counter",
+    "csqd_journal_fsync_seconds": "histogram",
+    "csqd_journal_last_compaction_timestamp_seconds": "gauge",
+}
 
 # The Redis engine also shows its round trip (while it is up).
 REDIS_ONLY = {"csq_redis_rtt_seconds": "gauge"}
@@ -117,7 +126,8 @@ def check_doc(path, families, errors):
             errors.append("%s is a %s, documented as a %s"
                           % (name, fam.type, documented[name]))
     required = {}
-    for fam_name, typ in list(REQUIRED.items()) + list(REDIS_ONLY.items()):
+    for fam_name, typ in (list(REQUIRED.items()) + list(REDIS_ONLY.items())
+                          + list(JOURNAL.items())):
         required[fam_name + "_total" if typ == "counter" else fam_name] = typ
     for name in documented:
         if name not in required:
@@ -127,8 +137,15 @@ def check_doc(path, families, errors):
 
 def main():
     doc = None
-    if len(sys.argv) > 2 and sys.argv[2].startswith("--doc="):
-        doc = sys.argv.pop(2)[len("--doc="):]
+    while len(sys.argv) > 2 and sys.argv[2].startswith("--"):
+        opt = sys.argv.pop(2)
+        if opt.startswith("--doc="):
+            doc = opt[len("--doc="):]
+        elif opt == "--journal":
+            REQUIRED.update(JOURNAL)
+        else:
+            print(__doc__)
+            return 2
     if len(sys.argv) < 2:
         print(__doc__)
         return 2

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -643,6 +644,158 @@ test_healthz_engine_down(void **state)
 	}
 }
 
+#define JOURNAL_PAD 3000 /* TOUCHes: a journal larger than the log */
+
+/* The journal of test_journal_health, in a directory of its own. */
+static char journal_dir[64], journal_path[128];
+
+static int
+setup_journal(void **state)
+{
+	struct csqd_fx *fx = calloc(1, sizeof(*fx));
+	char conf[256];
+
+	snprintf(journal_dir, sizeof(journal_dir), "/tmp/csq-health-XXXXXX");
+	assert_non_null(mkdtemp(journal_dir));
+	snprintf(journal_path, sizeof(journal_path), "%s/csqd.journal",
+	         journal_dir);
+	snprintf(conf, sizeof(conf),
+	         "memory: { journal = \"%s\"; fsync = \"everysec\"; };",
+	         journal_path);
+	*state = fx;
+	fx->d = csqd_start_http(conf);
+	fx->c = csqd_connect(fx->d);
+	return 0;
+}
+
+static int
+teardown_journal(void **state)
+{
+	int rc = csqd_fx_teardown(state);
+
+	unlink(journal_path);
+	rmdir(journal_dir);
+	return rc;
+}
+
+/* The journal's size on disk now. */
+static rlim_t
+journal_size(void)
+{
+	struct stat st;
+
+	assert_int_equal(stat(journal_path, &st), 0);
+	return (rlim_t)st.st_size;
+}
+
+/*
+ * Heartbeats naming 32 long queues, pipelined, until the journal has
+ * compacted (about 16 MiB of records).
+ */
+static void
+journal_compact_now(struct csqd *d, redisContext *c)
+{
+	char queues[32 * 66 + 1];
+	redisReply *r;
+	size_t off = 0;
+	int i, q, n = 9000;
+
+	for (q = 0; q < 32; q++)
+		off += (size_t)snprintf(queues + off, sizeof(queues) - off,
+		                        "%sq%02d-%060d", q ? "," : "", q, 0);
+	for (i = 0; i < n; i++)
+		redisAppendCommand(c, "HEARTBEAT big TTL 600 QUEUES %s",
+		                   queues);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(redisGetReply(c, (void **)&r), REDIS_OK);
+		assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+		freeReplyObject(r);
+	}
+	csqd_wait_log(d, "compacted");
+}
+
+/*
+ * A full disk, simulated by the file size limit: csqd's RLIMIT_FSIZE at
+ * the journal's size makes every write of a record fail (EFBIG, as
+ * ENOSPC would). ENQUEUE answers TRYAGAIN and changes nothing; /healthz
+ * answers 503 with the reason, /metrics counts the failed write; once
+ * the limit is lifted /healthz is 200 again without any command (the
+ * journal probes once a second), and changes are written again. Then the
+ * fsync histogram, the bytes and a compaction's time. On the Redis
+ * engine, which has no journal, the same configuration shows no journal
+ * series and /healthz stays 200.
+ */
+static void
+test_journal_health(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char buf[HTTP_REPLY_MAX], since[96];
+	struct rlimit was, full;
+	redisReply *r;
+	int i;
+
+	r = CMD(fx->c, "ENQUEUE u1");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	freeReplyObject(r);
+	http_request(fx->d->http_port, "GET", "/healthz", buf, sizeof(buf));
+	assert_http_status(buf, 200);
+	if (strcmp(csqd_engine(), "memory") != 0) {
+		metrics_check(fx->d, "!csqd_journal_write_errors_total",
+		              "!csqd_journal_fsync_seconds_count", NULL);
+		return;
+	}
+	metrics_check(fx->d, "--journal", "csqd_journal_write_errors_total=0",
+	              "csqd_journal_written_bytes_total>=1",
+	              "csqd_journal_last_compaction_timestamp_seconds=0", NULL);
+	/* The limit holds for csqd's log too: the journal is made larger
+	 * than the log will be, so that only the journal is full. */
+	for (i = 0; i < JOURNAL_PAD; i++)
+		redisAppendCommand(fx->c, "TOUCH u1 TTL %d", 100 + i);
+	for (i = 0; i < JOURNAL_PAD; i++) {
+		assert_int_equal(redisGetReply(fx->c, (void **)&r), REDIS_OK);
+		freeReplyObject(r);
+	}
+	assert_int_equal(prlimit(fx->d->pid, RLIMIT_FSIZE, NULL, &was), 0);
+	full.rlim_cur = journal_size();
+	assert_true(full.rlim_cur > 64 * 1024);
+	full.rlim_max = was.rlim_max;
+	assert_int_equal(prlimit(fx->d->pid, RLIMIT_FSIZE, &full, NULL), 0);
+	CHECK(fx->c, "-TRYAGAIN engine unavailable, nothing was changed",
+	      "ENQUEUE u2");
+	CHECK(fx->c, "['state','none']", "WHERE u2");
+	http_request(fx->d->http_port, "GET", "/healthz", buf, sizeof(buf));
+	assert_http_status(buf, 503);
+	assert_string_equal(http_body(buf),
+	                    "journal not writable: write: File too large\n");
+	metrics_check(fx->d, "--journal", "csqd_journal_write_errors_total=1",
+	              NULL);
+	/* The probe keeps finding the disk full. */
+	sleep_ms(1500);
+	http_request(fx->d->http_port, "GET", "/healthz", buf, sizeof(buf));
+	assert_http_status(buf, 503);
+	assert_int_equal(journal_size(), full.rlim_cur);
+	assert_int_equal(prlimit(fx->d->pid, RLIMIT_FSIZE, &was, NULL), 0);
+	wait_http_status(fx->d->http_port, "/healthz", 200);
+	if (log_lines_with(fx->d, "write: File too large; changes answer "
+	                          "TRYAGAIN") != 1 ||
+	    log_lines_with(fx->d, "writable again") != 1) {
+		csqd_dump_log(fx->d);
+		fail_msg("not one line for the failure and one for the end");
+	}
+	r = CMD(fx->c, "ENQUEUE u2");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	freeReplyObject(r);
+	assert_true(journal_size() > full.rlim_cur);
+	metrics_wait(fx->d, "--journal", "csqd_journal_write_errors_total=1",
+	             "csqd_journal_fsync_seconds_count>=1", NULL);
+	journal_compact_now(fx->d, fx->c);
+	snprintf(since, sizeof(since),
+	         "csqd_journal_last_compaction_timestamp_seconds>=%lld",
+	         (long long)(now_ms() / 1000 - 60));
+	metrics_check(fx->d, "--journal", "--doc=" CSQ_OPERATIONS_DOC, since,
+	              "csqd_journal_written_bytes_total>=16000000", NULL);
+}
+
 /*
  * 1 when Python can import prometheus_client's parser. Without it the
  * whole program skips (77), visibly to ctest, rather than half its tests
@@ -696,6 +849,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_http_out_of_descriptors, setup,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_journal_health, setup_journal,
+	                                    teardown_journal),
 	};
 
 	if (!have_parser()) {
