@@ -1,13 +1,50 @@
 /*
- * Who a connection is: whether it must still authenticate.
+ * Who a connection is (protocol-v2 section 9): whether it must still
+ * authenticate, which user and role it has, and the checks of AUTH's and
+ * HELLO's credentials against requirepass (the user "default", role
+ * admin) and the users of the configuration.
  */
 #ifndef CSQD_AUTH_H
 #define CSQD_AUTH_H
 
+#include <stddef.h>
+
+#include "config.h"
+
 struct client;
 
+/* Roles as bits, for the command table's roles column. admin may run
+ * everything and has no bit. */
+#define AUTH_FRONTEND (1 << CONFIG_ROLE_FRONTEND)
+#define AUTH_SERVICER (1 << CONFIG_ROLE_SERVICER)
+#define AUTH_ALL      (AUTH_FRONTEND | AUTH_SERVICER)
+
 /* 1 while c must authenticate before anything but AUTH, HELLO and QUIT:
- * a password is configured and c has not given it. */
+ * a password or users are configured and c has not authenticated. */
 int auth_required(const struct client *);
+
+/* c's role now: the role it authenticated with, or admin when it needs
+ * no authentication. */
+enum config_role auth_role(const struct client *);
+
+/* 1 when c's role may run a command of these roles (AUTH_* bits). */
+int auth_may_run(const struct client *, int roles);
+
+/* 1 when c's role may subscribe to the channel, or (pattern) to the
+ * pattern whose literal prefix, up to its first wildcard, is checked. */
+int auth_may_subscribe(const struct client *, const char *name, size_t len,
+                       int pattern);
+
+/*
+ * Logs c in as user (NULL: "default") with password: 0 and c has the
+ * user's role, or -1 when the pair is wrong (c is left as it was, as in
+ * Redis). Passwords are compared in constant time and never logged.
+ */
+int auth_login(struct client *, const char *user, size_t userlen,
+               const char *password, size_t passlen);
+
+/* c as a new connection is (RESET): authenticated only when nothing is
+ * required. */
+void auth_reset(struct client *);
 
 #endif

@@ -809,7 +809,7 @@ client_new(struct server *s, evutil_socket_t fd)
 	c->wake = event_new(s->base, -1, 0, client_wake_cb, c);
 	c->id = ++s->next_client_id;
 	c->refs = 1;
-	c->authed = s->cfg.requirepass[0] == '\0';
+	auth_reset(c);
 	c->proto = 2;
 	c->state = CLIENT_ACTIVE;
 	TAILQ_INSERT_TAIL(&s->clients, c, entry);

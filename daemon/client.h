@@ -10,6 +10,7 @@
 
 #include <event2/util.h>
 
+#include "config.h"
 #include "engine.h"
 #include "pubsub.h"
 #include "resp.h"
@@ -69,9 +70,11 @@ struct client {
 	uint64_t id;
 	int refs; /* the connection itself + engine calls in flight */
 	int authed;
-	int proto;         /* RESP version, 2 or 3 (HELLO) */
-	int inflight;      /* engine calls not answered yet */
-	int held_req;      /* req parsed, waits for the calls to end */
+	enum config_role role;     /* once authed: the user's (auth.h) */
+	char user[CSQ_ID_MAX + 1]; /* "default", or a name of users */
+	int proto;                 /* RESP version, 2 or 3 (HELLO) */
+	int inflight;              /* engine calls not answered yet */
+	int held_req;              /* req parsed, waits for the calls to end */
 	int in_paused;     /* not reading: held requests fill the input */
 	int reading;       /* inside client_process: no re-entry */
 	int held;          /* output held for the journal's commit */

@@ -60,33 +60,18 @@ cmd_quit(struct client *c, const struct resp_request *req)
 	client_close_after_reply(c);
 }
 
-/* Compares without an early exit, so timing tells nothing. */
-static int
-secret_equal(const char *a, size_t alen, const char *b)
-{
-	size_t blen = strlen(b), i;
-	unsigned char diff = alen != blen;
-
-	for (i = 0; i < alen; i++)
-		diff |= (unsigned char)a[i] ^ (unsigned char)b[i % (blen + 1)];
-	return diff == 0;
-}
-
 /* AUTH's and HELLO's: argument user (0: none, the default user) and
  * argument pass; 0 and authenticated, or -1 with the error replied. */
 static int
 auth_user(struct client *c, const struct resp_request *req, int user, int pass)
 {
-	const char *want = c->server->cfg.requirepass;
-
-	if ((user != 0 && !command_arg_is(req, user, "default")) ||
-	    (want[0] != '\0' &&
-	     !secret_equal(req->argv[pass], req->argvlen[pass], want))) {
+	if (auth_login(c, user != 0 ? req->argv[user] : NULL,
+	               user != 0 ? req->argvlen[user] : 0, req->argv[pass],
+	               req->argvlen[pass]) != 0) {
 		resp_error(client_output(c),
 		           "WRONGPASS invalid username-password pair");
 		return -1;
 	}
-	c->authed = 1;
 	return 0;
 }
 
@@ -102,8 +87,9 @@ cmd_auth(struct client *c, const struct resp_request *req)
 		return;
 	}
 	/* As Redis 6+: without a password, the default user takes any,
-	 * and only the old one-argument form is told it is useless. */
-	if (pass[0] == '\0' && req->argc == 2) {
+	 * and only the old one-argument form is told it is useless. With
+	 * users there is no such default user: a wrong pair. */
+	if (pass[0] == '\0' && c->server->cfg.nusers == 0 && req->argc == 2) {
 		resp_error(out, "ERR AUTH <password> called without any "
 		                "password configured for the default user. "
 		                "Are you sure your configuration is correct?");
@@ -304,7 +290,7 @@ cmd_reset(struct client *c, const struct resp_request *req)
 	pubsub_forget(c->server->pubsub, c);
 	free(c->name);
 	c->name = NULL;
-	c->authed = c->server->cfg.requirepass[0] == '\0';
+	auth_reset(c);
 	c->proto = 2;
 	resp_simple(client_output(c), "RESET");
 }

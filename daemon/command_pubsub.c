@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include "auth.h"
 #include "client.h"
 #include "pubsub.h"
 #include "resp.h"
@@ -28,18 +29,31 @@ reply_subscription(struct client *c, const char *kind, const char *name,
 }
 
 /*
- * Names longer than max_channel_length are refused, all of the request's
+ * Names outside the role's channels (auth.h) are refused, and so are
+ * names longer than max_channel_length, all of the request's
  * before any is taken: csq's channels are short (an id is 64 bytes at
  * most), and every event is matched against every pattern at a cost of
  * the pattern's length times the channel's, on the one thread that also
  * answers everyone else. 0, or -1 with the error replied.
  */
 static int
-names_fit(struct client *c, const struct resp_request *req, const char *what)
+names_fit(struct client *c, const struct resp_request *req, int pattern)
 {
 	int64_t max = c->server->cfg.max_channel_length;
+	const char *what = pattern ? "pattern" : "channel name";
 	int i;
 
+	/* First the role's channels, as Redis checks its ACL before it
+	 * runs a command (auth.h). */
+	for (i = 1; i < req->argc; i++)
+		if (!auth_may_subscribe(c, req->argv[i], req->argvlen[i],
+		                        pattern)) {
+			resp_error(client_output(c),
+			           "NOPERM this user has no permissions to "
+			           "access one of the channels used as "
+			           "arguments");
+			return -1;
+		}
 	for (i = 1; i < req->argc; i++)
 		if (req->argvlen[i] > (size_t)max) {
 			resp_error(client_output(c),
@@ -55,7 +69,7 @@ cmd_subscribe(struct client *c, const struct resp_request *req)
 {
 	int i;
 
-	if (names_fit(c, req, "channel name") != 0)
+	if (names_fit(c, req, 0) != 0)
 		return;
 	for (i = 1; i < req->argc; i++) {
 		pubsub_subscribe(c->server->pubsub, c, req->argv[i],
@@ -70,7 +84,7 @@ cmd_psubscribe(struct client *c, const struct resp_request *req)
 {
 	int i;
 
-	if (names_fit(c, req, "pattern") != 0)
+	if (names_fit(c, req, 1) != 0)
 		return;
 	for (i = 1; i < req->argc; i++) {
 		pubsub_psubscribe(c->server->pubsub, c, req->argv[i],

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libconfig.h>
 
@@ -38,6 +39,7 @@ enum config_type {
 	CONFIG_T_STRING, /* shorter than the field; check() may refine */
 	CONFIG_T_ENUM,   /* one of names[] */
 	CONFIG_T_LIST,   /* min..max strings, each passing check() */
+	CONFIG_T_CUSTOM, /* its own loader, load() */
 };
 
 /* How a value is stored at its offset in struct config. */
@@ -52,6 +54,12 @@ enum config_field {
 
 /* Returns NULL when s is acceptable, else why not. */
 typedef const char *config_check_fn(const char *s);
+struct config_report;
+struct config_key;
+/* Checks and stores a CONFIG_T_CUSTOM setting, reporting every error. */
+typedef void config_load_fn(struct config_report *, struct config *,
+                            const config_setting_t *,
+                            const struct config_key *);
 
 struct config_key {
 	const char *name; /* full path, "memory.fsync" */
@@ -65,6 +73,7 @@ struct config_key {
 	const char *def_str;
 	const char *const *names; /* CONFIG_T_ENUM, NULL-terminated */
 	config_check_fn *check;
+	config_load_fn *load; /* CONFIG_T_CUSTOM; its default is all zeros */
 };
 
 static const char *config_check_listen(const char *);
@@ -72,10 +81,14 @@ static const char *config_check_http(const char *);
 static const char *config_check_nonempty(const char *);
 static const char *config_check_prefix(const char *);
 static const char *config_check_sentinel(const char *);
+static config_load_fn config_set_users;
 
 static const char *const config_engines[] = {"memory", "redis", NULL};
 /* In the order of enum config_fsync. */
 static const char *const config_fsyncs[] = {"always", "everysec", "no", NULL};
+/* In the order of enum config_role. */
+static const char *const config_roles[] = {"frontend", "servicer", "admin",
+                                           NULL};
 /* In the order of enum log_level. */
 static const char *const config_levels[] = {"debug", "info", "warning", "error",
                                             NULL};
@@ -97,6 +110,10 @@ static const char *const config_levels[] = {"debug", "info", "warning", "error",
 	{                                                                      \
 		.name = (n), .type = CONFIG_T_ENUM, .field = (fld),            \
 		.off = OFF(m), .size = SIZE(m), .names = (nm), .def_int = (d)  \
+	}
+#define KEY_CUSTOM(n, fn)                                                      \
+	{                                                                      \
+		.name = (n), .type = CONFIG_T_CUSTOM, .load = (fn)             \
 	}
 #define KEY_LIST(n, m, cnt, most, d, chk)                                      \
 	{                                                                      \
@@ -120,6 +137,7 @@ static const struct config_key config_keys[] = {
     KEY_LIST("listen", listen, nlisten, CONFIG_LISTEN_MAX, "127.0.0.1:7878",
              config_check_listen),
     KEY_STR("requirepass", requirepass, "", NULL),
+    KEY_CUSTOM("users", config_set_users),
     KEY_ENUM("engine", CONFIG_F_STR, engine, config_engines, 0),
     KEY_INT("servicer_ttl", CONFIG_F_U32, limits.servicer_ttl_s, 1, CSQ_TTL_MAX,
             30),
@@ -273,6 +291,8 @@ config_default(struct config *cfg)
 				break; /* empty */
 			config_store_str(cfg, k, 0, k->def_str);
 			*(int *)((char *)cfg + k->count_off) = 1;
+			break;
+		case CONFIG_T_CUSTOM:
 			break;
 		}
 	}
@@ -602,6 +622,146 @@ config_set_list(struct config_report *r, struct config *cfg,
 	*(int *)((char *)cfg + k->count_off) = n;
 }
 
+const char *
+config_role_name(enum config_role role)
+{
+	return config_roles[role];
+}
+
+/* One field of a users entry: a string, or an error (0 or -1). The
+ * password's value is never part of an error. */
+static int
+config_user_str(struct config_report *r, const config_setting_t *f,
+                const char *field, size_t size, char *out)
+{
+	const char *v;
+
+	if (config_setting_type(f) != CONFIG_TYPE_STRING) {
+		config_error(r, f, "users: %s must be a string", field);
+		return -1;
+	}
+	v = config_setting_get_string(f);
+	if (*v == '\0' || strlen(v) >= size) {
+		config_error(r, f, "users: %s must be 1 to %zu bytes", field,
+		             size - 1);
+		return -1;
+	}
+	memcpy(out, v, strlen(v) + 1);
+	return 0;
+}
+
+/* The fields of one users entry into u; 0, or -1 with the errors told. */
+static int
+config_user(struct config_report *r, const config_setting_t *e,
+            struct config_user *u)
+{
+	const config_setting_t *f;
+	const char *field, *v;
+	int i, n, bad = 0, have = 0, role;
+
+	n = config_setting_length(e);
+	for (i = 0; i < n; i++) {
+		f = config_setting_get_elem(e, (unsigned)i);
+		field = config_setting_name(f);
+		if (strcmp(field, "name") == 0) {
+			bad |= config_user_str(r, f, field, sizeof(u->name),
+			                       u->name);
+			if (u->name[0] != '\0' &&
+			    !csq_valid_id(u->name, strlen(u->name))) {
+				config_error(
+				    r, f,
+				    "users: name \"%s\" is not 1 to 64 "
+				    "bytes of [A-Za-z0-9._:@-]",
+				    u->name);
+				bad = 1;
+			} else if (strcasecmp(u->name, "default") == 0) {
+				config_error(
+				    r, f,
+				    "users: \"default\" is the user of "
+				    "requirepass");
+				bad = 1;
+			}
+			have |= 1;
+		} else if (strcmp(field, "password") == 0) {
+			bad |= config_user_str(r, f, field, sizeof(u->password),
+			                       u->password);
+			have |= 2;
+		} else if (strcmp(field, "role") == 0) {
+			v = config_setting_type(f) == CONFIG_TYPE_STRING
+			        ? config_setting_get_string(f)
+			        : "";
+			for (role = 0; config_roles[role] != NULL; role++)
+				if (strcmp(v, config_roles[role]) == 0)
+					break;
+			if (config_roles[role] == NULL) {
+				config_error(r, f,
+				             "users: role must be one of "
+				             "\"frontend\", \"servicer\", "
+				             "\"admin\"");
+				bad = 1;
+			} else
+				u->role = (enum config_role)role;
+			have |= 4;
+		} else {
+			config_error(r, f, "users: unknown key %s", field);
+			bad = 1;
+		}
+	}
+	if (have != 7) {
+		config_error(r, e,
+		             "users: an entry needs a name, a password "
+		             "and a role");
+		bad = 1;
+	}
+	return bad ? -1 : 0;
+}
+
+/* users = ( { name = "…"; password = "…"; role = "…"; }, … ); */
+static void
+config_set_users(struct config_report *r, struct config *cfg,
+                 const config_setting_t *s, const struct config_key *k)
+{
+	const config_setting_t *e;
+	struct config_user *u;
+	int i, j, n, bad = 0;
+
+	(void)k;
+	if (config_setting_type(s) != CONFIG_TYPE_LIST) {
+		config_error(r, s, "users must be a list of groups, ( { … } )");
+		return;
+	}
+	n = config_setting_length(s);
+	if (n > CONFIG_USERS_MAX) {
+		config_error(r, s,
+		             "users must have at most %d entries (not %d)",
+		             CONFIG_USERS_MAX, n);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned)i);
+		u = &cfg->users[i];
+		memset(u, 0, sizeof(*u));
+		if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
+			config_error(r, e,
+			             "users must be a list of groups, "
+			             "( { … } )");
+			bad = 1;
+			continue;
+		}
+		if (config_user(r, e, u) != 0) {
+			bad = 1;
+			continue;
+		}
+		for (j = 0; j < i; j++)
+			if (strcmp(cfg->users[j].name, u->name) == 0) {
+				config_error(r, e, "users: \"%s\" twice",
+				             u->name);
+				bad = 1;
+			}
+	}
+	cfg->nusers = bad ? 0 : n;
+}
+
 /* Checks and stores every setting under group g, whose path is prefix. */
 static void
 config_walk(struct config_report *r, struct config *cfg,
@@ -630,6 +790,9 @@ config_walk(struct config_report *r, struct config *cfg,
 				break;
 			case CONFIG_T_LIST:
 				config_set_list(r, cfg, s, k);
+				break;
+			case CONFIG_T_CUSTOM:
+				k->load(r, cfg, s, k);
 				break;
 			}
 		} else if (config_is_group(path)) {

@@ -23,6 +23,22 @@
 #define CONFIG_INPUT_MEMORY_MAX  (1LL << 40) /* bytes */
 #define CONFIG_CHANNEL_MAX       65536       /* max_channel_length */
 
+#define CONFIG_USERS_MAX 64 /* entries of users */
+
+/* The roles of protocol-v2 section 9; the order of config.c's names. */
+enum config_role {
+	CONFIG_ROLE_FRONTEND,
+	CONFIG_ROLE_SERVICER,
+	CONFIG_ROLE_ADMIN
+};
+
+/* An entry of users: AUTH <name> <password> gives its role. */
+struct config_user {
+	char name[CSQ_ID_MAX + 1];
+	char password[CONFIG_STR_MAX];
+	enum config_role role;
+};
+
 enum config_fsync {
 	CONFIG_FSYNC_ALWAYS,
 	CONFIG_FSYNC_EVERYSEC,
@@ -34,6 +50,8 @@ struct config {
 	char listen[CONFIG_LISTEN_MAX]
 	           [CONFIG_STR_MAX]; /* host:port, [v6]:port, unix:/path */
 	char requirepass[CONFIG_STR_MAX];
+	int nusers; /* 0: none; else AUTH is required, by name or default */
+	struct config_user users[CONFIG_USERS_MAX];
 	char engine[16]; /* "memory" or "redis" */
 	struct csq_limits
 	    limits; /* servicer_ttl, user_ttl, max_tier, max_queue_length */
@@ -81,6 +99,9 @@ int config_load(struct config *cfg, const char *path, FILE *err);
 /* The same for configuration text; name stands for the file in errors. */
 int config_load_string(struct config *cfg, const char *text, const char *name,
                        FILE *err);
+
+/* "frontend", "servicer" or "admin". */
+const char *config_role_name(enum config_role);
 
 /* Splits "host:port", "[v6]:port" or "unix:/path". 0 when valid. */
 struct config_addr {

@@ -315,6 +315,10 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "max_multi_memory");
 	if (strcmp(cur->requirepass, next.requirepass) != 0)
 		server_note_key(changed, sizeof(changed), "requirepass");
+	if (cur->nusers != next.nusers ||
+	    memcmp(cur->users, next.users,
+	           (size_t)next.nusers * sizeof(next.users[0])) != 0)
+		server_note_key(changed, sizeof(changed), "users");
 	if (cur->log_level != next.log_level)
 		server_note_key(changed, sizeof(changed), "log.level");
 
@@ -358,6 +362,9 @@ server_reload(struct server *s)
 		event_active(s->weigh_ev, EV_TIMEOUT, 0);
 	client_input_limit(s);
 	memcpy(cur->requirepass, next.requirepass, sizeof(next.requirepass));
+	/* Connections keep the role they have until they AUTH again. */
+	cur->nusers = next.nusers;
+	memcpy(cur->users, next.users, sizeof(next.users));
 	s->engine->ops->set_limits(s->engine, &cur->limits);
 	/* The reload's own lines show at the more verbose of the two log
 	 * levels: a reload to "warning" still says it happened. */

@@ -895,11 +895,81 @@ test_log_levels(void **state)
 	assert_string_equal(out, "<7>shown\n");
 }
 
+/* users: three roles, each field checked; errors name the line and
+ * never quote a password. */
+static void
+test_users(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(load(&cfg,
+	                      "users = (\n"
+	                      "  { name = \"frontend\"; password = \"p1\"; "
+	                      "role = \"frontend\"; },\n"
+	                      "  { name = \"agents\"; password = \"p2\"; "
+	                      "role = \"servicer\"; },\n"
+	                      "  { name = \"ops\"; password = \"p3\"; "
+	                      "role = \"admin\"; }\n"
+	                      ");\n"),
+	                 0);
+	assert_int_equal(cfg.nusers, 3);
+	assert_string_equal(cfg.users[1].name, "agents");
+	assert_string_equal(cfg.users[1].password, "p2");
+	assert_int_equal(cfg.users[0].role, CONFIG_ROLE_FRONTEND);
+	assert_int_equal(cfg.users[1].role, CONFIG_ROLE_SERVICER);
+	assert_int_equal(cfg.users[2].role, CONFIG_ROLE_ADMIN);
+	assert_string_equal(config_role_name(CONFIG_ROLE_SERVICER), "servicer");
+	assert_int_equal(load(&cfg, "users = ();"), 0);
+	assert_int_equal(cfg.nusers, 0);
+	config_default(&cfg);
+	assert_int_equal(cfg.nusers, 0);
+
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"hunter2\"; role = \"boss\"; });"),
+	                 1);
+	assert_printed("t.conf:1: users: role must be one of \"frontend\", "
+	               "\"servicer\", \"admin\"");
+	assert_null(strstr(errout, "hunter2"));
+	assert_int_equal(load(&cfg, "users = (\n{ name = \"a\"; password = "
+	                            "\"x\"; role = \"admin\"; colour = 1; "
+	                            "},\n{ name = \"a\"; password = \"y\"; "
+	                            "role = \"admin\"; });"),
+	                 2);
+	assert_printed("t.conf:2: users: unknown key colour");
+	assert_printed("users: \"a\" twice");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; role = "
+	                            "\"admin\"; });"),
+	                 1);
+	assert_printed("users: an entry needs a name, a password and a role");
+	assert_int_equal(load(&cfg, "users = ({ name = \"default\"; password "
+	                            "= \"x\"; role = \"admin\"; });"),
+	                 1);
+	assert_printed("users: \"default\" is the user of requirepass");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a b\"; password = "
+	                            "\"x\"; role = \"admin\"; });"),
+	                 1);
+	assert_printed("users: name \"a b\" is not 1 to 64 bytes");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"\"; role = \"admin\"; });"),
+	                 1);
+	assert_printed("users: password must be 1 to 255 bytes");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = 5; "
+	                            "role = \"admin\"; });"),
+	                 1);
+	assert_printed("users: password must be a string");
+	assert_int_equal(load(&cfg, "users = \"ops\";"), 1);
+	assert_printed("users must be a list of groups");
+	assert_int_equal(load(&cfg, "users = ( \"ops\" );"), 1);
+	assert_printed("users must be a list of groups");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_users),
 	    cmocka_unit_test(test_defaults_match_libcsq),
 	    cmocka_unit_test(test_empty_is_defaults),
 	    cmocka_unit_test(test_sample_file),
