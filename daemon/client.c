@@ -30,6 +30,7 @@
 #include "loop.h"
 #include "multi.h"
 #include "server.h"
+#include "tls.h"
 #include "util.h"
 
 #define CLIENT_BATCH           1024 /* requests per turn: no client starves others */
@@ -48,6 +49,7 @@
 #define CLIENT_TRIM_DELAY_MS 200           /* the trim waits for others to go */
 #define CLIENT_COPY_UNDER    4096          /* output copied, not moved, below */
 #define CLIENT_INPUT_PAUSE   (1024 * 1024) /* held requests: stop reading */
+#define CLIENT_WHY_MAX       256           /* why a TLS connection failed */
 
 static const char *const client_state_names[] = {
     "active",
@@ -60,6 +62,8 @@ static void client_process(struct client *);
 static void client_drain(struct client *);
 static void client_weigh(struct client *, size_t pending);
 static void client_input_account(struct client *);
+static void client_reading(struct client *, int on);
+static void client_got_input(struct client *);
 
 static void
 client_set_state(struct client *c, enum client_state state)
@@ -235,7 +239,8 @@ client_close(struct client *c, const char *why)
 	event_free(c->linger);
 	event_free(c->wake);
 	event_free(c->flush);
-	event_free(c->rev); /* before the socket closes with the bufferevent */
+	if (c->rev != NULL)
+		event_free(c->rev); /* before the socket closes with the bev */
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	client_unref(c);
@@ -274,9 +279,11 @@ client_drain(struct client *c)
 		return;
 	}
 	client_set_state(c, CLIENT_DRAINING);
+	if (c->tls)
+		tls_close_notify(c->bev);
 	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
 	evbuffer_drain(c->in, evbuffer_get_length(c->in));
-	event_add(c->rev, NULL);
+	client_reading(c, 1);
 	evtimer_add(c->linger, &tv);
 }
 
@@ -323,7 +330,9 @@ client_flush(struct client *c)
 		return;
 	bout = bufferevent_get_output(c->bev);
 	if (evbuffer_get_length(c->out) > 0) {
-		if (!c->held && evbuffer_get_length(bout) == 0) {
+		/* TLS: everything goes through the bufferevent, which
+		 * encrypts. */
+		if (!c->held && !c->tls && evbuffer_get_length(bout) == 0) {
 			/* EV_WRITE may be left on by a commit: nothing for
 			 * it to write now. */
 			bufferevent_disable(c->bev, EV_WRITE);
@@ -411,11 +420,44 @@ client_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	v.iov_len = (size_t)n;
 	evbuffer_commit_space(c->in, &v, 1);
+	client_got_input(c);
+}
+
+/* What a read brought, in c->in: run it, or drop it while closing. */
+static void
+client_got_input(struct client *c)
+{
 	if (c->state == CLIENT_ACTIVE)
 		client_process(c);
 	else
 		evbuffer_drain(c->in, evbuffer_get_length(c->in));
 	client_input_account(c);
+}
+
+/* TLS: the bufferevent has decrypted what it read. */
+static void
+client_tls_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct client *c = arg;
+
+	loop_did_work();
+	evbuffer_add_buffer(c->in, bufferevent_get_input(bev));
+	client_got_input(c);
+}
+
+/* Reading on or off: the plain socket's event, or TLS's bufferevent. */
+static void
+client_reading(struct client *c, int on)
+{
+	if (c->tls) {
+		if (on)
+			bufferevent_enable(c->bev, EV_READ);
+		else
+			bufferevent_disable(c->bev, EV_READ);
+	} else if (on)
+		event_add(c->rev, NULL);
+	else
+		event_del(c->rev);
 }
 
 static void
@@ -440,10 +482,14 @@ static void
 client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct client *c = arg;
+	char why[CLIENT_WHY_MAX];
 
 	(void)bev;
 	if (what & BEV_EVENT_EOF)
 		client_close(c, "end of input");
+	else if ((what & BEV_EVENT_ERROR) && c->tls &&
+	         *tls_last_error(c->bev, why, sizeof(why)) != '\0')
+		client_close(c, why); /* a failed handshake, say */
 	else if (what & BEV_EVENT_ERROR)
 		client_close(
 		    c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
@@ -490,7 +536,7 @@ static void
 client_kill(struct client *c, const char *why)
 {
 	c->killed = why;
-	event_del(c->rev);
+	client_reading(c, 0);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	client_wake(c);
 }
@@ -511,11 +557,11 @@ client_input_pause(struct client *c)
 	if (c->held_req && evbuffer_get_length(c->in) > CLIENT_INPUT_PAUSE) {
 		if (!c->in_paused) {
 			c->in_paused = 1;
-			event_del(c->rev);
+			client_reading(c, 0);
 		}
 	} else if (c->in_paused) {
 		c->in_paused = 0;
-		event_add(c->rev, NULL);
+		client_reading(c, 1);
 	}
 }
 
@@ -770,7 +816,7 @@ client_keepalive(evutil_socket_t fd)
 }
 
 struct client *
-client_new(struct server *s, evutil_socket_t fd)
+client_new(struct server *s, evutil_socket_t fd, int tls)
 {
 	struct client *c = csq_xcalloc(1, sizeof(*c));
 	int one = 1;
@@ -779,7 +825,12 @@ client_new(struct server *s, evutil_socket_t fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	client_keepalive(fd);
 	c->server = s;
-	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->tls = tls && s->tls != NULL;
+	if (c->tls)
+		c->bev = tls_accept(s->tls, s->base, fd);
+	else
+		c->bev =
+		    bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL) {
 		log_warnx("cannot set up a connection");
 		evutil_closesocket(fd);
@@ -802,8 +853,9 @@ client_new(struct server *s, evutil_socket_t fd)
 		free(c);
 		return NULL;
 	}
-	c->rev =
-	    event_new(s->base, fd, EV_READ | EV_PERSIST, client_read_cb, c);
+	if (!c->tls)
+		c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST,
+		                   client_read_cb, c);
 	c->flush = event_new(s->base, -1, 0, client_flush_cb, c);
 	c->linger = evtimer_new(s->base, client_linger_cb, c);
 	c->wake = event_new(s->base, -1, 0, client_wake_cb, c);
@@ -814,9 +866,10 @@ client_new(struct server *s, evutil_socket_t fd)
 	c->state = CLIENT_ACTIVE;
 	TAILQ_INSERT_TAIL(&s->clients, c, entry);
 	s->nclients++;
-	bufferevent_setcb(c->bev, NULL, client_write_cb, client_event_cb, c);
+	bufferevent_setcb(c->bev, c->tls ? client_tls_read_cb : NULL,
+	                  client_write_cb, client_event_cb, c);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE); /* EV_WRITE is on */
-	event_add(c->rev, NULL);
+	client_reading(c, 1);
 	log_debug("client %llu: connected", (unsigned long long)c->id);
 	return c;
 }

@@ -76,6 +76,7 @@ struct client {
 	int inflight;              /* engine calls not answered yet */
 	int held_req;              /* req parsed, waits for the calls to end */
 	int in_paused;     /* not reading: held requests fill the input */
+	int tls;           /* over TLS: bev is an openssl bufferevent, no rev */
 	int reading;       /* inside client_process: no re-entry */
 	int held;          /* output held for the journal's commit */
 	size_t peak;       /* most output ever waiting (client_trim) */
@@ -88,7 +89,8 @@ struct client {
 
 TAILQ_HEAD(client_list, client);
 
-struct client *client_new(struct server *, evutil_socket_t fd);
+/* tls: the connection came to a TLS port (server.tls's context). */
+struct client *client_new(struct server *, evutil_socket_t fd, int tls);
 /* Tears the connection down now (errors, EOF, stop); why is logged. */
 void client_close(struct client *, const char *why);
 /* Sends what is in the output buffer, then closes gracefully. */

@@ -40,6 +40,7 @@ enum config_type {
 	CONFIG_T_ENUM,   /* one of names[] */
 	CONFIG_T_LIST,   /* min..max strings, each passing check() */
 	CONFIG_T_CUSTOM, /* its own loader, load() */
+	CONFIG_T_BOOL,   /* true or false, into an int */
 };
 
 /* How a value is stored at its offset in struct config. */
@@ -111,6 +112,18 @@ static const char *const config_levels[] = {"debug", "info", "warning", "error",
 		.name = (n), .type = CONFIG_T_ENUM, .field = (fld),            \
 		.off = OFF(m), .size = SIZE(m), .names = (nm), .def_int = (d)  \
 	}
+#define KEY_BOOL(n, m, d)                                                      \
+	{                                                                      \
+		.name = (n), .type = CONFIG_T_BOOL, .field = CONFIG_F_ENUM,    \
+		.off = OFF(m), .def_int = (d)                                  \
+	}
+/* A list that may be empty, and is by default. */
+#define KEY_LIST_OPT(n, m, cnt, most, chk)                                     \
+	{                                                                      \
+		.name = (n), .type = CONFIG_T_LIST, .field = CONFIG_F_LIST,    \
+		.off = OFF(m), .size = sizeof(((struct config *)0)->m[0]),     \
+		.count_off = OFF(cnt), .min = 0, .max = (most), .check = (chk) \
+	}
 #define KEY_CUSTOM(n, fn)                                                      \
 	{                                                                      \
 		.name = (n), .type = CONFIG_T_CUSTOM, .load = (fn)             \
@@ -175,6 +188,13 @@ static const struct config_key config_keys[] = {
     KEY_INT("redis.wait_timeout_ms", CONFIG_F_I64, redis_wait_timeout_ms, 1,
             CONFIG_WAIT_TIMEOUT_MAX, 1000),
     KEY_STR("http.listen", http_listen, "127.0.0.1:7879", config_check_http),
+    KEY_BOOL("http.tls", http_tls, 0),
+    KEY_LIST_OPT("tls.listen", tls_listen, ntls_listen, CONFIG_LISTEN_MAX,
+                 config_check_listen),
+    KEY_STR("tls.cert", tls_cert, "", NULL),
+    KEY_STR("tls.key", tls_key, "", NULL),
+    KEY_STR("tls.ca", tls_ca, "", NULL),
+    KEY_BOOL("tls.verify_clients", tls_verify_clients, 0),
     KEY_ENUM("log.level", CONFIG_F_ENUM, log_level, config_levels,
              LOG_LVL_INFO),
 };
@@ -291,6 +311,9 @@ config_default(struct config *cfg)
 				break; /* empty */
 			config_store_str(cfg, k, 0, k->def_str);
 			*(int *)((char *)cfg + k->count_off) = 1;
+			break;
+		case CONFIG_T_BOOL:
+			config_store_int(cfg, k, k->def_int);
 			break;
 		case CONFIG_T_CUSTOM:
 			break;
@@ -794,6 +817,15 @@ config_walk(struct config_report *r, struct config *cfg,
 			case CONFIG_T_CUSTOM:
 				k->load(r, cfg, s, k);
 				break;
+			case CONFIG_T_BOOL:
+				if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+					config_error(r, s,
+					             "%s must be true or false",
+					             k->name);
+				else
+					config_store_int(
+					    cfg, k, config_setting_get_bool(s));
+				break;
 			}
 		} else if (config_is_group(path)) {
 			if (config_setting_type(s) != CONFIG_TYPE_GROUP)
@@ -803,6 +835,23 @@ config_walk(struct config_report *r, struct config *cfg,
 		} else
 			config_error(r, s, "unknown key %s", path);
 	}
+}
+
+/* What one key cannot say alone: TLS needs a certificate and its key,
+ * and verify_clients the CAs to verify with. */
+static void
+config_check_tls(struct config_report *r, const struct config *cfg,
+                 config_t *lc)
+{
+	const config_setting_t *tls = config_lookup(lc, "tls");
+	int used = cfg->ntls_listen > 0 || cfg->http_tls;
+
+	if (used && (cfg->tls_cert[0] == '\0' || cfg->tls_key[0] == '\0'))
+		config_error(r, tls != NULL ? tls : config_lookup(lc, "http"),
+		             "tls: cert and key are needed for %s",
+		             cfg->ntls_listen > 0 ? "tls.listen" : "http.tls");
+	if (cfg->tls_verify_clients && cfg->tls_ca[0] == '\0')
+		config_error(r, tls, "tls: verify_clients needs ca");
 }
 
 /* Applies a parsed tree, or reports why it could not be parsed. */
@@ -833,6 +882,8 @@ config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
 		config_error(&r, config_lookup(lc, "redis"),
 		             "redis.sentinels and redis.master go together: "
 		             "give both or neither");
+	if (r.errors == 0)
+		config_check_tls(&r, cfg, lc);
 	free(r.file_text);
 	free(r.file_name);
 	return r.errors;

@@ -84,6 +84,14 @@ struct config {
 	int64_t redis_wait_replicas;
 	int64_t redis_wait_timeout_ms;
 	char http_listen[CONFIG_STR_MAX]; /* "" = off */
+	int http_tls; /* the HTTP endpoint over TLS, with tls's certificate */
+	/* TLS (protocol-v2 section 10): the same protocol on tls_listen. */
+	int ntls_listen; /* 0: no TLS port */
+	char tls_listen[CONFIG_LISTEN_MAX][CONFIG_STR_MAX];
+	char tls_cert[CONFIG_STR_MAX]; /* PEM chain, reread by SIGHUP */
+	char tls_key[CONFIG_STR_MAX];  /* PEM key, reread by SIGHUP */
+	char tls_ca[CONFIG_STR_MAX];   /* PEM CAs for client certificates */
+	int tls_verify_clients;        /* a client certificate is required */
 	enum log_level log_level;
 };
 

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
+#include "tls.h"
 #include "util.h"
 
 #define HTTP_TIMEOUT_S    10   /* idle or slow clients */
@@ -264,6 +265,15 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	http_healthz(s, req);
 }
 
+/* http.tls: each connection through OpenSSL, with tls's certificate. */
+static struct bufferevent *
+http_tls_bev(struct event_base *base, void *arg)
+{
+	struct server *s = arg;
+
+	return tls_accept(s->tls, base, -1);
+}
+
 /*
  * The listening socket, made here rather than by evhttp, which makes one
  * without an error callback: out of descriptors, its accept() failed and
@@ -315,6 +325,8 @@ http_open(struct server *s)
 	 * ones it does not serve (evhttp itself would say 501). */
 	evhttp_set_allowed_methods(h->evh, HTTP_ALL_METHODS);
 	evhttp_set_gencb(h->evh, http_request_cb, s);
+	if (s->cfg.http_tls)
+		evhttp_set_bevcb(h->evh, http_tls_bev, s);
 	snprintf(name, sizeof(name), "http %s", s->cfg.http_listen);
 	if ((evl = http_listen(s, &addr, name)) == NULL ||
 	    evhttp_bind_listener(h->evh, evl) == NULL) {

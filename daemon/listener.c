@@ -34,6 +34,7 @@ struct listener {
 	struct accept_guard *guard;
 	char path[CONFIG_STR_MAX]; /* unix socket to remove, or "" */
 	char name[CONFIG_STR_MAX];
+	int tls; /* a port of tls.listen */
 };
 
 /*
@@ -69,7 +70,7 @@ listener_accept_cb(struct evconnlistener *evl, evutil_socket_t fd,
 	}
 	s->stats.connections_total++;
 	full = s->nclients >= (uint64_t)s->cfg.max_clients;
-	if ((c = client_new(s, fd)) == NULL)
+	if ((c = client_new(s, fd, l->tls)) == NULL)
 		return;
 	if (full) {
 		/* Told why, as Redis does, then closed gracefully. */
@@ -154,11 +155,12 @@ accept_guard_free(struct accept_guard *g)
 
 static struct listener *
 listener_add(struct server *s, const char *name, const struct sockaddr *sa,
-             socklen_t salen, unsigned flags)
+             socklen_t salen, unsigned flags, int tls)
 {
 	struct listener *l = csq_xcalloc(1, sizeof(*l));
 
 	l->server = s;
+	l->tls = tls;
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->evl = evconnlistener_new_bind(s->base, listener_accept_cb, l,
 	                                 LEV_OPT_CLOSE_ON_FREE |
@@ -176,7 +178,8 @@ listener_add(struct server *s, const char *name, const struct sockaddr *sa,
 }
 
 static int
-listener_open_unix(struct server *s, const char *name, const char *path)
+listener_open_unix(struct server *s, const char *name, const char *path,
+                   int tls)
 {
 	struct sockaddr_un sun;
 	struct listener *l;
@@ -193,7 +196,7 @@ listener_open_unix(struct server *s, const char *name, const char *path)
 	 * at that path is not ours to remove. */
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(path);
-	l = listener_add(s, name, (struct sockaddr *)&sun, sizeof(sun), 0);
+	l = listener_add(s, name, (struct sockaddr *)&sun, sizeof(sun), 0, tls);
 	if (l == NULL)
 		return -1;
 	snprintf(l->path, sizeof(l->path), "%s", path);
@@ -221,7 +224,7 @@ listener_resolve(const char *name, const char *host, int port)
 
 static int
 listener_open_tcp(struct server *s, const char *name, const char *host,
-                  int port)
+                  int port, int tls)
 {
 	struct addrinfo *res, *ai;
 	int n = 0;
@@ -230,7 +233,7 @@ listener_open_tcp(struct server *s, const char *name, const char *host,
 		return -1;
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if (listener_add(s, name, ai->ai_addr, ai->ai_addrlen,
-		                 LEV_OPT_REUSEABLE) == NULL) {
+		                 LEV_OPT_REUSEABLE, tls) == NULL) {
 			freeaddrinfo(res);
 			return -1;
 		}
@@ -240,26 +243,36 @@ listener_open_tcp(struct server *s, const char *name, const char *host,
 	return n > 0 ? 0 : -1;
 }
 
-int
-listener_open_all(struct server *s)
+/* Opens the addresses of one list (listen, or tls.listen). */
+static int
+listener_open_list(struct server *s, int n, char list[][CONFIG_STR_MAX],
+                   int tls)
 {
 	struct config_addr addr;
 	int i;
 
-	for (i = 0; i < s->cfg.nlisten; i++) {
-		const char *name = s->cfg.listen[i];
+	for (i = 0; i < n; i++) {
+		const char *name = list[i];
 
 		if (config_parse_addr(name, &addr) != 0) {
 			log_warnx("invalid listen address: %s", name);
 			return -1;
 		}
 		if (addr.is_unix
-		        ? listener_open_unix(s, name, addr.host)
-		        : listener_open_tcp(s, name, addr.host, addr.port))
+		        ? listener_open_unix(s, name, addr.host, tls)
+		        : listener_open_tcp(s, name, addr.host, addr.port, tls))
 			return -1;
-		log_info("listening on %s", name);
+		log_info("listening on %s%s", name, tls ? " (TLS)" : "");
 	}
 	return 0;
+}
+
+int
+listener_open_all(struct server *s)
+{
+	if (listener_open_list(s, s->cfg.nlisten, s->cfg.listen, 0) != 0)
+		return -1;
+	return listener_open_list(s, s->cfg.ntls_listen, s->cfg.tls_listen, 1);
 }
 
 void

@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "pubsub.h"
+#include "tls.h"
 #include "util.h"
 
 #define EVENT_JSON_MAX 4096
@@ -343,6 +344,22 @@ server_reload(struct server *s)
 		server_note_key(later, sizeof(later), "redis");
 	if (strcmp(next.http_listen, cur->http_listen) != 0)
 		server_note_key(later, sizeof(later), "http.listen");
+	if (next.http_tls != cur->http_tls)
+		server_note_key(later, sizeof(later), "http.tls");
+	if (next.ntls_listen != cur->ntls_listen ||
+	    memcmp(next.tls_listen, cur->tls_listen, sizeof(next.tls_listen)) !=
+	        0)
+		server_note_key(later, sizeof(later), "tls.listen");
+	/* The certificate, key and CAs are read again whatever changed:
+	 * a renewal rewrites the files under the same names. A failure
+	 * keeps the running ones and fails nothing else. */
+	if (s->tls != NULL && tls_reload(s->tls, &next) == 0) {
+		server_note_key(changed, sizeof(changed), "tls");
+		memcpy(cur->tls_cert, next.tls_cert, sizeof(cur->tls_cert));
+		memcpy(cur->tls_key, next.tls_key, sizeof(cur->tls_key));
+		memcpy(cur->tls_ca, next.tls_ca, sizeof(cur->tls_ca));
+		cur->tls_verify_clients = next.tls_verify_clients;
+	}
 
 	/*
 	 * Only the keys that take effect now are copied: the rest of
@@ -495,6 +512,9 @@ server_run(const struct config *cfg, const char *config_path)
 		status = 0;
 		goto out;
 	}
+	if ((s->cfg.ntls_listen > 0 || s->cfg.http_tls) &&
+	    (s->tls = tls_new(&s->cfg)) == NULL)
+		goto out;
 	if (listener_open_all(s) != 0 || http_open(s) != 0)
 		goto out;
 	log_info("csqd %s ready, engine %s", CSQ_VERSION, s->engine->ops->name);
@@ -518,6 +538,7 @@ out:
 	free(s->held);
 	if (s->engine != NULL)
 		s->engine->ops->free(s->engine);
+	tls_free(s->tls);
 	pubsub_free(s->pubsub);
 	metrics_free(s->metrics);
 	event_free(s->deadline_ev);

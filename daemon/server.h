@@ -14,6 +14,7 @@
 struct listener;
 struct http;
 struct metrics;
+struct tls;
 
 struct server_stats {
 	uint64_t connections_total;
@@ -51,6 +52,7 @@ struct server {
 	struct server_stats stats;
 	struct metrics *metrics; /* what /metrics shows beside the engine's */
 	struct http *http;       /* NULL when http.listen is "" */
+	struct tls *tls;         /* NULL without tls.listen and http.tls */
 };
 
 /* Runs csqd until SIGTERM/SIGINT; returns the exit status. */

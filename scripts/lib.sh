@@ -14,8 +14,8 @@
 # the sanitizers' runtimes for it, and llvm's llvm-symbolizer puts function
 # names and lines in their reports.
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
-	libconfig-dev libcmocka-dev redis-tools redis-server libsystemd-dev
-	valgrind redis-sentinel
+	libconfig-dev libcmocka-dev libssl-dev openssl redis-tools redis-server
+	libsystemd-dev valgrind redis-sentinel
 	python3-prometheus-client python3-redis systemd groff-base mandoc
 	build-essential debhelper lintian clang libclang-rt-14-dev llvm)
 
