@@ -338,6 +338,34 @@ pipeline_mixed(void **state)
 	CHECK(c, "[]", "SERVICERS");
 }
 
+/*
+ * MULTI: a command outside the role is refused when it is queued, and
+ * the block is aborted (protocol-v2 section 9); a block of allowed
+ * commands runs.
+ */
+static void
+multi_checked_when_queued(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *c = fx->c;
+
+	CHECK(c, "+OK", "AUTH frontend f-secret-1");
+	CHECK(c, "+OK", "MULTI");
+	CHECK(c, "+QUEUED", "ENQUEUE m1");
+	CHECK_NOPERM(c, "heartbeat", "HEARTBEAT s1");
+	CHECK(c, "+QUEUED", "ENQUEUE m2");
+	CHECK(c, "-EXECABORT Transaction discarded because of previous errors.",
+	      "EXEC");
+	CHECK(c, ":0", "QLEN default");
+	CHECK(c, "+OK", "MULTI");
+	CHECK(c, "+QUEUED", "ENQUEUE m1");
+	CHECK(c, "+QUEUED", "QLEN default");
+	CHECK_OK(c, "EXEC");
+	CHECK(c, ":1", "QLEN default");
+	CHECK(c, "+OK", "MULTI");
+	CHECK(c, "+OK", "DISCARD");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -358,6 +386,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(pipeline_mixed, setup_users,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(multi_checked_when_queued,
+	                                    setup_users, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);
