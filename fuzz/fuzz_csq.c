@@ -9,7 +9,9 @@
  * whenever the input says so, replaced by its own snapshot restored into
  * a new state (lib/snapshot.h), which must then go on exactly as the
  * first. Every event happens at the time of the step, and its JSON
- * (which the two states must agree on too) names it first.
+ * (which the two states must agree on too) names it first. And what
+ * libcsq refuses for its input alone, csq_op_validate (the Redis
+ * engine's checks) refuses the same way, and nothing more.
  *
  * Adding an operation is one entry in the table steps[]: a name and a
  * function that draws its arguments through the arg_*() accessors (each
@@ -23,6 +25,7 @@
 #include <string.h>
 
 #include "csq.h"
+#include "engine.h"
 #include "fuzz.h"
 #include "record.h"
 #include "snapshot.h"
@@ -301,17 +304,61 @@ say_status(struct state *s, const char *op, enum csq_status st)
 	say(s, "%s: %s", op, csq_status_text(st));
 }
 
+/* An error that libcsq gives for the input alone, whatever the state. */
+static int
+input_error(enum csq_status st)
+{
+	return st == CSQ_EUSER || st == CSQ_ESERVICER || st == CSQ_EQUEUE ||
+	       st == CSQ_EROOM || st == CSQ_ERANGE;
+}
+
+/*
+ * The Redis engine refuses an operation with csq_op_validate before its
+ * script runs (lib/validate.c): that must refuse what libcsq refuses for
+ * the input, with the same error, and nothing that libcsq takes.
+ */
+static void
+check_validate(const struct run *r, const struct csq_op *op,
+               enum csq_status got)
+{
+	enum csq_status want = csq_op_validate(op, &r->limits);
+
+	if (want != CSQ_OK ? got != want : input_error(got))
+		fuzz_fail("operation %d: csq_op_validate says %s, libcsq %s",
+		          (int)op->code, csq_status_text(want),
+		          csq_status_text(got));
+}
+
+/* An operation with one id, as the engines get it. */
+static void
+check_validate_id(const struct run *r, enum csq_opcode code, const char *id,
+                  enum csq_status got)
+{
+	struct csq_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.code = code;
+	op.id = id;
+	op.ttl_s = -1;
+	check_validate(r, &op, got);
+}
+
 /* The operations. Each runs once per state, with the same arguments. */
 
 static void
 step_heartbeat(struct run *r, struct state *s, struct args *a)
 {
 	struct csq_servicer_info out;
+	struct csq_op op;
 	enum csq_status st;
 
 	memset(&out, 0, sizeof(out));
 	st = csq_heartbeat(s->csq, r->now, arg_heartbeat(a), &out);
 	say_status(s, "heartbeat", st);
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_HEARTBEAT;
+	op.heartbeat = *arg_heartbeat(a);
+	check_validate(r, &op, st);
 	if (st == CSQ_OK)
 		say_servicer(s, &out);
 }
@@ -319,44 +366,57 @@ step_heartbeat(struct run *r, struct state *s, struct args *a)
 static void
 step_pause(struct run *r, struct state *s, struct args *a)
 {
-	say_status(s, "pause", csq_pause(s->csq, r->now, arg_servicer(a)));
+	enum csq_status st = csq_pause(s->csq, r->now, arg_servicer(a));
+
+	say_status(s, "pause", st);
+	check_validate_id(r, CSQ_OP_PAUSE, arg_servicer(a), st);
 }
 
 static void
 step_resume(struct run *r, struct state *s, struct args *a)
 {
-	say_status(s, "resume", csq_resume(s->csq, r->now, arg_servicer(a)));
+	enum csq_status st = csq_resume(s->csq, r->now, arg_servicer(a));
+
+	say_status(s, "resume", st);
+	check_validate_id(r, CSQ_OP_RESUME, arg_servicer(a), st);
 }
 
 static void
 step_logout(struct run *r, struct state *s, struct args *a)
 {
 	uint64_t n = 0;
+	enum csq_status st = csq_logout(s->csq, r->now, arg_servicer(a), &n);
 
-	say_status(s, "logout",
-	           csq_logout(s->csq, r->now, arg_servicer(a), &n));
+	say_status(s, "logout", st);
 	say(s, " requeued=%" PRIu64, n);
+	check_validate_id(r, CSQ_OP_LOGOUT, arg_servicer(a), st);
 }
 
 static void
 step_release(struct run *r, struct state *s, struct args *a)
 {
 	int ended = -1;
+	enum csq_status st = csq_release(s->csq, r->now, arg_room(a), &ended);
 
-	say_status(s, "release",
-	           csq_release(s->csq, r->now, arg_room(a), &ended));
+	say_status(s, "release", st);
 	say(s, " ended=%d", ended);
+	check_validate_id(r, CSQ_OP_RELEASE, arg_room(a), st);
 }
 
 static void
 step_enqueue(struct run *r, struct state *s, struct args *a)
 {
 	struct csq_user_info out;
+	struct csq_op op;
 	enum csq_status st;
 
 	memset(&out, 0, sizeof(out));
 	st = csq_enqueue(s->csq, r->now, arg_enqueue(a, &r->limits), &out);
 	say_status(s, "enqueue", st);
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_ENQUEUE;
+	op.enqueue = *arg_enqueue(a, &r->limits);
+	check_validate(r, &op, st);
 	if (st == CSQ_OK)
 		say_user(s, &out);
 }
@@ -365,19 +425,28 @@ static void
 step_touch(struct run *r, struct state *s, struct args *a)
 {
 	int known = -1;
+	enum csq_status st =
+	    csq_touch(s->csq, r->now, arg_user(a), arg_ttl(a), &known);
+	struct csq_op op;
 
-	say_status(s, "touch",
-	           csq_touch(s->csq, r->now, arg_user(a), arg_ttl(a), &known));
+	say_status(s, "touch", st);
 	say(s, " known=%d", known);
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_TOUCH;
+	op.id = arg_user(a);
+	op.ttl_s = arg_ttl(a);
+	check_validate(r, &op, st);
 }
 
 static void
 step_leave(struct run *r, struct state *s, struct args *a)
 {
 	int known = -1;
+	enum csq_status st = csq_leave(s->csq, r->now, arg_user(a), &known);
 
-	say_status(s, "leave", csq_leave(s->csq, r->now, arg_user(a), &known));
+	say_status(s, "leave", st);
 	say(s, " known=%d", known);
+	check_validate_id(r, CSQ_OP_LEAVE, arg_user(a), st);
 }
 
 static void
@@ -390,6 +459,7 @@ step_where(struct run *r, struct state *s, struct args *a)
 	memset(&out, 0, sizeof(out));
 	st = csq_where(s->csq, r->now, arg_user(a), &out);
 	say_status(s, "where", st);
+	check_validate_id(r, CSQ_OP_WHERE, arg_user(a), st);
 	if (st != CSQ_OK)
 		return;
 	say_user(s, &out);
@@ -406,6 +476,7 @@ static void
 step_queue(struct run *r, struct state *s, struct args *a)
 {
 	struct csq_queue_entry *out;
+	struct csq_op op;
 	enum csq_status st;
 	uint64_t offset;
 	uint32_t count;
@@ -416,6 +487,12 @@ step_queue(struct run *r, struct state *s, struct args *a)
 	st = csq_queue_range(s->csq, r->now, arg_queue(a), offset, count, out,
 	                     &n);
 	say_status(s, "queue", st);
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_QUEUE;
+	op.id = arg_queue(a);
+	op.offset = offset;
+	op.count = count;
+	check_validate(r, &op, st);
 	if (n > count)
 		fuzz_fail("queue: %zu entries for a count of %u", n, count);
 	for (i = 0; i < n; i++)
@@ -428,10 +505,11 @@ static void
 step_qlen(struct run *r, struct state *s, struct args *a)
 {
 	uint64_t len = 0;
+	enum csq_status st = csq_qlen(s->csq, arg_queue(a), &len);
 
-	(void)r;
-	say_status(s, "qlen", csq_qlen(s->csq, arg_queue(a), &len));
+	say_status(s, "qlen", st);
 	say(s, " len=%" PRIu64, len);
+	check_validate_id(r, CSQ_OP_QLEN, arg_queue(a), st);
 }
 
 static void
