@@ -161,8 +161,10 @@ class Agent:
             # Our own RELEASE already forgot the room; still there, the
             # user left (by "user"), or someone else released it.
             if self.rooms.pop(room, None):
-                log(ev["user"], "left the conversation in", room,
-                    "" if ev.get("by") == "user" else "(released by others)")
+                if ev.get("by") == "user":
+                    log(ev["user"], "left the conversation in", room)
+                else:
+                    log(ev["user"], "released from", room, "by someone else")
                 self.conversation_ended()
         elif name == "requeued":
             # Our logout or loss put the user back in line.
@@ -266,7 +268,7 @@ def main(argv):
     agent = Agent(conn, args)
 
     def stop(signum, _frame):
-        log("signal", signal.Signals(signum).name, ": stopping")
+        log("signal", signal.Signals(signum).name + ": stopping")
         agent.stopping = True
 
     signal.signal(signal.SIGINT, stop)

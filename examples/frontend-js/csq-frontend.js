@@ -143,9 +143,17 @@ export class Frontend {
     this.sub = new Redis(options);
     this.customers = new Map();
     for (const conn of [this.cmd, this.sub]) {
-      // ioredis reconnects by itself; without a listener, each error is
-      // printed as unhandled.
-      conn.on('error', (err) => console.error(`csq connection: ${err.message}`));
+      // ioredis reconnects by itself (commands wait meanwhile, up to its
+      // maxRetriesPerRequest); without a listener, each failed try is
+      // printed as an unhandled error. Once per outage is enough.
+      let reported = false;
+      conn.on('error', (err) => {
+        if (!reported) console.error(`csq connection: ${err.message}`);
+        reported = true;
+      });
+      conn.on('ready', () => {
+        reported = false;
+      });
     }
     this.sub.on('message', (channel, message) => this.onMessage(channel, message));
     // Events published while the subscriber was reconnecting are lost:

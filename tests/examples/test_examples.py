@@ -89,6 +89,14 @@ class Server:
     def __init__(self, csqd, engine):
         self.dir = tempfile.mkdtemp(prefix="csq-examples.")
         self.procs = []
+        self.r = None
+        try:
+            self._start_all(csqd, engine)
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def _start_all(self, csqd, engine):
         redis_conf = ""
         if engine == "redis":
             rport = self._start(
@@ -140,6 +148,10 @@ class Server:
 
     def stop(self):
         """Stops everything; returns csqd's exit status."""
+        # A client still connected would hold csqd's stop up to 2 s
+        # (docs/operations.md, "Stop and restart").
+        if self.r is not None:
+            self.r.connection_pool.disconnect()
         status = None
         for proc in reversed(self.procs):
             if proc.poll() is None:
