@@ -19,13 +19,10 @@ import queue
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
 try:
     import redis
@@ -34,6 +31,9 @@ except ImportError:
     sys.exit(77)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# csqd and its redis-server are started as for the client tests.
+sys.path.insert(0, os.path.join(ROOT, "tests", "clients"))
+from csqd_proc import Runner  # noqa: E402
 AGENT = os.path.join(ROOT, "examples", "agent-python", "agent.py")
 FRONTEND_DIR = os.path.join(ROOT, "examples", "frontend-js")
 FRONTEND = os.path.join(FRONTEND_DIR, "frontend.js")
@@ -41,8 +41,6 @@ FRONTEND = os.path.join(FRONTEND_DIR, "frontend.js")
 # How long anything the test waits for may take: csqd is built with the
 # sanitizers, and the machine may be busy with other builds.
 WAIT_SECONDS = 15.0
-# Tries at a free port: another program may take the one we picked.
-PORT_TRIES = 8
 
 
 class Failure(Exception):
@@ -52,19 +50,6 @@ class Failure(Exception):
 def check(cond, what):
     if not cond:
         raise Failure(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def answers_ping(port):
-    try:
-        return redis.Redis(port=port, socket_timeout=1).ping()
-    except redis.RedisError:
-        return False
 
 
 def wait_until(pred, what, timeout=WAIT_SECONDS):
@@ -81,101 +66,11 @@ def fields(reply):
     return dict(zip(reply[0::2], reply[1::2]))
 
 
-class Server:
-    """csqd (and, on the Redis engine, its redis-server) in a temporary
-    directory; stopped with SIGTERM, and csqd must then exit 0, which is
-    also where a sanitizer report would fail it."""
-
-    def __init__(self, csqd, engine):
-        self.dir = tempfile.mkdtemp(prefix="csq-examples.")
-        self.procs = []
-        self.r = None
-        try:
-            self._start_all(csqd, engine)
-        except BaseException:
-            self.cleanup()
-            raise
-
-    def _start_all(self, csqd, engine):
-        redis_conf = ""
-        if engine == "redis":
-            rport = self._start(
-                lambda port: [shutil.which("redis-server") or
-                              "/usr/bin/redis-server", "--port", str(port),
-                              "--bind", "127.0.0.1", "--save", "",
-                              "--appendonly", "no", "--dir", self.dir],
-                "redis.log")
-            redis_conf = ('redis: { host = "127.0.0.1"; port = %d; };'
-                          % rport)
-        elif engine != "memory":
-            raise Failure("unknown engine " + engine)
-
-        def csqd_argv(port):
-            conf = os.path.join(self.dir, "csqd.conf")
-            with open(conf, "w") as f:
-                f.write('listen = [ "127.0.0.1:%d" ];\n'
-                        'engine = "%s";\n'
-                        'http: { listen = ""; };\n%s\n'
-                        % (port, engine, redis_conf))
-            return [csqd, "-c", conf]
-
-        self.port = self._start(csqd_argv, "csqd.log")
-        self.csqd = self.procs[-1]
-        self.r = redis.Redis(port=self.port, decode_responses=True)
-
-    def _start(self, argv_for, log_name):
-        log = open(os.path.join(self.dir, log_name), "ab")
-        for _ in range(PORT_TRIES):
-            port = free_port()
-            proc = subprocess.Popen(argv_for(port), stdout=log,
-                                    stderr=subprocess.STDOUT)
-            deadline = time.monotonic() + WAIT_SECONDS
-            while proc.poll() is None and time.monotonic() < deadline:
-                if answers_ping(port):
-                    self.procs.append(proc)
-                    return port
-                time.sleep(0.05)
-            proc.kill()
-            proc.wait()
-        raise Failure("%s did not start: %s" % (log_name, self.log(log_name)))
-
-    def log(self, name="csqd.log"):
-        try:
-            with open(os.path.join(self.dir, name), errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
-
-    def stop(self):
-        """Stops everything; returns csqd's exit status."""
-        # A client still connected would hold csqd's stop up to 2 s
-        # (docs/operations.md, "Stop and restart").
-        if self.r is not None:
-            self.r.connection_pool.disconnect()
-        status = None
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.terminate()
-            try:
-                proc.wait(timeout=WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc is self.csqd:
-                status = proc.returncode
-        self.procs = []
-        return status
-
-    def cleanup(self):
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 class Events:
     """A subscription of the test's own, to see what csqd really did."""
 
-    def __init__(self, server, *channels):
-        self.pubsub = server.r.pubsub()
+    def __init__(self, r, *channels):
+        self.pubsub = r.pubsub()
         self.pubsub.subscribe(*channels)
         # Once the last confirmation is read, csqd publishes to us
         # whatever happens next.
@@ -271,28 +166,29 @@ class Example:
 
 
 class Case:
-    """What a case gets: a fresh csqd, and the examples to start on it."""
+    """What a case gets: csqd (csqd_proc.Daemons, fresh for each case), a
+    redis-py client of it, and the examples to start on it."""
 
-    def __init__(self, csqd, engine):
-        self.server = Server(csqd, engine)
-        self.r = self.server.r
+    def __init__(self, daemons):
+        self.port = daemons.port
+        self.r = redis.Redis(port=self.port, decode_responses=True)
         self.examples = []
         self.subscriptions = []
 
     def events(self, *channels):
-        ev = Events(self.server, *channels)
+        ev = Events(self.r, *channels)
         self.subscriptions.append(ev)
         return ev
 
     def agent(self, *args):
-        ex = Example([sys.executable, "-u", AGENT, "--port",
-                      str(self.server.port)] + list(args), "agent.py")
+        ex = Example([sys.executable, "-u", AGENT, "--port", str(self.port)] +
+                     list(args), "agent.py")
         self.examples.append(ex)
         return ex
 
     def frontend(self, *args):
-        ex = Example([NODE, FRONTEND, "--port", str(self.server.port)] +
-                     list(args), "frontend.js")
+        ex = Example([NODE, FRONTEND, "--port", str(self.port)] + list(args),
+                     "frontend.js")
         self.examples.append(ex)
         return ex
 
@@ -309,11 +205,23 @@ class Case:
                 print("---- %s output ----\n%s" % (ex.name, ex.output()))
         for ev in self.subscriptions:
             ev.close()
-        status = self.server.stop()
-        if failed:
-            print("---- csqd log ----\n" + self.server.log())
-        self.server.cleanup()
-        check(failed or status == 0, "csqd exited %s after SIGTERM" % status)
+        # A client still connected would hold csqd's stop up to 2 s
+        # (docs/operations.md, "Stop and restart").
+        self.r.connection_pool.disconnect()
+
+
+def with_case(fn):
+    """fn(Case) as a test of csqd_proc.Runner, which starts csqd for it."""
+    def test(daemons):
+        t = Case(daemons)
+        failed = True
+        try:
+            fn(t)
+            failed = False
+        finally:
+            t.finish(failed)
+    test.__name__ = fn.__name__
+    return test
 
 
 # -- the agent (examples/agent-python) -----------------------------------------
@@ -542,7 +450,6 @@ def main(argv):
         print(__doc__ + "groups: " + " ".join(GROUPS))
         return 64
     csqd, group = argv[1], argv[2]
-    engine = os.environ.get("CSQ_TEST_ENGINE", "memory")
     if group in NEEDS_NODE:
         if not shutil.which(NODE):
             print("node not found: skipped")
@@ -552,39 +459,14 @@ def main(argv):
             print("no node_modules in %s: run `npm ci` there "
                   "(scripts/test does): skipped" % FRONTEND_DIR)
             return 77
-    if engine == "redis" and not (shutil.which("redis-server") or
-                                  os.path.exists("/usr/bin/redis-server")):
+    if (os.environ.get("CSQ_TEST_ENGINE") == "redis" and
+            not shutil.which("redis-server")):
         print("redis-server not found: skipped")
         return 77
 
-    passed = failed = 0
-    for case in GROUPS[group]:
-        started = time.monotonic()
-        t = None
-        ok = False
-        try:
-            t = Case(csqd, engine)
-            case(t)
-            ok = True
-        except Exception:
-            print("FAIL %s (%s):" % (case.__name__, engine))
-            traceback.print_exc(file=sys.stdout)
-        if t is not None:
-            try:
-                t.finish(failed=not ok)
-            except Exception:
-                print("FAIL %s (%s) at the end:" % (case.__name__, engine))
-                traceback.print_exc(file=sys.stdout)
-                ok = False
-        if ok:
-            passed += 1
-            print("ok %s (%s) %.1f s" % (case.__name__, engine,
-                                         time.monotonic() - started))
-        else:
-            failed += 1
-        sys.stdout.flush()
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    runner = Runner(csqd)
+    runner.run([with_case(fn) for fn in GROUPS[group]])
+    return runner.finish()
 
 
 if __name__ == "__main__":
