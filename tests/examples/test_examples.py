@@ -318,8 +318,7 @@ def agent_offers(t):
     check(front.exited() == 0, "frontend exit status")
 
 
-# -- ENABLE WHEN MULTI IS ON MAIN (protocol-v2 section 8, transactions) -----
-# Registered as examples.*pipeline_transaction, DISABLED until MULTI exists.
+# -- transactions (protocol-v2 section 8) ------------------------------------
 def pipeline_transaction(t):
     """redis-py's pipeline() is a MULTI/EXEC transaction by default: an
     agent logs in and two users arrive in one block, and the replies come
