@@ -19,6 +19,18 @@ CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
 	python3-prometheus-client python3-redis systemd groff-base mandoc
 	build-essential debhelper lintian clang libclang-rt-14-dev llvm)
 
+# Node.js and npm run the Node.js client tests and examples/frontend-js.
+# Only a machine without them gets Debian's: one may have them from
+# elsewhere (NodeSource's nodejs carries its own npm and conflicts with
+# Debian's npm package).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	CSQ_PACKAGES+=(nodejs npm)
+fi
+
+# The directories whose npm packages csq_install_node_modules installs, as
+# their package-lock.json pins them.
+CSQ_NPM_DIRS=(tests/clients examples/frontend-js)
+
 # Prints a message on stderr, prefixed with the script's name.
 csq_say()
 {
@@ -94,21 +106,23 @@ csq_install_packages()
 	return 0
 }
 
-# Installs the Node.js packages of the client tests (tests/clients) from
-# their lock file, when node_modules is missing or older than the lock.
-# Node.js and npm come with the machine, not from Debian's packages.
+# Installs the npm packages of each CSQ_NPM_DIRS directory from its lock
+# file (npm ci), when its node_modules is missing or older than the lock.
 csq_install_node_modules()
 {
-	local dir=tests/clients
-	if [ -d "$dir/node_modules" ] &&
-		[ ! "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
-		return 0
-	fi
+	local dir
 	if ! command -v npm >/dev/null 2>&1; then
-		csq_say "npm not found: the Node.js client tests need it"
+		csq_say "npm not found: the Node.js client tests and examples need it"
 		return 1
 	fi
-	csq_say "installing the Node.js packages of $dir (npm ci)"
-	npm ci --prefix "$dir" --no-audit --no-fund >&2 &&
-		touch "$dir/node_modules"
+	for dir in "${CSQ_NPM_DIRS[@]}"; do
+		if [ -d "$dir/node_modules" ] &&
+			[ ! "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+			continue
+		fi
+		csq_say "installing the Node.js packages of $dir (npm ci)"
+		npm ci --prefix "$dir" --no-audit --no-fund >&2 &&
+			touch "$dir/node_modules" || return 1
+	done
+	return 0
 }
