@@ -83,6 +83,25 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 			resp_integer(out, (int64_t)u->since_ms);
 		}
 		return;
+	case CSQ_USER_OFFERED:
+		resp_map(out, proto, detail ? 7 : 6);
+		resp_bulk_str(out, "state");
+		resp_bulk_str(out, "offered");
+		resp_bulk_str(out, "queue");
+		resp_bulk_str(out, u->queue);
+		resp_bulk_str(out, "tier");
+		resp_integer(out, u->tier);
+		resp_bulk_str(out, "servicer");
+		resp_bulk_str(out, u->servicer);
+		resp_bulk_str(out, "room");
+		resp_bulk_str(out, u->room);
+		resp_bulk_str(out, "expires_in_ms");
+		resp_integer(out, (int64_t)u->expires_in_ms);
+		if (detail) {
+			resp_bulk_str(out, "waited_ms");
+			resp_integer(out, (int64_t)u->waited_ms);
+		}
+		return;
 	}
 }
 

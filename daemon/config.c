@@ -294,6 +294,8 @@ config_default(struct config *cfg)
 	size_t i;
 
 	memset(cfg, 0, sizeof(*cfg));
+	/* The limits that have no key here keep libcsq's defaults. */
+	csq_limits_default(&cfg->limits);
 	for (i = 0; i < CONFIG_NKEYS; i++) {
 		k = &config_keys[i];
 		switch (k->type) {

@@ -15,8 +15,9 @@ struct check {
 	char *buf;
 	size_t len;
 	int failed;
-	uint64_t waiting, assigned, busy, free, servicers;
-	uint64_t timed; /* waiting users with a TTL */
+	uint64_t waiting, offered, assigned, busy, free, servicers;
+	uint64_t timed; /* waiting and offered users with a TTL */
+	uint64_t offers, wrapups, retries; /* room and window deadlines */
 };
 
 static void check_fail(struct check *k, const char *fmt, ...)
@@ -46,6 +47,26 @@ serves(const struct csq_servicer *s, const struct csq_queue *q)
 	return 0;
 }
 
+/* The deadline d runs with kind, or does not run at all (kind < 0). */
+static int
+deadline_is(const struct csq_deadline *d, int kind)
+{
+	if (kind < 0)
+		return !csq_deadline_running(d);
+	return csq_deadline_running(d) && (int)csq_deadline_kind(d) == kind;
+}
+
+/* u is in room r, both in state state, and the maps agree. */
+static int
+user_in_room(const struct csq_user *u, enum csq_room_state state)
+{
+	const struct csq_room *r = u->room;
+
+	return r != NULL && r->state == state && r->user == u &&
+	       r->index < r->servicer->nrooms &&
+	       r->servicer->rooms[r->index] == r;
+}
+
 static void
 check_user(void *arg, const char *key, size_t len, void *val)
 {
@@ -53,6 +74,7 @@ check_user(void *arg, const char *key, size_t len, void *val)
 	const struct csq_user *u = val;
 	struct csq_line_node *node;
 	uint64_t rank;
+	int ttl = u->ttl_s > 0 ? CSQ_DL_USER : -1;
 
 	if (len != csq_user_idlen(u) || memcmp(key, u->id, len) != 0)
 		check_fail(k, "user %s filed under another id", u->id);
@@ -61,23 +83,36 @@ check_user(void *arg, const char *key, size_t len, void *val)
 		check_fail(k, "user %s in an unknown queue", u->id);
 	if (u->key >= CSQ_KEY_LIMIT)
 		check_fail(k, "user %s key out of range", u->id);
+	rank = csq_line_rank(u->queue->line, u->key);
 	switch (u->state) {
 	case CSQ_USER_WAITING:
 		k->waiting++;
 		k->timed += u->ttl_s > 0;
-		rank = csq_line_rank(u->queue->line, u->key);
 		node = rank ? csq_line_nth(u->queue->line, rank - 1) : NULL;
 		if (node == NULL || csq_line_node_value(node) != u)
 			check_fail(k, "waiting user %s not in its line", u->id);
-		if (csq_heap_contains(&u->deadline.node) != (u->ttl_s > 0))
+		if (!deadline_is(&u->deadline, ttl))
 			check_fail(k, "waiting user %s deadline wrong", u->id);
+		if (u->room != NULL)
+			check_fail(k, "waiting user %s has a room", u->id);
+		break;
+	case CSQ_USER_OFFERED:
+		k->offered++;
+		k->timed += u->ttl_s > 0;
+		if (rank != 0)
+			check_fail(k, "offered user %s still in line", u->id);
+		if (!deadline_is(&u->deadline, ttl))
+			check_fail(k, "offered user %s TTL wrong", u->id);
+		if (!user_in_room(u, CSQ_ROOM_OFFERED))
+			check_fail(k, "U2R of offered %s disagrees", u->id);
 		break;
 	case CSQ_USER_ASSIGNED:
 		k->assigned++;
-		if (csq_line_rank(u->queue->line, u->key) != 0)
+		if (rank != 0)
 			check_fail(k, "assigned user %s still in line", u->id);
-		if (u->servicer == NULL || u->room >= u->servicer->nrooms ||
-		    u->servicer->rooms[u->room] != u)
+		if (!deadline_is(&u->deadline, -1))
+			check_fail(k, "assigned user %s has a TTL", u->id);
+		if (!user_in_room(u, CSQ_ROOM_ASSIGNED))
 			check_fail(k, "U2R of %s disagrees with R2U", u->id);
 		break;
 	default:
@@ -85,41 +120,79 @@ check_user(void *arg, const char *key, size_t len, void *val)
 	}
 }
 
+/* Room i of s: one state, the maps and the deadline of that state. */
+static void
+check_room(struct check *k, const struct csq_servicer *s, uint32_t i)
+{
+	const struct csq_room *r = s->rooms[i];
+	const struct csq_user *u = r->user;
+	int ok;
+
+	if (r->servicer != s || r->index != i)
+		check_fail(k, "room %s/%u filed elsewhere", s->id, i);
+	switch (r->state) {
+	case CSQ_ROOM_OFFERED:
+		k->offers++;
+		ok = u != NULL && u->state == CSQ_USER_OFFERED &&
+		     deadline_is(&r->deadline, CSQ_DL_OFFER);
+		break;
+	case CSQ_ROOM_ASSIGNED:
+		ok = u != NULL && u->state == CSQ_USER_ASSIGNED &&
+		     deadline_is(&r->deadline, -1);
+		break;
+	case CSQ_ROOM_WRAPUP:
+		k->wrapups++;
+		ok = u == NULL && deadline_is(&r->deadline, CSQ_DL_WRAPUP);
+		break;
+	default:
+		ok = 0;
+	}
+	if (!ok)
+		check_fail(k, "room %s/%u in state %d disagrees", s->id, i,
+		           (int)r->state);
+	if (u != NULL && (u->room != r || csq_dict_get(k->c->users, u->id,
+	                                               csq_user_idlen(u)) != u))
+		check_fail(k, "R2U %s/%u disagrees with U2R", s->id, i);
+}
+
 static void
 check_servicer(void *arg, const char *key, size_t len, void *val)
 {
 	struct check *k = arg;
 	const struct csq_servicer *s = val;
-	const struct csq_user *u;
 	uint32_t i, j, active = 0, top = 0;
+	uint64_t akey, atie;
 	int has_free;
 
 	k->servicers++;
 	if (len != s->idlen || memcmp(key, s->id, len) != 0)
 		check_fail(k, "servicer %s filed under another id", s->id);
 	for (i = 0; i < s->nrooms; i++) {
-		if ((u = s->rooms[i]) == NULL)
+		if (s->rooms[i] == NULL)
 			continue;
 		active++;
 		top = i + 1;
-		if (u->state != CSQ_USER_ASSIGNED || u->servicer != s ||
-		    u->room != i)
-			check_fail(k, "R2U %s/%u disagrees with U2R", s->id, i);
-		if (csq_dict_get(k->c->users, u->id, csq_user_idlen(u)) != u)
-			check_fail(k, "room %s/%u holds an unknown user", s->id,
-			           i);
+		check_room(k, s, i);
 	}
 	if (active != s->active)
 		check_fail(k, "servicer %s active %u, rooms say %u", s->id,
 		           s->active, active);
 	if (s->nrooms != (top > s->capacity ? top : s->capacity))
 		check_fail(k, "servicer %s has %u rooms", s->id, s->nrooms);
-	if (!csq_heap_contains(&s->deadline.node))
+	if (!deadline_is(&s->deadline, CSQ_DL_SERVICER))
 		check_fail(k, "servicer %s has no deadline", s->id);
+	if (csq_deadline_running(&s->retry)) {
+		k->retries++;
+		if (!deadline_is(&s->retry, CSQ_DL_RETRY))
+			check_fail(k, "servicer %s retry wrong", s->id);
+	}
+	if (s->offer_s > CSQ_OFFER_MAX || s->wrapup_s > CSQ_WRAPUP_MAX)
+		check_fail(k, "servicer %s offer or wrap-up out of range",
+		           s->id);
 	k->busy += s->active;
+	if (s->status == CSQ_SERVICER_READY)
+		k->free += csq_servicer_free_count(s);
 	has_free = csq_servicer_has_free(s);
-	if (has_free)
-		k->free += s->capacity - s->active;
 	if (s->nqueues < 1 || s->nqueues > CSQ_SERVICER_QUEUES)
 		check_fail(k, "servicer %s serves %u queues", s->id,
 		           s->nqueues);
@@ -131,6 +204,13 @@ check_servicer(void *arg, const char *key, size_t len, void *val)
 		if (csq_heap_contains(&s->avail[i].node) != has_free)
 			check_fail(k, "servicer %s avail in %s wrong", s->id,
 			           s->queues[i]->name);
+		csq_avail_key(k->c, s, s->queues[i], &akey, &atie);
+		if (has_free && (s->avail[i].node.key != akey ||
+		                 s->avail[i].node.tie != atie))
+			check_fail(k, "servicer %s keyed wrong in %s", s->id,
+			           s->queues[i]->name);
+		/* A room in a retry window may sit beside them: it takes
+		 * no one until the window ends. */
 		if (has_free && csq_line_len(s->queues[i]->line) > 0)
 			check_fail(k,
 			           "free room of %s beside waiting users of %s",
@@ -197,22 +277,28 @@ csq_check(const struct csq *c, char *buf, size_t len)
 	if (k.waiting != c->stats.waiting)
 		check_fail(&k, "waiting %" PRIu64 ", counted %" PRIu64,
 		           c->stats.waiting, k.waiting);
-	if (k.assigned != k.busy || k.busy != c->stats.rooms_busy)
+	if (k.assigned + k.offered + k.wrapups != k.busy ||
+	    k.busy != c->stats.rooms_busy || k.offers != k.offered)
 		check_fail(&k,
 		           "busy rooms %" PRIu64 ", assigned users %" PRIu64
+		           ", offered %" PRIu64 ", wrap-ups %" PRIu64
 		           ", counter %" PRIu64,
-		           k.busy, k.assigned, c->stats.rooms_busy);
+		           k.busy, k.assigned, k.offered, k.wrapups,
+		           c->stats.rooms_busy);
 	if (k.free != c->stats.rooms_free)
 		check_fail(&k, "free rooms %" PRIu64 ", counter %" PRIu64,
 		           k.free, c->stats.rooms_free);
 	if (k.servicers != c->stats.servicers)
 		check_fail(&k, "servicers %" PRIu64 ", counter %" PRIu64,
 		           k.servicers, c->stats.servicers);
-	if (csq_dict_len(c->users) != k.waiting + k.assigned)
+	if (csq_dict_len(c->users) != k.waiting + k.offered + k.assigned)
 		check_fail(&k, "users dict holds %zu, placed %" PRIu64,
-		           csq_dict_len(c->users), k.waiting + k.assigned);
-	if (c->deadlines.len != k.servicers + k.timed)
-		check_fail(&k, "%zu deadlines, expected %" PRIu64,
-		           c->deadlines.len, k.servicers + k.timed);
+		           csq_dict_len(c->users),
+		           k.waiting + k.offered + k.assigned);
+	if (c->deadlines.len !=
+	    k.servicers + k.timed + k.offers + k.wrapups + k.retries)
+		check_fail(
+		    &k, "%zu deadlines, expected %" PRIu64, c->deadlines.len,
+		    k.servicers + k.timed + k.offers + k.wrapups + k.retries);
 	return k.failed ? -1 : 0;
 }

@@ -1,8 +1,9 @@
 /*
- * The public operations of libcsq. Each validates all of its input before it
- * changes anything, so an error leaves the state as it was; then it changes
- * the state, emits the events in causal order and runs the matcher where a
- * match may have become possible.
+ * The public operations of libcsq on users and servicers (rooms, offers
+ * and transfers have files of their own). Each validates all of its input
+ * before it changes anything, so an error leaves the state as it was; then
+ * it changes the state, emits the events in causal order and runs the
+ * matcher where a match may have become possible.
  */
 #include "orderkey.h"
 #include "state.h"
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MS_PER_S 1000
 /* Each table's seed: csq_new's, made different for each. */
 #define SEED_USERS     UINT64_C(0x9e3779b97f4a7c15)
 #define SEED_SERVICERS UINT64_C(0xc2b2ae3d27d4eb4f)
@@ -31,19 +31,13 @@ id_len(const char *s)
 }
 
 static uint64_t
-ttl_ms(uint32_t ttl_s)
-{
-	return (uint64_t)ttl_s * MS_PER_S;
-}
-
-static uint64_t
 elapsed(uint64_t now, uint64_t then)
 {
 	return now > then ? now - then : 0;
 }
 
-static uint32_t
-user_tier(const struct csq_user *u)
+uint32_t
+csq_user_tier(const struct csq_user *u)
 {
 	struct csq_key k;
 
@@ -94,27 +88,17 @@ csq_queue_unref(struct csq *c, struct csq_queue *q)
 }
 
 void
-csq_deadline_set(struct csq *c, struct csq_deadline *d, uint64_t at_ms)
-{
-	csq_heap_set(&c->deadlines, &d->node, at_ms, ++c->tie);
-}
-
-void
-csq_deadline_clear(struct csq *c, struct csq_deadline *d)
-{
-	if (csq_heap_contains(&d->node))
-		csq_heap_remove(&c->deadlines, &d->node);
-}
-
-void
 csq_event_begin(struct csq_event *ev, enum csq_event_type type, uint64_t now)
 {
 	ev->type = type;
+	ev->id = 0;
 	ev->ts_ms = now;
 	ev->user[0] = ev->queue[0] = ev->from_queue[0] = '\0';
 	ev->servicer[0] = ev->room[0] = ev->queues[0] = '\0';
 	ev->tier = 0;
 	ev->position = ev->waited_ms = 0;
+	ev->offered_ms = ev->expires_ms = ev->until_ms = 0;
+	ev->has_offered_ms = 0;
 	ev->capacity = 0;
 	ev->reason = CSQ_REASON_NONE;
 }
@@ -124,14 +108,29 @@ csq_event_user(struct csq_event *ev, const struct csq_user *u)
 {
 	memcpy(ev->user, u->id, csq_user_idlen(u) + 1);
 	memcpy(ev->queue, u->queue->name, u->queue->namelen + 1);
-	ev->tier = user_tier(u);
+	ev->tier = csq_user_tier(u);
 }
 
 void
-csq_emit(struct csq *c, const struct csq_event *ev)
+csq_event_room(struct csq_event *ev, const struct csq_room *r)
 {
+	memcpy(ev->servicer, r->servicer->id, r->servicer->idlen + 1);
+	csq_room_name(r->servicer, r->index, ev->room);
+}
+
+/* Numbered whether anyone listens: a replay numbers them as the run did. */
+void
+csq_emit(struct csq *c, struct csq_event *ev)
+{
+	ev->id = ++c->event_id;
 	if (c->emit != NULL)
 		c->emit(c->emit_arg, ev);
+}
+
+uint64_t
+csq_last_event_id(const struct csq *c)
+{
+	return c->event_id;
 }
 
 uint64_t
@@ -141,19 +140,32 @@ csq_user_position(const struct csq_user *u)
 }
 
 void
-csq_user_set_waiting(struct csq_user *u)
+csq_user_deadline(struct csq *c, struct csq_user *u, uint64_t now)
 {
+	if (u->ttl_s > 0)
+		csq_deadline_set(c, &u->deadline, now + csq_ms(u->ttl_s));
+	else
+		csq_deadline_clear(c, &u->deadline);
+}
+
+uint64_t
+csq_user_requeue(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	uint64_t pos;
+
 	u->state = CSQ_USER_WAITING;
-	csq_heap_node_init(&u->deadline.node);
-	u->deadline.kind = CSQ_DL_USER;
+	u->room = NULL;
+	pos = csq_line_insert_rank(u->queue->line, u->key, u);
+	c->stats.waiting++;
+	csq_user_deadline(c, u, now);
+	return pos;
 }
 
 /* Frees u, which must be in no line and no room any more. */
 void
 csq_user_free(struct csq *c, struct csq_user *u)
 {
-	if (u->state == CSQ_USER_WAITING)
-		csq_deadline_clear(c, &u->deadline);
+	csq_deadline_clear(c, &u->deadline);
 	csq_dict_remove(c->users, u);
 	csq_queue_unref(c, u->queue);
 	free(u);
@@ -193,8 +205,11 @@ static void
 free_servicer(void *arg, const char *key, size_t len, void *val)
 {
 	struct csq_servicer *s = val;
+	uint32_t i;
 
 	(void)arg, (void)key, (void)len;
+	for (i = 0; i < s->nrooms; i++)
+		free(s->rooms[i]);
 	free(s->rooms);
 	free(s);
 }
@@ -224,7 +239,11 @@ csq_free(struct csq *c)
 void
 csq_set_limits(struct csq *c, const struct csq_limits *limits)
 {
+	enum csq_strategy was = c->limits.strategy;
+
 	c->limits = *limits;
+	if (limits->strategy != was)
+		csq_servicers_rekey(c);
 }
 
 const struct csq_limits *
@@ -234,12 +253,6 @@ csq_get_limits(const struct csq *c)
 }
 
 /* Servicers. */
-
-static struct csq_servicer *
-servicer_get(const struct csq *c, const char *sid)
-{
-	return csq_dict_get(c->servicers, sid, strlen(sid));
-}
 
 static void
 servicer_info(const struct csq_servicer *s, uint64_t now,
@@ -251,6 +264,9 @@ servicer_info(const struct csq_servicer *s, uint64_t now,
 	out->active = s->active;
 	out->ttl_s = s->ttl_s;
 	out->idle_ms = elapsed(now, s->last_ms);
+	out->offer_s = s->offer_s;
+	out->wrapup_s = s->wrapup_s;
+	out->missed = s->missed;
 }
 
 /*
@@ -340,6 +356,10 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 		return CSQ_ERANGE;
 	if (a->has_ttl && (a->ttl_s < 1 || a->ttl_s > CSQ_TTL_MAX))
 		return CSQ_ERANGE;
+	if (a->has_offer && a->offer_s > CSQ_OFFER_MAX)
+		return CSQ_ERANGE;
+	if (a->has_wrapup && a->wrapup_s > CSQ_WRAPUP_MAX)
+		return CSQ_ERANGE;
 	if (a->has_queues && (st = heartbeat_queues(c, a, qs, &nq)) != CSQ_OK)
 		return st;
 
@@ -350,8 +370,10 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 		memcpy(s->id, a->servicer, idlen);
 		s->status = CSQ_SERVICER_READY;
 		s->ttl_s = c->limits.servicer_ttl_s;
-		csq_heap_node_init(&s->deadline.node);
-		s->deadline.kind = CSQ_DL_SERVICER;
+		s->offer_s = c->limits.offer_timeout_s;
+		s->wrapup_s = c->limits.wrapup_s;
+		csq_deadline_init(&s->deadline, CSQ_DL_SERVICER);
+		csq_deadline_init(&s->retry, CSQ_DL_RETRY);
 		csq_servicer_set_capacity(s, 1);
 		if (nq == 0) {
 			qs[nq++] = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
@@ -370,7 +392,12 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 		servicer_set_queues(c, s, qs, nq);
 	if (a->has_ttl)
 		s->ttl_s = a->ttl_s;
-	csq_deadline_set(c, &s->deadline, now + ttl_ms(s->ttl_s));
+	/* Offers and wrap-ups under way keep the length they started with. */
+	if (a->has_offer)
+		s->offer_s = a->offer_s;
+	if (a->has_wrapup)
+		s->wrapup_s = a->wrapup_s;
+	csq_deadline_set(c, &s->deadline, now + csq_ms(s->ttl_s));
 	csq_servicer_account(c, s);
 	if (login)
 		servicer_up_event(c, s, now);
@@ -379,42 +406,53 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 	return CSQ_OK;
 }
 
-static enum csq_status
-servicer_set_status(struct csq *c, uint64_t now, const char *sid,
-                    enum csq_servicer_status status)
-{
-	struct csq_servicer *s;
-	struct csq_event ev;
-
-	if (id_len(sid) == 0)
-		return CSQ_ESERVICER;
-	if ((s = servicer_get(c, sid)) == NULL)
-		return CSQ_ENOTFOUND;
-	if (s->status == status)
-		return CSQ_OK;
-	csq_servicer_unaccount(c, s);
-	s->status = status;
-	csq_servicer_account(c, s);
-	csq_event_begin(&ev,
-	                status == CSQ_SERVICER_READY ? CSQ_EV_SERVICER_RESUMED
-	                                             : CSQ_EV_SERVICER_PAUSED,
-	                now);
-	memcpy(ev.servicer, s->id, s->idlen + 1);
-	csq_emit(c, &ev);
-	csq_match_servicer(c, s, now);
-	return CSQ_OK;
-}
-
 enum csq_status
 csq_pause(struct csq *c, uint64_t now, const char *sid)
 {
-	return servicer_set_status(c, now, sid, CSQ_SERVICER_PAUSED);
+	struct csq_settle st;
+	struct csq_servicer *s;
+
+	if (id_len(sid) == 0)
+		return CSQ_ESERVICER;
+	if ((s = csq_servicer_get(c, sid)) == NULL)
+		return CSQ_ENOTFOUND;
+	if (s->status == CSQ_SERVICER_PAUSED)
+		return CSQ_OK;
+	memset(&st, 0, sizeof(st));
+	csq_servicer_pause(c, s, now, CSQ_REASON_PAUSE, &st);
+	csq_settle(c, &st, now);
+	return CSQ_OK;
 }
 
+/*
+ * RESUME says "ready for users now", whatever the status: the missed-offer
+ * count starts again and a retry window ends; servicer_resumed only when
+ * the status changes.
+ */
 enum csq_status
 csq_resume(struct csq *c, uint64_t now, const char *sid)
 {
-	return servicer_set_status(c, now, sid, CSQ_SERVICER_READY);
+	struct csq_servicer *s;
+	struct csq_event ev;
+	int was_paused;
+
+	if (id_len(sid) == 0)
+		return CSQ_ESERVICER;
+	if ((s = csq_servicer_get(c, sid)) == NULL)
+		return CSQ_ENOTFOUND;
+	was_paused = s->status == CSQ_SERVICER_PAUSED;
+	csq_servicer_unaccount(c, s);
+	s->status = CSQ_SERVICER_READY;
+	s->missed = 0;
+	csq_deadline_clear(c, &s->retry);
+	csq_servicer_account(c, s);
+	if (was_paused) {
+		csq_event_begin(&ev, CSQ_EV_SERVICER_RESUMED, now);
+		memcpy(ev.servicer, s->id, s->idlen + 1);
+		csq_emit(c, &ev);
+	}
+	csq_match_servicer(c, s, now);
+	return CSQ_OK;
 }
 
 enum csq_status
@@ -425,51 +463,8 @@ csq_logout(struct csq *c, uint64_t now, const char *sid, uint64_t *requeued)
 	*requeued = 0;
 	if (id_len(sid) == 0)
 		return CSQ_ESERVICER;
-	if ((s = servicer_get(c, sid)) != NULL)
+	if ((s = csq_servicer_get(c, sid)) != NULL)
 		*requeued = csq_servicer_remove(c, s, now, CSQ_REASON_LOGOUT);
-	return CSQ_OK;
-}
-
-/* The conversation in room idx of s ends; the user leaves the system. */
-static void
-room_release(struct csq *c, struct csq_servicer *s, uint32_t idx, uint64_t now,
-             enum csq_reason by)
-{
-	struct csq_user *u = s->rooms[idx];
-	struct csq_event ev;
-
-	csq_servicer_unaccount(c, s);
-	s->rooms[idx] = NULL;
-	s->active--;
-	csq_servicer_trim(s);
-	csq_servicer_account(c, s);
-	csq_event_begin(&ev, CSQ_EV_RELEASED, now);
-	csq_event_user(&ev, u);
-	memcpy(ev.servicer, s->id, s->idlen + 1);
-	csq_room_name(s, idx, ev.room);
-	ev.reason = by;
-	csq_user_free(c, u);
-	csq_emit(c, &ev);
-	csq_match_servicer(c, s, now);
-}
-
-enum csq_status
-csq_release(struct csq *c, uint64_t now, const char *room, int *ended)
-{
-	char sid[CSQ_ID_MAX + 1];
-	struct csq_servicer *s;
-	uint32_t idx;
-
-	*ended = 0;
-	if (room == NULL || csq_parse_room(room, strlen(room), sid, &idx))
-		return CSQ_EROOM;
-	if ((s = servicer_get(c, sid)) == NULL ||
-	    !csq_servicer_room_exists(s, idx))
-		return CSQ_ENOTFOUND;
-	if (s->rooms[idx] == NULL)
-		return CSQ_OK;
-	room_release(c, s, idx, now, CSQ_REASON_BY_SERVICER);
-	*ended = 1;
 	return CSQ_OK;
 }
 
@@ -482,37 +477,32 @@ user_get(const struct csq *c, const char *uid)
 }
 
 /* pos: the position of a waiting u when known, else 0. */
-static void
-user_info_at(const struct csq_user *u, uint64_t now, uint64_t pos,
-             struct csq_user_info *out)
+void
+csq_user_info_at(const struct csq_user *u, uint64_t now, uint64_t pos,
+                 struct csq_user_info *out)
 {
+	const struct csq_room *r = u->room;
+
 	memset(out, 0, sizeof(*out));
-	out->state = u->state;
+	out->state = (enum csq_user_state)u->state;
 	memcpy(out->queue, u->queue->name, u->queue->namelen + 1);
-	out->tier = user_tier(u);
+	out->tier = csq_user_tier(u);
 	out->waited_ms = elapsed(now, u->arrival_ms);
-	if (u->state == CSQ_USER_WAITING)
+	if (u->state == CSQ_USER_WAITING) {
 		out->position = pos != 0 ? pos : csq_user_position(u);
-	else {
-		memcpy(out->servicer, u->servicer->id, u->servicer->idlen + 1);
-		csq_room_name(u->servicer, u->room, out->room);
-		out->since_ms = elapsed(now, u->assigned_ms);
+		return;
 	}
+	memcpy(out->servicer, r->servicer->id, r->servicer->idlen + 1);
+	csq_room_name(r->servicer, r->index, out->room);
+	out->since_ms = elapsed(now, r->since_ms);
+	if (u->state == CSQ_USER_OFFERED)
+		out->expires_in_ms = elapsed(r->deadline.node.key, now);
 }
 
 static void
 user_info(const struct csq_user *u, uint64_t now, struct csq_user_info *out)
 {
-	user_info_at(u, now, 0, out);
-}
-
-static void
-user_deadline(struct csq *c, struct csq_user *u, uint64_t now)
-{
-	if (u->ttl_s > 0)
-		csq_deadline_set(c, &u->deadline, now + ttl_ms(u->ttl_s));
-	else
-		csq_deadline_clear(c, &u->deadline);
+	csq_user_info_at(u, now, 0, out);
 }
 
 /* pos: u's position, which its insert into the line told. */
@@ -593,7 +583,17 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 			user_info(u, now, out);
 			return CSQ_OK;
 		}
-		if (a->has_queue) {
+		if (u->state == CSQ_USER_OFFERED) {
+			/* Out of line until the offer ends: only its TTL. */
+			if (a->has_ttl)
+				u->ttl_s = a->ttl_s;
+			csq_user_deadline(c, u, now);
+			user_info(u, now, out);
+			return CSQ_OK;
+		}
+		/* A transfer chose its queue: a frontend that repeats its
+		 * ENQUEUE must not pull it back. */
+		if (a->has_queue && !(u->flags & CSQ_USER_TRANSFERRED)) {
 			q = csq_queue_get(c, a->queue, qlen, 1);
 			if (q != u->queue && csq_line_len(q->line) >=
 			                         c->limits.max_queue_length) {
@@ -604,8 +604,8 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 			q = u->queue;
 		if (a->has_ttl)
 			u->ttl_s = a->ttl_s;
-		user_deadline(c, u, now);
-		user_rescore(c, u, q, a->has_tier ? a->tier : user_tier(u),
+		csq_user_deadline(c, u, now);
+		user_rescore(c, u, q, a->has_tier ? a->tier : csq_user_tier(u),
 		             now);
 		user_info(u, now, out);
 		return CSQ_OK;
@@ -633,7 +633,10 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	u->key = csq_key_pack(&k);
 	u->arrival_ms = now;
 	u->ttl_s = a->has_ttl ? a->ttl_s : c->limits.user_ttl_s;
-	csq_user_set_waiting(u);
+	u->state = CSQ_USER_WAITING;
+	u->flags = 0;
+	csq_deadline_init(&u->deadline, CSQ_DL_USER);
+	u->room = NULL;
 	memcpy(u->id, a->user, idlen);
 	u->id[idlen] = '\0';
 	csq_dict_add(c->users, u, idlen);
@@ -641,10 +644,10 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 
 	pos = csq_line_insert_rank(q->line, u->key, u);
 	c->stats.waiting++;
-	user_deadline(c, u, now);
+	csq_user_deadline(c, u, now);
 	if (!csq_match_user(c, u, NULL, now))
 		user_event(c, CSQ_EV_QUEUED, u, NULL, pos, now);
-	user_info_at(u, now, pos, out);
+	csq_user_info_at(u, now, u->state == CSQ_USER_WAITING ? pos : 0, out);
 	return CSQ_OK;
 }
 
@@ -664,24 +667,40 @@ csq_touch(struct csq *c, uint64_t now, const char *uid, int64_t ttl_s,
 	*known = 1;
 	if (ttl_s >= 0)
 		u->ttl_s = (uint32_t)ttl_s;
-	if (u->state == CSQ_USER_WAITING)
-		user_deadline(c, u, now);
+	if (u->state != CSQ_USER_ASSIGNED)
+		csq_user_deadline(c, u, now);
 	return CSQ_OK;
 }
 
-/* A waiting user gives up (LEAVE) or times out. */
-static void
-user_abandon(struct csq *c, struct csq_user *u, uint64_t now,
-             enum csq_reason reason)
+/*
+ * A waiting or offered user gives up (LEAVE) or times out. An offer goes
+ * with it, and its room is free at once; its left then names the servicer
+ * and the room, so that the servicer's channel hears the offer is gone.
+ */
+void
+csq_user_abandon(struct csq *c, struct csq_user *u, uint64_t now,
+                 enum csq_reason reason, struct csq_settle *st)
 {
+	struct csq_room *r = u->room;
+	struct csq_servicer *s;
 	struct csq_event ev;
 
-	csq_line_remove(u->queue->line, u->key);
-	c->stats.waiting--;
-	c->stats.abandoned_total++;
 	csq_event_begin(&ev, CSQ_EV_LEFT, now);
 	csq_event_user(&ev, u);
 	ev.reason = reason;
+	if (u->state == CSQ_USER_WAITING) {
+		csq_line_remove(u->queue->line, u->key);
+		c->stats.waiting--;
+	} else {
+		s = r->servicer;
+		csq_event_room(&ev, r);
+		csq_servicer_unaccount(c, s);
+		u->room = NULL;
+		csq_room_close(c, r);
+		csq_servicer_account(c, s);
+		csq_settle_refill(st, s);
+	}
+	c->stats.abandoned_total++;
 	csq_user_free(c, u);
 	csq_emit(c, &ev);
 }
@@ -689,6 +708,7 @@ user_abandon(struct csq *c, struct csq_user *u, uint64_t now,
 enum csq_status
 csq_leave(struct csq *c, uint64_t now, const char *uid, int *known)
 {
+	struct csq_settle st;
 	struct csq_user *u;
 
 	*known = 0;
@@ -697,10 +717,13 @@ csq_leave(struct csq *c, uint64_t now, const char *uid, int *known)
 	if ((u = user_get(c, uid)) == NULL)
 		return CSQ_OK;
 	*known = 1;
-	if (u->state == CSQ_USER_WAITING)
-		user_abandon(c, u, now, CSQ_REASON_LEAVE);
-	else
-		room_release(c, u->servicer, u->room, now, CSQ_REASON_BY_USER);
+	memset(&st, 0, sizeof(st));
+	if (u->state == CSQ_USER_ASSIGNED) {
+		csq_room_end(c, u->room, now, CSQ_REASON_BY_USER, &st);
+		csq_user_free(c, u);
+	} else
+		csq_user_abandon(c, u, now, CSQ_REASON_LEAVE, &st);
+	csq_settle(c, &st, now);
 	return CSQ_OK;
 }
 
@@ -743,7 +766,7 @@ csq_queue_range(struct csq *c, uint64_t now, const char *qname, uint64_t offset,
 	     node = csq_line_next(node)) {
 		u = csq_line_node_value(node);
 		memcpy(out[*n].user, u->id, csq_user_idlen(u) + 1);
-		out[*n].tier = user_tier(u);
+		out[*n].tier = csq_user_tier(u);
 		out[*n].waited_ms = elapsed(now, u->arrival_ms);
 		(*n)++;
 	}
@@ -804,167 +827,4 @@ void
 csq_stats(const struct csq *c, struct csq_stats *out)
 {
 	*out = c->stats;
-}
-
-/* Deadlines. */
-
-uint64_t
-csq_next_deadline(const struct csq *c)
-{
-	struct csq_heap_node *top = csq_heap_top(&c->deadlines);
-
-	return top != NULL ? top->key : UINT64_MAX;
-}
-
-/* A deadline that has passed, in the reaper's order: by time, then by id,
- * as Redis orders its set of deadlines (expire.lua). */
-struct due {
-	uint64_t at;
-	const char *id;
-	struct csq_deadline *d;
-	enum csq_deadline_kind kind; /* d is freed once its user is gone */
-};
-
-static int
-due_cmp(const void *a, const void *b)
-{
-	const struct due *x = a, *y = b;
-
-	if (x->at != y->at)
-		return x->at < y->at ? -1 : 1;
-	return strcmp(x->id, y->id);
-}
-
-/*
- * Acts on every deadline that has passed: first the waiting users who time
- * out, then the servicers that are lost, their users back in line, and
- * only then are those users matched. A user must not go into a room of a
- * servicer whose own deadline has passed too, only because its turn came
- * later in the pass (one lost servicer's user matched into another that
- * is lost the next moment, counted as matched and requeued twice). Each
- * kind goes by time, then by id, so that deadlines that fall in the same
- * millisecond act in the same order on both engines and on a replay.
- */
-void
-csq_expire(struct csq *c, uint64_t now)
-{
-	struct csq_heap_node *top;
-	struct csq_deadline *d;
-	struct csq_users back = {NULL, 0, 0};
-	struct due *due = NULL;
-	size_t n = 0, cap = 0, i;
-
-	while ((top = csq_heap_top(&c->deadlines)) != NULL && top->key <= now) {
-		d = csq_container_of(top, struct csq_deadline, node);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			due = csq_xrealloc(due, cap * sizeof(*due));
-		}
-		due[n].at = top->key;
-		due[n].d = d;
-		due[n].kind = d->kind;
-		due[n].id =
-		    d->kind == CSQ_DL_USER
-		        ? csq_container_of(d, struct csq_user, deadline)->id
-		        : csq_container_of(d, struct csq_servicer, deadline)
-		              ->id;
-		csq_deadline_clear(c, d);
-		n++;
-	}
-	if (n == 0)
-		return;
-	qsort(due, n, sizeof(*due), due_cmp);
-	for (i = 0; i < n; i++)
-		if (due[i].kind == CSQ_DL_USER)
-			user_abandon(c,
-			             csq_container_of(due[i].d, struct csq_user,
-			                              deadline),
-			             now, CSQ_REASON_TIMEOUT);
-	for (i = 0; i < n; i++)
-		if (due[i].kind == CSQ_DL_SERVICER)
-			csq_servicer_drop(c,
-			                  csq_container_of(due[i].d,
-			                                   struct csq_servicer,
-			                                   deadline),
-			                  now, CSQ_REASON_LOST, &back);
-	free(due);
-	csq_rematch(c, &back, now);
-}
-
-/*
- * The rearm walks the tables in an order of their own, not the tables':
- * a deadline's tie comes from the order it is set in, and deadlines that
- * fall together act in tie order, so an order that came from the hash
- * seed would let a replay of the journal, under another seed, differ
- * from the run it replays (a lost servicer's user matched or not). So
- * waiting users go queue by queue in the order of the queues' names, each
- * line from its head, and servicers by id. The lines are walked, not
- * sorted: a sort of a million users by key added 0.6 to 1.0 s to a
- * restart (of 3.6 to 4.1 s).
- */
-struct collect_walk {
-	void **all;
-	size_t n;
-};
-
-static void
-collect_one(void *arg, const char *key, size_t len, void *val)
-{
-	struct collect_walk *w = arg;
-
-	(void)key, (void)len;
-	w->all[w->n++] = val;
-}
-
-/* The values of d, sorted with cmp (which compares pointers to them). */
-static void **
-sorted_values(const struct csq_dict *d, int (*cmp)(const void *, const void *),
-              size_t *n)
-{
-	struct collect_walk w = {NULL, 0};
-
-	w.all = csq_xmalloc((csq_dict_len(d) + 1) * sizeof(*w.all));
-	csq_dict_each(d, collect_one, &w);
-	qsort(w.all, w.n, sizeof(*w.all), cmp);
-	*n = w.n;
-	return w.all;
-}
-
-static int
-queue_name_cmp(const void *a, const void *b)
-{
-	return strcmp((*(const struct csq_queue *const *)a)->name,
-	              (*(const struct csq_queue *const *)b)->name);
-}
-
-static int
-servicer_id_cmp(const void *a, const void *b)
-{
-	return strcmp((*(const struct csq_servicer *const *)a)->id,
-	              (*(const struct csq_servicer *const *)b)->id);
-}
-
-void
-csq_rearm_deadlines(struct csq *c, uint64_t now)
-{
-	struct csq_line_node *node;
-	struct csq_queue *q;
-	struct csq_servicer *s;
-	void **all;
-	size_t i, n;
-
-	all = sorted_values(c->queues, queue_name_cmp, &n);
-	for (i = 0; i < n; i++) {
-		q = all[i];
-		for (node = csq_line_first(q->line); node != NULL;
-		     node = csq_line_next(node))
-			user_deadline(c, csq_line_node_value(node), now);
-	}
-	free(all);
-	all = sorted_values(c->servicers, servicer_id_cmp, &n);
-	for (i = 0; i < n; i++) {
-		s = all[i];
-		csq_deadline_set(c, &s->deadline, now + ttl_ms(s->ttl_s));
-	}
-	free(all);
 }

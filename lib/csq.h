@@ -14,15 +14,21 @@
 
 #define CSQ_VERSION "0.1.0"
 
-#define CSQ_ID_MAX          64 /* bytes in a user, servicer or queue id */
-#define CSQ_ROOM_MAX        (CSQ_ID_MAX + 1 + 4) /* "<servicer>/<index>" */
-#define CSQ_TIER_LIMIT      15    /* max_tier may be at most this */
-#define CSQ_CAPACITY_MAX    1000  /* rooms per servicer */
-#define CSQ_SERVICER_QUEUES 32    /* queues one servicer may serve */
-#define CSQ_TTL_MAX         86400 /* seconds, for users and servicers */
-#define CSQ_RANGE_COUNT_MAX 1000  /* entries in one QUEUE reply */
-#define CSQ_RANGE_COUNT_DEF 20
-#define CSQ_DEFAULT_QUEUE   "default"
+#define CSQ_ID_MAX             64 /* bytes in a user, servicer or queue id */
+#define CSQ_ROOM_MAX           (CSQ_ID_MAX + 1 + 4) /* "<servicer>/<index>" */
+#define CSQ_TIER_LIMIT         15    /* max_tier may be at most this */
+#define CSQ_CAPACITY_MAX       1000  /* rooms per servicer */
+#define CSQ_SERVICER_QUEUES    32    /* queues one servicer may serve */
+#define CSQ_TTL_MAX            86400 /* seconds, for users and servicers */
+#define CSQ_RANGE_COUNT_MAX    1000  /* entries in one QUEUE reply */
+#define CSQ_RANGE_COUNT_DEF    20
+#define CSQ_DEFAULT_QUEUE      "default"
+#define CSQ_OFFER_MAX          600  /* seconds a servicer may take to accept */
+#define CSQ_WRAPUP_MAX         3600 /* seconds of wrap-up after a conversation */
+#define CSQ_RETRY_MAX          3600 /* seconds without offers after a decline */
+#define CSQ_MISSED_MAX         1000 /* offer_max_missed */
+#define CSQ_DEFAULT_MAX_MISSED 3
+#define CSQ_DEFAULT_RETRY      10 /* seconds */
 
 /* Results of every operation; the daemon turns them into error replies. */
 enum csq_status {
@@ -38,9 +44,21 @@ enum csq_status {
 	CSQ_EEXHAUSTED, /* the order-key sequence is used up */
 	CSQ_EUNSURE,    /* engine lost while the command was out: it may have
 	                   been applied (a TRYAGAIN too) */
+	CSQ_ENOCONV,    /* TRANSFER of a room that holds no assigned user */
 };
 
 const char *csq_status_text(enum csq_status);
+
+/*
+ * How matching picks among the free servicers of a queue: the one whose
+ * login or last new user (its last offer, with offers on) is oldest, or
+ * the one with the fewest busy rooms (offered + assigned + wrap-up), ties
+ * to the longest idle.
+ */
+enum csq_strategy {
+	CSQ_STRATEGY_LONGEST_IDLE,
+	CSQ_STRATEGY_LEAST_BUSY,
+};
 
 /* Limits and defaults that the configuration may change at run time. */
 struct csq_limits {
@@ -48,6 +66,11 @@ struct csq_limits {
 	uint32_t user_ttl_s;     /* 0..CSQ_TTL_MAX, 0 = never */
 	uint32_t max_tier;       /* 0..CSQ_TIER_LIMIT */
 	uint64_t max_queue_length;
+	uint32_t offer_timeout_s; /* 0..CSQ_OFFER_MAX: a new servicer's OFFER */
+	uint32_t offer_max_missed; /* 0..CSQ_MISSED_MAX, 0 = never paused */
+	uint32_t offer_retry_s;    /* 0..CSQ_RETRY_MAX */
+	uint32_t wrapup_s; /* 0..CSQ_WRAPUP_MAX: a new servicer's WRAPUP */
+	enum csq_strategy strategy;
 };
 
 void csq_limits_default(struct csq_limits *);
@@ -63,6 +86,11 @@ enum csq_event_type {
 	CSQ_EV_SERVICER_DOWN,
 	CSQ_EV_SERVICER_PAUSED,
 	CSQ_EV_SERVICER_RESUMED,
+	CSQ_EV_OFFERED,
+	CSQ_EV_DECLINED,
+	CSQ_EV_TRANSFERRED,
+	CSQ_EV_WRAPUP,
+	CSQ_EV_READY,
 };
 
 enum csq_reason {
@@ -71,8 +99,11 @@ enum csq_reason {
 	CSQ_REASON_TIMEOUT,
 	CSQ_REASON_LOGOUT,
 	CSQ_REASON_LOST,
-	CSQ_REASON_BY_SERVICER, /* released by */
+	CSQ_REASON_BY_SERVICER, /* released or declined by */
 	CSQ_REASON_BY_USER,
+	CSQ_REASON_BY_TRANSFER,
+	CSQ_REASON_PAUSE,         /* requeued, servicer_paused */
+	CSQ_REASON_MISSED_OFFERS, /* servicer_paused */
 };
 
 /*
@@ -91,7 +122,11 @@ struct csq_event {
 	uint32_t tier;
 	uint64_t position;
 	uint64_t waited_ms;
-	uint32_t capacity;                                   /* servicer_up */
+	uint64_t offered_ms; /* matched after an ACCEPT: offer to accept */
+	int has_offered_ms;
+	uint64_t expires_ms; /* offered: epoch ms the offer runs out */
+	uint64_t until_ms;   /* wrapup: epoch ms the wrap-up ends */
+	uint32_t capacity;   /* servicer_up */
 	char queues[CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1)]; /* "a,b,c" */
 	enum csq_reason reason;
 };
@@ -129,15 +164,20 @@ struct csq_servicer_info {
 	char id[CSQ_ID_MAX + 1];
 	enum csq_servicer_status status;
 	uint32_t capacity;
-	uint32_t active; /* busy rooms */
+	uint32_t active; /* busy rooms: offered, assigned, in wrap-up */
 	uint32_t ttl_s;
-	uint64_t idle_ms; /* since login or last new user */
+	uint64_t idle_ms;  /* since login or last new user */
+	uint32_t offer_s;  /* 0: users are assigned, not offered */
+	uint32_t wrapup_s; /* 0: no wrap-up */
+	uint32_t missed;   /* offers run out in a row */
 };
 
+/* The values are those of the journal's snapshots: never renumbered. */
 enum csq_user_state {
 	CSQ_USER_NONE,
 	CSQ_USER_WAITING,
 	CSQ_USER_ASSIGNED,
+	CSQ_USER_OFFERED,
 };
 
 struct csq_user_info {
@@ -145,10 +185,12 @@ struct csq_user_info {
 	char queue[CSQ_ID_MAX + 1];
 	uint64_t position; /* waiting: 1-based rank */
 	uint32_t tier;
-	uint64_t waited_ms; /* waiting: since original arrival */
-	char room[CSQ_ROOM_MAX + 1];
-	char servicer[CSQ_ID_MAX + 1];
-	uint64_t since_ms; /* assigned: time in the room */
+	uint64_t waited_ms;            /* since original arrival */
+	char room[CSQ_ROOM_MAX + 1];   /* offered, assigned */
+	char servicer[CSQ_ID_MAX + 1]; /* offered, assigned */
+	uint64_t since_ms;      /* assigned: time in the room; offered: since
+	                           the offer */
+	uint64_t expires_in_ms; /* offered: until the offer runs out */
 };
 
 struct csq_queue_entry {
@@ -167,14 +209,20 @@ struct csq_stats {
 	uint64_t abandoned_total;
 	uint64_t requeued_total;
 	uint64_t servicers_lost_total;
+	uint64_t offers_total;
+	uint64_t offers_declined_total;
+	uint64_t offers_missed_total;
+	uint64_t transferred_total;
 };
 
 /* Options of HEARTBEAT; a has_ flag of 0 keeps the previous value. */
 struct csq_heartbeat_args {
 	const char *servicer;
-	int has_capacity, has_queues, has_ttl;
+	int has_capacity, has_queues, has_ttl, has_offer, has_wrapup;
 	uint32_t capacity;
 	uint32_t ttl_s;
+	uint32_t offer_s;  /* 0..CSQ_OFFER_MAX */
+	uint32_t wrapup_s; /* 0..CSQ_WRAPUP_MAX */
 	size_t nqueues;
 	const char *queues[CSQ_SERVICER_QUEUES];
 };
@@ -185,6 +233,17 @@ struct csq_enqueue_args {
 	const char *queue;
 	uint32_t tier;
 	uint32_t ttl_s;
+};
+
+/*
+ * TRANSFER's arguments. Its PREFER option (a preferred servicer and a
+ * window) belongs to the preferred-servicer rules (protocol-v2 section 5):
+ * it will be two fields here, checked after the queue, and nothing else in
+ * a transfer changes with it.
+ */
+struct csq_transfer_args {
+	const char *room;
+	const char *queue;
 };
 
 struct csq;
@@ -210,9 +269,24 @@ enum csq_status csq_pause(struct csq *, uint64_t now_ms, const char *sid);
 enum csq_status csq_resume(struct csq *, uint64_t now_ms, const char *sid);
 enum csq_status csq_logout(struct csq *, uint64_t now_ms, const char *sid,
                            uint64_t *requeued);
-/* *ended: 1 a conversation ended, 0 the room was already free. */
+/*
+ * *ended: 1 a conversation ended, 0 the room held none (free, offered or
+ * in wrap-up: nothing changes).
+ */
 enum csq_status csq_release(struct csq *, uint64_t now_ms, const char *room,
                             int *ended);
+/* ACCEPT, DECLINE: *done 1 the room held an offer, 0 it held none. */
+enum csq_status csq_accept(struct csq *, uint64_t now_ms, const char *room,
+                           int *done);
+enum csq_status csq_decline(struct csq *, uint64_t now_ms, const char *room,
+                            int *done);
+/* READY: *done 1 the room was in wrap-up, 0 it was not. */
+enum csq_status csq_ready(struct csq *, uint64_t now_ms, const char *room,
+                          int *done);
+/* TRANSFER: out is the user's state after it, as WHERE's. */
+enum csq_status csq_transfer(struct csq *, uint64_t now_ms,
+                             const struct csq_transfer_args *,
+                             struct csq_user_info *out);
 
 enum csq_status csq_enqueue(struct csq *, uint64_t now_ms,
                             const struct csq_enqueue_args *,
@@ -242,21 +316,30 @@ struct csq_servicer_info *csq_servicers(struct csq *, uint64_t now_ms,
                                         size_t *n);
 void csq_stats(const struct csq *, struct csq_stats *);
 
-/* Earliest TTL deadline in ms, or UINT64_MAX when there is none. */
+/* Earliest deadline in ms, or UINT64_MAX when there is none. */
 uint64_t csq_next_deadline(const struct csq *);
-/* Acts on every deadline <= now_ms: lost servicers, abandoned users. */
+/*
+ * Acts on every deadline <= now_ms: abandoned users, offers run out, lost
+ * servicers, wrap-ups ended, offer-retry windows ended; in that order of
+ * kinds, each kind by deadline, then by id (docs/design.md, "Deadlines").
+ */
 void csq_expire(struct csq *, uint64_t now_ms);
 /*
- * Moves every deadline forward so that none falls before now_ms + its TTL
- * (after a restart: nobody is lost for the time the daemon was down).
+ * Moves every deadline forward so that each runs its whole length again
+ * from now_ms: TTLs, offers, wrap-ups, retry windows (after a restart:
+ * nobody is lost, and no offer runs out, for the time the daemon was down).
  */
 void csq_rearm_deadlines(struct csq *, uint64_t now_ms);
+/* The id of the last event emitted, 0 before the first. */
+uint64_t csq_last_event_id(const struct csq *);
 
 /*
- * Checks every invariant: each user in exactly one place, the maps agree in
- * both directions, counters match, and no free room of a ready servicer sits
- * beside a waiting user of a queue it serves. Returns 0, or -1 with a
- * description in buf.
+ * Checks every invariant: each user in exactly one place, each room in one
+ * state (free, offered, assigned, wrap-up), the maps agree in both
+ * directions, the deadlines are those of the states, counters match, and
+ * no free room of a ready servicer outside its retry window sits beside a
+ * waiting user of a queue it serves. Returns 0, or -1 with a description
+ * in buf.
  */
 int csq_check(const struct csq *, char *buf, size_t len);
 

@@ -17,6 +17,11 @@ static const char *const event_names[] = {
     [CSQ_EV_SERVICER_DOWN] = "servicer_down",
     [CSQ_EV_SERVICER_PAUSED] = "servicer_paused",
     [CSQ_EV_SERVICER_RESUMED] = "servicer_resumed",
+    [CSQ_EV_OFFERED] = "offered",
+    [CSQ_EV_DECLINED] = "declined",
+    [CSQ_EV_TRANSFERRED] = "transferred",
+    [CSQ_EV_WRAPUP] = "wrapup",
+    [CSQ_EV_READY] = "ready",
 };
 
 const char *
@@ -43,6 +48,12 @@ reason_name(enum csq_reason r)
 		return "servicer";
 	case CSQ_REASON_BY_USER:
 		return "user";
+	case CSQ_REASON_BY_TRANSFER:
+		return "transfer";
+	case CSQ_REASON_PAUSE:
+		return "pause";
+	case CSQ_REASON_MISSED_OFFERS:
+		return "missed_offers";
 	case CSQ_REASON_NONE:
 		break;
 	}
@@ -111,6 +122,17 @@ json_queues(struct json *j, const char *list)
 	json_add(j, "]");
 }
 
+/* The fields every event about a user in a room has, in their order. */
+static void
+json_user_room(struct json *j, const struct csq_event *ev)
+{
+	json_str(j, "user", ev->user);
+	json_str(j, "queue", ev->queue);
+	json_u64(j, "tier", ev->tier);
+	json_str(j, "servicer", ev->servicer);
+	json_str(j, "room", ev->room);
+}
+
 int
 csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 {
@@ -118,8 +140,8 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 
 	if (len > 0)
 		buf[0] = '\0';
-	json_add(&j, "{\"event\":\"%s\",\"ts\":%" PRIu64,
-	         csq_event_name(ev->type), ev->ts_ms);
+	json_add(&j, "{\"event\":\"%s\",\"id\":%" PRIu64 ",\"ts\":%" PRIu64,
+	         csq_event_name(ev->type), ev->id, ev->ts_ms);
 	switch (ev->type) {
 	case CSQ_EV_QUEUED:
 	case CSQ_EV_RESCORED:
@@ -131,19 +153,33 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 			json_str(&j, "from_queue", ev->from_queue);
 		break;
 	case CSQ_EV_MATCHED:
-		json_str(&j, "user", ev->user);
-		json_str(&j, "queue", ev->queue);
-		json_u64(&j, "tier", ev->tier);
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "room", ev->room);
+		json_user_room(&j, ev);
 		json_u64(&j, "waited_ms", ev->waited_ms);
 		if (ev->from_queue[0] != '\0')
 			json_str(&j, "from_queue", ev->from_queue);
+		if (ev->has_offered_ms)
+			json_u64(&j, "offered_ms", ev->offered_ms);
+		break;
+	case CSQ_EV_OFFERED:
+		json_user_room(&j, ev);
+		json_u64(&j, "expires_ms", ev->expires_ms);
+		if (ev->from_queue[0] != '\0')
+			json_str(&j, "from_queue", ev->from_queue);
+		break;
+	case CSQ_EV_DECLINED:
+		json_user_room(&j, ev);
+		json_str(&j, "by", reason_name(ev->reason));
+		json_u64(&j, "position", ev->position);
 		break;
 	case CSQ_EV_LEFT:
 		json_str(&j, "user", ev->user);
 		json_str(&j, "queue", ev->queue);
 		json_str(&j, "reason", reason_name(ev->reason));
+		/* An offered user: its offer goes with it. */
+		if (ev->servicer[0] != '\0') {
+			json_str(&j, "servicer", ev->servicer);
+			json_str(&j, "room", ev->room);
+		}
 		break;
 	case CSQ_EV_RELEASED:
 		json_str(&j, "user", ev->user);
@@ -161,6 +197,24 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_str(&j, "room", ev->room);
 		json_str(&j, "reason", reason_name(ev->reason));
 		break;
+	case CSQ_EV_TRANSFERRED:
+		json_str(&j, "user", ev->user);
+		json_str(&j, "from_queue", ev->from_queue);
+		json_str(&j, "queue", ev->queue);
+		json_u64(&j, "tier", ev->tier);
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "room", ev->room);
+		json_u64(&j, "position", ev->position);
+		break;
+	case CSQ_EV_WRAPUP:
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "room", ev->room);
+		json_u64(&j, "until_ms", ev->until_ms);
+		break;
+	case CSQ_EV_READY:
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "room", ev->room);
+		break;
 	case CSQ_EV_SERVICER_UP:
 		json_str(&j, "servicer", ev->servicer);
 		json_u64(&j, "capacity", ev->capacity);
@@ -171,6 +225,9 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_str(&j, "reason", reason_name(ev->reason));
 		break;
 	case CSQ_EV_SERVICER_PAUSED:
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "reason", reason_name(ev->reason));
+		break;
 	case CSQ_EV_SERVICER_RESUMED:
 		json_str(&j, "servicer", ev->servicer);
 		break;

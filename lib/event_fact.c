@@ -22,15 +22,19 @@ enum fact_field {
 	F_CAPACITY,
 	F_QUEUES,
 	F_REASON, /* "reason", or "by" where csq_event_json says so */
+	F_OFFERED_MS,
+	F_EXPIRES_MS,
+	F_UNTIL_MS,
 };
 
 enum fact_type {
-	FACT_ID,     /* an id, into a char array */
-	FACT_IDS,    /* ids joined by commas (servicer_up's queues) */
-	FACT_ROOM,   /* a room, or its index of the event's servicer */
-	FACT_U32,    /* an integer up to max */
-	FACT_U64,    /* an integer */
-	FACT_REASON, /* a reason's name */
+	FACT_ID,         /* an id, into a char array */
+	FACT_IDS,        /* ids joined by commas (servicer_up's queues) */
+	FACT_ROOM,       /* a room, or its index of the event's servicer */
+	FACT_U32,        /* an integer up to max */
+	FACT_U64,        /* an integer */
+	FACT_REASON,     /* a reason's name */
+	FACT_OFFERED_MS, /* an integer whose presence says ACCEPT made it */
 };
 
 /* A field's place: its member of struct csq_event. */
@@ -57,6 +61,9 @@ static const struct {
     [F_CAPACITY] = FIELD(FACT_U32, capacity, CSQ_CAPACITY_MAX),
     [F_QUEUES] = FIELD(FACT_IDS, queues, 0),
     [F_REASON] = FIELD(FACT_REASON, reason, 0),
+    [F_OFFERED_MS] = FIELD(FACT_OFFERED_MS, offered_ms, 0),
+    [F_EXPIRES_MS] = FIELD(FACT_U64, expires_ms, 0),
+    [F_UNTIL_MS] = FIELD(FACT_U64, until_ms, 0),
 };
 
 #define FACT_KIND_FIELDS 8
@@ -66,15 +73,24 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
     [CSQ_EV_QUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE},
     [CSQ_EV_RESCORED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE},
     [CSQ_EV_MATCHED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
-                        F_WAITED_MS, F_FROM_QUEUE},
-    [CSQ_EV_LEFT] = {F_USER, F_QUEUE, F_REASON},
+                        F_WAITED_MS, F_FROM_QUEUE, F_OFFERED_MS},
+    /* servicer and room: an offered user's left. */
+    [CSQ_EV_LEFT] = {F_USER, F_QUEUE, F_REASON, F_SERVICER, F_ROOM},
     [CSQ_EV_RELEASED] = {F_USER, F_QUEUE, F_SERVICER, F_ROOM, F_REASON},
     [CSQ_EV_REQUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_SERVICER,
                          F_ROOM, F_REASON},
     [CSQ_EV_SERVICER_UP] = {F_SERVICER, F_CAPACITY, F_QUEUES},
     [CSQ_EV_SERVICER_DOWN] = {F_SERVICER, F_REASON},
-    [CSQ_EV_SERVICER_PAUSED] = {F_SERVICER},
+    [CSQ_EV_SERVICER_PAUSED] = {F_SERVICER, F_REASON},
     [CSQ_EV_SERVICER_RESUMED] = {F_SERVICER},
+    [CSQ_EV_OFFERED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
+                        F_EXPIRES_MS, F_FROM_QUEUE},
+    [CSQ_EV_DECLINED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM, F_REASON,
+                         F_POSITION},
+    [CSQ_EV_TRANSFERRED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_SERVICER,
+                            F_ROOM, F_POSITION},
+    [CSQ_EV_WRAPUP] = {F_SERVICER, F_ROOM, F_UNTIL_MS},
+    [CSQ_EV_READY] = {F_SERVICER, F_ROOM},
 };
 
 #define FACT_KINDS (sizeof(fact_kinds) / sizeof(fact_kinds[0]))
@@ -185,10 +201,13 @@ fact_set(struct csq_event *ev, enum fact_field f,
 		memcpy(at, &u32, sizeof(u32));
 		return 0;
 	case FACT_U64:
+	case FACT_OFFERED_MS:
 		if (v->type != CSQ_FACT_INT || v->n < 0)
 			return -1;
 		u64 = (uint64_t)v->n;
 		memcpy(at, &u64, sizeof(u64));
+		if (fact_fields[f].type == FACT_OFFERED_MS)
+			ev->has_offered_ms = 1;
 		return 0;
 	}
 	return -1;

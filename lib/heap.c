@@ -26,6 +26,7 @@ csq_heap_node_init(struct csq_heap_node *n)
 {
 	n->key = n->tie = 0;
 	n->index = CSQ_HEAP_NONE;
+	n->tag = 0;
 }
 
 static int
@@ -38,7 +39,7 @@ static void
 heap_place(struct csq_heap *h, struct csq_heap_node *n, size_t i)
 {
 	h->nodes[i] = n;
-	n->index = i;
+	n->index = (uint32_t)i;
 }
 
 static void
@@ -89,6 +90,8 @@ csq_heap_set(struct csq_heap *h, struct csq_heap_node *n, uint64_t key,
 		heap_down(h, n->index);
 		return;
 	}
+	if (h->len >= CSQ_HEAP_MAX)
+		abort(); /* 4 billion deadlines: memory ran out long before */
 	if (h->len == h->cap) {
 		h->cap = h->cap ? h->cap * 2 : HEAP_MIN_CAP;
 		h->nodes = csq_xrealloc(h->nodes, h->cap * sizeof(*h->nodes));
@@ -103,7 +106,7 @@ csq_heap_remove(struct csq_heap *h, struct csq_heap_node *n)
 	size_t i = n->index;
 	struct csq_heap_node *last;
 
-	if (i == CSQ_HEAP_NONE)
+	if (n->index == CSQ_HEAP_NONE)
 		return;
 	n->index = CSQ_HEAP_NONE;
 	last = h->nodes[--h->len];
@@ -118,4 +121,24 @@ struct csq_heap_node *
 csq_heap_top(const struct csq_heap *h)
 {
 	return h->len > 0 ? h->nodes[0] : NULL;
+}
+
+static void
+heap_each_upto(const struct csq_heap *h, size_t i, uint64_t key,
+               void (*fn)(void *, struct csq_heap_node *), void *arg)
+{
+	/* A child's key is never below its parent's: a subtree whose root
+	 * is past key holds nothing for fn. Depth O(log n): recursion. */
+	while (i < h->len && h->nodes[i]->key <= key) {
+		fn(arg, h->nodes[i]);
+		heap_each_upto(h, 2 * i + 1, key, fn, arg);
+		i = 2 * i + 2;
+	}
+}
+
+void
+csq_heap_each_upto(const struct csq_heap *h, uint64_t key,
+                   void (*fn)(void *arg, struct csq_heap_node *), void *arg)
+{
+	heap_each_upto(h, 0, key, fn, arg);
 }

@@ -92,6 +92,8 @@ csq_status_text(enum csq_status st)
 	case CSQ_EUNSURE:
 		return "TRYAGAIN engine unavailable, the command may have been "
 		       "applied; it is safe to send again";
+	case CSQ_ENOCONV:
+		return "ERR no conversation in room";
 	}
 	return "ERR unknown status";
 }
@@ -103,4 +105,9 @@ csq_limits_default(struct csq_limits *l)
 	l->user_ttl_s = 120;
 	l->max_tier = 9;
 	l->max_queue_length = 100000;
+	l->offer_timeout_s = 0;
+	l->offer_max_missed = CSQ_DEFAULT_MAX_MISSED;
+	l->offer_retry_s = CSQ_DEFAULT_RETRY;
+	l->wrapup_s = 0;
+	l->strategy = CSQ_STRATEGY_LONGEST_IDLE;
 }

@@ -2,53 +2,52 @@
  * The matcher: who gets which room. It runs only when something happened
  * that can make a match possible: a user starts waiting (look for a free
  * room in its queue), or a servicer gains a free room (login, resume,
- * capacity raised, queues changed, release, leave). Neither direction scans
- * servicers: each queue keeps a heap of the ready servicers with a free room
- * that serve it, ordered by their last login or assignment.
+ * capacity raised, queues changed, release, leave, a wrap-up or a retry
+ * window ended). Neither direction scans servicers: each queue keeps a
+ * heap of the ready servicers with a free room that serve it, ordered by
+ * the strategy (servicer.c). A match is an offer when the servicer takes
+ * offers (offer.c), else an assignment.
  */
 #include "state.h"
+#include "util.h"
 
-#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-/*
- * Puts waiting user u into room of s. from: the queue u moved from in the
- * same operation, which is told too (its line lost u), else NULL.
- */
 void
 csq_assign(struct csq *c, struct csq_user *u, struct csq_servicer *s,
-           uint32_t room, const struct csq_queue *from, uint64_t now)
+           uint32_t index, const struct csq_queue *from, uint64_t now)
 {
 	struct csq_event ev;
+	struct csq_room *r;
 
-	if (u->state == CSQ_USER_WAITING) {
-		csq_line_remove(u->queue->line, u->key);
-		csq_deadline_clear(c, &u->deadline);
-		c->stats.waiting--;
-	}
-	csq_servicer_unaccount(c, s);
-	u->state = CSQ_USER_ASSIGNED;
-	u->servicer = s;
-	u->room = room;
-	u->assigned_ms = now;
-	s->rooms[room] = u;
-	s->active++;
-	s->last_order = ++c->order;
-	s->last_ms = now;
-	csq_servicer_account(c, s);
+	r = csq_room_take(c, u, s, index, CSQ_ROOM_ASSIGNED, now);
+	csq_deadline_clear(c, &u->deadline); /* assigned: no TTL */
 	c->stats.matched_total++;
 
 	csq_event_begin(&ev, CSQ_EV_MATCHED, now);
 	csq_event_user(&ev, u);
-	snprintf(ev.servicer, sizeof(ev.servicer), "%s", s->id);
-	csq_room_name(s, room, ev.room);
+	csq_event_room(&ev, r);
 	ev.waited_ms = now > u->arrival_ms ? now - u->arrival_ms : 0;
 	if (from != NULL)
 		memcpy(ev.from_queue, from->name, from->namelen + 1);
 	csq_emit(c, &ev);
 }
 
-/* The ready servicer with a free room serving q that waited longest. */
+/* Waiting u takes s's lowest free room: offered or assigned. */
+static void
+matcher_place(struct csq *c, struct csq_user *u, struct csq_servicer *s,
+              const struct csq_queue *from, uint64_t now)
+{
+	uint32_t index = csq_room_free_index(s);
+
+	if (s->offer_s > 0)
+		csq_offer(c, u, s, index, from, now);
+	else
+		csq_assign(c, u, s, index, from, now);
+}
+
+/* The servicer the strategy gives q's next user, or NULL. */
 static struct csq_servicer *
 matcher_best_servicer(const struct csq_queue *q)
 {
@@ -62,8 +61,9 @@ matcher_best_servicer(const struct csq_queue *q)
 /*
  * A user has started waiting (or came back) in its queue: if a servicer
  * serving that queue has a free room, the user takes it. Returns 1 when
- * matched. A user not at the head of its line is never offered a room here
- * while a better user waits: a free room beside waiting users cannot exist.
+ * placed. A user not at the head of its line is never given a room here
+ * while a better user waits: a free room beside waiting users cannot exist
+ * (csq_settle keeps it so for users put back).
  */
 int
 csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
@@ -73,7 +73,7 @@ csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
 
 	if (s == NULL)
 		return 0;
-	csq_assign(c, u, s, csq_servicer_free_room(s), from, now);
+	matcher_place(c, u, s, from, now);
 	return 1;
 }
 
@@ -103,5 +103,79 @@ csq_match_servicer(struct csq *c, struct csq_servicer *s, uint64_t now)
 	struct csq_user *u;
 
 	while (csq_servicer_has_free(s) && (u = matcher_best_user(s)) != NULL)
-		csq_assign(c, u, s, csq_servicer_free_room(s), NULL, now);
+		matcher_place(c, u, s, NULL, now);
+}
+
+void
+csq_settle_back(struct csq_settle *st, struct csq_user *u)
+{
+	struct csq_users *b = &st->back;
+
+	/* Doubled: a storm of 10,000 servicers lost in one pass must not
+	 * copy the array 10,000 times. */
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 16;
+		b->v = csq_xrealloc(b->v, b->cap * sizeof(*b->v));
+	}
+	b->v[b->n++] = u;
+}
+
+void
+csq_settle_refill(struct csq_settle *st, const struct csq_servicer *s)
+{
+	if (st->nrefill == st->caprefill) {
+		st->caprefill = st->caprefill ? st->caprefill * 2 : 4;
+		st->refill = csq_xrealloc(st->refill,
+		                          st->caprefill * sizeof(*st->refill));
+	}
+	memcpy(st->refill[st->nrefill++], s->id, s->idlen + 1);
+}
+
+static int
+user_key_cmp(const void *a, const void *b)
+{
+	const struct csq_user *ua = *(struct csq_user *const *)a;
+	const struct csq_user *ub = *(struct csq_user *const *)b;
+
+	return ua->key < ub->key ? -1 : ua->key > ub->key;
+}
+
+static int
+heads_its_line(const struct csq_user *u)
+{
+	struct csq_line_node *head = csq_line_first(u->queue->line);
+
+	return head != NULL && csq_line_node_value(head) == u;
+}
+
+/*
+ * The users put back go first, best first, each only while it heads its
+ * line: it then takes the room the strategy gives its queue (a declined
+ * user goes to the next free servicer, a transferred one is placed
+ * before the room it left is refilled). One that does not head its line
+ * waits: a better user of its queue waited already, so no room of that
+ * queue was free before the operation, and any that it freed are in the
+ * refill list, whose servicers then take the best heads of their queues.
+ */
+void
+csq_settle(struct csq *c, struct csq_settle *st, uint64_t now)
+{
+	struct csq_servicer *s;
+	struct csq_user *u;
+	size_t i;
+
+	if (st->back.n > 1)
+		qsort(st->back.v, st->back.n, sizeof(*st->back.v),
+		      user_key_cmp);
+	for (i = 0; i < st->back.n; i++) {
+		u = st->back.v[i];
+		if (u->state == CSQ_USER_WAITING && heads_its_line(u))
+			csq_match_user(c, u, NULL, now);
+	}
+	for (i = 0; i < st->nrefill; i++)
+		if ((s = csq_servicer_get(c, st->refill[i])) != NULL)
+			csq_match_servicer(c, s, now);
+	free(st->back.v);
+	free(st->refill);
+	memset(st, 0, sizeof(*st));
 }

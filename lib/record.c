@@ -132,6 +132,11 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		put_u64(&c, op->limits.user_ttl_s, 4);
 		put_u64(&c, op->limits.max_tier, 4);
 		put_u64(&c, op->limits.max_queue_length, 8);
+		put_u64(&c, op->limits.offer_timeout_s, 4);
+		put_u64(&c, op->limits.offer_max_missed, 4);
+		put_u64(&c, op->limits.offer_retry_s, 4);
+		put_u64(&c, op->limits.wrapup_s, 4);
+		put_u64(&c, (uint64_t)op->limits.strategy, 1);
 		break;
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_REARM:
@@ -201,6 +206,22 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		    op->limits.max_tier > CSQ_TIER_LIMIT ||
 		    op->limits.max_queue_length < 1)
 			return -1;
+		/* A journal written before routing: its defaults. */
+		op->limits.offer_max_missed = CSQ_DEFAULT_MAX_MISSED;
+		op->limits.offer_retry_s = CSQ_DEFAULT_RETRY;
+		if (c.left == 0)
+			break;
+		op->limits.offer_timeout_s = (uint32_t)get_u64(&c, 4);
+		op->limits.offer_max_missed = (uint32_t)get_u64(&c, 4);
+		op->limits.offer_retry_s = (uint32_t)get_u64(&c, 4);
+		op->limits.wrapup_s = (uint32_t)get_u64(&c, 4);
+		op->limits.strategy = (enum csq_strategy)get_u64(&c, 1);
+		if (op->limits.offer_timeout_s > CSQ_OFFER_MAX ||
+		    op->limits.offer_max_missed > CSQ_MISSED_MAX ||
+		    op->limits.offer_retry_s > CSQ_RETRY_MAX ||
+		    op->limits.wrapup_s > CSQ_WRAPUP_MAX ||
+		    op->limits.strategy > CSQ_STRATEGY_LEAST_BUSY)
+			return -1;
 		break;
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_REARM:
@@ -237,6 +258,12 @@ record_seal(uint8_t *buf, struct cursor *c)
 	return CSQ_RECORD_HEADER + len;
 }
 
+/*
+ * Snapshot items grew fields as csq did: each item is its first form, then
+ * a tail of what was added, which a record written before lacks. So an old
+ * journal's snapshot still reads, its new fields zero (no offer, no
+ * wrap-up, event ids from 0).
+ */
 static void
 put_stats(struct cursor *c, const struct csq_stats *st)
 {
@@ -247,6 +274,69 @@ put_stats(struct cursor *c, const struct csq_stats *st)
 	put_u64(c, st->servicers_lost_total, 8);
 }
 
+/* The routing tail (offers, wrap-ups, transfers, event ids). */
+static void
+put_state_tail(struct cursor *c, const struct csq_snap_state *s)
+{
+	put_u64(c, s->event_id, 8);
+	put_u64(c, s->stats.offers_total, 8);
+	put_u64(c, s->stats.offers_declined_total, 8);
+	put_u64(c, s->stats.offers_missed_total, 8);
+	put_u64(c, s->stats.transferred_total, 8);
+}
+
+static void
+get_state_tail(struct cursor *c, struct csq_snap_state *s)
+{
+	s->event_id = get_u64(c, 8);
+	s->stats.offers_total = get_u64(c, 8);
+	s->stats.offers_declined_total = get_u64(c, 8);
+	s->stats.offers_missed_total = get_u64(c, 8);
+	s->stats.transferred_total = get_u64(c, 8);
+}
+
+static void
+put_servicer_tail(struct cursor *c, const struct csq_snap_servicer *s)
+{
+	put_u64(c, s->offer_s, 4);
+	put_u64(c, s->wrapup_s, 4);
+	put_u64(c, s->missed, 4);
+	put_u64(c, s->has_retry, 1);
+	put_u64(c, s->retry_s, 4);
+	put_u64(c, s->retry, 8);
+	put_u64(c, s->retry_tie, 8);
+}
+
+static void
+get_servicer_tail(struct cursor *c, struct csq_snap_servicer *s)
+{
+	s->offer_s = (uint32_t)get_u64(c, 4);
+	s->wrapup_s = (uint32_t)get_u64(c, 4);
+	s->missed = (uint32_t)get_u64(c, 4);
+	s->has_retry = (uint32_t)get_u64(c, 1);
+	s->retry_s = (uint32_t)get_u64(c, 4);
+	s->retry = get_u64(c, 8);
+	s->retry_tie = get_u64(c, 8);
+}
+
+static void
+put_user_tail(struct cursor *c, const struct csq_snap_user *u)
+{
+	put_u64(c, u->flags, 1);
+	put_u64(c, u->offer_s, 4);
+	put_u64(c, u->offer_deadline, 8);
+	put_u64(c, u->offer_deadline_tie, 8);
+}
+
+static void
+get_user_tail(struct cursor *c, struct csq_snap_user *u)
+{
+	u->flags = (uint32_t)get_u64(c, 1);
+	u->offer_s = (uint32_t)get_u64(c, 4);
+	u->offer_deadline = get_u64(c, 8);
+	u->offer_deadline_tie = get_u64(c, 8);
+}
+
 size_t
 csq_record_encode_snap(const struct csq_snap_item *it,
                        uint8_t buf[CSQ_RECORD_MAX])
@@ -254,6 +344,7 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 	struct cursor c = {buf + CSQ_RECORD_HEADER, NULL, 0, 0};
 	const struct csq_snap_servicer *s = &it->u.servicer;
 	const struct csq_snap_user *u = &it->u.user;
+	const struct csq_snap_room *r = &it->u.room;
 	uint32_t i;
 
 	put_u64(&c, CSQ_RECORD_SNAP + (uint64_t)it->kind, 1);
@@ -264,6 +355,7 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		put_u64(&c, it->u.state.order, 8);
 		put_u64(&c, it->u.state.tie, 8);
 		put_stats(&c, &it->u.state.stats);
+		put_state_tail(&c, &it->u.state);
 		break;
 	case CSQ_SNAP_SERVICER:
 		put_str(&c, s->id);
@@ -277,6 +369,15 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		put_u64(&c, s->nqueues, 1);
 		for (i = 0; i < s->nqueues; i++)
 			put_str(&c, s->queues[i]);
+		put_servicer_tail(&c, s);
+		break;
+	case CSQ_SNAP_ROOM:
+		put_str(&c, r->servicer);
+		put_u64(&c, r->index, 4);
+		put_u64(&c, r->length_s, 4);
+		put_u64(&c, r->since_ms, 8);
+		put_u64(&c, r->deadline, 8);
+		put_u64(&c, r->deadline_tie, 8);
 		break;
 	case CSQ_SNAP_USER:
 		put_str(&c, u->id);
@@ -290,7 +391,8 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		put_u64(&c, u->deadline_tie, 8);
 		put_str(&c, u->servicer);
 		put_u64(&c, u->room, 4);
-		put_u64(&c, u->assigned_ms, 8);
+		put_u64(&c, u->since_ms, 8);
+		put_user_tail(&c, u);
 		break;
 	}
 	return record_seal(buf, &c);
@@ -303,6 +405,7 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 	struct cursor c = {NULL, payload, len, 0};
 	struct csq_snap_servicer *s = &it->u.servicer;
 	struct csq_snap_user *u = &it->u.user;
+	struct csq_snap_room *r = &it->u.room;
 	struct csq_stats *st = &it->u.state.stats;
 	uint64_t code;
 	uint32_t i;
@@ -321,6 +424,8 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 		st->abandoned_total = get_u64(&c, 8);
 		st->requeued_total = get_u64(&c, 8);
 		st->servicers_lost_total = get_u64(&c, 8);
+		if (c.left > 0)
+			get_state_tail(&c, &it->u.state);
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_SERVICER:
 		it->kind = CSQ_SNAP_SERVICER;
@@ -337,6 +442,17 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 			return -1;
 		for (i = 0; i < s->nqueues; i++)
 			get_str(&c, s->queues[i], sizeof(s->queues[i]));
+		if (c.left > 0)
+			get_servicer_tail(&c, s);
+		break;
+	case CSQ_RECORD_SNAP + CSQ_SNAP_ROOM:
+		it->kind = CSQ_SNAP_ROOM;
+		get_str(&c, r->servicer, sizeof(r->servicer));
+		r->index = (uint32_t)get_u64(&c, 4);
+		r->length_s = (uint32_t)get_u64(&c, 4);
+		r->since_ms = get_u64(&c, 8);
+		r->deadline = get_u64(&c, 8);
+		r->deadline_tie = get_u64(&c, 8);
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_USER:
 		it->kind = CSQ_SNAP_USER;
@@ -351,7 +467,9 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 		u->deadline_tie = get_u64(&c, 8);
 		get_str(&c, u->servicer, sizeof(u->servicer));
 		u->room = (uint32_t)get_u64(&c, 4);
-		u->assigned_ms = get_u64(&c, 8);
+		u->since_ms = get_u64(&c, 8);
+		if (c.left > 0)
+			get_user_tail(&c, u);
 		break;
 	default:
 		return -1;

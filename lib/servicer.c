@@ -1,18 +1,18 @@
 /*
- * Servicers and their rooms: the S2R map (a servicer's rooms array) and R2U
- * (each slot's user), kept in step with the counters and with the avail
- * heaps that let the matcher find a free room without scanning servicers.
+ * Servicers: their place in the counters and in the avail heaps that let
+ * the matcher find a free room without scanning servicers, the strategy
+ * that orders those heaps, and the ways a servicer stops taking users
+ * (pause, logout, loss).
  */
 #include "state.h"
 #include "util.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Rooms that may take a new user: none while busy rooms >= capacity. */
-static uint32_t
-servicer_free_count(const struct csq_servicer *s)
+uint32_t
+csq_servicer_free_count(const struct csq_servicer *s)
 {
 	return s->active < s->capacity ? s->capacity - s->active : 0;
 }
@@ -20,7 +20,43 @@ servicer_free_count(const struct csq_servicer *s)
 int
 csq_servicer_has_free(const struct csq_servicer *s)
 {
-	return s->status == CSQ_SERVICER_READY && servicer_free_count(s) > 0;
+	return s->status == CSQ_SERVICER_READY &&
+	       csq_servicer_free_count(s) > 0 &&
+	       !csq_deadline_running(&s->retry);
+}
+
+/*
+ * The strategy of arrivals in q. One for all queues today; a queue's own
+ * (protocol-v2 section 4, queue policies) will be looked up here, and
+ * every avail heap is keyed by the strategy of its own queue already.
+ */
+static enum csq_strategy
+queue_strategy(const struct csq *c, const struct csq_queue *q)
+{
+	(void)q;
+	return c->limits.strategy;
+}
+
+/*
+ * A servicer's key in the avail heap of q; the top (smallest (key, tie))
+ * gets the next user of q. longest_idle: the order of its login or last
+ * new user, which no two servicers share. least_busy: its busy rooms
+ * (offered + assigned + wrap-up), ties by that same order.
+ */
+void
+csq_avail_key(const struct csq *c, const struct csq_servicer *s,
+              const struct csq_queue *q, uint64_t *key, uint64_t *tie)
+{
+	switch (queue_strategy(c, q)) {
+	case CSQ_STRATEGY_LEAST_BUSY:
+		*key = s->active;
+		*tie = s->last_order;
+		return;
+	case CSQ_STRATEGY_LONGEST_IDLE:
+		break;
+	}
+	*key = s->last_order;
+	*tie = 0;
 }
 
 /* Takes s out of the counters and the avail heaps before a change. */
@@ -31,58 +67,54 @@ csq_servicer_unaccount(struct csq *c, struct csq_servicer *s)
 
 	c->stats.rooms_busy -= s->active;
 	if (s->status == CSQ_SERVICER_READY)
-		c->stats.rooms_free -= servicer_free_count(s);
+		c->stats.rooms_free -= csq_servicer_free_count(s);
 	for (i = 0; i < s->nqueues; i++)
 		if (csq_heap_contains(&s->avail[i].node))
 			csq_heap_remove(&s->queues[i]->avail,
 			                &s->avail[i].node);
 }
 
-/* Puts s back into the counters and heaps after a change. */
+/*
+ * Puts s back into the counters and heaps after a change: O(k log n) for
+ * k queues served and n servicers in each, whatever changed (for
+ * least_busy, every change of the busy count is one).
+ */
 void
 csq_servicer_account(struct csq *c, struct csq_servicer *s)
 {
+	uint64_t key, tie;
 	uint32_t i;
 
 	c->stats.rooms_busy += s->active;
 	if (s->status == CSQ_SERVICER_READY)
-		c->stats.rooms_free += servicer_free_count(s);
+		c->stats.rooms_free += csq_servicer_free_count(s);
 	if (!csq_servicer_has_free(s))
 		return;
 	for (i = 0; i < s->nqueues; i++) {
 		s->avail[i].servicer = s;
-		csq_heap_set(&s->queues[i]->avail, &s->avail[i].node,
-		             s->last_order, 0);
+		csq_avail_key(c, s, s->queues[i], &key, &tie);
+		csq_heap_set(&s->queues[i]->avail, &s->avail[i].node, key, tie);
 	}
 }
 
-/* The lowest free room below the capacity; only when has_free. */
-uint32_t
-csq_servicer_free_room(const struct csq_servicer *s)
+static void
+rekey_one(void *arg, const char *key, size_t len, void *val)
 {
-	uint32_t i;
-
-	for (i = 0; i < s->capacity; i++)
-		if (s->rooms[i] == NULL)
-			return i;
-	abort(); /* has_free promised one */
+	(void)key, (void)len;
+	csq_servicer_unaccount(arg, val);
+	csq_servicer_account(arg, val);
 }
 
-/* A room exists below the capacity, or above it while still busy. */
-int
-csq_servicer_room_exists(const struct csq_servicer *s, uint32_t index)
-{
-	if (index < s->capacity)
-		return 1;
-	return index < s->nrooms && s->rooms[index] != NULL;
-}
-
-/* Keeps nrooms = max(capacity, highest busy room + 1). */
 void
-csq_servicer_trim(struct csq_servicer *s)
+csq_servicers_rekey(struct csq *c)
 {
-	while (s->nrooms > s->capacity && s->rooms[s->nrooms - 1] == NULL)
-		s->nrooms--;
+	csq_dict_each(c->servicers, rekey_one, c);
+}
+
+struct csq_servicer *
+csq_servicer_get(const struct csq *c, const char *sid)
+{
+	return csq_dict_get(c->servicers, sid, strlen(sid));
 }
 
 void
@@ -97,73 +129,38 @@ csq_servicer_set_capacity(struct csq_servicer *s, uint32_t capacity)
 		s->nrooms = capacity;
 	}
 	s->capacity = capacity;
-	csq_servicer_trim(s);
-}
-
-void
-csq_room_name(const struct csq_servicer *s, uint32_t index,
-              char out[CSQ_ROOM_MAX + 1])
-{
-	snprintf(out, CSQ_ROOM_MAX + 1, "%s/%u", s->id, index);
-}
-
-static int
-user_key_cmp(const void *a, const void *b)
-{
-	const struct csq_user *ua = *(struct csq_user *const *)a;
-	const struct csq_user *ub = *(struct csq_user *const *)b;
-
-	return ua->key < ub->key ? -1 : ua->key > ub->key;
+	csq_room_trim(s);
 }
 
 /*
- * Removes s: every user in its rooms goes back in line at its old place
- * (same key, so same tier and arrival; the queue's length limit does not
- * apply; the TTL restarts), then servicer_down. The requeued users are
- * appended to back (its room for s->active more is made here) for the
- * caller to match (csq_rematch). Returns how many requeued.
+ * Removes s: every user in its rooms, offered or assigned, goes back in
+ * line at its old place (requeued; csq_user_requeue), its wrap-ups end
+ * without an event, then servicer_down. The requeued users go to st, to
+ * be matched once the operation's changes are all made. Returns how many
+ * were requeued.
  */
 uint64_t
 csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
-                  enum csq_reason reason, struct csq_users *back)
+                  enum csq_reason reason, struct csq_settle *st)
 {
-	struct csq_user *u;
+	struct csq_room *r;
 	struct csq_event ev;
-	uint64_t n = 0, i;
-	uint32_t r;
+	uint64_t n = 0;
+	uint32_t i;
 
 	csq_servicer_unaccount(c, s);
-	/* Doubled, not grown by each servicer's share: a storm of 10,000
-	 * lost in one pass would copy the array 10,000 times. */
-	if (back->n + s->active >= back->cap) {
-		while (back->n + s->active >= back->cap)
-			back->cap = back->cap ? back->cap * 2 : 16;
-		back->v = csq_xrealloc(back->v, back->cap * sizeof(*back->v));
-	}
-	for (r = 0; r < s->nrooms; r++) {
-		if ((u = s->rooms[r]) == NULL)
+	for (i = 0; i < s->nrooms; i++) {
+		if ((r = s->rooms[i]) == NULL)
 			continue;
-		s->rooms[r] = NULL;
-		csq_user_set_waiting(u);
-		csq_line_insert(u->queue->line, u->key, u);
-		c->stats.waiting++;
-		c->stats.requeued_total++;
-		if (u->ttl_s > 0)
-			csq_deadline_set(c, &u->deadline,
-			                 now + (uint64_t)u->ttl_s * 1000);
-		csq_event_begin(&ev, CSQ_EV_REQUEUED, now);
-		csq_event_user(&ev, u);
-		ev.position = csq_user_position(u);
-		snprintf(ev.servicer, sizeof(ev.servicer), "%s", s->id);
-		csq_room_name(s, r, ev.room);
-		ev.reason = reason;
-		csq_emit(c, &ev);
-		back->v[back->n++] = u;
-		n++;
+		if (r->state == CSQ_ROOM_WRAPUP)
+			csq_room_close(c, r);
+		else {
+			csq_room_return(c, r, now, CSQ_EV_REQUEUED, reason, st);
+			n++;
+		}
 	}
-	s->active = 0;
-
 	csq_deadline_clear(c, &s->deadline);
+	csq_deadline_clear(c, &s->retry);
 	csq_dict_del(c->servicers, s->id, s->idlen);
 	c->stats.servicers--;
 	if (reason == CSQ_REASON_LOST)
@@ -171,7 +168,7 @@ csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
 	for (i = 0; i < s->nqueues; i++)
 		csq_queue_unref(c, s->queues[i]);
 	csq_event_begin(&ev, CSQ_EV_SERVICER_DOWN, now);
-	snprintf(ev.servicer, sizeof(ev.servicer), "%s", s->id);
+	memcpy(ev.servicer, s->id, s->idlen + 1);
 	ev.reason = reason;
 	csq_emit(c, &ev);
 	free(s->rooms);
@@ -179,31 +176,36 @@ csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
 	return n;
 }
 
-/* Matches the requeued users of back best first, wherever a room is free
- * (a user matched or gone since is skipped), and empties back. */
-void
-csq_rematch(struct csq *c, struct csq_users *back, uint64_t now)
-{
-	size_t i;
-
-	if (back->n > 1)
-		qsort(back->v, back->n, sizeof(*back->v), user_key_cmp);
-	for (i = 0; i < back->n; i++)
-		if (back->v[i]->state == CSQ_USER_WAITING)
-			csq_match_user(c, back->v[i], NULL, now);
-	free(back->v);
-	back->v = NULL;
-	back->n = back->cap = 0;
-}
-
-/* Removes s (csq_servicer_drop), then matches its users. */
 uint64_t
 csq_servicer_remove(struct csq *c, struct csq_servicer *s, uint64_t now,
                     enum csq_reason reason)
 {
-	struct csq_users back = {NULL, 0, 0};
-	uint64_t n = csq_servicer_drop(c, s, now, reason, &back);
+	struct csq_settle st;
+	uint64_t n;
 
-	csq_rematch(c, &back, now);
+	memset(&st, 0, sizeof(st));
+	n = csq_servicer_drop(c, s, now, reason, &st);
+	csq_settle(c, &st, now);
 	return n;
+}
+
+/*
+ * s stops taking users: its offers go back in line (requeued, reason
+ * pause, whatever paused it), then servicer_paused with why. Its
+ * conversations and wrap-ups go on.
+ */
+void
+csq_servicer_pause(struct csq *c, struct csq_servicer *s, uint64_t now,
+                   enum csq_reason why, struct csq_settle *st)
+{
+	struct csq_event ev;
+
+	csq_offer_withdraw_all(c, s, now, CSQ_REASON_PAUSE, st);
+	csq_servicer_unaccount(c, s);
+	s->status = CSQ_SERVICER_PAUSED;
+	csq_servicer_account(c, s);
+	csq_event_begin(&ev, CSQ_EV_SERVICER_PAUSED, now);
+	memcpy(ev.servicer, s->id, s->idlen + 1);
+	ev.reason = why;
+	csq_emit(c, &ev);
 }

@@ -13,6 +13,37 @@ struct snap_walk {
 	void *arg;
 };
 
+/*
+ * A deadline as the snapshot holds it: a cleared one keeps its old key in
+ * its node, which is no part of the state and not written (0, 0), so that
+ * one state always gives the same snapshot.
+ */
+static void
+snap_deadline(const struct csq_deadline *d, uint64_t *at, uint64_t *tie)
+{
+	int running = csq_deadline_running(d);
+
+	*at = running ? d->node.key : 0;
+	*tie = running ? d->node.tie : 0;
+}
+
+static void
+snap_room(struct snap_walk *w, const struct csq_servicer *s,
+          const struct csq_room *r)
+{
+	struct csq_snap_item it;
+	struct csq_snap_room *o = &it.u.room;
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_ROOM;
+	memcpy(o->servicer, s->id, s->idlen + 1);
+	o->index = r->index;
+	o->length_s = r->length_s;
+	o->since_ms = r->since_ms;
+	snap_deadline(&r->deadline, &o->deadline, &o->deadline_tie);
+	w->fn(w->arg, &it);
+}
+
 static void
 snap_servicer(void *arg, const char *key, size_t len, void *val)
 {
@@ -35,9 +66,18 @@ snap_servicer(void *arg, const char *key, size_t len, void *val)
 		       s->queues[i]->namelen + 1);
 	o->last_order = s->last_order;
 	o->last_ms = s->last_ms;
-	o->deadline = s->deadline.node.key;
-	o->deadline_tie = s->deadline.node.tie;
+	snap_deadline(&s->deadline, &o->deadline, &o->deadline_tie);
+	o->offer_s = s->offer_s;
+	o->wrapup_s = s->wrapup_s;
+	o->missed = s->missed;
+	o->has_retry = csq_deadline_running(&s->retry);
+	o->retry_s = s->retry_s;
+	snap_deadline(&s->retry, &o->retry, &o->retry_tie);
 	w->fn(w->arg, &it);
+	for (i = 0; i < s->nrooms; i++)
+		if (s->rooms[i] != NULL &&
+		    s->rooms[i]->state == CSQ_ROOM_WRAPUP)
+			snap_room(w, s, s->rooms[i]);
 }
 
 static void
@@ -45,6 +85,7 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 {
 	struct snap_walk *w = arg;
 	const struct csq_user *u = val;
+	const struct csq_room *r = u->room;
 	struct csq_snap_item it;
 	struct csq_snap_user *o = &it.u.user;
 
@@ -57,19 +98,18 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 	o->arrival_ms = u->arrival_ms;
 	o->ttl_s = u->ttl_s;
 	o->state = u->state;
-	if (u->state == CSQ_USER_WAITING) {
-		/* A deadline cleared (a TTL of 0) keeps its old key in the
-		 * node: it is no part of the state, and not written, so that
-		 * one state always gives the same snapshot. */
-		o->has_deadline = csq_heap_contains(&u->deadline.node);
-		if (o->has_deadline) {
-			o->deadline = u->deadline.node.key;
-			o->deadline_tie = u->deadline.node.tie;
-		}
-	} else if (u->state == CSQ_USER_ASSIGNED) {
-		memcpy(o->servicer, u->servicer->id, u->servicer->idlen + 1);
-		o->room = u->room;
-		o->assigned_ms = u->assigned_ms;
+	o->flags = u->flags;
+	o->has_deadline = csq_deadline_running(&u->deadline);
+	snap_deadline(&u->deadline, &o->deadline, &o->deadline_tie);
+	if (r != NULL) {
+		memcpy(o->servicer, r->servicer->id, r->servicer->idlen + 1);
+		o->room = r->index;
+		o->since_ms = r->since_ms;
+	}
+	if (u->state == CSQ_USER_OFFERED) {
+		o->offer_s = r->length_s;
+		snap_deadline(&r->deadline, &o->offer_deadline,
+		              &o->offer_deadline_tie);
 	}
 	w->fn(w->arg, &it);
 }
@@ -85,6 +125,7 @@ csq_snapshot(const struct csq *c, csq_snap_fn *fn, void *arg)
 	it.u.state.seq = c->seq;
 	it.u.state.order = c->order;
 	it.u.state.tie = c->tie;
+	it.u.state.event_id = c->event_id;
 	it.u.state.stats = c->stats;
 	fn(arg, &it);
 	csq_dict_each(c->servicers, snap_servicer, &w);
@@ -112,7 +153,10 @@ restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
 	    o->nqueues < 1 || o->nqueues > CSQ_SERVICER_QUEUES ||
 	    o->status > CSQ_SERVICER_PAUSED || o->ttl_s < 1 ||
 	    o->ttl_s > CSQ_TTL_MAX || o->last_order > c->order ||
-	    o->deadline_tie > c->tie)
+	    o->deadline_tie > c->tie || o->offer_s > CSQ_OFFER_MAX ||
+	    o->wrapup_s > CSQ_WRAPUP_MAX || o->has_retry > 1 ||
+	    (o->has_retry && (o->retry_s < 1 || o->retry_s > CSQ_RETRY_MAX ||
+	                      o->retry_tie > c->tie)))
 		return -1;
 	for (i = 0; i < o->nqueues; i++) {
 		if (!csq_valid_id(o->queues[i], strlen(o->queues[i])))
@@ -126,6 +170,10 @@ restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
 	memcpy(s->id, o->id, idlen);
 	s->status = o->status;
 	s->ttl_s = o->ttl_s;
+	s->offer_s = o->offer_s;
+	s->wrapup_s = o->wrapup_s;
+	s->missed = o->missed;
+	s->retry_s = o->retry_s;
 	csq_servicer_set_capacity(s, o->capacity);
 	for (i = 0; i < o->nqueues; i++) {
 		q = csq_queue_get(c, o->queues[i], strlen(o->queues[i]), 1);
@@ -137,20 +185,74 @@ restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
 	s->nqueues = o->nqueues;
 	s->last_order = o->last_order;
 	s->last_ms = o->last_ms;
-	csq_heap_node_init(&s->deadline.node);
-	s->deadline.kind = CSQ_DL_SERVICER;
+	csq_deadline_init(&s->deadline, CSQ_DL_SERVICER);
 	csq_heap_set(&c->deadlines, &s->deadline.node, o->deadline,
 	             o->deadline_tie);
+	csq_deadline_init(&s->retry, CSQ_DL_RETRY);
+	if (o->has_retry)
+		csq_heap_set(&c->deadlines, &s->retry.node, o->retry,
+		             o->retry_tie);
 	csq_dict_put(c->servicers, s->id, idlen, s);
 	c->stats.servicers++;
 	csq_servicer_account(c, s);
 	return 0;
 }
 
+/* Room index of s, free, made to exist (above a lowered capacity too). */
+static int
+restore_room_slot(struct csq_servicer *s, uint32_t index)
+{
+	uint32_t i;
+
+	if (index >= CSQ_CAPACITY_MAX ||
+	    (index < s->nrooms && s->rooms[index] != NULL))
+		return -1;
+	if (index >= s->nrooms) {
+		s->rooms =
+		    csq_xrealloc(s->rooms, (index + 1) * sizeof(*s->rooms));
+		for (i = s->nrooms; i <= index; i++)
+			s->rooms[i] = NULL;
+		s->nrooms = index + 1;
+	}
+	return 0;
+}
+
+/* A busy room of s back, with its deadline as it was. */
+static struct csq_room *
+restore_room_open(struct csq *c, struct csq_servicer *s, uint32_t index,
+                  enum csq_room_state state, struct csq_user *u,
+                  uint64_t since_ms, uint32_t length_s, uint64_t deadline,
+                  uint64_t tie)
+{
+	struct csq_room *r;
+
+	csq_servicer_unaccount(c, s);
+	r = csq_room_open(s, index, state, u, since_ms);
+	r->length_s = length_s;
+	if (state != CSQ_ROOM_ASSIGNED)
+		csq_heap_set(&c->deadlines, &r->deadline.node, deadline, tie);
+	csq_servicer_account(c, s);
+	return r;
+}
+
+static int
+restore_wrapup(struct csq *c, const struct csq_snap_room *o)
+{
+	struct csq_servicer *s;
+
+	s = csq_dict_get(c->servicers, o->servicer, strlen(o->servicer));
+	if (s == NULL || o->length_s < 1 || o->length_s > CSQ_WRAPUP_MAX ||
+	    o->deadline_tie > c->tie || restore_room_slot(s, o->index) != 0)
+		return -1;
+	restore_room_open(c, s, o->index, CSQ_ROOM_WRAPUP, NULL, o->since_ms,
+	                  o->length_s, o->deadline, o->deadline_tie);
+	return 0;
+}
+
 static int
 restore_user(struct csq *c, const struct csq_snap_user *o)
 {
-	size_t idlen = strlen(o->id), i;
+	size_t idlen = strlen(o->id);
 	struct csq_servicer *s = NULL;
 	struct csq_user *u;
 
@@ -158,23 +260,41 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	    csq_dict_get(c->users, o->id, idlen) != NULL ||
 	    !csq_valid_id(o->queue, strlen(o->queue)) ||
 	    o->key >= CSQ_KEY_LIMIT || (o->key & CSQ_KEY_SEQ_MAX) == 0 ||
-	    (o->key & CSQ_KEY_SEQ_MAX) > c->seq || o->ttl_s > CSQ_TTL_MAX)
+	    (o->key & CSQ_KEY_SEQ_MAX) > c->seq || o->ttl_s > CSQ_TTL_MAX ||
+	    o->flags > CSQ_USER_TRANSFERRED)
 		return -1;
-	/* Waiting, a user has a deadline exactly when it has a TTL. */
-	if (o->state == CSQ_USER_WAITING &&
-	    (!o->has_deadline != !o->ttl_s || o->deadline_tie > c->tie))
+	/* Waiting or offered, a user has a deadline exactly when it has a
+	 * TTL; assigned, none. */
+	if (o->state == CSQ_USER_ASSIGNED
+	        ? o->has_deadline != 0
+	        : (!o->has_deadline != !o->ttl_s || o->deadline_tie > c->tie))
 		return -1;
-	if (o->state == CSQ_USER_ASSIGNED) {
+	/* An offer runs out, within its length. */
+	if (o->state == CSQ_USER_OFFERED &&
+	    (o->offer_s < 1 || o->offer_s > CSQ_OFFER_MAX ||
+	     o->offer_deadline_tie > c->tie))
+		return -1;
+	switch (o->state) {
+	case CSQ_USER_WAITING:
+		if (csq_line_rank(
+		        csq_queue_get(c, o->queue, strlen(o->queue), 1)->line,
+		        o->key) != 0)
+			return -1;
+		break;
+	case CSQ_USER_OFFERED:
+	case CSQ_USER_ASSIGNED:
 		s = csq_dict_get(c->servicers, o->servicer,
 		                 strlen(o->servicer));
-		if (s == NULL || o->room >= CSQ_CAPACITY_MAX ||
-		    (o->room < s->nrooms && s->rooms[o->room] != NULL))
+		if (s == NULL || restore_room_slot(s, o->room) != 0)
 			return -1;
-	} else if (o->state != CSQ_USER_WAITING ||
-	           csq_line_rank(
-	               csq_queue_get(c, o->queue, strlen(o->queue), 1)->line,
-	               o->key) != 0)
+		/* A pause withdraws every offer. */
+		if (o->state == CSQ_USER_OFFERED &&
+		    s->status != CSQ_SERVICER_READY)
+			return -1;
+		break;
+	default:
 		return -1;
+	}
 
 	u = csq_xcalloc(1, sizeof(*u) + idlen + 1);
 	memcpy(u->id, o->id, idlen);
@@ -183,31 +303,26 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	u->key = o->key;
 	u->arrival_ms = o->arrival_ms;
 	u->ttl_s = o->ttl_s;
-	csq_user_set_waiting(u);
+	u->state = (uint8_t)o->state;
+	u->flags = (uint8_t)o->flags;
+	csq_deadline_init(&u->deadline, CSQ_DL_USER);
+	u->room = NULL;
 	csq_dict_add(c->users, u, idlen);
+	if (o->has_deadline && o->state != CSQ_USER_ASSIGNED)
+		csq_heap_set(&c->deadlines, &u->deadline.node, o->deadline,
+		             o->deadline_tie);
 	if (s == NULL) {
 		csq_line_insert(u->queue->line, u->key, u);
 		c->stats.waiting++;
-		if (o->has_deadline)
-			csq_heap_set(&c->deadlines, &u->deadline.node,
-			             o->deadline, o->deadline_tie);
 		return 0;
 	}
-	csq_servicer_unaccount(c, s);
-	if (o->room >= s->nrooms) {
-		s->rooms =
-		    csq_xrealloc(s->rooms, (o->room + 1) * sizeof(*s->rooms));
-		for (i = s->nrooms; i <= o->room; i++)
-			s->rooms[i] = NULL;
-		s->nrooms = o->room + 1;
-	}
-	s->rooms[o->room] = u;
-	s->active++;
-	u->state = CSQ_USER_ASSIGNED;
-	u->servicer = s;
-	u->room = o->room;
-	u->assigned_ms = o->assigned_ms;
-	csq_servicer_account(c, s);
+	if (o->state == CSQ_USER_OFFERED)
+		u->room = restore_room_open(
+		    c, s, o->room, CSQ_ROOM_OFFERED, u, o->since_ms, o->offer_s,
+		    o->offer_deadline, o->offer_deadline_tie);
+	else
+		u->room = restore_room_open(c, s, o->room, CSQ_ROOM_ASSIGNED, u,
+		                            o->since_ms, 0, 0, 0);
 	return 0;
 }
 
@@ -227,15 +342,22 @@ csq_restore(struct csq *c, const struct csq_snap_item *it)
 		c->seq = it->u.state.seq;
 		c->order = it->u.state.order;
 		c->tie = it->u.state.tie;
+		c->event_id = it->u.state.event_id;
 		/* The live counts come back with the items themselves. */
 		c->stats.enqueued_total = st->enqueued_total;
 		c->stats.matched_total = st->matched_total;
 		c->stats.abandoned_total = st->abandoned_total;
 		c->stats.requeued_total = st->requeued_total;
 		c->stats.servicers_lost_total = st->servicers_lost_total;
+		c->stats.offers_total = st->offers_total;
+		c->stats.offers_declined_total = st->offers_declined_total;
+		c->stats.offers_missed_total = st->offers_missed_total;
+		c->stats.transferred_total = st->transferred_total;
 		return 0;
 	case CSQ_SNAP_SERVICER:
 		return restore_servicer(c, &it->u.servicer);
+	case CSQ_SNAP_ROOM:
+		return restore_wrapup(c, &it->u.room);
 	case CSQ_SNAP_USER:
 		return restore_user(c, &it->u.user);
 	}

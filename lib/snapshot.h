@@ -10,10 +10,18 @@
 
 #include "csq.h"
 
-enum csq_snap_kind { CSQ_SNAP_STATE, CSQ_SNAP_SERVICER, CSQ_SNAP_USER };
+/* Never renumbered: a journal's record codes are 0x80 + these. */
+enum csq_snap_kind {
+	CSQ_SNAP_STATE,
+	CSQ_SNAP_SERVICER,
+	CSQ_SNAP_USER,
+	CSQ_SNAP_ROOM, /* a room in wrap-up (offered and assigned rooms come
+	                  with their users) */
+};
 
 struct csq_snap_state {
 	uint64_t seq, order, tie;
+	uint64_t event_id;
 	struct csq_stats stats; /* the *_total counters are taken from here */
 };
 
@@ -23,18 +31,30 @@ struct csq_snap_servicer {
 	char queues[CSQ_SERVICER_QUEUES][CSQ_ID_MAX + 1];
 	uint64_t last_order, last_ms;
 	uint64_t deadline, deadline_tie;
+	uint32_t offer_s, wrapup_s, missed;
+	uint32_t has_retry, retry_s; /* a retry window running */
+	uint64_t retry, retry_tie;
+};
+
+struct csq_snap_room {
+	char servicer[CSQ_ID_MAX + 1];
+	uint32_t index, length_s;
+	uint64_t since_ms;
+	uint64_t deadline, deadline_tie;
 };
 
 struct csq_snap_user {
 	char id[CSQ_ID_MAX + 1];
 	char queue[CSQ_ID_MAX + 1];
 	uint64_t key, arrival_ms;
-	uint32_t ttl_s, state;
-	uint32_t has_deadline;
+	uint32_t ttl_s, state, flags;
+	uint32_t has_deadline; /* waiting, offered: the TTL */
 	uint64_t deadline, deadline_tie;
-	char servicer[CSQ_ID_MAX + 1]; /* assigned */
+	char servicer[CSQ_ID_MAX + 1]; /* offered, assigned */
 	uint32_t room;
-	uint64_t assigned_ms;
+	uint64_t since_ms; /* the offer's or the assignment's time */
+	uint32_t offer_s;  /* offered: the offer's length and deadline */
+	uint64_t offer_deadline, offer_deadline_tie;
 };
 
 struct csq_snap_item {
@@ -42,13 +62,15 @@ struct csq_snap_item {
 	union {
 		struct csq_snap_state state;
 		struct csq_snap_servicer servicer;
+		struct csq_snap_room room;
 		struct csq_snap_user user;
 	} u;
 };
 
 typedef void csq_snap_fn(void *arg, const struct csq_snap_item *);
 
-/* Calls fn for the state, then every servicer, then every user. */
+/* Calls fn for the state, then every servicer with its rooms in wrap-up,
+ * then every user. */
 void csq_snapshot(const struct csq *, csq_snap_fn *fn, void *arg);
 /*
  * Restores one item into a state that started empty, items in snapshot

@@ -1,11 +1,14 @@
 /*
  * The state of libcsq, shared by the files that implement it (csq.c, the
- * public operations; servicer.c, servicers and their rooms; matcher.c, who
- * gets which room). Not part of the public interface.
+ * public operations on users and servicers; servicer.c, servicers and
+ * strategies; room.c, rooms, conversations and wrap-ups; offer.c, offers;
+ * transfer.c, transfers; matcher.c, who gets which room; deadline.c, the
+ * deadlines). Not part of the public interface.
  *
  * Ownership: struct csq owns every queue, user and servicer through its
- * dicts. A queue is freed when nothing refers to it any more (no user in it,
- * no servicer serving it), except the default queue, which always exists.
+ * dicts, and each servicer owns its busy rooms. A queue is freed when
+ * nothing refers to it any more (no user in it, no servicer serving it),
+ * except the default queue, which always exists.
  */
 #ifndef CSQ_STATE_H
 #define CSQ_STATE_H
@@ -17,73 +20,113 @@
 
 struct csq_queue {
 	struct csq_line *line;
-	/* Ready servicers with a free room that serve this queue, keyed by
-	 * the order of their last login or assignment: top = longest idle. */
+	/* Ready servicers with a free room that serve this queue, outside
+	 * their retry windows, ordered by the queue's strategy (servicer.c,
+	 * avail_key): top = the one that gets the next user. */
 	struct csq_heap avail;
 	uint64_t refs; /* users in it + servicers serving it */
 	size_t namelen;
 	char name[];
 };
 
-enum csq_deadline_kind { CSQ_DL_USER, CSQ_DL_SERVICER };
+/*
+ * The kinds of deadlines, all in one heap (struct csq's deadlines). Their
+ * values are the order in which csq_expire acts on the kinds that are due
+ * together (deadline.c); never renumbered, the journal's snapshots hold
+ * them.
+ */
+enum csq_deadline_kind {
+	CSQ_DL_USER,     /* a waiting or offered user's TTL */
+	CSQ_DL_OFFER,    /* an offer runs out (a room) */
+	CSQ_DL_SERVICER, /* a servicer's TTL */
+	CSQ_DL_WRAPUP,   /* a wrap-up ends (a room) */
+	CSQ_DL_RETRY,    /* a servicer's offer-retry window ends */
+	CSQ_DL_KINDS
+};
 
-/* A TTL deadline, embedded in the user or servicer it belongs to. */
+/* A deadline, embedded in what it belongs to; its kind is the node's tag. */
 struct csq_deadline {
 	struct csq_heap_node node; /* key = deadline in ms */
-	enum csq_deadline_kind kind;
 };
 
 struct csq_servicer;
+struct csq_room;
 
 /* A servicer's place in the avail heap of one queue it serves. */
 struct csq_avail {
-	struct csq_heap_node node; /* key = the servicer's last_order */
+	struct csq_heap_node node; /* key, tie: avail_key() */
 	struct csq_servicer *servicer;
 };
 
+#define CSQ_USER_TRANSFERRED 0x01 /* flags: ENQUEUE keeps its queue */
+
 /*
  * A user costs one allocation: the users dict links it through link (whose
- * len is the id's length) and keys it by id, stored here only. A waiting
- * user never has a room and an assigned one never has a deadline, so the
- * two share their storage: which one is live is in state.
+ * len is the id's length) and keys it by id, stored here only. 80 bytes
+ * before the id: what an offer or a conversation needs beyond the room
+ * pointer lives in the room (struct csq_room), so that the million users
+ * who wait pay nothing for it.
  */
 struct csq_user {
 	struct csq_dict_node link; /* in csq->users */
 	struct csq_queue *queue;
 	uint64_t key; /* packed order key: tier and arrival sequence */
 	uint64_t arrival_ms;
-	uint32_t ttl_s; /* 0 = never expires while waiting */
-	enum csq_user_state state;
-	union {
-		/* waiting: in the deadlines heap when ttl_s > 0 */
-		struct csq_deadline deadline;
-		struct { /* assigned: U2R */
-			struct csq_servicer *servicer;
-			uint64_t assigned_ms;
-			uint32_t room;
-		};
-	};
+	uint32_t ttl_s; /* 0 = never expires while waiting or offered */
+	uint8_t state;  /* enum csq_user_state */
+	uint8_t flags;  /* CSQ_USER_* */
+	/* waiting, offered: in the deadlines heap when ttl_s > 0 */
+	struct csq_deadline deadline;
+	struct csq_room *room; /* offered, assigned: U2R; else NULL */
 	char id[];
 };
 
 #define csq_user_idlen(u) ((size_t)(u)->link.len)
 
+/*
+ * A room's state. A free room has no struct csq_room (its slot in the
+ * servicer's rooms is NULL); the others have one each, which exists only
+ * while the room is busy.
+ */
+enum csq_room_state {
+	CSQ_ROOM_OFFERED = 1,
+	CSQ_ROOM_ASSIGNED,
+	CSQ_ROOM_WRAPUP,
+};
+
+struct csq_room {
+	struct csq_servicer *servicer;
+	struct csq_user *user; /* offered, assigned: R2U; wrap-up: NULL */
+	uint64_t since_ms; /* the offer, the assignment, the wrap-up's start */
+	/* offered: the offer runs out; wrap-up: it ends; assigned: none */
+	struct csq_deadline deadline;
+	uint32_t length_s; /* the deadline's whole length, for a rearm */
+	uint32_t index;
+	enum csq_room_state state;
+};
+
 struct csq_servicer {
 	enum csq_servicer_status status;
 	uint32_t capacity;
 	uint32_t ttl_s;
-	uint32_t active; /* busy rooms */
-	/* S2R and R2U: rooms[i] is the user in room i or NULL. nrooms is
-	 * max(capacity, highest busy room + 1): busy rooms above a lowered
-	 * capacity live on until released. */
+	uint32_t active;   /* busy rooms: offered, assigned, in wrap-up */
+	uint32_t offer_s;  /* 0: assigned at once */
+	uint32_t wrapup_s; /* 0: a released room is free at once */
+	uint32_t missed;   /* offers run out since the last ACCEPT or RESUME */
+	uint32_t retry_s;  /* the retry window's whole length, for a rearm */
+	/* S2R: rooms[i] is room i, NULL when free. nrooms is max(capacity,
+	 * highest busy room + 1): busy rooms above a lowered capacity live on
+	 * until they are free. */
 	uint32_t nrooms;
-	struct csq_user **rooms;
+	struct csq_room **rooms;
 	uint32_t nqueues;
 	struct csq_queue *queues[CSQ_SERVICER_QUEUES];
 	struct csq_avail avail[CSQ_SERVICER_QUEUES]; /* in queues[i]->avail */
 	uint64_t last_order; /* event order of login or last new user */
 	uint64_t last_ms;    /* its time, for idle_ms */
-	struct csq_deadline deadline;
+	struct csq_deadline deadline; /* TTL */
+	/* In the heap while an offer-retry window runs: no new user. */
+	struct csq_deadline retry;
 	size_t idlen;
 	char id[];
 };
@@ -96,11 +139,29 @@ struct csq {
 	struct csq_dict *servicers;
 	struct csq_dict *queues;
 	struct csq_heap deadlines;
-	uint64_t seed;  /* csq_new's: of the tables and the lines */
-	uint64_t seq;   /* last order-key sequence handed out */
-	uint64_t order; /* last servicer event order */
-	uint64_t tie;   /* last deadline tie-breaker */
+	uint64_t seed;     /* csq_new's: of the tables and the lines */
+	uint64_t seq;      /* last order-key sequence handed out */
+	uint64_t order;    /* last servicer event order */
+	uint64_t tie;      /* last deadline tie-breaker */
+	uint64_t event_id; /* last event's id */
 	struct csq_stats stats;
+};
+
+/*
+ * What an operation put back in line and which servicers it gave free
+ * rooms, to be matched once its changes are all made (csq_settle): a
+ * user must not go into a room that the same operation is about to take
+ * away, nor a freed room take a user before the users put back are in
+ * line. Servicers are kept by id: one may be gone by then.
+ */
+struct csq_users {
+	struct csq_user **v;
+	size_t n, cap;
+};
+struct csq_settle {
+	struct csq_users back;
+	char (*refill)[CSQ_ID_MAX + 1];
+	size_t nrefill, caprefill;
 };
 
 /* csq.c */
@@ -108,47 +169,136 @@ struct csq_queue *csq_queue_get(struct csq *, const char *name, size_t len,
                                 int create);
 void csq_queue_ref(struct csq_queue *);
 void csq_queue_unref(struct csq *, struct csq_queue *);
-void csq_deadline_set(struct csq *, struct csq_deadline *, uint64_t at_ms);
-void csq_deadline_clear(struct csq *, struct csq_deadline *);
 void csq_event_begin(struct csq_event *, enum csq_event_type, uint64_t now);
 void csq_event_user(struct csq_event *, const struct csq_user *);
-void csq_emit(struct csq *, const struct csq_event *);
+void csq_event_room(struct csq_event *, const struct csq_room *);
+/* Gives ev the next event id and hands it to the emit callback. */
+void csq_emit(struct csq *, struct csq_event *);
 void csq_user_free(struct csq *, struct csq_user *);
-/* Makes u a waiting user with no deadline (its room fields go). */
-void csq_user_set_waiting(struct csq_user *);
+uint32_t csq_user_tier(const struct csq_user *);
 uint64_t csq_user_position(const struct csq_user *);
+/* (Re)starts u's TTL from now, or clears it for a TTL of 0. */
+void csq_user_deadline(struct csq *, struct csq_user *, uint64_t now);
+/*
+ * u, out of its room, goes back in its line at its old place (same key:
+ * same tier and arrival; the queue's length limit does not apply) with
+ * its TTL restarted; returns its position.
+ */
+uint64_t csq_user_requeue(struct csq *, struct csq_user *, uint64_t now);
+/* A waiting or offered user gives up (LEAVE) or times out: event left. */
+void csq_user_abandon(struct csq *, struct csq_user *, uint64_t now,
+                      enum csq_reason, struct csq_settle *);
+struct csq_servicer *csq_servicer_get(const struct csq *, const char *sid);
+/* Resolves a room id: CSQ_EROOM, CSQ_ENOTFOUND, or CSQ_OK with *s, *idx. */
+enum csq_status csq_room_lookup(const struct csq *, const char *room,
+                                struct csq_servicer **s, uint32_t *idx);
+void csq_user_info_at(const struct csq_user *, uint64_t now, uint64_t pos,
+                      struct csq_user_info *out);
 
-/* servicer.c: every change to a servicer's readiness, capacity, queues or
- * rooms sits between unaccount and account, which keep rooms_free and the
- * queues' avail heaps true. */
+/* deadline.c */
+void csq_deadline_init(struct csq_deadline *, enum csq_deadline_kind);
+void csq_deadline_set(struct csq *, struct csq_deadline *, uint64_t at_ms);
+void csq_deadline_clear(struct csq *, struct csq_deadline *);
+int csq_deadline_running(const struct csq_deadline *);
+enum csq_deadline_kind csq_deadline_kind(const struct csq_deadline *);
+uint64_t csq_ms(uint32_t seconds);
+
+/* servicer.c: every change to a servicer's readiness, capacity, queues,
+ * rooms, retry window or order sits between unaccount and account, which
+ * keep rooms_free, rooms_busy and the queues' avail heaps true. */
 void csq_servicer_unaccount(struct csq *, struct csq_servicer *);
 void csq_servicer_account(struct csq *, struct csq_servicer *);
+/* Ready, a free room below the capacity, no retry window running. */
 int csq_servicer_has_free(const struct csq_servicer *);
-uint32_t csq_servicer_free_room(const struct csq_servicer *);
-int csq_servicer_room_exists(const struct csq_servicer *, uint32_t index);
+uint32_t csq_servicer_free_count(const struct csq_servicer *);
 void csq_servicer_set_capacity(struct csq_servicer *, uint32_t capacity);
-void csq_servicer_trim(struct csq_servicer *);
-void csq_room_name(const struct csq_servicer *, uint32_t index,
-                   char out[CSQ_ROOM_MAX + 1]);
-/* Users put back in line, to be matched (csq_rematch). */
-struct csq_users {
-	struct csq_user **v;
-	size_t n, cap;
-};
-/* Requeues every user in s's rooms and removes s (logout or loss); drop
- * leaves the matching of its users to csq_rematch, remove does it. */
+/* The avail heaps again, keyed by the strategy now in the limits. */
+void csq_servicers_rekey(struct csq *);
+void csq_avail_key(const struct csq *, const struct csq_servicer *,
+                   const struct csq_queue *, uint64_t *key, uint64_t *tie);
+/* Removes s (logout or loss): every user in its rooms goes back in line
+ * (requeued, to back), its wrap-ups end silently, then servicer_down. */
 uint64_t csq_servicer_drop(struct csq *, struct csq_servicer *, uint64_t now,
-                           enum csq_reason, struct csq_users *back);
-void csq_rematch(struct csq *, struct csq_users *back, uint64_t now);
+                           enum csq_reason, struct csq_settle *);
+/* The same, then matches its users. */
 uint64_t csq_servicer_remove(struct csq *, struct csq_servicer *, uint64_t now,
                              enum csq_reason);
+/* PAUSE (reason pause) or an auto-pause (reason missed_offers). */
+void csq_servicer_pause(struct csq *, struct csq_servicer *, uint64_t now,
+                        enum csq_reason, struct csq_settle *);
+
+/* room.c: rooms, their S2R / R2U maps, conversations and wrap-ups. */
+int csq_room_exists(const struct csq_servicer *, uint32_t index);
+/* The lowest free room below the capacity; only when one is free. */
+uint32_t csq_room_free_index(const struct csq_servicer *);
+void csq_room_name(const struct csq_servicer *, uint32_t index,
+                   char out[CSQ_ROOM_MAX + 1]);
+/* The room named room when it is busy in state; else NULL, and *status
+ * says whether the name was an error (CSQ_EROOM, CSQ_ENOTFOUND). */
+struct csq_room *csq_room_find(const struct csq *, const char *room,
+                               enum csq_room_state, enum csq_status *status);
+/*
+ * Waiting u leaves its line for free room index of s, which becomes
+ * offered or assigned (state); s's last new user is u. Accounted.
+ */
+struct csq_room *csq_room_take(struct csq *, struct csq_user *,
+                               struct csq_servicer *, uint32_t index,
+                               enum csq_room_state, uint64_t now);
+/* Room index of s becomes busy (s->rooms[index], s->active), and a free
+ * one again; both between csq_servicer_unaccount and _account. */
+struct csq_room *csq_room_open(struct csq_servicer *, uint32_t index,
+                               enum csq_room_state, struct csq_user *,
+                               uint64_t now);
+void csq_room_close(struct csq *, struct csq_room *);
+void csq_room_trim(struct csq_servicer *);
+/*
+ * The user of offered or assigned room r goes back in line at its old
+ * place (csq_user_requeue), r is free; event type (requeued, declined)
+ * with reason, and the user to st. Between unaccount and account.
+ */
+void csq_room_return(struct csq *, struct csq_room *, uint64_t now,
+                     enum csq_event_type, enum csq_reason, struct csq_settle *);
+/*
+ * The conversation in r ends (by: RELEASE, LEAVE, TRANSFER): the user
+ * leaves it, event released, and the room goes into wrap-up (event
+ * wrapup) or is free (s is then to be refilled). The user is not freed:
+ * the caller frees it, or moves it (a transfer).
+ */
+void csq_room_end(struct csq *, struct csq_room *, uint64_t now,
+                  enum csq_reason by, struct csq_settle *);
+/* A wrap-up ends (READY, or its deadline): event ready, the room free. */
+void csq_room_ready(struct csq *, struct csq_room *, uint64_t now,
+                    struct csq_settle *);
+
+/* offer.c */
+/* Offers waiting user u the free room index of s (s->offer_s > 0). */
+void csq_offer(struct csq *, struct csq_user *, struct csq_servicer *,
+               uint32_t index, const struct csq_queue *from, uint64_t now);
+/* The offer in r runs out: declined by timeout, missed, maybe a pause. */
+void csq_offer_expire(struct csq *, struct csq_room *, uint64_t now,
+                      struct csq_settle *);
+/* The offers of s go back (requeued with reason). */
+void csq_offer_withdraw_all(struct csq *, struct csq_servicer *, uint64_t now,
+                            enum csq_reason, struct csq_settle *);
+/* s's retry window ends: it takes new users again. */
+void csq_offer_retry_end(struct csq *, struct csq_servicer *,
+                         struct csq_settle *);
 
 /* matcher.c */
 /* from: the queue a user moved from just now (ENQUEUE QUEUE), else NULL. */
 int csq_match_user(struct csq *, struct csq_user *,
                    const struct csq_queue *from, uint64_t now);
 void csq_match_servicer(struct csq *, struct csq_servicer *, uint64_t now);
+/* Puts waiting user u into room index of s: assigned at once. */
 void csq_assign(struct csq *, struct csq_user *, struct csq_servicer *,
-                uint32_t room, const struct csq_queue *from, uint64_t now);
+                uint32_t index, const struct csq_queue *from, uint64_t now);
+void csq_settle_back(struct csq_settle *, struct csq_user *);
+void csq_settle_refill(struct csq_settle *, const struct csq_servicer *);
+/*
+ * Matches what st collected, then empties it: the users put back, best
+ * first, each while it heads its line; then the servicers with rooms
+ * freed, in the order they were freed.
+ */
+void csq_settle(struct csq *, struct csq_settle *, uint64_t now);
 
 #endif

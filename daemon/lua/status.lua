@@ -8,7 +8,7 @@ OPS.status = function(id, status)
 	if status == 'ready' then
 		event('servicer_resumed', s.id)
 	else
-		event('servicer_paused', s.id)
+		event('servicer_paused', s.id, 'pause')
 	end
 	fill(s)
 	account(s)

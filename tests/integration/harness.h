@@ -216,9 +216,10 @@ long long info_field_at(const char *file, int line, redisContext *,
  * Writes n ENQUEUEs (users t0, t1, ...) in one pipeline, sends csqd
  * SIGTERM, and reads the replies until csqd's end of the connection:
  * each in order, and the end a FIN, not a reset (which would destroy
- * replies not read yet). With late, it waits 300 ms before the SIGTERM,
- * so that csqd has read and run them all, and sends one more command
- * 100 ms after it, which a closed socket would answer with a reset.
+ * replies not read yet). With late, it waits before the SIGTERM until
+ * csqd has read and run them all (INFO's count of commands, on a second
+ * connection), and sends one more command 100 ms after it, which a
+ * closed socket would answer with a reset.
  * Waits for csqd to exit with 0; returns how many were answered.
  */
 int sigterm_pipeline_at(const char *file, int line, struct csqd *, int n,

@@ -309,9 +309,9 @@ pubsub_pushes(void **state)
 	EXPECT(&r, "+PONG");
 	r3_send(&r, "ENQUEUE p1 QUEUE q");
 	EXPECT_PREFIX(&r, ">['message','user:p1','{\"event\":\"queued\","
-	                  "\"ts\":");
+	                  "\"id\":");
 	EXPECT_PREFIX(&r, ">['message','queue:q','{\"event\":\"queued\","
-	                  "\"ts\":");
+	                  "\"id\":");
 	EXPECT(&r, "{'state':'waiting','queue':'q','position'::1}");
 	r3_send(&r, "PSUBSCRIBE servicer:*");
 	EXPECT(&r, ">['psubscribe','servicer:*',:3]");

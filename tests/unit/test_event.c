@@ -15,6 +15,7 @@ ev_init(struct csq_event *ev, enum csq_event_type type)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->type = type;
+	ev->id = 42;
 	ev->ts_ms = 1700000000123ULL;
 }
 
@@ -39,14 +40,15 @@ test_json_each_type(void **state)
 	strcpy(ev.queue, "default");
 	ev.tier = 2;
 	ev.position = 3;
-	assert_json(&ev, "{\"event\":\"queued\",\"ts\":1700000000123,"
+	assert_json(&ev, "{\"event\":\"queued\",\"id\":42,\"ts\":1700000000123,"
 	                 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
 	                 "\"position\":3}");
 	ev.type = CSQ_EV_RESCORED;
 	strcpy(ev.from_queue, "old");
-	assert_json(&ev, "{\"event\":\"rescored\",\"ts\":1700000000123,"
-	                 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
-	                 "\"position\":3,\"from_queue\":\"old\"}");
+	assert_json(&ev,
+	            "{\"event\":\"rescored\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
+	            "\"position\":3,\"from_queue\":\"old\"}");
 
 	ev_init(&ev, CSQ_EV_MATCHED);
 	strcpy(ev.user, "u1");
@@ -54,33 +56,37 @@ test_json_each_type(void **state)
 	strcpy(ev.servicer, "s");
 	strcpy(ev.room, "s/0");
 	ev.waited_ms = 42;
-	assert_json(&ev, "{\"event\":\"matched\",\"ts\":1700000000123,"
-	                 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
-	                 "\"servicer\":\"s\",\"room\":\"s/0\","
-	                 "\"waited_ms\":42}");
+	assert_json(&ev,
+	            "{\"event\":\"matched\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	            "\"servicer\":\"s\",\"room\":\"s/0\","
+	            "\"waited_ms\":42}");
 	strcpy(ev.from_queue, "old");
-	assert_json(&ev, "{\"event\":\"matched\",\"ts\":1700000000123,"
-	                 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
-	                 "\"servicer\":\"s\",\"room\":\"s/0\","
-	                 "\"waited_ms\":42,\"from_queue\":\"old\"}");
+	assert_json(&ev,
+	            "{\"event\":\"matched\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	            "\"servicer\":\"s\",\"room\":\"s/0\","
+	            "\"waited_ms\":42,\"from_queue\":\"old\"}");
 	ev.type = CSQ_EV_RELEASED;
 	ev.reason = CSQ_REASON_BY_USER;
-	assert_json(&ev, "{\"event\":\"released\",\"ts\":1700000000123,"
-	                 "\"user\":\"u1\",\"queue\":\"q\",\"servicer\":\"s\","
-	                 "\"room\":\"s/0\",\"by\":\"user\"}");
+	assert_json(&ev,
+	            "{\"event\":\"released\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"q\",\"servicer\":\"s\","
+	            "\"room\":\"s/0\",\"by\":\"user\"}");
 	ev.type = CSQ_EV_REQUEUED;
 	ev.reason = CSQ_REASON_LOST;
 	ev.position = 1;
-	assert_json(&ev, "{\"event\":\"requeued\",\"ts\":1700000000123,"
-	                 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
-	                 "\"position\":1,\"servicer\":\"s\",\"room\":\"s/0\","
-	                 "\"reason\":\"lost\"}");
+	assert_json(&ev,
+	            "{\"event\":\"requeued\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	            "\"position\":1,\"servicer\":\"s\",\"room\":\"s/0\","
+	            "\"reason\":\"lost\"}");
 
 	ev_init(&ev, CSQ_EV_LEFT);
 	strcpy(ev.user, "u1");
 	strcpy(ev.queue, "q");
 	ev.reason = CSQ_REASON_TIMEOUT;
-	assert_json(&ev, "{\"event\":\"left\",\"ts\":1700000000123,"
+	assert_json(&ev, "{\"event\":\"left\",\"id\":42,\"ts\":1700000000123,"
 	                 "\"user\":\"u1\",\"queue\":\"q\",\"reason\":"
 	                 "\"timeout\"}");
 
@@ -88,19 +94,93 @@ test_json_each_type(void **state)
 	strcpy(ev.servicer, "agent-7");
 	ev.capacity = 3;
 	strcpy(ev.queues, "a,b.c,default");
-	assert_json(&ev, "{\"event\":\"servicer_up\",\"ts\":1700000000123,"
-	                 "\"servicer\":\"agent-7\",\"capacity\":3,"
-	                 "\"queues\":[\"a\",\"b.c\",\"default\"]}");
+	assert_json(&ev,
+	            "{\"event\":\"servicer_up\",\"id\":42,\"ts\":1700000000123,"
+	            "\"servicer\":\"agent-7\",\"capacity\":3,"
+	            "\"queues\":[\"a\",\"b.c\",\"default\"]}");
 	ev.type = CSQ_EV_SERVICER_DOWN;
 	ev.reason = CSQ_REASON_LOGOUT;
-	assert_json(&ev, "{\"event\":\"servicer_down\",\"ts\":1700000000123,"
-	                 "\"servicer\":\"agent-7\",\"reason\":\"logout\"}");
+	assert_json(
+	    &ev, "{\"event\":\"servicer_down\",\"id\":42,\"ts\":1700000000123,"
+	         "\"servicer\":\"agent-7\",\"reason\":\"logout\"}");
 	ev.type = CSQ_EV_SERVICER_PAUSED;
-	assert_json(&ev, "{\"event\":\"servicer_paused\",\"ts\":"
-	                 "1700000000123,\"servicer\":\"agent-7\"}");
+	ev.reason = CSQ_REASON_MISSED_OFFERS;
+	assert_json(&ev, "{\"event\":\"servicer_paused\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"servicer\":\"agent-7\","
+	                 "\"reason\":\"missed_offers\"}");
+	ev.reason = CSQ_REASON_PAUSE;
+	assert_json(&ev, "{\"event\":\"servicer_paused\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"servicer\":\"agent-7\","
+	                 "\"reason\":\"pause\"}");
 	ev.type = CSQ_EV_SERVICER_RESUMED;
-	assert_json(&ev, "{\"event\":\"servicer_resumed\",\"ts\":"
+	assert_json(&ev, "{\"event\":\"servicer_resumed\",\"id\":42,\"ts\":"
 	                 "1700000000123,\"servicer\":\"agent-7\"}");
+
+	/* The routing events of protocol-v2 sections 1, 1a and 2. */
+	ev_init(&ev, CSQ_EV_OFFERED);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "q");
+	ev.tier = 1;
+	strcpy(ev.servicer, "s");
+	strcpy(ev.room, "s/2");
+	ev.expires_ms = 1700000030123ULL;
+	assert_json(&ev, "{\"event\":\"offered\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"tier\":1,\"servicer\":\"s\",\"room\":\"s/2\","
+	                 "\"expires_ms\":1700000030123}");
+	ev.type = CSQ_EV_MATCHED;
+	ev.waited_ms = 9000;
+	ev.offered_ms = 4000;
+	ev.has_offered_ms = 1;
+	assert_json(&ev, "{\"event\":\"matched\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"tier\":1,\"servicer\":\"s\",\"room\":\"s/2\","
+	                 "\"waited_ms\":9000,\"offered_ms\":4000}");
+	ev.type = CSQ_EV_DECLINED;
+	ev.reason = CSQ_REASON_TIMEOUT;
+	ev.position = 4;
+	assert_json(&ev, "{\"event\":\"declined\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"tier\":1,\"servicer\":\"s\",\"room\":\"s/2\","
+	                 "\"by\":\"timeout\",\"position\":4}");
+	ev.type = CSQ_EV_LEFT;
+	ev.reason = CSQ_REASON_LEAVE;
+	assert_json(&ev, "{\"event\":\"left\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"reason\":\"leave\",\"servicer\":\"s\","
+	                 "\"room\":\"s/2\"}");
+	ev.type = CSQ_EV_REQUEUED;
+	ev.reason = CSQ_REASON_PAUSE;
+	assert_json(&ev, "{\"event\":\"requeued\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"tier\":1,\"position\":4,\"servicer\":\"s\","
+	                 "\"room\":\"s/2\",\"reason\":\"pause\"}");
+	ev.type = CSQ_EV_RELEASED;
+	ev.reason = CSQ_REASON_BY_TRANSFER;
+	assert_json(&ev, "{\"event\":\"released\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"servicer\":\"s\",\"room\":\"s/2\","
+	                 "\"by\":\"transfer\"}");
+	ev.type = CSQ_EV_TRANSFERRED;
+	strcpy(ev.from_queue, "sales");
+	ev.position = 2;
+	assert_json(&ev, "{\"event\":\"transferred\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"user\":\"u1\",\"from_queue\":"
+	                 "\"sales\",\"queue\":\"q\",\"tier\":1,"
+	                 "\"servicer\":\"s\",\"room\":\"s/2\","
+	                 "\"position\":2}");
+
+	ev_init(&ev, CSQ_EV_WRAPUP);
+	strcpy(ev.servicer, "s");
+	strcpy(ev.room, "s/0");
+	ev.until_ms = 1700000060123ULL;
+	assert_json(&ev, "{\"event\":\"wrapup\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"servicer\":\"s\",\"room\":"
+	                 "\"s/0\",\"until_ms\":1700000060123}");
+	ev.type = CSQ_EV_READY;
+	assert_json(&ev, "{\"event\":\"ready\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"servicer\":\"s\",\"room\":"
+	                 "\"s/0\"}");
 }
 
 /* A short buffer: the length comes back as snprintf's, nothing overruns. */
@@ -159,11 +239,33 @@ test_channels(void **state)
 	assert_string_equal(ch[3], "queue:old");
 	assert_string_equal(ch[4], "events");
 
+	/* A transfer: both queues, once each even when they are one. */
+	ev.type = CSQ_EV_TRANSFERRED;
+	assert_int_equal(csq_event_channels(&ev, ch), 5);
+	assert_string_equal(ch[1], "servicer:s");
+	assert_string_equal(ch[3], "queue:old");
+	strcpy(ev.from_queue, "q");
+	assert_int_equal(csq_event_channels(&ev, ch), 4);
+
 	ev_init(&ev, CSQ_EV_SERVICER_DOWN);
 	strcpy(ev.servicer, "s");
 	assert_int_equal(csq_event_channels(&ev, ch), 2);
 	assert_string_equal(ch[0], "servicer:s");
 	assert_string_equal(ch[1], "events");
+	ev.type = CSQ_EV_WRAPUP;
+	strcpy(ev.room, "s/0");
+	assert_int_equal(csq_event_channels(&ev, ch), 2);
+	ev.type = CSQ_EV_READY;
+	assert_int_equal(csq_event_channels(&ev, ch), 2);
+
+	/* An offered user who leaves: its servicer hears the offer went. */
+	ev_init(&ev, CSQ_EV_LEFT);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "q");
+	strcpy(ev.servicer, "s");
+	strcpy(ev.room, "s/0");
+	assert_int_equal(csq_event_channels(&ev, ch), 4);
+	assert_string_equal(ch[1], "servicer:s");
 }
 
 static void

@@ -28,7 +28,8 @@
 		CSQ_FACT_ABSENT, 0, NULL, 0                                    \
 	}
 
-/* The fact of kind with the fields given becomes expect (ts 5, no id). */
+/* The fact of kind with the fields given becomes expect (ts 5, id 7: the
+ * message's, which the caller gives). */
 static void
 assert_fact_json(const char *kind, const struct csq_fact_value *v, size_t n,
                  const char *expect)
@@ -38,6 +39,7 @@ assert_fact_json(const char *kind, const struct csq_fact_value *v, size_t n,
 
 	assert_int_equal(csq_event_from_fact(&ev, kind, strlen(kind), v, n), 0);
 	ev.ts_ms = 5;
+	ev.id = 7;
 	csq_event_json(&ev, buf, sizeof(buf));
 	assert_string_equal(buf, expect);
 }
@@ -55,61 +57,117 @@ test_each_kind(void **state)
 {
 	(void)state;
 	FACT_JSON("queued",
-	          "{\"event\":\"queued\",\"ts\":5,\"user\":\"u1\","
+	          "{\"event\":\"queued\",\"id\":7,\"ts\":5,\"user\":\"u1\","
 	          "\"queue\":\"default\",\"tier\":2,\"position\":3}",
 	          S("u1"), S("default"), I(2), I(3));
 	FACT_JSON("rescored",
-	          "{\"event\":\"rescored\",\"ts\":5,\"user\":\"u1\","
+	          "{\"event\":\"rescored\",\"id\":7,\"ts\":5,\"user\":\"u1\","
 	          "\"queue\":\"b\",\"tier\":0,\"position\":1,"
 	          "\"from_queue\":\"a\"}",
 	          S("u1"), S("b"), I(0), I(1), S("a"));
 	FACT_JSON("rescored",
-	          "{\"event\":\"rescored\",\"ts\":5,\"user\":\"u1\","
+	          "{\"event\":\"rescored\",\"id\":7,\"ts\":5,\"user\":\"u1\","
 	          "\"queue\":\"b\",\"tier\":4,\"position\":1}",
 	          S("u1"), S("b"), I(4), I(1), ABSENT);
 	FACT_JSON("matched",
-	          "{\"event\":\"matched\",\"ts\":5,\"user\":\"u\","
+	          "{\"event\":\"matched\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s.1\","
 	          "\"room\":\"s.1/7\",\"waited_ms\":42}",
 	          S("u"), S("q"), I(1), S("s.1"), I(7), I(42), ABSENT);
 	FACT_JSON("matched",
-	          "{\"event\":\"matched\",\"ts\":5,\"user\":\"u\","
+	          "{\"event\":\"matched\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s\","
 	          "\"room\":\"s/0\",\"waited_ms\":0,\"from_queue\":\"p\"}",
 	          S("u"), S("q"), I(1), S("s"), S("s/0"), I(0), S("p"));
 	FACT_JSON("left",
-	          "{\"event\":\"left\",\"ts\":5,\"user\":\"u\","
+	          "{\"event\":\"left\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"reason\":\"timeout\"}",
 	          S("u"), S("q"), S("timeout"));
 	FACT_JSON("released",
-	          "{\"event\":\"released\",\"ts\":5,\"user\":\"u\","
+	          "{\"event\":\"released\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"servicer\":\"s\",\"room\":\"s/3\","
 	          "\"by\":\"servicer\"}",
 	          S("u"), S("q"), S("s"), I(3), S("servicer"));
 	FACT_JSON("requeued",
-	          "{\"event\":\"requeued\",\"ts\":5,\"user\":\"u\","
+	          "{\"event\":\"requeued\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"tier\":15,\"position\":9,"
 	          "\"servicer\":\"s\",\"room\":\"s/0\",\"reason\":\"lost\"}",
 	          S("u"), S("q"), I(15), I(9), S("s"), I(0), S("lost"));
-	FACT_JSON("servicer_up",
-	          "{\"event\":\"servicer_up\",\"ts\":5,\"servicer\":\"s\","
-	          "\"capacity\":3,\"queues\":[\"a\",\"b\",\"default\"]}",
-	          S("s"), I(3), S("a,b,default"));
-	FACT_JSON("servicer_up",
-	          "{\"event\":\"servicer_up\",\"ts\":5,\"servicer\":\"s\","
-	          "\"capacity\":1,\"queues\":[]}",
-	          S("s"), I(1), S(""));
-	FACT_JSON("servicer_down",
-	          "{\"event\":\"servicer_down\",\"ts\":5,\"servicer\":\"s\","
-	          "\"reason\":\"logout\"}",
-	          S("s"), S("logout"));
-	FACT_JSON("servicer_paused",
-	          "{\"event\":\"servicer_paused\",\"ts\":5,\"servicer\":\"s\"}",
-	          S("s"));
 	FACT_JSON(
-	    "servicer_resumed",
-	    "{\"event\":\"servicer_resumed\",\"ts\":5,\"servicer\":\"s\"}",
-	    S("s"));
+	    "servicer_up",
+	    "{\"event\":\"servicer_up\",\"id\":7,\"ts\":5,\"servicer\":\"s\","
+	    "\"capacity\":3,\"queues\":[\"a\",\"b\",\"default\"]}",
+	    S("s"), I(3), S("a,b,default"));
+	FACT_JSON(
+	    "servicer_up",
+	    "{\"event\":\"servicer_up\",\"id\":7,\"ts\":5,\"servicer\":\"s\","
+	    "\"capacity\":1,\"queues\":[]}",
+	    S("s"), I(1), S(""));
+	FACT_JSON(
+	    "servicer_down",
+	    "{\"event\":\"servicer_down\",\"id\":7,\"ts\":5,\"servicer\":\"s\","
+	    "\"reason\":\"logout\"}",
+	    S("s"), S("logout"));
+	FACT_JSON("servicer_paused",
+	          "{\"event\":\"servicer_paused\",\"id\":7,\"ts\":5,"
+	          "\"servicer\":\"s\",\"reason\":\"pause\"}",
+	          S("s"), S("pause"));
+	FACT_JSON("servicer_paused",
+	          "{\"event\":\"servicer_paused\",\"id\":7,\"ts\":5,"
+	          "\"servicer\":\"s\",\"reason\":\"missed_offers\"}",
+	          S("s"), S("missed_offers"));
+	/* Routing (protocol-v2 sections 1, 1a, 2): the facts the Lua port
+	 * is to give, in these orders. */
+	FACT_JSON("offered",
+	          "{\"event\":\"offered\",\"id\":7,\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s\","
+	          "\"room\":\"s/2\",\"expires_ms\":1700000030000}",
+	          S("u"), S("q"), I(1), S("s"), I(2), I(1700000030000LL),
+	          ABSENT);
+	FACT_JSON("matched",
+	          "{\"event\":\"matched\",\"id\":7,\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s\","
+	          "\"room\":\"s/2\",\"waited_ms\":9000,"
+	          "\"offered_ms\":0}",
+	          S("u"), S("q"), I(1), S("s"), I(2), I(9000), ABSENT, I(0));
+	FACT_JSON("declined",
+	          "{\"event\":\"declined\",\"id\":7,\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":0,\"servicer\":\"s\","
+	          "\"room\":\"s/0\",\"by\":\"timeout\",\"position\":3}",
+	          S("u"), S("q"), I(0), S("s"), I(0), S("timeout"), I(3));
+	FACT_JSON("left",
+	          "{\"event\":\"left\",\"id\":7,\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"reason\":\"leave\",\"servicer\":\"s\","
+	          "\"room\":\"s/1\"}",
+	          S("u"), S("q"), S("leave"), S("s"), I(1));
+	FACT_JSON("requeued",
+	          "{\"event\":\"requeued\",\"id\":7,\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":0,\"position\":1,"
+	          "\"servicer\":\"s\",\"room\":\"s/0\",\"reason\":\"pause\"}",
+	          S("u"), S("q"), I(0), I(1), S("s"), I(0), S("pause"));
+	FACT_JSON("released",
+	          "{\"event\":\"released\",\"id\":7,\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"servicer\":\"s\",\"room\":\"s/0\","
+	          "\"by\":\"transfer\"}",
+	          S("u"), S("q"), S("s"), I(0), S("transfer"));
+	FACT_JSON("transferred",
+	          "{\"event\":\"transferred\",\"id\":7,\"ts\":5,"
+	          "\"user\":\"u\",\"from_queue\":\"a\",\"queue\":\"b\","
+	          "\"tier\":2,\"servicer\":\"s\",\"room\":\"s/0\","
+	          "\"position\":4}",
+	          S("u"), S("a"), S("b"), I(2), S("s"), I(0), I(4));
+	FACT_JSON("wrapup",
+	          "{\"event\":\"wrapup\",\"id\":7,\"ts\":5,\"servicer\":\"s\","
+	          "\"room\":\"s/0\",\"until_ms\":1700000060000}",
+	          S("s"), I(0), I(1700000060000LL));
+	FACT_JSON("ready",
+	          "{\"event\":\"ready\",\"id\":7,\"ts\":5,\"servicer\":\"s\","
+	          "\"room\":\"s/0\"}",
+	          S("s"), I(0));
+	FACT_JSON("servicer_resumed",
+	          "{\"event\":\"servicer_resumed\",\"id\":7,\"ts\":5,"
+	          "\"servicer\":\"s\"}",
+	          S("s"));
 }
 
 /* A newer script's fields past a kind's are left out; fields not given
@@ -118,11 +176,12 @@ static void
 test_more_and_fewer_fields(void **state)
 {
 	(void)state;
-	FACT_JSON("servicer_paused",
-	          "{\"event\":\"servicer_paused\",\"ts\":5,\"servicer\":\"s\"}",
+	FACT_JSON("servicer_resumed",
+	          "{\"event\":\"servicer_resumed\",\"id\":7,\"ts\":5,"
+	          "\"servicer\":\"s\"}",
 	          S("s"), S("pause"), I(99));
 	FACT_JSON("queued",
-	          "{\"event\":\"queued\",\"ts\":5,\"user\":\"u\","
+	          "{\"event\":\"queued\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"\",\"tier\":0,\"position\":0}",
 	          S("u"));
 }
@@ -132,12 +191,13 @@ static void
 test_clamped(void **state)
 {
 	(void)state;
-	FACT_JSON("servicer_up",
-	          "{\"event\":\"servicer_up\",\"ts\":5,\"servicer\":\"s\","
-	          "\"capacity\":1000,\"queues\":[\"a\"]}",
-	          S("s"), I(123456), S("a"));
+	FACT_JSON(
+	    "servicer_up",
+	    "{\"event\":\"servicer_up\",\"id\":7,\"ts\":5,\"servicer\":\"s\","
+	    "\"capacity\":1000,\"queues\":[\"a\"]}",
+	    S("s"), I(123456), S("a"));
 	FACT_JSON("queued",
-	          "{\"event\":\"queued\",\"ts\":5,\"user\":\"u\","
+	          "{\"event\":\"queued\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"tier\":15,\"position\":"
 	          "9007199254740993}",
 	          S("u"), S("q"), I(99), I(9007199254740993LL));
@@ -186,6 +246,10 @@ test_refused(void **state)
 	REFUSED("servicer_up", S("s"), I(1), S("a,"));
 	REFUSED("servicer_up", S("s"), I(1), S(",a"));
 	REFUSED("servicer_up", S("s"), S("1"));
+	REFUSED("offered", S("u"), S("q"), I(0), S("s"), I(0), S("soon"));
+	REFUSED("matched", S("u"), S("q"), I(0), S("s"), I(0), I(0), ABSENT,
+	        I(-1));
+	REFUSED("servicer_paused", S("s"), S("tired"));
 	REFUSED("queued",
 	        S("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 	          "xxxxx")); /* 65 bytes: one past CSQ_ID_MAX */

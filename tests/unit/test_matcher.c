@@ -14,147 +14,7 @@
 
 #include <cmocka.h>
 
-#include "csq.h"
-
-#define MAX_EVENTS 4096
-
-struct fixture {
-	struct csq *csq;
-	uint64_t now;
-	struct csq_event events[MAX_EVENTS];
-	size_t nevents;
-};
-
-static void
-record(void *arg, const struct csq_event *ev)
-{
-	struct fixture *f = arg;
-
-	if (f->nevents < MAX_EVENTS)
-		f->events[f->nevents++] = *ev;
-}
-
-static int
-setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	struct csq_limits l;
-
-	csq_limits_default(&l);
-	f->csq = csq_new(&l, 0, record, f);
-	f->now = 1700000000000ULL;
-	*state = f;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	csq_free(f->csq);
-	free(f);
-	return 0;
-}
-
-static void
-check(struct fixture *f)
-{
-	char why[256];
-
-	if (csq_check(f->csq, why, sizeof(why)) != 0)
-		fail_msg("invariant broken: %s", why);
-}
-
-static void
-hb(struct fixture *f, const char *sid, uint32_t capacity, const char *queues,
-   struct csq_servicer_info *out)
-{
-	struct csq_heartbeat_args a;
-	struct csq_servicer_info info;
-	static char buf[512];
-	char *p, *save = NULL;
-
-	memset(&a, 0, sizeof(a));
-	a.servicer = sid;
-	if (capacity > 0) {
-		a.has_capacity = 1;
-		a.capacity = capacity;
-	}
-	if (queues != NULL) {
-		snprintf(buf, sizeof(buf), "%s", queues);
-		a.has_queues = 1;
-		for (p = strtok_r(buf, ",", &save); p != NULL;
-		     p = strtok_r(NULL, ",", &save))
-			a.queues[a.nqueues++] = p;
-	}
-	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, out ? out : &info),
-	                 CSQ_OK);
-	check(f);
-}
-
-static void
-enq(struct fixture *f, const char *uid, const char *queue, int tier,
-    struct csq_user_info *out)
-{
-	struct csq_enqueue_args a;
-	struct csq_user_info info;
-
-	memset(&a, 0, sizeof(a));
-	a.user = uid;
-	if (queue != NULL) {
-		a.has_queue = 1;
-		a.queue = queue;
-	}
-	if (tier >= 0) {
-		a.has_tier = 1;
-		a.tier = (uint32_t)tier;
-	}
-	assert_int_equal(csq_enqueue(f->csq, f->now, &a, out ? out : &info),
-	                 CSQ_OK);
-	check(f);
-}
-
-static int
-release(struct fixture *f, const char *room)
-{
-	int ended = -1;
-
-	assert_int_equal(csq_release(f->csq, f->now, room, &ended), CSQ_OK);
-	check(f);
-	return ended;
-}
-
-static void
-where(struct fixture *f, const char *uid, struct csq_user_info *out)
-{
-	assert_int_equal(csq_where(f->csq, f->now, uid, out), CSQ_OK);
-}
-
-/* The users of q in service order, as "a,b,c". */
-static const char *
-line_of(struct fixture *f, const char *q)
-{
-	static char buf[4096];
-	struct csq_queue_entry e[CSQ_RANGE_COUNT_MAX];
-	size_t n, i, off = 0;
-
-	assert_int_equal(
-	    csq_queue_range(f->csq, f->now, q, 0, CSQ_RANGE_COUNT_MAX, e, &n),
-	    CSQ_OK);
-	buf[0] = '\0';
-	for (i = 0; i < n; i++)
-		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s",
-		                        i ? "," : "", e[i].user);
-	return buf;
-}
-
-static const struct csq_event *
-last_event(struct fixture *f)
-{
-	assert_true(f->nevents > 0);
-	return &f->events[f->nevents - 1];
-}
+#include "fixture.h"
 
 /* FIFO is exact inside one millisecond: the clock never moves here. */
 static void
@@ -672,18 +532,31 @@ test_queue_lifetime(void **state)
 
 /*
  * The randomized run: a few servicers and many users, every operation in
- * random order with random arguments, the clock moving on. After each
- * operation csq_check() must pass, and every event must be a legal move
- * of its user: nobody matched twice, nobody lost without an event.
+ * random order with random arguments (offers, wrap-ups, transfers and a
+ * change of strategy among them), the clock moving on so that TTLs, offers,
+ * wrap-ups and retry windows run out in the middle. After each operation
+ * csq_check() must pass, and every event must be a legal move of its user
+ * or room, with the next id: nobody matched twice, nobody lost without an
+ * event, no room in two states.
  */
-enum model_state { M_NONE, M_WAITING, M_ASSIGNED };
+enum model_state {
+	M_NONE,
+	M_WAITING,
+	M_ASSIGNED,
+	M_OFFERED,
+	M_MOVING, /* released by a transfer, its transferred to come */
+};
 
 #define RAND_USERS     60
 #define RAND_SERVICERS 8
-#define RAND_OPS       20000
+#define RAND_ROOMS     4 /* rooms a servicer may have: capacity 1..3 */
+#define RAND_OPS       40000
 
 struct model {
 	enum model_state users[RAND_USERS];
+	int wrapup[RAND_SERVICERS][RAND_ROOMS]; /* room in wrap-up */
+	uint64_t last_id;
+	unsigned seen[CSQ_EV_READY + 1]; /* events of each type */
 	int errors;
 	char why[256];
 };
@@ -694,17 +567,52 @@ user_index(const char *uid)
 	return atoi(uid + 1);
 }
 
-static void
-model_event(void *arg, const struct csq_event *ev)
+/* A servicer's or a room's indexes, from "s3" or "s3/2". */
+static int *
+model_room(struct model *m, const struct csq_event *ev)
 {
-	struct model *m = arg;
-	enum model_state *st, from;
+	const char *slash = strchr(ev->room, '/');
+
+	return &m->wrapup[atoi(ev->servicer + 1)][slash ? atoi(slash + 1) : 0];
+}
+
+/* The servicer side: wrap-ups begin and end once, and go with it. */
+static int
+model_servicer_event(struct model *m, const struct csq_event *ev)
+{
+	int *w, i;
+
+	switch (ev->type) {
+	case CSQ_EV_WRAPUP:
+		w = model_room(m, ev);
+		if (*w)
+			return 0;
+		*w = 1;
+		return 1;
+	case CSQ_EV_READY:
+		w = model_room(m, ev);
+		if (!*w)
+			return 0;
+		*w = 0;
+		return 1;
+	case CSQ_EV_SERVICER_DOWN:
+		for (i = 0; i < RAND_ROOMS; i++)
+			m->wrapup[atoi(ev->servicer + 1)][i] = 0;
+		return 1;
+	case CSQ_EV_OFFERED:
+	case CSQ_EV_MATCHED:
+		return !*model_room(m, ev); /* never into a wrap-up */
+	default:
+		return 1;
+	}
+}
+
+static int
+model_user_event(struct model *m, const struct csq_event *ev)
+{
+	enum model_state *st = &m->users[user_index(ev->user)], from = *st;
 	int ok = 1;
 
-	if (ev->user[0] == '\0')
-		return;
-	st = &m->users[user_index(ev->user)];
-	from = *st;
 	switch (ev->type) {
 	case CSQ_EV_QUEUED:
 		ok = from == M_NONE;
@@ -713,20 +621,37 @@ model_event(void *arg, const struct csq_event *ev)
 	case CSQ_EV_RESCORED:
 		ok = from == M_WAITING;
 		break;
+	case CSQ_EV_OFFERED:
+		ok = from == M_NONE || from == M_WAITING;
+		*st = M_OFFERED;
+		break;
 	case CSQ_EV_MATCHED:
-		ok = from != M_ASSIGNED;
+		/* After an offer exactly when it carries offered_ms. */
+		ok = ev->has_offered_ms ? from == M_OFFERED
+		                        : from == M_NONE || from == M_WAITING;
 		*st = M_ASSIGNED;
 		break;
+	case CSQ_EV_DECLINED:
+		ok = from == M_OFFERED && ev->position > 0;
+		*st = M_WAITING;
+		break;
 	case CSQ_EV_LEFT:
-		ok = from == M_WAITING;
+		/* An offered user's left names its room. */
+		ok = (from == M_WAITING && ev->servicer[0] == '\0') ||
+		     (from == M_OFFERED && ev->servicer[0] != '\0');
 		*st = M_NONE;
 		break;
 	case CSQ_EV_RELEASED:
 		ok = from == M_ASSIGNED;
-		*st = M_NONE;
+		*st = ev->reason == CSQ_REASON_BY_TRANSFER ? M_MOVING : M_NONE;
+		break;
+	case CSQ_EV_TRANSFERRED:
+		ok = from == M_MOVING && ev->position > 0;
+		*st = M_WAITING;
 		break;
 	case CSQ_EV_REQUEUED:
-		ok = from == M_ASSIGNED;
+		ok = (from == M_ASSIGNED || from == M_OFFERED) &&
+		     ev->position > 0;
 		*st = M_WAITING;
 		break;
 	default:
@@ -735,6 +660,27 @@ model_event(void *arg, const struct csq_event *ev)
 	if (!ok && m->errors++ == 0)
 		snprintf(m->why, sizeof(m->why), "%s of %s in state %d",
 		         csq_event_name(ev->type), ev->user, (int)from);
+	return ok;
+}
+
+static void
+model_event(void *arg, const struct csq_event *ev)
+{
+	struct model *m = arg;
+
+	if (ev->id != m->last_id + 1 && m->errors++ == 0)
+		snprintf(m->why, sizeof(m->why), "%s has id %llu after %llu",
+		         csq_event_name(ev->type), (unsigned long long)ev->id,
+		         (unsigned long long)m->last_id);
+	m->last_id = ev->id;
+	m->seen[ev->type]++;
+	if (ev->servicer[0] != '\0' && !model_servicer_event(m, ev) &&
+	    m->errors++ == 0)
+		snprintf(m->why, sizeof(m->why), "%s of room %s",
+		         csq_event_name(ev->type), ev->room);
+	if (ev->user[0] != '\0')
+		model_user_event(m, ev);
+	/* A user in a transfer is placed within its operation. */
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -749,47 +695,62 @@ rnd(uint32_t n)
 }
 
 static void
+random_heartbeat(struct csq *c, uint64_t now, const char *sid)
+{
+	static const char *queues[] = {"default", "q1", "q2"};
+	struct csq_heartbeat_args h;
+	struct csq_servicer_info si;
+	uint32_t j;
+
+	memset(&h, 0, sizeof(h));
+	h.servicer = sid;
+	h.has_capacity = rnd(2);
+	h.capacity = 1 + rnd(RAND_ROOMS - 1);
+	h.has_ttl = 1;
+	h.ttl_s = 1 + rnd(5);
+	if (rnd(2)) {
+		h.has_queues = 1;
+		h.nqueues = 1 + rnd(3);
+		for (j = 0; j < h.nqueues; j++)
+			h.queues[j] = queues[rnd(3)];
+	}
+	h.has_offer = rnd(4) == 0;
+	h.offer_s = rnd(3); /* 0: assigned at once */
+	h.has_wrapup = rnd(4) == 0;
+	h.wrapup_s = rnd(3);
+	assert_int_equal(csq_heartbeat(c, now, &h, &si), CSQ_OK);
+	assert_true(si.active <= CSQ_CAPACITY_MAX);
+}
+
+static void
 test_randomized(void **state)
 {
 	static const char *queues[] = {"default", "q1", "q2"};
-	struct model m;
+	static struct model m;
 	struct csq_limits l;
 	struct csq *c;
-	struct csq_heartbeat_args h;
 	struct csq_enqueue_args a;
-	struct csq_servicer_info si;
+	struct csq_transfer_args t;
 	struct csq_user_info u;
 	char sid[16], uid[16], room[32], why[256];
 	uint64_t now = 1000000, n64;
-	int op, i, known;
-	uint32_t j;
+	int op, i, known, st;
 
 	(void)state;
 	memset(&m, 0, sizeof(m));
 	csq_limits_default(&l);
 	l.max_queue_length = 25;
+	l.offer_max_missed = 2;
+	l.offer_retry_s = 1;
 	c = csq_new(&l, 0, model_event, &m);
 	for (op = 0; op < RAND_OPS; op++) {
 		snprintf(sid, sizeof(sid), "s%u", rnd(RAND_SERVICERS));
 		snprintf(uid, sizeof(uid), "u%u", rnd(RAND_USERS));
-		switch (rnd(12)) {
+		snprintf(room, sizeof(room), "%s/%u", sid, rnd(RAND_ROOMS));
+		switch (rnd(17)) {
 		case 0:
 		case 1:
-			memset(&h, 0, sizeof(h));
-			h.servicer = sid;
-			h.has_capacity = rnd(2);
-			h.capacity = 1 + rnd(3);
-			h.has_ttl = 1;
-			h.ttl_s = 1 + rnd(5);
-			if (rnd(2)) {
-				h.has_queues = 1;
-				h.nqueues = 1 + rnd(3);
-				for (j = 0; j < h.nqueues; j++)
-					h.queues[j] = queues[rnd(3)];
-			}
-			assert_int_equal(csq_heartbeat(c, now, &h, &si),
-			                 CSQ_OK);
-			assert_true(si.active <= CSQ_CAPACITY_MAX);
+			random_heartbeat(c, now, sid);
 			break;
 		case 2:
 			csq_pause(c, now, sid);
@@ -802,12 +763,10 @@ test_randomized(void **state)
 				csq_logout(c, now, sid, &n64);
 			break;
 		case 5:
-		case 6:
-			snprintf(room, sizeof(room), "%s/%u", sid, rnd(4));
 			csq_release(c, now, room, &known);
 			break;
+		case 6:
 		case 7:
-		case 8:
 			memset(&a, 0, sizeof(a));
 			a.user = uid;
 			a.has_queue = rnd(2);
@@ -816,19 +775,45 @@ test_randomized(void **state)
 			a.tier = rnd(4);
 			a.has_ttl = rnd(2);
 			a.ttl_s = rnd(6);
-			i = csq_enqueue(c, now, &a, &u);
-			assert_true(i == CSQ_OK || i == CSQ_EFULL);
+			st = csq_enqueue(c, now, &a, &u);
+			assert_true(st == CSQ_OK || st == CSQ_EFULL);
 			break;
-		case 9:
+		case 8:
 			csq_touch(c, now, uid, rnd(2) ? -1 : (int64_t)rnd(6),
 			          &known);
 			break;
-		case 10:
+		case 9:
 			csq_leave(c, now, uid, &known);
 			break;
+		case 10:
 		case 11:
 			now += rnd(1500);
 			csq_expire(c, now);
+			break;
+		case 12:
+			csq_accept(c, now, room, &known);
+			break;
+		case 13:
+			csq_decline(c, now, room, &known);
+			break;
+		case 14:
+			csq_ready(c, now, room, &known);
+			break;
+		case 15:
+			t.room = room;
+			t.queue = queues[rnd(3)];
+			st = csq_transfer(c, now, &t, &u);
+			assert_true(st == CSQ_OK || st == CSQ_ENOCONV ||
+			            st == CSQ_ENOTFOUND);
+			break;
+		case 16:
+			if (rnd(20) == 0) {
+				l.strategy =
+				    l.strategy == CSQ_STRATEGY_LONGEST_IDLE
+				        ? CSQ_STRATEGY_LEAST_BUSY
+				        : CSQ_STRATEGY_LONGEST_IDLE;
+				csq_set_limits(c, &l);
+			}
 			break;
 		}
 		if (csq_check(c, why, sizeof(why)) != 0)
@@ -842,6 +827,12 @@ test_randomized(void **state)
 		assert_int_equal(csq_where(c, now, uid, &u), CSQ_OK);
 		assert_int_equal((int)u.state, (int)m.users[i]);
 	}
+	assert_int_equal(csq_last_event_id(c), m.last_id);
+	/* And the run made every kind of event it claims to test. */
+	for (i = 0; i <= CSQ_EV_READY; i++)
+		if (m.seen[i] < 20)
+			fail_msg("only %u %s events", m.seen[i],
+			         csq_event_name((enum csq_event_type)i));
 	csq_free(c);
 }
 

@@ -19,10 +19,14 @@ test_crc32c(void **state)
 	assert_int_equal(csq_crc32c("", 0), 0);
 }
 
-/* Encodes op, decodes it back, and returns the decoded copy. */
+/*
+ * Encodes op, decodes it back, and returns the decoded copy. legacy: the
+ * payload length of the form csq wrote before the record grew a tail (a
+ * journal written then must still replay), 0 when there is none.
+ */
 static void
-round_trip(const struct csq_op *op, uint64_t now, struct csq_op *back,
-           struct csq_record_strings *st)
+round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
+                  struct csq_record_strings *st, size_t legacy)
 {
 	uint8_t buf[CSQ_RECORD_MAX];
 	uint64_t got;
@@ -37,16 +41,26 @@ round_trip(const struct csq_op *op, uint64_t now, struct csq_op *back,
 	    csq_record_decode(buf + CSQ_RECORD_HEADER, len, back, &got, st), 0);
 	assert_int_equal(got, now);
 	assert_int_equal(back->code, op->code);
-	/* Every strict prefix is refused. */
+	/* Every strict prefix is refused, but the legacy form. */
 	while (len-- > 0)
 		assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER, len,
 		                                   back, &got, st),
-		                 -1);
+		                 legacy != 0 && len == legacy ? 0 : -1);
 	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
 	                                   n - CSQ_RECORD_HEADER, back, &got,
 	                                   st),
 	                 0);
 }
+
+static void
+round_trip(const struct csq_op *op, uint64_t now, struct csq_op *back,
+           struct csq_record_strings *st)
+{
+	round_trip_legacy(op, now, back, st, 0);
+}
+
+/* The payload of a LIMITS record before routing: opcode, time, 4 limits. */
+#define LIMITS_LEGACY (1 + 8 + 4 + 4 + 4 + 8)
 
 static void
 test_every_operation(void **state)
@@ -115,12 +129,48 @@ test_every_operation(void **state)
 	op.code = CSQ_OP_LIMITS;
 	csq_limits_default(&op.limits);
 	op.limits.max_queue_length = 100000000;
-	round_trip(&op, 4, &back, &st);
+	op.limits.offer_timeout_s = CSQ_OFFER_MAX;
+	op.limits.offer_max_missed = CSQ_MISSED_MAX;
+	op.limits.offer_retry_s = 0;
+	op.limits.wrapup_s = CSQ_WRAPUP_MAX;
+	op.limits.strategy = CSQ_STRATEGY_LEAST_BUSY;
+	round_trip_legacy(&op, 4, &back, &st, LIMITS_LEGACY);
 	assert_memory_equal(&back.limits, &op.limits, sizeof(op.limits));
 	op.code = CSQ_OP_EXPIRE;
 	round_trip(&op, 5, &back, &st);
 	op.code = CSQ_OP_REARM;
 	round_trip(&op, 6, &back, &st);
+}
+
+/* A LIMITS record of a journal written before routing: its defaults. */
+static void
+test_legacy_limits(void **state)
+{
+	struct csq_record_strings st;
+	struct csq_limits def;
+	struct csq_op op;
+	uint8_t buf[CSQ_RECORD_MAX];
+	uint64_t now;
+
+	(void)state;
+	memset(&op, 0, sizeof(op));
+	memset(&def, 0, sizeof(def));
+	op.code = CSQ_OP_LIMITS;
+	csq_limits_default(&op.limits);
+	op.limits.offer_timeout_s = 30;
+	op.limits.offer_retry_s = 1;
+	op.limits.strategy = CSQ_STRATEGY_LEAST_BUSY;
+	csq_record_encode(&op, 9, buf);
+	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
+	                                   LIMITS_LEGACY, &op, &now, &st),
+	                 0);
+	csq_limits_default(&def);
+	assert_memory_equal(&op.limits, &def, sizeof(def));
+	/* A strategy csq does not know. */
+	buf[CSQ_RECORD_HEADER + LIMITS_LEGACY + 16] = 2;
+	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
+	                                   LIMITS_LEGACY + 17, &op, &now, &st),
+	                 -1);
 }
 
 /* Read-only opcodes and garbage are not records. */
@@ -198,6 +248,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_crc32c),
 	    cmocka_unit_test(test_every_operation),
+	    cmocka_unit_test(test_legacy_limits),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_limits_out_of_range),
 	};

@@ -3,7 +3,8 @@
  * into an empty one; the copy passes every invariant, snapshots the same,
  * and then behaves the same, under another hash seed: the same further
  * operations (restarts' rearms among them) give the same events, byte for
- * byte.
+ * byte, ids included. The operations make offers, wrap-ups, retry windows
+ * and transfers, so that snapshots hold them under way.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,6 +57,7 @@ random_op(struct csq *c, uint64_t *now)
 	static const char *queues[] = {"default", "q1", "q2"};
 	struct csq_heartbeat_args h;
 	struct csq_enqueue_args a;
+	struct csq_transfer_args t;
 	struct csq_servicer_info si;
 	struct csq_user_info u;
 	char sid[16], uid[16], room[32];
@@ -65,7 +67,8 @@ random_op(struct csq *c, uint64_t *now)
 
 	snprintf(sid, sizeof(sid), "s%u", rnd(6));
 	snprintf(uid, sizeof(uid), "u%u", rnd(80));
-	switch (rnd(10)) {
+	snprintf(room, sizeof(room), "%s/%u", sid, rnd(4));
+	switch (rnd(14)) {
 	case 0:
 	case 1:
 		memset(&h, 0, sizeof(h));
@@ -80,6 +83,10 @@ random_op(struct csq *c, uint64_t *now)
 			for (j = 0; j < h.nqueues; j++)
 				h.queues[j] = queues[rnd(3)];
 		}
+		h.has_offer = rnd(3) == 0;
+		h.offer_s = rnd(3);
+		h.has_wrapup = rnd(3) == 0;
+		h.wrapup_s = rnd(3);
 		csq_heartbeat(c, *now, &h, &si);
 		break;
 	case 2:
@@ -93,7 +100,6 @@ random_op(struct csq *c, uint64_t *now)
 			csq_logout(c, *now, sid, &n64);
 		break;
 	case 4:
-		snprintf(room, sizeof(room), "%s/%u", sid, rnd(4));
 		csq_release(c, *now, room, &known);
 		break;
 	case 5:
@@ -121,6 +127,20 @@ random_op(struct csq *c, uint64_t *now)
 			csq_rearm_deadlines(c, *now);
 		csq_expire(c, *now);
 		break;
+	case 10:
+		csq_accept(c, *now, room, &known);
+		break;
+	case 11:
+		csq_decline(c, *now, room, &known);
+		break;
+	case 12:
+		csq_ready(c, *now, room, &known);
+		break;
+	case 13:
+		t.room = room;
+		t.queue = queues[rnd(3)];
+		csq_transfer(c, *now, &t, &u);
+		break;
 	}
 }
 
@@ -142,6 +162,9 @@ struct dump {
 	size_t n;
 };
 
+/* What the snapshots held, over all rounds: the run did make them. */
+static unsigned seen_offered, seen_wrapup, seen_retry;
+
 static void
 dump_item(void *arg, const struct csq_snap_item *it)
 {
@@ -149,17 +172,35 @@ dump_item(void *arg, const struct csq_snap_item *it)
 	char buf[4096];
 	const struct csq_snap_user *u = &it->u.user;
 	const struct csq_snap_servicer *s = &it->u.servicer;
+	const struct csq_snap_room *r = &it->u.room;
+	const struct csq_stats *st = &it->u.state.stats;
 	size_t off;
 	uint32_t i;
 
 	switch (it->kind) {
 	case CSQ_SNAP_STATE:
-		snprintf(buf, sizeof(buf), "state %llu %llu %llu %llu %llu",
+		snprintf(buf, sizeof(buf),
+		         "state %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+		         "%llu %llu",
 		         (unsigned long long)it->u.state.seq,
 		         (unsigned long long)it->u.state.order,
 		         (unsigned long long)it->u.state.tie,
-		         (unsigned long long)it->u.state.stats.waiting,
-		         (unsigned long long)it->u.state.stats.rooms_free);
+		         (unsigned long long)it->u.state.event_id,
+		         (unsigned long long)st->waiting,
+		         (unsigned long long)st->rooms_free,
+		         (unsigned long long)st->rooms_busy,
+		         (unsigned long long)st->offers_total,
+		         (unsigned long long)st->offers_declined_total,
+		         (unsigned long long)st->offers_missed_total,
+		         (unsigned long long)st->transferred_total);
+		break;
+	case CSQ_SNAP_ROOM:
+		seen_wrapup++;
+		snprintf(buf, sizeof(buf), "room %s %u %u %llu %llu %llu",
+		         r->servicer, r->index, r->length_s,
+		         (unsigned long long)r->since_ms,
+		         (unsigned long long)r->deadline,
+		         (unsigned long long)r->deadline_tie);
 		break;
 	case CSQ_SNAP_SERVICER:
 		off =
@@ -173,17 +214,28 @@ dump_item(void *arg, const struct csq_snap_item *it)
 		for (i = 0; i < s->nqueues; i++)
 			off += (size_t)snprintf(buf + off, sizeof(buf) - off,
 			                        " %s", s->queues[i]);
+		seen_retry += s->has_retry;
+		snprintf(buf + off, sizeof(buf) - off,
+		         " offer %u wrapup %u missed %u retry %u %u %llu %llu",
+		         s->offer_s, s->wrapup_s, s->missed, s->has_retry,
+		         s->retry_s,
+		         (unsigned long long)(s->has_retry ? s->retry : 0),
+		         (unsigned long long)(s->has_retry ? s->retry_tie : 0));
 		break;
 	case CSQ_SNAP_USER:
+		seen_offered += u->state == CSQ_USER_OFFERED;
 		snprintf(
 		    buf, sizeof(buf),
-		    "user %s %s %llu %llu %u %u %u %llu %llu %s %u %llu", u->id,
-		    u->queue, (unsigned long long)u->key,
+		    "user %s %s %llu %llu %u %u %u %llu %llu %s %u %llu %u %u "
+		    "%llu %llu",
+		    u->id, u->queue, (unsigned long long)u->key,
 		    (unsigned long long)u->arrival_ms, u->ttl_s, u->state,
 		    u->has_deadline,
 		    (unsigned long long)(u->has_deadline ? u->deadline : 0),
 		    (unsigned long long)(u->has_deadline ? u->deadline_tie : 0),
-		    u->servicer, u->room, (unsigned long long)u->assigned_ms);
+		    u->servicer, u->room, (unsigned long long)u->since_ms,
+		    u->flags, u->offer_s, (unsigned long long)u->offer_deadline,
+		    (unsigned long long)u->offer_deadline_tie);
 		break;
 	}
 	assert_true(d->n < 4096);
@@ -222,8 +274,12 @@ test_restore_behaves_the_same(void **state)
 	lb.buf = malloc(LOG_MAX);
 	csq_limits_default(&l);
 	l.max_queue_length = 30;
+	l.offer_max_missed = 2;
+	l.offer_retry_s = 1;
 	for (round = 0; round < 20; round++) {
 		rng = 0x9e3779b97f4a7c15ULL + (uint64_t)round;
+		l.strategy = round % 2 ? CSQ_STRATEGY_LEAST_BUSY
+		                       : CSQ_STRATEGY_LONGEST_IDLE;
 		la.len = lb.len = 0;
 		a = csq_new(&l, rng, log_event, &la);
 		for (i = 0; i < 2000; i++)
@@ -255,11 +311,13 @@ test_restore_behaves_the_same(void **state)
 			random_op(b, &now_b);
 		assert_true(la.len > 0);
 		assert_string_equal(la.buf, lb.buf);
+		assert_int_equal(csq_last_event_id(a), csq_last_event_id(b));
 		csq_free(a);
 		csq_free(b);
 	}
 	free(la.buf);
 	free(lb.buf);
+	assert_true(seen_offered > 0 && seen_wrapup > 0 && seen_retry > 0);
 }
 
 /* Items that do not fit are refused, not half applied. */

@@ -1,0 +1,59 @@
+/*
+ * TRANSFER: a servicer hands its conversation on to a queue. The room is
+ * released as by RELEASE (wrap-up included), and the user goes into the
+ * queue with its order key: its tier and original arrival, so that it is
+ * served before everyone who arrived after it.
+ */
+#include "state.h"
+
+#include <string.h>
+
+enum csq_status
+csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
+             struct csq_user_info *out)
+{
+	char sid[CSQ_ID_MAX + 1];
+	struct csq_settle st;
+	struct csq_queue *from, *to;
+	struct csq_room *r;
+	struct csq_user *u;
+	struct csq_event ev;
+	enum csq_status status;
+	size_t qlen;
+	uint32_t idx;
+
+	if (a->room == NULL ||
+	    csq_parse_room(a->room, strlen(a->room), sid, &idx) != 0)
+		return CSQ_EROOM;
+	qlen = a->queue != NULL ? strnlen(a->queue, CSQ_ID_MAX + 1) : 0;
+	if (!csq_valid_id(a->queue, qlen))
+		return CSQ_EQUEUE;
+	if ((r = csq_room_find(c, a->room, CSQ_ROOM_ASSIGNED, &status)) == NULL)
+		return status != CSQ_OK ? status : CSQ_ENOCONV;
+
+	memset(&st, 0, sizeof(st));
+	u = r->user;
+	from = u->queue;
+	to = csq_queue_get(c, a->queue, qlen, 1);
+	csq_event_begin(&ev, CSQ_EV_TRANSFERRED, now);
+	csq_event_room(&ev, r);
+	csq_room_end(c, r, now, CSQ_REASON_BY_TRANSFER, &st);
+	if (to != from) {
+		csq_queue_ref(to);
+		u->queue = to;
+	}
+	/* The agent's choice: a later ENQUEUE does not move it back. */
+	u->flags |= CSQ_USER_TRANSFERRED;
+	/* Its length limit is not for a user already in the system. */
+	ev.position = csq_user_requeue(c, u, now);
+	c->stats.transferred_total++;
+	csq_event_user(&ev, u);
+	memcpy(ev.from_queue, from->name, from->namelen + 1);
+	csq_emit(c, &ev);
+	if (to != from)
+		csq_queue_unref(c, from);
+	csq_settle_back(&st, u);
+	csq_settle(c, &st, now);
+	csq_user_info_at(u, now, 0, out);
+	return CSQ_OK;
+}
