@@ -109,9 +109,13 @@ class Agent:
         gets the next user in line at once."""
         try:
             ended = self.conn.execute_command("RELEASE", room)
-        except (redis.ConnectionError, redis.ResponseError) as err:
+        except (redis.ResponseError, redis.ConnectionError) as err:
             if isinstance(err, redis.ResponseError) and not is_tryagain(err):
-                raise
+                # NOTFOUND: csqd lost us meanwhile (its servicer_down is
+                # on its way) and the room is gone with the conversation.
+                log("release of", room, "refused:", err)
+                self.rooms.pop(room, None)
+                return
             log("release of", room, "failed, will retry:", err)
             self.rooms[room]["release_at"] = time.monotonic() + RETRY_SECONDS
             return
@@ -124,9 +128,11 @@ class Agent:
         """Takes an offered user. `matched` follows on our channel."""
         try:
             taken = self.conn.execute_command("ACCEPT", room)
-        except redis.ResponseError as err:
-            # NOTFOUND: the room no longer exists (capacity lowered).
-            log("accept of", room, "refused:", err)
+        except (redis.ResponseError, redis.ConnectionError) as err:
+            # NOTFOUND: the room no longer exists (capacity lowered);
+            # TRYAGAIN or no connection: the offer runs out and csqd gives
+            # the user to the next agent.
+            log("accept of", room, "failed:", err)
             return
         if taken:
             log("accepted", user, "in", room)

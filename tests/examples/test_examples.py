@@ -127,11 +127,16 @@ class Example:
             self.lines.append(line.rstrip("\n"))
             self.fresh.put(line)
 
-    def expect(self, pattern, timeout=WAIT_SECONDS):
-        """Waits for a line that matches; returns the match."""
+    def mark(self):
+        """Where the output is now, for expect(since=...)."""
+        return len(self.lines)
+
+    def expect(self, pattern, timeout=WAIT_SECONDS, since=0):
+        """Waits for a line that matches, from line `since` on; returns the
+        match."""
         rx = re.compile(pattern)
         deadline = time.monotonic() + timeout
-        checked = 0
+        checked = since
         while True:
             for line in self.lines[checked:]:
                 m = rx.search(line)
@@ -291,6 +296,29 @@ def agent_user_leaves(t):
     ev.expect("servicer_down", event="servicer_down", reason="logout")
 
 
+def agent_lost_and_back(t):
+    """An agent that stops (SIGSTOP) past its TTL is declared lost and its
+    user requeued; when it goes on, its next heartbeat logs it in again
+    and it takes the user back."""
+    ev = t.events("servicer:a1", "user:u1")
+    agent = t.agent("--servicer", "a1", "--ttl", "1", "--hold", "60")
+    ev.expect("servicer_up", event="servicer_up", servicer="a1")
+    t.r.execute_command("ENQUEUE", "u1")
+    ev.expect("matched", event="matched", user="u1", servicer="a1")
+    agent.signal(signal.SIGSTOP)
+    ev.expect("requeued", event="requeued", user="u1", reason="lost")
+    ev.expect("servicer_down", event="servicer_down", reason="lost")
+    mark = agent.mark()
+    agent.signal(signal.SIGCONT)
+    ev.expect("servicer_up again", event="servicer_up", servicer="a1")
+    ev.expect("matched again", event="matched", user="u1", servicer="a1")
+    agent.expect(r"csqd logged us out: lost", since=mark)
+    agent.expect(r"conversation with u1 in a1/0", since=mark)
+    where = t.where("u1")
+    check(where["state"] == "assigned" and where["servicer"] == "a1",
+          "u1 back with a1: %s" % where)
+
+
 # -- ENABLE WHEN ACCEPT IS ON MAIN (protocol-v2 section 1, offers) ----------
 # Registered in tests/examples/CMakeLists.txt as examples.*agent_offers,
 # DISABLED until `ACCEPT` exists; then remove the DISABLED line there.
@@ -374,6 +402,28 @@ def frontend_waits_and_is_matched(t):
     check(front.exited() == 0, "frontend exit status")
 
 
+def frontend_requeued(t):
+    """The agent leaves mid-conversation: the customer goes back in line
+    (requeued), the frontend shows it waiting again and touches it again
+    (its TTL of 1 s restarts), and the next agent takes it."""
+    t.r.execute_command("HEARTBEAT", "s1")
+    ev = t.events("user:u1")
+    front = t.frontend("--user", "u1", "--ttl", "1")
+    ev.expect("matched", event="matched", user="u1", servicer="s1")
+    front.expect(r"u1: matched with agent s1 in room s1/0")
+    mark = front.mark()
+    check(t.r.execute_command("LOGOUT", "s1") == 1, "LOGOUT s1")
+    ev.expect("requeued", event="requeued", user="u1", reason="logout")
+    front.expect(r"u1: waiting in default, position 1", since=mark)
+    ev.none(3.0, event="left")
+    t.r.execute_command("HEARTBEAT", "s2")
+    ev.expect("matched s2", event="matched", user="u1", servicer="s2")
+    front.expect(r"u1: matched with agent s2 in room s2/0")
+    check(t.r.execute_command("RELEASE", "s2/0") == 1, "RELEASE s2/0")
+    front.expect(r"u1: conversation ended by servicer")
+    check(front.exited() == 0, "frontend exit status")
+
+
 def frontend_touches(t):
     """With a TTL of 1 s the user stays in line for 3 s only by the
     frontend's TOUCH; SIGTERM (the window closed) is a LEAVE."""
@@ -433,8 +483,10 @@ def agent_serves_frontend(t):
 
 
 GROUPS = {
-    "agent_python": [agent_serves_user, agent_heartbeats, agent_user_leaves],
-    "frontend_js": [frontend_waits_and_is_matched, frontend_touches,
+    "agent_python": [agent_serves_user, agent_heartbeats, agent_user_leaves,
+                     agent_lost_and_back],
+    "frontend_js": [frontend_waits_and_is_matched, frontend_requeued,
+                    frontend_touches,
                     frontend_gives_up, frontend_ends_chat,
                     agent_serves_frontend],
     "agent_offers": [agent_offers],
