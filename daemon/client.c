@@ -8,13 +8,17 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -85,7 +89,7 @@ client_output(struct client *c)
 }
 
 /* Output not yet sent: the replies and what waits in the bufferevent. */
-static size_t
+size_t
 client_pending(struct client *c)
 {
 	return evbuffer_get_length(c->out) +
@@ -532,7 +536,7 @@ client_dispatch_slotted(struct client *c)
 }
 
 /* c goes at the next turn, for why (logged by the caller). */
-static void
+void
 client_kill(struct client *c, const char *why)
 {
 	c->killed = why;
@@ -815,6 +819,45 @@ client_keepalive(evutil_socket_t fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
+/* The peer's (peer 1) or the local address of fd as CLIENT LIST shows
+ * it, as Redis does: "ip:port", "[ipv6]:port", or "path:0" for a Unix
+ * socket (the listener's path: a client's own has none). */
+static void
+client_addr(evutil_socket_t fd, int peer, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN];
+	const void *ip;
+	int port;
+
+	memset(&ss, 0, sizeof(ss));
+	if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
+	          : getsockname(fd, (struct sockaddr *)&ss, &sl)) != 0) {
+		snprintf(buf, len, "?:0");
+		return;
+	}
+	if (ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const struct sockaddr_un *)&ss;
+
+		if (peer && sl <= offsetof(struct sockaddr_un, sun_path))
+			getsockname(fd, (struct sockaddr *)&ss, &sl);
+		snprintf(buf, len, "%s:0", un->sun_path);
+		return;
+	}
+	if (ss.ss_family == AF_INET6) {
+		ip = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
+		port = ntohs(((const struct sockaddr_in6 *)&ss)->sin6_port);
+	} else {
+		ip = &((const struct sockaddr_in *)&ss)->sin_addr;
+		port = ntohs(((const struct sockaddr_in *)&ss)->sin_port);
+	}
+	if (inet_ntop(ss.ss_family, ip, host, sizeof(host)) == NULL)
+		snprintf(host, sizeof(host), "?");
+	snprintf(buf, len, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host,
+	         port);
+}
+
 struct client *
 client_new(struct server *s, evutil_socket_t fd, int tls)
 {
@@ -860,6 +903,9 @@ client_new(struct server *s, evutil_socket_t fd, int tls)
 	c->linger = evtimer_new(s->base, client_linger_cb, c);
 	c->wake = event_new(s->base, -1, 0, client_wake_cb, c);
 	c->id = ++s->next_client_id;
+	client_addr(fd, 1, c->addr, sizeof(c->addr));
+	client_addr(fd, 0, c->laddr, sizeof(c->laddr));
+	c->created_ms = c->last_ms = server_now_ms();
 	c->refs = 1;
 	auth_reset(c);
 	c->proto = 2;

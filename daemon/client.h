@@ -32,6 +32,8 @@ struct client_slot {
 
 TAILQ_HEAD(client_slot_list, client_slot);
 
+#define CLIENT_ADDR_MAX 128 /* "[v6]:port" or a Unix socket's "path:0" */
+
 enum client_state {
 	CLIENT_ACTIVE,   /* reading requests, writing replies */
 	CLIENT_CLOSING,  /* a last reply is being flushed; input ignored */
@@ -85,6 +87,11 @@ struct client {
 	struct pubsub_subs subs;
 	/* Inside MULTI: the commands queued (multi.h); else NULL. */
 	struct multi *multi;
+	/* What CLIENT LIST shows (command_client.c): the peer's and the
+	 * local address, when it came, its last command and when. */
+	char addr[CLIENT_ADDR_MAX], laddr[CLIENT_ADDR_MAX];
+	uint64_t created_ms, last_ms;
+	const char *last_cmd, *last_sub; /* the command table's names */
 };
 
 TAILQ_HEAD(client_list, client);
@@ -104,6 +111,12 @@ void client_weigh_cb(evutil_socket_t, short, void *);
 /* Closes the clients holding the most input while all clients' input is
  * over max_input_memory (a reload may lower it). */
 void client_input_limit(struct server *);
+
+/* c goes at the next turn of the loop, for why (logged then). */
+void client_kill(struct client *, const char *why);
+/* Output not yet sent: the replies and what waits in the socket's
+ * buffer. */
+size_t client_pending(struct client *);
 
 struct evbuffer *client_output(struct client *);
 struct pubsub_subs *client_subs(struct client *);

@@ -14,13 +14,16 @@
 #include <strings.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "auth.h"
 #include "client.h"
 #include "command_arg.h"
+#include "command_client.h"
 #include "command_conn.h"
 #include "command_pubsub.h"
 #include "command_queue.h"
+#include "info.h"
 #include "metrics.h"
 #include "multi.h"
 #include "resp.h"
@@ -98,6 +101,8 @@ static const struct command commands[] = {
      * and a client's transaction helper may send them. */
     {"watch", -2, CMD_TXN, cmd_watch, ALL},
     {"unwatch", 1, 0, cmd_unwatch, ALL},
+    /* Not csq's: the events channel shows every change. */
+    {"monitor", 1, CMD_NOMULTI, cmd_monitor, ADMIN},
 };
 
 /*
@@ -114,6 +119,8 @@ static const struct subcommand {
 } subcommands[] = {
     {"client", "id", 2, ALL},        {"client", "getname", 2, ALL},
     {"client", "setname", 3, ALL},   {"client", "setinfo", 4, ALL},
+    {"client", "list", -2, ADMIN},   {"client", "info", 2, ADMIN},
+    {"client", "kill", -3, ADMIN},   {"client", "help", 2, ADMIN},
     {"command", "count", 2, ALL},    {"command", "docs", -2, ALL},
     {"command", "info", -2, ALL},    {"command", "list", -2, ALL},
     {"command", "getkeys", -3, ALL}, {"command", "getkeysandflags", -3, ALL},
@@ -206,6 +213,17 @@ command_pipelines(const struct resp_request *req)
 	return cmd != NULL && (cmd->flags & CMD_ENGINE);
 }
 
+/* The loop's time of this turn, which costs no system call: for CLIENT
+ * LIST's idle, a second's precision is plenty. */
+static uint64_t
+command_clock_ms(struct server *s)
+{
+	struct timeval tv;
+
+	event_base_gettimeofday_cached(s->base, &tv);
+	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
 /*
  * A command inside MULTI, checked as far as it can be before EXEC: an
  * engine command's arguments too (its handler runs in check mode, and
@@ -264,6 +282,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 	uint64_t start = metrics_now_us();
 
 	c->server->stats.commands_total++;
+	c->last_ms = command_clock_ms(c->server);
 	cmd = command_lookup(req->argv[0], req->argvlen[0]);
 	if (auth_required(c) && (cmd == NULL || !(cmd->flags & CMD_NOAUTH))) {
 		resp_error(out, "NOAUTH Authentication required.");
@@ -279,12 +298,15 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		goto error;
 	}
 	name = cmd->name;
+	c->last_cmd = cmd->name;
+	c->last_sub = NULL;
 	if ((cmd->flags & CMD_SUBCMDS) && req->argc >= 2) {
 		sub = subcommand_lookup(cmd, req->argv[1], req->argvlen[1]);
 		if (sub == NULL) {
 			reply_unknown_subcommand(out, cmd, req);
 			goto error;
 		}
+		c->last_sub = sub->name;
 		snprintf(fullname, sizeof(fullname), "%s|%s", cmd->name,
 		         sub->name);
 		name = fullname;

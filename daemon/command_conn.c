@@ -13,6 +13,8 @@
 #include "auth.h"
 #include "client.h"
 #include "command_arg.h"
+#include "command_client.h"
+#include "info.h"
 #include "multi.h"
 #include "pubsub.h"
 #include "resp.h"
@@ -20,10 +22,6 @@
 #include "util.h"
 
 #define CLIENT_NAME_MAX 256
-#define INFO_MAX        2048
-/* The Redis whose commands csqd answers like, for clients that look
- * (INFO's redis_version, HELLO's version). */
-#define CSQ_REDIS_VERSION "7.0.0"
 
 void
 cmd_ping(struct client *c, const struct resp_request *req)
@@ -233,52 +231,16 @@ cmd_client(struct client *c, const struct resp_request *req)
 	} else if (command_arg_is(req, 1, "setname")) {
 		if (client_setname(c, req->argv[2], req->argvlen[2]) == 0)
 			resp_simple(out, "OK");
-	} else /* setinfo: accepted and not kept */
+	} else if (command_arg_is(req, 1, "list"))
+		cmd_client_list(c, req);
+	else if (command_arg_is(req, 1, "info"))
+		cmd_client_info(c, req);
+	else if (command_arg_is(req, 1, "kill"))
+		cmd_client_kill(c, req);
+	else if (command_arg_is(req, 1, "help"))
+		cmd_client_help(c, req);
+	else /* setinfo: accepted and not kept */
 		resp_simple(out, "OK");
-}
-
-void
-cmd_info(struct client *c, const struct resp_request *req)
-{
-	struct server *s = c->server;
-	char buf[INFO_MAX];
-	int n;
-
-	(void)req;
-	n = snprintf(
-	    buf, sizeof(buf),
-	    "# Server\r\n"
-	    "csq_version:%s\r\n"
-	    "redis_version:" CSQ_REDIS_VERSION "\r\n"
-	    "redis_mode:standalone\r\n"
-	    "engine:%s\r\n"
-	    "process_id:%ld\r\n"
-	    "uptime_in_seconds:%llu\r\n"
-	    "\r\n# Clients\r\n"
-	    "connected_clients:%llu\r\n"
-	    "maxclients:%lld\r\n"
-	    "clients_input_bytes:%llu\r\n"
-	    "\r\n# Persistence\r\n"
-	    "loading:0\r\n"
-	    "\r\n# Stats\r\n"
-	    "total_connections_received:%llu\r\n"
-	    "rejected_connections:%llu\r\n"
-	    "total_commands_processed:%llu\r\n"
-	    "total_error_replies:%llu\r\n"
-	    "client_output_buffer_limit_disconnections:%llu\r\n"
-	    "client_query_buffer_limit_disconnections:%llu\r\n",
-	    CSQ_VERSION, s->engine->ops->name, (long)getpid(),
-	    (unsigned long long)((server_now_ms() - s->started_ms) / 1000),
-	    (unsigned long long)s->nclients, (long long)s->cfg.max_clients,
-	    (unsigned long long)s->input_total,
-	    (unsigned long long)s->stats.connections_total,
-	    (unsigned long long)s->stats.rejected_total,
-	    (unsigned long long)s->stats.commands_total,
-	    (unsigned long long)s->stats.errors_total,
-	    (unsigned long long)s->stats.output_closed_total,
-	    (unsigned long long)s->stats.input_closed_total);
-	resp_verbatim(client_output(c), c->proto, buf,
-	              (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
 /* RESET, as Redis: the connection as if new (subscriptions, name, AUTH). */

@@ -1,6 +1,6 @@
 /*
  * The commands of the connection and of Redis-client compatibility: PING,
- * ECHO, QUIT, AUTH, SELECT, COMMAND, HELLO, CLIENT, INFO, RESET.
+ * ECHO, QUIT, AUTH, SELECT, COMMAND, HELLO, CLIENT, RESET (INFO: info.h).
  */
 #ifndef CSQD_COMMAND_CONN_H
 #define CSQD_COMMAND_CONN_H
@@ -16,7 +16,6 @@ void cmd_select(struct client *, const struct resp_request *);
 void cmd_command(struct client *, const struct resp_request *);
 void cmd_hello(struct client *, const struct resp_request *);
 void cmd_client(struct client *, const struct resp_request *);
-void cmd_info(struct client *, const struct resp_request *);
 void cmd_reset(struct client *, const struct resp_request *);
 
 #endif

@@ -144,6 +144,8 @@ struct command_call {
 	int later;                  /* csq_engine_call returned unanswered */
 	struct client_slot *slot;   /* later: where the reply goes */
 	struct multi_exec *exec;    /* the EXEC it is part of, or NULL */
+	command_render_fn *render;  /* writes the reply itself, or NULL */
+	void *render_arg;           /* render's, freed after it */
 	struct evbuffer *buf;       /* later, of an EXEC: its reply's place */
 	uint64_t start_us;          /* later: when the command came */
 	const char *name;           /* later: the command, for its metrics */
@@ -172,6 +174,8 @@ command_result(void *arg, const struct csq_result *r)
 	struct command_call *call = arg;
 	struct client *c = call->c;
 	struct multi_exec *x = call->exec;
+	/* A rendered reply (INFO) answers whatever the engine said. */
+	enum csq_status status = call->render != NULL ? CSQ_OK : r->status;
 	struct evbuffer *out;
 	size_t i;
 
@@ -184,6 +188,11 @@ command_result(void *arg, const struct csq_result *r)
 	else if (call->later)
 		client_slot_write(c, call->slot);
 	out = client_output(c);
+	if (call->render != NULL) {
+		call->render(c, out, r, call->render_arg);
+		server_hold_output(c->server, c);
+		goto done;
+	}
 	if (r->status != CSQ_OK) {
 		resp_error(out, "%s", csq_status_text(r->status));
 		goto done;
@@ -243,23 +252,24 @@ command_result(void *arg, const struct csq_result *r)
 	}
 	server_hold_output(c->server, c);
 done:
+	free(call->render_arg);
 	server_arm_deadline(c->server);
 	if (call->later) {
 		if (x != NULL)
 			c->cur = c->out;
 		else
 			client_slot_done(c, call->slot);
-		if (r->status != CSQ_OK)
+		if (status != CSQ_OK)
 			c->server->stats.errors_total++;
 		metrics_command(c->server->metrics, call->name,
 		                metrics_now_us() - call->start_us,
-		                r->status != CSQ_OK);
+		                status != CSQ_OK);
 		free(call);
 	} else {
 		call->answered = 1; /* command_call_queue frees it */
 	}
 	if (x != NULL)
-		multi_exec_answered(x, r->status);
+		multi_exec_answered(x, status);
 	client_resume(c);
 	client_unref(c);
 }
@@ -269,12 +279,14 @@ done:
  * for ENQUEUE, the queue it names (or default), else NULL.
  */
 static void
-command_call_queue(struct client *c, const struct csq_op *op, const char *queue)
+command_call_queue(struct client *c, const struct csq_op *op, const char *queue,
+                   command_render_fn *render, void *render_arg)
 {
 	struct command_call *call;
 
 	if (command_running.checking) {
 		command_running.checked = 1;
+		free(render_arg);
 		return;
 	}
 	call = csq_xmalloc(sizeof(*call));
@@ -284,6 +296,8 @@ command_call_queue(struct client *c, const struct csq_op *op, const char *queue)
 	call->later = 0;
 	call->exec = command_running.exec;
 	call->buf = client_output(c);
+	call->render = render;
+	call->render_arg = render_arg;
 	if (queue != NULL)
 		memcpy(call->queue, queue, strlen(queue) + 1);
 	if (call->exec != NULL)
@@ -306,7 +320,14 @@ command_call_queue(struct client *c, const struct csq_op *op, const char *queue)
 static void
 command_call(struct client *c, const struct csq_op *op)
 {
-	command_call_queue(c, op, NULL);
+	command_call_queue(c, op, NULL, NULL, NULL);
+}
+
+void
+command_call_render(struct client *c, const struct csq_op *op,
+                    command_render_fn *render, void *arg)
+{
+	command_call_queue(c, op, NULL, render, arg);
 }
 
 /*
@@ -557,7 +578,8 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	a->ttl_s = (uint32_t)opts[2].num;
 	/* The queue, for a -FULL's warning: only a new user without QUEUE
 	 * can find "default" full; one already waiting stays where it is. */
-	command_call_queue(c, &op, a->has_queue ? a->queue : CSQ_DEFAULT_QUEUE);
+	command_call_queue(c, &op, a->has_queue ? a->queue : CSQ_DEFAULT_QUEUE,
+	                   NULL, NULL);
 }
 
 void

@@ -9,6 +9,9 @@
 #include <stdint.h>
 
 struct client;
+struct csq_op;
+struct csq_result;
+struct evbuffer;
 struct resp_request;
 
 void cmd_heartbeat(struct client *, const struct resp_request *);
@@ -24,6 +27,16 @@ void cmd_queue(struct client *, const struct resp_request *);
 void cmd_qlen(struct client *, const struct resp_request *);
 void cmd_servicers(struct client *, const struct resp_request *);
 void cmd_stats(struct client *, const struct resp_request *);
+
+/*
+ * An engine call whose reply the caller writes: render runs when the
+ * engine answers, whatever it answered, and arg (malloc'd, or NULL) is
+ * freed after it. INFO's csq section is one.
+ */
+typedef void command_render_fn(struct client *, struct evbuffer *out,
+                               const struct csq_result *, void *arg);
+void command_call_render(struct client *, const struct csq_op *,
+                         command_render_fn *, void *arg);
 
 /*
  * The dispatcher's side of an engine call answered later: begin names the

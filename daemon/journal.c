@@ -632,6 +632,12 @@ fail:
 	return NULL;
 }
 
+uint64_t
+journal_size(const struct journal *j)
+{
+	return j->size;
+}
+
 void
 journal_set_fsync(struct journal *j, enum config_fsync fsync)
 {

@@ -49,6 +49,8 @@ struct journal_stats {
 };
 const struct journal_stats *journal_stats(const struct journal *);
 
+/* The file's size in bytes now (INFO's persistence section). */
+uint64_t journal_size(const struct journal *);
 /* Changes the fsync policy (reload). */
 void journal_set_fsync(struct journal *, enum config_fsync);
 /* Syncs and closes. */

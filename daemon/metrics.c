@@ -127,6 +127,22 @@ metrics_command(struct metrics *m, const char *name, uint64_t usec, int error)
 	}
 }
 
+size_t
+metrics_ncommands(const struct metrics *m)
+{
+	return m->ncmds;
+}
+
+void
+metrics_command_totals(const struct metrics *m, size_t i, const char **name,
+                       uint64_t *calls, uint64_t *usec, uint64_t *errors)
+{
+	*name = m->cmds[i].name;
+	*calls = m->cmds[i].calls;
+	*usec = m->cmds[i].usec_sum;
+	*errors = m->cmds[i].errors;
+}
+
 /* served: +1 a servicer that names it came up, -1 it went, 0 neither. */
 static void
 metrics_note_queue(struct metrics *m, const char *name, size_t len, int served)

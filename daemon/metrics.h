@@ -41,6 +41,10 @@ void metrics_free(struct metrics *);
  */
 void metrics_command(struct metrics *, const char *name, uint64_t usec,
                      int error);
+/* The commands counted so far, and one's totals (INFO commandstats). */
+size_t metrics_ncommands(const struct metrics *);
+void metrics_command_totals(const struct metrics *, size_t i, const char **name,
+                            uint64_t *calls, uint64_t *usec, uint64_t *errors);
 /* An engine event: matched feeds the wait histogram; queues are noted. */
 void metrics_event(struct metrics *, const struct csq_event *);
 

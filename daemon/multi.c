@@ -55,6 +55,18 @@ multi_free(struct multi *m)
 	free(m);
 }
 
+size_t
+multi_count(const struct multi *m)
+{
+	return m->n;
+}
+
+size_t
+multi_bytes(const struct multi *m)
+{
+	return m->bytes;
+}
+
 void
 multi_discard(struct client *c)
 {

@@ -34,6 +34,9 @@ void cmd_unwatch(struct client *, const struct resp_request *);
 void multi_queue(struct client *, const struct resp_request *);
 /* An error while queueing: the EXEC will answer EXECABORT. */
 void multi_flag(struct client *);
+/* The commands queued in m and their arguments' bytes (CLIENT LIST). */
+size_t multi_count(const struct multi *);
+size_t multi_bytes(const struct multi *);
 /* Drops the client's transaction, if any (DISCARD, RESET, the close). */
 void multi_discard(struct client *);
 

@@ -254,3 +254,15 @@ pubsub_wanted(const struct pubsub *ps, const char *name, size_t len)
 	return ps->npatterns > 0 ||
 	       csq_dict_get(ps->channels, name, len) != NULL;
 }
+
+size_t
+pubsub_nchannels(const struct pubsub *ps)
+{
+	return csq_dict_len(ps->channels);
+}
+
+size_t
+pubsub_npatterns(const struct pubsub *ps)
+{
+	return ps->npatterns;
+}

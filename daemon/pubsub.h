@@ -49,6 +49,9 @@ int pubsub_punsubscribe(struct pubsub *, struct client *, const char *pat,
 void pubsub_forget(struct pubsub *, struct client *);
 
 size_t pubsub_count(const struct pubsub_subs *);
+/* Channels with a subscriber, and pattern subscriptions (INFO). */
+size_t pubsub_nchannels(const struct pubsub *);
+size_t pubsub_npatterns(const struct pubsub *);
 /* The client's oldest channel (pattern != 0: pattern), for UNSUBSCRIBE
  * without arguments; NULL when it has none. */
 const char *pubsub_first(const struct pubsub_subs *, int pattern, size_t *len);

@@ -217,6 +217,17 @@ DISCARD
 WHERE t3
 '
 
+# redis-cli --stat reads INFO: every column is a number csqd has (a field
+# it lacked showed as -9223372036854775808), the keys column what csq holds.
+keys=$(printf 'INFO keyspace\n' | "$CLI" -p "$port" | sed -n 's/^db0:keys=\([0-9]*\),.*/\1/p')
+[ -n "$keys" ] || fail "no db0:keys in INFO keyspace"
+stat=$(timeout 2 stdbuf -o0 "$CLI" -p "$port" --stat -i 0.3 2>&1)
+line=$(printf '%s\n' "$stat" | sed -n 3p)
+printf '%s\n' "$line" |
+	grep -Eq "^$keys +[0-9.]+[BKMG] +[0-9]+ +0 +[0-9]+ \(\+[0-9]+\) +[0-9]+ *\$" ||
+	fail "redis-cli --stat: $stat"
+case $stat in *-9223372036854775808*) fail "redis-cli --stat: $stat" ;; esac
+
 # The subscriber saw the login, the match, the release and the pause
 # (the last event published: once it is there, so are the others).
 i=0
