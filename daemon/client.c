@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -69,12 +70,36 @@ static void client_input_account(struct client *);
 static void client_reading(struct client *, int on);
 static void client_got_input(struct client *);
 
+static void client_log(enum log_level, const struct client *, const char *key,
+                       const char *value, const char *, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* A line about one connection: the message, then its id and the peer's
+ * address as fields, and key=value when key is not NULL. */
+static void
+client_log(enum log_level level, const struct client *c, const char *key,
+           const char *value, const char *fmt, ...)
+{
+	struct log_kv kv[] = {
+	    LOG_NUM("client", c->id),
+	    LOG_STR("addr", c->addr),
+	    LOG_STR(key, value),
+	};
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_kv(level, msg, kv, key != NULL ? 3 : 2);
+}
+
 static void
 client_set_state(struct client *c, enum client_state state)
 {
 	assert(state < CLIENT_STATE_MAX && state >= c->state);
-	log_debug("client %llu: %s -> %s", (unsigned long long)c->id,
-	          client_state_names[c->state], client_state_names[state]);
+	client_log(LOG_LVL_DEBUG, c, NULL, NULL, "client state %s -> %s",
+	           client_state_names[c->state], client_state_names[state]);
 	/* nclients counts the connections that are served, not those on
 	 * their way out, so that max_clients admits new ones at once. */
 	if (c->state == CLIENT_ACTIVE && state != CLIENT_ACTIVE)
@@ -235,7 +260,7 @@ client_close(struct client *c, const char *why)
 
 	if (c->state == CLIENT_DEAD)
 		return;
-	log_debug("client %llu: closed: %s", (unsigned long long)c->id, why);
+	client_log(LOG_LVL_DEBUG, c, "why", why, "client closed");
 	client_set_state(c, CLIENT_DEAD);
 	client_input_account(c);
 	pubsub_forget(s->pubsub, c);
@@ -513,8 +538,8 @@ client_protocol_error(struct client *c)
 	c->server->stats.errors_total++; /* INFO, as Redis counts it */
 	if (s != NULL)
 		client_slot_done(c, s);
-	log_debug("client %llu: protocol error: %s", (unsigned long long)c->id,
-	          resp_parser_error(c->parser));
+	client_log(LOG_LVL_DEBUG, c, NULL, NULL, "protocol error: %s",
+	           resp_parser_error(c->parser));
 	client_close_after_reply(c);
 }
 
@@ -596,9 +621,9 @@ client_process(struct client *c)
 		 * csqd while csqd waits on it. Only past a hard limit, a
 		 * client that does not read at all, it goes. */
 		if (client_pending(c) > CLIENT_OUTPUT_HARD_MAX) {
-			log_warnx("client %llu: replies over %d bytes, closing",
-			          (unsigned long long)c->id,
-			          CLIENT_OUTPUT_HARD_MAX);
+			client_log(LOG_LVL_WARNING, c, NULL, NULL,
+			           "replies over %d bytes, closing",
+			           CLIENT_OUTPUT_HARD_MAX);
 			c->server->stats.output_closed_total++;
 			client_kill(c, "output buffer limit");
 			break;
@@ -669,8 +694,9 @@ client_push_end(struct client *c)
 	}
 	/* Not closed here: the publisher may be walking a list that holds
 	 * this client. */
-	log_warnx("client %llu: subscriber output over %d bytes, closing",
-	          (unsigned long long)c->id, CLIENT_PUBSUB_HARD_MAX);
+	client_log(LOG_LVL_WARNING, c, NULL, NULL,
+	           "subscriber output over %d bytes, closing",
+	           CLIENT_PUBSUB_HARD_MAX);
 	c->server->stats.output_closed_total++;
 	client_kill(c, "output buffer limit");
 }
@@ -723,11 +749,10 @@ client_weigh_cb(evutil_socket_t fd, short what, void *arg)
 				big = c, most = n;
 		if (big == NULL)
 			break;
-		log_warnx("client %llu: all clients' output over "
-		          "max_output_memory (%llu bytes), this one's %zu, "
-		          "closing",
-		          (unsigned long long)big->id, (unsigned long long)cap,
-		          most);
+		client_log(LOG_LVL_WARNING, big, NULL, NULL,
+		           "all clients' output over max_output_memory (%llu "
+		           "bytes), this one's %zu, closing",
+		           (unsigned long long)cap, most);
 		s->stats.output_closed_total++;
 		client_kill(big, "output memory limit");
 		total -= most;
@@ -787,11 +812,10 @@ client_input_limit(struct server *s)
 				big = c, most = c->input_held;
 		if (big == NULL)
 			break;
-		log_warnx("client %llu: all clients' input over "
-		          "max_input_memory (%llu bytes), this one's %zu, "
-		          "closing",
-		          (unsigned long long)big->id, (unsigned long long)cap,
-		          most);
+		client_log(LOG_LVL_WARNING, big, NULL, NULL,
+		           "all clients' input over max_input_memory (%llu "
+		           "bytes), this one's %zu, closing",
+		           (unsigned long long)cap, most);
 		s->stats.input_closed_total++;
 		client_kill(big, "input memory limit");
 		s->input_total -= most;
@@ -916,6 +940,6 @@ client_new(struct server *s, evutil_socket_t fd, int tls)
 	                  client_write_cb, client_event_cb, c);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE); /* EV_WRITE is on */
 	client_reading(c, 1);
-	log_debug("client %llu: connected", (unsigned long long)c->id);
+	client_log(LOG_LVL_DEBUG, c, "laddr", c->laddr, "client connected");
 	return c;
 }

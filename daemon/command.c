@@ -344,7 +344,9 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		return;
 	}
 	command_queue_begin(cmd->name, start);
+	c->server->log_peer = c->addr;
 	cmd->proc(c, req);
+	c->server->log_peer = NULL;
 	/* A call still in flight is measured when its answer comes. */
 	if (!command_queue_later())
 		command_measure(c, cmd->name, start, before);

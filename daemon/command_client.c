@@ -203,8 +203,14 @@ cmd_client_info(struct client *c, const struct resp_request *req)
 static void
 client_kill_one(struct client *c, struct client *t)
 {
-	log_info("client killed: id=%llu addr=%s by=%llu",
-	         (unsigned long long)t->id, t->addr, (unsigned long long)c->id);
+	struct log_kv kv[] = {
+	    LOG_NUM("client", t->id),
+	    LOG_STR("addr", t->addr),
+	    LOG_NUM("by", c->id),
+	    LOG_STR("by_addr", c->addr),
+	};
+
+	log_kv(LOG_LVL_INFO, "client killed", kv, 4);
 	if (t == c)
 		client_close_after_reply(c);
 	else

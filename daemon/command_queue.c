@@ -358,8 +358,14 @@ command_log_full(struct server *s, const char *queue)
 	}
 	snprintf(logged[slot].queue, sizeof(logged[slot].queue), "%s", queue);
 	logged[slot].at_ms = now;
-	log_warnx("queue %s full (%llu waiting)", queue,
-	          (unsigned long long)s->cfg.limits.max_queue_length);
+	{
+		struct log_kv kv[] = {
+		    LOG_STR("queue", queue),
+		    LOG_NUM("max_queue_length", s->cfg.limits.max_queue_length),
+		};
+
+		log_kv(LOG_LVL_WARNING, "queue full", kv, 2);
+	}
 }
 
 static void

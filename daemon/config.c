@@ -93,6 +93,8 @@ static const char *const config_roles[] = {"frontend", "servicer", "admin",
 /* In the order of enum log_level. */
 static const char *const config_levels[] = {"debug", "info", "warning", "error",
                                             NULL};
+/* In the order of enum log_format. */
+static const char *const config_formats[] = {"text", "json", NULL};
 
 #define OFF(m)  offsetof(struct config, m)
 #define SIZE(m) sizeof(((struct config *)0)->m)
@@ -197,6 +199,9 @@ static const struct config_key config_keys[] = {
     KEY_BOOL("tls.verify_clients", tls_verify_clients, 0),
     KEY_ENUM("log.level", CONFIG_F_ENUM, log_level, config_levels,
              LOG_LVL_INFO),
+    KEY_ENUM("log.format", CONFIG_F_ENUM, log_format, config_formats,
+             LOG_FMT_TEXT),
+    KEY_BOOL("log.audit", log_audit, 0),
 };
 
 #define CONFIG_NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -204,6 +209,7 @@ static const struct config_key config_keys[] = {
 /* CONFIG_F_ENUM stores through an int. */
 _Static_assert(sizeof(enum config_fsync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum log_level) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum log_format) == sizeof(int), "enum size");
 
 /* Where errors go while one file is being checked. */
 struct config_report {

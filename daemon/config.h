@@ -93,6 +93,8 @@ struct config {
 	char tls_ca[CONFIG_STR_MAX];   /* PEM CAs for client certificates */
 	int tls_verify_clients;        /* a client certificate is required */
 	enum log_level log_level;
+	enum log_format log_format;
+	int log_audit; /* a line per match and release */
 };
 
 /* The built-in defaults of protocol.md. */

@@ -40,12 +40,20 @@ redis_engine_update_up(struct redis_engine *r)
 	/* At once: the earliest deadline, which others may have set. */
 	if (up && r->peek_sent_us == 0)
 		peek_send(r);
-	if (up)
-		log_info("engine redis: up at %s, calls by %s", r->addr,
-		         r->fn ? "FCALL" : "EVALSHA");
-	else
-		log_warnx("engine redis: down; commands answer TRYAGAIN until "
-		          "it is back");
+	{
+		struct log_kv kv[] = {
+		    LOG_STR("addr", r->addr),
+		    LOG_STR("calls", r->fn ? "FCALL" : "EVALSHA"),
+		};
+
+		if (up)
+			log_kv(LOG_LVL_INFO, "engine redis: up", kv, 2);
+		else
+			log_kv(LOG_LVL_WARNING,
+			       "engine redis: down; commands answer TRYAGAIN "
+			       "until it is back",
+			       kv, 1);
+	}
 }
 
 static void

@@ -279,5 +279,6 @@ main(int argc, char *argv[])
 		return EX_CONFIG;
 	}
 	log_set_level(cfg.log_level);
+	log_set_format(cfg.log_format);
 	return server_run(&cfg, a.path);
 }

@@ -77,39 +77,97 @@ server_clock(void *arg)
 }
 
 /*
- * The operator's lines about servicers leaving: one per servicer lost, and
- * one per logout that sent users back in line, with the number of users.
- * An operation publishes a servicer's requeued events right before its
- * servicer_down, so counting the run of requeued events of one servicer
- * that ends at its servicer_down gives that number.
+ * The events worth an operator's line, at info, as fields: a servicer's
+ * login, logout and loss (with how many users went back in line), each
+ * user requeued, and with log.audit each match and release. An operation
+ * publishes a servicer's requeued events right before its servicer_down,
+ * so counting the run of requeued events of one servicer that ends at
+ * its servicer_down gives that number. peer: the address of the client
+ * whose command caused the event, when this daemon ran it and knows it.
  */
+/* The message of an event's line (server_log_event). */
+static const char *
+server_log_message(const struct csq_event *ev)
+{
+	switch (ev->type) {
+	case CSQ_EV_SERVICER_UP:
+		return "servicer logged in";
+	case CSQ_EV_SERVICER_DOWN:
+		return ev->reason == CSQ_REASON_LOST ? "servicer lost"
+		                                     : "servicer logged out";
+	case CSQ_EV_REQUEUED:
+		return "user requeued";
+	case CSQ_EV_MATCHED:
+		return "audit: matched";
+	default:
+		return "audit: released";
+	}
+}
+
 static void
-server_log_servicer(const struct csq_event *ev)
+server_log_event(struct server *s, const struct csq_event *ev)
 {
 	static char requeuer[CSQ_ID_MAX + 1];
 	static unsigned long long requeued;
-	unsigned long long n;
+	struct log_kv kv[9];
+	size_t n = 0;
 
-	if (ev->type == CSQ_EV_REQUEUED) {
+#define KV(x) (kv[n++] = (x))
+	switch (ev->type) {
+	case CSQ_EV_SERVICER_UP:
+		KV(LOG_STR("servicer", ev->servicer));
+		KV(LOG_NUM("capacity", ev->capacity));
+		KV(LOG_STR("queues", ev->queues));
+		break;
+	case CSQ_EV_REQUEUED:
 		if (strcmp(requeuer, ev->servicer) != 0) {
 			snprintf(requeuer, sizeof(requeuer), "%s",
 			         ev->servicer);
 			requeued = 0;
 		}
 		requeued++;
+		KV(LOG_STR("user", ev->user));
+		KV(LOG_STR("queue", ev->queue));
+		KV(LOG_NUM("tier", ev->tier));
+		KV(LOG_NUM("position", ev->position));
+		KV(LOG_STR("servicer", ev->servicer));
+		KV(LOG_STR("room", ev->room));
+		KV(LOG_STR("reason", csq_reason_name(ev->reason)));
+		break;
+	case CSQ_EV_SERVICER_DOWN:
+		KV(LOG_STR("servicer", ev->servicer));
+		KV(LOG_NUM("requeued",
+		           strcmp(requeuer, ev->servicer) == 0 ? requeued : 0));
+		requeuer[0] = '\0';
+		requeued = 0;
+		break;
+	case CSQ_EV_MATCHED:
+		if (!s->cfg.log_audit)
+			return;
+		KV(LOG_STR("user", ev->user));
+		KV(LOG_STR("queue", ev->queue));
+		KV(LOG_NUM("tier", ev->tier));
+		KV(LOG_STR("servicer", ev->servicer));
+		KV(LOG_STR("room", ev->room));
+		KV(LOG_NUM("waited_ms", ev->waited_ms));
+		break;
+	case CSQ_EV_RELEASED:
+		if (!s->cfg.log_audit)
+			return;
+		KV(LOG_STR("user", ev->user));
+		KV(LOG_STR("queue", ev->queue));
+		KV(LOG_STR("servicer", ev->servicer));
+		KV(LOG_STR("room", ev->room));
+		KV(LOG_STR("by", csq_reason_name(ev->reason)));
+		break;
+	default:
 		return;
 	}
-	if (ev->type != CSQ_EV_SERVICER_DOWN)
-		return;
-	n = strcmp(requeuer, ev->servicer) == 0 ? requeued : 0;
-	requeuer[0] = '\0';
-	requeued = 0;
-	if (ev->reason == CSQ_REASON_LOST)
-		log_info("servicer %s lost; %llu user%s requeued", ev->servicer,
-		         n, n == 1 ? "" : "s");
-	else if (n > 0)
-		log_info("servicer %s logged out; %llu user%s requeued",
-		         ev->servicer, n, n == 1 ? "" : "s");
+	if (s->log_peer != NULL)
+		KV(LOG_STR("peer", s->log_peer));
+	KV(LOG_NUM("event_id", ev->id));
+#undef KV
+	log_kv(LOG_LVL_INFO, server_log_message(ev), kv, n);
 }
 
 /* Every event of the engine goes to the channels that want it. */
@@ -122,7 +180,7 @@ server_emit(void *arg, const struct csq_event *ev)
 	int n, len, i;
 
 	metrics_event(s->metrics, ev);
-	server_log_servicer(ev);
+	server_log_event(s, ev);
 	/* Most events reach nobody: the JSON is built only for a listener. */
 	n = csq_event_channels(ev, channels);
 	for (i = 0; i < n; i++)
@@ -322,6 +380,10 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "users");
 	if (cur->log_level != next.log_level)
 		server_note_key(changed, sizeof(changed), "log.level");
+	if (cur->log_format != next.log_format)
+		server_note_key(changed, sizeof(changed), "log.format");
+	if (cur->log_audit != next.log_audit)
+		server_note_key(changed, sizeof(changed), "log.audit");
 
 	if (next.nlisten != cur->nlisten ||
 	    memcmp(next.listen, cur->listen, sizeof(next.listen)) != 0)
@@ -391,10 +453,20 @@ server_reload(struct server *s)
 		log_warnx("reload: %s changed; that takes effect at the next "
 		          "start",
 		          later);
-	log_info("configuration reloaded from %s (%s)", s->config_path,
-	         changed[0] != '\0' ? changed : "nothing changed");
+	{
+		struct log_kv kv[] = {
+		    LOG_STR("path", s->config_path),
+		    LOG_STR("changed",
+		            changed[0] != '\0' ? changed : "nothing"),
+		};
+
+		log_kv(LOG_LVL_INFO, "configuration reloaded", kv, 2);
+	}
 	cur->log_level = next.log_level;
 	log_set_level(cur->log_level);
+	cur->log_format = next.log_format;
+	log_set_format(cur->log_format);
+	cur->log_audit = next.log_audit;
 	return 0;
 }
 

@@ -607,8 +607,14 @@ again:
 	/* csqd answers PING before its Redis engine is connected. */
 	if (strcmp(engine, "redis") == 0 && !(flags & HARNESS_NO_WAIT)) {
 		csqd_wait_engine(d);
+		/* The line's field, in text or in JSON (log.format). */
 		if (redis_conf == NULL && harness_no_functions())
-			csqd_wait_log(d, "calls by EVALSHA");
+			csqd_wait_log(
+			    d, strstr(d->base_conf, "json") != NULL ||
+			               (extra_conf != NULL &&
+			                strstr(extra_conf, "json") != NULL)
+			           ? "\"calls\":\"EVALSHA\""
+			           : "calls=EVALSHA");
 	}
 	return d;
 }

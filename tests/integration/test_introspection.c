@@ -210,7 +210,7 @@ client_kill(void **state)
 	CHECK(fx->c, "-ERR syntax error", "CLIENT KILL SKIPME maybe");
 	CHECK(fx->c, "-ERR wrong number of arguments for 'client|kill' command",
 	      "CLIENT KILL");
-	csqd_wait_log(fx->d, "client killed: id=");
+	csqd_wait_log(fx->d, "client killed client=");
 }
 
 static void

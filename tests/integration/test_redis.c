@@ -1536,8 +1536,8 @@ script_flushed(void **state)
 		c[i] = csqd_connect(fx->d[0]);
 	c2 = csqd_connect(fx->d[1]);
 	assert_int_equal(library_loaded(rc), 1);
-	csqd_wait_log(fx->d[0], "calls by FCALL");
-	csqd_wait_log(fx->d[1], "calls by FCALL");
+	csqd_wait_log(fx->d[0], "calls=FCALL");
+	csqd_wait_log(fx->d[1], "calls=FCALL");
 	CHECK(c2, ":0", "QLEN default");
 	assert_true(cmd_calls(rc, "fcall") > 0);
 	assert_int_equal(cmd_calls(rc, "evalsha"), 0);
@@ -1603,7 +1603,7 @@ functions_forbidden(void **state)
 	rc = redisd_connect(fx->r);
 	redisd_forbid_functions(fx->r);
 	fx_daemon(fx, 0, "");
-	csqd_wait_log(fx->d[0], "calls by EVALSHA");
+	csqd_wait_log(fx->d[0], "calls=EVALSHA");
 	csqd_wait_log(fx->d[0], "FUNCTION LOAD: NOPERM");
 	c = csqd_connect(fx->d[0]);
 	sub = csqd_connect(fx->d[0]);

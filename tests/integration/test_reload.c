@@ -25,7 +25,7 @@
 #define FULL       "-FULL queue is at its maximum length"
 #define RANGE      "-ERR value is not an integer or out of range"
 #define MAXCLIENTS "-ERR max number of clients reached\r\n"
-#define RELOADED   "configuration reloaded from"
+#define RELOADED   "configuration reloaded path="
 #define KEPT       "keeping the running configuration"
 #define WAIT_MS    5000
 #define LOG_MAX    (4 << 20)
@@ -176,7 +176,8 @@ ttl_defaults(void **state)
 	CHECK(fx->c, "['state','waiting','queue','q','position',:1]",
 	      "ENQUEUE u1 QUEUE q");
 	RELOAD(fx->d, "servicer_ttl = 7;\nuser_ttl = 1;");
-	assert_true(file_contains(fx->d->log_path, "(servicer_ttl, user_ttl)"));
+	assert_true(file_contains(fx->d->log_path,
+	                          "changed=\"servicer_ttl, user_ttl\""));
 	/* The connection opened before the SIGHUP serves on. */
 	CHECK(fx->c, HB("s2", 7), "HEARTBEAT s2 QUEUES other");
 	CHECK(fx->c, HB("s1", 30), "HEARTBEAT s1");
@@ -274,7 +275,7 @@ requirepass(void **state)
 
 	/* A new password: authenticated connections stay authenticated. */
 	RELOAD(fx->d, "requirepass = \"pw2\";");
-	assert_true(file_contains(fx->d->log_path, "(requirepass)"));
+	assert_true(file_contains(fx->d->log_path, "changed=requirepass"));
 	assert_false(file_contains(fx->d->log_path, "pw2"));
 	CHECK(fx->c, "+PONG", "PING");
 	CHECK(c2, ":1", "QLEN default");
@@ -327,17 +328,17 @@ log_level(void **state)
 	c = csqd_connect(fx->d);
 	id = client_id(c);
 	redisFree(c);
-	snprintf(line, sizeof(line), "client %lld: connected", id);
+	snprintf(line, sizeof(line), "client connected client=%lld ", id);
 	assert_false(file_contains(fx->d->log_path, line));
 
 	RELOAD(fx->d, "log: { level = \"debug\"; };");
-	assert_true(file_contains(fx->d->log_path, "(log.level)"));
+	assert_true(file_contains(fx->d->log_path, "changed=log.level"));
 	c = csqd_connect(fx->d);
 	id = client_id(c);
-	snprintf(line, sizeof(line), "client %lld: connected", id);
+	snprintf(line, sizeof(line), "client connected client=%lld ", id);
 	LOG_WAIT(fx->d, line, 1);
 	redisFree(c);
-	snprintf(line, sizeof(line), "client %lld: closed", id);
+	snprintf(line, sizeof(line), "client closed client=%lld ", id);
 	LOG_WAIT(fx->d, line, 1);
 
 	/* A reload to a quieter level still logs that it happened. */
@@ -346,7 +347,7 @@ log_level(void **state)
 	id = client_id(c);
 	redisFree(c);
 	CHECK(fx->c, "+PONG", "PING");
-	snprintf(line, sizeof(line), "client %lld: connected", id);
+	snprintf(line, sizeof(line), "client connected client=%lld ", id);
 	assert_false(file_contains(fx->d->log_path, line));
 	/* Nothing per request at info either. */
 	RELOAD(fx->d, "");
@@ -356,7 +357,7 @@ log_level(void **state)
 	c = csqd_connect(fx->d);
 	id = client_id(c);
 	redisFree(c);
-	snprintf(line, sizeof(line), "client %lld: connected", id);
+	snprintf(line, sizeof(line), "client connected client=%lld ", id);
 	assert_false(file_contains(fx->d->log_path, line));
 	assert_false(file_contains(fx->d->log_path, "user-quiet-7"));
 	CHECK(fx->c, "+PONG", "PING");
@@ -478,17 +479,17 @@ restart_only_keys(void **state)
 	LOG_WAIT(fx->d,
 	         "reload: memory changed; that takes effect at the next start",
 	         1);
-	LOG_WAIT(fx->d, "(servicer_ttl)", 1);
+	LOG_WAIT(fx->d, "changed=servicer_ttl", 1);
 	CHECK(fx->c, HB("s1", 9), "HEARTBEAT s1");
 	RELOAD(fx->d, "servicer_ttl = 9;\nmemory: { fsync = \"always\"; };");
-	LOG_WAIT(fx->d, "(nothing changed)", 1);
+	LOG_WAIT(fx->d, "changed=nothing", 1);
 	CHECK(fx->c, "+PONG", "PING");
 }
 
 /*
- * The log lines of servicers leaving: lost with the users requeued,
- * logged out with users requeued; a logout that requeues nobody is not
- * worth a line.
+ * The log lines of servicers coming and leaving, as fields: lost or
+ * logged out with how many users were requeued (0 too), each user
+ * requeued; a LOGOUT of nobody logs nothing.
  */
 static void
 servicer_lines(void **state)
@@ -510,9 +511,9 @@ servicer_lines(void **state)
 	CHECK(fx->c,
 	      "['state','assigned','queue','q5','room','s5/0','servicer','s5']",
 	      "ENQUEUE u5 QUEUE q5");
-	LOG_WAIT(fx->d, "servicer s1 lost; 2 users requeued", 1);
-	LOG_WAIT(fx->d, "servicer s5 lost; 1 user requeued", 1);
-	LOG_WAIT(fx->d, "servicer s6 lost; 0 users requeued", 1);
+	LOG_WAIT(fx->d, "servicer lost servicer=s1 requeued=2 ", 1);
+	LOG_WAIT(fx->d, "servicer lost servicer=s5 requeued=1 ", 1);
+	LOG_WAIT(fx->d, "servicer lost servicer=s6 requeued=0 ", 1);
 	CHECK(fx->c, ":2", "QLEN q1");
 
 	CHECK(fx->c,
@@ -523,16 +524,18 @@ servicer_lines(void **state)
 	      "['state','assigned','queue','q2','room','s2/0','servicer','s2']",
 	      "ENQUEUE v1 QUEUE q2");
 	CHECK(fx->c, ":1", "LOGOUT s2");
-	LOG_WAIT(fx->d, "servicer s2 logged out; 1 user requeued", 1);
+	LOG_WAIT(fx->d, "servicer logged out servicer=s2 requeued=1 ", 1);
 	CHECK(fx->c, HB("s3", 30), "HEARTBEAT s3 QUEUES q3");
 	CHECK(fx->c, ":0", "LOGOUT s3");
 	CHECK(fx->c, ":0", "LOGOUT nobody");
 	/* The PING's reply comes after anything the LOGOUTs logged. */
 	CHECK(fx->c, "+PONG", "PING");
-	assert_false(file_contains(fx->d->log_path, "servicer s3"));
+	assert_true(file_contains(
+	    fx->d->log_path, "servicer logged out servicer=s3 requeued=0 "));
 	assert_false(file_contains(fx->d->log_path, "nobody"));
-	assert_int_equal(log_count(fx->d, "lost;"), 3);
-	assert_int_equal(log_count(fx->d, "requeued"), 4);
+	assert_int_equal(log_count(fx->d, "servicer lost "), 3);
+	assert_int_equal(log_count(fx->d, "user requeued "), 4);
+	assert_int_equal(log_count(fx->d, "servicer logged in "), 5);
 }
 
 /* -FULL: one warning per queue per minute, not one per refused user. */
@@ -549,7 +552,7 @@ queue_full_lines(void **state)
 	      "ENQUEUE a2 QUEUE q");
 	for (i = 0; i < 5; i++)
 		CHECK(fx->c, FULL, "ENQUEUE b%d QUEUE q", i);
-	LOG_WAIT(fx->d, "queue q full (2 waiting)", 1);
+	LOG_WAIT(fx->d, "queue full queue=q max_queue_length=2", 1);
 	/* The default queue, reached without QUEUE. */
 	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
 	      "ENQUEUE d1");
@@ -559,11 +562,11 @@ queue_full_lines(void **state)
 	CHECK(fx->c, FULL, "ENQUEUE d4");
 	/* A move of a waiting user into a full queue. */
 	CHECK(fx->c, FULL, "ENQUEUE d1 QUEUE q");
-	LOG_WAIT(fx->d, "queue default full (2 waiting)", 1);
+	LOG_WAIT(fx->d, "queue full queue=default max_queue_length=2", 1);
 	CHECK(fx->c, "+PONG", "PING");
-	assert_int_equal(log_count(fx->d, "queue q full"), 1);
-	assert_int_equal(log_count(fx->d, "queue default full"), 1);
-	assert_int_equal(log_count(fx->d, " full ("), 2);
+	assert_int_equal(log_count(fx->d, "queue full queue=q "), 1);
+	assert_int_equal(log_count(fx->d, "queue full queue=default "), 1);
+	assert_int_equal(log_count(fx->d, "queue full "), 2);
 	/* The limit in the line is the one in force. */
 	RELOAD(fx->d, "max_queue_length = 3;");
 	CHECK(fx->c, "['state','waiting','queue','r','position',:1]",
@@ -573,10 +576,10 @@ queue_full_lines(void **state)
 	CHECK(fx->c, "['state','waiting','queue','r','position',:3]",
 	      "ENQUEUE r3 QUEUE r");
 	CHECK(fx->c, FULL, "ENQUEUE r4 QUEUE r");
-	LOG_WAIT(fx->d, "queue r full (3 waiting)", 1);
+	LOG_WAIT(fx->d, "queue full queue=r max_queue_length=3", 1);
 	/* The warning is a warning. */
 	assert_true(file_contains(fx->d->log_path,
-	                          "warning: queue r full (3 waiting)"));
+	                          "warning: queue full queue=r max_queue_length=3"));
 }
 
 /*
@@ -803,7 +806,7 @@ busy_poll(void **state)
 	long hz = sysconf(_SC_CLK_TCK);
 
 	RELOAD(fx->d, "busy_poll_us = 0;");
-	LOG_WAIT(fx->d, "(busy_poll_us)", 1);
+	LOG_WAIT(fx->d, "changed=busy_poll_us", 1);
 	sleeping = sleeps_over_pings(fx->d, fx->c, 100, 2);
 	RELOAD(fx->d, "busy_poll_us = 10000;");
 	polling = sleeps_over_pings(fx->d, fx->c, 100, 2);
@@ -930,7 +933,7 @@ output_memory_cap(void **state)
 	    INFO_FIELD(fx->c, "client_output_buffer_limit_disconnections"), 0);
 
 	RELOAD(fx->d, "max_output_memory = 1048576;");
-	LOG_WAIT(fx->d, "(max_output_memory)", 1);
+	LOG_WAIT(fx->d, "changed=max_output_memory", 1);
 	LOG_WAIT(fx->d,
 	         "all clients' output over max_output_memory (1048576 bytes)",
 	         1);
