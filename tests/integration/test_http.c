@@ -622,7 +622,7 @@ test_healthz_engine_down(void **state)
 	rep = CMD(fx->c, "ENQUEUE before-outage");
 	freeReplyObject(rep);
 	wait_http_status(fx->d->http_port, "/healthz", 200);
-	assert_int_equal(log_lines_with(fx->d, "engine redis: up at"), 1);
+	assert_int_equal(log_lines_with(fx->d, "engine redis: up addr="), 1);
 	assert_int_equal(log_lines_with(fx->d, "engine redis: down"), 0);
 	assert_int_equal(redisd_stop(r), 0);
 	wait_http_status(fx->d->http_port, "/healthz", 503);
@@ -637,7 +637,7 @@ test_healthz_engine_down(void **state)
 	metrics_check(fx->d, "csq_engine_up=1", "csq_waiting_users_all=1",
 	              NULL);
 	if (log_lines_with(fx->d, "engine redis: down") != 1 ||
-	    log_lines_with(fx->d, "engine redis: up at") != 2 ||
+	    log_lines_with(fx->d, "engine redis: up addr=") != 2 ||
 	    log_lines_with(fx->d, "engine redis: ") > OUTAGE_LINES_MAX) {
 		csqd_dump_log(fx->d);
 		fail_msg("not one line for down and one for up");
