@@ -2,7 +2,7 @@
  * SIGHUP reload and the operator's log lines. Every reload test keeps a
  * connection opened before the SIGHUP and uses it after: a reload drops
  * no connection. A reload is waited for by its line in the log
- * ("configuration reloaded from", or "keeping the running configuration"
+ * ("configuration reloaded path=", or "keeping the running configuration"
  * for an invalid file), never by a fixed sleep. Also here: the log lines
  * of a lost servicer, a logout that requeues, a full queue; the journal's
  * priority prefixes; and ECHO.

@@ -283,7 +283,7 @@ reload_users(void **state)
 	                  "role = \"admin\"; }\n"
 	                  ");\n");
 	kill(fx->d->pid, SIGHUP);
-	csqd_wait_log(fx->d, "(requirepass, users)");
+	csqd_wait_log(fx->d, "changed=\"requirepass, users\"");
 	/* Still the frontend it logged in as. */
 	CHECK_OK(fe, "ENQUEUE u1");
 	CHECK_NOPERM(fe, "heartbeat", "HEARTBEAT s1");
