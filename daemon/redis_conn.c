@@ -50,8 +50,8 @@ conn_retry(struct redis_conn *c)
 		c->backoff_ms = BACKOFF_MAX_MS;
 }
 
-static void
-conn_failed(struct redis_conn *c, const char *why)
+void
+redis_conn_failed(struct redis_conn *c, const char *why)
 {
 	if (!c->failed)
 		log_warnx("engine redis: %s connection: %s; retrying", c->name,
@@ -69,7 +69,7 @@ conn_lost(struct redis_conn *c, const char *why)
 
 	c->ac = NULL;
 	c->ready = 0;
-	conn_failed(c, why);
+	redis_conn_failed(c, why);
 	conn_retry(c);
 	if (c == &r->sen)
 		return; /* the engine's state is the data connections' */
@@ -145,7 +145,7 @@ redis_conn_error(redisAsyncContext *ac, redisReply *reply, const char *what)
 	if (reply->type != REDIS_REPLY_ERROR)
 		return 0;
 	snprintf(why, sizeof(why), "%s: %s", what, reply->str);
-	conn_failed(c, why);
+	redis_conn_failed(c, why);
 	/* Inside a callback hiredis disconnects once the replies it waits
 	 * for are in; the disconnect callback then tries again. */
 	redisAsyncDisconnect(ac);
@@ -174,7 +174,7 @@ handshake_role_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	    (role = reply->element[0])->type == REDIS_REPLY_STRING &&
 	    strcmp(role->str, "master") == 0)
 		return;
-	conn_failed(c, "ROLE: not the master");
+	redis_conn_failed(c, "ROLE: not the master");
 	redisAsyncDisconnect(ac);
 	redis_sentinel_ask(c->r, "a server they named is not the master");
 }
@@ -252,7 +252,7 @@ handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	if (redis_conn_error(ac, reply, "SCRIPT LOAD"))
 		return;
 	if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-		conn_failed(c, "SCRIPT LOAD: unexpected reply");
+		redis_conn_failed(c, "SCRIPT LOAD: unexpected reply");
 		redisAsyncDisconnect(ac);
 		return;
 	}
@@ -313,12 +313,12 @@ redis_conn_start(struct redis_conn *c)
 		ac = redisAsyncConnect(addr, port);
 	}
 	if (ac == NULL) {
-		conn_failed(c, "out of memory");
+		redis_conn_failed(c, "out of memory");
 		conn_retry(c);
 		return;
 	}
 	if (ac->err) {
-		conn_failed(c, ac->errstr);
+		redis_conn_failed(c, ac->errstr);
 		redisAsyncFree(ac);
 		conn_retry(c);
 		return;

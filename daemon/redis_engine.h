@@ -180,6 +180,8 @@ void redis_conn_init(struct redis_engine *, struct redis_conn *,
 void redis_conn_start(struct redis_conn *);
 /* The handshake is done: this connection serves. */
 void redis_conn_ready(struct redis_conn *);
+/* Why an attempt failed, for the log: once per outage (then at debug). */
+void redis_conn_failed(struct redis_conn *, const char *why);
 /* Ends the connection; the callbacks of what was in flight get NULL. */
 void redis_conn_drop(struct redis_conn *, const char *why);
 /* Frees the connection and its timer, for good. */

@@ -71,6 +71,7 @@ sentinel_addr_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	struct redis_conn *c = ac->data;
 	redisReply *reply = reply_;
 	const redisReply *ip, *port;
+	char why[2 * CONFIG_STR_MAX];
 
 	(void)priv;
 	if (redis_conn_error(ac, reply, "SENTINEL get-master-addr-by-name"))
@@ -78,10 +79,14 @@ sentinel_addr_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
 	    (ip = reply->element[0])->type != REDIS_REPLY_STRING ||
 	    (port = reply->element[1])->type != REDIS_REPLY_STRING) {
-		/* A nil: this sentinel does not monitor that name. */
-		log_warnx("engine redis: sentinel at %s:%d knows no master %s",
-		          ac->c.tcp.host != NULL ? ac->c.tcp.host : "?",
-		          ac->c.tcp.port, c->r->master);
+		/* A nil: this sentinel does not monitor that name. Said once
+		 * while it lasts, as any failed attempt; the next sentinel is
+		 * asked. */
+		snprintf(why, sizeof(why),
+		         "sentinel at %s:%d knows no master %s",
+		         ac->c.tcp.host != NULL ? ac->c.tcp.host : "?",
+		         ac->c.tcp.port, c->r->master);
+		redis_conn_failed(c, why);
 		redisAsyncDisconnect(ac);
 		return;
 	}

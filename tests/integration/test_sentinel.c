@@ -169,6 +169,54 @@ finds_the_master(void **state)
 	trio_stop(&t);
 }
 
+/*
+ * Two sentinels, the first of which monitors the master under another
+ * name: csqd says so, asks the second, and serves at the master; a master
+ * name that no sentinel knows leaves it answering TRYAGAIN.
+ */
+static void
+asks_the_next_sentinel(void **state)
+{
+	struct redisd *m = redisd_start(0);
+	struct redisd *other = redisd_start_sentinel(m->port, "another");
+	struct redisd *ours = redisd_start_sentinel(m->port, MASTER);
+	struct csqd *d;
+	char conf[512], want[96];
+	redisContext *c;
+	redisReply *r;
+
+	(void)state;
+	snprintf(conf, sizeof(conf),
+	         "redis: { sentinels = [ \"127.0.0.1:%d\", \"127.0.0.1:%d\" ]; "
+	         "master = \"%s\"; prefix = \"%s\"; };",
+	         other->port, ours->port, MASTER, PREFIX);
+	d = csqd_start_redis_conf(conf, "");
+	csqd_wait_engine(d);
+	snprintf(want, sizeof(want), "sentinel at 127.0.0.1:%d knows no master",
+	         other->port);
+	csqd_wait_log(d, want);
+	snprintf(want, sizeof(want), "%s is at 127.0.0.1:%d", MASTER, m->port);
+	csqd_wait_log(d, want);
+	assert_int_equal(csqd_stop(d), 0);
+
+	snprintf(conf, sizeof(conf),
+	         "redis: { sentinels = [ \"127.0.0.1:%d\" ]; "
+	         "master = \"nobody\"; prefix = \"%s\"; };",
+	         other->port, PREFIX);
+	d = csqd_start_redis_conf(conf, "");
+	csqd_wait_log(d, "knows no master nobody");
+	c = csqd_connect(d);
+	r = CMD(c, "ENQUEUE someone");
+	assert_reply_error(r,
+	                   "TRYAGAIN engine unavailable, nothing was changed");
+	freeReplyObject(r);
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+	redisd_free(ours);
+	redisd_free(other);
+	redisd_free(m);
+}
+
 /* 1 when the server on port answers ROLE with "master". */
 static int
 is_master(struct redisd *s)
@@ -295,6 +343,7 @@ main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(finds_the_master),
+	    cmocka_unit_test(asks_the_next_sentinel),
 	    cmocka_unit_test(failover_keeps_acknowledged),
 	    cmocka_unit_test(failover_without_wait),
 	};
