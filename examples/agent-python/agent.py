@@ -279,7 +279,13 @@ def main(argv):
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    agent.run()
+    try:
+        agent.run()
+    except redis.RedisError as err:
+        # csqd unreachable at the start, or an error reply: a bad option
+        # (OFFER on a csqd without offers), a wrong password, ...
+        print("agent:", err, file=sys.stderr)
+        return 1
     agent.logout()
     return 0
 
