@@ -568,37 +568,43 @@ step_stats(struct run *r, struct state *s, struct args *a)
 /* ACCEPT, DECLINE, READY: a room; done says whether it was in the state
  * the command ends. */
 static void
-step_room_op(struct state *s, const char *name, enum csq_status st, int done)
+step_room_op(struct run *r, struct state *s, struct args *a,
+             enum csq_opcode code)
 {
-	say_status(s, name, st);
+	static enum csq_status (*const ops[])(struct csq *, uint64_t,
+	                                      const char *, int *) = {
+	    [CSQ_OP_ACCEPT] = csq_accept,
+	    [CSQ_OP_DECLINE] = csq_decline,
+	    [CSQ_OP_READY] = csq_ready,
+	};
+	int done = -1;
+	enum csq_status st = ops[code](s->csq, r->now, arg_room(a), &done);
+
+	say_status(s,
+	           code == CSQ_OP_ACCEPT    ? "accept"
+	           : code == CSQ_OP_DECLINE ? "decline"
+	                                    : "ready",
+	           st);
 	say(s, " done=%d", done);
+	check_validate_id(r, code, arg_room(a), st);
 }
 
 static void
 step_accept(struct run *r, struct state *s, struct args *a)
 {
-	int done = -1;
-	enum csq_status st = csq_accept(s->csq, r->now, arg_room(a), &done);
-
-	step_room_op(s, "accept", st, done);
+	step_room_op(r, s, a, CSQ_OP_ACCEPT);
 }
 
 static void
 step_decline(struct run *r, struct state *s, struct args *a)
 {
-	int done = -1;
-	enum csq_status st = csq_decline(s->csq, r->now, arg_room(a), &done);
-
-	step_room_op(s, "decline", st, done);
+	step_room_op(r, s, a, CSQ_OP_DECLINE);
 }
 
 static void
 step_ready(struct run *r, struct state *s, struct args *a)
 {
-	int done = -1;
-	enum csq_status st = csq_ready(s->csq, r->now, arg_room(a), &done);
-
-	step_room_op(s, "ready", st, done);
+	step_room_op(r, s, a, CSQ_OP_READY);
 }
 
 static void
@@ -606,6 +612,7 @@ step_transfer(struct run *r, struct state *s, struct args *a)
 {
 	struct csq_transfer_args t;
 	struct csq_user_info out;
+	struct csq_op op;
 	enum csq_status st;
 
 	memset(&out, 0, sizeof(out));
@@ -613,6 +620,10 @@ step_transfer(struct run *r, struct state *s, struct args *a)
 	t.queue = arg_queue(a);
 	st = csq_transfer(s->csq, r->now, &t, &out);
 	say_status(s, "transfer", st);
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_TRANSFER;
+	op.transfer = t;
+	check_validate(r, &op, st);
 	if (st == CSQ_OK)
 		say_user(s, &out);
 }
