@@ -207,6 +207,9 @@ command_result(void *arg, const struct csq_result *r)
 		break;
 	case CSQ_OP_LOGOUT:
 	case CSQ_OP_RELEASE:
+	case CSQ_OP_ACCEPT:
+	case CSQ_OP_DECLINE:
+	case CSQ_OP_READY:
 	case CSQ_OP_TOUCH:
 	case CSQ_OP_LEAVE:
 	case CSQ_OP_QLEN:
@@ -216,6 +219,7 @@ command_result(void *arg, const struct csq_result *r)
 		reply_user(out, c->proto, &r->user, 0);
 		break;
 	case CSQ_OP_WHERE:
+	case CSQ_OP_TRANSFER: /* the user's new state, as WHERE's */
 		reply_user(out, c->proto, &r->user, 1);
 		break;
 	case CSQ_OP_QUEUE:

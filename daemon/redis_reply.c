@@ -184,6 +184,10 @@ parse_data(struct redis_call *k, const redisReply *a)
 	case CSQ_OP_STATS:
 		return parse_stats(&res->stats, a, 1);
 	case CSQ_OP_REARM:
+	case CSQ_OP_ACCEPT: /* refused before a script runs (engine_redis.c) */
+	case CSQ_OP_DECLINE:
+	case CSQ_OP_READY:
+	case CSQ_OP_TRANSFER:
 		break;
 	}
 	return -1;

@@ -211,6 +211,18 @@ arg_heartbeat(struct args *a)
 	}
 	if (h->has_ttl)
 		h->ttl_s = draw_ttl(a->in);
+	/* OFFER and WRAPUP: a few seconds, so that they run out; now and
+	 * then one past the range. */
+	h->has_offer = (flags >> 3) & 1;
+	h->has_wrapup = (flags >> 4) & 1;
+	if (h->has_offer) {
+		b = fuzz_u8(a->in);
+		h->offer_s = b < 250 ? b % 4 : CSQ_OFFER_MAX + b % 2;
+	}
+	if (h->has_wrapup) {
+		b = fuzz_u8(a->in);
+		h->wrapup_s = b < 250 ? b % 4 : CSQ_WRAPUP_MAX + b % 2;
+	}
 	return h;
 }
 
@@ -278,6 +290,12 @@ arg_limits(struct args *a)
 	l->user_ttl_s = fuzz_u8(a->in) % 121;
 	l->max_tier = fuzz_u8(a->in) % (CSQ_TIER_LIMIT + 1);
 	l->max_queue_length = fuzz_u8(a->in) % 8 + 1;
+	l->offer_timeout_s = fuzz_u8(a->in) % 4;
+	l->offer_max_missed = fuzz_u8(a->in) % 4;
+	l->offer_retry_s = fuzz_u8(a->in) % 3;
+	l->wrapup_s = fuzz_u8(a->in) % 3;
+	l->strategy = fuzz_u8(a->in) % 2 ? CSQ_STRATEGY_LEAST_BUSY
+	                                 : CSQ_STRATEGY_LONGEST_IDLE;
 	return l;
 }
 
@@ -286,16 +304,19 @@ say_user(struct state *s, const struct csq_user_info *u)
 {
 	say(s,
 	    " state=%d queue=%s pos=%" PRIu64 " tier=%u waited=%" PRIu64
-	    " room=%s servicer=%s since=%" PRIu64,
+	    " room=%s servicer=%s since=%" PRIu64 " expires=%" PRIu64,
 	    (int)u->state, u->queue, u->position, u->tier, u->waited_ms,
-	    u->room, u->servicer, u->since_ms);
+	    u->room, u->servicer, u->since_ms, u->expires_in_ms);
 }
 
 static void
 say_servicer(struct state *s, const struct csq_servicer_info *v)
 {
-	say(s, " id=%s status=%d cap=%u active=%u ttl=%u idle=%" PRIu64, v->id,
-	    (int)v->status, v->capacity, v->active, v->ttl_s, v->idle_ms);
+	say(s,
+	    " id=%s status=%d cap=%u active=%u ttl=%u idle=%" PRIu64
+	    " offer=%u wrapup=%u missed=%u",
+	    v->id, (int)v->status, v->capacity, v->active, v->ttl_s, v->idle_ms,
+	    v->offer_s, v->wrapup_s, v->missed);
 }
 
 static void
@@ -535,10 +556,76 @@ step_stats(struct run *r, struct state *s, struct args *a)
 	csq_stats(s->csq, &v);
 	say(s,
 	    "stats: %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-	    " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+	    " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+	    " %" PRIu64 " %" PRIu64 " %" PRIu64,
 	    v.waiting, v.servicers, v.rooms_busy, v.rooms_free,
 	    v.enqueued_total, v.matched_total, v.abandoned_total,
-	    v.requeued_total, v.servicers_lost_total);
+	    v.requeued_total, v.servicers_lost_total, v.offers_total,
+	    v.offers_declined_total, v.offers_missed_total,
+	    v.transferred_total);
+}
+
+/* ACCEPT, DECLINE, READY: a room; done says whether it was in the state
+ * the command ends. */
+static void
+step_room_op(struct run *r, struct state *s, struct args *a,
+             enum csq_opcode code)
+{
+	static enum csq_status (*const ops[])(struct csq *, uint64_t,
+	                                      const char *, int *) = {
+	    [CSQ_OP_ACCEPT] = csq_accept,
+	    [CSQ_OP_DECLINE] = csq_decline,
+	    [CSQ_OP_READY] = csq_ready,
+	};
+	int done = -1;
+	enum csq_status st = ops[code](s->csq, r->now, arg_room(a), &done);
+
+	say_status(s,
+	           code == CSQ_OP_ACCEPT    ? "accept"
+	           : code == CSQ_OP_DECLINE ? "decline"
+	                                    : "ready",
+	           st);
+	say(s, " done=%d", done);
+	check_validate_id(r, code, arg_room(a), st);
+}
+
+static void
+step_accept(struct run *r, struct state *s, struct args *a)
+{
+	step_room_op(r, s, a, CSQ_OP_ACCEPT);
+}
+
+static void
+step_decline(struct run *r, struct state *s, struct args *a)
+{
+	step_room_op(r, s, a, CSQ_OP_DECLINE);
+}
+
+static void
+step_ready(struct run *r, struct state *s, struct args *a)
+{
+	step_room_op(r, s, a, CSQ_OP_READY);
+}
+
+static void
+step_transfer(struct run *r, struct state *s, struct args *a)
+{
+	struct csq_transfer_args t;
+	struct csq_user_info out;
+	struct csq_op op;
+	enum csq_status st;
+
+	memset(&out, 0, sizeof(out));
+	t.room = arg_room(a);
+	t.queue = arg_queue(a);
+	st = csq_transfer(s->csq, r->now, &t, &out);
+	say_status(s, "transfer", st);
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_TRANSFER;
+	op.transfer = t;
+	check_validate(r, &op, st);
+	if (st == CSQ_OK)
+		say_user(s, &out);
 }
 
 static void
@@ -718,6 +805,10 @@ static const struct step steps[] = {
     {"limits", step_limits},
     {"rearm", step_rearm},
     {"snapshot", step_snapshot},
+    {"accept", step_accept},
+    {"decline", step_decline},
+    {"ready", step_ready},
+    {"transfer", step_transfer},
 };
 
 /* Every event, logged as JSON, which names it first and fits. */

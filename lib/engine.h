@@ -30,6 +30,12 @@ enum csq_opcode {
 	CSQ_OP_EXPIRE, /* act on the deadlines passed */
 	CSQ_OP_LIMITS, /* limits changed (reload) */
 	CSQ_OP_REARM,  /* every deadline anew from now (after a restart) */
+	/* Routing (protocol-v2): numbered after the others, whose numbers
+	 * the journals written before hold. */
+	CSQ_OP_ACCEPT,
+	CSQ_OP_DECLINE,
+	CSQ_OP_READY,
+	CSQ_OP_TRANSFER,
 };
 
 /* One request; strings are borrowed for the duration of the call only. */
@@ -38,6 +44,7 @@ struct csq_op {
 	const char *id; /* servicer, user, room or queue, by code */
 	struct csq_heartbeat_args heartbeat;
 	struct csq_enqueue_args enqueue;
+	struct csq_transfer_args transfer;
 	int64_t ttl_s; /* TOUCH: < 0 keeps the TTL */
 	uint64_t offset;
 	uint32_t count;
@@ -47,9 +54,10 @@ struct csq_op {
 /* One answer; arrays are owned by the engine, valid during the callback. */
 struct csq_result {
 	enum csq_status status;
-	int64_t n; /* LOGOUT, RELEASE, TOUCH, LEAVE, QLEN */
+	int64_t n; /* LOGOUT, RELEASE, TOUCH, LEAVE, QLEN, ACCEPT, DECLINE,
+	              READY */
 	struct csq_servicer_info servicer;
-	struct csq_user_info user;
+	struct csq_user_info user; /* ENQUEUE, WHERE, TRANSFER */
 	struct csq_stats stats;
 	const struct csq_queue_entry *entries;     /* QUEUE */
 	const struct csq_servicer_info *servicers; /* SERVICERS */

@@ -129,6 +129,21 @@ memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 		csq_rearm_deadlines(m->csq, now);
 		r->status = CSQ_OK;
 		break;
+	case CSQ_OP_ACCEPT:
+		r->status = csq_accept(m->csq, now, op->id, &known);
+		r->n = known;
+		break;
+	case CSQ_OP_DECLINE:
+		r->status = csq_decline(m->csq, now, op->id, &known);
+		r->n = known;
+		break;
+	case CSQ_OP_READY:
+		r->status = csq_ready(m->csq, now, op->id, &known);
+		r->n = known;
+		break;
+	case CSQ_OP_TRANSFER:
+		r->status = csq_transfer(m->csq, now, &op->transfer, &r->user);
+		break;
 	default:
 		r->status = CSQ_ERANGE;
 		break;

@@ -105,13 +105,21 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		put_str(&c, h->servicer);
 		put_u64(&c,
 		        (uint64_t)(h->has_capacity | h->has_queues << 1 |
-		                   h->has_ttl << 2),
+		                   h->has_ttl << 2 | h->has_offer << 3 |
+		                   h->has_wrapup << 4),
 		        1);
 		put_u64(&c, h->capacity, 4);
 		put_u64(&c, h->ttl_s, 4);
 		put_u64(&c, h->has_queues ? h->nqueues : 0, 1);
 		for (i = 0; h->has_queues && i < h->nqueues; i++)
 			put_str(&c, h->queues[i]);
+		/* The routing tail: a record written before has none. */
+		put_u64(&c, h->offer_s, 4);
+		put_u64(&c, h->wrapup_s, 4);
+		break;
+	case CSQ_OP_TRANSFER:
+		put_str(&c, op->transfer.room);
+		put_str(&c, op->transfer.queue);
 		break;
 	case CSQ_OP_ENQUEUE:
 		put_str(&c, e->user);
@@ -141,7 +149,8 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_REARM:
 		break;
-	default: /* PAUSE, RESUME, LOGOUT, RELEASE, LEAVE: one id */
+	default: /* PAUSE, RESUME, LOGOUT, RELEASE, LEAVE, ACCEPT, DECLINE,
+	            READY: one id */
 		put_str(&c, op->id);
 		break;
 	}
@@ -171,12 +180,23 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		h->has_ttl = (flags >> 2) & 1;
 		h->capacity = (uint32_t)get_u64(&c, 4);
 		h->ttl_s = (uint32_t)get_u64(&c, 4);
+		h->has_offer = (flags >> 3) & 1;
+		h->has_wrapup = (flags >> 4) & 1;
 		h->nqueues = (size_t)get_u64(&c, 1);
 		if (h->nqueues > CSQ_SERVICER_QUEUES)
 			return -1;
 		for (i = 0; i < h->nqueues; i++)
 			h->queues[i] =
 			    get_str(&c, st->queues[i], sizeof(st->queues[i]));
+		if (c.left == 0 && !h->has_offer && !h->has_wrapup)
+			break; /* written before routing */
+		h->offer_s = (uint32_t)get_u64(&c, 4);
+		h->wrapup_s = (uint32_t)get_u64(&c, 4);
+		break;
+	case CSQ_OP_TRANSFER:
+		op->transfer.room = op->id =
+		    get_str(&c, st->id, sizeof(st->id));
+		op->transfer.queue = get_str(&c, st->queue, sizeof(st->queue));
 		break;
 	case CSQ_OP_ENQUEUE:
 		e->user = op->id = get_str(&c, st->id, sizeof(st->id));
@@ -231,6 +251,9 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 	case CSQ_OP_LOGOUT:
 	case CSQ_OP_RELEASE:
 	case CSQ_OP_LEAVE:
+	case CSQ_OP_ACCEPT:
+	case CSQ_OP_DECLINE:
+	case CSQ_OP_READY:
 		op->id = get_str(&c, st->id, sizeof(st->id));
 		break;
 	default:

@@ -27,6 +27,10 @@ validate_heartbeat(const struct csq_heartbeat_args *a)
 		return CSQ_ERANGE;
 	if (a->has_ttl && (a->ttl_s < 1 || a->ttl_s > CSQ_TTL_MAX))
 		return CSQ_ERANGE;
+	if (a->has_offer && a->offer_s > CSQ_OFFER_MAX)
+		return CSQ_ERANGE;
+	if (a->has_wrapup && a->wrapup_s > CSQ_WRAPUP_MAX)
+		return CSQ_ERANGE;
 	if (!a->has_queues)
 		return CSQ_OK;
 	if (a->nqueues < 1 || a->nqueues > CSQ_SERVICER_QUEUES)
@@ -52,12 +56,19 @@ validate_enqueue(const struct csq_enqueue_args *a,
 	return CSQ_OK;
 }
 
-enum csq_status
-csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
+static int
+valid_room(const char *room)
 {
 	char sid[CSQ_ID_MAX + 1];
 	uint32_t idx;
 
+	return room != NULL &&
+	       csq_parse_room(room, strlen(room), sid, &idx) == 0;
+}
+
+enum csq_status
+csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
+{
 	switch (op->code) {
 	case CSQ_OP_HEARTBEAT:
 		return validate_heartbeat(&op->heartbeat);
@@ -66,10 +77,14 @@ csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
 	case CSQ_OP_LOGOUT:
 		return valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
 	case CSQ_OP_RELEASE:
-		if (op->id == NULL ||
-		    csq_parse_room(op->id, strlen(op->id), sid, &idx) != 0)
+	case CSQ_OP_ACCEPT:
+	case CSQ_OP_DECLINE:
+	case CSQ_OP_READY:
+		return valid_room(op->id) ? CSQ_OK : CSQ_EROOM;
+	case CSQ_OP_TRANSFER:
+		if (!valid_room(op->transfer.room))
 			return CSQ_EROOM;
-		return CSQ_OK;
+		return valid(op->transfer.queue) ? CSQ_OK : CSQ_EQUEUE;
 	case CSQ_OP_ENQUEUE:
 		return validate_enqueue(&op->enqueue, limits);
 	case CSQ_OP_TOUCH:

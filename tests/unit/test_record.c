@@ -19,6 +19,11 @@ test_crc32c(void **state)
 	assert_int_equal(csq_crc32c("", 0), 0);
 }
 
+/* The payload of a HEARTBEAT record before routing: opcode, time, the
+ * servicer, flags, capacity, TTL, the count of queues and their bytes. */
+#define HEARTBEAT_LEGACY(sid, qbytes)                                          \
+	(1 + 8 + 1 + strlen(sid) + 1 + 4 + 4 + 1 + (qbytes))
+
 /*
  * Encodes op, decodes it back, and returns the decoded copy. legacy: the
  * payload length of the form csq wrote before the record grew a tail (a
@@ -67,9 +72,9 @@ test_every_operation(void **state)
 {
 	static const char q64[] = "qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"
 	                          "qqqqqqqqqqqqqqqqqqqq";
-	const enum csq_opcode simple[] = {CSQ_OP_PAUSE, CSQ_OP_RESUME,
-	                                  CSQ_OP_LOGOUT, CSQ_OP_RELEASE,
-	                                  CSQ_OP_LEAVE};
+	const enum csq_opcode simple[] = {
+	    CSQ_OP_PAUSE, CSQ_OP_RESUME, CSQ_OP_LOGOUT,  CSQ_OP_RELEASE,
+	    CSQ_OP_LEAVE, CSQ_OP_ACCEPT, CSQ_OP_DECLINE, CSQ_OP_READY};
 	struct csq_record_strings st;
 	struct csq_op op, back;
 	size_t i;
@@ -83,13 +88,42 @@ test_every_operation(void **state)
 	op.heartbeat.nqueues = CSQ_SERVICER_QUEUES;
 	for (i = 0; i < CSQ_SERVICER_QUEUES; i++)
 		op.heartbeat.queues[i] = q64; /* the largest record */
-	round_trip(&op, UINT64_MAX, &back, &st);
+	round_trip_legacy(
+	    &op, UINT64_MAX, &back, &st,
+	    HEARTBEAT_LEGACY("agent-1", CSQ_SERVICER_QUEUES * 65));
 	assert_string_equal(back.heartbeat.servicer, "agent-1");
 	assert_int_equal(back.heartbeat.has_capacity, 1);
 	assert_int_equal(back.heartbeat.has_ttl, 0);
 	assert_int_equal(back.heartbeat.capacity, 1000);
 	assert_int_equal(back.heartbeat.nqueues, CSQ_SERVICER_QUEUES);
 	assert_string_equal(back.heartbeat.queues[31], q64);
+	assert_int_equal(back.heartbeat.has_offer, 0);
+	assert_int_equal(back.heartbeat.has_wrapup, 0);
+	op.heartbeat.has_offer = op.heartbeat.has_wrapup = 1;
+	op.heartbeat.offer_s = CSQ_OFFER_MAX;
+	op.heartbeat.wrapup_s = CSQ_WRAPUP_MAX;
+	round_trip(&op, 7, &back, &st);
+	assert_int_equal(back.heartbeat.has_offer, 1);
+	assert_int_equal(back.heartbeat.has_wrapup, 1);
+	assert_int_equal(back.heartbeat.offer_s, CSQ_OFFER_MAX);
+	assert_int_equal(back.heartbeat.wrapup_s, CSQ_WRAPUP_MAX);
+	/* Without OFFER and WRAPUP, the form of before routing still
+	 * reads: the same record less its last 8 bytes. */
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_HEARTBEAT;
+	op.heartbeat.servicer = op.id = "s";
+	op.heartbeat.has_ttl = 1;
+	op.heartbeat.ttl_s = 5;
+	round_trip_legacy(&op, 8, &back, &st, HEARTBEAT_LEGACY("s", 0));
+	assert_int_equal(back.heartbeat.ttl_s, 5);
+
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_TRANSFER;
+	op.transfer.room = op.id = "agent-1/999";
+	op.transfer.queue = q64;
+	round_trip(&op, 9, &back, &st);
+	assert_string_equal(back.transfer.room, "agent-1/999");
+	assert_string_equal(back.transfer.queue, q64);
 
 	memset(&op, 0, sizeof(op));
 	op.code = CSQ_OP_ENQUEUE;

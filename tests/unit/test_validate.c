@@ -63,13 +63,25 @@ pick_room(char *buf)
 	return rooms[rnd(8)];
 }
 
+/* The commands: every opcode up to STATS, and routing's. */
+static enum csq_opcode
+pick_command(void)
+{
+	static const enum csq_opcode routing[] = {
+	    CSQ_OP_ACCEPT, CSQ_OP_DECLINE, CSQ_OP_READY, CSQ_OP_TRANSFER};
+	uint32_t n = rnd(CSQ_OP_STATS + 1 + 4);
+
+	return n <= CSQ_OP_STATS ? (enum csq_opcode)n
+	                         : routing[n - CSQ_OP_STATS - 1];
+}
+
 static void
 random_op(struct csq_op *op, char bufs[40][80])
 {
 	size_t i;
 
 	memset(op, 0, sizeof(*op));
-	op->code = (enum csq_opcode)rnd(CSQ_OP_STATS + 1);
+	op->code = pick_command();
 	op->ttl_s = -1;
 	op->id = pick_id(bufs[0]);
 	switch (op->code) {
@@ -88,9 +100,20 @@ random_op(struct csq_op *op, char bufs[40][80])
 			op->heartbeat.nqueues = 33 * rnd(2);
 		if (!op->heartbeat.has_queues)
 			op->heartbeat.nqueues = 0;
+		op->heartbeat.has_offer = rnd(3) == 0;
+		op->heartbeat.offer_s = rnd(2) ? rnd(3) : 599 + rnd(3);
+		op->heartbeat.has_wrapup = rnd(3) == 0;
+		op->heartbeat.wrapup_s = rnd(2) ? rnd(3) : 3599 + rnd(3);
 		break;
 	case CSQ_OP_RELEASE:
+	case CSQ_OP_ACCEPT:
+	case CSQ_OP_DECLINE:
+	case CSQ_OP_READY:
 		op->id = pick_room(bufs[0]);
+		break;
+	case CSQ_OP_TRANSFER:
+		op->transfer.room = pick_room(bufs[0]);
+		op->transfer.queue = rnd(2) ? "q.x" : pick_id(bufs[1]);
 		break;
 	case CSQ_OP_ENQUEUE:
 		op->enqueue.user = pick_id(bufs[1]);
