@@ -18,6 +18,8 @@ struct check {
 	uint64_t waiting, offered, assigned, busy, free, servicers;
 	uint64_t timed; /* waiting and offered users with a TTL */
 	uint64_t offers, wrapups, retries; /* room and window deadlines */
+	uint64_t clocks;     /* users' overflow, aging and window deadlines */
+	uint64_t preferring; /* users in servicers' prefer lines */
 };
 
 static void check_fail(struct check *k, const char *fmt, ...)
@@ -67,6 +69,76 @@ user_in_room(const struct csq_user *u, enum csq_room_state state)
 	       r->servicer->rooms[r->index] == r;
 }
 
+/*
+ * The queue's clocks of a user in line: a deadline of the kind its queue's
+ * policy calls for next, measured from when it joined its line.
+ */
+static void
+check_clocks(struct check *k, const struct csq_user *u)
+{
+	const struct csq_policy *p = u->queue->policy;
+	const struct csq_deadline *d = &u->policy;
+	uint64_t at = d->node.key, every;
+	int ages, overflows;
+
+	ages = p != NULL && p->aging_every_s > 0;
+	overflows = p != NULL && p->overflow_after_s > 0;
+	if (!csq_deadline_running(d)) {
+		if (ages || overflows)
+			check_fail(k, "user %s in line without its clocks",
+			           u->id);
+		return;
+	}
+	k->clocks++;
+	switch (csq_deadline_kind(d)) {
+	case CSQ_DL_AGING:
+		/* A point of its aging, before any overflow. */
+		every = ages ? csq_ms(p->aging_every_s) : 0;
+		if (!ages || at <= u->joined_ms ||
+		    (at - u->joined_ms) % every != 0 ||
+		    (overflows &&
+		     at > u->joined_ms + csq_ms(p->overflow_after_s)))
+			check_fail(k, "user %s aging wrong", u->id);
+		break;
+	case CSQ_DL_OVERFLOW:
+		/* A reload may have made it due already: then it is set at
+		 * the reload's time, after its point. */
+		if (!overflows ||
+		    at < u->joined_ms + csq_ms(p->overflow_after_s))
+			check_fail(k, "user %s overflow wrong", u->id);
+		break;
+	default:
+		check_fail(k, "user %s in line with clock kind %d", u->id,
+		           (int)csq_deadline_kind(d));
+	}
+}
+
+/* A user who waits for one servicer: in its prefer line, no other. */
+static void
+check_preferring(struct check *k, const struct csq_user *u, uint64_t rank)
+{
+	const struct csq_servicer *s = u->prefer;
+	int i;
+
+	k->preferring++;
+	if (rank != 0)
+		check_fail(k, "preferring user %s in its queue's line", u->id);
+	if (s == NULL || csq_dict_get(k->c->servicers, s->id, s->idlen) != s) {
+		check_fail(k, "preferring user %s without servicer", u->id);
+		return;
+	}
+	i = csq_servicer_queue_index(s, u->queue);
+	if (i < 0 || s->prefer[i] == NULL ||
+	    csq_line_rank(s->prefer[i], u->key) == 0)
+		check_fail(k, "preferring user %s not in %s's line", u->id,
+		           s->id);
+	if (!deadline_is(&u->policy, CSQ_DL_PREFER) || u->prefer_s < 1 ||
+	    u->prefer_s > CSQ_PREFER_MAX)
+		check_fail(k, "preferring user %s window wrong", u->id);
+	else
+		k->clocks++;
+}
+
 static void
 check_user(void *arg, const char *key, size_t len, void *val)
 {
@@ -88,16 +160,24 @@ check_user(void *arg, const char *key, size_t len, void *val)
 	case CSQ_USER_WAITING:
 		k->waiting++;
 		k->timed += u->ttl_s > 0;
+		if (!deadline_is(&u->deadline, ttl))
+			check_fail(k, "waiting user %s deadline wrong", u->id);
+		if (u->flags & CSQ_USER_PREFERRING) {
+			check_preferring(k, u, rank);
+			break;
+		}
 		node = rank ? csq_line_nth(u->queue->line, rank - 1) : NULL;
 		if (node == NULL || csq_line_node_value(node) != u)
 			check_fail(k, "waiting user %s not in its line", u->id);
-		if (!deadline_is(&u->deadline, ttl))
-			check_fail(k, "waiting user %s deadline wrong", u->id);
 		if (u->room != NULL)
 			check_fail(k, "waiting user %s has a room", u->id);
+		check_clocks(k, u);
 		break;
 	case CSQ_USER_OFFERED:
 		k->offered++;
+		if (csq_deadline_running(&u->policy) ||
+		    (u->flags & CSQ_USER_PREFERRING))
+			check_fail(k, "offered user %s has clocks", u->id);
 		k->timed += u->ttl_s > 0;
 		if (rank != 0)
 			check_fail(k, "offered user %s still in line", u->id);
@@ -108,6 +188,9 @@ check_user(void *arg, const char *key, size_t len, void *val)
 		break;
 	case CSQ_USER_ASSIGNED:
 		k->assigned++;
+		if (csq_deadline_running(&u->policy) ||
+		    (u->flags & CSQ_USER_PREFERRING))
+			check_fail(k, "assigned user %s has clocks", u->id);
 		if (rank != 0)
 			check_fail(k, "assigned user %s still in line", u->id);
 		if (!deadline_is(&u->deadline, -1))
@@ -153,6 +236,34 @@ check_room(struct check *k, const struct csq_servicer *s, uint32_t i)
 	if (u != NULL && (u->room != r || csq_dict_get(k->c->users, u->id,
 	                                               csq_user_idlen(u)) != u))
 		check_fail(k, "R2U %s/%u disagrees with U2R", s->id, i);
+}
+
+/* s's prefer line of queues[i]: its users wait for s, in that queue. */
+static void
+check_prefer_line(struct check *k, const struct csq_servicer *s, uint32_t i,
+                  int has_free)
+{
+	const struct csq_line *l = s->prefer[i];
+	struct csq_line_node *node;
+	const struct csq_user *u;
+
+	if (l == NULL)
+		return;
+	if (csq_line_len(l) == 0 || csq_line_check(l) != 0)
+		check_fail(k, "prefer line of %s is inconsistent", s->id);
+	if (has_free)
+		check_fail(k, "free room of %s beside users who prefer it",
+		           s->id);
+	for (node = csq_line_first(l); node != NULL;
+	     node = csq_line_next(node)) {
+		u = csq_line_node_value(node);
+		if (u->state != CSQ_USER_WAITING ||
+		    !(u->flags & CSQ_USER_PREFERRING) || u->prefer != s ||
+		    u->queue != s->queues[i] ||
+		    csq_line_node_key(node) != u->key)
+			check_fail(k, "prefer line of %s holds %s", s->id,
+			           u->id);
+	}
 }
 
 static void
@@ -215,13 +326,19 @@ check_servicer(void *arg, const char *key, size_t len, void *val)
 			check_fail(k,
 			           "free room of %s beside waiting users of %s",
 			           s->id, s->queues[i]->name);
+		check_prefer_line(k, s, i, has_free);
 	}
+	for (; i < CSQ_SERVICER_QUEUES; i++)
+		if (s->prefer[i] != NULL)
+			check_fail(k, "servicer %s has a stray prefer line",
+			           s->id);
 }
 
 struct queue_refs {
 	const struct csq *c;
 	const struct csq_queue *q;
 	uint64_t refs;
+	uint64_t servicers, rooms_ready, rooms_free, preferring;
 };
 
 static void
@@ -237,9 +354,46 @@ static void
 count_servicer_refs(void *arg, const char *key, size_t len, void *val)
 {
 	struct queue_refs *r = arg;
+	const struct csq_servicer *s = val;
+	uint32_t free =
+	    csq_servicer_has_free(s) ? csq_servicer_free_count(s) : 0;
 
 	(void)key, (void)len;
-	r->refs += serves(val, r->q);
+	if (!serves(s, r->q))
+		return;
+	r->refs++;
+	r->servicers++;
+	r->rooms_ready += s->status == CSQ_SERVICER_READY ? s->capacity : 0;
+	r->rooms_free += free;
+}
+
+static void
+count_preferring(void *arg, const char *key, size_t len, void *val)
+{
+	struct queue_refs *r = arg;
+	const struct csq_user *u = val;
+
+	(void)key, (void)len;
+	r->preferring += u->queue == r->q && (u->flags & CSQ_USER_PREFERRING);
+}
+
+/* The ring's share counted again against its level. */
+static void
+check_counts(struct check *k, const struct csq_queue *q)
+{
+	const struct csq_queue_counts *n = &q->counts;
+	uint32_t i, within = 0;
+
+	if (n->ring_len > CSQ_OUTCOMES || (n->ring == NULL && n->ring_len) ||
+	    n->ring_next >= CSQ_OUTCOMES)
+		check_fail(k, "queue %s outcome ring wrong", q->name);
+	for (i = 0; i < n->ring_len && n->ring != NULL; i++)
+		within += n->ring[i] != CSQ_OUTCOME_ABANDONED &&
+		          (uint64_t)n->ring[i] <= csq_ms(n->within_s);
+	if (within != n->within ||
+	    (n->ring != NULL && n->within_s != csq_queue_service_level(q)))
+		check_fail(k, "queue %s counts %u within, ring says %u",
+		           q->name, n->within, within);
 }
 
 static void
@@ -247,10 +401,22 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 {
 	struct check *k = arg;
 	const struct csq_queue *q = val;
-	struct queue_refs r = {k->c, q, 0};
+	struct queue_refs r;
 
+	memset(&r, 0, sizeof(r));
+	r.c = k->c;
+	r.q = q;
 	if (len != q->namelen || memcmp(key, q->name, len) != 0)
 		check_fail(k, "queue %s filed under another name", q->name);
+	if (q->policy != csq_policy_find(k->c, q->name, q->namelen))
+		check_fail(k, "queue %s has another's policy", q->name);
+	r.refs += q->policy != NULL;
+	csq_dict_each(k->c->users, count_preferring, &r);
+	if (r.preferring != q->preferring)
+		check_fail(
+		    k, "queue %s has %" PRIu64 " preferring, counted %" PRIu64,
+		    q->name, q->preferring, r.preferring);
+	check_counts(k, q);
 	if (csq_line_check(q->line) != 0)
 		check_fail(k, "line of %s is inconsistent", q->name);
 	csq_dict_each(k->c->users, count_user_refs, &r);
@@ -260,6 +426,14 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 	if (r.refs != q->refs || r.refs == 0)
 		check_fail(k, "queue %s has %" PRIu64 " refs, counted %" PRIu64,
 		           q->name, q->refs, r.refs);
+	if (r.servicers != q->nservicers || r.rooms_ready != q->rooms_ready ||
+	    r.rooms_free != q->rooms_free)
+		check_fail(k,
+		           "queue %s servicers %" PRIu64 "/%" PRIu64
+		           ", ready rooms %" PRIu64 "/%" PRIu64
+		           ", free %" PRIu64 "/%" PRIu64,
+		           q->name, q->nservicers, r.servicers, q->rooms_ready,
+		           r.rooms_ready, q->rooms_free, r.rooms_free);
 }
 
 int
@@ -296,9 +470,10 @@ csq_check(const struct csq *c, char *buf, size_t len)
 		           csq_dict_len(c->users),
 		           k.waiting + k.offered + k.assigned);
 	if (c->deadlines.len !=
-	    k.servicers + k.timed + k.offers + k.wrapups + k.retries)
-		check_fail(
-		    &k, "%zu deadlines, expected %" PRIu64, c->deadlines.len,
-		    k.servicers + k.timed + k.offers + k.wrapups + k.retries);
+	    k.servicers + k.timed + k.offers + k.wrapups + k.retries + k.clocks)
+		check_fail(&k, "%zu deadlines, expected %" PRIu64,
+		           c->deadlines.len,
+		           k.servicers + k.timed + k.offers + k.wrapups +
+		               k.retries + k.clocks);
 	return k.failed ? -1 : 0;
 }

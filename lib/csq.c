@@ -52,10 +52,10 @@ csq_queue_get(struct csq *c, const char *name, size_t len, int create)
 
 	if (q != NULL || !create)
 		return q;
-	q = csq_xmalloc(sizeof(*q) + len + 1);
+	q = csq_xcalloc(1, sizeof(*q) + len + 1);
 	q->line = csq_line_new(c->seed);
 	csq_heap_init(&q->avail);
-	q->refs = 0;
+	q->policy = csq_policy_find(c, name, len);
 	q->namelen = len;
 	memcpy(q->name, name, len);
 	q->name[len] = '\0';
@@ -74,6 +74,7 @@ queue_destroy(struct csq_queue *q)
 {
 	csq_line_free(q->line);
 	csq_heap_free(&q->avail);
+	csq_qstats_free(q);
 	free(q);
 }
 
@@ -149,13 +150,41 @@ csq_user_deadline(struct csq *c, struct csq_user *u, uint64_t now)
 }
 
 uint64_t
+csq_user_join_line(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	uint64_t pos = csq_line_insert_rank(u->queue->line, u->key, u);
+
+	csq_policy_start(c, u, now);
+	return pos;
+}
+
+void
+csq_user_leave_line(struct csq *c, struct csq_user *u)
+{
+	csq_deadline_clear(c, &u->policy);
+	if (u->flags & CSQ_USER_PREFERRING)
+		csq_prefer_remove(u);
+	else
+		csq_line_remove(u->queue->line, u->key);
+}
+
+uint64_t
+csq_user_wait_position(const struct csq_user *u)
+{
+	if (u->flags & CSQ_USER_PREFERRING)
+		return csq_prefer_position(u);
+	return csq_user_position(u);
+}
+
+/* Its queue's clocks restart there, as its TTL does. */
+uint64_t
 csq_user_requeue(struct csq *c, struct csq_user *u, uint64_t now)
 {
 	uint64_t pos;
 
 	u->state = CSQ_USER_WAITING;
 	u->room = NULL;
-	pos = csq_line_insert_rank(u->queue->line, u->key, u);
+	pos = csq_user_join_line(c, u, now);
 	c->stats.waiting++;
 	csq_user_deadline(c, u, now);
 	return pos;
@@ -166,6 +195,7 @@ void
 csq_user_free(struct csq *c, struct csq_user *u)
 {
 	csq_deadline_clear(c, &u->deadline);
+	csq_deadline_clear(c, &u->policy);
 	csq_dict_remove(c->users, u);
 	csq_queue_unref(c, u->queue);
 	free(u);
@@ -210,6 +240,8 @@ free_servicer(void *arg, const char *key, size_t len, void *val)
 	(void)arg, (void)key, (void)len;
 	for (i = 0; i < s->nrooms; i++)
 		free(s->rooms[i]);
+	for (i = 0; i < s->nqueues; i++)
+		csq_line_free(s->prefer[i]);
 	free(s->rooms);
 	free(s);
 }
@@ -233,6 +265,7 @@ csq_free(struct csq *c)
 	csq_dict_free(c->servicers);
 	csq_dict_free(c->queues);
 	csq_heap_free(&c->deadlines);
+	free(c->policies);
 	free(c);
 }
 
@@ -297,20 +330,33 @@ heartbeat_queues(struct csq *c, const struct csq_heartbeat_args *a,
 	return CSQ_OK;
 }
 
+/*
+ * The windows of users preferring s in the queues it drops end (reason
+ * queues) before anything else changes; the prefer lines of the queues
+ * it keeps follow them.
+ */
 static void
 servicer_set_queues(struct csq *c, struct csq_servicer *s,
-                    struct csq_queue **qs, uint32_t n)
+                    struct csq_queue **qs, uint32_t n, uint64_t now,
+                    struct csq_settle *st)
 {
+	struct csq_line *lines[CSQ_SERVICER_QUEUES];
 	uint32_t i;
 
+	csq_prefer_queues_change(c, s, qs, n, lines, now, st);
 	/* Reference the new set before dropping the old: shared queues
 	 * must not be freed in between. */
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		csq_queue_ref(qs[i]);
-	for (i = 0; i < s->nqueues; i++)
+		qs[i]->nservicers++;
+	}
+	for (i = 0; i < s->nqueues; i++) {
+		s->queues[i]->nservicers--;
 		csq_queue_unref(c, s->queues[i]);
+	}
 	for (i = 0; i < n; i++) {
 		s->queues[i] = qs[i];
+		s->prefer[i] = lines[i];
 		csq_heap_node_init(&s->avail[i].node);
 		s->avail[i].servicer = s;
 	}
@@ -344,6 +390,7 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 {
 	struct csq_queue *qs[CSQ_SERVICER_QUEUES];
 	struct csq_servicer *s;
+	struct csq_settle settle;
 	size_t idlen;
 	uint32_t nq = 0;
 	int login;
@@ -386,10 +433,11 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 	} else
 		csq_servicer_unaccount(c, s);
 
+	memset(&settle, 0, sizeof(settle));
 	if (a->has_capacity)
 		csq_servicer_set_capacity(s, a->capacity);
 	if (nq > 0)
-		servicer_set_queues(c, s, qs, nq);
+		servicer_set_queues(c, s, qs, nq, now, &settle);
 	if (a->has_ttl)
 		s->ttl_s = a->ttl_s;
 	/* Offers and wrap-ups under way keep the length they started with. */
@@ -401,7 +449,9 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 	csq_servicer_account(c, s);
 	if (login)
 		servicer_up_event(c, s, now);
-	csq_match_servicer(c, s, now);
+	/* The users whose windows ended go first, as any put back. */
+	csq_settle_refill(&settle, s);
+	csq_settle(c, &settle, now);
 	servicer_info(s, now, out);
 	return CSQ_OK;
 }
@@ -481,22 +531,32 @@ void
 csq_user_info_at(const struct csq_user *u, uint64_t now, uint64_t pos,
                  struct csq_user_info *out)
 {
-	const struct csq_room *r = u->room;
+	const struct csq_room *r;
 
 	memset(out, 0, sizeof(*out));
 	out->state = (enum csq_user_state)u->state;
 	memcpy(out->queue, u->queue->name, u->queue->namelen + 1);
 	out->tier = csq_user_tier(u);
 	out->waited_ms = elapsed(now, u->arrival_ms);
+	out->eta_ms = -1;
 	if (u->state == CSQ_USER_WAITING) {
-		out->position = pos != 0 ? pos : csq_user_position(u);
+		out->position = pos != 0 ? pos : csq_user_wait_position(u);
+		if (u->flags & CSQ_USER_PREFERRING) {
+			memcpy(out->prefer, u->prefer->id,
+			       u->prefer->idlen + 1);
+			out->prefer_ms = elapsed(u->policy.node.key, now);
+		}
+		out->eta_ms = csq_estimate_user(u, out->position, now);
 		return;
 	}
+	r = u->room;
 	memcpy(out->servicer, r->servicer->id, r->servicer->idlen + 1);
 	csq_room_name(r->servicer, r->index, out->room);
 	out->since_ms = elapsed(now, r->since_ms);
-	if (u->state == CSQ_USER_OFFERED)
+	if (u->state == CSQ_USER_OFFERED) {
 		out->expires_in_ms = elapsed(r->deadline.node.key, now);
+		out->eta_ms = 0;
+	}
 }
 
 static void
@@ -508,46 +568,100 @@ user_info(const struct csq_user *u, uint64_t now, struct csq_user_info *out)
 /* pos: u's position, which its insert into the line told. */
 static void
 user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
-           const struct csq_queue *from, uint64_t pos, uint64_t now)
+           const struct csq_queue *from, uint64_t pos, enum csq_reason reason,
+           uint64_t now)
 {
 	struct csq_event ev;
 
 	csq_event_begin(&ev, type, now);
 	csq_event_user(&ev, u);
 	ev.position = pos;
+	ev.reason = reason;
 	if (from != NULL)
 		memcpy(ev.from_queue, from->name, from->namelen + 1);
 	csq_emit(c, &ev);
 }
 
+/* Users waiting in q: in its line and held for a preferred servicer. */
+static uint64_t
+queue_length(const struct csq_queue *q)
+{
+	return csq_line_len(q->line) + q->preferring;
+}
+
+/* u, waiting where it waits, takes key (a new tier) in the same place:
+ * its clocks or its window go on. */
+static uint64_t
+user_rekey(struct csq *c, struct csq_user *u, uint64_t key)
+{
+	struct csq_servicer *s;
+
+	if (u->flags & CSQ_USER_PREFERRING) {
+		s = u->prefer;
+		csq_prefer_remove(u);
+		u->key = key;
+		return csq_prefer_insert(c, u, s);
+	}
+	csq_line_remove(u->queue->line, u->key);
+	u->key = key;
+	return csq_line_insert_rank(u->queue->line, u->key, u);
+}
+
 /*
- * A waiting user changes tier or queue and keeps its arrival. A move to a
- * queue with a free room is a match (then only matched is published, and
- * to the queue left too, with from_queue).
+ * A waiting user changes tier, queue or the servicer it waits for
+ * (want: NULL for its queue's line), and keeps its arrival. window: the
+ * seconds of a new window, or 0 to keep the one it has (want is then the
+ * servicer it waits for already). A change of queue or place is a return
+ * to a line: the clocks of the new line start. A move to a place with a
+ * free room is a match (then only matched is published, and to the
+ * queue left too, with from_queue); else rescored, reason enqueue. A
+ * window set again alone moves nothing and publishes nothing.
  */
 static void
-user_rescore(struct csq *c, struct csq_user *u, struct csq_queue *to,
-             uint32_t tier, uint64_t now)
+user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
+          uint32_t tier, struct csq_servicer *want, uint32_t window,
+          uint64_t now)
 {
 	struct csq_queue *from = u->queue;
+	struct csq_servicer *had =
+	    (u->flags & CSQ_USER_PREFERRING) ? u->prefer : NULL;
+	uint64_t ends = had != NULL ? u->policy.node.key : 0;
+	int moved = to != from;
 	struct csq_key k;
 	uint64_t pos;
 
 	csq_key_unpack(u->key, &k);
-	if (to == from && tier == k.tier)
-		return;
-	csq_line_remove(from->line, u->key);
-	k.tier = tier;
-	u->key = csq_key_pack(&k);
-	if (to != from) {
-		csq_queue_ref(to);
-		u->queue = to;
+	if (!moved && want == had) {
+		if (window > 0)
+			csq_prefer_window(c, u, window, now);
+		if (tier == k.tier)
+			return;
+		k.tier = tier;
+		pos = user_rekey(c, u, csq_key_pack(&k));
+	} else {
+		csq_user_leave_line(c, u);
+		k.tier = tier;
+		u->key = csq_key_pack(&k);
+		if (moved) {
+			csq_queue_ref(to);
+			u->queue = to;
+			csq_estimate_arrival(&to->est, tier, now);
+		}
+		if (want != NULL) {
+			pos = csq_prefer_insert(c, u, want);
+			if (window > 0)
+				csq_prefer_window(c, u, window, now);
+			else { /* the window it had goes on */
+				u->policy.node.tag = CSQ_DL_PREFER;
+				csq_deadline_set(c, &u->policy, ends);
+			}
+		} else
+			pos = csq_user_join_line(c, u, now);
 	}
-	pos = csq_line_insert_rank(to->line, u->key, u);
-	if (!csq_match_user(c, u, to != from ? from : NULL, now))
-		user_event(c, CSQ_EV_RESCORED, u, to != from ? from : NULL, pos,
-		           now);
-	if (to != from)
+	if (!csq_match_user(c, u, moved ? from : NULL, now))
+		user_event(c, CSQ_EV_RESCORED, u, moved ? from : NULL, pos,
+		           CSQ_REASON_ENQUEUE, now);
+	if (moved)
 		csq_queue_unref(c, from);
 }
 
@@ -559,15 +673,59 @@ queue_drop_unused(struct csq *c, struct csq_queue *q)
 		csq_queue_unref(c, q);
 }
 
+/*
+ * ENQUEUE of a user who waits already. Its queue stays when a transfer
+ * chose it, or when the queue named is one it overflowed from (a
+ * frontend that repeats its ENQUEUE must not pull it back). PREFER
+ * replaces its window (or closes it, naming a servicer that cannot hold
+ * one); without PREFER a window goes on while its servicer serves the
+ * queue.
+ */
+static enum csq_status
+enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
+              const struct csq_enqueue_args *a, size_t qlen)
+{
+	struct csq_servicer *want = NULL;
+	struct csq_queue *q;
+	uint32_t window = 0;
+
+	if (a->has_queue && !(u->flags & CSQ_USER_TRANSFERRED) &&
+	    !csq_policy_overflowed_from(c, u, a->queue, qlen)) {
+		q = csq_queue_get(c, a->queue, qlen, 1);
+		if (q != u->queue &&
+		    queue_length(q) >= csq_queue_max_length(c, q)) {
+			queue_drop_unused(c, q);
+			return CSQ_EFULL;
+		}
+		if (q != u->queue)
+			u->flags &= (uint8_t)~CSQ_USER_OVERFLOWED;
+	} else
+		q = u->queue;
+	if (a->prefer.has_prefer) {
+		want = csq_prefer_target(c, &a->prefer, q);
+		window = want != NULL ? a->prefer.seconds : 0;
+	} else if ((u->flags & CSQ_USER_PREFERRING) &&
+	           csq_servicer_queue_index(u->prefer, q) >= 0)
+		want = u->prefer;
+	if (a->has_ttl)
+		u->ttl_s = a->ttl_s;
+	csq_user_deadline(c, u, now);
+	user_move(c, u, q, a->has_tier ? a->tier : csq_user_tier(u), want,
+	          window, now);
+	return CSQ_OK;
+}
+
 enum csq_status
 csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
             struct csq_user_info *out)
 {
+	struct csq_servicer *want;
 	struct csq_queue *q = NULL;
 	struct csq_user *u;
 	struct csq_key k;
 	size_t idlen, qlen = 0;
 	uint64_t pos;
+	enum csq_status st;
 
 	if ((idlen = id_len(a->user)) == 0)
 		return CSQ_EUSER;
@@ -577,36 +735,18 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 		return CSQ_ERANGE;
 	if (a->has_ttl && a->ttl_s > CSQ_TTL_MAX)
 		return CSQ_ERANGE;
+	if ((st = csq_prefer_check(&a->prefer)) != CSQ_OK)
+		return st;
 
 	if ((u = csq_dict_get(c->users, a->user, idlen)) != NULL) {
-		if (u->state == CSQ_USER_ASSIGNED) {
-			user_info(u, now, out);
-			return CSQ_OK;
-		}
 		if (u->state == CSQ_USER_OFFERED) {
 			/* Out of line until the offer ends: only its TTL. */
 			if (a->has_ttl)
 				u->ttl_s = a->ttl_s;
 			csq_user_deadline(c, u, now);
-			user_info(u, now, out);
-			return CSQ_OK;
-		}
-		/* A transfer chose its queue: a frontend that repeats its
-		 * ENQUEUE must not pull it back. */
-		if (a->has_queue && !(u->flags & CSQ_USER_TRANSFERRED)) {
-			q = csq_queue_get(c, a->queue, qlen, 1);
-			if (q != u->queue && csq_line_len(q->line) >=
-			                         c->limits.max_queue_length) {
-				queue_drop_unused(c, q);
-				return CSQ_EFULL;
-			}
-		} else
-			q = u->queue;
-		if (a->has_ttl)
-			u->ttl_s = a->ttl_s;
-		csq_user_deadline(c, u, now);
-		user_rescore(c, u, q, a->has_tier ? a->tier : csq_user_tier(u),
-		             now);
+		} else if (u->state == CSQ_USER_WAITING &&
+		           (st = enqueue_again(c, now, u, a, qlen)) != CSQ_OK)
+			return st;
 		user_info(u, now, out);
 		return CSQ_OK;
 	}
@@ -616,7 +756,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	else
 		q = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
 		                  strlen(CSQ_DEFAULT_QUEUE), 0);
-	if (csq_line_len(q->line) >= c->limits.max_queue_length) {
+	if (queue_length(q) >= csq_queue_max_length(c, q)) {
 		queue_drop_unused(c, q);
 		return CSQ_EFULL;
 	}
@@ -632,21 +772,30 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	csq_queue_ref(q);
 	u->key = csq_key_pack(&k);
 	u->arrival_ms = now;
+	u->joined_ms = now;
 	u->ttl_s = a->has_ttl ? a->ttl_s : c->limits.user_ttl_s;
 	u->state = CSQ_USER_WAITING;
 	u->flags = 0;
+	u->prefer_s = 0;
 	csq_deadline_init(&u->deadline, CSQ_DL_USER);
+	csq_deadline_init(&u->policy, CSQ_DL_OVERFLOW);
 	u->room = NULL;
 	memcpy(u->id, a->user, idlen);
 	u->id[idlen] = '\0';
 	csq_dict_add(c->users, u, idlen);
 	c->stats.enqueued_total++;
+	csq_estimate_arrival(&q->est, k.tier, now);
 
-	pos = csq_line_insert_rank(q->line, u->key, u);
+	if ((want = csq_prefer_target(c, &a->prefer, q)) != NULL) {
+		pos = csq_prefer_insert(c, u, want);
+		csq_prefer_window(c, u, a->prefer.seconds, now);
+	} else
+		pos = csq_user_join_line(c, u, now);
 	c->stats.waiting++;
 	csq_user_deadline(c, u, now);
 	if (!csq_match_user(c, u, NULL, now))
-		user_event(c, CSQ_EV_QUEUED, u, NULL, pos, now);
+		user_event(c, CSQ_EV_QUEUED, u, NULL, pos, CSQ_REASON_NONE,
+		           now);
 	csq_user_info_at(u, now, u->state == CSQ_USER_WAITING ? pos : 0, out);
 	return CSQ_OK;
 }
@@ -689,7 +838,7 @@ csq_user_abandon(struct csq *c, struct csq_user *u, uint64_t now,
 	csq_event_user(&ev, u);
 	ev.reason = reason;
 	if (u->state == CSQ_USER_WAITING) {
-		csq_line_remove(u->queue->line, u->key);
+		csq_user_leave_line(c, u);
 		c->stats.waiting--;
 	} else {
 		s = r->servicer;
@@ -701,6 +850,7 @@ csq_user_abandon(struct csq *c, struct csq_user *u, uint64_t now,
 		csq_settle_refill(st, s);
 	}
 	c->stats.abandoned_total++;
+	csq_qstats_abandoned(u->queue, reason);
 	csq_user_free(c, u);
 	csq_emit(c, &ev);
 }
@@ -783,8 +933,68 @@ csq_qlen(struct csq *c, const char *qname, uint64_t *len)
 	if ((n = id_len(qname)) == 0)
 		return CSQ_EQUEUE;
 	if ((q = csq_queue_get(c, qname, n, 0)) != NULL)
-		*len = csq_line_len(q->line);
+		*len = queue_length(q);
 	return CSQ_OK;
+}
+
+enum csq_status
+csq_queue_stats(struct csq *c, uint64_t now, const char *qname,
+                struct csq_queue_stats *out)
+{
+	struct csq_queue *q;
+	size_t n;
+
+	if ((n = id_len(qname)) == 0)
+		return CSQ_EQUEUE;
+	if ((q = csq_queue_get(c, qname, n, 0)) != NULL) {
+		csq_qstats_fill(c, q, now, out);
+		return CSQ_OK;
+	}
+	/* A queue with a policy exists: this one has the defaults. */
+	memset(out, 0, sizeof(*out));
+	memcpy(out->queue, qname, n + 1);
+	out->eta_ms = -1;
+	out->service_level_s = CSQ_DEFAULT_SERVICE_LEVEL;
+	out->service_level_pct = -1;
+	return CSQ_OK;
+}
+
+struct queues_stats_walk {
+	const struct csq *c;
+	struct csq_queue_stats *out;
+	size_t n;
+	uint64_t now;
+};
+
+static void
+queues_stats_collect(void *arg, const char *key, size_t len, void *val)
+{
+	struct queues_stats_walk *w = arg;
+
+	(void)key, (void)len;
+	csq_qstats_fill(w->c, val, w->now, &w->out[w->n++]);
+}
+
+static int
+queue_stats_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct csq_queue_stats *)a)->queue,
+	              ((const struct csq_queue_stats *)b)->queue);
+}
+
+struct csq_queue_stats *
+csq_queues_stats(struct csq *c, uint64_t now, size_t *n)
+{
+	struct queues_stats_walk w;
+
+	w.c = c;
+	w.out = csq_xmalloc((csq_dict_len(c->queues) + 1) * sizeof(*w.out));
+	w.n = 0;
+	w.now = now;
+	csq_dict_each(c->queues, queues_stats_collect, &w);
+	qsort(w.out, w.n, sizeof(*w.out), queue_stats_cmp);
+	*n = w.n;
+	return w.out;
 }
 
 struct servicers_walk {

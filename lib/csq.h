@@ -28,7 +28,14 @@
 #define CSQ_RETRY_MAX          3600 /* seconds without offers after a decline */
 #define CSQ_MISSED_MAX         1000 /* offer_max_missed */
 #define CSQ_DEFAULT_MAX_MISSED 3
-#define CSQ_DEFAULT_RETRY      10 /* seconds */
+#define CSQ_DEFAULT_RETRY      10   /* seconds */
+#define CSQ_PREFER_MAX         3600 /* seconds of a preference window */
+#define CSQ_POLICY_SECONDS_MAX                                                 \
+	86400                          /* overflow_after, aging_every,         \
+	                                  service_level */
+#define CSQ_DEFAULT_SERVICE_LEVEL 20   /* seconds */
+#define CSQ_OUTCOMES              1000 /* service_level_pct: the last ones */
+#define CSQ_QUEUE_LENGTH_MAX      100000000 /* max_length at most */
 
 /* Results of every operation; the daemon turns them into error replies. */
 enum csq_status {
@@ -92,7 +99,10 @@ enum csq_event_type {
 	CSQ_EV_TRANSFERRED,
 	CSQ_EV_WRAPUP,
 	CSQ_EV_READY,
+	CSQ_EV_OVERFLOWED,
+	CSQ_EV_PREFER_ENDED,
 };
+#define CSQ_EV_TYPES (CSQ_EV_PREFER_ENDED + 1)
 
 enum csq_reason {
 	CSQ_REASON_NONE,
@@ -105,6 +115,9 @@ enum csq_reason {
 	CSQ_REASON_BY_TRANSFER,
 	CSQ_REASON_PAUSE,         /* requeued, servicer_paused */
 	CSQ_REASON_MISSED_OFFERS, /* servicer_paused */
+	CSQ_REASON_ENQUEUE,       /* rescored by ENQUEUE */
+	CSQ_REASON_AGING,         /* rescored by the queue's aging */
+	CSQ_REASON_QUEUES,        /* prefer_ended: the queue no longer served */
 };
 
 /*
@@ -117,7 +130,8 @@ struct csq_event {
 	uint64_t ts_ms;
 	char user[CSQ_ID_MAX + 1];
 	char queue[CSQ_ID_MAX + 1];
-	char from_queue[CSQ_ID_MAX + 1]; /* rescored or matched after a move */
+	char from_queue[CSQ_ID_MAX + 1]; /* rescored, matched, offered after a
+	                                    move; overflowed */
 	char servicer[CSQ_ID_MAX + 1];
 	char room[CSQ_ROOM_MAX + 1];
 	uint32_t tier;
@@ -192,6 +206,10 @@ struct csq_user_info {
 	uint64_t since_ms;      /* assigned: time in the room; offered: since
 	                           the offer */
 	uint64_t expires_in_ms; /* offered: until the offer runs out */
+	/* waiting for a preferred servicer: who, and the window left */
+	char prefer[CSQ_ID_MAX + 1];
+	uint64_t prefer_ms;
+	int64_t eta_ms; /* waiting: the estimate, -1 none; offered: 0 */
 };
 
 struct csq_queue_entry {
@@ -228,23 +246,82 @@ struct csq_heartbeat_args {
 	const char *queues[CSQ_SERVICER_QUEUES];
 };
 
+/* PREFER <servicer> <seconds> of ENQUEUE and TRANSFER (section 5). */
+struct csq_prefer_args {
+	int has_prefer;
+	const char *servicer;
+	uint32_t seconds; /* 1..CSQ_PREFER_MAX */
+};
+
 struct csq_enqueue_args {
 	const char *user;
 	int has_queue, has_tier, has_ttl;
 	const char *queue;
 	uint32_t tier;
 	uint32_t ttl_s;
+	struct csq_prefer_args prefer; /* checked last */
 };
 
-/*
- * TRANSFER's arguments. Its PREFER option (a preferred servicer and a
- * window) belongs to the preferred-servicer rules (protocol-v2 section 5):
- * it will be two fields here, checked after the queue, and nothing else in
- * a transfer changes with it.
- */
+/* TRANSFER's arguments: PREFER is checked after the queue. */
 struct csq_transfer_args {
 	const char *room;
 	const char *queue;
+	struct csq_prefer_args prefer;
+};
+
+/*
+ * A queue's policy (protocol-v2 section 4), the configuration's `queues`
+ * entry. A queue without one has the defaults: the global max length and
+ * strategy, no overflow, no aging, a service level of 20 s.
+ */
+struct csq_policy {
+	char name[CSQ_ID_MAX + 1];
+	int has_max_length, has_strategy, has_aging_max_tier;
+	uint64_t max_length; /* 1..CSQ_QUEUE_LENGTH_MAX */
+	enum csq_strategy strategy;
+	/* Both or neither: 1..CSQ_POLICY_SECONDS_MAX, and another queue. */
+	uint32_t overflow_after_s;
+	char overflow_to[CSQ_ID_MAX + 1];
+	uint32_t aging_every_s;   /* 0 = no aging; else 1..86400 */
+	uint32_t aging_max_tier;  /* <= max_tier; default max_tier */
+	uint32_t service_level_s; /* 1..86400; 0 in the struct: the default */
+};
+
+/* What csq_policies_check found wrong, and in which entry. */
+enum csq_policy_error {
+	CSQ_POLICY_OK,
+	CSQ_POLICY_NAME,        /* not a valid queue id */
+	CSQ_POLICY_DUPLICATE,   /* a second policy for the queue */
+	CSQ_POLICY_MAX_LENGTH,  /* out of 1..CSQ_QUEUE_LENGTH_MAX */
+	CSQ_POLICY_OVERFLOW_TO, /* not a valid queue id, or the queue itself */
+	CSQ_POLICY_OVERFLOW_AFTER, /* out of range */
+	CSQ_POLICY_OVERFLOW_PAIR,  /* overflow_after without overflow_to, or
+	                              the reverse */
+	CSQ_POLICY_CYCLE,          /* the overflow chain comes back */
+	CSQ_POLICY_AGING_EVERY,    /* out of range */
+	CSQ_POLICY_AGING_MAX_TIER, /* above max_tier */
+	CSQ_POLICY_SERVICE_LEVEL,  /* out of range */
+};
+
+const char *csq_policy_error_text(enum csq_policy_error);
+
+/* QSTATS (section 6): one queue's line, servicers and numbers. */
+struct csq_queue_stats {
+	char queue[CSQ_ID_MAX + 1];
+	uint64_t waiting; /* in its line and held for a preferred servicer */
+	uint64_t oldest_wait_ms;
+	int64_t eta_ms;      /* for a new arrival; -1: no estimate */
+	uint64_t servicers;  /* logged in and serving it */
+	uint64_t free_rooms; /* that would take a user of it now */
+	uint64_t matched_total;
+	uint64_t abandoned_total; /* leave + timeout */
+	uint64_t abandoned_leave, abandoned_timeout;
+	uint64_t overflowed_total; /* moved out of it by its overflow */
+	uint64_t wait_ms_sum;      /* of the matched: waited_ms */
+	uint64_t avg_wait_ms;      /* wait_ms_sum / matched_total, 0 */
+	uint32_t service_level_s;
+	int32_t service_level_pct;          /* 0..100, -1 before the first */
+	uint32_t outcomes, outcomes_within; /* in the ring: the share's parts */
 };
 
 struct csq;
@@ -308,6 +385,33 @@ enum csq_status csq_queue_range(struct csq *, uint64_t now_ms, const char *q,
                                 uint64_t offset, uint32_t count,
                                 struct csq_queue_entry *out, size_t *n);
 enum csq_status csq_qlen(struct csq *, const char *q, uint64_t *len);
+/*
+ * QSTATS. A queue keeps its numbers while it exists: while a user waits in
+ * it or a servicer serves it, and always when it has a policy. One that
+ * does not exist answers zeros (and the defaults' service level).
+ */
+enum csq_status csq_queue_stats(struct csq *, uint64_t now_ms, const char *q,
+                                struct csq_queue_stats *out);
+/* Every queue that exists, as QSTATS, sorted by name; *n their count. The
+ * caller frees the array. */
+struct csq_queue_stats *csq_queues_stats(struct csq *, uint64_t now_ms,
+                                         size_t *n);
+
+/*
+ * Queue policies. check: CSQ_POLICY_OK, or the first error and *bad the
+ * index of its entry. set: replaces every policy (check first: an error
+ * changes nothing); users already waiting in a queue whose overflow or
+ * aging changed get their clocks from the new policy, measured from when
+ * they joined their line; overflows already due happen at the next
+ * csq_expire.
+ */
+enum csq_policy_error csq_policies_check(const struct csq_policy *, size_t n,
+                                         const struct csq_limits *,
+                                         size_t *bad);
+enum csq_status csq_set_policies(struct csq *, uint64_t now_ms,
+                                 const struct csq_policy *, size_t n);
+/* The policies in force, sorted by name; *n their count (not owned). */
+const struct csq_policy *csq_get_policies(const struct csq *, size_t *n);
 
 /*
  * All servicers ordered by id. Returns a malloc'd array the caller frees, *n

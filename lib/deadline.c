@@ -101,6 +101,12 @@ due_collect(void *arg, struct csq_heap_node *node)
 		u = csq_container_of(d, struct csq_user, deadline);
 		memcpy(e->name, u->id, csq_user_idlen(u) + 1);
 		break;
+	case CSQ_DL_OVERFLOW:
+	case CSQ_DL_AGING:
+	case CSQ_DL_PREFER:
+		u = csq_container_of(d, struct csq_user, policy);
+		memcpy(e->name, u->id, csq_user_idlen(u) + 1);
+		break;
 	case CSQ_DL_SERVICER:
 		s = csq_container_of(d, struct csq_servicer, deadline);
 		memcpy(e->name, s->id, s->idlen + 1);
@@ -119,12 +125,27 @@ due_collect(void *arg, struct csq_heap_node *node)
 	}
 }
 
-/* By kind (the enum's order), then by deadline, then by name. */
+/* The kinds acted on after the others have settled, one by one. */
+static int
+due_late(enum csq_deadline_kind kind)
+{
+	return kind >= CSQ_DL_OVERFLOW;
+}
+
+/*
+ * The kinds that end things by kind (the enum's order), then by
+ * deadline, then by name; then the late kinds by deadline, then kind,
+ * then name: they happen in the order they came due.
+ */
 static int
 due_cmp(const void *a, const void *b)
 {
 	const struct due *x = a, *y = b;
 
+	if (due_late(x->kind) != due_late(y->kind))
+		return due_late(x->kind) ? 1 : -1;
+	if (due_late(x->kind) && x->at != y->at)
+		return x->at < y->at ? -1 : 1;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
 	if (x->at != y->at)
@@ -146,6 +167,12 @@ due_find(const struct csq *c, const struct due *e, uint64_t now)
 	case CSQ_DL_USER:
 		u = csq_dict_get(c->users, e->name, strlen(e->name));
 		d = u != NULL ? &u->deadline : NULL;
+		break;
+	case CSQ_DL_OVERFLOW:
+	case CSQ_DL_AGING:
+	case CSQ_DL_PREFER:
+		u = csq_dict_get(c->users, e->name, strlen(e->name));
+		d = u != NULL ? &u->policy : NULL;
 		break;
 	case CSQ_DL_SERVICER:
 	case CSQ_DL_RETRY:
@@ -196,6 +223,15 @@ due_act(struct csq *c, struct csq_deadline *d, uint64_t now,
 		csq_offer_retry_end(
 		    c, csq_container_of(d, struct csq_servicer, retry), st);
 		break;
+	case CSQ_DL_OVERFLOW:
+	case CSQ_DL_AGING:
+		csq_policy_act(c, csq_container_of(d, struct csq_user, policy),
+		               now);
+		break;
+	case CSQ_DL_PREFER:
+		csq_prefer_expire(
+		    c, csq_container_of(d, struct csq_user, policy), now);
+		break;
 	case CSQ_DL_KINDS:
 		abort();
 	}
@@ -213,6 +249,13 @@ due_act(struct csq *c, struct csq_deadline *d, uint64_t now,
  * another that is lost the next moment, counted as matched and requeued
  * twice). Users go first so that a requeued user's position does not
  * count a user who has already timed out.
+ *
+ * Then the late kinds, which move a waiting user (an overflow, an aging
+ * step, a preference window's end): each acts, and matches, as an
+ * operation of its own would, in deadline order. They come after the
+ * settling so that every free room they may meet is one that nobody
+ * better waits for: an overflowed user takes a free room of its new
+ * queue at once, with matched (from_queue) instead of overflowed.
  */
 void
 csq_expire(struct csq *c, uint64_t now)
@@ -227,11 +270,14 @@ csq_expire(struct csq *c, uint64_t now)
 		return;
 	memset(&st, 0, sizeof(st));
 	qsort(l.v, l.n, sizeof(*l.v), due_cmp);
-	for (i = 0; i < l.n; i++)
+	for (i = 0; i < l.n && !due_late(l.v[i].kind); i++)
+		if ((d = due_find(c, &l.v[i], now)) != NULL)
+			due_act(c, d, now, &st);
+	csq_settle(c, &st, now);
+	for (; i < l.n; i++)
 		if ((d = due_find(c, &l.v[i], now)) != NULL)
 			due_act(c, d, now, &st);
 	free(l.v);
-	csq_settle(c, &st, now);
 }
 
 /*
@@ -287,6 +333,21 @@ servicer_id_cmp(const void *a, const void *b)
 	              (*(const struct csq_servicer *const *)b)->id);
 }
 
+/* The users who wait for s alone: their TTLs, and their windows anew. */
+static void
+rearm_preferring(struct csq *c, struct csq_line *l, uint64_t now)
+{
+	struct csq_line_node *node;
+	struct csq_user *u;
+
+	for (node = l != NULL ? csq_line_first(l) : NULL; node != NULL;
+	     node = csq_line_next(node)) {
+		u = csq_line_node_value(node);
+		csq_user_deadline(c, u, now);
+		csq_prefer_window(c, u, u->prefer_s, now);
+	}
+}
+
 static void
 rearm_servicer(struct csq *c, struct csq_servicer *s, uint64_t now)
 {
@@ -294,6 +355,8 @@ rearm_servicer(struct csq *c, struct csq_servicer *s, uint64_t now)
 	uint32_t i;
 
 	csq_deadline_set(c, &s->deadline, now + csq_ms(s->ttl_s));
+	for (i = 0; i < s->nqueues; i++)
+		rearm_preferring(c, s->prefer[i], now);
 	if (csq_deadline_running(&s->retry))
 		csq_deadline_set(c, &s->retry, now + csq_ms(s->retry_s));
 	for (i = 0; i < s->nrooms; i++) {
@@ -319,8 +382,11 @@ csq_rearm_deadlines(struct csq *c, uint64_t now)
 	for (i = 0; i < n; i++) {
 		q = all[i];
 		for (node = csq_line_first(q->line); node != NULL;
-		     node = csq_line_next(node))
+		     node = csq_line_next(node)) {
 			csq_user_deadline(c, csq_line_node_value(node), now);
+			/* The queue's clocks too, as if it joined now. */
+			csq_policy_start(c, csq_line_node_value(node), now);
+		}
 	}
 	free(all);
 	all = sorted_values(c->servicers, servicer_id_cmp, &n);

@@ -22,6 +22,8 @@ static const char *const event_names[] = {
     [CSQ_EV_TRANSFERRED] = "transferred",
     [CSQ_EV_WRAPUP] = "wrapup",
     [CSQ_EV_READY] = "ready",
+    [CSQ_EV_OVERFLOWED] = "overflowed",
+    [CSQ_EV_PREFER_ENDED] = "prefer_ended",
 };
 
 const char *
@@ -54,6 +56,12 @@ reason_name(enum csq_reason r)
 		return "pause";
 	case CSQ_REASON_MISSED_OFFERS:
 		return "missed_offers";
+	case CSQ_REASON_ENQUEUE:
+		return "enqueue";
+	case CSQ_REASON_AGING:
+		return "aging";
+	case CSQ_REASON_QUEUES:
+		return "queues";
 	case CSQ_REASON_NONE:
 		break;
 	}
@@ -151,6 +159,25 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_u64(&j, "position", ev->position);
 		if (ev->from_queue[0] != '\0')
 			json_str(&j, "from_queue", ev->from_queue);
+		/* A v1 rescore is ENQUEUE's: a fact without a reason too. */
+		if (ev->type == CSQ_EV_RESCORED)
+			json_str(&j, "reason",
+			         ev->reason != CSQ_REASON_NONE
+			             ? reason_name(ev->reason)
+			             : reason_name(CSQ_REASON_ENQUEUE));
+		break;
+	case CSQ_EV_OVERFLOWED:
+		json_str(&j, "user", ev->user);
+		json_str(&j, "from_queue", ev->from_queue);
+		json_str(&j, "queue", ev->queue);
+		json_u64(&j, "tier", ev->tier);
+		json_u64(&j, "position", ev->position);
+		break;
+	case CSQ_EV_PREFER_ENDED:
+		json_str(&j, "user", ev->user);
+		json_str(&j, "queue", ev->queue);
+		json_str(&j, "servicer", ev->servicer);
+		json_str(&j, "reason", reason_name(ev->reason));
 		break;
 	case CSQ_EV_MATCHED:
 		json_user_room(&j, ev);

@@ -71,7 +71,8 @@ static const struct {
 /* Each kind's fields, in csq_event_json's order. */
 static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
     [CSQ_EV_QUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE},
-    [CSQ_EV_RESCORED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE},
+    [CSQ_EV_RESCORED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE,
+                         F_REASON},
     [CSQ_EV_MATCHED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
                         F_WAITED_MS, F_FROM_QUEUE, F_OFFERED_MS},
     /* servicer and room: an offered user's left. */
@@ -91,6 +92,8 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
                             F_ROOM, F_POSITION},
     [CSQ_EV_WRAPUP] = {F_SERVICER, F_ROOM, F_UNTIL_MS},
     [CSQ_EV_READY] = {F_SERVICER, F_ROOM},
+    [CSQ_EV_OVERFLOWED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_POSITION},
+    [CSQ_EV_PREFER_ENDED] = {F_USER, F_QUEUE, F_SERVICER, F_REASON},
 };
 
 #define FACT_KINDS (sizeof(fact_kinds) / sizeof(fact_kinds[0]))

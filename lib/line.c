@@ -222,6 +222,19 @@ csq_line_first(const struct csq_line *l)
 }
 
 struct csq_line_node *
+csq_line_seek(const struct csq_line *l, uint64_t key)
+{
+	const struct csq_line_node *x = l->header;
+	int i;
+
+	for (i = l->level - 1; i >= 0; i--)
+		while (x->level[i].forward != NULL &&
+		       x->level[i].forward->key < key)
+			x = x->level[i].forward;
+	return x->level[0].forward;
+}
+
+struct csq_line_node *
 csq_line_nth(const struct csq_line *l, uint64_t index)
 {
 	struct csq_line_node *x = l->header;

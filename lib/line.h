@@ -30,6 +30,8 @@ void *csq_line_remove(struct csq_line *, uint64_t key);
 uint64_t csq_line_rank(const struct csq_line *, uint64_t key);
 /* Node of the smallest key, NULL when empty. */
 struct csq_line_node *csq_line_first(const struct csq_line *);
+/* Node of the smallest key >= key, NULL when there is none: O(log n). */
+struct csq_line_node *csq_line_seek(const struct csq_line *, uint64_t key);
 /* Node at 0-based index, NULL when out of range. */
 struct csq_line_node *csq_line_nth(const struct csq_line *, uint64_t index);
 /* Following node in order, NULL at the end. */

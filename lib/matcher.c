@@ -24,6 +24,8 @@ csq_assign(struct csq *c, struct csq_user *u, struct csq_servicer *s,
 	r = csq_room_take(c, u, s, index, CSQ_ROOM_ASSIGNED, now);
 	csq_deadline_clear(c, &u->deadline); /* assigned: no TTL */
 	c->stats.matched_total++;
+	csq_qstats_matched(u->queue,
+	                   now > u->arrival_ms ? now - u->arrival_ms : 0);
 
 	csq_event_begin(&ev, CSQ_EV_MATCHED, now);
 	csq_event_user(&ev, u);
@@ -63,35 +65,49 @@ matcher_best_servicer(const struct csq_queue *q)
  * serving that queue has a free room, the user takes it. Returns 1 when
  * placed. A user not at the head of its line is never given a room here
  * while a better user waits: a free room beside waiting users cannot exist
- * (csq_settle keeps it so for users put back).
+ * (csq_settle keeps it so for users put back). A user held for a
+ * preferred servicer takes a free room of that servicer only.
  */
 int
 csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
                uint64_t now)
 {
-	struct csq_servicer *s = matcher_best_servicer(u->queue);
+	struct csq_servicer *s;
 
+	if (u->flags & CSQ_USER_PREFERRING)
+		s = csq_servicer_has_free(u->prefer) ? u->prefer : NULL;
+	else
+		s = matcher_best_servicer(u->queue);
 	if (s == NULL)
 		return 0;
 	matcher_place(c, u, s, from, now);
 	return 1;
 }
 
-/* The best waiting user across the queues s serves, or NULL. */
+/* The head of l if it comes before best. */
+static struct csq_user *
+matcher_better(const struct csq_line *l, struct csq_user *best)
+{
+	struct csq_line_node *head;
+
+	if (l == NULL || (head = csq_line_first(l)) == NULL)
+		return best;
+	if (best == NULL || csq_line_node_key(head) < best->key)
+		return csq_line_node_value(head);
+	return best;
+}
+
+/* The best waiting user across the queues s serves and the users who
+ * wait for s alone, or NULL. */
 static struct csq_user *
 matcher_best_user(const struct csq_servicer *s)
 {
-	struct csq_line_node *head;
 	struct csq_user *best = NULL;
-	uint64_t key;
 	uint32_t i;
 
 	for (i = 0; i < s->nqueues; i++) {
-		if ((head = csq_line_first(s->queues[i]->line)) == NULL)
-			continue;
-		key = csq_line_node_key(head);
-		if (best == NULL || key < best->key)
-			best = csq_line_node_value(head);
+		best = matcher_better(s->queues[i]->line, best);
+		best = matcher_better(s->prefer[i], best);
 	}
 	return best;
 }
@@ -140,11 +156,15 @@ user_key_cmp(const void *a, const void *b)
 	return ua->key < ub->key ? -1 : ua->key > ub->key;
 }
 
+/* A preferring user's line is its prefer line. */
 static int
 heads_its_line(const struct csq_user *u)
 {
-	struct csq_line_node *head = csq_line_first(u->queue->line);
+	struct csq_line_node *head;
 
+	if (u->flags & CSQ_USER_PREFERRING)
+		return csq_prefer_position(u) == 1;
+	head = csq_line_first(u->queue->line);
 	return head != NULL && csq_line_node_value(head) == u;
 }
 

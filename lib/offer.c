@@ -59,6 +59,8 @@ csq_accept(struct csq *c, uint64_t now, const char *room, int *done)
 	u->state = CSQ_USER_ASSIGNED;
 	r->servicer->missed = 0;
 	c->stats.matched_total++;
+	csq_qstats_matched(u->queue,
+	                   now > u->arrival_ms ? now - u->arrival_ms : 0);
 	csq_event_user(&ev, u);
 	csq_event_room(&ev, r);
 	ev.waited_ms = now > u->arrival_ms ? now - u->arrival_ms : 0;

@@ -68,6 +68,7 @@ csq_room_open(struct csq_servicer *s, uint32_t index, enum csq_room_state st,
 	r->servicer = s;
 	r->user = u;
 	r->since_ms = now;
+	r->taken_ms = now;
 	csq_deadline_init(&r->deadline,
 	                  st == CSQ_ROOM_WRAPUP ? CSQ_DL_WRAPUP : CSQ_DL_OFFER);
 	r->length_s = 0;
@@ -147,6 +148,10 @@ csq_room_end(struct csq *c, struct csq_room *r, uint64_t now,
 	csq_event_user(&ev, u);
 	csq_event_room(&ev, r);
 	ev.reason = by;
+	/* How long its user held the room: offer, conversation, wrap-up. */
+	csq_estimate_hold(&u->queue->est,
+	                  (now > r->taken_ms ? now - r->taken_ms : 0) +
+	                      csq_ms(s->wrapup_s));
 	u->room = NULL;
 	csq_servicer_unaccount(c, s);
 	if (wrapup) {
@@ -204,7 +209,8 @@ csq_room_take(struct csq *c, struct csq_user *u, struct csq_servicer *s,
 {
 	struct csq_room *r;
 
-	csq_line_remove(u->queue->line, u->key);
+	/* A window ends silently when its user is offered or assigned. */
+	csq_user_leave_line(c, u);
 	c->stats.waiting--;
 	csq_servicer_unaccount(c, s);
 	r = csq_room_open(s, index, state, u, now);

@@ -25,15 +25,12 @@ csq_servicer_has_free(const struct csq_servicer *s)
 	       !csq_deadline_running(&s->retry);
 }
 
-/*
- * The strategy of arrivals in q. One for all queues today; a queue's own
- * (protocol-v2 section 4, queue policies) will be looked up here, and
- * every avail heap is keyed by the strategy of its own queue already.
- */
+/* The strategy of arrivals in q: its policy's, else the global one. */
 static enum csq_strategy
 queue_strategy(const struct csq *c, const struct csq_queue *q)
 {
-	(void)q;
+	if (q->policy != NULL && q->policy->has_strategy)
+		return q->policy->strategy;
 	return c->limits.strategy;
 }
 
@@ -65,13 +62,20 @@ csq_servicer_unaccount(struct csq *c, struct csq_servicer *s)
 {
 	uint32_t i;
 
+	uint32_t ready = s->status == CSQ_SERVICER_READY ? s->capacity : 0;
+	uint32_t free =
+	    csq_servicer_has_free(s) ? csq_servicer_free_count(s) : 0;
+
 	c->stats.rooms_busy -= s->active;
 	if (s->status == CSQ_SERVICER_READY)
 		c->stats.rooms_free -= csq_servicer_free_count(s);
-	for (i = 0; i < s->nqueues; i++)
+	for (i = 0; i < s->nqueues; i++) {
+		s->queues[i]->rooms_ready -= ready;
+		s->queues[i]->rooms_free -= free;
 		if (csq_heap_contains(&s->avail[i].node))
 			csq_heap_remove(&s->queues[i]->avail,
 			                &s->avail[i].node);
+	}
 }
 
 /*
@@ -82,12 +86,19 @@ csq_servicer_unaccount(struct csq *c, struct csq_servicer *s)
 void
 csq_servicer_account(struct csq *c, struct csq_servicer *s)
 {
+	uint32_t ready = s->status == CSQ_SERVICER_READY ? s->capacity : 0;
+	uint32_t free =
+	    csq_servicer_has_free(s) ? csq_servicer_free_count(s) : 0;
 	uint64_t key, tie;
 	uint32_t i;
 
 	c->stats.rooms_busy += s->active;
 	if (s->status == CSQ_SERVICER_READY)
 		c->stats.rooms_free += csq_servicer_free_count(s);
+	for (i = 0; i < s->nqueues; i++) {
+		s->queues[i]->rooms_ready += ready;
+		s->queues[i]->rooms_free += free;
+	}
 	if (!csq_servicer_has_free(s))
 		return;
 	for (i = 0; i < s->nqueues; i++) {
@@ -135,9 +146,10 @@ csq_servicer_set_capacity(struct csq_servicer *s, uint32_t capacity)
 /*
  * Removes s: every user in its rooms, offered or assigned, goes back in
  * line at its old place (requeued; csq_user_requeue), its wrap-ups end
- * without an event, then servicer_down. The requeued users go to st, to
- * be matched once the operation's changes are all made. Returns how many
- * were requeued.
+ * without an event, the users who waited for it alone join their lines
+ * (prefer_ended, reason logout or lost), then servicer_down. The users
+ * put back go to st, to be matched once the operation's changes are all
+ * made. Returns how many were requeued.
  */
 uint64_t
 csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
@@ -159,14 +171,19 @@ csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
 			n++;
 		}
 	}
+	/* The users who waited for it alone join their lines. */
+	csq_prefer_servicer_gone(c, s, reason, now, st);
 	csq_deadline_clear(c, &s->deadline);
 	csq_deadline_clear(c, &s->retry);
 	csq_dict_del(c->servicers, s->id, s->idlen);
 	c->stats.servicers--;
 	if (reason == CSQ_REASON_LOST)
 		c->stats.servicers_lost_total++;
-	for (i = 0; i < s->nqueues; i++)
+	for (i = 0; i < s->nqueues; i++) {
+		s->queues[i]->nservicers--;
+		csq_line_free(s->prefer[i]);
 		csq_queue_unref(c, s->queues[i]);
+	}
 	csq_event_begin(&ev, CSQ_EV_SERVICER_DOWN, now);
 	memcpy(ev.servicer, s->id, s->idlen + 1);
 	ev.reason = reason;

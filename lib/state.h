@@ -18,13 +18,49 @@
 #include "heap.h"
 #include "line.h"
 
+/*
+ * A queue's numbers (QSTATS, qstats.c), kept while the queue exists. The
+ * ring holds the last CSQ_OUTCOMES outcomes, each the wait in ms of a user
+ * matched, or CSQ_OUTCOME_ABANDONED; within counts those in it matched
+ * within within_s seconds, the service level it was counted against.
+ */
+#define CSQ_OUTCOME_ABANDONED UINT32_MAX
+struct csq_queue_counts {
+	uint64_t matched, abandoned_leave, abandoned_timeout, overflowed;
+	uint64_t wait_ms_sum;
+	uint32_t *ring; /* NULL until the first outcome */
+	uint32_t ring_len, ring_next, within, within_s;
+};
+
+/*
+ * What the wait estimator learns of a queue (estimate.c): how long a user
+ * of it holds a room, and how often users of each tier arrive. Integers,
+ * so that a replay of the journal learns exactly what the run learned.
+ */
+#define CSQ_TIERS (CSQ_TIER_LIMIT + 1)
+struct csq_estimate {
+	uint64_t hold_ms; /* mean room time per user, moving */
+	uint64_t holds;   /* samples of it so far */
+	uint64_t last_arrival_ms[CSQ_TIERS];
+	uint64_t gap_ms[CSQ_TIERS];   /* mean time between arrivals, moving */
+	uint32_t arrivals[CSQ_TIERS]; /* counted up to the moving window */
+};
+
 struct csq_queue {
 	struct csq_line *line;
 	/* Ready servicers with a free room that serve this queue, outside
 	 * their retry windows, ordered by the queue's strategy (servicer.c,
 	 * avail_key): top = the one that gets the next user. */
 	struct csq_heap avail;
-	uint64_t refs; /* users in it + servicers serving it */
+	/* users in it + servicers serving it + 1 for its policy */
+	uint64_t refs;
+	const struct csq_policy *policy; /* NULL: the defaults */
+	uint64_t preferring; /* its users held for a preferred servicer */
+	/* Kept by csq_servicer_account: servicers serving it, the capacity
+	 * of the ready ones, and the free rooms that would take its user. */
+	uint64_t nservicers, rooms_ready, rooms_free;
+	struct csq_queue_counts counts;
+	struct csq_estimate est;
 	size_t namelen;
 	char name[];
 };
@@ -41,6 +77,12 @@ enum csq_deadline_kind {
 	CSQ_DL_SERVICER, /* a servicer's TTL */
 	CSQ_DL_WRAPUP,   /* a wrap-up ends (a room) */
 	CSQ_DL_RETRY,    /* a servicer's offer-retry window ends */
+	/* The queue's clocks of a user in line (policy.c), and the window of
+	 * one held for a preferred servicer (prefer.c): acted on after the
+	 * kinds above have settled, by deadline. */
+	CSQ_DL_OVERFLOW, /* the user moves to the overflow queue */
+	CSQ_DL_AGING,    /* the user's tier grows (and maybe overflow) */
+	CSQ_DL_PREFER,   /* the preference window runs out */
 	CSQ_DL_KINDS
 };
 
@@ -58,26 +100,45 @@ struct csq_avail {
 	struct csq_servicer *servicer;
 };
 
-#define CSQ_USER_TRANSFERRED 0x01 /* flags: ENQUEUE keeps its queue */
+/* flags */
+#define CSQ_USER_TRANSFERRED 0x01 /* ENQUEUE keeps its queue */
+#define CSQ_USER_OVERFLOWED                                                    \
+	0x02                     /* ENQUEUE naming a queue it overflowed       \
+	                            from keeps its queue */
+#define CSQ_USER_PREFERRING 0x04 /* waiting in a servicer's prefer line */
 
 /*
  * A user costs one allocation: the users dict links it through link (whose
- * len is the id's length) and keys it by id, stored here only. 80 bytes
+ * len is the id's length) and keys it by id, stored here only. 112 bytes
  * before the id: what an offer or a conversation needs beyond the room
  * pointer lives in the room (struct csq_room), so that the million users
- * who wait pay nothing for it.
+ * who wait pay nothing for it. A waiting user is in its queue's line, or,
+ * with CSQ_USER_PREFERRING, in the prefer line of the servicer it waits
+ * for (prefer.c): never both.
  */
 struct csq_user {
 	struct csq_dict_node link; /* in csq->users */
 	struct csq_queue *queue;
 	uint64_t key; /* packed order key: tier and arrival sequence */
 	uint64_t arrival_ms;
-	uint32_t ttl_s; /* 0 = never expires while waiting or offered */
-	uint8_t state;  /* enum csq_user_state */
-	uint8_t flags;  /* CSQ_USER_* */
+	/* Joined its queue's line: the overflow and aging clocks run from
+	 * there (policy.c). */
+	uint64_t joined_ms;
+	uint32_t ttl_s;    /* 0 = never expires while waiting or offered */
+	uint8_t state;     /* enum csq_user_state */
+	uint8_t flags;     /* CSQ_USER_* */
+	uint16_t prefer_s; /* preferring: the window's whole length */
 	/* waiting, offered: in the deadlines heap when ttl_s > 0 */
 	struct csq_deadline deadline;
-	struct csq_room *room; /* offered, assigned: U2R; else NULL */
+	/* In line: the overflow or aging step to come, if its queue's policy
+	 * has one; preferring: the window's end; else not running. */
+	struct csq_deadline policy;
+	union {
+		struct csq_room *room; /* offered, assigned: U2R */
+		/* waiting with CSQ_USER_PREFERRING: the servicer it waits
+		 * for; waiting without: NULL */
+		struct csq_servicer *prefer;
+	};
 	char id[];
 };
 
@@ -98,6 +159,7 @@ struct csq_room {
 	struct csq_servicer *servicer;
 	struct csq_user *user; /* offered, assigned: R2U; wrap-up: NULL */
 	uint64_t since_ms; /* the offer, the assignment, the wrap-up's start */
+	uint64_t taken_ms; /* offered or assigned first: the estimator's */
 	/* offered: the offer runs out; wrap-up: it ends; assigned: none */
 	struct csq_deadline deadline;
 	uint32_t length_s; /* the deadline's whole length, for a rearm */
@@ -122,6 +184,9 @@ struct csq_servicer {
 	uint32_t nqueues;
 	struct csq_queue *queues[CSQ_SERVICER_QUEUES];
 	struct csq_avail avail[CSQ_SERVICER_QUEUES]; /* in queues[i]->avail */
+	/* The users of queues[i] who wait for this servicer only (prefer.c),
+	 * in service order; NULL while there are none. */
+	struct csq_line *prefer[CSQ_SERVICER_QUEUES];
 	uint64_t last_order; /* event order of login or last new user */
 	uint64_t last_ms;    /* its time, for idle_ms */
 	struct csq_deadline deadline; /* TTL */
@@ -145,6 +210,9 @@ struct csq {
 	uint64_t tie;      /* last deadline tie-breaker */
 	uint64_t event_id; /* last event's id */
 	struct csq_stats stats;
+	/* The queue policies, sorted by name (policy.c). */
+	struct csq_policy *policies;
+	size_t npolicies;
 };
 
 /*
@@ -283,6 +351,73 @@ void csq_offer_withdraw_all(struct csq *, struct csq_servicer *, uint64_t now,
 /* s's retry window ends: it takes new users again. */
 void csq_offer_retry_end(struct csq *, struct csq_servicer *,
                          struct csq_settle *);
+
+/* csq.c: where a waiting user waits. */
+/* u, in no line, joins its queue's line at its key; its queue's clocks
+ * start (policy.c). Returns its position. */
+uint64_t csq_user_join_line(struct csq *, struct csq_user *, uint64_t now);
+/* u leaves the place it waits in: its queue's line (its clocks stop) or
+ * its servicer's prefer line (the window ends, silently). */
+void csq_user_leave_line(struct csq *, struct csq_user *);
+/* u's position where it waits (a prefer line's, for a preferring user). */
+uint64_t csq_user_wait_position(const struct csq_user *);
+
+/* policy.c */
+const struct csq_policy *csq_policy_find(const struct csq *, const char *name,
+                                         size_t len);
+uint64_t csq_queue_max_length(const struct csq *, const struct csq_queue *);
+uint32_t csq_queue_service_level(const struct csq_queue *);
+/* u joined its line now: joined_ms, and the first step of its clocks. */
+void csq_policy_start(struct csq *, struct csq_user *, uint64_t now);
+/* u's overflow or aging deadline passed: the step (an event, a move). */
+void csq_policy_act(struct csq *, struct csq_user *, uint64_t now);
+int csq_policy_overflowed_from(const struct csq *, const struct csq_user *,
+                               const char *named, size_t len);
+
+/* prefer.c */
+enum csq_status csq_prefer_check(const struct csq_prefer_args *);
+int csq_servicer_queue_index(const struct csq_servicer *,
+                             const struct csq_queue *);
+/* The servicer PREFER names, if logged in and serving q; else NULL. */
+struct csq_servicer *csq_prefer_target(const struct csq *,
+                                       const struct csq_prefer_args *,
+                                       const struct csq_queue *q);
+/* u (in no line) into s's prefer line of its queue: its position. */
+uint64_t csq_prefer_insert(struct csq *, struct csq_user *,
+                           struct csq_servicer *);
+void csq_prefer_remove(struct csq_user *);
+uint64_t csq_prefer_position(const struct csq_user *);
+/* Starts (or starts again) u's window of seconds. */
+void csq_prefer_window(struct csq *, struct csq_user *, uint32_t seconds,
+                       uint64_t now);
+uint64_t csq_prefer_end(struct csq *, struct csq_user *, enum csq_reason,
+                        uint64_t now);
+void csq_prefer_expire(struct csq *, struct csq_user *, uint64_t now);
+void csq_prefer_servicer_gone(struct csq *, struct csq_servicer *,
+                              enum csq_reason, uint64_t now,
+                              struct csq_settle *);
+void csq_prefer_queues_change(struct csq *, struct csq_servicer *,
+                              struct csq_queue *const *qs, uint32_t n,
+                              struct csq_line **out, uint64_t now,
+                              struct csq_settle *);
+
+/* qstats.c */
+void csq_qstats_matched(struct csq_queue *, uint64_t waited_ms);
+void csq_qstats_abandoned(struct csq_queue *, enum csq_reason);
+void csq_qstats_relevel(struct csq_queue *);
+void csq_qstats_free(struct csq_queue *);
+void csq_qstats_fill(const struct csq *, const struct csq_queue *, uint64_t now,
+                     struct csq_queue_stats *);
+
+/* estimate.c */
+void csq_estimate_hold(struct csq_estimate *, uint64_t ms);
+void csq_estimate_arrival(struct csq_estimate *, uint32_t tier, uint64_t now);
+int64_t csq_estimate_line(const struct csq_queue *, uint64_t pos, uint32_t tier,
+                          uint64_t now);
+int64_t csq_estimate_new_arrival(const struct csq *, const struct csq_queue *,
+                                 uint64_t now);
+/* A waiting user at pos (its wait position), or offered (0). */
+int64_t csq_estimate_user(const struct csq_user *, uint64_t pos, uint64_t now);
 
 /* matcher.c */
 /* from: the queue a user moved from just now (ENQUEUE QUEUE), else NULL. */

@@ -2,7 +2,9 @@
  * TRANSFER: a servicer hands its conversation on to a queue. The room is
  * released as by RELEASE (wrap-up included), and the user goes into the
  * queue with its order key: its tier and original arrival, so that it is
- * served before everyone who arrived after it.
+ * served before everyone who arrived after it. With PREFER, it waits for
+ * the servicer named (prefer.c) when that one is logged in and serves the
+ * queue: a hand-over to a named colleague.
  */
 #include "state.h"
 
@@ -15,6 +17,7 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 	char sid[CSQ_ID_MAX + 1];
 	struct csq_settle st;
 	struct csq_queue *from, *to;
+	struct csq_servicer *want;
 	struct csq_room *r;
 	struct csq_user *u;
 	struct csq_event ev;
@@ -28,6 +31,8 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 	qlen = a->queue != NULL ? strnlen(a->queue, CSQ_ID_MAX + 1) : 0;
 	if (!csq_valid_id(a->queue, qlen))
 		return CSQ_EQUEUE;
+	if ((status = csq_prefer_check(&a->prefer)) != CSQ_OK)
+		return status;
 	if ((r = csq_room_find(c, a->room, CSQ_ROOM_ASSIGNED, &status)) == NULL)
 		return status != CSQ_OK ? status : CSQ_ENOCONV;
 
@@ -45,7 +50,13 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 	/* The agent's choice: a later ENQUEUE does not move it back. */
 	u->flags |= CSQ_USER_TRANSFERRED;
 	/* Its length limit is not for a user already in the system. */
+	csq_estimate_arrival(&to->est, csq_user_tier(u), now);
 	ev.position = csq_user_requeue(c, u, now);
+	if ((want = csq_prefer_target(c, &a->prefer, to)) != NULL) {
+		csq_user_leave_line(c, u);
+		ev.position = csq_prefer_insert(c, u, want);
+		csq_prefer_window(c, u, a->prefer.seconds, now);
+	}
 	c->stats.transferred_total++;
 	csq_event_user(&ev, u);
 	memcpy(ev.from_queue, from->name, from->namelen + 1);

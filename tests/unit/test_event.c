@@ -45,10 +45,38 @@ test_json_each_type(void **state)
 	                 "\"position\":3}");
 	ev.type = CSQ_EV_RESCORED;
 	strcpy(ev.from_queue, "old");
+	/* A v1 rescore (ENQUEUE's) says so without being told. */
 	assert_json(&ev,
 	            "{\"event\":\"rescored\",\"id\":42,\"ts\":1700000000123,"
 	            "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
-	            "\"position\":3,\"from_queue\":\"old\"}");
+	            "\"position\":3,\"from_queue\":\"old\","
+	            "\"reason\":\"enqueue\"}");
+	ev.from_queue[0] = '\0';
+	ev.reason = CSQ_REASON_AGING;
+	assert_json(&ev,
+	            "{\"event\":\"rescored\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
+	            "\"position\":3,\"reason\":\"aging\"}");
+
+	ev_init(&ev, CSQ_EV_OVERFLOWED);
+	strcpy(ev.user, "u1");
+	strcpy(ev.from_queue, "vip");
+	strcpy(ev.queue, "general");
+	ev.tier = 1;
+	ev.position = 4;
+	assert_json(&ev, "{\"event\":\"overflowed\",\"id\":42,"
+	                 "\"ts\":1700000000123,\"user\":\"u1\","
+	                 "\"from_queue\":\"vip\",\"queue\":\"general\","
+	                 "\"tier\":1,\"position\":4}");
+
+	ev_init(&ev, CSQ_EV_PREFER_ENDED);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "q");
+	strcpy(ev.servicer, "alice");
+	ev.reason = CSQ_REASON_QUEUES;
+	assert_json(&ev, "{\"event\":\"prefer_ended\",\"id\":42,"
+	                 "\"ts\":1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"servicer\":\"alice\",\"reason\":\"queues\"}");
 
 	ev_init(&ev, CSQ_EV_MATCHED);
 	strcpy(ev.user, "u1");

@@ -63,12 +63,23 @@ test_each_kind(void **state)
 	FACT_JSON("rescored",
 	          "{\"event\":\"rescored\",\"id\":7,\"ts\":5,\"user\":\"u1\","
 	          "\"queue\":\"b\",\"tier\":0,\"position\":1,"
-	          "\"from_queue\":\"a\"}",
+	          "\"from_queue\":\"a\",\"reason\":\"enqueue\"}",
 	          S("u1"), S("b"), I(0), I(1), S("a"));
 	FACT_JSON("rescored",
 	          "{\"event\":\"rescored\",\"id\":7,\"ts\":5,\"user\":\"u1\","
-	          "\"queue\":\"b\",\"tier\":4,\"position\":1}",
-	          S("u1"), S("b"), I(4), I(1), ABSENT);
+	          "\"queue\":\"b\",\"tier\":4,\"position\":1,"
+	          "\"reason\":\"aging\"}",
+	          S("u1"), S("b"), I(4), I(1), ABSENT, S("aging"));
+	FACT_JSON("overflowed",
+	          "{\"event\":\"overflowed\",\"id\":7,\"ts\":5,"
+	          "\"user\":\"u1\",\"from_queue\":\"vip\","
+	          "\"queue\":\"general\",\"tier\":1,\"position\":2}",
+	          S("u1"), S("vip"), S("general"), I(1), I(2));
+	FACT_JSON("prefer_ended",
+	          "{\"event\":\"prefer_ended\",\"id\":7,\"ts\":5,"
+	          "\"user\":\"u1\",\"queue\":\"q\",\"servicer\":\"s\","
+	          "\"reason\":\"lost\"}",
+	          S("u1"), S("q"), S("s"), S("lost"));
 	FACT_JSON("matched",
 	          "{\"event\":\"matched\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s.1\","

@@ -532,9 +532,11 @@ test_queue_lifetime(void **state)
 
 /*
  * The randomized run: a few servicers and many users, every operation in
- * random order with random arguments (offers, wrap-ups, transfers and a
- * change of strategy among them), the clock moving on so that TTLs, offers,
- * wrap-ups and retry windows run out in the middle. After each operation
+ * random order with random arguments (offers, wrap-ups, transfers, a
+ * change of strategy, queue policies with overflow and aging, and
+ * preferred servicers among them), the clock moving on so that TTLs,
+ * offers, wrap-ups, retry windows, overflows, aging steps and preference
+ * windows run out in the middle. After each operation
  * csq_check() must pass, and every event must be a legal move of its user
  * or room, with the next id: nobody matched twice, nobody lost without an
  * event, no room in two states.
@@ -556,7 +558,7 @@ struct model {
 	enum model_state users[RAND_USERS];
 	int wrapup[RAND_SERVICERS][RAND_ROOMS]; /* room in wrap-up */
 	uint64_t last_id;
-	unsigned seen[CSQ_EV_READY + 1]; /* events of each type */
+	unsigned seen[CSQ_EV_TYPES]; /* events of each type */
 	int errors;
 	char why[256];
 };
@@ -619,6 +621,8 @@ model_user_event(struct model *m, const struct csq_event *ev)
 		*st = M_WAITING;
 		break;
 	case CSQ_EV_RESCORED:
+	case CSQ_EV_OVERFLOWED:
+	case CSQ_EV_PREFER_ENDED:
 		ok = from == M_WAITING;
 		break;
 	case CSQ_EV_OFFERED:
@@ -722,6 +726,56 @@ random_heartbeat(struct csq *c, uint64_t now, const char *sid)
 	assert_true(si.active <= CSQ_CAPACITY_MAX);
 }
 
+/*
+ * Policies over the three queues: overflow only along default -> q1 ->
+ * q2 (no cycle), aging, lengths and strategies, each at random.
+ */
+static void
+random_policies(struct csq *c, uint64_t now)
+{
+	static const char *queues[] = {"default", "q1", "q2"};
+	struct csq_policy v[3];
+	size_t n = 0, i;
+
+	for (i = 0; i < 3; i++) {
+		if (rnd(3) == 0)
+			continue;
+		memset(&v[n], 0, sizeof(v[n]));
+		strcpy(v[n].name, queues[i]);
+		if (i < 2 && rnd(2)) {
+			v[n].overflow_after_s = 1 + rnd(3);
+			strcpy(v[n].overflow_to, queues[i + 1]);
+		}
+		if (rnd(2)) {
+			v[n].aging_every_s = 1 + rnd(3);
+			v[n].has_aging_max_tier = rnd(2);
+			v[n].aging_max_tier = rnd(4);
+		}
+		v[n].has_max_length = rnd(3) == 0;
+		v[n].max_length = 1 + rnd(10);
+		v[n].has_strategy = rnd(2);
+		v[n].strategy = rnd(2) ? CSQ_STRATEGY_LEAST_BUSY
+		                       : CSQ_STRATEGY_LONGEST_IDLE;
+		v[n].service_level_s = rnd(3);
+		n++;
+	}
+	assert_int_equal(csq_set_policies(c, now, v, n), CSQ_OK);
+}
+
+static void
+random_prefer(struct csq_prefer_args *p)
+{
+	static char sid[16];
+
+	memset(p, 0, sizeof(*p));
+	if (rnd(3) != 0)
+		return;
+	snprintf(sid, sizeof(sid), "s%u", rnd(RAND_SERVICERS));
+	p->has_prefer = 1;
+	p->servicer = sid;
+	p->seconds = 1 + rnd(4);
+}
+
 static void
 test_randomized(void **state)
 {
@@ -775,6 +829,7 @@ test_randomized(void **state)
 			a.tier = rnd(4);
 			a.has_ttl = rnd(2);
 			a.ttl_s = rnd(6);
+			random_prefer(&a.prefer);
 			st = csq_enqueue(c, now, &a, &u);
 			assert_true(st == CSQ_OK || st == CSQ_EFULL);
 			break;
@@ -800,8 +855,10 @@ test_randomized(void **state)
 			csq_ready(c, now, room, &known);
 			break;
 		case 15:
+			memset(&t, 0, sizeof(t));
 			t.room = room;
 			t.queue = queues[rnd(3)];
+			random_prefer(&t.prefer);
 			st = csq_transfer(c, now, &t, &u);
 			assert_true(st == CSQ_OK || st == CSQ_ENOCONV ||
 			            st == CSQ_ENOTFOUND);
@@ -814,6 +871,8 @@ test_randomized(void **state)
 				        : CSQ_STRATEGY_LONGEST_IDLE;
 				csq_set_limits(c, &l);
 			}
+			if (rnd(10) == 0)
+				random_policies(c, now);
 			break;
 		}
 		if (csq_check(c, why, sizeof(why)) != 0)
@@ -829,7 +888,7 @@ test_randomized(void **state)
 	}
 	assert_int_equal(csq_last_event_id(c), m.last_id);
 	/* And the run made every kind of event it claims to test. */
-	for (i = 0; i <= CSQ_EV_READY; i++)
+	for (i = 0; i < CSQ_EV_TYPES; i++)
 		if (m.seen[i] < 20)
 			fail_msg("only %u %s events", m.seen[i],
 			         csq_event_name((enum csq_event_type)i));

@@ -137,6 +137,7 @@ random_op(struct csq *c, uint64_t *now)
 		csq_ready(c, *now, room, &known);
 		break;
 	case 13:
+		memset(&t, 0, sizeof(t));
 		t.room = room;
 		t.queue = queues[rnd(3)];
 		csq_transfer(c, *now, &t, &u);

@@ -1,0 +1,465 @@
+/*
+ * Queue policies (protocol-v2 section 4): per queue, a maximum length, a
+ * strategy, an overflow (after so long in the queue, move to another) and
+ * aging (every so long in the queue, one tier more), and the service level
+ * its numbers are measured against.
+ *
+ * A user's overflow and aging are one deadline of its own, in the one
+ * heap: the next of its steps, measured from when it joined its line
+ * (joined_ms). The deadline's kind says which step comes; when an aging
+ * step and the overflow fall in the same millisecond the kind is aging,
+ * and its act takes the overflow too, so that the user carries the tier
+ * it earned into the next queue. No step scans a line: each is O(log n).
+ */
+#include "orderkey.h"
+#include "state.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *
+csq_policy_error_text(enum csq_policy_error e)
+{
+	switch (e) {
+	case CSQ_POLICY_OK:
+		return "ok";
+	case CSQ_POLICY_NAME:
+		return "name is not a valid queue id";
+	case CSQ_POLICY_DUPLICATE:
+		return "a second policy for the same queue";
+	case CSQ_POLICY_MAX_LENGTH:
+		return "max_length out of range (1..100000000)";
+	case CSQ_POLICY_OVERFLOW_TO:
+		return "overflow_to is not a valid queue id, or the queue "
+		       "itself";
+	case CSQ_POLICY_OVERFLOW_AFTER:
+		return "overflow_after out of range (1..86400)";
+	case CSQ_POLICY_OVERFLOW_PAIR:
+		return "overflow_after and overflow_to go together";
+	case CSQ_POLICY_CYCLE:
+		return "overflow_to leads back to this queue (a cycle)";
+	case CSQ_POLICY_AGING_EVERY:
+		return "aging_every out of range (0..86400)";
+	case CSQ_POLICY_AGING_MAX_TIER:
+		return "aging_max_tier above max_tier";
+	case CSQ_POLICY_SERVICE_LEVEL:
+		return "service_level out of range (1..86400)";
+	}
+	return "unknown error";
+}
+
+static int
+valid_name(const char *s)
+{
+	return csq_valid_id(s, strnlen(s, CSQ_ID_MAX + 1));
+}
+
+static const struct csq_policy *
+policy_find_in(const struct csq_policy *v, size_t n, const char *name,
+               size_t len)
+{
+	size_t lo = 0, hi = n, mid;
+	int cmp;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		cmp = strncmp(v[mid].name, name, len);
+		if (cmp == 0 && v[mid].name[len] != '\0')
+			cmp = 1;
+		if (cmp == 0)
+			return &v[mid];
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The policy of queue name in v (any order), by a walk: for the check. */
+static size_t
+policy_index(const struct csq_policy *v, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(v[i].name, name) == 0)
+			return i;
+	return n;
+}
+
+static enum csq_policy_error
+policy_check_one(const struct csq_policy *p, const struct csq_limits *l)
+{
+	int has_to = p->overflow_to[0] != '\0';
+
+	if (!valid_name(p->name))
+		return CSQ_POLICY_NAME;
+	if (p->has_max_length &&
+	    (p->max_length < 1 || p->max_length > CSQ_QUEUE_LENGTH_MAX))
+		return CSQ_POLICY_MAX_LENGTH;
+	if (has_to && (!valid_name(p->overflow_to) ||
+	               strcmp(p->overflow_to, p->name) == 0))
+		return CSQ_POLICY_OVERFLOW_TO;
+	if (p->overflow_after_s > CSQ_POLICY_SECONDS_MAX)
+		return CSQ_POLICY_OVERFLOW_AFTER;
+	if (has_to != (p->overflow_after_s > 0))
+		return CSQ_POLICY_OVERFLOW_PAIR;
+	if (p->aging_every_s > CSQ_POLICY_SECONDS_MAX)
+		return CSQ_POLICY_AGING_EVERY;
+	if (p->has_aging_max_tier && p->aging_max_tier > l->max_tier)
+		return CSQ_POLICY_AGING_MAX_TIER;
+	if (p->service_level_s > CSQ_POLICY_SECONDS_MAX)
+		return CSQ_POLICY_SERVICE_LEVEL;
+	return CSQ_POLICY_OK;
+}
+
+/* Following overflow_to from entry i comes back to it. */
+static int
+policy_cycles(const struct csq_policy *v, size_t n, size_t i)
+{
+	size_t j = i, steps;
+
+	for (steps = 0; steps < n; steps++) {
+		if (v[j].overflow_to[0] == '\0')
+			return 0;
+		j = policy_index(v, n, v[j].overflow_to);
+		if (j == n)
+			return 0;
+		if (j == i)
+			return 1;
+	}
+	return 0; /* a cycle further on, reported at one of its own */
+}
+
+enum csq_policy_error
+csq_policies_check(const struct csq_policy *v, size_t n,
+                   const struct csq_limits *l, size_t *bad)
+{
+	enum csq_policy_error e;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		*bad = i;
+		if ((e = policy_check_one(&v[i], l)) != CSQ_POLICY_OK)
+			return e;
+		if (policy_index(v, i, v[i].name) < i)
+			return CSQ_POLICY_DUPLICATE;
+	}
+	for (i = 0; i < n; i++) {
+		*bad = i;
+		if (policy_cycles(v, n, i))
+			return CSQ_POLICY_CYCLE;
+	}
+	*bad = 0;
+	return CSQ_POLICY_OK;
+}
+
+const struct csq_policy *
+csq_policy_find(const struct csq *c, const char *name, size_t len)
+{
+	return policy_find_in(c->policies, c->npolicies, name, len);
+}
+
+const struct csq_policy *
+csq_get_policies(const struct csq *c, size_t *n)
+{
+	*n = c->npolicies;
+	return c->policies;
+}
+
+uint64_t
+csq_queue_max_length(const struct csq *c, const struct csq_queue *q)
+{
+	if (q->policy != NULL && q->policy->has_max_length)
+		return q->policy->max_length;
+	return c->limits.max_queue_length;
+}
+
+uint32_t
+csq_queue_service_level(const struct csq_queue *q)
+{
+	if (q->policy != NULL && q->policy->service_level_s > 0)
+		return q->policy->service_level_s;
+	return CSQ_DEFAULT_SERVICE_LEVEL;
+}
+
+/* The tier aging stops at in q, 0 when q does not age. */
+static uint32_t
+policy_aging_max(const struct csq *c, const struct csq_queue *q)
+{
+	const struct csq_policy *p = q->policy;
+	uint32_t max = c->limits.max_tier;
+
+	if (p == NULL || p->aging_every_s == 0)
+		return 0;
+	if (p->has_aging_max_tier && p->aging_max_tier < max)
+		max = p->aging_max_tier;
+	return max;
+}
+
+/*
+ * Arms u's next step after time t (exclusive), from joined_ms and its
+ * queue's policy: the next aging point, or the overflow, whichever comes
+ * first (aging on a tie); none when neither applies. An aging point is
+ * armed whatever u's tier: at its act, a user at the top (its own tier,
+ * or max_tier lowered by a reload) passes it, and one whose tier an
+ * ENQUEUE lowered ages again, with no clock to mend.
+ */
+static void
+policy_arm_after(struct csq *c, struct csq_user *u, uint64_t t)
+{
+	const struct csq_policy *p = u->queue->policy;
+	uint64_t every, overflow = UINT64_MAX, aging = UINT64_MAX, k;
+
+	if (p == NULL) {
+		csq_deadline_clear(c, &u->policy);
+		return;
+	}
+	if (p->overflow_after_s > 0)
+		overflow = u->joined_ms + csq_ms(p->overflow_after_s);
+	if (p->aging_every_s > 0) {
+		every = csq_ms(p->aging_every_s);
+		k = (t >= u->joined_ms ? (t - u->joined_ms) / every : 0) + 1;
+		aging = u->joined_ms + k * every;
+	}
+	if (overflow == UINT64_MAX && aging == UINT64_MAX) {
+		csq_deadline_clear(c, &u->policy);
+		return;
+	}
+	/* A due overflow (a reload made it so) waits for the next pass. */
+	if (overflow < t)
+		overflow = t;
+	u->policy.node.tag = aging <= overflow ? CSQ_DL_AGING : CSQ_DL_OVERFLOW;
+	csq_deadline_set(c, &u->policy, aging <= overflow ? aging : overflow);
+}
+
+void
+csq_policy_start(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	u->joined_ms = now;
+	policy_arm_after(c, u, now);
+}
+
+/* The policy changed under u: its clocks anew, from when it joined. */
+static void
+policy_rearm(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	policy_arm_after(c, u, now);
+}
+
+/*
+ * A re-ENQUEUE names queue named: 1 when u overflowed and named is
+ * upstream of u's queue in the overflow chain, so that a frontend that
+ * repeats its first ENQUEUE does not pull the user back.
+ */
+int
+csq_policy_overflowed_from(const struct csq *c, const struct csq_user *u,
+                           const char *named, size_t len)
+{
+	const struct csq_policy *p;
+	size_t steps;
+
+	if (!(u->flags & CSQ_USER_OVERFLOWED))
+		return 0;
+	for (steps = 0; steps <= c->npolicies; steps++) {
+		if ((p = csq_policy_find(c, named, len)) == NULL ||
+		    p->overflow_to[0] == '\0')
+			return 0;
+		named = p->overflow_to;
+		len = strlen(named);
+		if (len == u->queue->namelen &&
+		    memcmp(named, u->queue->name, len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* One aging step: a tier more, the same arrival; event rescored. */
+static void
+policy_age(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	struct csq_event ev;
+	struct csq_key k;
+	uint64_t pos;
+
+	csq_key_unpack(u->key, &k);
+	csq_line_remove(u->queue->line, u->key);
+	k.tier++;
+	u->key = csq_key_pack(&k);
+	pos = csq_line_insert_rank(u->queue->line, u->key, u);
+	csq_event_begin(&ev, CSQ_EV_RESCORED, now);
+	csq_event_user(&ev, u);
+	ev.position = pos;
+	ev.reason = CSQ_REASON_AGING;
+	csq_emit(c, &ev);
+}
+
+/*
+ * u moves to its queue's overflow queue with its key, whatever the
+ * target's length; its clocks start again there. A free room there takes
+ * it at once (matched or offered, with from_queue); else overflowed.
+ */
+static void
+policy_overflow(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	struct csq_queue *from = u->queue, *to;
+	const char *name = from->policy->overflow_to;
+	struct csq_event ev;
+	uint64_t pos;
+
+	to = csq_queue_get(c, name, strlen(name), 1);
+	csq_line_remove(from->line, u->key);
+	csq_queue_ref(to);
+	u->queue = to;
+	u->flags |= CSQ_USER_OVERFLOWED;
+	from->counts.overflowed++;
+	csq_estimate_arrival(&to->est, csq_user_tier(u), now);
+	pos = csq_line_insert_rank(to->line, u->key, u);
+	csq_policy_start(c, u, now);
+	if (!csq_match_user(c, u, from, now)) {
+		csq_event_begin(&ev, CSQ_EV_OVERFLOWED, now);
+		csq_event_user(&ev, u);
+		memcpy(ev.from_queue, from->name, from->namelen + 1);
+		ev.position = pos;
+		csq_emit(c, &ev);
+	}
+	csq_queue_unref(c, from);
+}
+
+/*
+ * u's step is due (its deadline at at <= now). Every aging point up to
+ * now that comes before the overflow is a step, one event each while
+ * the tier grows (a pass that comes late makes them all, not one per
+ * pass), then the overflow if it is due; else the next step after now.
+ */
+void
+csq_policy_act(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	const struct csq_policy *p = u->queue->policy;
+	uint64_t at = u->policy.node.key, limit = now, overflow_at, points;
+	uint32_t max;
+
+	if (p == NULL) {
+		csq_deadline_clear(c, &u->policy);
+		return;
+	}
+	overflow_at = p->overflow_after_s > 0
+	                  ? u->joined_ms + csq_ms(p->overflow_after_s)
+	                  : UINT64_MAX;
+	if (overflow_at < limit)
+		limit = overflow_at;
+	if (csq_deadline_kind(&u->policy) == CSQ_DL_AGING && at <= limit &&
+	    p->aging_every_s > 0) {
+		points = (limit - at) / csq_ms(p->aging_every_s) + 1;
+		max = policy_aging_max(c, u->queue);
+		for (; points > 0 && csq_user_tier(u) < max; points--)
+			policy_age(c, u, now);
+	}
+	if (overflow_at <= now)
+		policy_overflow(c, u, now);
+	else
+		policy_arm_after(c, u, now);
+}
+
+/* Each queue's policy pointer into v, and the lines of those whose
+ * clocks changed armed anew. */
+static int
+clocks_differ(const struct csq_policy *a, const struct csq_policy *b)
+{
+	if (a == NULL || b == NULL)
+		return a != b;
+	return a->overflow_after_s != b->overflow_after_s ||
+	       strcmp(a->overflow_to, b->overflow_to) != 0 ||
+	       a->aging_every_s != b->aging_every_s ||
+	       a->has_aging_max_tier != b->has_aging_max_tier ||
+	       a->aging_max_tier != b->aging_max_tier;
+}
+
+static int
+strategy_of(const struct csq_policy *p, enum csq_strategy dflt)
+{
+	return p != NULL && p->has_strategy ? (int)p->strategy : (int)dflt;
+}
+
+struct queues_walk {
+	struct csq_queue **v;
+	size_t n;
+};
+
+static void
+queues_collect(void *arg, const char *key, size_t len, void *val)
+{
+	struct queues_walk *w = arg;
+
+	(void)key, (void)len;
+	w->v[w->n++] = val;
+}
+
+static int
+policy_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct csq_policy *)a)->name,
+	              ((const struct csq_policy *)b)->name);
+}
+
+/*
+ * The queues of the new policies are made (a policy holds a reference:
+ * its queue exists, and keeps its numbers, for as long as the policy),
+ * then every queue gets its new policy, and those whose clocks changed
+ * have their users' clocks armed anew (one walk of their lines, once per
+ * reload); the old policies' references go last, so that no queue in
+ * both is freed in between.
+ */
+enum csq_status
+csq_set_policies(struct csq *c, uint64_t now, const struct csq_policy *v,
+                 size_t n)
+{
+	struct csq_policy *old = c->policies, *nv;
+	size_t nold = c->npolicies, i, bad;
+	struct queues_walk w;
+	struct csq_line_node *node;
+	const struct csq_policy *was;
+	struct csq_queue *q;
+	int rekey = 0;
+
+	if (csq_policies_check(v, n, &c->limits, &bad) != CSQ_POLICY_OK)
+		return CSQ_ERANGE;
+	nv = csq_xmalloc((n + 1) * sizeof(*nv));
+	if (n > 0)
+		memcpy(nv, v, n * sizeof(*nv));
+	qsort(nv, n, sizeof(*nv), policy_cmp);
+	for (i = 0; i < n; i++)
+		csq_queue_ref(
+		    csq_queue_get(c, nv[i].name, strlen(nv[i].name), 1));
+	c->policies = nv;
+	c->npolicies = n;
+
+	w.v = csq_xmalloc((csq_dict_len(c->queues) + 1) * sizeof(*w.v));
+	w.n = 0;
+	csq_dict_each(c->queues, queues_collect, &w);
+	for (i = 0; i < w.n; i++) {
+		q = w.v[i];
+		was = q->policy;
+		q->policy = csq_policy_find(c, q->name, q->namelen);
+		if (strategy_of(was, c->limits.strategy) !=
+		    strategy_of(q->policy, c->limits.strategy))
+			rekey = 1;
+		if (csq_queue_service_level(q) != q->counts.within_s)
+			csq_qstats_relevel(q);
+		if (!clocks_differ(was, q->policy))
+			continue;
+		for (node = csq_line_first(q->line); node != NULL;
+		     node = csq_line_next(node))
+			policy_rearm(c, csq_line_node_value(node), now);
+	}
+	free(w.v);
+	if (rekey)
+		csq_servicers_rekey(c);
+	for (i = 0; i < nold; i++)
+		csq_queue_unref(
+		    c, csq_queue_get(c, old[i].name, strlen(old[i].name), 0));
+	free(old);
+	return CSQ_OK;
+}

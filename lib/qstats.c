@@ -1,0 +1,142 @@
+/*
+ * A queue's numbers (QSTATS, protocol-v2 section 6): matched, abandoned by
+ * reason, overflowed, the sum of the waits of the matched, and the last
+ * CSQ_OUTCOMES outcomes for the service level's share. Each is counted
+ * where it happens (a match, a LEAVE or timeout, an overflow), O(1).
+ *
+ * A wait here is the user's waited_ms, from its first arrival, counted in
+ * the queue it was matched or abandoned in: a customer's "answered within
+ * 20 s" is about its own wait, whatever queues it passed through.
+ */
+#include "orderkey.h"
+#include "state.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t
+elapsed(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
+static int
+outcome_within(uint32_t wait_ms, uint32_t level_s)
+{
+	return wait_ms != CSQ_OUTCOME_ABANDONED &&
+	       (uint64_t)wait_ms <= csq_ms(level_s);
+}
+
+static void
+qstats_outcome(struct csq_queue *q, uint32_t wait_ms)
+{
+	struct csq_queue_counts *k = &q->counts;
+
+	if (k->ring == NULL) {
+		k->ring = csq_xmalloc(CSQ_OUTCOMES * sizeof(*k->ring));
+		k->within_s = csq_queue_service_level(q);
+	}
+	if (k->ring_len == CSQ_OUTCOMES)
+		k->within -= outcome_within(k->ring[k->ring_next], k->within_s);
+	else
+		k->ring_len++;
+	k->ring[k->ring_next] = wait_ms;
+	k->within += outcome_within(wait_ms, k->within_s);
+	k->ring_next = (k->ring_next + 1) % CSQ_OUTCOMES;
+}
+
+void
+csq_qstats_matched(struct csq_queue *q, uint64_t waited_ms)
+{
+	q->counts.matched++;
+	q->counts.wait_ms_sum += waited_ms;
+	qstats_outcome(q, waited_ms < CSQ_OUTCOME_ABANDONED
+	                      ? (uint32_t)waited_ms
+	                      : CSQ_OUTCOME_ABANDONED - 1);
+}
+
+void
+csq_qstats_abandoned(struct csq_queue *q, enum csq_reason reason)
+{
+	if (reason == CSQ_REASON_TIMEOUT)
+		q->counts.abandoned_timeout++;
+	else
+		q->counts.abandoned_leave++;
+	qstats_outcome(q, CSQ_OUTCOME_ABANDONED);
+}
+
+/* The service level changed (a reload): the ring counted anew against it. */
+void
+csq_qstats_relevel(struct csq_queue *q)
+{
+	struct csq_queue_counts *k = &q->counts;
+	uint32_t i;
+
+	k->within_s = csq_queue_service_level(q);
+	k->within = 0;
+	for (i = 0; i < k->ring_len; i++)
+		k->within += outcome_within(k->ring[i], k->within_s);
+}
+
+void
+csq_qstats_free(struct csq_queue *q)
+{
+	free(q->counts.ring);
+	q->counts.ring = NULL;
+}
+
+/*
+ * The longest wait in q's line: its oldest user is the first of one of
+ * the tiers (each tier's users are in arrival order), so one look per
+ * tier, O(tiers log n).
+ */
+static uint64_t
+qstats_oldest(const struct csq_queue *q, uint64_t now)
+{
+	struct csq_line_node *node;
+	const struct csq_user *u;
+	uint64_t oldest = 0;
+	uint32_t t;
+
+	for (t = 0; t < CSQ_TIERS; t++) {
+		node = csq_line_seek(q->line, (uint64_t)(CSQ_KEY_TIER_MAX - t)
+		                                  << CSQ_KEY_SEQ_BITS);
+		if (node == NULL)
+			continue;
+		u = csq_line_node_value(node);
+		if (csq_user_tier(u) == t &&
+		    elapsed(now, u->arrival_ms) > oldest)
+			oldest = elapsed(now, u->arrival_ms);
+	}
+	return oldest;
+}
+
+void
+csq_qstats_fill(const struct csq *c, const struct csq_queue *q, uint64_t now,
+                struct csq_queue_stats *out)
+{
+	const struct csq_queue_counts *k = &q->counts;
+
+	memset(out, 0, sizeof(*out));
+	memcpy(out->queue, q->name, q->namelen + 1);
+	out->waiting = csq_line_len(q->line) + q->preferring;
+	out->oldest_wait_ms = qstats_oldest(q, now);
+	out->eta_ms = csq_estimate_new_arrival(c, q, now);
+	out->servicers = q->nservicers;
+	out->free_rooms = q->rooms_free;
+	out->matched_total = k->matched;
+	out->abandoned_leave = k->abandoned_leave;
+	out->abandoned_timeout = k->abandoned_timeout;
+	out->abandoned_total = k->abandoned_leave + k->abandoned_timeout;
+	out->overflowed_total = k->overflowed;
+	out->wait_ms_sum = k->wait_ms_sum;
+	out->avg_wait_ms = k->matched > 0 ? k->wait_ms_sum / k->matched : 0;
+	out->service_level_s = csq_queue_service_level(q);
+	out->outcomes = k->ring_len;
+	out->outcomes_within = k->within;
+	/* Rounded down: 100 only when every one of them was within. */
+	out->service_level_pct =
+	    k->ring_len > 0 ? (int32_t)((uint64_t)k->within * 100 / k->ring_len)
+	                    : -1;
+}
