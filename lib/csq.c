@@ -850,7 +850,7 @@ csq_user_abandon(struct csq *c, struct csq_user *u, uint64_t now,
 		csq_settle_refill(st, s);
 	}
 	c->stats.abandoned_total++;
-	csq_qstats_abandoned(u->queue, reason);
+	csq_qstats_abandoned(u->queue, reason, elapsed(now, u->arrival_ms));
 	csq_user_free(c, u);
 	csq_emit(c, &ev);
 }

@@ -22,9 +22,12 @@
  */
 #include "state.h"
 
-#define EST_WINDOW  64  /* samples in a moving mean */
+#include <math.h>
+
+#define EST_WINDOW  128  /* samples in a moving mean */
 #define EST_RHO_MAX 0.9 /* the share of service higher tiers may take */
 #define EST_ETA_MAX ((int64_t)CSQ_TTL_MAX * 1000 * 10) /* ms, a cap */
+#define EST_ONE     1024 /* an abandon, in its moving sum */
 
 static uint64_t
 moving_mean(uint64_t mean, uint64_t sample, uint64_t n)
@@ -90,24 +93,45 @@ estimate_rate_above(const struct csq_estimate *e, uint32_t tier, uint64_t now)
 	return rate;
 }
 
-/* The estimate for the pos-th user of tier in q's line; -1: none. */
+void
+csq_estimate_outcome(struct csq_estimate *e, uint64_t waited_ms, int abandoned)
+{
+	if (waited_ms == 0 && !abandoned)
+		return; /* matched at once: no wait to learn from */
+	e->wait_area_ms -= e->wait_area_ms / EST_WINDOW;
+	e->wait_area_ms += waited_ms;
+	e->abandons -= e->abandons / EST_WINDOW;
+	e->abandons += abandoned ? EST_ONE : 0;
+}
+
+/*
+ * The estimate for the pos-th user of tier in q's line; -1: none. The
+ * line before it drains at mu (rooms freeing, less what higher tiers
+ * take) and by those who give up, theta per waiting user: the
+ * pos - 1 before it are gone after ln(1 + theta (pos - 1) / mu) / theta,
+ * and one more room frees for it after 1 / mu.
+ */
 int64_t
 csq_estimate_line(const struct csq_queue *q, uint64_t pos, uint32_t tier,
                   uint64_t now)
 {
 	const struct csq_estimate *e = &q->est;
-	double per, rho, eta;
+	double mu, full, theta = 0, ahead, eta;
 
 	if (q->rooms_free > 0)
 		return 0;
-	if (q->rooms_ready == 0 || e->holds == 0)
+	if (q->rooms_ready == 0 || e->holds == 0 || e->hold_ms == 0)
 		return -1;
-	per = (double)e->hold_ms / (double)q->rooms_ready;
-	rho = estimate_rate_above(e, tier, now) * per;
-	if (rho > EST_RHO_MAX)
-		rho = EST_RHO_MAX;
-	eta = (double)pos * per / (1 - rho);
-	return eta < (double)EST_ETA_MAX ? (int64_t)eta : EST_ETA_MAX;
+	full = (double)q->rooms_ready / (double)e->hold_ms;
+	mu = full - estimate_rate_above(e, tier, now);
+	if (mu < (1 - EST_RHO_MAX) * full)
+		mu = (1 - EST_RHO_MAX) * full;
+	if (e->wait_area_ms > 0)
+		theta = (double)e->abandons / EST_ONE / (double)e->wait_area_ms;
+	ahead = pos > 0 ? (double)(pos - 1) : 0;
+	eta = theta > 0 ? log1p(theta * ahead / mu) / theta : ahead / mu;
+	eta += 1 / mu;
+	return eta < (double)EST_ETA_MAX ? (int64_t)llround(eta) : EST_ETA_MAX;
 }
 
 int64_t

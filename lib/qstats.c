@@ -51,14 +51,17 @@ csq_qstats_matched(struct csq_queue *q, uint64_t waited_ms)
 {
 	q->counts.matched++;
 	q->counts.wait_ms_sum += waited_ms;
+	csq_estimate_outcome(&q->est, waited_ms, 0);
 	qstats_outcome(q, waited_ms < CSQ_OUTCOME_ABANDONED
 	                      ? (uint32_t)waited_ms
 	                      : CSQ_OUTCOME_ABANDONED - 1);
 }
 
 void
-csq_qstats_abandoned(struct csq_queue *q, enum csq_reason reason)
+csq_qstats_abandoned(struct csq_queue *q, enum csq_reason reason,
+                     uint64_t waited_ms)
 {
+	csq_estimate_outcome(&q->est, waited_ms, 1);
 	if (reason == CSQ_REASON_TIMEOUT)
 		q->counts.abandoned_timeout++;
 	else

@@ -44,6 +44,9 @@ struct csq_estimate {
 	uint64_t last_arrival_ms[CSQ_TIERS];
 	uint64_t gap_ms[CSQ_TIERS];   /* mean time between arrivals, moving */
 	uint32_t arrivals[CSQ_TIERS]; /* counted up to the moving window */
+	/* Of the users who waited: the time they waited and how many of
+	 * them gave up, both moving sums (abandons in 1/1024ths). */
+	uint64_t wait_area_ms, abandons;
 };
 
 struct csq_queue {
@@ -403,7 +406,8 @@ void csq_prefer_queues_change(struct csq *, struct csq_servicer *,
 
 /* qstats.c */
 void csq_qstats_matched(struct csq_queue *, uint64_t waited_ms);
-void csq_qstats_abandoned(struct csq_queue *, enum csq_reason);
+void csq_qstats_abandoned(struct csq_queue *, enum csq_reason,
+                          uint64_t waited_ms);
 void csq_qstats_relevel(struct csq_queue *);
 void csq_qstats_free(struct csq_queue *);
 void csq_qstats_fill(const struct csq *, const struct csq_queue *, uint64_t now,
@@ -412,6 +416,9 @@ void csq_qstats_fill(const struct csq *, const struct csq_queue *, uint64_t now,
 /* estimate.c */
 void csq_estimate_hold(struct csq_estimate *, uint64_t ms);
 void csq_estimate_arrival(struct csq_estimate *, uint32_t tier, uint64_t now);
+/* A user left the line: matched (abandoned 0) or gave up, after waited_ms. */
+void csq_estimate_outcome(struct csq_estimate *, uint64_t waited_ms,
+                          int abandoned);
 int64_t csq_estimate_line(const struct csq_queue *, uint64_t pos, uint32_t tier,
                           uint64_t now);
 int64_t csq_estimate_new_arrival(const struct csq *, const struct csq_queue *,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "fixture.h"
 
@@ -1090,7 +1091,31 @@ test_eta(void **state)
 	assert_int_equal(u.position, 4);
 	/* tier 1 arrives every 10 s, a room frees every 42 s: they
 	 * would take it all; the share is held at 0.9. */
-	assert_int_equal(u.eta_ms, (int64_t)(4 * 42000 / (1 - 0.9)));
+	assert_int_equal(u.eta_ms, llround(4 * 42000 / (1 - 0.9)));
+}
+
+/* Users who give up shorten the wait of those behind them. */
+static void
+test_eta_abandons(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_user_info u;
+
+	agent(f, "a", 1, "q", 0);
+	enq_full(f, "u0", "q", -1, NULL, 0, NULL);
+	f->now += 100000;
+	release(f, "a/0"); /* a room held 100 s */
+	enq_full(f, "blocker", "q", -1, NULL, 0, NULL);
+	enq_full(f, "w1", "q", -1, NULL, 0, NULL);
+	enq_full(f, "w2", "q", -1, NULL, 0, &u);
+	assert_int_equal(u.eta_ms, 2 * 100000);
+	f->now += 50000;
+	leave(f, "w1"); /* one gave up, after 50 s of waiting */
+	enq_full(f, "x", "q", -1, NULL, 0, &u);
+	assert_int_equal(u.position, 2);
+	/* mu 1/100 s, theta 1/50 s: ln(1 + 2) * 50 s + 100 s */
+	assert_int_equal(u.eta_ms, llround(log1p(2.0) * 50000 + 100000));
+	assert_int_equal(where_is(f, "w2").eta_ms, 100000);
 }
 
 int
@@ -1130,6 +1155,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_rearm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_qstats, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eta, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eta_abandons, setup,
+	                                    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
