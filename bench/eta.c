@@ -35,19 +35,19 @@
 
 #include "csq.h"
 
-#define DAY_MS       (24ULL * 3600 * 1000)
-#define VIP_ONE_IN   7
-#define HOLD_MEDIAN  240.0 /* s, of a conversation */
-#define HOLD_SIGMA   1.0   /* of its logarithm: mean = median e^0.5 */
-#define PATIENCE_S   360.0 /* mean, exponential */
-#define WRAPUP_S     20
-#define LUNCH_S      1800
-#define WITHIN       0.30 /* an estimate within 30 % of the wait */
+#define DAY_MS      (24ULL * 3600 * 1000)
+#define VIP_ONE_IN  7
+#define HOLD_MEDIAN 240.0 /* s, of a conversation */
+#define HOLD_SIGMA  1.0   /* of its logarithm: mean = median e^0.5 */
+#define PATIENCE_S  360.0 /* mean, exponential */
+#define WRAPUP_S    20
+#define LUNCH_S     1800
+#define WITHIN      0.30 /* an estimate within 30 % of the wait */
 
 /* Arrivals per hour at the start of each hour; linear in between. */
 static const double arrivals_per_hour[25] = {
-    8,   6,   5,   5,   6,   10,  25,  60,  110, 150, 170, 160, 120,
-    130, 165, 170, 150, 120, 90,  65,  45,  30,  18,  12,  8,
+    8,   6,   5,   5,   6,   10, 25, 60, 110, 150, 170, 160, 120,
+    130, 165, 170, 150, 120, 90, 65, 45, 30,  18,  12,  8,
 };
 
 /* One shift: start hour, length in hours, capacity. */
@@ -63,19 +63,19 @@ struct shift {
  * more agents on the same pattern (most users are matched at once).
  */
 static const struct shift lean[] = {
-    {0, 8, 2},    {0, 8, 2},   {6.5, 8, 3},  {7, 8, 2},     {8, 8, 3},
-    {8.5, 8, 2},  {9, 8, 2},   {10.5, 8, 3}, {12.5, 8, 3},  {13, 8, 2},
-    {14.5, 8, 3}, {15.5, 8.5, 2}, {16, 8, 3}, {22, 2, 3},
+    {0, 8, 2},    {0, 8, 2},      {6.5, 8, 3},  {7, 8, 2},    {8, 8, 3},
+    {8.5, 8, 2},  {9, 8, 2},      {10.5, 8, 3}, {12.5, 8, 3}, {13, 8, 2},
+    {14.5, 8, 3}, {15.5, 8.5, 2}, {16, 8, 3},   {22, 2, 3},
 };
 static const struct shift shorthanded[] = {
-    {0, 8, 2},    {0, 8, 2},   {6.5, 8, 3},  {7, 8, 2},  {8, 8, 3},
-    {9, 8, 2},    {10.5, 8, 3}, {12.5, 8, 3}, {14.5, 8, 3}, {15.5, 8.5, 2},
-    {16, 8, 3},   {22, 2, 3},
+    {0, 8, 2},    {0, 8, 2},      {6.5, 8, 3},  {7, 8, 2},
+    {8, 8, 3},    {9, 8, 2},      {10.5, 8, 3}, {12.5, 8, 3},
+    {14.5, 8, 3}, {15.5, 8.5, 2}, {16, 8, 3},   {22, 2, 3},
 };
 static const struct shift ample[] = {
-    {0, 8, 2},    {0, 8, 2},  {6.5, 8, 3},  {7, 8, 2},     {7.5, 8, 2},
-    {8, 8, 3},    {8.5, 8, 2}, {9, 8, 2},   {10, 8, 3},    {11, 8, 2},
-    {12.5, 8, 3}, {13, 8, 2}, {14.5, 8, 3}, {15.5, 8.5, 2}, {16, 8, 3},
+    {0, 8, 2},      {0, 8, 2},   {6.5, 8, 3},  {7, 8, 2},      {7.5, 8, 2},
+    {8, 8, 3},      {8.5, 8, 2}, {9, 8, 2},    {10, 8, 3},     {11, 8, 2},
+    {12.5, 8, 3},   {13, 8, 2},  {14.5, 8, 3}, {15.5, 8.5, 2}, {16, 8, 3},
     {17.5, 6.5, 2}, {22, 2, 3},
 };
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -99,9 +99,9 @@ struct sim_event {
 
 struct user {
 	uint64_t arrival, matched;
-	int waited;   /* not matched at once */
-	int done;     /* matched or gone */
-	int64_t eta;  /* csq's, at arrival */
+	int waited;  /* not matched at once */
+	int done;    /* matched or gone */
+	int64_t eta; /* csq's, at arrival */
 	uint64_t position;
 	uint32_t tier;
 	double asterisk, rocket;
@@ -201,15 +201,13 @@ sim_pop(struct sim *s)
 	for (;;) {
 		l = 2 * i + 1;
 		m = i;
-		if (l < s->nheap &&
-		    (s->heap[l].at < s->heap[m].at ||
-		     (s->heap[l].at == s->heap[m].at &&
-		      s->heap[l].seq < s->heap[m].seq)))
+		if (l < s->nheap && (s->heap[l].at < s->heap[m].at ||
+		                     (s->heap[l].at == s->heap[m].at &&
+		                      s->heap[l].seq < s->heap[m].seq)))
 			m = l;
-		if (l + 1 < s->nheap &&
-		    (s->heap[l + 1].at < s->heap[m].at ||
-		     (s->heap[l + 1].at == s->heap[m].at &&
-		      s->heap[l + 1].seq < s->heap[m].seq)))
+		if (l + 1 < s->nheap && (s->heap[l + 1].at < s->heap[m].at ||
+		                         (s->heap[l + 1].at == s->heap[m].at &&
+		                          s->heap[l + 1].seq < s->heap[m].seq)))
 			m = l + 1;
 		if (m == i)
 			break;
@@ -289,20 +287,19 @@ sim_on_event(void *arg, const struct csq_event *ev)
 			} else
 				s->no_estimate++;
 			if (s->trace != NULL)
-				fprintf(s->trace,
-				        "%llu %.0f %lld %.0f %.0f %llu %u\n",
-				        (unsigned long long)u->arrival, wait,
-				        (long long)u->eta, u->asterisk,
-				        u->rocket,
-				        (unsigned long long)u->position,
-				        u->tier);
+				fprintf(
+				    s->trace,
+				    "%llu %.0f %lld %.0f %.0f %llu %u\n",
+				    (unsigned long long)u->arrival, wait,
+				    (long long)u->eta, u->asterisk, u->rocket,
+				    (unsigned long long)u->position, u->tier);
 		} else
 			s->matched_at_once++;
 		s->holdtime = (3 * s->holdtime + wait) / 4;
 		sim_push(s,
-		         s->now + (uint64_t)(1000 * sim_lognormal(
-		                                        s, HOLD_MEDIAN,
-		                                        HOLD_SIGMA)),
+		         s->now +
+		             (uint64_t)(1000 * sim_lognormal(s, HOLD_MEDIAN,
+		                                             HOLD_SIGMA)),
 		         EV_END, index_of(ev->user));
 		break;
 	case CSQ_EV_READY:
@@ -572,8 +569,7 @@ main(int argc, char **argv)
 		sim_day(&s);
 		csq_free(s.csq);
 	}
-	printf("%s staffing, scale %d (%d agents), ", staff, scale,
-	       s.nagents);
+	printf("%s staffing, scale %d (%d agents), ", staff, scale, s.nagents);
 	printf("days %d, seed %llu: %llu matched (%llu at once, %llu after "
 	       "waiting, %llu of them before csq could estimate), %llu "
 	       "abandoned\n",

@@ -77,16 +77,24 @@ static void
 check_clocks(struct check *k, const struct csq_user *u)
 {
 	const struct csq_policy *p = u->queue->policy;
-	const struct csq_deadline *d = &u->policy;
-	uint64_t at = d->node.key, every;
+	const struct csq_wait *w = u->wait;
+	const struct csq_deadline *d;
+	uint64_t at, every, joined;
 	int ages, overflows;
 
 	ages = p != NULL && p->aging_every_s > 0;
 	overflows = p != NULL && p->overflow_after_s > 0;
-	if (!csq_deadline_running(d)) {
+	if (w == NULL) {
 		if (ages || overflows)
 			check_fail(k, "user %s in line without its clocks",
 			           u->id);
+		return;
+	}
+	d = &w->clock;
+	at = d->node.key;
+	joined = w->joined_ms;
+	if (w->user != u || w->prefer != NULL || !csq_deadline_running(d)) {
+		check_fail(k, "user %s in line with a wrong wait", u->id);
 		return;
 	}
 	k->clocks++;
@@ -94,17 +102,14 @@ check_clocks(struct check *k, const struct csq_user *u)
 	case CSQ_DL_AGING:
 		/* A point of its aging, before any overflow. */
 		every = ages ? csq_ms(p->aging_every_s) : 0;
-		if (!ages || at <= u->joined_ms ||
-		    (at - u->joined_ms) % every != 0 ||
-		    (overflows &&
-		     at > u->joined_ms + csq_ms(p->overflow_after_s)))
+		if (!ages || at <= joined || (at - joined) % every != 0 ||
+		    (overflows && at > joined + csq_ms(p->overflow_after_s)))
 			check_fail(k, "user %s aging wrong", u->id);
 		break;
 	case CSQ_DL_OVERFLOW:
 		/* A reload may have made it due already: then it is set at
 		 * the reload's time, after its point. */
-		if (!overflows ||
-		    at < u->joined_ms + csq_ms(p->overflow_after_s))
+		if (!overflows || at < joined + csq_ms(p->overflow_after_s))
 			check_fail(k, "user %s overflow wrong", u->id);
 		break;
 	default:
@@ -117,7 +122,8 @@ check_clocks(struct check *k, const struct csq_user *u)
 static void
 check_preferring(struct check *k, const struct csq_user *u, uint64_t rank)
 {
-	const struct csq_servicer *s = u->prefer;
+	const struct csq_wait *w = u->wait;
+	const struct csq_servicer *s = w != NULL ? w->prefer : NULL;
 	int i;
 
 	k->preferring++;
@@ -132,8 +138,8 @@ check_preferring(struct check *k, const struct csq_user *u, uint64_t rank)
 	    csq_line_rank(s->prefer[i], u->key) == 0)
 		check_fail(k, "preferring user %s not in %s's line", u->id,
 		           s->id);
-	if (!deadline_is(&u->policy, CSQ_DL_PREFER) || u->prefer_s < 1 ||
-	    u->prefer_s > CSQ_PREFER_MAX)
+	if (w->user != u || !deadline_is(&w->clock, CSQ_DL_PREFER) ||
+	    w->prefer_s < 1 || w->prefer_s > CSQ_PREFER_MAX)
 		check_fail(k, "preferring user %s window wrong", u->id);
 	else
 		k->clocks++;
@@ -169,15 +175,12 @@ check_user(void *arg, const char *key, size_t len, void *val)
 		node = rank ? csq_line_nth(u->queue->line, rank - 1) : NULL;
 		if (node == NULL || csq_line_node_value(node) != u)
 			check_fail(k, "waiting user %s not in its line", u->id);
-		if (u->room != NULL)
-			check_fail(k, "waiting user %s has a room", u->id);
 		check_clocks(k, u);
 		break;
 	case CSQ_USER_OFFERED:
 		k->offered++;
-		if (csq_deadline_running(&u->policy) ||
-		    (u->flags & CSQ_USER_PREFERRING))
-			check_fail(k, "offered user %s has clocks", u->id);
+		if (u->flags & CSQ_USER_PREFERRING)
+			check_fail(k, "offered user %s preferring", u->id);
 		k->timed += u->ttl_s > 0;
 		if (rank != 0)
 			check_fail(k, "offered user %s still in line", u->id);
@@ -188,9 +191,8 @@ check_user(void *arg, const char *key, size_t len, void *val)
 		break;
 	case CSQ_USER_ASSIGNED:
 		k->assigned++;
-		if (csq_deadline_running(&u->policy) ||
-		    (u->flags & CSQ_USER_PREFERRING))
-			check_fail(k, "assigned user %s has clocks", u->id);
+		if (u->flags & CSQ_USER_PREFERRING)
+			check_fail(k, "assigned user %s preferring", u->id);
 		if (rank != 0)
 			check_fail(k, "assigned user %s still in line", u->id);
 		if (!deadline_is(&u->deadline, -1))
@@ -258,7 +260,7 @@ check_prefer_line(struct check *k, const struct csq_servicer *s, uint32_t i,
 	     node = csq_line_next(node)) {
 		u = csq_line_node_value(node);
 		if (u->state != CSQ_USER_WAITING ||
-		    !(u->flags & CSQ_USER_PREFERRING) || u->prefer != s ||
+		    !(u->flags & CSQ_USER_PREFERRING) || u->wait->prefer != s ||
 		    u->queue != s->queues[i] ||
 		    csq_line_node_key(node) != u->key)
 			check_fail(k, "prefer line of %s holds %s", s->id,

@@ -158,14 +158,35 @@ csq_user_join_line(struct csq *c, struct csq_user *u, uint64_t now)
 	return pos;
 }
 
+struct csq_wait *
+csq_user_wait(struct csq_user *u)
+{
+	if (u->wait == NULL) {
+		u->wait = csq_xcalloc(1, sizeof(*u->wait));
+		csq_deadline_init(&u->wait->clock, CSQ_DL_OVERFLOW);
+		u->wait->user = u;
+	}
+	return u->wait;
+}
+
+void
+csq_user_wait_free(struct csq *c, struct csq_user *u)
+{
+	if (u->wait == NULL)
+		return;
+	csq_deadline_clear(c, &u->wait->clock);
+	free(u->wait);
+	u->wait = NULL;
+}
+
 void
 csq_user_leave_line(struct csq *c, struct csq_user *u)
 {
-	csq_deadline_clear(c, &u->policy);
 	if (u->flags & CSQ_USER_PREFERRING)
 		csq_prefer_remove(u);
 	else
 		csq_line_remove(u->queue->line, u->key);
+	csq_user_wait_free(c, u);
 }
 
 uint64_t
@@ -195,7 +216,8 @@ void
 csq_user_free(struct csq *c, struct csq_user *u)
 {
 	csq_deadline_clear(c, &u->deadline);
-	csq_deadline_clear(c, &u->policy);
+	if (u->state == CSQ_USER_WAITING)
+		csq_user_wait_free(c, u);
 	csq_dict_remove(c->users, u);
 	csq_queue_unref(c, u->queue);
 	free(u);
@@ -227,8 +249,12 @@ csq_new(const struct csq_limits *limits, uint64_t seed, csq_emit_fn *emit,
 static void
 free_user(void *arg, const char *key, size_t len, void *val)
 {
+	struct csq_user *u = val;
+
 	(void)arg, (void)key, (void)len;
-	free(val);
+	if (u->state == CSQ_USER_WAITING)
+		free(u->wait);
+	free(u);
 }
 
 static void
@@ -542,9 +568,9 @@ csq_user_info_at(const struct csq_user *u, uint64_t now, uint64_t pos,
 	if (u->state == CSQ_USER_WAITING) {
 		out->position = pos != 0 ? pos : csq_user_wait_position(u);
 		if (u->flags & CSQ_USER_PREFERRING) {
-			memcpy(out->prefer, u->prefer->id,
-			       u->prefer->idlen + 1);
-			out->prefer_ms = elapsed(u->policy.node.key, now);
+			memcpy(out->prefer, u->wait->prefer->id,
+			       u->wait->prefer->idlen + 1);
+			out->prefer_ms = elapsed(u->wait->clock.node.key, now);
 		}
 		out->eta_ms = csq_estimate_user(u, out->position, now);
 		return;
@@ -597,7 +623,7 @@ user_rekey(struct csq *c, struct csq_user *u, uint64_t key)
 	struct csq_servicer *s;
 
 	if (u->flags & CSQ_USER_PREFERRING) {
-		s = u->prefer;
+		s = u->wait->prefer;
 		csq_prefer_remove(u);
 		u->key = key;
 		return csq_prefer_insert(c, u, s);
@@ -624,8 +650,9 @@ user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
 {
 	struct csq_queue *from = u->queue;
 	struct csq_servicer *had =
-	    (u->flags & CSQ_USER_PREFERRING) ? u->prefer : NULL;
-	uint64_t ends = had != NULL ? u->policy.node.key : 0;
+	    (u->flags & CSQ_USER_PREFERRING) ? u->wait->prefer : NULL;
+	uint64_t ends = had != NULL ? u->wait->clock.node.key : 0;
+	uint32_t length = had != NULL ? u->wait->prefer_s : 0;
 	int moved = to != from;
 	struct csq_key k;
 	uint64_t pos;
@@ -652,8 +679,9 @@ user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
 			if (window > 0)
 				csq_prefer_window(c, u, window, now);
 			else { /* the window it had goes on */
-				u->policy.node.tag = CSQ_DL_PREFER;
-				csq_deadline_set(c, &u->policy, ends);
+				u->wait->prefer_s = length;
+				u->wait->clock.node.tag = CSQ_DL_PREFER;
+				csq_deadline_set(c, &u->wait->clock, ends);
 			}
 		} else
 			pos = csq_user_join_line(c, u, now);
@@ -705,8 +733,8 @@ enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
 		want = csq_prefer_target(c, &a->prefer, q);
 		window = want != NULL ? a->prefer.seconds : 0;
 	} else if ((u->flags & CSQ_USER_PREFERRING) &&
-	           csq_servicer_queue_index(u->prefer, q) >= 0)
-		want = u->prefer;
+	           csq_servicer_queue_index(u->wait->prefer, q) >= 0)
+		want = u->wait->prefer;
 	if (a->has_ttl)
 		u->ttl_s = a->ttl_s;
 	csq_user_deadline(c, u, now);
@@ -772,14 +800,11 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	csq_queue_ref(q);
 	u->key = csq_key_pack(&k);
 	u->arrival_ms = now;
-	u->joined_ms = now;
 	u->ttl_s = a->has_ttl ? a->ttl_s : c->limits.user_ttl_s;
 	u->state = CSQ_USER_WAITING;
 	u->flags = 0;
-	u->prefer_s = 0;
 	csq_deadline_init(&u->deadline, CSQ_DL_USER);
-	csq_deadline_init(&u->policy, CSQ_DL_OVERFLOW);
-	u->room = NULL;
+	u->wait = NULL;
 	memcpy(u->id, a->user, idlen);
 	u->id[idlen] = '\0';
 	csq_dict_add(c->users, u, idlen);

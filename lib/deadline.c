@@ -104,7 +104,7 @@ due_collect(void *arg, struct csq_heap_node *node)
 	case CSQ_DL_OVERFLOW:
 	case CSQ_DL_AGING:
 	case CSQ_DL_PREFER:
-		u = csq_container_of(d, struct csq_user, policy);
+		u = csq_container_of(d, struct csq_wait, clock)->user;
 		memcpy(e->name, u->id, csq_user_idlen(u) + 1);
 		break;
 	case CSQ_DL_SERVICER:
@@ -172,7 +172,9 @@ due_find(const struct csq *c, const struct due *e, uint64_t now)
 	case CSQ_DL_AGING:
 	case CSQ_DL_PREFER:
 		u = csq_dict_get(c->users, e->name, strlen(e->name));
-		d = u != NULL ? &u->policy : NULL;
+		d = u != NULL && u->state == CSQ_USER_WAITING && u->wait != NULL
+		        ? &u->wait->clock
+		        : NULL;
 		break;
 	case CSQ_DL_SERVICER:
 	case CSQ_DL_RETRY:
@@ -225,12 +227,12 @@ due_act(struct csq *c, struct csq_deadline *d, uint64_t now,
 		break;
 	case CSQ_DL_OVERFLOW:
 	case CSQ_DL_AGING:
-		csq_policy_act(c, csq_container_of(d, struct csq_user, policy),
-		               now);
+		csq_policy_act(
+		    c, csq_container_of(d, struct csq_wait, clock)->user, now);
 		break;
 	case CSQ_DL_PREFER:
 		csq_prefer_expire(
-		    c, csq_container_of(d, struct csq_user, policy), now);
+		    c, csq_container_of(d, struct csq_wait, clock)->user, now);
 		break;
 	case CSQ_DL_KINDS:
 		abort();
@@ -344,7 +346,7 @@ rearm_preferring(struct csq *c, struct csq_line *l, uint64_t now)
 	     node = csq_line_next(node)) {
 		u = csq_line_node_value(node);
 		csq_user_deadline(c, u, now);
-		csq_prefer_window(c, u, u->prefer_s, now);
+		csq_prefer_window(c, u, u->wait->prefer_s, now);
 	}
 }
 

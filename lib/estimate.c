@@ -24,7 +24,7 @@
 
 #include <math.h>
 
-#define EST_WINDOW  128  /* samples in a moving mean */
+#define EST_WINDOW  128 /* samples in a moving mean */
 #define EST_RHO_MAX 0.9 /* the share of service higher tiers may take */
 #define EST_ETA_MAX ((int64_t)CSQ_TTL_MAX * 1000 * 10) /* ms, a cap */
 #define EST_ONE     1024 /* an abandon, in its moving sum */
@@ -150,7 +150,7 @@ csq_estimate_new_arrival(const struct csq *c, const struct csq_queue *q,
 static int64_t
 estimate_preferring(const struct csq_user *u, uint64_t now)
 {
-	const struct csq_servicer *s = u->prefer;
+	const struct csq_servicer *s = u->wait->prefer;
 	const struct csq_queue *q = u->queue;
 	int64_t own = -1, line;
 	uint64_t left;
@@ -158,7 +158,8 @@ estimate_preferring(const struct csq_user *u, uint64_t now)
 	if (s->status == CSQ_SERVICER_READY && q->est.holds > 0)
 		own = (int64_t)(csq_prefer_position(u) * q->est.hold_ms /
 		                s->capacity);
-	left = u->policy.node.key > now ? u->policy.node.key - now : 0;
+	left =
+	    u->wait->clock.node.key > now ? u->wait->clock.node.key - now : 0;
 	line = csq_estimate_line(q, csq_line_len(q->line) + 1, csq_user_tier(u),
 	                         now);
 	if (line >= 0) {

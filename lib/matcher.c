@@ -75,7 +75,8 @@ csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
 	struct csq_servicer *s;
 
 	if (u->flags & CSQ_USER_PREFERRING)
-		s = csq_servicer_has_free(u->prefer) ? u->prefer : NULL;
+		s = csq_servicer_has_free(u->wait->prefer) ? u->wait->prefer
+		                                           : NULL;
 	else
 		s = matcher_best_servicer(u->queue);
 	if (s == NULL)

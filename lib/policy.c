@@ -199,10 +199,19 @@ policy_aging_max(const struct csq *c, const struct csq_queue *q)
 	return max;
 }
 
+/* q's policy has a clock: an overflow or aging. */
+static int
+policy_clocks(const struct csq_queue *q)
+{
+	const struct csq_policy *p = q->policy;
+
+	return p != NULL && (p->overflow_after_s > 0 || p->aging_every_s > 0);
+}
+
 /*
  * Arms u's next step after time t (exclusive), from joined_ms and its
- * queue's policy: the next aging point, or the overflow, whichever comes
- * first (aging on a tie); none when neither applies. An aging point is
+ * queue's policy (which has a clock): the next aging point, or the
+ * overflow, whichever comes first (aging on a tie). An aging point is
  * armed whatever u's tier: at its act, a user at the top (its own tier,
  * or max_tier lowered by a reload) passes it, and one whose tier an
  * ENQUEUE lowered ages again, with no clock to mend.
@@ -211,42 +220,49 @@ static void
 policy_arm_after(struct csq *c, struct csq_user *u, uint64_t t)
 {
 	const struct csq_policy *p = u->queue->policy;
+	struct csq_wait *w = u->wait;
 	uint64_t every, overflow = UINT64_MAX, aging = UINT64_MAX, k;
 
-	if (p == NULL) {
-		csq_deadline_clear(c, &u->policy);
-		return;
-	}
 	if (p->overflow_after_s > 0)
-		overflow = u->joined_ms + csq_ms(p->overflow_after_s);
+		overflow = w->joined_ms + csq_ms(p->overflow_after_s);
 	if (p->aging_every_s > 0) {
 		every = csq_ms(p->aging_every_s);
-		k = (t >= u->joined_ms ? (t - u->joined_ms) / every : 0) + 1;
-		aging = u->joined_ms + k * every;
-	}
-	if (overflow == UINT64_MAX && aging == UINT64_MAX) {
-		csq_deadline_clear(c, &u->policy);
-		return;
+		k = (t >= w->joined_ms ? (t - w->joined_ms) / every : 0) + 1;
+		aging = w->joined_ms + k * every;
 	}
 	/* A due overflow (a reload made it so) waits for the next pass. */
 	if (overflow < t)
 		overflow = t;
-	u->policy.node.tag = aging <= overflow ? CSQ_DL_AGING : CSQ_DL_OVERFLOW;
-	csq_deadline_set(c, &u->policy, aging <= overflow ? aging : overflow);
+	w->clock.node.tag = aging <= overflow ? CSQ_DL_AGING : CSQ_DL_OVERFLOW;
+	csq_deadline_set(c, &w->clock, aging <= overflow ? aging : overflow);
 }
 
+/* Only a user of a queue with a clock has a struct csq_wait in line. */
 void
 csq_policy_start(struct csq *c, struct csq_user *u, uint64_t now)
 {
-	u->joined_ms = now;
+	if (!policy_clocks(u->queue)) {
+		csq_user_wait_free(c, u);
+		return;
+	}
+	csq_user_wait(u)->joined_ms = now;
 	policy_arm_after(c, u, now);
 }
 
-/* The policy changed under u: its clocks anew, from when it joined. */
+/*
+ * The policy changed under u: its clocks anew, measured from when it
+ * joined its line; a user who had none (its queue had no clock) is
+ * measured from now.
+ */
 static void
 policy_rearm(struct csq *c, struct csq_user *u, uint64_t now)
 {
-	policy_arm_after(c, u, now);
+	if (!policy_clocks(u->queue))
+		csq_user_wait_free(c, u);
+	else if (u->wait == NULL)
+		csq_policy_start(c, u, now);
+	else
+		policy_arm_after(c, u, now);
 }
 
 /*
@@ -338,19 +354,21 @@ void
 csq_policy_act(struct csq *c, struct csq_user *u, uint64_t now)
 {
 	const struct csq_policy *p = u->queue->policy;
-	uint64_t at = u->policy.node.key, limit = now, overflow_at, points;
+	struct csq_wait *w = u->wait;
+	uint64_t at, limit = now, overflow_at, points;
 	uint32_t max;
 
-	if (p == NULL) {
-		csq_deadline_clear(c, &u->policy);
+	if (!policy_clocks(u->queue) || w == NULL) {
+		csq_user_wait_free(c, u);
 		return;
 	}
+	at = w->clock.node.key;
 	overflow_at = p->overflow_after_s > 0
-	                  ? u->joined_ms + csq_ms(p->overflow_after_s)
+	                  ? w->joined_ms + csq_ms(p->overflow_after_s)
 	                  : UINT64_MAX;
 	if (overflow_at < limit)
 		limit = overflow_at;
-	if (csq_deadline_kind(&u->policy) == CSQ_DL_AGING && at <= limit &&
+	if (csq_deadline_kind(&w->clock) == CSQ_DL_AGING && at <= limit &&
 	    p->aging_every_s > 0) {
 		points = (limit - at) / csq_ms(p->aging_every_s) + 1;
 		max = policy_aging_max(c, u->queue);

@@ -69,7 +69,7 @@ csq_prefer_insert(struct csq *c, struct csq_user *u, struct csq_servicer *s)
 	if (*l == NULL)
 		*l = csq_line_new(c->seed);
 	u->flags |= CSQ_USER_PREFERRING;
-	u->prefer = s;
+	csq_user_wait(u)->prefer = s;
 	u->queue->preferring++;
 	return csq_line_insert_rank(*l, u->key, u);
 }
@@ -77,7 +77,7 @@ csq_prefer_insert(struct csq *c, struct csq_user *u, struct csq_servicer *s)
 void
 csq_prefer_remove(struct csq_user *u)
 {
-	struct csq_line **l = prefer_line(u->prefer, u->queue);
+	struct csq_line **l = prefer_line(u->wait->prefer, u->queue);
 
 	csq_line_remove(*l, u->key);
 	if (csq_line_len(*l) == 0) {
@@ -86,24 +86,27 @@ csq_prefer_remove(struct csq_user *u)
 	}
 	u->queue->preferring--;
 	u->flags &= (uint8_t)~CSQ_USER_PREFERRING;
-	u->prefer = NULL;
+	u->wait->prefer = NULL;
 }
 
 uint64_t
 csq_prefer_position(const struct csq_user *u)
 {
-	int i = csq_servicer_queue_index(u->prefer, u->queue);
+	const struct csq_servicer *s = u->wait->prefer;
 
-	return csq_line_rank(u->prefer->prefer[i], u->key);
+	return csq_line_rank(s->prefer[csq_servicer_queue_index(s, u->queue)],
+	                     u->key);
 }
 
 void
 csq_prefer_window(struct csq *c, struct csq_user *u, uint32_t seconds,
                   uint64_t now)
 {
-	u->prefer_s = (uint16_t)seconds;
-	u->policy.node.tag = CSQ_DL_PREFER;
-	csq_deadline_set(c, &u->policy, now + csq_ms(seconds));
+	struct csq_wait *w = u->wait;
+
+	w->prefer_s = seconds;
+	w->clock.node.tag = CSQ_DL_PREFER;
+	csq_deadline_set(c, &w->clock, now + csq_ms(seconds));
 }
 
 /*
@@ -119,9 +122,9 @@ csq_prefer_end(struct csq *c, struct csq_user *u, enum csq_reason reason,
 
 	csq_event_begin(&ev, CSQ_EV_PREFER_ENDED, now);
 	csq_event_user(&ev, u);
-	memcpy(ev.servicer, u->prefer->id, u->prefer->idlen + 1);
+	memcpy(ev.servicer, u->wait->prefer->id, u->wait->prefer->idlen + 1);
 	ev.reason = reason;
-	csq_deadline_clear(c, &u->policy);
+	csq_deadline_clear(c, &u->wait->clock);
 	csq_prefer_remove(u);
 	csq_emit(c, &ev);
 	return csq_user_join_line(c, u, now);

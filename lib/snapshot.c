@@ -306,9 +306,7 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	u->ttl_s = o->ttl_s;
 	u->state = (uint8_t)o->state;
 	u->flags = (uint8_t)o->flags;
-	u->joined_ms = o->arrival_ms;
 	csq_deadline_init(&u->deadline, CSQ_DL_USER);
-	csq_deadline_init(&u->policy, CSQ_DL_OVERFLOW);
 	u->room = NULL;
 	csq_dict_add(c->users, u, idlen);
 	if (o->has_deadline && o->state != CSQ_USER_ASSIGNED)

@@ -110,37 +110,48 @@ struct csq_avail {
 	                            from keeps its queue */
 #define CSQ_USER_PREFERRING 0x04 /* waiting in a servicer's prefer line */
 
+struct csq_user;
+
+/*
+ * What a waiting user has beyond its place, only while it has it: the
+ * clocks of a queue whose policy has overflow or aging (policy.c), or a
+ * window for a preferred servicer (prefer.c). One allocation of its own,
+ * so that a user of a queue without a policy pays nothing for it.
+ */
+struct csq_wait {
+	/* In line: the overflow or aging step to come; preferring: the
+	 * window's end. */
+	struct csq_deadline clock;
+	struct csq_user *user;
+	uint64_t joined_ms; /* joined its line: the clocks run from there */
+	struct csq_servicer *prefer; /* preferring: the servicer; else NULL */
+	uint32_t prefer_s;           /* preferring: the window's length */
+};
+
 /*
  * A user costs one allocation: the users dict links it through link (whose
- * len is the id's length) and keys it by id, stored here only. 112 bytes
+ * len is the id's length) and keys it by id, stored here only. 80 bytes
  * before the id: what an offer or a conversation needs beyond the room
- * pointer lives in the room (struct csq_room), so that the million users
- * who wait pay nothing for it. A waiting user is in its queue's line, or,
- * with CSQ_USER_PREFERRING, in the prefer line of the servicer it waits
- * for (prefer.c): never both.
+ * pointer lives in the room (struct csq_room), and what a policy's clocks
+ * or a preferred servicer need in a struct csq_wait, so that the million
+ * users who wait pay nothing for either. A waiting user is in its queue's
+ * line, or, with CSQ_USER_PREFERRING, in the prefer line of the servicer
+ * it waits for (prefer.c): never both.
  */
 struct csq_user {
 	struct csq_dict_node link; /* in csq->users */
 	struct csq_queue *queue;
 	uint64_t key; /* packed order key: tier and arrival sequence */
 	uint64_t arrival_ms;
-	/* Joined its queue's line: the overflow and aging clocks run from
-	 * there (policy.c). */
-	uint64_t joined_ms;
-	uint32_t ttl_s;    /* 0 = never expires while waiting or offered */
-	uint8_t state;     /* enum csq_user_state */
-	uint8_t flags;     /* CSQ_USER_* */
-	uint16_t prefer_s; /* preferring: the window's whole length */
+	uint32_t ttl_s; /* 0 = never expires while waiting or offered */
+	uint8_t state;  /* enum csq_user_state */
+	uint8_t flags;  /* CSQ_USER_* */
 	/* waiting, offered: in the deadlines heap when ttl_s > 0 */
 	struct csq_deadline deadline;
-	/* In line: the overflow or aging step to come, if its queue's policy
-	 * has one; preferring: the window's end; else not running. */
-	struct csq_deadline policy;
 	union {
 		struct csq_room *room; /* offered, assigned: U2R */
-		/* waiting with CSQ_USER_PREFERRING: the servicer it waits
-		 * for; waiting without: NULL */
-		struct csq_servicer *prefer;
+		struct csq_wait *wait; /* waiting: its clocks or window, or
+		                          NULL when it has neither */
 	};
 	char id[];
 };
@@ -356,6 +367,10 @@ void csq_offer_retry_end(struct csq *, struct csq_servicer *,
                          struct csq_settle *);
 
 /* csq.c: where a waiting user waits. */
+/* u's struct csq_wait (u waiting), made when missing. */
+struct csq_wait *csq_user_wait(struct csq_user *);
+/* u's struct csq_wait goes, its deadline with it. */
+void csq_user_wait_free(struct csq *, struct csq_user *);
 /* u, in no line, joins its queue's line at its key; its queue's clocks
  * start (policy.c). Returns its position. */
 uint64_t csq_user_join_line(struct csq *, struct csq_user *, uint64_t now);

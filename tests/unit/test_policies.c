@@ -589,7 +589,11 @@ test_clocks_restart(void **state)
 	assert_string_equal(where_is(f, "w").queue, "general");
 }
 
-/* A reload: clocks from the new policy, measured from the join. */
+/*
+ * A reload: a queue that gets clocks starts them from the reload for
+ * those already waiting; a queue whose clocks change measures them from
+ * when each user joined its line.
+ */
 static void
 test_reload(void **state)
 {
@@ -601,15 +605,26 @@ test_reload(void **state)
 	pass(f, 100000);
 	v[0] = policy("q");
 	overflow(&v[0], 60, "r");
-	set_policies(f, v, 1); /* u has waited 100 s: due at once */
+	set_policies(f, v, 1);
+	pass(f, 59999);
+	assert_string_equal(where_is(f, "u").queue, "q");
+	first = f->nevents;
+	pass(f, 1);
+	assert_string_equal(events_since(f, first), "overflowed");
+	assert_string_equal(where_is(f, "u").queue, "r");
+	/* Shortened, a clock already past its new end is due at once. */
+	enq_full(f, "v", "q", -1, NULL, 0, NULL);
+	pass(f, 40000);
+	overflow(&v[0], 30, "r");
+	set_policies(f, v, 1);
 	first = f->nevents;
 	pass(f, 0);
 	assert_string_equal(events_since(f, first), "overflowed");
-	assert_string_equal(where_is(f, "u").queue, "r");
+	assert_string_equal(where_is(f, "v").queue, "r");
 	/* Lengthened, a clock runs to its new end. */
 	enq_full(f, "w", "q", -1, NULL, 0, NULL);
-	pass(f, 30000);
-	overflow(&v[0], 90, "r");
+	pass(f, 20000);
+	overflow(&v[0], 80, "r");
 	set_policies(f, v, 1);
 	pass(f, 59999);
 	assert_string_equal(where_is(f, "w").queue, "q");
@@ -1155,8 +1170,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_rearm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_qstats, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eta, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_eta_abandons, setup,
-	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_eta_abandons, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
