@@ -616,6 +616,7 @@ step_transfer(struct run *r, struct state *s, struct args *a)
 	enum csq_status st;
 
 	memset(&out, 0, sizeof(out));
+	memset(&t, 0, sizeof(t));
 	t.room = arg_room(a);
 	t.queue = arg_queue(a);
 	st = csq_transfer(s->csq, r->now, &t, &out);
