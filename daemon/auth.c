@@ -98,10 +98,10 @@ auth_is(const char *s, size_t len, const char *word)
 }
 
 int
-auth_login(struct client *c, const char *user, size_t userlen,
-           const char *password, size_t passlen)
+auth_check(const struct config *cfg, const char *user, size_t userlen,
+           const char *password, size_t passlen, enum config_role *role,
+           const char **name)
 {
-	const struct config *cfg = &c->server->cfg;
 	const struct config_user *found = NULL;
 	int ok, i;
 
@@ -117,9 +117,8 @@ auth_login(struct client *c, const char *user, size_t userlen,
 			ok = cfg->nusers == 0;
 		if (!ok)
 			return -1;
-		c->authed = 1;
-		c->role = CONFIG_ROLE_ADMIN;
-		snprintf(c->user, sizeof(c->user), "default");
+		*role = CONFIG_ROLE_ADMIN;
+		*name = "default";
 		return 0;
 	}
 	for (i = 0; i < cfg->nusers; i++)
@@ -133,9 +132,24 @@ auth_login(struct client *c, const char *user, size_t userlen,
 	     found != NULL;
 	if (!ok)
 		return -1;
+	*role = found->role;
+	*name = found->name;
+	return 0;
+}
+
+int
+auth_login(struct client *c, const char *user, size_t userlen,
+           const char *password, size_t passlen)
+{
+	enum config_role role;
+	const char *name;
+
+	if (auth_check(&c->server->cfg, user, userlen, password, passlen, &role,
+	               &name) != 0)
+		return -1;
 	c->authed = 1;
-	c->role = found->role;
-	snprintf(c->user, sizeof(c->user), "%s", found->name);
+	c->role = role;
+	snprintf(c->user, sizeof(c->user), "%s", name);
 	return 0;
 }
 

@@ -36,6 +36,15 @@ int auth_may_subscribe(const struct client *, const char *name, size_t len,
                        int pattern);
 
 /*
+ * Whether user (NULL: "default") and password are a pair that AUTH takes:
+ * 0 with the user's role and name (static, or the configuration's), -1
+ * when they are not. Passwords are compared in constant time.
+ */
+int auth_check(const struct config *, const char *user, size_t userlen,
+               const char *password, size_t passlen, enum config_role *role,
+               const char **name);
+
+/*
  * Logs c in as user (NULL: "default") with password: 0 and c has the
  * user's role, or -1 when the pair is wrong (c is left as it was, as in
  * Redis). Passwords are compared in constant time and never logged.

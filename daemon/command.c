@@ -78,6 +78,8 @@ static const struct command commands[] = {
     {"qlen", 2, CMD_ENGINE, cmd_qlen, F | S},
     {"servicers", 1, CMD_ENGINE, cmd_servicers, ADMIN},
     {"stats", 1, CMD_ENGINE, cmd_stats, ADMIN},
+    {"queues", 1, CMD_ENGINE, cmd_queues, ADMIN},
+    {"rooms", 2, CMD_ENGINE, cmd_rooms, S},
     {"ping", -1, CMD_PUBSUB, cmd_ping, ALL},
     {"echo", 2, 0, cmd_echo, ADMIN},
     {"quit", -1, CMD_NOAUTH | CMD_PUBSUB | CMD_TXN, cmd_quit, ALL},

@@ -105,13 +105,72 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 	}
 }
 
+/*
+ * A row of SERVICERS: v1's fields (id, status, capacity, active,
+ * idle_ms), then the queues it serves, as an array (protocol-v2 section
+ * 6). RESP3 has arrays here too: the rows are positional.
+ */
 static void
-reply_stats(struct evbuffer *out, int proto, const struct csq_stats *st)
+reply_servicer_row(struct evbuffer *out, const struct csq_servicer_info *s)
 {
-	const struct {
-		const char *name;
-		uint64_t value;
-	} f[] = {
+	const char *q = s->queues, *comma;
+	int64_t n = s->queues[0] != '\0';
+
+	for (comma = q; (comma = strchr(comma, ',')) != NULL; comma++)
+		n++;
+	resp_array(out, 6);
+	resp_bulk_str(out, s->id);
+	resp_bulk_str(out,
+	              s->status == CSQ_SERVICER_READY ? "ready" : "paused");
+	resp_integer(out, s->capacity);
+	resp_integer(out, s->active);
+	resp_integer(out, (int64_t)s->idle_ms);
+	resp_array(out, n);
+	while (n-- > 0) {
+		comma = strchr(q, ',');
+		resp_bulk(out, q,
+		          comma != NULL ? (size_t)(comma - q) : strlen(q));
+		q = comma != NULL ? comma + 1 : q;
+	}
+}
+
+/* The names ROOMS gives the states of enum csq_room_state. */
+const char *
+command_room_state(enum csq_room_state state)
+{
+	switch (state) {
+	case CSQ_ROOM_OFFERED:
+		return "offered";
+	case CSQ_ROOM_ASSIGNED:
+		return "assigned";
+	case CSQ_ROOM_WRAPUP:
+		return "wrapup";
+	case CSQ_ROOM_FREE:
+		break;
+	}
+	return "free";
+}
+
+/* A room of ROOMS: a flat field/value array (RESP3: a map). */
+static void
+reply_room(struct evbuffer *out, int proto, const struct csq_room_info *r)
+{
+	resp_map(out, proto, 4);
+	resp_bulk_str(out, "room");
+	resp_bulk_str(out, r->room);
+	resp_bulk_str(out, "state");
+	resp_bulk_str(out, command_room_state(r->state));
+	resp_bulk_str(out, "user");
+	resp_bulk_str(out, r->user);
+	resp_bulk_str(out, "since_ms");
+	resp_integer(out, (int64_t)r->since_ms);
+}
+
+size_t
+command_stats(const struct csq_stats *st,
+              struct command_stat out[COMMAND_STATS_MAX])
+{
+	const struct command_stat f[] = {
 	    {"waiting", st->waiting},
 	    {"servicers", st->servicers},
 	    {"rooms_busy", st->rooms_busy},
@@ -122,7 +181,19 @@ reply_stats(struct evbuffer *out, int proto, const struct csq_stats *st)
 	    {"requeued_total", st->requeued_total},
 	    {"servicers_lost_total", st->servicers_lost_total},
 	};
-	size_t i, n = sizeof(f) / sizeof(f[0]);
+	size_t n = sizeof(f) / sizeof(f[0]);
+
+	_Static_assert(sizeof(f) / sizeof(f[0]) <= COMMAND_STATS_MAX,
+	               "COMMAND_STATS_MAX");
+	memcpy(out, f, sizeof(f));
+	return n;
+}
+
+static void
+reply_stats(struct evbuffer *out, int proto, const struct csq_stats *st)
+{
+	struct command_stat f[COMMAND_STATS_MAX];
+	size_t i, n = command_stats(st, f);
 
 	resp_map(out, proto, (int64_t)n);
 	for (i = 0; i < n; i++) {
@@ -233,18 +304,18 @@ command_result(void *arg, const struct csq_result *r)
 		break;
 	case CSQ_OP_SERVICERS:
 		resp_array(out, (int64_t)r->nentries);
-		for (i = 0; i < r->nentries; i++) {
-			const struct csq_servicer_info *s = &r->servicers[i];
-
-			resp_array(out, 5);
-			resp_bulk_str(out, s->id);
-			resp_bulk_str(out, s->status == CSQ_SERVICER_READY
-			                       ? "ready"
-			                       : "paused");
-			resp_integer(out, s->capacity);
-			resp_integer(out, s->active);
-			resp_integer(out, (int64_t)s->idle_ms);
-		}
+		for (i = 0; i < r->nentries; i++)
+			reply_servicer_row(out, &r->servicers[i]);
+		break;
+	case CSQ_OP_QUEUES:
+		resp_array(out, (int64_t)r->nentries);
+		for (i = 0; i < r->nentries; i++)
+			resp_bulk_str(out, r->queues[i].name);
+		break;
+	case CSQ_OP_ROOMS:
+		resp_array(out, (int64_t)r->nentries);
+		for (i = 0; i < r->nentries; i++)
+			reply_room(out, c->proto, &r->rooms[i]);
 		break;
 	case CSQ_OP_STATS:
 		reply_stats(out, c->proto, &r->stats);
@@ -676,6 +747,27 @@ cmd_servicers(struct client *c, const struct resp_request *req)
 
 	(void)req;
 	op_init(&op, CSQ_OP_SERVICERS, NULL);
+	command_call(c, &op);
+}
+
+void
+cmd_queues(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	(void)req;
+	op_init(&op, CSQ_OP_QUEUES, NULL);
+	command_call(c, &op);
+}
+
+void
+cmd_rooms(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	if (command_arg_id(c, req, 1, CSQ_ESERVICER))
+		return;
+	op_init(&op, CSQ_OP_ROOMS, req->argv[1]);
 	command_call(c, &op);
 }
 

@@ -1,12 +1,14 @@
 /*
  * The queue's commands, those the engine answers: servicers (HEARTBEAT,
  * PAUSE, RESUME, LOGOUT, RELEASE), users (ENQUEUE, TOUCH, LEAVE, WHERE)
- * and the admin's (QUEUE, QLEN, SERVICERS, STATS).
+ * and the admin's (QUEUE, QLEN, SERVICERS, STATS, QUEUES, ROOMS).
  */
 #ifndef CSQD_COMMAND_QUEUE_H
 #define CSQD_COMMAND_QUEUE_H
 
 #include <stdint.h>
+
+#include "csq.h"
 
 struct client;
 struct csq_op;
@@ -27,6 +29,18 @@ void cmd_queue(struct client *, const struct resp_request *);
 void cmd_qlen(struct client *, const struct resp_request *);
 void cmd_servicers(struct client *, const struct resp_request *);
 void cmd_stats(struct client *, const struct resp_request *);
+void cmd_queues(struct client *, const struct resp_request *);
+void cmd_rooms(struct client *, const struct resp_request *);
+/* STATS's fields, by name, in its order (the admin view's too). */
+#define COMMAND_STATS_MAX 32
+struct command_stat {
+	const char *name;
+	uint64_t value;
+};
+size_t command_stats(const struct csq_stats *,
+                     struct command_stat out[COMMAND_STATS_MAX]);
+/* "free", "offered", "assigned", "wrapup": ROOMS's names of the states. */
+const char *command_room_state(enum csq_room_state);
 
 /*
  * An engine call whose reply the caller writes: render runs when the

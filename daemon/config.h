@@ -22,6 +22,9 @@
 #define CONFIG_OUTPUT_MEMORY_MAX (1LL << 40) /* bytes */
 #define CONFIG_INPUT_MEMORY_MAX  (1LL << 40) /* bytes */
 #define CONFIG_CHANNEL_MAX       65536       /* max_channel_length */
+#define CONFIG_HISTORY_MAX       1000000     /* http.event_history */
+#define CONFIG_STREAMS_MAX       10000       /* http.max_event_streams */
+#define CONFIG_STREAM_BUFFER_MIN (1LL << 20) /* http.event_stream_buffer */
 
 #define CONFIG_USERS_MAX 64 /* entries of users */
 
@@ -92,6 +95,11 @@ struct config {
 	char tls_key[CONFIG_STR_MAX];  /* PEM key, reread by SIGHUP */
 	char tls_ca[CONFIG_STR_MAX];   /* PEM CAs for client certificates */
 	int tls_verify_clients;        /* a client certificate is required */
+	/* The admin view's event stream (admin_events.h): events kept for a
+	 * resume, streams at once, and bytes unsent to one stream. */
+	int64_t http_event_history;
+	int64_t http_max_event_streams;
+	int64_t http_event_stream_buffer;
 	enum log_level log_level;
 	enum log_format log_format;
 	int log_audit; /* a line per match and release */

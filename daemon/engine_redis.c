@@ -263,6 +263,12 @@ redis_group_end(struct csq_engine *e)
 	redis_call_group_end(redis_engine(e));
 }
 
+static uint64_t
+redis_last_event_id(struct csq_engine *e)
+{
+	return redis_engine(e)->seen_event;
+}
+
 static const struct csq_engine_ops redis_ops = {
     .name = "redis",
     .call = redis_call,
@@ -271,6 +277,7 @@ static const struct csq_engine_ops redis_ops = {
     .set_limits = redis_set_limits,
     .up = redis_up,
     .rtt_us = redis_rtt_us,
+    .last_event_id = redis_last_event_id,
     .group_begin = redis_group_begin,
     .group_end = redis_group_end,
     .free = redis_free,

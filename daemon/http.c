@@ -3,6 +3,8 @@
  * asynchronous interface as the commands (STATS, SERVICERS, then QLEN of
  * each queue seen), one call after another, and answers when the last one
  * has: at once with the memory engine, later with one that talks to Redis.
+ * Every other path is the admin view's (admin_page.h, admin_api.h,
+ * admin_events.h), behind HTTP Basic auth when a password is set.
  */
 #include "http.h"
 
@@ -17,8 +19,12 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
+#include "admin_api.h"
+#include "admin_events.h"
+#include "admin_page.h"
 #include "engine.h"
 #include "engine_redis.h"
+#include "http_auth.h"
 #include "journal.h"
 #include "listener.h"
 #include "log.h"
@@ -32,6 +38,7 @@
 #define HTTP_BODY_MAX     1024 /* GET needs none */
 #define HTTP_BACKLOG      128
 #define HTTP_METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define HTTP_API_QUEUE    "/api/queue/"
 #define HTTP_ALL_METHODS                                                       \
 	(EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | \
 	 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |           \
@@ -56,9 +63,11 @@ struct http {
 	struct evhttp *evh;
 	struct accept_guard *guard;   /* accept() out of descriptors */
 	TAILQ_HEAD(, scrape) scrapes; /* waiting for the engine */
+	struct admin_api *api;
+	struct admin_events *events;
 };
 
-static void
+void
 http_reply(struct evhttp_request *req, int code, const char *reason,
            const char *type, struct evbuffer *body)
 {
@@ -77,7 +86,7 @@ http_reply(struct evhttp_request *req, int code, const char *reason,
 	evhttp_send_reply(req, code, reason, body);
 }
 
-static void
+void
 http_text(struct evhttp_request *req, int code, const char *reason,
           const char *text)
 {
@@ -113,6 +122,9 @@ scrape_finish(struct scrape *x)
 		x->sc.output_closed_total = s->stats.output_closed_total;
 		x->sc.input_closed_total = s->stats.input_closed_total;
 		x->sc.input_bytes = s->input_total;
+		admin_events_stats(s->http->events, &x->sc.event_streams,
+		                   &x->sc.event_stream_bytes,
+		                   &x->sc.event_streams_closed);
 		x->sc.journal = journal_stats(s->journal);
 	}
 	if (x->req != NULL) {
@@ -235,29 +247,63 @@ http_healthz(struct server *s, struct evhttp_request *req)
 		http_text(req, HTTP_OK, "OK", "ok\n");
 }
 
+/* 1 when the method may read: GET and HEAD, the only ones served. */
+static int
+http_method_ok(struct evhttp_request *req)
+{
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+
+	if (method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD)
+		return 1;
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+	                  "GET, HEAD");
+	http_text(req, HTTP_BADMETHOD, "Method Not Allowed",
+	          "method not allowed\n");
+	return 0;
+}
+
+/* The admin view: the page, the API and the events, after the
+ * credentials; a path of none of them is 404, in JSON under /api/. */
+static void
+http_admin(struct server *s, struct evhttp_request *req, const char *path)
+{
+	struct http *h = s->http;
+
+	if (!http_auth_ok(&s->cfg, req)) {
+		http_auth_challenge(req);
+		return;
+	}
+	if (!http_method_ok(req))
+		return;
+	if (strcmp(path, "/api/snapshot") == 0)
+		admin_api_snapshot(h->api, req);
+	else if (strncmp(path, HTTP_API_QUEUE, strlen(HTTP_API_QUEUE)) == 0 &&
+	         path[strlen(HTTP_API_QUEUE)] != '\0')
+		admin_api_queue(h->api, req, path + strlen(HTTP_API_QUEUE));
+	else if (strcmp(path, "/api/events") == 0)
+		admin_events_serve(h->events, req);
+	else if (strncmp(path, "/api/", 5) == 0 || strcmp(path, "/api") == 0)
+		admin_api_error(req, HTTP_NOTFOUND, "Not Found", "not found");
+	else if (!admin_page_serve(req, path))
+		http_text(req, HTTP_NOTFOUND, "Not Found", "not found\n");
+}
+
 static void
 http_request_cb(struct evhttp_request *req, void *arg)
 {
 	struct server *s = arg;
-	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
-	int known;
 
 	if (path == NULL)
 		path = "";
-	known = strcmp(path, "/metrics") == 0 || strcmp(path, "/healthz") == 0;
-	if (!known) {
-		http_text(req, HTTP_NOTFOUND, "Not Found", "not found\n");
+	/* For load balancers and Prometheus: never behind the password. */
+	if (strcmp(path, "/metrics") != 0 && strcmp(path, "/healthz") != 0) {
+		http_admin(s, req, path);
 		return;
 	}
-	if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		                  "Allow", "GET, HEAD");
-		http_text(req, HTTP_BADMETHOD, "Method Not Allowed",
-		          "method not allowed\n");
+	if (!http_method_ok(req))
 		return;
-	}
 	if (strcmp(path, "/metrics") == 0) {
 		http_metrics(s, req);
 		return;
@@ -272,6 +318,13 @@ http_tls_bev(struct event_base *base, void *arg)
 	struct server *s = arg;
 
 	return tls_accept(s->tls, base, -1);
+}
+
+void
+http_event(struct server *s, const struct csq_event *ev)
+{
+	if (s->http != NULL)
+		admin_events_publish(s->http->events, ev);
 }
 
 /*
@@ -340,6 +393,8 @@ http_open(struct server *s)
 		return -1;
 	}
 	h->guard = accept_guard_new(s->base, evl, name);
+	h->api = admin_api_new(s);
+	h->events = admin_events_new(s->base, &s->cfg, s->engine);
 	s->http = h;
 	log_info("http listening on %s", s->cfg.http_listen);
 	return 0;
@@ -359,6 +414,9 @@ http_close(struct server *s)
 		x->server = NULL;
 		x->req = NULL;
 	}
+	/* Before evhttp frees their connections. */
+	admin_api_free(h->api);
+	admin_events_free(h->events);
 	accept_guard_free(h->guard); /* before evhttp frees its listener */
 	evhttp_free(h->evh);
 	free(h);

@@ -426,6 +426,18 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	            "Input all clients hold: read and not yet run, and the "
 	            "requests being read.",
 	            sc->input_bytes);
+	metrics_u64(out, "csqd_http_event_streams", "gauge",
+	            "The admin view's event streams open (GET /api/events).",
+	            sc->event_streams);
+	metrics_u64(out, "csqd_http_event_stream_bytes", "gauge",
+	            "Bytes sent to the event streams that their clients have "
+	            "not taken yet, all streams.",
+	            sc->event_stream_bytes);
+	metrics_u64(out, "csqd_http_event_stream_disconnections_total",
+	            "counter",
+	            "Event streams closed for bytes their clients did not "
+	            "read (http.event_stream_buffer).",
+	            sc->event_streams_closed);
 	if (sc->journal != NULL)
 		metrics_render_journal(sc->journal, out);
 	metrics_head(out, "csqd_commands_total", "counter",

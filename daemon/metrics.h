@@ -27,6 +27,8 @@ struct metrics_scrape {
 	uint64_t output_closed_total;
 	uint64_t input_closed_total;
 	uint64_t input_bytes; /* all clients' input held (max_input_memory) */
+	/* The admin view's event streams (admin_events.h). */
+	uint64_t event_streams, event_stream_bytes, event_streams_closed;
 	const struct journal_stats *journal; /* NULL: no journal */
 	const uint64_t *qlen; /* per queue of metrics_queue(), or NULL */
 	size_t nqueues;

@@ -26,6 +26,8 @@ call_free(struct redis_call *k)
 {
 	free(k->entries);
 	free(k->servicers);
+	free(k->queues);
+	free(k->rooms);
 	free(k);
 }
 
@@ -207,6 +209,7 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 	    [CSQ_OP_WHERE] = "where",         [CSQ_OP_QUEUE] = "queue",
 	    [CSQ_OP_QLEN] = "qlen",           [CSQ_OP_SERVICERS] = "servicers",
 	    [CSQ_OP_STATS] = "stats",         [CSQ_OP_EXPIRE] = "expire",
+	    [CSQ_OP_QUEUES] = "queues",       [CSQ_OP_ROOMS] = "rooms",
 	};
 	char sid[CSQ_ID_MAX + 1];
 	struct redis_call *k;
@@ -248,6 +251,10 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 		break;
 	case CSQ_OP_SERVICERS:
 	case CSQ_OP_STATS:
+		break;
+	case CSQ_OP_QUEUES: /* "": every queue that exists */
+	case CSQ_OP_ROOMS:  /* "": every servicer's */
+		arg_cstr(k, op->id);
 		break;
 	default: /* LOGOUT, LEAVE, WHERE, QLEN */
 		arg_cstr(k, op->id);

@@ -94,17 +94,18 @@ parse_queue(struct redis_call *k, const redisReply *a, size_t i)
 static int
 parse_servicers(struct redis_call *k, const redisReply *a, size_t i)
 {
-	size_t n = (a->elements - i) / 5, j;
+	size_t n = (a->elements - i) / 6, j;
 	struct csq_servicer_info *s;
 	char status[16];
 
-	if ((a->elements - i) % 5 != 0)
+	if ((a->elements - i) % 6 != 0)
 		return -1;
 	k->servicers = csq_xcalloc(n + 1, sizeof(*k->servicers));
-	for (j = 0; j < n; j++, i += 5) {
+	for (j = 0; j < n; j++, i += 6) {
 		s = &k->servicers[j];
 		if (elem_str(a, i, s->id, sizeof(s->id)) != 0 ||
-		    elem_str(a, i + 1, status, sizeof(status)) != 0)
+		    elem_str(a, i + 1, status, sizeof(status)) != 0 ||
+		    elem_str(a, i + 5, s->queues, sizeof(s->queues)) != 0)
 			return -1;
 		s->status = strcmp(status, "paused") == 0 ? CSQ_SERVICER_PAUSED
 		                                          : CSQ_SERVICER_READY;
@@ -117,9 +118,94 @@ parse_servicers(struct redis_call *k, const redisReply *a, size_t i)
 	return 0;
 }
 
+/* QUEUES: the last event id seen, then name, waiting, oldest_wait_ms and
+ * oldest_user of each queue. */
 static int
-parse_stats(struct csq_stats *st, const redisReply *a, size_t i)
+parse_queues(struct redis_call *k, const redisReply *a, size_t i)
 {
+	size_t n = (a->elements - i - 1) / 4, j;
+	struct csq_queue_info *q;
+
+	if (a->elements < i + 1 || (a->elements - i - 1) % 4 != 0 ||
+	    redis_reply_int(a, i) == INT64_MIN)
+		return -1;
+	k->res.event_id = u64_of(redis_reply_int(a, i++));
+	k->queues = csq_xcalloc(n + 1, sizeof(*k->queues));
+	for (j = 0; j < n; j++, i += 4) {
+		q = &k->queues[j];
+		if (elem_str(a, i, q->name, sizeof(q->name)) != 0 ||
+		    !csq_valid_id(q->name, strlen(q->name)) ||
+		    redis_reply_int(a, i + 1) == INT64_MIN ||
+		    redis_reply_int(a, i + 2) == INT64_MIN ||
+		    elem_str(a, i + 3, q->oldest_user,
+		             sizeof(q->oldest_user)) != 0)
+			return -1;
+		q->waiting = u64_of(redis_reply_int(a, i + 1));
+		q->oldest_wait_ms = u64_of(redis_reply_int(a, i + 2));
+	}
+	k->res.queues = k->queues;
+	k->res.nentries = n;
+	return 0;
+}
+
+static int
+room_state_of(const char *s, enum csq_room_state *out)
+{
+	static const struct {
+		const char *name;
+		enum csq_room_state state;
+	} states[] = {
+	    {"free", CSQ_ROOM_FREE},
+	    {"offered", CSQ_ROOM_OFFERED},
+	    {"assigned", CSQ_ROOM_ASSIGNED},
+	    {"wrapup", CSQ_ROOM_WRAPUP},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+		if (strcmp(s, states[i].name) == 0) {
+			*out = states[i].state;
+			return 0;
+		}
+	return -1;
+}
+
+/* ROOMS: servicer, index, state, user, since_ms of each room. */
+static int
+parse_rooms(struct redis_call *k, const redisReply *a, size_t i)
+{
+	size_t n = (a->elements - i) / 5, j;
+	struct csq_room_info *r;
+	char sid[CSQ_ID_MAX + 1], state[16];
+	int64_t idx;
+
+	if ((a->elements - i) % 5 != 0)
+		return -1;
+	k->rooms = csq_xcalloc(n + 1, sizeof(*k->rooms));
+	for (j = 0; j < n; j++, i += 5) {
+		r = &k->rooms[j];
+		idx = redis_reply_int(a, i + 1);
+		if (elem_str(a, i, sid, sizeof(sid)) != 0 ||
+		    !csq_valid_id(sid, strlen(sid)) || idx < 0 ||
+		    idx >= CSQ_CAPACITY_MAX ||
+		    elem_str(a, i + 2, state, sizeof(state)) != 0 ||
+		    room_state_of(state, &r->state) != 0 ||
+		    elem_str(a, i + 3, r->user, sizeof(r->user)) != 0 ||
+		    redis_reply_int(a, i + 4) == INT64_MIN)
+			return -1;
+		snprintf(r->room, sizeof(r->room), "%s/%u", sid, (unsigned)idx);
+		r->since_ms = u64_of(redis_reply_int(a, i + 4));
+	}
+	k->res.rooms = k->rooms;
+	k->res.nentries = n;
+	return 0;
+}
+
+/* STATS: the counters of struct csq_stats, then the last event id seen. */
+static int
+parse_stats(struct csq_result *res, const redisReply *a, size_t i)
+{
+	struct csq_stats *st = &res->stats;
 	uint64_t *f[] = {&st->waiting,
 	                 &st->servicers,
 	                 &st->rooms_busy,
@@ -136,6 +222,9 @@ parse_stats(struct csq_stats *st, const redisReply *a, size_t i)
 			return -1;
 		*f[j] = u64_of(redis_reply_int(a, i + j));
 	}
+	if (redis_reply_int(a, i + j) == INT64_MIN)
+		return -1;
+	res->event_id = u64_of(redis_reply_int(a, i + j));
 	return 0;
 }
 
@@ -182,7 +271,11 @@ parse_data(struct redis_call *k, const redisReply *a)
 	case CSQ_OP_SERVICERS:
 		return parse_servicers(k, a, 1);
 	case CSQ_OP_STATS:
-		return parse_stats(&res->stats, a, 1);
+		return parse_stats(res, a, 1);
+	case CSQ_OP_QUEUES:
+		return parse_queues(k, a, 1);
+	case CSQ_OP_ROOMS:
+		return parse_rooms(k, a, 1);
 	case CSQ_OP_REARM:
 	case CSQ_OP_ACCEPT: /* refused before a script runs (engine_redis.c) */
 	case CSQ_OP_DECLINE:
@@ -330,6 +423,9 @@ redis_reply_call(struct redis_call *k, const redisReply *a, uint64_t last)
 		return;
 	}
 	k->res.status = status_of(status);
+	/* What the call saw; STATS and QUEUES know it exactly (parse_data),
+	 * for a read that came before the call's last event. */
+	k->res.event_id = last;
 	if (k->res.status == CSQ_OK && parse_data(k, a) != 0) {
 		log_warnx("engine redis: a reply of %s has an unexpected shape",
 		          k->name);

@@ -181,6 +181,7 @@ server_emit(void *arg, const struct csq_event *ev)
 
 	metrics_event(s->metrics, ev);
 	server_log_event(s, ev);
+	http_event(s, ev);
 	/* Most events reach nobody: the JSON is built only for a listener. */
 	n = csq_event_channels(ev, channels);
 	for (i = 0; i < n; i++)
@@ -422,6 +423,14 @@ server_reload(struct server *s)
 		memcpy(cur->tls_ca, next.tls_ca, sizeof(cur->tls_ca));
 		cur->tls_verify_clients = next.tls_verify_clients;
 	}
+	if (next.http_event_history != cur->http_event_history)
+		server_note_key(later, sizeof(later), "http.event_history");
+	if (cur->http_max_event_streams != next.http_max_event_streams)
+		server_note_key(changed, sizeof(changed),
+		                "http.max_event_streams");
+	if (cur->http_event_stream_buffer != next.http_event_stream_buffer)
+		server_note_key(changed, sizeof(changed),
+		                "http.event_stream_buffer");
 
 	/*
 	 * Only the keys that take effect now are copied: the rest of
@@ -436,6 +445,8 @@ server_reload(struct server *s)
 	cur->max_channel_length = next.max_channel_length;
 	cur->max_multi_commands = next.max_multi_commands;
 	cur->max_multi_memory = next.max_multi_memory;
+	cur->http_max_event_streams = next.http_max_event_streams;
+	cur->http_event_stream_buffer = next.http_event_stream_buffer;
 	/* A lower cap applies now, not at the next big client. */
 	if (cur->max_output_memory > 0)
 		event_active(s->weigh_ev, EV_TIMEOUT, 0);

@@ -313,6 +313,22 @@ csq_get_limits(const struct csq *c)
 
 /* Servicers. */
 
+/* The queues s serves, as servicer_up and SERVICERS give them: "a,b,c". */
+static void
+servicer_queue_list(const struct csq_servicer *s, char out[CSQ_QUEUE_LIST_MAX])
+{
+	size_t off = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->nqueues; i++) {
+		if (i > 0)
+			out[off++] = ',';
+		memcpy(out + off, s->queues[i]->name, s->queues[i]->namelen);
+		off += s->queues[i]->namelen;
+	}
+	out[off] = '\0';
+}
+
 static void
 servicer_info(const struct csq_servicer *s, uint64_t now,
               struct csq_servicer_info *out)
@@ -326,6 +342,7 @@ servicer_info(const struct csq_servicer *s, uint64_t now,
 	out->offer_s = s->offer_s;
 	out->wrapup_s = s->wrapup_s;
 	out->missed = s->missed;
+	servicer_queue_list(s, out->queues);
 }
 
 /*
@@ -393,20 +410,11 @@ static void
 servicer_up_event(struct csq *c, const struct csq_servicer *s, uint64_t now)
 {
 	struct csq_event ev;
-	size_t off = 0;
-	uint32_t i;
 
 	csq_event_begin(&ev, CSQ_EV_SERVICER_UP, now);
 	memcpy(ev.servicer, s->id, s->idlen + 1);
 	ev.capacity = s->capacity;
-	for (i = 0; i < s->nqueues; i++) {
-		if (i > 0)
-			ev.queues[off++] = ',';
-		memcpy(ev.queues + off, s->queues[i]->name,
-		       s->queues[i]->namelen);
-		off += s->queues[i]->namelen;
-	}
-	ev.queues[off] = '\0';
+	servicer_queue_list(s, ev.queues);
 	csq_emit(c, &ev);
 }
 

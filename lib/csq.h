@@ -37,6 +37,9 @@
 #define CSQ_OUTCOMES              1000 /* service_level_pct: the last ones */
 #define CSQ_QUEUE_LENGTH_MAX      100000000 /* max_length at most */
 
+/* A servicer's queues as one string, "a,b,c", with its NUL. */
+#define CSQ_QUEUE_LIST_MAX (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
+
 /* Results of every operation; the daemon turns them into error replies. */
 enum csq_status {
 	CSQ_OK = 0,
@@ -185,6 +188,7 @@ struct csq_servicer_info {
 	uint32_t offer_s;  /* 0: users are assigned, not offered */
 	uint32_t wrapup_s; /* 0: no wrap-up */
 	uint32_t missed;   /* offers run out in a row */
+	char queues[CSQ_QUEUE_LIST_MAX]; /* those it serves: "a,b,c" */
 };
 
 /* The values are those of the journal's snapshots: never renumbered. */
@@ -216,6 +220,31 @@ struct csq_queue_entry {
 	char user[CSQ_ID_MAX + 1];
 	uint32_t tier;
 	uint64_t waited_ms;
+};
+
+/* A queue that exists (QUEUES): its name and its line. */
+struct csq_queue_info {
+	char name[CSQ_ID_MAX + 1];
+	uint64_t waiting;
+	uint64_t oldest_wait_ms; /* the longest wait in line; 0: nobody */
+	char oldest_user[CSQ_ID_MAX + 1]; /* who waited it; "": nobody */
+};
+
+/* A room's state (ROOMS; lib/state.h keeps the busy ones). The values
+ * are those of the journal's snapshots: never renumbered. */
+enum csq_room_state {
+	CSQ_ROOM_FREE,
+	CSQ_ROOM_OFFERED,
+	CSQ_ROOM_ASSIGNED,
+	CSQ_ROOM_WRAPUP,
+};
+
+/* One room of a servicer (ROOMS). */
+struct csq_room_info {
+	char room[CSQ_ROOM_MAX + 1];
+	enum csq_room_state state;
+	char user[CSQ_ID_MAX + 1]; /* "" when free or in wrap-up */
+	uint64_t since_ms;         /* time in this state; 0 when free */
 };
 
 struct csq_stats {
@@ -420,6 +449,25 @@ const struct csq_policy *csq_get_policies(const struct csq *, size_t *n);
 struct csq_servicer_info *csq_servicers(struct csq *, uint64_t now_ms,
                                         size_t *n);
 void csq_stats(const struct csq *, struct csq_stats *);
+
+/*
+ * The queues that exist now: those with a waiting user or served by a
+ * servicer, and the default queue, sorted by name (QUEUES). Returns a
+ * malloc'd array the caller frees, *n its length.
+ */
+struct csq_queue_info *csq_queues(struct csq *, uint64_t now_ms, size_t *n);
+/* One queue's line, as csq_queues gives it (nobody waits in a queue that
+ * does not exist). */
+enum csq_status csq_queue_info(struct csq *, uint64_t now_ms, const char *q,
+                               struct csq_queue_info *out);
+/*
+ * The rooms of servicer sid in index order (ROOMS): those below its
+ * capacity, and busy ones above it; with sid NULL, those of every
+ * servicer, by servicer id. *out is a malloc'd array the caller frees (or
+ * NULL), *n its length; CSQ_ESERVICER, CSQ_ENOTFOUND for a bad sid.
+ */
+enum csq_status csq_rooms(struct csq *, uint64_t now_ms, const char *sid,
+                          struct csq_room_info **out, size_t *n);
 
 /* Earliest deadline in ms, or UINT64_MAX when there is none. */
 uint64_t csq_next_deadline(const struct csq *);

@@ -36,6 +36,10 @@ enum csq_opcode {
 	CSQ_OP_DECLINE,
 	CSQ_OP_READY,
 	CSQ_OP_TRANSFER,
+	/* The admin's overview, after the operations above: the journal's
+	 * records hold their numbers. */
+	CSQ_OP_QUEUES, /* id NULL: every queue that exists; else that one */
+	CSQ_OP_ROOMS,  /* id NULL: every servicer's */
 };
 
 /* One request; strings are borrowed for the duration of the call only. */
@@ -61,7 +65,13 @@ struct csq_result {
 	struct csq_stats stats;
 	const struct csq_queue_entry *entries;     /* QUEUE */
 	const struct csq_servicer_info *servicers; /* SERVICERS */
+	const struct csq_queue_info *queues;       /* QUEUES */
+	const struct csq_room_info *rooms;         /* ROOMS */
 	size_t nentries;
+	/* The id of the last event of the state the call saw (its own
+	 * events included): a reader that follows the events from there
+	 * misses none and counts none twice. */
+	uint64_t event_id;
 };
 
 typedef void csq_engine_cb(void *arg, const struct csq_result *);
@@ -82,6 +92,11 @@ struct csq_engine_ops {
 	/* The last round trip to the store behind the engine, in
 	 * microseconds; -1 while it is down. NULL: no store to reach. */
 	int64_t (*rtt_us)(struct csq_engine *);
+	/* The id of the last event that has come out through emit, or that
+	 * never will (the Redis engine's events published before it
+	 * subscribed): a follower of the events that has seen fewer has
+	 * missed some. */
+	uint64_t (*last_event_id)(struct csq_engine *);
 	/*
 	 * The calls made between group_begin and group_end run as one
 	 * (MULTI/EXEC): no other call comes between them, on any daemon
@@ -154,6 +169,12 @@ static inline int64_t
 csq_engine_rtt_us(struct csq_engine *e)
 {
 	return e->ops->rtt_us != NULL ? e->ops->rtt_us(e) : -1;
+}
+
+static inline uint64_t
+csq_engine_last_event_id(struct csq_engine *e)
+{
+	return e->ops->last_event_id(e);
 }
 
 static inline void

@@ -46,6 +46,8 @@ csq_op_mutates(enum csq_opcode code)
 	case CSQ_OP_QLEN:
 	case CSQ_OP_SERVICERS:
 	case CSQ_OP_STATS:
+	case CSQ_OP_QUEUES:
+	case CSQ_OP_ROOMS:
 		return 0;
 	default:
 		return 1;
@@ -54,13 +56,16 @@ csq_op_mutates(enum csq_opcode code)
 
 /*
  * Runs op at now. The one dispatcher for calls and replays, so that a
- * replay does exactly what the call did. *list is a SERVICERS array the
- * caller frees.
+ * replay does exactly what the call did. *owned is an array of the result
+ * (SERVICERS, QUEUES, ROOMS) that the caller frees.
  */
 static void
 memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
-             struct csq_result *r, struct csq_servicer_info **list)
+             struct csq_result *r, void **owned)
 {
+	struct csq_servicer_info *servicers;
+	struct csq_queue_info *queues;
+	struct csq_room_info *rooms;
 	uint64_t u64 = 0;
 	int known = 0;
 
@@ -109,9 +114,26 @@ memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 		r->n = (int64_t)u64;
 		break;
 	case CSQ_OP_SERVICERS:
-		*list = csq_servicers(m->csq, now, &r->nentries);
-		r->servicers = *list;
+		*owned = servicers = csq_servicers(m->csq, now, &r->nentries);
+		r->servicers = servicers;
 		r->status = CSQ_OK;
+		break;
+	case CSQ_OP_QUEUES:
+		if (op->id != NULL) {
+			*owned = queues = csq_xmalloc(sizeof(*queues));
+			r->status = csq_queue_info(m->csq, now, op->id, queues);
+			r->nentries = r->status == CSQ_OK;
+		} else {
+			*owned = queues = csq_queues(m->csq, now, &r->nentries);
+			r->status = CSQ_OK;
+		}
+		r->queues = queues;
+		break;
+	case CSQ_OP_ROOMS:
+		r->status =
+		    csq_rooms(m->csq, now, op->id, &rooms, &r->nentries);
+		*owned = rooms;
+		r->rooms = rooms;
 		break;
 	case CSQ_OP_STATS:
 		csq_stats(m->csq, &r->stats);
@@ -148,20 +170,22 @@ memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 		r->status = CSQ_ERANGE;
 		break;
 	}
+	r->event_id = csq_last_event_id(m->csq);
 }
 
 /* Journals op, then runs it; a journal that cannot write refuses it. */
 static int
 memory_run(struct engine_memory *m, const struct csq_op *op, uint64_t now,
-           struct csq_result *r, struct csq_servicer_info **list)
+           struct csq_result *r, void **owned)
 {
 	if (m->journal != NULL && csq_op_mutates(op->code) &&
 	    m->journal(m->journal_arg, op, now) != 0) {
 		memset(r, 0, sizeof(*r));
 		r->status = CSQ_ETRYAGAIN;
+		r->event_id = csq_last_event_id(m->csq);
 		return -1;
 	}
-	memory_apply(m, op, now, r, list);
+	memory_apply(m, op, now, r, owned);
 	return 0;
 }
 
@@ -170,12 +194,12 @@ memory_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
             void *arg)
 {
 	struct engine_memory *m = engine_memory(e);
-	struct csq_servicer_info *list = NULL;
 	struct csq_result r;
+	void *owned = NULL;
 
-	memory_run(m, op, m->clock(m->clock_arg), &r, &list);
+	memory_run(m, op, m->clock(m->clock_arg), &r, &owned);
 	cb(arg, &r);
-	free(list);
+	free(owned);
 }
 
 /* A state-changing operation that is not a client's command. */
@@ -183,16 +207,16 @@ static void
 memory_internal(struct engine_memory *m, enum csq_opcode code,
                 const struct csq_limits *limits)
 {
-	struct csq_servicer_info *list = NULL;
 	struct csq_result r;
 	struct csq_op op;
+	void *owned = NULL;
 
 	memset(&op, 0, sizeof(op));
 	op.code = code;
 	if (limits != NULL)
 		op.limits = *limits;
-	memory_run(m, &op, m->clock(m->clock_arg), &r, &list);
-	free(list);
+	memory_run(m, &op, m->clock(m->clock_arg), &r, &owned);
+	free(owned);
 }
 
 static uint64_t
@@ -218,6 +242,12 @@ memory_set_limits(struct csq_engine *e, const struct csq_limits *limits)
 	memory_internal(engine_memory(e), CSQ_OP_LIMITS, limits);
 }
 
+static uint64_t
+memory_last_event_id(struct csq_engine *e)
+{
+	return csq_last_event_id(engine_memory(e)->csq);
+}
+
 static int
 memory_up(struct csq_engine *e)
 {
@@ -241,6 +271,7 @@ static const struct csq_engine_ops memory_ops = {
     .expire = memory_expire,
     .set_limits = memory_set_limits,
     .up = memory_up,
+    .last_event_id = memory_last_event_id,
     .free = memory_free,
 };
 
@@ -281,13 +312,13 @@ csq_engine_memory_replay(struct csq_engine *e, const struct csq_op *op,
                          uint64_t now)
 {
 	struct engine_memory *m = engine_memory(e);
-	struct csq_servicer_info *list = NULL;
 	struct csq_result r;
+	void *owned = NULL;
 
 	m->replaying = 1;
-	memory_apply(m, op, now, &r, &list);
+	memory_apply(m, op, now, &r, &owned);
 	m->replaying = 0;
-	free(list);
+	free(owned);
 }
 
 void

@@ -159,16 +159,11 @@ struct csq_user {
 #define csq_user_idlen(u) ((size_t)(u)->link.len)
 
 /*
- * A room's state. A free room has no struct csq_room (its slot in the
- * servicer's rooms is NULL); the others have one each, which exists only
- * while the room is busy.
+ * A busy room (enum csq_room_state, csq.h, but never CSQ_ROOM_FREE): a
+ * free room has no struct csq_room (its slot in the servicer's rooms is
+ * NULL); the others have one each, which exists only while the room is
+ * busy.
  */
-enum csq_room_state {
-	CSQ_ROOM_OFFERED = 1,
-	CSQ_ROOM_ASSIGNED,
-	CSQ_ROOM_WRAPUP,
-};
-
 struct csq_room {
 	struct csq_servicer *servicer;
 	struct csq_user *user; /* offered, assigned: R2U; wrap-up: NULL */

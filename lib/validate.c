@@ -100,6 +100,10 @@ csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
 		return op->count > CSQ_RANGE_COUNT_MAX ? CSQ_ERANGE : CSQ_OK;
 	case CSQ_OP_QLEN:
 		return valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
+	case CSQ_OP_QUEUES:
+		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
+	case CSQ_OP_ROOMS:
+		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
 	case CSQ_OP_SERVICERS:
 	case CSQ_OP_STATS:
 	case CSQ_OP_EXPIRE:

@@ -149,6 +149,13 @@ local function event(kind, ...)
 	events[nevents] = { kind, ... }
 end
 
+-- The id of the last event so far, the call's own included: what a read
+-- has seen. (The call's header gives the last of the whole call, which
+-- may come after a read of the same call.)
+local function event_id_now()
+	return counters().event_id + nevents
+end
+
 -- The earliest deadline the call set (-1 none): the daemon's timer takes
 -- the sooner of it and what it knew. exact: an operation wants the true
 -- earliest one returned (the reaper, the health check).

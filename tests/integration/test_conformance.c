@@ -146,7 +146,10 @@ random_request(char buf[16][80], const char **argv)
 			argc--;
 		break;
 	case 18:
-		ARG("SERVICERS");
+		n = (int)rnd(3);
+		ARG("%s", n == 0 ? "SERVICERS" : n == 1 ? "QUEUES" : "ROOMS");
+		if (n == 2)
+			SERVICER();
 		break;
 	default: /* bad on purpose */
 		ARG("%s", rnd(2) ? "ENQUEUE" : "HEARTBEAT");
@@ -160,7 +163,8 @@ random_request(char buf[16][80], const char **argv)
 #undef QUEUE
 }
 
-/* Times in replies: fields named *_ms, QUEUE's and SERVICERS' last. */
+/* Times in replies: fields named *_ms, QUEUE's last, SERVICERS' fifth
+ * (idle_ms; its queues follow) and ROOMS' since_ms. */
 static void
 normalize(redisReply *r, const char *cmd)
 {
@@ -177,9 +181,14 @@ normalize(redisReply *r, const char *cmd)
 		    r->element[i + 1]->type == REDIS_REPLY_INTEGER)
 			r->element[i + 1]->integer = 0;
 		if (e->type == REDIS_REPLY_ARRAY && e->elements > 0 &&
-		    (strcmp(cmd, "QUEUE") == 0 ||
-		     strcmp(cmd, "SERVICERS") == 0))
+		    strcmp(cmd, "QUEUE") == 0)
 			e->element[e->elements - 1]->integer = 0;
+		if (e->type == REDIS_REPLY_ARRAY && e->elements > 4 &&
+		    strcmp(cmd, "SERVICERS") == 0)
+			e->element[4]->integer = 0;
+		if (e->type == REDIS_REPLY_ARRAY && e->elements == 8 &&
+		    strcmp(cmd, "ROOMS") == 0)
+			e->element[7]->integer = 0;
 	}
 }
 

@@ -218,7 +218,10 @@ test_other_paths_and_methods(void **state)
 	struct csqd_fx *fx = *state;
 	char buf[HTTP_REPLY_MAX];
 
+	/* "/" is the admin page (test_admin_http.py). */
 	http_request(fx->d->http_port, "GET", "/", buf, sizeof(buf));
+	assert_http_status(buf, 200);
+	http_request(fx->d->http_port, "GET", "/nothing", buf, sizeof(buf));
 	assert_http_status(buf, 404);
 	http_request(fx->d->http_port, "GET", "/metrics/x", buf, sizeof(buf));
 	assert_http_status(buf, 404);

@@ -31,13 +31,15 @@ heartbeat_defaults(void **state)
 	r = CMD(fx->c, "SERVICERS");
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->elements, 1);
-	assert_int_equal(r->element[0]->elements, 5);
+	assert_int_equal(r->element[0]->elements, 6);
 	assert_reply_bulk(r->element[0]->element[0], "s1");
 	assert_reply_bulk(r->element[0]->element[1], "ready");
 	assert_reply_integer(r->element[0]->element[2], 1);
 	assert_reply_integer(r->element[0]->element[3], 0);
 	assert_int_equal(r->element[0]->element[4]->type, REDIS_REPLY_INTEGER);
 	assert_true(r->element[0]->element[4]->integer >= 0);
+	/* protocol-v2: the queues it serves, an array, after v1's fields */
+	assert_repr(r->element[0]->element[5], "['default']");
 	freeReplyObject(r);
 	/* Its only queue is "default": a user there is matched at once. */
 	CHECK(fx->c,
@@ -534,7 +536,7 @@ servicers_many(void **state)
 	assert_int_equal(r->elements, MANY_SERVICERS);
 	for (i = 0; i < MANY_SERVICERS; i++) {
 		snprintf(id, sizeof(id), "m%05zu", i);
-		assert_int_equal(r->element[i]->elements, 5);
+		assert_int_equal(r->element[i]->elements, 6);
 		assert_reply_bulk(r->element[i]->element[0], id);
 		assert_reply_bulk(r->element[i]->element[1], "ready");
 	}

@@ -532,7 +532,7 @@ servicers_order(void **state)
 	for (i = 0; i < 4; i++) {
 		redisReply *e = r->element[i];
 
-		assert_int_equal(e->elements, 5);
+		assert_int_equal(e->elements, 6);
 		assert_reply_bulk(e->element[0], ids[i]);
 		assert_reply_bulk(e->element[1], status[i]);
 		assert_reply_integer(e->element[2], cap[i]);

@@ -1,7 +1,7 @@
 /*
- * The waiting line (a skiplist with spans): order, rank, nth and next at
- * the edges, then a long randomized run against a sorted array, with the
- * spans checked after every operation, and the rank an insert tells.
+ * The waiting line (a skiplist with spans): order, rank, nth, seek and
+ * next at the edges, then a long randomized run against a sorted array, with
+ * the spans checked after every operation, and the rank an insert tells.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -293,6 +293,14 @@ test_random_model(void **state)
 		case 3: /* queries only */
 			assert_int_equal(csq_line_rank(l, key),
 			                 found ? pos + 1 : 0);
+			/* seek: the first key at or after key, which is
+			 * the model's at pos, present or not */
+			n = csq_line_seek(l, key);
+			if (pos < len)
+				assert_int_equal(csq_line_node_key(n),
+				                 model[pos]);
+			else
+				assert_null(n);
 			idx = rng(len + 2);
 			n = csq_line_nth(l, idx);
 			if (idx < len)

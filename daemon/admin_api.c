@@ -1,0 +1,604 @@
+/*
+ * The admin view's JSON API. A request is a round of engine calls made as
+ * one group, whose answers are copied as they come; the answer is written
+ * when the last has come: at once with the memory engine, later with the
+ * Redis engine. A snapshot is STATS, QUEUES, SERVICERS and the ROOMS of
+ * every servicer (ROOMS without a servicer, which no command sends); a
+ * page of a line is QUEUES of its queue (its length and longest wait)
+ * and QUEUE.
+ */
+#include "admin_api.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "command_queue.h"
+#include "engine.h"
+#include "http.h"
+#include "server.h"
+#include "util.h"
+
+#define ADMIN_JSON_TYPE  "application/json"
+#define ADMIN_INT_DIGITS 19 /* of an offset or a count, at most */
+
+/* The calls of a snapshot, in order. */
+enum { SNAP_STATS, SNAP_QUEUES, SNAP_SERVICERS, SNAP_ROOMS, SNAP_CALLS };
+/* And of a page of a line. */
+enum { PAGE_QUEUES, PAGE_QUEUE, PAGE_CALLS };
+
+enum admin_kind { ADMIN_SNAPSHOT, ADMIN_PAGE };
+
+struct admin_call;
+
+/* One engine call of a round: which request, and which call it is. */
+struct admin_slot {
+	struct admin_call *x;
+	size_t i;
+};
+
+struct admin_call {
+	TAILQ_ENTRY(admin_call) entry;
+	struct admin_api *api;      /* NULL: orphaned by a stop */
+	struct evhttp_request *req; /* NULL: the client went away */
+	enum admin_kind kind;
+	struct admin_slot slots[SNAP_CALLS];
+	size_t pending;
+	int issuing;            /* inside admin_round: its answers wait */
+	enum csq_status status; /* the first failure */
+	uint64_t event_id;      /* what the round's state has seen */
+	struct csq_stats stats; /* snapshot */
+	struct csq_queue_info *queues;
+	size_t nqueues;
+	struct csq_servicer_info *servicers;
+	size_t nservicers;
+	struct csq_room_info *rooms; /* by servicer, then index */
+	size_t nrooms;
+	char queue[CSQ_ID_MAX + 1]; /* page */
+	uint64_t offset;
+	uint32_t count;
+	struct csq_queue_entry *entries;
+	size_t nentries;
+};
+
+struct admin_api {
+	struct server *s;
+	TAILQ_HEAD(, admin_call) calls;
+};
+
+struct admin_api *
+admin_api_new(struct server *s)
+{
+	struct admin_api *api = csq_xcalloc(1, sizeof(*api));
+
+	api->s = s;
+	TAILQ_INIT(&api->calls);
+	return api;
+}
+
+void
+admin_api_free(struct admin_api *api)
+{
+	struct admin_call *x;
+
+	if (api == NULL)
+		return;
+	while ((x = TAILQ_FIRST(&api->calls)) != NULL) {
+		TAILQ_REMOVE(&api->calls, x, entry);
+		x->api = NULL;
+		x->req = NULL;
+	}
+	free(api);
+}
+
+/* A JSON string; ids need no escape, anything else gets one. */
+static void
+json_str(struct evbuffer *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	evbuffer_add(b, "\"", 1);
+	for (; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			evbuffer_add_printf(b, "\\%c", *p);
+		else if (*p < 0x20)
+			evbuffer_add_printf(b, "\\u%04x", *p);
+		else
+			evbuffer_add(b, p, 1);
+	}
+	evbuffer_add(b, "\"", 1);
+}
+
+static void
+json_key_str(struct evbuffer *b, const char *key, const char *value)
+{
+	evbuffer_add_printf(b, "\"%s\":", key);
+	json_str(b, value);
+}
+
+static void
+json_key_u64(struct evbuffer *b, const char *key, uint64_t value)
+{
+	evbuffer_add_printf(b, "\"%s\":%" PRIu64, key, value);
+}
+
+/* "a,b,c" as ["a","b","c"]. */
+static void
+json_list(struct evbuffer *b, const char *list)
+{
+	const char *comma;
+	char one[CSQ_ID_MAX + 1];
+	int first = 1;
+	size_t len;
+
+	evbuffer_add(b, "[", 1);
+	while (*list != '\0') {
+		comma = strchr(list, ',');
+		len = comma != NULL ? (size_t)(comma - list) : strlen(list);
+		if (len > CSQ_ID_MAX)
+			len = CSQ_ID_MAX;
+		memcpy(one, list, len);
+		one[len] = '\0';
+		if (!first)
+			evbuffer_add(b, ",", 1);
+		json_str(b, one);
+		first = 0;
+		list = comma != NULL ? comma + 1 : list + strlen(list);
+	}
+	evbuffer_add(b, "]", 1);
+}
+
+static void
+admin_send_json(struct evhttp_request *req, int code, const char *reason,
+                struct evbuffer *b)
+{
+	http_reply(req, code, reason, ADMIN_JSON_TYPE, b);
+}
+
+/* The answer to x's request, which is then no longer x's to watch. */
+static void
+admin_answer(struct admin_call *x, int code, const char *reason,
+             struct evbuffer *b)
+{
+	struct evhttp_request *req = x->req;
+
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), NULL,
+	                              NULL);
+	x->req = NULL;
+	admin_send_json(req, code, reason, b);
+}
+
+static struct evbuffer *
+admin_error_json(const char *text)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	if (b == NULL)
+		fatalx("out of memory for an HTTP answer");
+	evbuffer_add(b, "{", 1);
+	json_key_str(b, "error", text);
+	evbuffer_add(b, "}\n", 2);
+	return b;
+}
+
+void
+admin_api_error(struct evhttp_request *req, int code, const char *reason,
+                const char *text)
+{
+	struct evbuffer *b = admin_error_json(text);
+
+	admin_send_json(req, code, reason, b);
+	evbuffer_free(b);
+}
+
+static void
+admin_call_error(struct admin_call *x, const char *text)
+{
+	struct evbuffer *b = admin_error_json(text);
+
+	admin_answer(x, HTTP_SERVUNAVAIL, "Service Unavailable", b);
+	evbuffer_free(b);
+}
+
+/* A queue of QUEUES: one function, so that a field more (eta_ms, with
+ * the queue policies) is one line here. */
+static void
+json_queue(struct evbuffer *b, const struct csq_queue_info *q)
+{
+	evbuffer_add(b, "{", 1);
+	json_key_str(b, "name", q->name);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "waiting", q->waiting);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "oldest_wait_ms", q->oldest_wait_ms);
+	evbuffer_add(b, ",", 1);
+	json_key_str(b, "oldest_user", q->oldest_user);
+	evbuffer_add(b, "}", 1);
+}
+
+static void
+json_room(struct evbuffer *b, const struct csq_room_info *r)
+{
+	evbuffer_add(b, "{", 1);
+	json_key_str(b, "room", r->room);
+	evbuffer_add(b, ",", 1);
+	json_key_str(b, "state", command_room_state(r->state));
+	evbuffer_add(b, ",", 1);
+	json_key_str(b, "user", r->user);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "since_ms", r->since_ms);
+	evbuffer_add(b, "}", 1);
+}
+
+/* s, with its rooms: those of *rooms that are its (the rooms come by
+ * servicer id, as the servicers do), which *rooms then moves past. */
+static void
+json_servicer(struct evbuffer *b, const struct csq_servicer_info *s,
+              const struct csq_room_info **rooms,
+              const struct csq_room_info *end)
+{
+	size_t idlen = strlen(s->id);
+	int first = 1;
+
+	evbuffer_add(b, "{", 1);
+	json_key_str(b, "id", s->id);
+	evbuffer_add(b, ",", 1);
+	json_key_str(b, "status",
+	             s->status == CSQ_SERVICER_READY ? "ready" : "paused");
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "capacity", s->capacity);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "active", s->active);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "idle_ms", s->idle_ms);
+	evbuffer_add(b, ",\"queues\":", 10);
+	json_list(b, s->queues);
+	evbuffer_add(b, ",\"rooms\":[", 10);
+	for (; *rooms < end && strncmp((*rooms)->room, s->id, idlen) == 0 &&
+	       (*rooms)->room[idlen] == '/';
+	     (*rooms)++) {
+		if (!first)
+			evbuffer_add(b, ",", 1);
+		json_room(b, *rooms);
+		first = 0;
+	}
+	evbuffer_add(b, "]}", 2);
+}
+
+static void
+admin_render_snapshot(struct admin_call *x, struct evbuffer *b)
+{
+	const struct csq_room_info *room = x->rooms;
+	struct command_stat f[COMMAND_STATS_MAX];
+	size_t i, n = command_stats(&x->stats, f);
+
+	evbuffer_add(b, "{", 1);
+	json_key_u64(b, "id", x->event_id);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "ts", server_now_ms());
+	evbuffer_add(b, ",\"stats\":{", 10);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			evbuffer_add(b, ",", 1);
+		json_key_u64(b, f[i].name, f[i].value);
+	}
+	evbuffer_add(b, "},\"queues\":[", 12);
+	for (i = 0; i < x->nqueues; i++) {
+		if (i > 0)
+			evbuffer_add(b, ",", 1);
+		json_queue(b, &x->queues[i]);
+	}
+	evbuffer_add(b, "],\"servicers\":[", 15);
+	for (i = 0; i < x->nservicers; i++) {
+		if (i > 0)
+			evbuffer_add(b, ",", 1);
+		json_servicer(b, &x->servicers[i], &room, x->rooms + x->nrooms);
+	}
+	evbuffer_add(b, "]}\n", 3);
+}
+
+static void
+admin_render_page(struct admin_call *x, struct evbuffer *b)
+{
+	const struct csq_queue_entry *e;
+	size_t i;
+
+	evbuffer_add(b, "{", 1);
+	json_key_str(b, "queue", x->queue);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "id", x->event_id);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "ts", server_now_ms());
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "total", x->nqueues == 1 ? x->queues[0].waiting : 0);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "offset", x->offset);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "oldest_wait_ms",
+	             x->nqueues == 1 ? x->queues[0].oldest_wait_ms : 0);
+	evbuffer_add(b, ",", 1);
+	json_key_str(b, "oldest_user",
+	             x->nqueues == 1 ? x->queues[0].oldest_user : "");
+	evbuffer_add(b, ",\"users\":[", 10);
+	for (i = 0; i < x->nentries; i++) {
+		e = &x->entries[i];
+		if (i > 0)
+			evbuffer_add(b, ",", 1);
+		evbuffer_add(b, "{", 1);
+		json_key_str(b, "user", e->user);
+		evbuffer_add(b, ",", 1);
+		json_key_u64(b, "tier", e->tier);
+		evbuffer_add(b, ",", 1);
+		json_key_u64(b, "position", x->offset + i + 1);
+		evbuffer_add(b, ",", 1);
+		json_key_u64(b, "waited_ms", e->waited_ms);
+		evbuffer_add(b, "}", 1);
+	}
+	evbuffer_add(b, "]}\n", 3);
+}
+
+static void
+admin_call_free(struct admin_call *x)
+{
+	if (x->api != NULL)
+		TAILQ_REMOVE(&x->api->calls, x, entry);
+	if (x->req != NULL)
+		evhttp_connection_set_closecb(
+		    evhttp_request_get_connection(x->req), NULL, NULL);
+	free(x->queues);
+	free(x->servicers);
+	free(x->rooms);
+	free(x->entries);
+	free(x);
+}
+
+/* The client went away before the answer: a request that evhttp has let
+ * go of is ours to free. */
+static void
+admin_conn_closed(struct evhttp_connection *conn, void *arg)
+{
+	struct admin_call *x = arg;
+
+	(void)conn;
+	if (evhttp_request_get_connection(x->req) == NULL)
+		evhttp_request_free(x->req);
+	x->req = NULL;
+}
+
+static void
+admin_done(struct admin_call *x)
+{
+	struct evbuffer *b;
+	const char *why;
+
+	if (x->api == NULL || x->req == NULL) {
+		admin_call_free(x);
+		return;
+	}
+	if (x->status != CSQ_OK) {
+		/* The text without its code word: "engine unavailable, ..." */
+		why = strchr(csq_status_text(x->status), ' ');
+		admin_call_error(x, why != NULL ? why + 1 : "engine error");
+		admin_call_free(x);
+		return;
+	}
+	if ((b = evbuffer_new()) == NULL)
+		fatalx("out of memory for an HTTP answer");
+	if (x->kind == ADMIN_SNAPSHOT)
+		admin_render_snapshot(x, b);
+	else
+		admin_render_page(x, b);
+	admin_answer(x, HTTP_OK, "OK", b);
+	evbuffer_free(b);
+	admin_call_free(x);
+}
+
+/* A copy of n items of size bytes (the engine's are the callback's). */
+static void *
+admin_copy(const void *v, size_t n, size_t size)
+{
+	void *p = csq_xcalloc(n + 1, size);
+
+	if (n > 0)
+		memcpy(p, v, n * size);
+	return p;
+}
+
+static void
+admin_snapshot_result(struct admin_call *x, size_t i,
+                      const struct csq_result *r)
+{
+	switch (i) {
+	case SNAP_STATS:
+		x->stats = r->stats;
+		x->event_id = r->event_id;
+		break;
+	case SNAP_QUEUES:
+		x->queues =
+		    admin_copy(r->queues, r->nentries, sizeof(*r->queues));
+		x->nqueues = r->nentries;
+		break;
+	case SNAP_SERVICERS:
+		x->servicers = admin_copy(r->servicers, r->nentries,
+		                          sizeof(*r->servicers));
+		x->nservicers = r->nentries;
+		break;
+	default:
+		x->rooms = admin_copy(r->rooms, r->nentries, sizeof(*r->rooms));
+		x->nrooms = r->nentries;
+		break;
+	}
+}
+
+static void
+admin_page_result(struct admin_call *x, size_t i, const struct csq_result *r)
+{
+	if (i == PAGE_QUEUES) {
+		x->queues =
+		    admin_copy(r->queues, r->nentries, sizeof(*r->queues));
+		x->nqueues = r->nentries;
+		x->event_id = r->event_id;
+	} else {
+		x->entries =
+		    admin_copy(r->entries, r->nentries, sizeof(*r->entries));
+		x->nentries = r->nentries;
+	}
+}
+
+static void
+admin_result(void *arg, const struct csq_result *r)
+{
+	struct admin_slot *slot = arg;
+	struct admin_call *x = slot->x;
+
+	if (r->status != CSQ_OK) {
+		if (x->status == CSQ_OK)
+			x->status = r->status;
+	} else if (x->kind == ADMIN_SNAPSHOT)
+		admin_snapshot_result(x, slot->i, r);
+	else
+		admin_page_result(x, slot->i, r);
+	if (--x->pending == 0 && !x->issuing)
+		admin_done(x);
+}
+
+static void
+admin_op(struct csq_op *op, enum csq_opcode code, const char *id)
+{
+	memset(op, 0, sizeof(*op));
+	op->code = code;
+	op->id = id;
+	op->ttl_s = -1;
+}
+
+/* Every call of the request, as one group. */
+static void
+admin_round(struct admin_call *x)
+{
+	struct csq_engine *e = x->api->s->engine;
+	size_t i, n = x->kind == ADMIN_SNAPSHOT ? SNAP_CALLS : PAGE_CALLS;
+	struct csq_op op;
+
+	x->pending = n;
+	x->issuing = 1;
+	csq_engine_group_begin(e);
+	for (i = 0; i < n; i++) {
+		x->slots[i].x = x;
+		x->slots[i].i = i;
+		if (x->kind == ADMIN_PAGE && i == PAGE_QUEUES)
+			admin_op(&op, CSQ_OP_QUEUES, x->queue);
+		else if (x->kind == ADMIN_PAGE) {
+			admin_op(&op, CSQ_OP_QUEUE, x->queue);
+			op.offset = x->offset;
+			op.count = x->count;
+		} else if (i == SNAP_STATS)
+			admin_op(&op, CSQ_OP_STATS, NULL);
+		else if (i == SNAP_QUEUES)
+			admin_op(&op, CSQ_OP_QUEUES, NULL);
+		else if (i == SNAP_SERVICERS)
+			admin_op(&op, CSQ_OP_SERVICERS, NULL);
+		else
+			admin_op(&op, CSQ_OP_ROOMS, NULL);
+		csq_engine_call(e, &op, admin_result, &x->slots[i]);
+	}
+	csq_engine_group_end(e);
+	x->issuing = 0;
+	if (x->pending == 0)
+		admin_done(x);
+}
+
+static struct admin_call *
+admin_call_new(struct admin_api *api, struct evhttp_request *req,
+               enum admin_kind kind)
+{
+	struct admin_call *x = csq_xcalloc(1, sizeof(*x));
+
+	x->api = api;
+	x->req = req;
+	x->kind = kind;
+	TAILQ_INSERT_TAIL(&api->calls, x, entry);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	                              admin_conn_closed, x);
+	return x;
+}
+
+void
+admin_api_snapshot(struct admin_api *api, struct evhttp_request *req)
+{
+	admin_round(admin_call_new(api, req, ADMIN_SNAPSHOT));
+}
+
+/* A query parameter as an integer in lo..hi, def when absent; -1 when
+ * it is not one. */
+static int
+admin_param(const struct evkeyvalq *params, const char *name, uint64_t lo,
+            uint64_t hi, uint64_t def, uint64_t *out)
+{
+	const char *v = evhttp_find_header(params, name);
+	size_t i, len;
+
+	*out = def;
+	if (v == NULL)
+		return 0;
+	len = strlen(v);
+	if (len == 0 || len > ADMIN_INT_DIGITS)
+		return -1;
+	for (i = 0; i < len; i++)
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+	*out = strtoull(v, NULL, 10);
+	return *out >= lo && *out <= hi ? 0 : -1;
+}
+
+void
+admin_api_queue(struct admin_api *api, struct evhttp_request *req,
+                const char *raw)
+{
+	const char *query =
+	    evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	struct evkeyvalq params;
+	struct admin_call *x;
+	uint64_t offset, count;
+	size_t len = 0;
+	char *q;
+	int bad;
+
+	TAILQ_INIT(&params);
+	if (query != NULL && evhttp_parse_query_str(query, &params) != 0) {
+		admin_api_error(req, HTTP_BADREQUEST, "Bad Request",
+		                "malformed query string");
+		return;
+	}
+	bad = admin_param(&params, "offset", 0, INT64_MAX, 0, &offset) != 0;
+	if (bad)
+		admin_api_error(req, HTTP_BADREQUEST, "Bad Request",
+		                "offset: an integer, 0 or more");
+	else if (admin_param(&params, "count", 0, CSQ_RANGE_COUNT_MAX,
+	                     CSQ_RANGE_COUNT_DEF, &count) != 0) {
+		bad = 1;
+		admin_api_error(req, HTTP_BADREQUEST, "Bad Request",
+		                "count: an integer from 0 to 1000");
+	}
+	evhttp_clear_headers(&params);
+	if (bad)
+		return;
+	q = evhttp_uridecode(raw, 0, &len);
+	if (q == NULL || len != strlen(q) || !csq_valid_id(q, len)) {
+		free(q);
+		admin_api_error(req, HTTP_BADREQUEST, "Bad Request",
+		                csq_status_text(CSQ_EQUEUE));
+		return;
+	}
+	x = admin_call_new(api, req, ADMIN_PAGE);
+	memcpy(x->queue, q, len + 1);
+	free(q);
+	x->offset = offset;
+	x->count = (uint32_t)count;
+	admin_round(x);
+}

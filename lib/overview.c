@@ -1,0 +1,214 @@
+/*
+ * What an administrator's overview reads: the queues that exist with the
+ * length of their lines and their longest wait (QUEUES), and the rooms of
+ * a servicer with who is in them (ROOMS). Reads only; nothing changes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "orderkey.h"
+#include "state.h"
+#include "util.h"
+
+static uint64_t
+overview_elapsed(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
+/*
+ * The longest wait in q's line, and whose. The line is in tier order, then
+ * arrival order, so the user who has waited longest is the first of its
+ * tier: one seek per tier present, not a walk of the line.
+ */
+static void
+overview_oldest(const struct csq_queue *q, uint64_t now,
+                struct csq_queue_info *out)
+{
+	struct csq_line_node *n = csq_line_first(q->line);
+	const struct csq_user *oldest = NULL;
+	uint64_t first = UINT64_MAX;
+	struct csq_key k;
+
+	while (n != NULL) {
+		/* The one who came first: the lowest sequence, which orders
+		 * arrivals within a millisecond too. */
+		csq_key_unpack(csq_line_node_key(n), &k);
+		if (k.seq < first) {
+			first = k.seq;
+			oldest = csq_line_node_value(n);
+		}
+		if (k.tier == 0)
+			break;
+		/* The first key of the tier below: sequence 0 is never
+		 * handed out, so every user of that tier sorts after it. */
+		k.tier--;
+		k.seq = 0;
+		n = csq_line_seek(q->line, csq_key_pack(&k));
+	}
+	if (oldest == NULL)
+		return;
+	out->oldest_wait_ms = overview_elapsed(now, oldest->arrival_ms);
+	memcpy(out->oldest_user, oldest->id, csq_user_idlen(oldest) + 1);
+}
+
+static void
+overview_queue(const struct csq_queue *q, uint64_t now,
+               struct csq_queue_info *out)
+{
+	memcpy(out->name, q->name, q->namelen + 1);
+	/* As QLEN counts them: in line, and held for a preferred servicer
+	 * (who are in no line of the queue's, so not in QUEUE's pages). */
+	out->waiting = csq_line_len(q->line) + q->preferring;
+	out->oldest_wait_ms = 0;
+	out->oldest_user[0] = '\0';
+	overview_oldest(q, now, out);
+}
+
+enum csq_status
+csq_queue_info(struct csq *c, uint64_t now, const char *name,
+               struct csq_queue_info *out)
+{
+	const struct csq_queue *q;
+	size_t len = strlen(name);
+
+	memset(out, 0, sizeof(*out));
+	if (!csq_valid_id(name, len))
+		return CSQ_EQUEUE;
+	memcpy(out->name, name, len + 1);
+	if ((q = csq_queue_get(c, name, len, 0)) != NULL)
+		overview_queue(q, now, out);
+	return CSQ_OK;
+}
+
+/* The queues that QUEUES lists, collected from the table. */
+struct overview_walk {
+	const struct csq_queue **v;
+	size_t n;
+};
+
+/*
+ * A queue exists while something refers to it, but an assigned user does
+ * not make it one that QUEUES lists: a waiting user (in its line, or held
+ * for a preferred servicer), a servicer serving it, or a policy does
+ * (protocol-v2 section 6); the default queue always.
+ */
+static void
+overview_listed(void *arg, const char *key, size_t len, void *val)
+{
+	struct overview_walk *w = arg;
+	const struct csq_queue *q = val;
+
+	(void)key, (void)len;
+	if (csq_line_len(q->line) > 0 || q->preferring > 0 ||
+	    q->nservicers > 0 || q->policy != NULL ||
+	    strcmp(q->name, CSQ_DEFAULT_QUEUE) == 0)
+		w->v[w->n++] = q;
+}
+
+static int
+overview_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct csq_queue *const *)a)->name,
+	              (*(const struct csq_queue *const *)b)->name);
+}
+
+/* O(queues), then the sort of those listed. */
+struct csq_queue_info *
+csq_queues(struct csq *c, uint64_t now, size_t *n)
+{
+	struct overview_walk w;
+	struct csq_queue_info *out;
+	size_t i;
+
+	w.v = csq_xmalloc((csq_dict_len(c->queues) + 1) * sizeof(*w.v));
+	w.n = 0;
+	csq_dict_each(c->queues, overview_listed, &w);
+	qsort(w.v, w.n, sizeof(*w.v), overview_cmp);
+	out = csq_xmalloc((w.n + 1) * sizeof(*out));
+	for (i = 0; i < w.n; i++)
+		overview_queue(w.v[i], now, &out[i]);
+	free(w.v);
+	*n = w.n;
+	return out;
+}
+
+/* Appends the rooms of s to the n of *out (cap of them, grown). */
+static void
+overview_rooms_of(const struct csq_servicer *s, uint64_t now,
+                  struct csq_room_info **out, size_t *n, size_t *cap)
+{
+	const struct csq_room *room;
+	struct csq_room_info *r;
+	uint32_t i;
+
+	for (i = 0; i < s->nrooms; i++) {
+		if (!csq_room_exists(s, i))
+			continue;
+		if (*n == *cap) {
+			*cap = *cap ? 2 * *cap : 16;
+			*out = csq_xrealloc(*out, *cap * sizeof(**out));
+		}
+		r = &(*out)[(*n)++];
+		memset(r, 0, sizeof(*r));
+		csq_room_name(s, i, r->room);
+		if ((room = s->rooms[i]) == NULL) {
+			r->state = CSQ_ROOM_FREE;
+			continue;
+		}
+		r->state = room->state;
+		if (room->user != NULL)
+			memcpy(r->user, room->user->id,
+			       csq_user_idlen(room->user) + 1);
+		r->since_ms = overview_elapsed(now, room->since_ms);
+	}
+}
+
+struct overview_servicers {
+	const struct csq_servicer **v;
+	size_t n;
+};
+
+static void
+overview_servicer(void *arg, const char *key, size_t len, void *val)
+{
+	struct overview_servicers *w = arg;
+
+	(void)key, (void)len;
+	w->v[w->n++] = val;
+}
+
+static int
+overview_servicer_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct csq_servicer *const *)a)->id,
+	              (*(const struct csq_servicer *const *)b)->id);
+}
+
+enum csq_status
+csq_rooms(struct csq *c, uint64_t now, const char *sid,
+          struct csq_room_info **out, size_t *n)
+{
+	struct overview_servicers w;
+	const struct csq_servicer *s;
+	size_t cap = 0, i;
+
+	*out = NULL;
+	*n = 0;
+	if (sid != NULL) {
+		if (!csq_valid_id(sid, strlen(sid)))
+			return CSQ_ESERVICER;
+		if ((s = csq_dict_get(c->servicers, sid, strlen(sid))) == NULL)
+			return CSQ_ENOTFOUND;
+		overview_rooms_of(s, now, out, n, &cap);
+		return CSQ_OK;
+	}
+	w.v = csq_xmalloc((csq_dict_len(c->servicers) + 1) * sizeof(*w.v));
+	w.n = 0;
+	csq_dict_each(c->servicers, overview_servicer, &w);
+	qsort(w.v, w.n, sizeof(*w.v), overview_servicer_cmp);
+	for (i = 0; i < w.n; i++)
+		overview_rooms_of(w.v[i], now, out, n, &cap);
+	free(w.v);
+	return CSQ_OK;
+}
