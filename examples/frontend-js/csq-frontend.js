@@ -20,6 +20,10 @@ import Redis from 'ioredis';
 // customer for gone.
 export const TOUCHES_PER_TTL = 3;
 
+// How long a customer who LEAVEs waits for the event that tells how it
+// ended before it takes its own word for it.
+const LEAVE_EVENT_MS = 2000;
+
 // Positions of other customers are not pushed (csqd would pay O(queue) per
 // change): a waiting customer's position and wait estimate are asked for
 // (WHERE) at least this often.
@@ -44,6 +48,7 @@ export class Customer extends EventEmitter {
     this.options = options;
     this.status = { state: 'none' };
     this.ended = false;
+    this.leaving = false;
     this.timer = null;
     // Counts events: a reply (ENQUEUE, WHERE) read after an event that
     // arrived while it was on its way may be older than the event, since
@@ -96,6 +101,11 @@ export class Customer extends EventEmitter {
   onReply(reply, eventsBefore) {
     if (this.ended || this.events !== eventsBefore) return;
     const f = fields(reply);
+    if (f.state === 'none' && this.leaving) {
+      // Our own LEAVE: its event says how it ended (left, or released by
+      // the user); a reply on the command connection can overtake it.
+      return;
+    }
     if (f.state === 'none' && this.status.state !== 'none') {
       // Gone without an event seen (it came before we listened, or the
       // subscription was down): a TTL that ran out is the likely cause.
@@ -132,7 +142,13 @@ export class Customer extends EventEmitter {
   // by user). The end comes with the event.
   async leave() {
     if (this.ended) return;
+    this.leaving = true;
+    const wasAssigned = this.status.state === 'assigned';
     await this.frontend.cmd.call('LEAVE', this.id);
+    // The event normally comes first; if the subscription is down it never
+    // comes, and the customer must not wait for it forever.
+    setTimeout(() => this.end(wasAssigned ? { event: 'released', reason: 'user' }
+      : { event: 'left', reason: 'leave' }), LEAVE_EVENT_MS).unref();
   }
 }
 

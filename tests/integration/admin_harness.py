@@ -225,9 +225,12 @@ class Sse:
                 raise AssertionError("no answer from /api/events")
         return self.status
 
-    def frames(self, timeout=0.2):
-        """The frames that came within timeout of each other."""
+    def frames(self, timeout=0.2, at_most=1.0):
+        """The frames that came within timeout of each other, read for no
+        longer than at_most seconds: under a steady load frames never pause
+        for timeout, and a reader must still come back to its caller."""
         out = []
+        stop = time.time() + at_most
         while True:
             got = self._recv(timeout)
             self._parse_head()
@@ -257,7 +260,7 @@ class Sse:
                         f["event"] = "retry"
                 if not f["comment"] and f["event"] != "retry":
                     out.append(f)
-            if not got:
+            if not got or time.time() > stop:
                 return out
 
     def until(self, pred, timeout=10.0):
