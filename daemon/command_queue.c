@@ -108,7 +108,8 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 /*
  * A row of SERVICERS: v1's fields (id, status, capacity, active,
  * idle_ms), then the queues it serves, as an array (protocol-v2 section
- * 6). RESP3 has arrays here too: the rows are positional.
+ * 6), then routing's (sections 1, 2): OFFER, WRAPUP and the offers missed
+ * in a row. RESP3 has arrays here too: the rows are positional.
  */
 static void
 reply_servicer_row(struct evbuffer *out, const struct csq_servicer_info *s)
@@ -118,7 +119,7 @@ reply_servicer_row(struct evbuffer *out, const struct csq_servicer_info *s)
 
 	for (comma = q; (comma = strchr(comma, ',')) != NULL; comma++)
 		n++;
-	resp_array(out, 6);
+	resp_array(out, 9);
 	resp_bulk_str(out, s->id);
 	resp_bulk_str(out,
 	              s->status == CSQ_SERVICER_READY ? "ready" : "paused");
@@ -132,6 +133,9 @@ reply_servicer_row(struct evbuffer *out, const struct csq_servicer_info *s)
 		          comma != NULL ? (size_t)(comma - q) : strlen(q));
 		q = comma != NULL ? comma + 1 : q;
 	}
+	resp_integer(out, s->offer_s);
+	resp_integer(out, s->wrapup_s);
+	resp_integer(out, s->missed);
 }
 
 /* The names ROOMS gives the states of enum csq_room_state. */
@@ -180,6 +184,10 @@ command_stats(const struct csq_stats *st,
 	    {"abandoned_total", st->abandoned_total},
 	    {"requeued_total", st->requeued_total},
 	    {"servicers_lost_total", st->servicers_lost_total},
+	    {"offers_total", st->offers_total},
+	    {"offers_declined_total", st->offers_declined_total},
+	    {"offers_missed_total", st->offers_missed_total},
+	    {"transferred_total", st->transferred_total},
 	};
 	size_t n = sizeof(f) / sizeof(f[0]);
 
@@ -561,13 +569,15 @@ cmd_heartbeat(struct client *c, const struct resp_request *req)
 	    {"capacity", OPT_INT, 1, CSQ_CAPACITY_MAX, CSQ_OK, 0, 0},
 	    {"queues", OPT_LIST, 0, 0, CSQ_OK, 0, 0},
 	    {"ttl", OPT_INT, 1, CSQ_TTL_MAX, CSQ_OK, 0, 0},
+	    {"offer", OPT_INT, 0, CSQ_OFFER_MAX, CSQ_OK, 0, 0},
+	    {"wrapup", OPT_INT, 0, CSQ_WRAPUP_MAX, CSQ_OK, 0, 0},
 	};
 	char queues[QUEUE_LIST_MAX];
 	struct csq_op op;
 	struct csq_heartbeat_args *hb = &op.heartbeat;
 
 	if (command_arg_id(c, req, 1, CSQ_ESERVICER) ||
-	    parse_options(c, req, 2, opts, 3))
+	    parse_options(c, req, 2, opts, sizeof(opts) / sizeof(opts[0])))
 		return;
 	op_init(&op, CSQ_OP_HEARTBEAT, req->argv[1]);
 	hb->servicer = req->argv[1];
@@ -578,6 +588,10 @@ cmd_heartbeat(struct client *c, const struct resp_request *req)
 		return;
 	hb->has_ttl = opts[2].arg != 0;
 	hb->ttl_s = (uint32_t)opts[2].num;
+	hb->has_offer = opts[3].arg != 0;
+	hb->offer_s = (uint32_t)opts[3].num;
+	hb->has_wrapup = opts[4].arg != 0;
+	hb->wrapup_s = (uint32_t)opts[4].num;
 	command_call(c, &op);
 }
 
@@ -612,26 +626,90 @@ cmd_logout(struct client *c, const struct resp_request *req)
 	servicer_command(c, req, CSQ_OP_LOGOUT);
 }
 
-void
-cmd_release(struct client *c, const struct resp_request *req)
+/*
+ * Room argument i: a malformed one is an error; so is, after the checks
+ * that come between (the queue of argument queue, else 0), an index no
+ * servicer has, answered here so that the engine (and the journal, whose
+ * records hold CSQ_ROOM_MAX bytes of room id) only sees indexes of at most
+ * three digits. Replies the error and returns -1.
+ */
+static int
+room_arg(struct client *c, const struct resp_request *req, int i, int queue)
 {
 	char sid[CSQ_ID_MAX + 1];
-	struct csq_op op;
 	uint32_t idx;
 
-	if (csq_parse_room(req->argv[1], req->argvlen[1], sid, &idx) != 0) {
+	if (csq_parse_room(req->argv[i], req->argvlen[i], sid, &idx) != 0) {
 		resp_error(client_output(c), "%s", csq_status_text(CSQ_EROOM));
-		return;
+		return -1;
 	}
-	/* No servicer has such a room: answered here, so that the engine
-	 * (and the journal, whose records hold CSQ_ROOM_MAX bytes of room id)
-	 * only sees indexes of at most three digits. */
+	if (queue > 0 && command_arg_id(c, req, queue, CSQ_EQUEUE))
+		return -1;
 	if (idx >= CSQ_CAPACITY_MAX) {
 		resp_error(client_output(c), "%s",
 		           csq_status_text(CSQ_ENOTFOUND));
+		return -1;
+	}
+	return 0;
+}
+
+/* RELEASE, ACCEPT, DECLINE, READY: one room. */
+static void
+room_command(struct client *c, const struct resp_request *req,
+             enum csq_opcode code)
+{
+	struct csq_op op;
+
+	if (room_arg(c, req, 1, 0))
+		return;
+	op_init(&op, code, req->argv[1]);
+	command_call(c, &op);
+}
+
+void
+cmd_release(struct client *c, const struct resp_request *req)
+{
+	room_command(c, req, CSQ_OP_RELEASE);
+}
+
+void
+cmd_accept(struct client *c, const struct resp_request *req)
+{
+	room_command(c, req, CSQ_OP_ACCEPT);
+}
+
+void
+cmd_decline(struct client *c, const struct resp_request *req)
+{
+	room_command(c, req, CSQ_OP_DECLINE);
+}
+
+void
+cmd_ready(struct client *c, const struct resp_request *req)
+{
+	room_command(c, req, CSQ_OP_READY);
+}
+
+/*
+ * TRANSFER room queue. Its option PREFER servicer seconds belongs to the
+ * preferred-servicer rules (protocol-v2 section 5), which csqd has not
+ * yet: until then a word after the queue is a syntax error; the option
+ * will be parsed here, into struct csq_transfer_args.
+ */
+void
+cmd_transfer(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	if (req->argc > 3) {
+		resp_error(client_output(c), ERR_SYNTAX);
 		return;
 	}
-	op_init(&op, CSQ_OP_RELEASE, req->argv[1]);
+	if (room_arg(c, req, 1, 2))
+		return;
+	op_init(&op, CSQ_OP_TRANSFER, req->argv[1]);
+	op.transfer.room = req->argv[1];
+	op.transfer.queue = req->argv[2];
 	command_call(c, &op);
 }
 
@@ -647,7 +725,7 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	struct csq_enqueue_args *a = &op.enqueue;
 
 	if (command_arg_id(c, req, 1, CSQ_EUSER) ||
-	    parse_options(c, req, 2, opts, 3))
+	    parse_options(c, req, 2, opts, sizeof(opts) / sizeof(opts[0])))
 		return;
 	op_init(&op, CSQ_OP_ENQUEUE, req->argv[1]);
 	a->user = req->argv[1];

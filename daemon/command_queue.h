@@ -1,7 +1,8 @@
 /*
  * The queue's commands, those the engine answers: servicers (HEARTBEAT,
- * PAUSE, RESUME, LOGOUT, RELEASE), users (ENQUEUE, TOUCH, LEAVE, WHERE)
- * and the admin's (QUEUE, QLEN, SERVICERS, STATS, QUEUES, ROOMS).
+ * PAUSE, RESUME, LOGOUT, RELEASE, ACCEPT, DECLINE, READY, TRANSFER), users
+ * (ENQUEUE, TOUCH, LEAVE, WHERE) and the admin's (QUEUE, QLEN, SERVICERS,
+ * STATS, QUEUES, ROOMS).
  */
 #ifndef CSQD_COMMAND_QUEUE_H
 #define CSQD_COMMAND_QUEUE_H
@@ -21,6 +22,10 @@ void cmd_pause(struct client *, const struct resp_request *);
 void cmd_resume(struct client *, const struct resp_request *);
 void cmd_logout(struct client *, const struct resp_request *);
 void cmd_release(struct client *, const struct resp_request *);
+void cmd_accept(struct client *, const struct resp_request *);
+void cmd_decline(struct client *, const struct resp_request *);
+void cmd_ready(struct client *, const struct resp_request *);
+void cmd_transfer(struct client *, const struct resp_request *);
 void cmd_enqueue(struct client *, const struct resp_request *);
 void cmd_touch(struct client *, const struct resp_request *);
 void cmd_leave(struct client *, const struct resp_request *);

@@ -90,6 +90,9 @@ static const char *const config_fsyncs[] = {"always", "everysec", "no", NULL};
 /* In the order of enum config_role. */
 static const char *const config_roles[] = {"frontend", "servicer", "admin",
                                            NULL};
+/* In the order of enum csq_strategy. */
+static const char *const config_strategies[] = {"longest_idle", "least_busy",
+                                                NULL};
 /* In the order of enum log_level. */
 static const char *const config_levels[] = {"debug", "info", "warning", "error",
                                             NULL};
@@ -160,6 +163,15 @@ static const struct config_key config_keys[] = {
     KEY_INT("max_tier", CONFIG_F_U32, limits.max_tier, 0, CSQ_TIER_LIMIT, 9),
     KEY_INT("max_queue_length", CONFIG_F_U64, limits.max_queue_length, 1,
             CONFIG_QUEUE_MAX, 100000),
+    KEY_INT("offer_timeout", CONFIG_F_U32, limits.offer_timeout_s, 0,
+            CSQ_OFFER_MAX, 0),
+    KEY_INT("offer_max_missed", CONFIG_F_U32, limits.offer_max_missed, 0,
+            CSQ_MISSED_MAX, CSQ_DEFAULT_MAX_MISSED),
+    KEY_INT("offer_retry", CONFIG_F_U32, limits.offer_retry_s, 0, CSQ_RETRY_MAX,
+            CSQ_DEFAULT_RETRY),
+    KEY_INT("wrapup", CONFIG_F_U32, limits.wrapup_s, 0, CSQ_WRAPUP_MAX, 0),
+    KEY_ENUM("strategy", CONFIG_F_ENUM, limits.strategy, config_strategies,
+             CSQ_STRATEGY_LONGEST_IDLE),
     KEY_INT("max_clients", CONFIG_F_I64, max_clients, 1, CONFIG_CLIENTS_MAX,
             10000),
     KEY_INT("busy_poll_us", CONFIG_F_I64, busy_poll_us, 0, CONFIG_BUSY_POLL_MAX,
@@ -216,6 +228,17 @@ static const struct config_key config_keys[] = {
 _Static_assert(sizeof(enum config_fsync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum log_format) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum csq_strategy) == sizeof(int), "enum size");
+
+/*
+ * The keys of routing (protocol-v2 sections 1 to 3) whose rules the Redis
+ * engine's scripts do not have yet: on that engine, naming one is an
+ * error, so that no deployment believes it has offers, wrap-ups or
+ * least_busy while the engine ignores them.
+ */
+static const char *const config_memory_only[] = {
+    "offer_timeout", "offer_max_missed", "offer_retry", "wrapup", "strategy",
+};
 
 /* Where errors go while one file is being checked. */
 struct config_report {
@@ -868,6 +891,25 @@ config_check_tls(struct config_report *r, const struct config *cfg,
 		config_error(r, tls, "tls: verify_clients needs ca");
 }
 
+static void
+config_check_engine(struct config_report *r, const struct config *cfg,
+                    config_t *lc)
+{
+	const config_setting_t *s;
+	size_t i;
+
+	if (strcmp(cfg->engine, "redis") != 0)
+		return;
+	for (i = 0;
+	     i < sizeof(config_memory_only) / sizeof(config_memory_only[0]);
+	     i++)
+		if ((s = config_lookup(lc, config_memory_only[i])) != NULL)
+			config_error(r, s,
+			             "%s is not available on the redis engine "
+			             "yet (docs/protocol.md)",
+			             config_memory_only[i]);
+}
+
 /* Applies a parsed tree, or reports why it could not be parsed. */
 static int
 config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
@@ -898,6 +940,7 @@ config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
 		             "give both or neither");
 	if (r.errors == 0)
 		config_check_tls(&r, cfg, lc);
+	config_check_engine(&r, cfg, lc);
 	free(r.file_text);
 	free(r.file_name);
 	return r.errors;

@@ -25,6 +25,10 @@ static const double wait_bounds[] = {1,   5,   10,  30,   60,
                                      120, 300, 600, 1800, 3600};
 #define WAIT_BUCKETS (sizeof(wait_bounds) / sizeof(wait_bounds[0]))
 
+/* Seconds, for an offer until its servicer accepts it (at most 600). */
+static const double offer_bounds[] = {1, 2, 5, 10, 15, 20, 30, 60, 120, 300};
+#define OFFER_BUCKETS (sizeof(offer_bounds) / sizeof(offer_bounds[0]))
+
 /* Seconds, for a command from its dispatch to its reply. */
 static const double cmd_bounds[] = {
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -48,6 +52,8 @@ struct metrics {
 	size_t ncmds;
 	uint64_t wait_count, wait_ms_sum;
 	uint64_t wait_buckets[WAIT_BUCKETS];
+	uint64_t offer_count, offer_ms_sum;
+	uint64_t offer_buckets[OFFER_BUCKETS];
 	struct metrics_queue *queues;
 	size_t nqueues, capqueues;
 	/* Servicer id -> the queues its servicer_up named ("a,b"), until its
@@ -196,21 +202,38 @@ metrics_note_queues(struct metrics *m, const char *list, int served)
 	}
 }
 
+/* Counts ms in the first bucket (bounds in seconds) it fits; none, past
+ * the last: only +Inf, which is the count. */
+static void
+metrics_bucket(const double *bounds, uint64_t *buckets, size_t n, uint64_t ms)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((double)ms <= bounds[i] * 1000) {
+			buckets[i]++;
+			return;
+		}
+}
+
 void
 metrics_event(struct metrics *m, const struct csq_event *ev)
 {
-	size_t i, len;
+	size_t len;
 	char *was;
 
 	if (ev->type == CSQ_EV_MATCHED) {
 		m->wait_count++;
 		m->wait_ms_sum += ev->waited_ms;
-		for (i = 0; i < WAIT_BUCKETS; i++) {
-			if ((double)ev->waited_ms <= wait_bounds[i] * 1000) {
-				m->wait_buckets[i]++;
-				break;
-			}
-		}
+		metrics_bucket(wait_bounds, m->wait_buckets, WAIT_BUCKETS,
+		               ev->waited_ms);
+	}
+	/* A match after an ACCEPT: how long its servicer took. */
+	if (ev->type == CSQ_EV_MATCHED && ev->has_offered_ms) {
+		m->offer_count++;
+		m->offer_ms_sum += ev->offered_ms;
+		metrics_bucket(offer_bounds, m->offer_buckets, OFFER_BUCKETS,
+		               ev->offered_ms);
 	}
 	metrics_note_queue(m, ev->queue, strlen(ev->queue), 0);
 	if (ev->type == CSQ_EV_SERVICER_UP ||
@@ -327,6 +350,15 @@ metrics_render_engine(const struct metrics *m, const struct metrics_scrape *sc,
 	    {"csq_servicers_lost_total",
 	     "Servicers whose heartbeats stopped for longer than their TTL.",
 	     st->servicers_lost_total},
+	    {"csq_offers_total", "Users offered to a servicer.",
+	     st->offers_total},
+	    {"csq_offers_declined_total", "Offers a servicer declined.",
+	     st->offers_declined_total},
+	    {"csq_offers_missed_total", "Offers that ran out unanswered.",
+	     st->offers_missed_total},
+	    {"csq_transferred_total",
+	     "Conversations a servicer handed on to a queue (TRANSFER).",
+	     st->transferred_total},
 	};
 	size_t i;
 
@@ -411,6 +443,11 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	metrics_histogram(out, "csq_wait_seconds", "", wait_bounds,
 	                  m->wait_buckets, WAIT_BUCKETS, m->wait_count,
 	                  (double)m->wait_ms_sum / 1000);
+	metrics_head(out, "csq_offer_accept_seconds", "histogram",
+	             "Time from an offer to its servicer's ACCEPT.");
+	metrics_histogram(out, "csq_offer_accept_seconds", "", offer_bounds,
+	                  m->offer_buckets, OFFER_BUCKETS, m->offer_count,
+	                  (double)m->offer_ms_sum / 1000);
 	metrics_u64(out, "csqd_connected_clients", "gauge",
 	            "Client connections being served.", sc->connected_clients);
 	metrics_u64(out, "csqd_output_limit_disconnections_total", "counter",

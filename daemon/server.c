@@ -359,6 +359,16 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "max_tier");
 	if (a->max_queue_length != b->max_queue_length)
 		server_note_key(changed, sizeof(changed), "max_queue_length");
+	if (a->offer_timeout_s != b->offer_timeout_s)
+		server_note_key(changed, sizeof(changed), "offer_timeout");
+	if (a->offer_max_missed != b->offer_max_missed)
+		server_note_key(changed, sizeof(changed), "offer_max_missed");
+	if (a->offer_retry_s != b->offer_retry_s)
+		server_note_key(changed, sizeof(changed), "offer_retry");
+	if (a->wrapup_s != b->wrapup_s)
+		server_note_key(changed, sizeof(changed), "wrapup");
+	if (a->strategy != b->strategy)
+		server_note_key(changed, sizeof(changed), "strategy");
 	if (cur->max_clients != next.max_clients)
 		server_note_key(changed, sizeof(changed), "max_clients");
 	if (cur->busy_poll_us != next.busy_poll_us)

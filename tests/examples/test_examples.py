@@ -319,11 +319,9 @@ def agent_lost_and_back(t):
           "u1 back with a1: %s" % where)
 
 
-# -- ENABLE WHEN ACCEPT IS ON MAIN (protocol-v2 section 1, offers) ----------
-# Registered in tests/examples/CMakeLists.txt as examples.*agent_offers,
-# DISABLED until `ACCEPT` exists: then take the engine's test out of
-# CSQ_EXAMPLE_PENDING there. (It passed on 2026-11-26 against the routing
-# work in progress, memory engine.)
+# -- offers (protocol-v2 section 1) ------------------------------------------
+# Registered in tests/examples/CMakeLists.txt as examples.*agent_offers, on
+# the memory engine: the Redis engine does not have offers yet.
 def agent_offers(t):
     """With --offer the agent asks for offers (HEARTBEAT ... OFFER 30) and
     ACCEPTs each: the user is offered, then matched with offered_ms; the

@@ -294,6 +294,19 @@ int msgs_find(const struct msgs *, int from, const char *event);
 #define PSUBSCRIBE(c, n, names)                                                \
 	subscribe_at(__FILE__, __LINE__, (c), "PSUBSCRIBE", 0, (n), (names))
 #define MSGS_COLLECT(c, m) msgs_collect_at(__FILE__, __LINE__, (c), (m))
+/* The messages' event names, space-separated and JSON-quoted, in order. */
+void msgs_events(const struct msgs *, char *out, size_t len);
+/* Prints the messages to stderr (on a failure). */
+void msgs_dump(const struct msgs *);
+/*
+ * Runs cmd on c (none when NULL; an error reply fails), then collects what
+ * sub received and checks the sequence of event names ("\"a\" \"b\"").
+ */
+void expect_events_at(const char *file, int line, redisContext *c,
+                      redisContext *sub, struct msgs *m, const char *events,
+                      const char *cmd);
+#define EXPECT_EVENTS(c, sub, m, events, cmd)                                  \
+	expect_events_at(__FILE__, __LINE__, (c), (sub), (m), (events), (cmd))
 
 /* Minimal JSON: the raw value text of a top-level key ("x" with quotes). */
 int json_value(const char *json, const char *key, char *out, size_t outlen);

@@ -495,6 +495,63 @@ msgs_find(const struct msgs *m, int from, const char *event)
 	return -1;
 }
 
+/* Space-separated event names of the messages, in order. */
+void
+msgs_events(const struct msgs *m, char *out, size_t len)
+{
+	char v[128];
+	int i;
+
+	out[0] = '\0';
+	for (i = 0; i < m->n; i++) {
+		if (json_value(m->m[i].payload, "event", v, sizeof(v)) != 0)
+			snprintf(v, sizeof(v), "?");
+		if (i > 0)
+			strncat(out, " ", len - strlen(out) - 1);
+		strncat(out, v, len - strlen(out) - 1);
+	}
+}
+
+void
+msgs_dump(const struct msgs *m)
+{
+	int i;
+
+	for (i = 0; i < m->n; i++)
+		fprintf(stderr, "  %s %s %s %s\n", m->m[i].kind,
+		        m->m[i].pattern, m->m[i].channel, m->m[i].payload);
+}
+
+/*
+ * Runs a command on c, then collects what sub received and checks the
+ * sequence of event names (JSON-quoted, space-separated).
+ */
+void
+expect_events_at(const char *file, int line, redisContext *c, redisContext *sub,
+                 struct msgs *m, const char *events, const char *cmd)
+{
+	char got[4096];
+	redisReply *r;
+
+	if (cmd != NULL) {
+		r = cmd_at(file, line, c, cmd);
+		if (r->type == REDIS_REPLY_ERROR) {
+			reply_repr(r, got, sizeof(got));
+			freeReplyObject(r);
+			fail_at(file, line, "%s: %s", cmd, got);
+		}
+		freeReplyObject(r);
+	}
+	msgs_free(m);
+	msgs_collect_at(file, line, sub, m);
+	msgs_events(m, got, sizeof(got));
+	if (strcmp(got, events) != 0) {
+		msgs_dump(m);
+		fail_at(file, line,
+		        "after '%s':\n  expected events %s\n  got %s",
+		        cmd != NULL ? cmd : "", events, got);
+	}
+}
 /* Skips a JSON string starting at its opening quote; returns past it. */
 static const char *
 json_skip_string(const char *p)

@@ -36,7 +36,12 @@ REQUIRED = {
     "csq_abandoned": "counter",
     "csq_requeued": "counter",
     "csq_servicers_lost": "counter",
+    "csq_offers": "counter",
+    "csq_offers_declined": "counter",
+    "csq_offers_missed": "counter",
+    "csq_transferred": "counter",
     "csq_wait_seconds": "histogram",
+    "csq_offer_accept_seconds": "histogram",
     "csqd_connected_clients": "gauge",
     "csqd_output_limit_disconnections": "counter",
     "csqd_input_limit_disconnections": "counter",
@@ -51,6 +56,7 @@ REQUIRED = {
 
 # What a scrape shows while the engine is down.
 ENGINE_DOWN_FAMILIES = {"csq_engine_up", "csq_wait_seconds",
+                        "csq_offer_accept_seconds",
                         "csqd_connected_clients",
                         "csqd_output_limit_disconnections",
                         "csqd_input_limit_disconnections", "csqd_input_bytes",

@@ -46,66 +46,6 @@ msgs_channels(const struct msgs *m, char *out, size_t len)
 	}
 }
 
-/* Space-separated event names of the messages, in order. */
-static void
-msgs_events(const struct msgs *m, char *out, size_t len)
-{
-	char v[128];
-	int i;
-
-	out[0] = '\0';
-	for (i = 0; i < m->n; i++) {
-		if (json_value(m->m[i].payload, "event", v, sizeof(v)) != 0)
-			snprintf(v, sizeof(v), "?");
-		if (i > 0)
-			strncat(out, " ", len - strlen(out) - 1);
-		strncat(out, v, len - strlen(out) - 1);
-	}
-}
-
-static void
-dump_msgs(const struct msgs *m)
-{
-	int i;
-
-	for (i = 0; i < m->n; i++)
-		fprintf(stderr, "  %s %s %s %s\n", m->m[i].kind,
-		        m->m[i].pattern, m->m[i].channel, m->m[i].payload);
-}
-
-/*
- * Runs a command on c, then collects what sub received and checks the
- * sequence of event names (JSON-quoted, space-separated).
- */
-static void
-expect_events_at(const char *file, int line, redisContext *c, redisContext *sub,
-                 struct msgs *m, const char *events, const char *cmd)
-{
-	char got[4096];
-	redisReply *r;
-
-	if (cmd != NULL) {
-		r = cmd_at(file, line, c, cmd);
-		if (r->type == REDIS_REPLY_ERROR) {
-			reply_repr(r, got, sizeof(got));
-			freeReplyObject(r);
-			fail_at(file, line, "%s: %s", cmd, got);
-		}
-		freeReplyObject(r);
-	}
-	msgs_free(m);
-	msgs_collect_at(file, line, sub, m);
-	msgs_events(m, got, sizeof(got));
-	if (strcmp(got, events) != 0) {
-		dump_msgs(m);
-		fail_at(file, line,
-		        "after '%s':\n  expected events %s\n  got %s",
-		        cmd != NULL ? cmd : "", events, got);
-	}
-}
-#define EXPECT_EVENTS(c, sub, m, events, cmd)                                  \
-	expect_events_at(__FILE__, __LINE__, (c), (sub), (m), (events), (cmd))
-
 static void
 expect_channels_at(const char *file, int line, const struct msgs *m,
                    const char *channels)
@@ -115,14 +55,14 @@ expect_channels_at(const char *file, int line, const struct msgs *m,
 
 	msgs_channels(m, got, sizeof(got));
 	if (strcmp(got, channels) != 0) {
-		dump_msgs(m);
+		msgs_dump(m);
 		fail_at(file, line, "expected channels %s\n  got %s", channels,
 		        got);
 	}
 	/* One event, delivered to several channels: the same payload. */
 	for (i = 1; i < m->n; i++)
 		if (strcmp(m->m[i].payload, m->m[0].payload) != 0) {
-			dump_msgs(m);
+			msgs_dump(m);
 			fail_at(file, line, "payloads differ");
 		}
 }
@@ -436,7 +376,7 @@ lost_servicer_causal_order(void **state)
 		if (strcmp(got, "\"servicer_up\" \"matched\" \"matched\" "
 		                "\"servicer_up\" \"requeued\" \"requeued\" "
 		                "\"servicer_down\" \"matched\"") != 0) {
-			dump_msgs(m);
+			msgs_dump(m);
 			fail_msg("wrong events or order: %s", got);
 		}
 	}
@@ -790,7 +730,7 @@ expect_match_at(const char *file, int line, const struct msgs *m, int i,
 	    json_value(m->m[i].payload, "user", u, sizeof(u)) != 0 ||
 	    json_value(m->m[i].payload, "room", r, sizeof(r)) != 0 ||
 	    strcmp(u, want_u) != 0 || strcmp(r, want_r) != 0) {
-		dump_msgs(m);
+		msgs_dump(m);
 		fail_at(file, line, "message %d: expected %s in %s", i, user,
 		        room);
 	}

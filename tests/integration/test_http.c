@@ -822,6 +822,40 @@ have_parser(void)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/*
+ * Routing's counters and the histogram of offer to ACCEPT (protocol-v2
+ * sections 1, 1a): on the memory engine an offer accepted after 300 ms, one
+ * declined, a transfer; on the Redis engine, which has no offers yet, the
+ * same families at zero.
+ */
+static void
+test_metrics_routing(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	if (strcmp(csqd_engine(), "redis") == 0) {
+		metrics_check(
+		    fx->d, "csq_offers_total=0", "csq_offers_declined_total=0",
+		    "csq_offers_missed_total=0", "csq_transferred_total=0",
+		    "csq_offer_accept_seconds_count=0", NULL);
+		return;
+	}
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s CAPACITY 2 OFFER 30"));
+	freeReplyObject(CMD(fx->c, "ENQUEUE u1"));
+	freeReplyObject(CMD(fx->c, "ENQUEUE u2"));
+	CHECK(fx->c, ":1", "DECLINE s/1");
+	sleep_ms(300);
+	CHECK(fx->c, ":1", "ACCEPT s/0");
+	freeReplyObject(CMD(fx->c, "TRANSFER s/0 other"));
+	metrics_check(fx->d, "--doc=" CSQ_OPERATIONS_DOC, "csq_offers_total=2",
+	              "csq_offers_declined_total=1",
+	              "csq_offers_missed_total=0", "csq_transferred_total=1",
+	              "csq_matched_total=1", "csq_offer_accept_seconds_count=1",
+	              "csq_offer_accept_seconds_bucket{le=\"1\"}=1",
+	              "csq_offer_accept_seconds_sum>=0.3",
+	              "csq_rooms{state=\"busy\"}=0", NULL);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -839,6 +873,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_metrics_input_closed,
 	                                    setup_input_cap, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_wait_histogram, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_routing, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_lost_servicer, setup,
 	                                    csqd_fx_teardown),

@@ -766,6 +766,73 @@ sigterm_mid_pipeline(void **state)
 	assert_int_equal(sigterm_pipeline(d, TERM_LATE, 1), TERM_LATE);
 }
 
+/*
+ * Offers and wrap-ups under way survive a restart, and their deadlines run
+ * again in full from it, as TTLs do; the event ids go on from the last
+ * one, and STATS's routing counters are kept.
+ */
+static void
+routing_restart(void **state)
+{
+	static const char *events[] = {"events"};
+	struct jfx *j = *state;
+	struct msgs m = {0};
+	redisContext *c, *sub;
+	struct csqd *d;
+	redisReply *r;
+	long long last;
+
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	sub = csqd_connect(d);
+	SUBSCRIBE(sub, 1, events);
+	freeReplyObject(CMD(c, "HEARTBEAT s CAPACITY 2 OFFER 2 WRAPUP 2"));
+	freeReplyObject(CMD(c, "ENQUEUE a TTL 0"));
+	freeReplyObject(CMD(c, "ENQUEUE b TTL 0"));
+	CHECK(c, ":1", "ACCEPT s/1");
+	CHECK(c, ":1", "RELEASE s/1");
+	MSGS_COLLECT(sub, &m);
+	/* servicer_up, offered, offered, matched, released, wrapup */
+	assert_int_equal(m.n, 6);
+	last = JSON_INT(m.m[5].payload, "id");
+	assert_int_equal(last, 6);
+	msgs_free(&m);
+	redisFree(c);
+	redisFree(sub);
+	assert_int_equal(csqd_stop(d), 0);
+	/* Down longer than the offer and the wrap-up. */
+	sleep_ms(2500);
+	d = csqd_start(j->conf);
+	c = csqd_connect(d);
+	sub = csqd_connect(d);
+	SUBSCRIBE(sub, 1, events);
+	r = CMD(c, "WHERE a");
+	assert_string_equal(FIELD_STR(r, "state"), "offered");
+	assert_true(FIELD_INT(r, "expires_in_ms") > 1500);
+	freeReplyObject(r);
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "offers_total"), 2);
+	assert_int_equal(FIELD_INT(r, "rooms_busy"), 2);
+	freeReplyObject(r);
+	CHECK(c, ":1", "READY s/1");
+	MSGS_COLLECT(sub, &m);
+	assert_int_equal(m.n, 1);
+	assert_json_str(m.m[0].payload, "event", "ready");
+	assert_int_equal(JSON_INT(m.m[0].payload, "id"), last + 1);
+	msgs_free(&m);
+	/* The offer runs out 2 s after the restart, not before. */
+	sleep_ms(2300);
+	r = CMD(c, "WHERE a");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	freeReplyObject(r);
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "offers_missed_total"), 1);
+	freeReplyObject(r);
+	redisFree(c);
+	redisFree(sub);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -782,6 +849,7 @@ main(int argc, char **argv)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(tables_seeded_per_start, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(routing_restart, setup, teardown),
 	    cmocka_unit_test_setup_teardown(sigterm_mid_pipeline, setup,
 	                                    teardown),
 	};

@@ -270,7 +270,9 @@ replies_as_maps(void **state)
 	EXPECT(&r, "{'waiting'::1,'servicers'::1,'rooms_busy'::1,"
 	           "'rooms_free'::0,'enqueued_total'::2,'matched_total'::1,"
 	           "'abandoned_total'::0,'requeued_total'::0,"
-	           "'servicers_lost_total'::0}");
+	           "'servicers_lost_total'::0,'offers_total'::0,"
+	           "'offers_declined_total'::0,'offers_missed_total'::0,"
+	           "'transferred_total'::0}");
 	r3_send(&r, "QUEUE default");
 	EXPECT_PREFIX(&r, "[['u2',:2,:");
 	r3_send(&r, "SERVICERS");

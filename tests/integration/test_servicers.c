@@ -31,7 +31,7 @@ heartbeat_defaults(void **state)
 	r = CMD(fx->c, "SERVICERS");
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->elements, 1);
-	assert_int_equal(r->element[0]->elements, 6);
+	assert_int_equal(r->element[0]->elements, 9);
 	assert_reply_bulk(r->element[0]->element[0], "s1");
 	assert_reply_bulk(r->element[0]->element[1], "ready");
 	assert_reply_integer(r->element[0]->element[2], 1);
@@ -40,6 +40,10 @@ heartbeat_defaults(void **state)
 	assert_true(r->element[0]->element[4]->integer >= 0);
 	/* protocol-v2: the queues it serves, an array, after v1's fields */
 	assert_repr(r->element[0]->element[5], "['default']");
+	/* v2: OFFER, WRAPUP (offer_timeout, wrapup: 0), missed offers. */
+	assert_reply_integer(r->element[0]->element[6], 0);
+	assert_reply_integer(r->element[0]->element[7], 0);
+	assert_reply_integer(r->element[0]->element[8], 0);
 	freeReplyObject(r);
 	/* Its only queue is "default": a user there is matched at once. */
 	CHECK(fx->c,
@@ -536,7 +540,7 @@ servicers_many(void **state)
 	assert_int_equal(r->elements, MANY_SERVICERS);
 	for (i = 0; i < MANY_SERVICERS; i++) {
 		snprintf(id, sizeof(id), "m%05zu", i);
-		assert_int_equal(r->element[i]->elements, 6);
+		assert_int_equal(r->element[i]->elements, 9);
 		assert_reply_bulk(r->element[i]->element[0], id);
 		assert_reply_bulk(r->element[i]->element[1], "ready");
 	}

@@ -197,6 +197,46 @@ test_every_key(void **state)
 	assert_int_equal(cfg.log_level, LOG_LVL_DEBUG);
 }
 
+/* Routing's keys (protocol-v2 sections 1 to 3): ranges, the strategy's
+ * values, and the Redis engine, which has none of them yet. */
+static void
+test_routing_keys(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(load(&cfg, "offer_timeout = 600;\n"
+	                            "offer_max_missed = 1000;\n"
+	                            "offer_retry = 0;\n"
+	                            "wrapup = 3600;\n"
+	                            "strategy = \"least_busy\";\n"),
+	                 0);
+	assert_int_equal(cfg.limits.offer_timeout_s, 600);
+	assert_int_equal(cfg.limits.offer_max_missed, 1000);
+	assert_int_equal(cfg.limits.offer_retry_s, 0);
+	assert_int_equal(cfg.limits.wrapup_s, 3600);
+	assert_int_equal(cfg.limits.strategy, CSQ_STRATEGY_LEAST_BUSY);
+	assert_int_equal(load(&cfg, "strategy = \"longest_idle\";\n"), 0);
+	assert_int_equal(cfg.limits.strategy, CSQ_STRATEGY_LONGEST_IDLE);
+	assert_int_equal(load(&cfg, "offer_timeout = 601;\n"
+	                            "offer_max_missed = 1001;\n"
+	                            "offer_retry = 3601;\n"
+	                            "wrapup = -1;\n"
+	                            "strategy = \"round_robin\";\n"),
+	                 5);
+	assert_int_equal(count_lines(errout), 5);
+	assert_printed("t.conf:5:");
+	/* On the Redis engine, each is named as not there yet. */
+	assert_int_equal(load(&cfg, "engine = \"redis\";\n"
+	                            "offer_timeout = 0;\n"
+	                            "strategy = \"longest_idle\";\n"),
+	                 2);
+	assert_printed("t.conf:2: offer_timeout is not available on the "
+	               "redis engine yet (docs/protocol.md)");
+	assert_printed("t.conf:3: strategy is not available on the redis "
+	               "engine yet");
+}
+
 static void
 test_list_syntax(void **state)
 {
@@ -974,6 +1014,7 @@ main(void)
 	    cmocka_unit_test(test_empty_is_defaults),
 	    cmocka_unit_test(test_sample_file),
 	    cmocka_unit_test(test_every_key),
+	    cmocka_unit_test(test_routing_keys),
 	    cmocka_unit_test(test_list_syntax),
 	    cmocka_unit_test(test_enum_values),
 	    cmocka_unit_test(test_int_edges),
