@@ -482,13 +482,13 @@ setup_least_busy(void **state)
 static void
 reload(struct csqd *d, const char *conf)
 {
-	int before = count_in_file(d->log_path, "configuration reloaded from");
+	int before = count_in_file(d->log_path, "configuration reloaded");
 	int i;
 
 	csqd_rewrite_conf(d, conf);
 	kill(d->pid, SIGHUP);
 	for (i = 0; i < 500; i++) {
-		if (count_in_file(d->log_path, "configuration reloaded from") >
+		if (count_in_file(d->log_path, "configuration reloaded") >
 		    before)
 			return;
 		sleep_ms(10);
@@ -522,7 +522,7 @@ least_busy(void **state)
 	      "ENQUEUE u3");
 	CHECK(fx->c, ":1", "RELEASE b/0");
 	reload(fx->d, "strategy = \"longest_idle\";\n");
-	assert_true(file_contains(fx->d->log_path, "strategy"));
+	assert_true(file_contains(fx->d->log_path, "changed=strategy"));
 	r = CMD(fx->c, "ENQUEUE u4");
 	assert_string_equal(FIELD_STR(r, "servicer"), "a");
 	freeReplyObject(r);
