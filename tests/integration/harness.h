@@ -220,7 +220,8 @@ long long info_field_at(const char *file, int line, redisContext *,
  * csqd has read and run them all (INFO's count of commands, on a second
  * connection), and sends one more command 100 ms after it, which a
  * closed socket would answer with a reset.
- * Waits for csqd to exit with 0; returns how many were answered.
+ * Waits for csqd to exit with 0; returns how many were answered. d is
+ * still the caller's: csqd_stop(d) frees it and returns that status.
  */
 int sigterm_pipeline_at(const char *file, int line, struct csqd *, int n,
                         int late);

@@ -348,8 +348,13 @@ sigterm_pipeline_at(const char *file, int line, struct csqd *d, int n, int late)
 	redisFree(c);
 	print_message("SIGTERM: %d of %d pipelined ENQUEUEs answered\n", acked,
 	              n);
-	if (csqd_wait_exit(d, 10000) != 0 || csqd_stop(d) != 0)
+	/* d stays the caller's to stop (csqd_stop then returns the status
+	 * seen here): freeing it before a failure left the caller's teardown
+	 * holding a freed daemon. */
+	if (csqd_wait_exit(d, 10000) != 0) {
+		csqd_dump_log(d);
 		fail_at(file, line, "csqd did not exit with 0 after SIGTERM");
+	}
 	return acked;
 }
 

@@ -747,6 +747,7 @@ sigterm_mid_pipeline(void **state)
 
 	d = csqd_start(j->conf);
 	acked = sigterm_pipeline(d, TERM_USERS, 0);
+	assert_int_equal(csqd_stop(d), 0); /* exited: frees d */
 
 	d = csqd_start(j->conf);
 	c = csqd_connect(d);
@@ -764,6 +765,7 @@ sigterm_mid_pipeline(void **state)
 	 * (an audit: 1,897 of 2,000). */
 	d = csqd_start(j->conf);
 	assert_int_equal(sigterm_pipeline(d, TERM_LATE, 1), TERM_LATE);
+	assert_int_equal(csqd_stop(d), 0);
 }
 
 /*
