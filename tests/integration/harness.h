@@ -177,6 +177,15 @@ size_t raw_echo_request(char *buf, size_t cap, int size, char fill);
  * length read (NUL-terminated in buf); *closed tells whether EOF was seen.
  */
 size_t raw_read(int fd, char *buf, size_t cap, int idle_ms, int *closed);
+/*
+ * Reads until the text until has arrived (RAW_REPLY_MS at most: a reply
+ * may be slow on a busy machine, and waiting for it costs nothing when it
+ * comes), then on until the peer closes or nothing more arrives for
+ * idle_ms; "" waits idle_ms from the start. As raw_read otherwise.
+ */
+#define RAW_REPLY_MS 10000
+size_t raw_read_until(int fd, char *buf, size_t cap, const char *until,
+                      int idle_ms, int *closed);
 /* Reads until exactly want bytes arrived (or timeout_ms). */
 size_t raw_read_n(int fd, char *buf, size_t want, int timeout_ms);
 

@@ -98,6 +98,45 @@ raw_read(int fd, char *buf, size_t cap, int idle_ms, int *closed)
 }
 
 size_t
+raw_read_until(int fd, char *buf, size_t cap, const char *until, int idle_ms,
+               int *closed)
+{
+	int64_t deadline = now_ms() + RAW_REPLY_MS;
+	struct pollfd pfd;
+	size_t used = 0;
+	ssize_t n;
+	int wait;
+
+	*closed = 0;
+	buf[0] = '\0';
+	while (used < cap - 1) {
+		/* Before until has come, the reply is only slow; after it,
+		 * silence is the end. */
+		wait = idle_ms;
+		if (until[0] != '\0' && strstr(buf, until) == NULL) {
+			wait = (int)(deadline - now_ms());
+			if (wait <= 0)
+				break;
+		}
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, wait) <= 0)
+			break;
+		n = recv(fd, buf + used, cap - 1 - used, 0);
+		if (n == 0 || (n == -1 && errno != EINTR)) {
+			*closed = 1;
+			break;
+		}
+		if (n > 0) {
+			used += n;
+			buf[used] = '\0';
+		}
+	}
+	buf[used] = '\0';
+	return used;
+}
+
+size_t
 raw_read_n(int fd, char *buf, size_t want, int timeout_ms)
 {
 	struct pollfd pfd;

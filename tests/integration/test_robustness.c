@@ -22,8 +22,7 @@
 #include "harness.h"
 
 #define PIPELINE_N  1000
-#define READ_IDLE   2000 /* ms without data before a raw read gives up */
-#define SHORT_IDLE  300  /* ms of silence that means "no reply" */
+#define SHORT_IDLE  300 /* ms of silence after a reply: nothing more */
 #define BIG_ARG     (1024 * 1024)
 #define RAW_BUF     (256 * 1024)
 #define GARBAGE_N   40
@@ -51,17 +50,18 @@ assert_alive_at(const char *file, int line, struct csqd *d)
 }
 #define ASSERT_ALIVE(d) assert_alive_at(__FILE__, __LINE__, (d))
 
-/* Sends bytes on a new connection, returns what came back until close. */
+/* Sends bytes on a new connection, returns what came back: until the text
+ * until and then until a close or idle_ms of silence (raw_read_until). */
 static size_t
 raw_exchange(struct csqd *d, const void *req, size_t len, char *out, size_t cap,
-             int idle_ms, int *closed)
+             const char *until, int idle_ms, int *closed)
 {
 	size_t n;
 	int fd;
 
 	fd = raw_connect(d->port);
 	raw_send(fd, req, len);
-	n = raw_read(fd, out, cap, idle_ms, closed);
+	n = raw_read_until(fd, out, cap, until, idle_ms, closed);
 	close(fd);
 	return n;
 }
@@ -73,8 +73,10 @@ expect_raw_at(const char *file, int line, struct csqd *d, const char *req,
 	char *out = malloc(RAW_BUF), shown[512], wanted[512];
 	int closed;
 
-	raw_exchange(d, req, len, out, RAW_BUF,
-	             expect_close ? READ_IDLE : SHORT_IDLE, &closed);
+	/* The whole reply, however slow; then the close, which comes at
+	 * once when it is right, or SHORT_IDLE of silence. */
+	raw_exchange(d, req, len, out, RAW_BUF, expect,
+	             expect_close ? RAW_REPLY_MS : SHORT_IDLE, &closed);
 	if (strcmp(out, expect) != 0 || closed != expect_close) {
 		redisReply fake = {.type = REDIS_REPLY_STRING};
 
@@ -108,7 +110,7 @@ expect_protocol_error_at(const char *file, int line, struct csqd *d,
 	char *crlf;
 	int closed;
 
-	raw_exchange(d, req, len, out, RAW_BUF, READ_IDLE, &closed);
+	raw_exchange(d, req, len, out, RAW_BUF, "\r\n", RAW_REPLY_MS, &closed);
 	crlf = strstr(out, "\r\n");
 	if (strncmp(out, prefix, strlen(prefix)) != 0 || crlf == NULL ||
 	    crlf[2] != '\0' || !closed) {
@@ -399,8 +401,8 @@ garbage(void **state)
 		/* Start like a request half the time. */
 		if (round % 4 == 1)
 			buf[0] = '*';
-		raw_exchange(fx->d, buf, sizeof(buf), out, RAW_BUF, SHORT_IDLE,
-		             &closed);
+		raw_exchange(fx->d, buf, sizeof(buf), out, RAW_BUF, "",
+		             SHORT_IDLE, &closed);
 		for (p = out; *p != '\0'; p = e + 2) {
 			e = strstr(p, "\r\n");
 			if (*p != '-' || e == NULL)
@@ -426,8 +428,8 @@ error_text_sanitized(void **state)
 	char out[512], *crlf;
 	int closed;
 
-	raw_exchange(fx->d, req, strlen(req), out, sizeof(out), SHORT_IDLE,
-	             &closed);
+	raw_exchange(fx->d, req, strlen(req), out, sizeof(out), "+PONG\r\n",
+	             SHORT_IDLE, &closed);
 	assert_false(closed);
 	assert_memory_equal(out, prefix, strlen(prefix));
 	crlf = strstr(out, "\r\n");
@@ -507,7 +509,8 @@ truncated_and_dropped(void **state)
 		char out[64];
 		int closed;
 
-		raw_read(fd, out, sizeof(out), READ_IDLE, &closed);
+		raw_read_until(fd, out, sizeof(out), "+PONG\r\n", RAW_REPLY_MS,
+		               &closed);
 		assert_string_equal(out, "+PONG\r\n");
 		assert_true(closed);
 	}
@@ -990,7 +993,7 @@ max_clients(void **state)
 	CHECK(fx->c, "+PONG", "PING");
 	/* Refused at accept: the error comes without a request. */
 	fd = raw_connect(fx->d->port);
-	raw_read(fd, out, sizeof(out), READ_IDLE, &closed);
+	raw_read_until(fd, out, sizeof(out), "\r\n", RAW_REPLY_MS, &closed);
 	close(fd);
 	assert_string_equal(out, "-ERR max number of clients reached\r\n");
 	assert_true(closed);
@@ -1181,7 +1184,8 @@ pipeline_then_protocol_error(void **state)
 	len += (size_t)sprintf(req + len, "*1\r\n$-5\r\n");
 	fd = raw_connect(fx->d->port);
 	raw_send(fd, req, len);
-	raw_read(fd, out, RAW_BUF, READ_IDLE, &closed);
+	raw_read_until(fd, out, RAW_BUF, "-ERR Protocol error: ", RAW_REPLY_MS,
+	               &closed);
 	close(fd);
 	assert_true(closed);
 	p = out;

@@ -236,7 +236,7 @@ hello3_auth(void **state)
 
 	raw_sends(fd, "HELLO 3 AUTH frontend f-secret-1\r\nHEARTBEAT s1\r\n"
 	              "QLEN default\r\n");
-	raw_read(fd, buf, sizeof(buf), 500, &closed);
+	raw_read_until(fd, buf, sizeof(buf), "command\r\n:0\r\n", 500, &closed);
 	assert_memory_equal(buf, "%7\r\n", 4);
 	assert_non_null(strstr(buf, "-NOPERM this user has no permissions to "
 	                            "run the 'heartbeat' command\r\n:0\r\n"));
