@@ -20,13 +20,20 @@
 
 #include "../collide.h"
 #include "dict.h"
+#include "scale.h"
 
-#define MANY_KEYS  100000
-#define MODEL_KEYS 512
-#define MODEL_OPS  50000
-#define LONG_KEY   300  /* channel names may be longer than ids */
-#define SWING_KEYS 5000 /* the phased model's keys */
-#define SWING_OPS  200000
+/* The loops' lengths are scaled (scale.h) down to the _MIN beside them. */
+#define MANY_KEYS     100000
+#define MANY_KEYS_MIN 10000 /* still grows past 8,192 buckets and back */
+#define MODEL_KEYS    512
+#define MODEL_OPS     50000
+#define MODEL_OPS_MIN 5000
+#define LONG_KEY      300  /* channel names may be longer than ids */
+#define SWING_KEYS    5000 /* the phased model's keys */
+#define SWING_OPS     200000
+#define SWING_OPS_MIN 20000 /* several swings, and a visit every 5000 */
+#define RESIZE_CHECK  1024  /* changes between full checks in a grow */
+#define SHRINK_CHECK  512   /* and in a shrink (both times the divisor) */
 
 static uint64_t rng_state = UINT64_C(0x2545f4914f6cdd1d);
 
@@ -254,43 +261,43 @@ test_grow_shrink(void **state)
 {
 	struct csq_dict *d = csq_dict_new(UINT64_C(0xdeadbeefcafe));
 	char key[32];
-	size_t i, len;
+	size_t i, len, many = scale_steps(MANY_KEYS, MANY_KEYS_MIN) / 2 * 2;
 
 	(void)state;
-	for (i = 0; i < MANY_KEYS; i++) {
+	for (i = 0; i < many; i++) {
 		len = key_of(key, sizeof(key), i);
 		assert_null(csq_dict_put(d, key, len, val(i)));
 	}
-	assert_int_equal(csq_dict_len(d), MANY_KEYS);
-	assert_each_once(d, MANY_KEYS, all);
-	for (i = 0; i < MANY_KEYS; i++) {
+	assert_int_equal(csq_dict_len(d), many);
+	assert_each_once(d, many, all);
+	for (i = 0; i < many; i++) {
 		len = key_of(key, sizeof(key), i);
 		assert_ptr_equal(csq_dict_get(d, key, len), val(i));
 	}
-	for (i = 0; i < MANY_KEYS; i += 2) {
+	for (i = 0; i < many; i += 2) {
 		len = key_of(key, sizeof(key), i);
 		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
 	}
-	assert_int_equal(csq_dict_len(d), MANY_KEYS / 2);
-	assert_each_once(d, MANY_KEYS, odd);
-	for (i = 0; i < MANY_KEYS; i++) {
+	assert_int_equal(csq_dict_len(d), many / 2);
+	assert_each_once(d, many, odd);
+	for (i = 0; i < many; i++) {
 		len = key_of(key, sizeof(key), i);
 		assert_ptr_equal(csq_dict_get(d, key, len),
 		                 i % 2 ? val(i) : NULL);
 	}
 	/* Down to a handful: shrinks past every size on the way. */
-	for (i = 1; i < MANY_KEYS - 10; i += 2) {
+	for (i = 1; i < many - 10; i += 2) {
 		len = key_of(key, sizeof(key), i);
 		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
 	}
 	assert_int_equal(csq_dict_len(d), 5);
-	for (i = MANY_KEYS - 9; i < MANY_KEYS; i += 2) {
+	for (i = many - 9; i < many; i += 2) {
 		len = key_of(key, sizeof(key), i);
 		assert_ptr_equal(csq_dict_get(d, key, len), val(i));
 		assert_ptr_equal(csq_dict_del(d, key, len), val(i));
 	}
 	assert_int_equal(csq_dict_len(d), 0);
-	assert_each_once(d, MANY_KEYS, none);
+	assert_each_once(d, many, none);
 	/* And it still works after shrinking. */
 	assert_null(csq_dict_put(d, "again", 5, val(0)));
 	assert_ptr_equal(csq_dict_get(d, "again", 5), val(0));
@@ -305,10 +312,10 @@ test_random_model(void **state)
 	void *model[MODEL_KEYS] = {0}, *v;
 	size_t i, len, n = 0;
 	char key[32];
-	int op;
+	int op, ops = (int)scale_steps(MODEL_OPS, MODEL_OPS_MIN);
 
 	(void)state;
-	for (op = 0; op < MODEL_OPS; op++) {
+	for (op = 0; op < ops; op++) {
 		i = rng(MODEL_KEYS);
 		len = key_of(key, sizeof(key), i);
 		switch (rng(3)) {
@@ -353,6 +360,8 @@ test_resize_incremental(void **state)
 	struct csq_dict *d = csq_dict_new(7);
 	char key[32];
 	size_t i, len, n = 0, changes = 0;
+	size_t grow_check = RESIZE_CHECK * scale_divisor();
+	size_t shrink_check = SHRINK_CHECK * scale_divisor();
 
 	(void)state;
 	assert_false(csq_dict_resizing(d));
@@ -380,7 +389,7 @@ test_resize_incremental(void **state)
 			                 val(i));
 			changes += 3;
 		}
-		if (changes % 1024 == 0) {
+		if (changes % grow_check == 0) {
 			assert_each_once(d, n, all);
 			for (i = 0; i < n; i++) {
 				len = key_of(key, sizeof(key), i);
@@ -413,7 +422,7 @@ test_resize_incremental(void **state)
 		assert_null(csq_dict_get(d, key, len));
 		assert_null(csq_dict_put(d, key, len, val(j)));
 		changes += 2;
-		if (changes % 512 == 0)
+		if (changes % shrink_check == 0)
 			for (j = 0; j < n; j++) {
 				len = key_of(key, sizeof(key), j);
 				assert_ptr_equal(csq_dict_get(d, key, len),
@@ -441,11 +450,11 @@ test_swing_model(void **state)
 	void **model = calloc(SWING_KEYS, sizeof(*model));
 	size_t i, len, n = 0, during = 0;
 	char key[32];
-	int op, fill = 1, put;
+	int op, fill = 1, put, ops = (int)scale_steps(SWING_OPS, SWING_OPS_MIN);
 
 	(void)state;
 	assert_non_null(model);
-	for (op = 0; op < SWING_OPS; op++) {
+	for (op = 0; op < ops; op++) {
 		if (fill && n > SWING_KEYS * 9 / 10)
 			fill = 0;
 		else if (!fill && n < 20)
@@ -489,8 +498,8 @@ test_swing_model(void **state)
 		}
 	}
 	print_message("swing: %zu of %d changes with a resize under way\n",
-	              during, SWING_OPS);
-	assert_true(during > SWING_OPS / 20);
+	              during, ops);
+	assert_true(during > (size_t)ops / 20);
 	csq_dict_free(d);
 	free(model);
 }
@@ -520,7 +529,8 @@ test_seeds(void **state)
 	csq_dict_free(b);
 }
 
-#define CRAFTED 5000
+#define CRAFTED     5000 /* scaled (scale.h): one chain costs n * n / 2 */
+#define CRAFTED_MIN 500
 
 /*
  * The seed is all that keeps a client from filling one chain: keys made
@@ -535,10 +545,10 @@ test_seed_decides_chains(void **state)
 	struct csq_dict *same = csq_dict_new(seed),
 	                *other = csq_dict_new(seed + 1);
 	char key[COLLIDE_KEY_LEN];
-	size_t i;
+	size_t i, crafted = scale_steps(CRAFTED, CRAFTED_MIN);
 
 	(void)state;
-	for (i = 0; i < CRAFTED; i++) {
+	for (i = 0; i < crafted; i++) {
 		collide_key(seed, i, key);
 		assert_null(csq_dict_put(same, key, sizeof(key), val(i)));
 		assert_null(csq_dict_put(other, key, sizeof(key), val(i)));
@@ -546,9 +556,9 @@ test_seed_decides_chains(void **state)
 	print_message("longest chain: %zu with the seed, %zu with another\n",
 	              csq_dict_longest_chain(same),
 	              csq_dict_longest_chain(other));
-	assert_int_equal(csq_dict_longest_chain(same), CRAFTED);
+	assert_int_equal(csq_dict_longest_chain(same), crafted);
 	assert_true(csq_dict_longest_chain(other) < 20);
-	for (i = 0; i < CRAFTED; i++) {
+	for (i = 0; i < crafted; i++) {
 		collide_key(seed, i, key);
 		assert_ptr_equal(csq_dict_get(same, key, sizeof(key)), val(i));
 		assert_ptr_equal(csq_dict_get(other, key, sizeof(key)), val(i));
@@ -583,7 +593,8 @@ count_obj(void *arg, const char *key, size_t len, void *v)
 static void
 test_intrusive(void **state)
 {
-	struct obj *objs = calloc(MANY_KEYS, sizeof(*objs));
+	size_t many = scale_steps(MANY_KEYS, MANY_KEYS_MIN) / 2 * 2;
+	struct obj *objs = calloc(many, sizeof(*objs));
 	struct csq_dict *d = obj_dict(5);
 	char key[32];
 	size_t i, len, seen = 0;
@@ -591,29 +602,29 @@ test_intrusive(void **state)
 	(void)state;
 	assert_non_null(objs);
 	assert_null(csq_dict_get(d, "user-0", 6));
-	for (i = 0; i < MANY_KEYS; i++) {
+	for (i = 0; i < many; i++) {
 		objs[i].tag = (int)i;
 		len = key_of(objs[i].id, sizeof(objs[i].id), i);
 		csq_dict_add(d, &objs[i], len);
 	}
-	assert_int_equal(csq_dict_len(d), MANY_KEYS);
-	for (i = 0; i < MANY_KEYS; i++) {
+	assert_int_equal(csq_dict_len(d), many);
+	for (i = 0; i < many; i++) {
 		len = key_of(key, sizeof(key), i);
 		assert_ptr_equal(csq_dict_get(d, key, len), &objs[i]);
 	}
 	csq_dict_each(d, count_obj, &seen);
-	assert_int_equal(seen, MANY_KEYS);
+	assert_int_equal(seen, many);
 	/* Odd ones out, from the end: chains lose middles and heads. */
-	for (i = MANY_KEYS; i-- > 0;)
+	for (i = many; i-- > 0;)
 		if (i % 2 == 1)
 			csq_dict_remove(d, &objs[i]);
-	assert_int_equal(csq_dict_len(d), MANY_KEYS / 2);
-	for (i = 0; i < MANY_KEYS; i++) {
+	assert_int_equal(csq_dict_len(d), many / 2);
+	for (i = 0; i < many; i++) {
 		len = key_of(key, sizeof(key), i);
 		assert_ptr_equal(csq_dict_get(d, key, len),
 		                 i % 2 ? NULL : &objs[i]);
 	}
-	for (i = 0; i < MANY_KEYS; i += 2)
+	for (i = 0; i < many; i += 2)
 		csq_dict_remove(d, &objs[i]);
 	assert_int_equal(csq_dict_len(d), 0);
 	csq_dict_add(d, &objs[7], strlen(objs[7].id));
@@ -630,14 +641,14 @@ test_intrusive_model(void **state)
 	struct obj objs[MODEL_KEYS];
 	int in[MODEL_KEYS];
 	struct csq_dict *d = obj_dict(77);
-	size_t i, n = 0, len, op;
+	size_t i, n = 0, len, op, ops = scale_steps(MODEL_OPS, MODEL_OPS_MIN);
 	char key[32];
 
 	(void)state;
 	memset(in, 0, sizeof(in));
 	for (i = 0; i < MODEL_KEYS; i++)
 		key_of(objs[i].id, sizeof(objs[i].id), i);
-	for (op = 0; op < MODEL_OPS; op++) {
+	for (op = 0; op < ops; op++) {
 		i = (size_t)rng(MODEL_KEYS);
 		len = strlen(objs[i].id);
 		if (!in[i]) {

@@ -12,9 +12,11 @@
 #include <cmocka.h>
 
 #include "heap.h"
+#include "scale.h"
 
-#define RANDOM_ITEMS 300
-#define RANDOM_OPS   10000
+#define RANDOM_ITEMS   300
+#define RANDOM_OPS     10000 /* scaled (scale.h), to no fewer than: */
+#define RANDOM_OPS_MIN 1000
 
 static uint64_t rng_state = UINT64_C(0x9e3779b97f4a7c15);
 
@@ -205,7 +207,7 @@ test_random_model(void **state)
 	struct item *it = calloc(RANDOM_ITEMS, sizeof(*it)), *m, *t;
 	struct csq_heap h;
 	size_t i, len = 0;
-	int op;
+	int op, ops = (int)scale_steps(RANDOM_OPS, RANDOM_OPS_MIN);
 
 	(void)state;
 	csq_heap_init(&h);
@@ -213,7 +215,7 @@ test_random_model(void **state)
 		it[i].id = (int)i;
 		csq_heap_node_init(&it[i].node);
 	}
-	for (op = 0; op < RANDOM_OPS; op++) {
+	for (op = 0; op < ops; op++) {
 		i = rng(RANDOM_ITEMS);
 		switch (rng(5)) {
 		case 0: /* set: insert or update, many equal keys */

@@ -13,9 +13,11 @@
 #include <cmocka.h>
 
 #include "line.h"
+#include "scale.h"
 
-#define RANDOM_OPS  20000
-#define RANDOM_KEYS 2000 /* key space; the line holds about half of it */
+#define RANDOM_OPS     20000 /* scaled (scale.h), to no fewer than: */
+#define RANDOM_OPS_MIN 2000
+#define RANDOM_KEYS    2000 /* key space; the line holds about half of it */
 
 static uint64_t rng_state;
 
@@ -252,10 +254,10 @@ test_random_model(void **state)
 	struct csq_line *l = csq_line_new(UINT64_C(0x5eed));
 	struct csq_line_node *n;
 	size_t len = 0, pos;
-	int op, found;
+	int op, found, ops = (int)scale_steps(RANDOM_OPS, RANDOM_OPS_MIN);
 
 	(void)state;
-	for (op = 0; op < RANDOM_OPS; op++) {
+	for (op = 0; op < ops; op++) {
 		key = 1 + rng(RANDOM_KEYS);
 		pos = model_find(model, len, key, &found);
 		switch (rng(4)) {

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "scale.h"
 
 /* FIFO is exact inside one millisecond: the clock never moves here. */
 static void
@@ -551,8 +552,10 @@ enum model_state {
 
 #define RAND_USERS     60
 #define RAND_SERVICERS 8
-#define RAND_ROOMS     4 /* rooms a servicer may have: capacity 1..3 */
-#define RAND_OPS       40000
+#define RAND_ROOMS     4     /* rooms a servicer may have: capacity 1..3 */
+#define RAND_OPS       40000 /* scaled (scale.h), to no fewer than: */
+#define RAND_OPS_MIN   4000
+#define RAND_SEEN      20 /* events of each kind in RAND_OPS operations */
 
 struct model {
 	enum model_state users[RAND_USERS];
@@ -789,6 +792,8 @@ test_randomized(void **state)
 	char sid[16], uid[16], room[32], why[256];
 	uint64_t now = 1000000, n64;
 	int op, i, known, st;
+	int ops = (int)scale_steps(RAND_OPS, RAND_OPS_MIN);
+	unsigned seen_min = RAND_SEEN * (unsigned)ops / RAND_OPS;
 
 	(void)state;
 	memset(&m, 0, sizeof(m));
@@ -797,7 +802,7 @@ test_randomized(void **state)
 	l.offer_max_missed = 2;
 	l.offer_retry_s = 1;
 	c = csq_new(&l, 0, model_event, &m);
-	for (op = 0; op < RAND_OPS; op++) {
+	for (op = 0; op < ops; op++) {
 		snprintf(sid, sizeof(sid), "s%u", rnd(RAND_SERVICERS));
 		snprintf(uid, sizeof(uid), "u%u", rnd(RAND_USERS));
 		snprintf(room, sizeof(room), "%s/%u", sid, rnd(RAND_ROOMS));
@@ -889,7 +894,7 @@ test_randomized(void **state)
 	assert_int_equal(csq_last_event_id(c), m.last_id);
 	/* And the run made every kind of event it claims to test. */
 	for (i = 0; i < CSQ_EV_TYPES; i++)
-		if (m.seen[i] < 20)
+		if (m.seen[i] < seen_min)
 			fail_msg("only %u %s events", m.seen[i],
 			         csq_event_name((enum csq_event_type)i));
 	csq_free(c);

@@ -15,12 +15,14 @@
 #include <event2/buffer.h>
 
 #include "resp.h"
+#include "scale.h"
 
-#define DUMP_INITIAL    256
-#define PIPELINE_N      1000
-#define GARBAGE_RUNS    3000
-#define GARBAGE_LEN_MAX 160
-#define GARBAGE_SEED    20240601u
+#define DUMP_INITIAL     256
+#define PIPELINE_N       1000
+#define GARBAGE_RUNS     3000 /* scaled (scale.h), to no fewer than: */
+#define GARBAGE_RUNS_MIN 300
+#define GARBAGE_LEN_MAX  160
+#define GARBAGE_SEED     20240601u
 
 /* A growing text that records what a parse run produced. */
 struct dump {
@@ -800,11 +802,12 @@ test_garbage(void **state)
 	struct dump d;
 	size_t len, off, k, i;
 	char *whole;
-	int run_i, kind;
+	int run_i, kind,
+	    runs = (int)scale_steps(GARBAGE_RUNS, GARBAGE_RUNS_MIN);
 
 	(void)state;
 	srand(GARBAGE_SEED);
-	for (run_i = 0; run_i < GARBAGE_RUNS; run_i++) {
+	for (run_i = 0; run_i < runs; run_i++) {
 		struct resp_parser *p = resp_parser_new();
 		struct evbuffer *in = evbuffer_new();
 		struct resp_request r = {0};

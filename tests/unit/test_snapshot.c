@@ -18,8 +18,11 @@
 
 #include "csq.h"
 #include "snapshot.h"
+#include "scale.h"
 
-#define LOG_MAX (4 * 1024 * 1024)
+#define LOG_MAX    (4 * 1024 * 1024)
+#define ROUNDS     20 /* scaled (scale.h), to no fewer than: */
+#define ROUNDS_MIN 2  /* both strategies */
 
 struct log {
 	char *buf;
@@ -267,7 +270,7 @@ test_restore_behaves_the_same(void **state)
 	struct csq *a, *b;
 	char why[256];
 	uint64_t now = 5000000, now_b, seed;
-	int round, i;
+	int round, i, rounds = (int)scale_steps(ROUNDS, ROUNDS_MIN);
 	size_t k;
 
 	(void)state;
@@ -277,7 +280,7 @@ test_restore_behaves_the_same(void **state)
 	l.max_queue_length = 30;
 	l.offer_max_missed = 2;
 	l.offer_retry_s = 1;
-	for (round = 0; round < 20; round++) {
+	for (round = 0; round < rounds; round++) {
 		rng = 0x9e3779b97f4a7c15ULL + (uint64_t)round;
 		l.strategy = round % 2 ? CSQ_STRATEGY_LEAST_BUSY
 		                       : CSQ_STRATEGY_LONGEST_IDLE;
