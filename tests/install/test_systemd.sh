@@ -72,6 +72,20 @@ fail()
 {
 	echo "FAIL: $*" >&2
 	status=1
+	unit_report
+}
+
+# What a person would look at when a step fails: the unit's status and
+# csqd's journal (with systemd's own lines about the unit), so that a CI
+# log says why, not only what. Nothing before the namespace is up.
+unit_report()
+{
+	[ -n "$nspid" ] || return 0
+	echo "--- systemctl status csqd" >&2
+	in_ns systemctl status --no-pager --full csqd >&2
+	echo "--- journalctl -u csqd" >&2
+	in_ns journalctl --no-pager -o short-precise -n 60 -u csqd >&2
+	echo "---" >&2
 }
 
 # The cgroups that exist now: the namespace's systemd makes its own under
@@ -194,8 +208,6 @@ wait_prop()
 		n=$((n + 1))
 		if [ $n -gt $((WAIT_S * 10)) ]; then
 			fail "csqd.service $1 is not '$2' but '$(in_ns systemctl show -p "$1" --value csqd)'"
-			in_ns systemctl status --no-pager csqd >&2
-			in_ns journalctl --no-pager -n 30 >&2
 			exit 1
 		fi
 		sleep 0.1
