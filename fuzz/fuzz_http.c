@@ -1,10 +1,12 @@
 /*
  * csqd's HTTP endpoint (daemon/http.c, on libevent's evhttp) as a client
  * reaches it: each input is the bytes of one connection, sent to the
- * endpoint that http_open sets up, with csqd's limits and handlers, over a
- * memory engine that holds a few servicers, queues and users so that
- * /metrics has something to say. The connection is closed for writing
- * after the input; the endpoint must then answer and close it too, with
+ * endpoint that http_open sets up, with csqd's limits and handlers (the
+ * metrics, the health check, the admin view's page, API and event
+ * stream), over a memory engine that holds a few servicers, queues and
+ * users so that they have something to say. The connection is closed for
+ * writing after the input; the endpoint must then answer and close it
+ * too (an event stream, once started, is left by the client), with
  * nothing but HTTP responses, and never crash.
  *
  * The endpoint listens on 127.0.0.1 at a port free when the target starts.
@@ -14,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,7 @@
 #define FUZZ_REPLY_MAX   (1 << 20)
 #define FUZZ_CHUNK       4096
 #define FUZZ_NOW_MS      1700000000000ULL
+#define FUZZ_STREAM_TYPE "Content-Type: text/event-stream"
 #define FUZZ_HTTP_PREFIX "HTTP/" /* evhttp answers in the request's version */
 
 static struct server srv;
@@ -182,6 +186,50 @@ conn_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * A connection to the endpoint, non-blocking. The wait for it goes on
+ * through signals: libFuzzer's timer (SIGALRM) interrupted a blocking
+ * connect() on a loaded machine.
+ */
+static int
+connect_endpoint(const struct sockaddr_in *sin)
+{
+	struct pollfd pfd;
+	socklen_t len = sizeof(int);
+	int fd, err = 0, n;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0)) < 0)
+		return -1;
+	if (connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) == 0)
+		return fd;
+	if (errno != EINPROGRESS && errno != EINTR)
+		goto fail;
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	while ((n = poll(&pfd, 1, FUZZ_ANSWER_S * 1000)) < 0 && errno == EINTR)
+		;
+	if (n != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		goto fail;
+	if (err == 0)
+		return fd;
+	errno = err;
+fail:
+	n = errno;
+	close(fd);
+	errno = n;
+	return -1;
+}
+
+/* An event stream (/api/events) stays open by design, a client's end of
+ * writing or not: once its headers are in, the client has its answer. */
+static int
+stream_started(const struct conn *c)
+{
+	return memmem(c->reply, c->len, FUZZ_STREAM_TYPE,
+	              strlen(FUZZ_STREAM_TYPE)) != NULL &&
+	       memmem(c->reply, c->len, "\r\n\r\n", 4) != NULL;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -199,11 +247,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((uint16_t)addr.port);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if ((c.fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
-	    connect(c.fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
+	if ((c.fd = connect_endpoint(&sin)) < 0)
 		fuzz_fail("cannot connect to the endpoint: %s",
 		          strerror(errno));
-	evutil_make_socket_nonblocking(c.fd);
 	if (size == 0)
 		shutdown(c.fd, SHUT_WR);
 	c.ev = event_new(srv.base, c.fd, EV_READ | EV_WRITE | EV_PERSIST,
@@ -220,6 +266,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			c.sent = c.size;
 		}
 		event_base_loop(srv.base, EVLOOP_ONCE);
+		if (stream_started(&c))
+			break;
 	}
 	if (c.timed_out)
 		fuzz_fail("the endpoint neither answered nor closed in %d s",
