@@ -19,6 +19,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "admin_history.h"
 #include "command_queue.h"
 #include "engine.h"
 #include "http.h"
@@ -69,15 +70,17 @@ struct admin_call {
 
 struct admin_api {
 	struct server *s;
+	struct admin_history *history;
 	TAILQ_HEAD(, admin_call) calls;
 };
 
 struct admin_api *
-admin_api_new(struct server *s)
+admin_api_new(struct server *s, struct admin_history *history)
 {
 	struct admin_api *api = csq_xcalloc(1, sizeof(*api));
 
 	api->s = s;
+	api->history = history;
 	TAILQ_INIT(&api->calls);
 	return api;
 }
@@ -216,6 +219,8 @@ json_queue(struct evbuffer *b, const struct csq_queue_info *q)
 	evbuffer_add(b, ",", 1);
 	json_key_u64(b, "waiting", q->waiting);
 	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "preferring", q->preferring);
+	evbuffer_add(b, ",", 1);
 	json_key_u64(b, "oldest_wait_ms", q->oldest_wait_ms);
 	evbuffer_add(b, ",", 1);
 	json_key_str(b, "oldest_user", q->oldest_user);
@@ -300,7 +305,9 @@ admin_render_snapshot(struct admin_call *x, struct evbuffer *b)
 			evbuffer_add(b, ",", 1);
 		json_servicer(b, &x->servicers[i], &room, x->rooms + x->nrooms);
 	}
-	evbuffer_add(b, "]}\n", 3);
+	evbuffer_add(b, "],\"history\":", 12);
+	admin_history_json(x->api->history, b);
+	evbuffer_add(b, "}\n", 2);
 }
 
 static void
@@ -317,6 +324,9 @@ admin_render_page(struct admin_call *x, struct evbuffer *b)
 	json_key_u64(b, "ts", server_now_ms());
 	evbuffer_add(b, ",", 1);
 	json_key_u64(b, "total", x->nqueues == 1 ? x->queues[0].waiting : 0);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "preferring",
+	             x->nqueues == 1 ? x->queues[0].preferring : 0);
 	evbuffer_add(b, ",", 1);
 	json_key_u64(b, "offset", x->offset);
 	evbuffer_add(b, ",", 1);

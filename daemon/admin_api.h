@@ -15,10 +15,12 @@
 #define CSQD_ADMIN_API_H
 
 struct admin_api;
+struct admin_history;
 struct evhttp_request;
 struct server;
 
-struct admin_api *admin_api_new(struct server *);
+/* The snapshot carries history's samples too (the page's chart). */
+struct admin_api *admin_api_new(struct server *, struct admin_history *);
 /* The calls still out answer later, to nobody. */
 void admin_api_free(struct admin_api *);
 

@@ -21,6 +21,7 @@
 
 #include "admin_api.h"
 #include "admin_events.h"
+#include "admin_history.h"
 #include "admin_page.h"
 #include "engine.h"
 #include "engine_redis.h"
@@ -65,6 +66,7 @@ struct http {
 	TAILQ_HEAD(, scrape) scrapes; /* waiting for the engine */
 	struct admin_api *api;
 	struct admin_events *events;
+	struct admin_history *history;
 };
 
 void
@@ -393,7 +395,8 @@ http_open(struct server *s)
 		return -1;
 	}
 	h->guard = accept_guard_new(s->base, evl, name);
-	h->api = admin_api_new(s);
+	h->history = admin_history_new(s->base, s->engine);
+	h->api = admin_api_new(s, h->history);
 	h->events = admin_events_new(s->base, &s->cfg, s->engine);
 	s->http = h;
 	log_info("http listening on %s", s->cfg.http_listen);
@@ -417,6 +420,7 @@ http_close(struct server *s)
 	/* Before evhttp frees their connections. */
 	admin_api_free(h->api);
 	admin_events_free(h->events);
+	admin_history_free(h->history);
 	accept_guard_free(h->guard); /* before evhttp frees its listener */
 	evhttp_free(h->evh);
 	free(h);

@@ -225,7 +225,8 @@ struct csq_queue_entry {
 /* A queue that exists (QUEUES): its name and its line. */
 struct csq_queue_info {
 	char name[CSQ_ID_MAX + 1];
-	uint64_t waiting;
+	uint64_t waiting;        /* as QLEN: in line and held (preferring) */
+	uint64_t preferring;     /* held for a preferred servicer, in no line */
 	uint64_t oldest_wait_ms; /* the longest wait in line; 0: nobody */
 	char oldest_user[CSQ_ID_MAX + 1]; /* who waited it; "": nobody */
 };

@@ -60,6 +60,7 @@ overview_queue(const struct csq_queue *q, uint64_t now,
 	/* As QLEN counts them: in line, and held for a preferred servicer
 	 * (who are in no line of the queue's, so not in QUEUE's pages). */
 	out->waiting = csq_line_len(q->line) + q->preferring;
+	out->preferring = q->preferring;
 	out->oldest_wait_ms = 0;
 	out->oldest_user[0] = '\0';
 	overview_oldest(q, now, out);

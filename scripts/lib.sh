@@ -12,12 +12,15 @@
 # lintian build and check the Debian package (install.deb). clang builds
 # the fuzz targets (scripts/fuzz), libclang-rt-14-dev holds libFuzzer and
 # the sanitizers' runtimes for it, and llvm's llvm-symbolizer puts function
-# names and lines in their reports.
+# names and lines in their reports. chromium, chromium-driver and
+# python3-selenium run the admin page in a headless browser
+# (tests/integration/test_admin_page.py, scripts/bench-admin).
 CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
 	libconfig-dev libcmocka-dev libssl-dev openssl redis-tools redis-server
 	libsystemd-dev valgrind redis-sentinel
 	python3-prometheus-client python3-redis systemd groff-base mandoc
-	build-essential debhelper lintian clang libclang-rt-14-dev llvm)
+	build-essential debhelper lintian clang libclang-rt-14-dev llvm
+	chromium chromium-driver python3-selenium)
 
 # Node.js and npm run the Node.js client tests and examples/frontend-js.
 # Only a machine without them gets Debian's: one may have them from

@@ -77,8 +77,11 @@ class AdminHttpTest(unittest.TestCase):
         api = h.Http(d.http_port)
         snap = api.json("/api/snapshot")
         self.assertEqual(snap["queues"], [{"name": "default", "waiting": 0,
+                                           "preferring": 0,
                                            "oldest_wait_ms": 0,
                                            "oldest_user": ""}])
+        self.assertEqual(len(snap["history"]), 1)  # a sample at the start
+        self.assertEqual(snap["history"][0][1:], [0, None])
         self.assertEqual(snap["servicers"], [])
         self.assertEqual(snap["stats"]["waiting"], 0)
         first = snap["id"]

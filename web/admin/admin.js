@@ -1,0 +1,908 @@
+// The admin page of csq (docs/protocol.md, section 11a).
+//
+// It loads a snapshot (/api/snapshot), then follows the events after the
+// snapshot's id (/api/events) and keeps everything it shows from them
+// alone: no polling. Each queue's line is a prefix of the real one, loaded
+// page by page (/api/queue/<q>) as the list is scrolled; an event that
+// puts a user in line says at which position, one that takes a user out
+// names it, so the prefix stays exact. A page answers with the id of the
+// state it shows: events are held while pages are on their way, applied up
+// to that id, and then the page is joined to the prefix, so that nothing is
+// missed or counted twice. A gap in the ids, or "event: resync", reloads.
+//
+// Events only change the model; the DOM is redrawn at most once per
+// animation frame, and only what changed: at 10,000 events a second a frame
+// applies some 170 events and redraws a few lines.
+"use strict";
+
+(function () {
+  const PAGE = 100; // rows asked per page of a line
+  const ROW_H = 22; // px, as --row in admin.css
+  const LOAD_AHEAD = 2 * PAGE; // rows below the view that are kept loaded
+  // A line longer than this is not all kept: its tail, far below the
+  // view, is dropped and loaded again when scrolled to.
+  const PREFIX_MAX = 50 * PAGE;
+  const HOUR_MS = 3600 * 1000;
+  const SAMPLE_MS = 10 * 1000; // a point of the chart
+  const ARRIVALS_MAX = 200000; // users whose arrival is remembered
+  const HIDDEN_APPLY_MS = 250; // events applied while the tab is hidden
+  const RELOAD_DELAYS = [0, 500, 2000, 5000]; // after repeated resyncs
+  const EVENTS = ["queued", "rescored", "matched", "left", "released",
+    "requeued", "servicer_up", "servicer_down", "servicer_paused",
+    "servicer_resumed", "offered", "declined", "transferred", "wrapup",
+    "ready", "overflowed", "prefer_ended"];
+
+  const $ = (id) => document.getElementById(id);
+
+  // The model, rebuilt by every load.
+  let M = null;
+  // The stream and what came on it but is not applied yet.
+  let source = null;
+  let inbox = [];
+  let pages = []; // answers of /api/queue waiting for their id
+  let inflight = 0; // requests of pages not answered yet
+  let generation = 0; // a load's; answers of an older one are dropped
+  let reloads = 0; // in a row, for the delay
+  let reloading = false;
+  let frameAsked = false;
+  // Events applied, for the rate shown; loads after the first.
+  let applied = 0, rateT = performance.now(), rate = 0;
+  let appliedTotal = 0, reloadsTotal = 0;
+
+  function newModel(snap) {
+    return {
+      lastId: snap.id,
+      skew: snap.ts - Date.now(), // csqd's clock minus ours
+      stats: Object.assign({}, snap.stats),
+      queues: new Map(),
+      servicers: new Map(),
+      arrivals: new Map(), // user -> arrival (csqd's ms), where known
+      // user -> the queue it waits in, for every user known to wait (in
+      // a prefix or beyond it): whether a match took a user from a line
+      // or at its ENQUEUE, which publishes no "queued".
+      waitingAt: new Map(),
+      dirtyQueues: new Set(),
+      dirtyServicers: new Set(),
+      dirtyStats: true,
+      servicerOrder: true, // the table's rows need sorting
+      queueOrder: true,
+      chart: { t: [], waiting: [], matched: [] },
+    };
+  }
+
+  function now() {
+    return Date.now() + M.skew;
+  }
+
+  // ---- queues and lines -------------------------------------------------
+
+  function queue(name) {
+    let q = M.queues.get(name);
+    if (q === undefined) {
+      // Not in the snapshot: it had nobody waiting then.
+      q = { name: name, waiting: 0, preferring: 0, line: [],
+        users: new Set(), complete: true, uncertain: false,
+        oldest: null, oldestKnown: true,
+        askedOldest: false, loading: false, card: null };
+      M.queues.set(name, q);
+      M.queueOrder = true;
+    }
+    M.dirtyQueues.add(q);
+    return q;
+  }
+
+  function remember(user, arrival) {
+    if (arrival === null || arrival === undefined) return;
+    if (M.arrivals.size >= ARRIVALS_MAX && !M.arrivals.has(user)) {
+      M.arrivals.delete(M.arrivals.keys().next().value);
+    }
+    M.arrivals.set(user, arrival);
+  }
+
+  // The longest wait of q, from csqd: a page of no rows says it, at its
+  // place among the events.
+  function askOldest(q) {
+    q.oldestKnown = false;
+    if (q.askedOldest) return;
+    q.askedOldest = true;
+    requestPage(q, 0);
+  }
+
+  // user enters q's line at position (1-based). The prefix takes it when
+  // the position falls inside it, or right after it when it is the whole
+  // line.
+  function lineInsert(q, user, tier, position, arrival) {
+    q.waiting++;
+    M.waitingAt.set(user, q.name);
+    if (arrival === undefined) arrival = M.arrivals.get(user);
+    if (arrival === undefined) arrival = null;
+    const len = q.line.length;
+    if (position <= len || (position === len + 1 && q.complete)) {
+      q.line.splice(position - 1, 0,
+        { user: user, tier: tier, arrival: arrival });
+      q.users.add(user);
+    }
+    q.complete = q.line.length === q.waiting - q.preferring;
+    if (q.line.length > PREFIX_MAX) trimTail(q);
+    // The longest wait: this user's, when it is the only one; unknown
+    // when its arrival is (a requeued user may have come long ago).
+    if (q.waiting === 1) {
+      q.oldest = arrival === null ? null : { user: user, arrival: arrival };
+      if (arrival === null) askOldest(q);
+    } else if (!q.oldestKnown) {
+      // asked already
+    } else if (arrival === null) {
+      askOldest(q);
+    } else if (q.oldest !== null && arrival < q.oldest.arrival) {
+      q.oldest = { user: user, arrival: arrival };
+    }
+  }
+
+  // Drops the rows of q far below its view, whose splices cost each event
+  // that comes before them.
+  function trimTail(q) {
+    let keep = PREFIX_MAX - PAGE;
+    if (q.card !== null) {
+      const v = q.card.view;
+      keep = Math.max(keep,
+        Math.ceil((v.scrollTop + v.clientHeight) / ROW_H) + LOAD_AHEAD);
+    }
+    if (q.line.length <= keep) return;
+    // (Still waiting: waitingAt keeps them.)
+    for (const e of q.line.splice(keep)) q.users.delete(e.user);
+    q.complete = false;
+  }
+
+  // user leaves q's line; its entry, when the prefix held it.
+  function lineRemove(q, user) {
+    q.waiting--;
+    M.waitingAt.delete(user);
+    let entry = null;
+    if (q.users.delete(user)) {
+      const i = q.line.findIndex((e) => e.user === user);
+      entry = q.line.splice(i, 1)[0];
+    }
+    q.complete = q.line.length === q.waiting - q.preferring;
+    if (q.waiting === 0) {
+      q.oldest = null;
+      q.oldestKnown = true;
+    } else if (q.oldestKnown && q.oldest !== null && q.oldest.user === user) {
+      // The longest waiter went: the next one is the first of its tier,
+      // somewhere in the line; computed when it is all here, else asked.
+      q.oldest = null;
+      if (q.complete && q.line.every((e) => e.arrival !== null)) {
+        for (const e of q.line) {
+          if (q.oldest === null || e.arrival < q.oldest.arrival) {
+            q.oldest = { user: e.user, arrival: e.arrival };
+          }
+        }
+      } else {
+        askOldest(q);
+      }
+    }
+    return entry;
+  }
+
+  // A match or an offer took user to a room. From a line when it came
+  // from one (from_queue) or is known to wait; else a user matched at its
+  // ENQUEUE has waited 0 ms, and one who waited longer was in line before
+  // the page loaded, beyond its prefix. An offer does not tell how long
+  // the user waited: when the user is not known, the queue's length is
+  // asked (a page of no rows), at its place among the events.
+  function takeFromLine(d, waited) {
+    if (d.from_queue !== undefined) {
+      lineRemove(queue(d.from_queue), d.user);
+    } else if (M.waitingAt.has(d.user)) {
+      lineRemove(queue(M.waitingAt.get(d.user)), d.user);
+    } else if (waited === undefined) {
+      const q = queue(d.queue);
+      q.uncertain = true;
+      requestPage(q, 0);
+    } else if (waited > 0) {
+      lineRemove(queue(d.queue), d.user);
+    }
+  }
+
+  // ---- rooms --------------------------------------------------------------
+
+  function servicer(id) {
+    let s = M.servicers.get(id);
+    if (s === undefined) {
+      s = { id: id, status: "ready", capacity: 0, queues: [],
+        rooms: new Map(), row: null };
+      M.servicers.set(id, s);
+      M.servicerOrder = true;
+    }
+    M.dirtyServicers.add(s);
+    return s;
+  }
+
+  function roomIndex(room) {
+    return Number(room.slice(room.lastIndexOf("/") + 1));
+  }
+
+  function setRoom(sid, room, state, user, since) {
+    const s = servicer(sid);
+    s.rooms.set(roomIndex(room), { room: room, state: state, user: user,
+      since: since });
+  }
+
+  function freeRoom(sid, room) {
+    const s = servicer(sid);
+    const idx = roomIndex(room);
+    if (idx >= s.capacity) {
+      s.rooms.delete(idx); // above a lowered capacity: gone when free
+    } else {
+      s.rooms.set(idx, { room: room, state: "free", user: "", since: null });
+    }
+  }
+
+  // ---- events -------------------------------------------------------------
+
+  function apply(ev) {
+    const d = ev.data;
+    const t = d.ts;
+    switch (ev.name) {
+      case "queued":
+        remember(d.user, t);
+        if (d.prefer !== undefined) {
+          // Held for a preferred servicer: counted, in no line of the
+          // queue's until its window ends (prefer_ended).
+          const q = queue(d.queue);
+          q.waiting++;
+          q.preferring++;
+          M.waitingAt.set(d.user, "*prefer");
+        } else {
+          lineInsert(queue(d.queue), d.user, d.tier, d.position, t);
+        }
+        break;
+      case "prefer_ended": {
+        const q = queue(d.queue);
+        q.preferring = Math.max(0, q.preferring - 1);
+        q.waiting--;
+        if (d.position !== undefined) {
+          lineInsert(q, d.user, d.tier, d.position);
+        } else {
+          // Where it joined the line is not told: its line is loaded
+          // again, from its place among the events.
+          q.waiting++;
+          q.line = [];
+          q.users.clear();
+          q.complete = false;
+          requestPage(q, PAGE);
+        }
+        break;
+      }
+      case "rescored": {
+        const from = d.from_queue !== undefined ? d.from_queue : d.queue;
+        const e = lineRemove(queue(from), d.user);
+        lineInsert(queue(d.queue), d.user, d.tier, d.position,
+          e !== null ? e.arrival : undefined);
+        break;
+      }
+      case "overflowed": {
+        const e = lineRemove(queue(d.from_queue), d.user);
+        lineInsert(queue(d.queue), d.user, d.tier, d.position,
+          e !== null ? e.arrival : undefined);
+        break;
+      }
+      case "offered":
+        takeFromLine(d, undefined);
+        setRoom(d.servicer, d.room, "offered", d.user, t);
+        break;
+      case "matched":
+        remember(d.user, t - d.waited_ms);
+        // After an offer the user was in its room already, not in line.
+        if (d.offered_ms === undefined) takeFromLine(d, d.waited_ms);
+        setRoom(d.servicer, d.room, "assigned", d.user, t);
+        M.stats.matched_total++;
+        M.dirtyStats = true;
+        break;
+      case "left":
+        if (d.servicer !== undefined) {
+          freeRoom(d.servicer, d.room); // an offered user
+        } else if (M.waitingAt.get(d.user) === "*prefer") {
+          const q = queue(d.queue);
+          q.waiting--;
+          q.preferring = Math.max(0, q.preferring - 1);
+          M.waitingAt.delete(d.user);
+        } else {
+          lineRemove(queue(d.queue), d.user);
+        }
+        M.arrivals.delete(d.user);
+        break;
+      case "declined":
+      case "requeued":
+        freeRoom(d.servicer, d.room);
+        lineInsert(queue(d.queue), d.user, d.tier, d.position);
+        break;
+      case "transferred":
+        lineInsert(queue(d.queue), d.user, d.tier, d.position);
+        break;
+      case "released":
+        freeRoom(d.servicer, d.room);
+        break;
+      case "wrapup":
+        setRoom(d.servicer, d.room, "wrapup", "", t);
+        break;
+      case "ready":
+        freeRoom(d.servicer, d.room);
+        break;
+      case "servicer_up": {
+        const s = servicer(d.servicer);
+        s.status = "ready";
+        s.capacity = d.capacity;
+        s.queues = d.queues;
+        s.rooms = new Map();
+        for (let i = 0; i < d.capacity; i++) {
+          s.rooms.set(i, { room: d.servicer + "/" + i, state: "free",
+            user: "", since: null });
+        }
+        for (const name of d.queues) queue(name);
+        break;
+      }
+      case "servicer_down": {
+        const s = M.servicers.get(d.servicer);
+        if (s !== undefined) {
+          if (s.row !== null) s.row.remove();
+          M.servicers.delete(d.servicer);
+          M.dirtyServicers.delete(s);
+          M.dirtyStats = true;
+        }
+        break;
+      }
+      case "servicer_paused":
+        servicer(d.servicer).status = "paused";
+        break;
+      case "servicer_resumed":
+        servicer(d.servicer).status = "ready";
+        break;
+      default:
+        break; // kinds to come: nothing shown changes
+    }
+    M.lastId = ev.id;
+    M.dirtyStats = true;
+    applied++;
+    appliedTotal++;
+  }
+
+  // ---- the order of events and pages ---------------------------------------
+
+  // Applies what can be applied: the events in id order, and each page
+  // once the events up to its id are applied. While a page is on its way
+  // nothing is applied: its id is not known yet, and it may be any id from
+  // the last applied on.
+  function pump() {
+    if (M === null) return;
+    for (;;) {
+      if (inflight > 0) return;
+      while (pages.length > 0 && pages[0].id <= M.lastId) {
+        const p = pages.shift();
+        if (p.id < M.lastId) {
+          // Older than what is shown: ask again.
+          requestPage(queue(p.queue), p.count);
+          return;
+        }
+        stitch(p);
+      }
+      if (inbox.length === 0) return;
+      const ev = inbox[0];
+      if (ev.id <= M.lastId) { inbox.shift(); continue; }
+      if (ev.id !== M.lastId + 1 ||
+          (pages.length > 0 && ev.id > pages[0].id)) {
+        reload("a gap in the events: " + M.lastId + " then " + ev.id);
+        return;
+      }
+      inbox.shift();
+      apply(ev);
+    }
+  }
+
+  // A page of q's line at the state the model is now in: joined to the
+  // prefix where it follows on from it.
+  function stitch(p) {
+    const q = queue(p.queue);
+    q.loading = false;
+    q.preferring = p.preferring || 0;
+    if (q.uncertain) {
+      // An offer to a user it did not know: csqd's length is the truth.
+      q.uncertain = false;
+      q.waiting = p.total;
+    }
+    if (q.waiting !== p.total) {
+      // The events and csqd disagree: never show what is not so.
+      reload("queue " + q.name + ": " + q.waiting + " by the events, " +
+        p.total + " by csqd");
+      return;
+    }
+    const len = q.line.length;
+    if (p.offset <= len) {
+      for (let i = len - p.offset; i < p.users.length; i++) {
+        const u = p.users[i];
+        const arrival = p.ts - u.waited_ms;
+        remember(u.user, arrival);
+        q.line.push({ user: u.user, tier: u.tier, arrival: arrival });
+        q.users.add(u.user);
+        M.waitingAt.set(u.user, q.name);
+      }
+    }
+    q.complete = q.line.length === q.waiting - q.preferring;
+    q.oldest = p.oldest_user === "" ? null :
+      { user: p.oldest_user, arrival: p.ts - p.oldest_wait_ms };
+    q.oldestKnown = true;
+    q.askedOldest = false;
+    M.dirtyQueues.add(q);
+    maybeLoad(q);
+  }
+
+  function requestPage(q, count) {
+    if (q.loading && count > 0) return;
+    if (count > 0) q.loading = true;
+    inflight++;
+    const gen = generation;
+    const url = "/api/queue/" + encodeURIComponent(q.name) + "?offset=" +
+      q.line.length + "&count=" + count;
+    fetch(url, { cache: "no-store" })
+      .then((r) => {
+        if (!r.ok) throw new Error(url + ": " + r.status);
+        return r.json();
+      })
+      .then((p) => {
+        if (gen !== generation) return;
+        p.count = count;
+        inflight--;
+        pages.push(p);
+        pages.sort((a, b) => a.id - b.id);
+        pump();
+        askFrame();
+      })
+      .catch((err) => {
+        if (gen !== generation) return;
+        inflight--;
+        reload(String(err));
+      });
+  }
+
+  // Loads the next page of q when its view comes near the prefix's end.
+  function maybeLoad(q) {
+    if (q.complete || q.loading || q.card === null) return;
+    const view = q.card.view;
+    const lastShown = Math.ceil((view.scrollTop + view.clientHeight) / ROW_H);
+    if (lastShown + LOAD_AHEAD >= q.line.length) requestPage(q, PAGE);
+  }
+
+  // ---- loading ------------------------------------------------------------
+
+  function reload(why) {
+    if (reloading) return;
+    reloading = true;
+    if (why) console.warn("csq: reloading:", why);
+    reloadsTotal++;
+    const delay = RELOAD_DELAYS[Math.min(reloads, RELOAD_DELAYS.length - 1)];
+    reloads++;
+    setTimeout(load, delay);
+  }
+
+  function load() {
+    generation++;
+    const gen = generation;
+    if (source !== null) source.close();
+    source = null;
+    inbox = [];
+    pages = [];
+    inflight = 0;
+    setLink(false, "loading");
+    fetch("/api/snapshot", { cache: "no-store" })
+      .then((r) => {
+        if (!r.ok) throw new Error("/api/snapshot: " + r.status);
+        return r.json();
+      })
+      .then((snap) => {
+        if (gen !== generation) return;
+        reloading = false;
+        show(snap);
+        listen(snap.id, gen);
+        for (const q of M.queues.values()) {
+          if (q.waiting > 0) requestPage(q, PAGE);
+        }
+        askFrame();
+      })
+      .catch((err) => {
+        if (gen !== generation) return;
+        reloading = false;
+        setLink(false, "csqd unreachable");
+        reload(String(err));
+      });
+  }
+
+  function listen(id, gen) {
+    source = new EventSource("/api/events?last_event_id=" + id);
+    const take = (name) => (e) => {
+      if (gen !== generation) return;
+      inbox.push({ id: Number(e.lastEventId), name: name,
+        data: JSON.parse(e.data) });
+      askFrame();
+    };
+    for (const name of EVENTS) source.addEventListener(name, take(name));
+    source.addEventListener("resync", () => {
+      if (gen === generation) reload("csqd asked for a resync");
+    });
+    source.onopen = () => {
+      if (gen === generation) { setLink(true, "live"); reloads = 0; }
+    };
+    source.onerror = () => {
+      if (gen !== generation) return;
+      // EventSource tries again by itself with Last-Event-ID, unless
+      // csqd refused the stream (a 503: too many streams).
+      if (source.readyState === EventSource.CLOSED) {
+        setLink(false, "stream closed");
+        reload("the event stream was closed");
+      } else {
+        setLink(false, "reconnecting");
+      }
+    };
+  }
+
+  function show(snap) {
+    const old = M;
+    M = newModel(snap);
+    if (old !== null) M.chart = old.chart;
+    $("queues").textContent = "";
+    $("servicers").tBodies[0].textContent = "";
+    for (const q of snap.queues) {
+      const m = queue(q.name);
+      m.waiting = q.waiting;
+      m.preferring = q.preferring || 0;
+      m.complete = q.waiting === m.preferring;
+      m.oldest = q.oldest_user === "" ? null :
+        { user: q.oldest_user, arrival: snap.ts - q.oldest_wait_ms };
+    }
+    for (const s of snap.servicers) {
+      const m = servicer(s.id);
+      m.status = s.status;
+      m.capacity = s.capacity;
+      m.queues = s.queues;
+      for (const r of s.rooms) {
+        m.rooms.set(roomIndex(r.room), { room: r.room, state: r.state,
+          user: r.user, since: r.state === "free" ? null :
+            snap.ts - r.since_ms });
+      }
+    }
+    if (snap.history !== undefined) chartHistory(snap.history);
+  }
+
+  // ---- drawing ------------------------------------------------------------
+
+  function askFrame() {
+    if (frameAsked) return;
+    frameAsked = true;
+    requestAnimationFrame(frame);
+  }
+
+  function frame() {
+    frameAsked = false;
+    pump();
+    if (M !== null) draw();
+  }
+
+  function draw() {
+    if (M.queueOrder) orderQueues();
+    for (const q of M.dirtyQueues) drawQueue(q);
+    M.dirtyQueues.clear();
+    if (M.servicerOrder) orderServicers();
+    for (const s of M.dirtyServicers) drawServicer(s);
+    M.dirtyServicers.clear();
+    if (M.dirtyStats) drawStats();
+    M.dirtyStats = false;
+  }
+
+  function fmtWait(ms) {
+    if (ms === null || ms === undefined || ms < 0) return "–";
+    const s = Math.floor(ms / 1000);
+    if (s < 60) return s + "s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + "m" + String(s % 60).padStart(2, "0") + "s";
+    return Math.floor(m / 60) + "h" + String(m % 60).padStart(2, "0") + "m";
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // Whether a queue is shown: someone waits in it, a servicer serves it,
+  // or it is the default one (as QUEUES lists them).
+  function queueShown(q) {
+    if (q.waiting > 0 || q.name === "default") return true;
+    for (const s of M.servicers.values()) {
+      if (s.queues.indexOf(q.name) >= 0) return true;
+    }
+    return false;
+  }
+
+  function orderQueues() {
+    M.queueOrder = false;
+    const box = $("queues");
+    const names = Array.from(M.queues.keys()).sort();
+    for (const name of names) {
+      const q = M.queues.get(name);
+      if (q.card === null) makeCard(q);
+      box.appendChild(q.card.root);
+      M.dirtyQueues.add(q);
+    }
+  }
+
+  function makeCard(q) {
+    const root = el("div", "queue");
+    root.dataset.queue = q.name;
+    const head = el("div", "queue-head");
+    const name = el("span", "queue-name", q.name);
+    const facts = el("span", "queue-facts");
+    head.append(name, facts);
+    const view = el("div", "line");
+    const spacer = el("div", "line-spacer");
+    view.appendChild(spacer);
+    root.append(head, view);
+    q.card = { root: root, facts: facts, view: view, spacer: spacer,
+      rows: [] };
+    view.addEventListener("scroll", () => {
+      M.dirtyQueues.add(q);
+      maybeLoad(q);
+      askFrame();
+    }, { passive: true });
+  }
+
+  // The queue's facts and the rows of its line that are in view.
+  function drawQueue(q) {
+    if (q.card === null) { M.queueOrder = true; return; }
+    const c = q.card;
+    const shown = queueShown(q);
+    c.root.hidden = !shown;
+    if (!shown) return;
+    c.facts.textContent = "";
+    const n = el("b", null, String(q.waiting));
+    c.facts.append(n, " waiting · oldest ",
+      el("b", null, !q.oldestKnown ? "…" : q.oldest === null ? "–" :
+        fmtWait(now() - q.oldest.arrival)));
+    c.root.dataset.waiting = q.waiting;
+    const total = q.line.length + (q.complete ? 0 : 1);
+    const inLine = q.waiting - q.preferring;
+    c.spacer.style.height = total * ROW_H + "px";
+    // The view is as tall as its rows, up to ten (admin.css).
+    c.view.style.height = Math.min(10, Math.max(1, total)) * ROW_H + "px";
+    const first = Math.floor(c.view.scrollTop / ROW_H);
+    const count = Math.ceil(c.view.clientHeight / ROW_H) + 1;
+    let used = 0;
+    for (let i = first; i < Math.min(total, first + count); i++) {
+      let row = c.rows[used];
+      if (row === undefined) {
+        row = el("div", "row");
+        row.append(el("span", "pos"), el("span", "user"), el("span", "tier"),
+          el("span", "wait"));
+        c.spacer.appendChild(row);
+        c.rows.push(row);
+      }
+      row.hidden = false;
+      row.style.top = i * ROW_H + "px";
+      const k = row.children;
+      if (i < q.line.length) {
+        const e = q.line[i];
+        row.className = "row";
+        row.dataset.user = e.user;
+        k[0].textContent = i + 1;
+        k[1].textContent = e.user;
+        k[2].textContent = "t" + e.tier;
+        k[3].textContent = e.arrival === null ? "–" :
+          fmtWait(now() - e.arrival);
+      } else {
+        row.className = "row more";
+        delete row.dataset.user;
+        k[0].textContent = "";
+        k[1].textContent = "loading " + (inLine - q.line.length) +
+          " more…";
+        k[2].textContent = "";
+        k[3].textContent = "";
+      }
+      used++;
+    }
+    for (let i = used; i < c.rows.length; i++) c.rows[i].hidden = true;
+    if (total === 0) {
+      // Nobody in line: one row that says so.
+      let row = c.rows[0];
+      if (row === undefined) {
+        row = el("div", "row");
+        row.append(el("span", "pos"), el("span", "user"), el("span", "tier"),
+          el("span", "wait"));
+        c.spacer.appendChild(row);
+        c.rows.push(row);
+      }
+      row.hidden = false;
+      row.className = "row more";
+      row.style.top = "0px";
+      delete row.dataset.user;
+      row.children[1].textContent = "nobody waits";
+      for (const k of [0, 2, 3]) row.children[k].textContent = "";
+      c.spacer.style.height = ROW_H + "px";
+    }
+  }
+
+  function orderServicers() {
+    M.servicerOrder = false;
+    const body = $("servicers").tBodies[0];
+    const ids = Array.from(M.servicers.keys()).sort();
+    for (const id of ids) {
+      const s = M.servicers.get(id);
+      if (s.row === null) {
+        s.row = el("tr");
+        s.row.dataset.servicer = id;
+        s.row.append(el("td", null, id), el("td"), el("td"), el("td"));
+      }
+      body.appendChild(s.row);
+      M.dirtyServicers.add(s);
+    }
+  }
+
+  function drawServicer(s) {
+    if (s.row === null) { M.servicerOrder = true; return; }
+    const td = s.row.children;
+    td[1].textContent = s.status;
+    td[1].className = "status-" + s.status;
+    td[2].textContent = s.queues.join(", ");
+    td[3].textContent = "";
+    const t = now();
+    for (const idx of Array.from(s.rooms.keys()).sort((a, b) => a - b)) {
+      const r = s.rooms.get(idx);
+      let text = r.room + " " + r.state;
+      if (r.user !== "") text = r.room + " " + r.user;
+      if (r.since !== null) text += " " + fmtWait(t - r.since);
+      const chip = el("span", "room room-" + r.state, text);
+      chip.dataset.room = r.room;
+      chip.dataset.state = r.state;
+      chip.dataset.user = r.user;
+      td[3].appendChild(chip);
+    }
+  }
+
+  function drawStats() {
+    let waiting = 0;
+    for (const q of M.queues.values()) waiting += q.waiting;
+    let busy = 0, free = 0;
+    for (const s of M.servicers.values()) {
+      for (const r of s.rooms.values()) {
+        if (r.state === "free") { if (s.status === "ready") free++; }
+        else busy++;
+      }
+    }
+    $("stat-waiting").textContent = waiting;
+    $("stat-servicers").textContent = M.servicers.size;
+    $("stat-rooms").textContent = busy + " / " + free;
+    $("stat-matched").textContent = M.stats.matched_total;
+    $("stat-id").textContent = M.lastId;
+    $("stat-rate").textContent = rate;
+    $("no-servicers").hidden = M.servicers.size > 0;
+  }
+
+  function setLink(up, text) {
+    const l = $("link");
+    l.textContent = text;
+    l.className = up ? "link-up" : "link-down";
+  }
+
+  // ---- the chart ------------------------------------------------------------
+
+  let plot = null;
+
+  function chartHistory(h) {
+    const c = { t: [], waiting: [], matched: [] };
+    for (const p of h) {
+      c.t.push(p[0] / 1000);
+      c.waiting.push(p[1]);
+      c.matched.push(p[2]);
+    }
+    M.chart = c;
+    drawChart();
+  }
+
+  // Every SAMPLE_MS: the waiting users now, and the matches of the last
+  // minute, from the model.
+  let lastMatched = null, matchedTimes = [];
+  function sample() {
+    if (M === null) return;
+    const t = now();
+    if (lastMatched !== null && M.stats.matched_total > lastMatched) {
+      matchedTimes.push([t, M.stats.matched_total - lastMatched]);
+    }
+    lastMatched = M.stats.matched_total;
+    while (matchedTimes.length > 0 && matchedTimes[0][0] < t - 60000) {
+      matchedTimes.shift();
+    }
+    let perMinute = 0;
+    for (const m of matchedTimes) perMinute += m[1];
+    let waiting = 0;
+    for (const q of M.queues.values()) waiting += q.waiting;
+    const c = M.chart;
+    c.t.push(t / 1000);
+    c.waiting.push(waiting);
+    c.matched.push(perMinute);
+    while (c.t.length > 0 && c.t[0] < (t - HOUR_MS) / 1000) {
+      c.t.shift();
+      c.waiting.shift();
+      c.matched.shift();
+    }
+    drawChart();
+  }
+
+  function drawChart() {
+    if (typeof uPlot === "undefined") return;
+    const c = M.chart;
+    const data = [c.t, c.waiting, c.matched];
+    if (plot === null) {
+      const box = $("chart");
+      plot = new uPlot({
+        width: Math.max(300, box.clientWidth),
+        height: 180,
+        // The hour up to now, however few the points yet.
+        scales: { x: { time: true, range: () => {
+          const t = now() / 1000;
+          return [t - HOUR_MS / 1000, t];
+        } }, m: { auto: true } },
+        series: [
+          {},
+          { label: "waiting users", stroke: "#2f6fd0", width: 2 },
+          { label: "matches per minute", stroke: "#2c9a4a", width: 2,
+            scale: "m" },
+        ],
+        axes: [{}, { label: "waiting" },
+          { side: 1, scale: "m", label: "matched / min",
+            grid: { show: false } }],
+      }, data, box);
+      window.addEventListener("resize", () => {
+        plot.setSize({ width: Math.max(300, box.clientWidth), height: 180 });
+      });
+    } else {
+      plot.setData(data);
+    }
+  }
+
+  // ---- clocks -----------------------------------------------------------------
+
+  // Waits and room times grow by themselves: redrawn once a second.
+  setInterval(() => {
+    if (M === null) return;
+    const t = performance.now();
+    rate = Math.round(applied * 1000 / (t - rateT));
+    applied = 0;
+    rateT = t;
+    for (const q of M.queues.values()) M.dirtyQueues.add(q);
+    for (const s of M.servicers.values()) M.dirtyServicers.add(s);
+    M.dirtyStats = true;
+    askFrame();
+  }, 1000);
+  setInterval(sample, SAMPLE_MS);
+  // A hidden tab gets no animation frames: the events are applied all the
+  // same, so that they do not pile up.
+  setInterval(() => {
+    if (document.hidden) pump();
+  }, HIDDEN_APPLY_MS);
+
+  // For tests and curious admins: the model's lines as arrays of users.
+  window.csqAdmin = {
+    lastId: () => (M === null ? 0 : M.lastId),
+    line: (name) => {
+      const q = M === null ? undefined : M.queues.get(name);
+      return q === undefined ? [] : q.line.map((e) => e.user);
+    },
+    waiting: (name) => {
+      const q = M === null ? undefined : M.queues.get(name);
+      return q === undefined ? 0 : q.waiting;
+    },
+    settled: () => M !== null && inflight === 0 && pages.length === 0 &&
+      inbox.length === 0 && !reloading,
+    applied: () => appliedTotal,
+    reloads: () => reloadsTotal,
+  };
+
+  load();
+})();
