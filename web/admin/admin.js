@@ -143,9 +143,9 @@
   function trimTail(q) {
     let keep = PREFIX_MAX - PAGE;
     if (q.card !== null) {
-      const v = q.card.view;
-      keep = Math.max(keep,
-        Math.ceil((v.scrollTop + v.clientHeight) / ROW_H) + LOAD_AHEAD);
+      const c = q.card;
+      keep = Math.max(keep, Math.ceil((c.scrollTop + (c.drawn.view || 0)) /
+        ROW_H) + LOAD_AHEAD);
     }
     if (q.line.length <= keep) return;
     // (Still waiting: waitingAt keeps them.)
@@ -466,8 +466,8 @@
   // Loads the next page of q when its view comes near the prefix's end.
   function maybeLoad(q) {
     if (q.complete || q.loading || q.card === null) return;
-    const view = q.card.view;
-    const lastShown = Math.ceil((view.scrollTop + view.clientHeight) / ROW_H);
+    const c = q.card;
+    const lastShown = Math.ceil((c.scrollTop + (c.drawn.view || 0)) / ROW_H);
     if (lastShown + LOAD_AHEAD >= q.line.length) requestPage(q, PAGE);
   }
 
@@ -579,10 +579,18 @@
     requestAnimationFrame(frame);
   }
 
+  // The time each frame's work took (ms), the last FRAME_TIMES of them:
+  // what the page itself costs, whatever else the machine is doing.
+  const FRAME_TIMES = 4096;
+  const frameTimes = [];
+
   function frame() {
+    const t = performance.now();
     frameAsked = false;
     pump();
     if (M !== null) draw();
+    if (frameTimes.length === FRAME_TIMES) frameTimes.shift();
+    frameTimes.push(performance.now() - t);
   }
 
   function draw() {
@@ -639,92 +647,110 @@
     root.dataset.queue = q.name;
     const head = el("div", "queue-head");
     const name = el("span", "queue-name", q.name);
+    const waiting = el("b");
+    const oldest = el("b");
     const facts = el("span", "queue-facts");
+    facts.append(waiting, " waiting · oldest ", oldest);
     head.append(name, facts);
     const view = el("div", "line");
     const spacer = el("div", "line-spacer");
     view.appendChild(spacer);
     root.append(head, view);
-    q.card = { root: root, facts: facts, view: view, spacer: spacer,
-      rows: [] };
+    // scrollTop as the last scroll left it: read there, not while
+    // drawing, where a read after the writes would force a layout.
+    q.card = { root: root, facts: facts, waiting: waiting, oldest: oldest,
+      view: view, spacer: spacer, rows: [], drawn: {}, scrollTop: 0 };
     view.addEventListener("scroll", () => {
+      q.card.scrollTop = view.scrollTop;
       M.dirtyQueues.add(q);
       maybeLoad(q);
       askFrame();
     }, { passive: true });
   }
 
+  // Sets what changed only: a DOM write costs the browser a style and
+  // layout pass, and most frames change a few rows of a line, if any.
+  function put(o, key, value, write) {
+    if (o[key] !== value) {
+      o[key] = value;
+      write(value);
+    }
+  }
+
+  function makeRow(c) {
+    const row = el("div", "row");
+    row.append(el("span", "pos"), el("span", "user"), el("span", "tier"),
+      el("span", "wait"));
+    row.drawn = {};
+    c.spacer.appendChild(row);
+    c.rows.push(row);
+    return row;
+  }
+
+  // A row of the view: top, its kind, and its four texts.
+  function putRow(row, top, more, user, texts) {
+    const d = row.drawn;
+    const k = row.children;
+    put(d, "hidden", false, (v) => { row.hidden = v; });
+    put(d, "top", top, (v) => { row.style.top = v + "px"; });
+    put(d, "cls", more ? "row more" : "row", (v) => { row.className = v; });
+    put(d, "user", user, (v) => {
+      if (v === null) delete row.dataset.user;
+      else row.dataset.user = v;
+    });
+    for (let i = 0; i < 4; i++) {
+      put(d, "t" + i, texts[i], (v) => { k[i].textContent = v; });
+    }
+  }
+
   // The queue's facts and the rows of its line that are in view.
   function drawQueue(q) {
     if (q.card === null) { M.queueOrder = true; return; }
     const c = q.card;
+    const d = c.drawn;
     const shown = queueShown(q);
-    c.root.hidden = !shown;
+    put(d, "hidden", !shown, (v) => { c.root.hidden = v; });
     if (!shown) return;
-    c.facts.textContent = "";
-    const n = el("b", null, String(q.waiting));
-    c.facts.append(n, " waiting · oldest ",
-      el("b", null, !q.oldestKnown ? "…" : q.oldest === null ? "–" :
-        fmtWait(now() - q.oldest.arrival)));
-    c.root.dataset.waiting = q.waiting;
+    const t = now();
+    put(d, "waiting", String(q.waiting), (v) => {
+      c.waiting.textContent = v;
+      c.root.dataset.waiting = v;
+    });
+    put(d, "oldest", !q.oldestKnown ? "…" : q.oldest === null ? "–" :
+      fmtWait(t - q.oldest.arrival), (v) => { c.oldest.textContent = v; });
     const total = q.line.length + (q.complete ? 0 : 1);
     const inLine = q.waiting - q.preferring;
-    c.spacer.style.height = total * ROW_H + "px";
+    put(d, "spacer", Math.max(1, total) * ROW_H,
+      (v) => { c.spacer.style.height = v + "px"; });
     // The view is as tall as its rows, up to ten (admin.css).
-    c.view.style.height = Math.min(10, Math.max(1, total)) * ROW_H + "px";
-    const first = Math.floor(c.view.scrollTop / ROW_H);
-    const count = Math.ceil(c.view.clientHeight / ROW_H) + 1;
+    put(d, "view", Math.min(10, Math.max(1, total)) * ROW_H,
+      (v) => { c.view.style.height = v + "px"; });
+    put(d, "scroll", total > 10 ? "auto" : "hidden",
+      (v) => { c.view.style.overflowY = v; });
+    const first = Math.floor(c.scrollTop / ROW_H);
+    const count = Math.ceil(d.view / ROW_H) + 1;
     let used = 0;
     for (let i = first; i < Math.min(total, first + count); i++) {
-      let row = c.rows[used];
-      if (row === undefined) {
-        row = el("div", "row");
-        row.append(el("span", "pos"), el("span", "user"), el("span", "tier"),
-          el("span", "wait"));
-        c.spacer.appendChild(row);
-        c.rows.push(row);
-      }
-      row.hidden = false;
-      row.style.top = i * ROW_H + "px";
-      const k = row.children;
+      const row = c.rows[used] || makeRow(c);
       if (i < q.line.length) {
         const e = q.line[i];
-        row.className = "row";
-        row.dataset.user = e.user;
-        k[0].textContent = i + 1;
-        k[1].textContent = e.user;
-        k[2].textContent = "t" + e.tier;
-        k[3].textContent = e.arrival === null ? "–" :
-          fmtWait(now() - e.arrival);
+        putRow(row, i * ROW_H, false, e.user, [String(i + 1), e.user,
+          "t" + e.tier, e.arrival === null ? "–" : fmtWait(t - e.arrival)]);
       } else {
-        row.className = "row more";
-        delete row.dataset.user;
-        k[0].textContent = "";
-        k[1].textContent = "loading " + (inLine - q.line.length) +
-          " more…";
-        k[2].textContent = "";
-        k[3].textContent = "";
+        putRow(row, i * ROW_H, true, null,
+          ["", "loading " + (inLine - q.line.length) + " more…", "", ""]);
       }
       used++;
     }
-    for (let i = used; i < c.rows.length; i++) c.rows[i].hidden = true;
     if (total === 0) {
       // Nobody in line: one row that says so.
-      let row = c.rows[0];
-      if (row === undefined) {
-        row = el("div", "row");
-        row.append(el("span", "pos"), el("span", "user"), el("span", "tier"),
-          el("span", "wait"));
-        c.spacer.appendChild(row);
-        c.rows.push(row);
-      }
-      row.hidden = false;
-      row.className = "row more";
-      row.style.top = "0px";
-      delete row.dataset.user;
-      row.children[1].textContent = "nobody waits";
-      for (const k of [0, 2, 3]) row.children[k].textContent = "";
-      c.spacer.style.height = ROW_H + "px";
+      putRow(c.rows[0] || makeRow(c), 0, true, null,
+        ["", "nobody waits", "", ""]);
+      used = 1;
+    }
+    for (let i = used; i < c.rows.length; i++) {
+      const row = c.rows[i];
+      put(row.drawn, "hidden", true, (v) => { row.hidden = v; });
     }
   }
 
@@ -901,6 +927,7 @@
     settled: () => M !== null && inflight === 0 && pages.length === 0 &&
       inbox.length === 0 && !reloading,
     applied: () => appliedTotal,
+    frameTimes: () => frameTimes.slice(),
     reloads: () => reloadsTotal,
   };
 
