@@ -23,6 +23,7 @@
 #include "command_conn.h"
 #include "command_pubsub.h"
 #include "command_queue.h"
+#include "debug_clock.h"
 #include "info.h"
 #include "metrics.h"
 #include "multi.h"
@@ -109,6 +110,10 @@ static const struct command commands[] = {
     {"unwatch", 1, 0, cmd_unwatch, ALL},
     /* Not csq's: the events channel shows every change. */
     {"monitor", 1, CMD_NOMULTI, cmd_monitor, ADMIN},
+#ifdef CSQ_TEST_CLOCK
+    /* A test build's clock (debug_clock.h): never in a release. */
+    {"debug", -2, CMD_NOMULTI, cmd_debug, ADMIN},
+#endif
 };
 
 /*

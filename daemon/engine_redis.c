@@ -56,29 +56,6 @@ redis_engine_update_up(struct redis_engine *r)
 	}
 }
 
-/*
- * Routing's commands and options (protocol-v2 sections 1, 1a, 2), whose
- * rules the scripts do not have yet: refused like bad input, before
- * anything is sent, so that nothing changes (docs/protocol.md). OFFER 0
- * and WRAPUP 0 ask for what the engine does anyway, and pass.
- */
-static int
-redis_op_unsupported(const struct csq_op *op)
-{
-	switch (op->code) {
-	case CSQ_OP_ACCEPT:
-	case CSQ_OP_DECLINE:
-	case CSQ_OP_READY:
-	case CSQ_OP_TRANSFER:
-		return 1;
-	case CSQ_OP_HEARTBEAT:
-		return (op->heartbeat.has_offer && op->heartbeat.offer_s > 0) ||
-		       (op->heartbeat.has_wrapup && op->heartbeat.wrapup_s > 0);
-	default:
-		return 0;
-	}
-}
-
 static void
 redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
            void *arg)
@@ -92,8 +69,6 @@ redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 	 * an unreachable Redis gets TRYAGAIN at once: nothing half done.
 	 * At once, unless earlier calls are still to answer: then in turn. */
 	if ((res.status = csq_op_validate(op, &r->limits)) != CSQ_OK ||
-	    (res.status = redis_op_unsupported(op) ? CSQ_EUNSUPPORTED
-	                                           : CSQ_OK) != CSQ_OK ||
 	    (res.status = r->up ? CSQ_OK : CSQ_ETRYAGAIN) != CSQ_OK ||
 	    redis_call_build(r, op, cb, arg, &k) != 0) {
 		if (res.status == CSQ_OK)

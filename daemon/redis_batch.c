@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "debug_clock.h"
 #include "log.h"
 #include "redis_scripts.h"
 #include "util.h"
@@ -26,6 +27,8 @@
  * alone, whole (max_multi_commands bounds it). */
 #define BATCH_MAX      128
 #define BATCH_INFLIGHT 8 /* script calls in flight at once */
+/* ARGV[1..10]: the limits, and the time (common.lua). */
+#define BATCH_LIMITS 10
 
 static void batch_write(struct redis_batch *);
 static void batch_wait(struct redis_batch *);
@@ -233,11 +236,11 @@ static void
 batch_write(struct redis_batch *b)
 {
 	struct redis_engine *r = b->r;
-	char limits[4][24], (*counts)[12];
+	char limits[BATCH_LIMITS][24], (*counts)[12];
 	const char **argv;
 	size_t *argvlen;
 	struct redis_call *k;
-	int argc = 0, n = 9, i, j = 0, rc;
+	int argc = 0, n = 5 + BATCH_LIMITS, i, j = 0, rc;
 
 	TAILQ_FOREACH(k, &b->calls, entry)
 		n += 2 + k->argc;
@@ -266,7 +269,22 @@ batch_write(struct redis_batch *b)
 	snprintf(limits[2], sizeof(limits[2]), "%u", r->limits.max_tier);
 	snprintf(limits[3], sizeof(limits[3]), "%llu",
 	         (unsigned long long)r->limits.max_queue_length);
-	for (i = 0; i < 4; i++)
+	snprintf(limits[4], sizeof(limits[4]), "%u", r->limits.offer_timeout_s);
+	snprintf(limits[5], sizeof(limits[5]), "%u",
+	         r->limits.offer_max_missed);
+	snprintf(limits[6], sizeof(limits[6]), "%u", r->limits.offer_retry_s);
+	snprintf(limits[7], sizeof(limits[7]), "%u", r->limits.wrapup_s);
+	snprintf(limits[8], sizeof(limits[8]), "%u",
+	         (unsigned)r->limits.strategy);
+	/* The time the script runs at: Redis's (TIME), unless a test set
+	 * its clock (debug_clock.h). */
+	limits[9][0] = '\0';
+#ifdef CSQ_TEST_CLOCK
+	if (debug_clock_ms() != 0)
+		snprintf(limits[9], sizeof(limits[9]), "%llu",
+		         (unsigned long long)debug_clock_ms());
+#endif
+	for (i = 0; i < BATCH_LIMITS; i++)
 		ARG(limits[i], strlen(limits[i]));
 	snprintf(counts[j], sizeof(counts[j]), "%d", b->ncalls);
 	ARG(counts[j], strlen(counts[j]));

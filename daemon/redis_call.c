@@ -173,6 +173,10 @@ args_heartbeat(struct redis_call *k, const struct csq_heartbeat_args *a)
 	arg_int(k, a->capacity);
 	arg_int(k, a->has_ttl);
 	arg_int(k, a->ttl_s);
+	arg_int(k, a->has_offer);
+	arg_int(k, a->offer_s);
+	arg_int(k, a->has_wrapup);
+	arg_int(k, a->wrapup_s);
 	arg_int(k, a->has_queues ? (int64_t)a->nqueues : 0);
 	for (i = 0; a->has_queues && i < a->nqueues; i++)
 		arg_cstr(k, a->queues[i]);
@@ -210,6 +214,8 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 	    [CSQ_OP_QLEN] = "qlen",           [CSQ_OP_SERVICERS] = "servicers",
 	    [CSQ_OP_STATS] = "stats",         [CSQ_OP_EXPIRE] = "expire",
 	    [CSQ_OP_QUEUES] = "queues",       [CSQ_OP_ROOMS] = "rooms",
+	    [CSQ_OP_ACCEPT] = "accept",       [CSQ_OP_DECLINE] = "decline",
+	    [CSQ_OP_READY] = "ready",         [CSQ_OP_TRANSFER] = "transfer",
 	};
 	char sid[CSQ_ID_MAX + 1];
 	struct redis_call *k;
@@ -228,9 +234,19 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 		arg_cstr(k, op->code == CSQ_OP_PAUSE ? "paused" : "ready");
 		break;
 	case CSQ_OP_RELEASE:
+	case CSQ_OP_ACCEPT:
+	case CSQ_OP_DECLINE:
+	case CSQ_OP_READY:
 		csq_parse_room(op->id, strlen(op->id), sid, &idx);
 		arg_cstr(k, sid);
 		arg_int(k, idx);
+		break;
+	case CSQ_OP_TRANSFER:
+		csq_parse_room(op->transfer.room, strlen(op->transfer.room), sid,
+		               &idx);
+		arg_cstr(k, sid);
+		arg_int(k, idx);
+		arg_cstr(k, op->transfer.queue);
 		break;
 	case CSQ_OP_ENQUEUE:
 		args_enqueue(k, &op->enqueue);

@@ -20,7 +20,7 @@
 #include "engine.h"
 #include "metrics.h"
 
-#define CALL_ARGS  48 /* HEARTBEAT: 6 and up to 32 queues */
+#define CALL_ARGS  48 /* HEARTBEAT: 10 and up to 32 queues */
 #define CALL_STORE 4096
 #define ECHO_MAX   64 /* messages taken from replies, not yet echoed */
 

@@ -14,6 +14,7 @@
 #include "util.h"
 
 #define ERROR_LOG_MS 1000 /* at most one error line per second */
+#define SERVICER_ROW 9    /* SERVICERS: the fields of a row (servicers.lua) */
 
 int64_t
 redis_reply_int(const redisReply *a, size_t i)
@@ -42,8 +43,8 @@ u64_of(int64_t v)
 	return v < 0 ? 0 : (uint64_t)v;
 }
 
-/* ENQUEUE and WHERE: state, queue, position, tier, waited, servicer, room,
- * since, from index i. */
+/* ENQUEUE, WHERE and TRANSFER: state, queue, position, tier, waited,
+ * servicer, room, since, expires_in, from index i. */
 static int
 parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 {
@@ -53,18 +54,22 @@ parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 	    elem_str(a, i + 1, u->queue, sizeof(u->queue)) != 0 ||
 	    elem_str(a, i + 5, u->servicer, sizeof(u->servicer)) != 0 ||
 	    elem_str(a, i + 6, u->room, sizeof(u->room)) != 0 ||
-	    redis_reply_int(a, i + 7) == INT64_MIN)
+	    redis_reply_int(a, i + 7) == INT64_MIN ||
+	    redis_reply_int(a, i + 8) == INT64_MIN)
 		return -1;
 	if (strcmp(state, "waiting") == 0)
 		u->state = CSQ_USER_WAITING;
 	else if (strcmp(state, "assigned") == 0)
 		u->state = CSQ_USER_ASSIGNED;
+	else if (strcmp(state, "offered") == 0)
+		u->state = CSQ_USER_OFFERED;
 	else
 		u->state = CSQ_USER_NONE;
 	u->position = u64_of(redis_reply_int(a, i + 2));
 	u->tier = (uint32_t)u64_of(redis_reply_int(a, i + 3));
 	u->waited_ms = u64_of(redis_reply_int(a, i + 4));
 	u->since_ms = u64_of(redis_reply_int(a, i + 7));
+	u->expires_in_ms = u64_of(redis_reply_int(a, i + 8));
 	return 0;
 }
 
@@ -94,14 +99,14 @@ parse_queue(struct redis_call *k, const redisReply *a, size_t i)
 static int
 parse_servicers(struct redis_call *k, const redisReply *a, size_t i)
 {
-	size_t n = (a->elements - i) / 6, j;
+	size_t n = (a->elements - i) / SERVICER_ROW, j;
 	struct csq_servicer_info *s;
 	char status[16];
 
-	if ((a->elements - i) % 6 != 0)
+	if ((a->elements - i) % SERVICER_ROW != 0)
 		return -1;
 	k->servicers = csq_xcalloc(n + 1, sizeof(*k->servicers));
-	for (j = 0; j < n; j++, i += 6) {
+	for (j = 0; j < n; j++, i += SERVICER_ROW) {
 		s = &k->servicers[j];
 		if (elem_str(a, i, s->id, sizeof(s->id)) != 0 ||
 		    elem_str(a, i + 1, status, sizeof(status)) != 0 ||
@@ -112,6 +117,9 @@ parse_servicers(struct redis_call *k, const redisReply *a, size_t i)
 		s->capacity = (uint32_t)u64_of(redis_reply_int(a, i + 2));
 		s->active = (uint32_t)u64_of(redis_reply_int(a, i + 3));
 		s->idle_ms = u64_of(redis_reply_int(a, i + 4));
+		s->offer_s = (uint32_t)u64_of(redis_reply_int(a, i + 6));
+		s->wrapup_s = (uint32_t)u64_of(redis_reply_int(a, i + 7));
+		s->missed = (uint32_t)u64_of(redis_reply_int(a, i + 8));
 	}
 	k->res.servicers = k->servicers;
 	k->res.nentries = n;
@@ -214,7 +222,11 @@ parse_stats(struct csq_result *res, const redisReply *a, size_t i)
 	                 &st->matched_total,
 	                 &st->abandoned_total,
 	                 &st->requeued_total,
-	                 &st->servicers_lost_total};
+	                 &st->servicers_lost_total,
+	                 &st->offers_total,
+	                 &st->offers_declined_total,
+	                 &st->offers_missed_total,
+	                 &st->transferred_total};
 	size_t j;
 
 	for (j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
@@ -255,6 +267,9 @@ parse_data(struct redis_call *k, const redisReply *a)
 		return 0;
 	case CSQ_OP_LOGOUT:
 	case CSQ_OP_RELEASE:
+	case CSQ_OP_ACCEPT:
+	case CSQ_OP_DECLINE:
+	case CSQ_OP_READY:
 	case CSQ_OP_TOUCH:
 	case CSQ_OP_LEAVE:
 	case CSQ_OP_QLEN:
@@ -265,6 +280,7 @@ parse_data(struct redis_call *k, const redisReply *a)
 		return 0;
 	case CSQ_OP_ENQUEUE:
 	case CSQ_OP_WHERE:
+	case CSQ_OP_TRANSFER:
 		return parse_user(a, 1, &res->user);
 	case CSQ_OP_QUEUE:
 		return parse_queue(k, a, 1);
@@ -277,10 +293,6 @@ parse_data(struct redis_call *k, const redisReply *a)
 	case CSQ_OP_ROOMS:
 		return parse_rooms(k, a, 1);
 	case CSQ_OP_REARM:
-	case CSQ_OP_ACCEPT: /* refused before a script runs (engine_redis.c) */
-	case CSQ_OP_DECLINE:
-	case CSQ_OP_READY:
-	case CSQ_OP_TRANSFER:
 		break;
 	}
 	return -1;
@@ -297,6 +309,8 @@ status_of(const char *s)
 		return CSQ_EFULL;
 	if (strcmp(s, "EXHAUSTED") == 0)
 		return CSQ_EEXHAUSTED;
+	if (strcmp(s, "NOCONV") == 0)
+		return CSQ_ENOCONV;
 	return CSQ_ETRYAGAIN;
 }
 

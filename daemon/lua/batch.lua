@@ -1,4 +1,4 @@
--- The operations of one call: ARGV[5] says how many; each is its name, the
+-- The operations of one call: ARGV[11] says how many; each is its name, the
 -- number of its arguments, then the arguments. They run in order, each in
 -- pcall: an operation that fails (a bug, Redis out of memory) gets
 -- { 'ERR', why } and neither its events nor its counters count, while the
@@ -24,9 +24,13 @@ local function call(KEYS, ARGV)
 		USERS, DEADLINES = P .. 'users', P .. 'deadlines'
 		SERVICERS, EVENTS = P .. 'servicers', P .. 'events'
 	end
-	local clock = redis.call('TIME')
-	NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-	NOW_S = string.format('%d', NOW)
+	if ARGV[10] == '' then
+		local clock = redis.call('TIME')
+		NOW = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+		NOW_S = string.format('%d', NOW)
+	else
+		NOW, NOW_S = tonumber(ARGV[10]), ARGV[10] -- a test's clock
+	end
 	-- The limits are parsed again only when their text changes.
 	if ARGV[1] ~= SERVICER_TTL_S then
 		SERVICER_TTL_S, SERVICER_TTL = ARGV[1], tonumber(ARGV[1])
@@ -37,20 +41,25 @@ local function call(KEYS, ARGV)
 	if ARGV[4] ~= MAX_LENGTH_S then
 		MAX_LENGTH_S, MAX_LENGTH = ARGV[4], tonumber(ARGV[4])
 	end
+	for i = 1, 5 do
+		local f, v = LIMIT_NAMES[i], ARGV[4 + i]
+		if v ~= LIMIT_S[f] then LIMIT_S[f], LIMIT[f] = v, tonumber(v) end
+	end
+	LIMIT.strategy_s = LIMIT_S.strategy
 	base, read, seq, order, deltas, op_deltas = nil, nil, nil, nil, {}, nil
 	events, nevents, soonest, exact = {}, 0, -1, false
 
-	local nops = tonumber(ARGV[5])
+	local nops = tonumber(ARGV[11])
 	-- The reply, presized: a table that grows is rehashed at every power of
 	-- two, and one filled from index 6 first would grow in its hash part.
 	-- Redis reads it up to its first nil, so the slots left over are
 	-- cleared at the end.
 	local out, nout = { 0, 0, 0, 0, '', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 5
-	local at = 6
+	local at = 12
 	for k = 1, nops do
 		local name, argc = ARGV[at], tonumber(ARGV[at + 1])
 		local before = nevents
-		op_deltas = nil
+		op_deltas, back, refill = nil, {}, {}
 		if not OPS[name] then make_op(name) end
 		local ok, res = pcall(OPS[name], unpack(ARGV, at + 2, at + 1 + argc))
 		at = at + 2 + argc
@@ -91,6 +100,11 @@ local function call(KEYS, ARGV)
 		if order and order ~= base.order then put('order', order) end
 		for f, d in pairs(deltas) do
 			if d ~= 0 then put(f, base[f] + d) end
+		end
+		-- A state written before waiting was kept: its derived value,
+		-- once (common.lua).
+		if not read[COUNTER_AT.waiting] and (deltas.waiting or 0) == 0 then
+			put('waiting', base.waiting)
 		end
 		if nevents > 0 then
 			last = base.event_id + nevents

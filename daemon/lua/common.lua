@@ -8,7 +8,17 @@
 -- KEYS[1] is "{prefix}:stats"; every other key is derived from the same
 -- hash tag, so all of them live in one Cluster slot.
 -- ARGV[1..4]: the daemon's servicer_ttl, user_ttl, max_tier and
--- max_queue_length; ARGV[5] and after: the operations (batch.lua).
+-- max_queue_length; ARGV[5..9] its routing limits: offer_timeout,
+-- offer_max_missed, offer_retry, wrapup and strategy (0 longest_idle,
+-- 1 least_busy); ARGV[10] the time in ms, empty for Redis's own (TIME):
+-- only a test build's daemon sends one (daemon/debug_clock.h); ARGV[11]
+-- and after: the operations (batch.lua).
+--
+-- The rules of routing (protocol-v2 sections 1 to 3) are those of
+-- lib/room.c, lib/offer.c, lib/transfer.c and lib/deadline.c, function
+-- for function where the state allows: an operation collects the users
+-- it put back in line and the servicers it gave a free room, and matches
+-- them at its end (settle, as lib/matcher.c's csq_settle).
 --
 -- The same text is loaded two ways (embed.cmake): as a function library
 -- (FUNCTION LOAD, Redis 7), whose top level runs once and whose functions
@@ -22,6 +32,12 @@ local STATS, P, USERS, DEADLINES, SERVICERS, EVENTS
 local NOW, NOW_S
 local SERVICER_TTL_S, SERVICER_TTL, USER_TTL_S, USER_TTL
 local MAX_LENGTH_S, MAX_LENGTH
+-- The routing limits (ARGV[5..9]) by name, parsed, and their text, parsed
+-- again only when it changes: offer (a new servicer's OFFER), missed
+-- (offer_max_missed), retry (offer_retry), wrapup (a new servicer's
+-- WRAPUP), strategy ('0' longest_idle, '1' least_busy: kept as text).
+local LIMIT, LIMIT_S = {}, {}
+local LIMIT_NAMES = { 'offer', 'missed', 'retry', 'wrapup', 'strategy' }
 
 -- The order key of lib/orderkey.h: (15 - tier) * 2^49 + sequence, exact
 -- in a double below 2^53.
@@ -62,15 +78,20 @@ end
 -- deltas; an operation's deltas (op_deltas, made on its first change) count
 -- only if it succeeds. seq (the order key's sequence, which is also
 -- enqueued_total), order (servicers' order of their last new user) and
--- event_id are taken one at a time. waiting is derived rather than kept
--- (stats.lua): enqueued + requeued - matched - abandoned.
+-- event_id are taken one at a time. waiting is kept since offers (an
+-- offered user is out of line but not matched); a state written before
+-- has none, and its waiting is what it was derived from then: enqueued +
+-- requeued - matched - abandoned (written at the first call that reads it).
 --
 -- A counter's text becomes a number at its first use in a call (PARSED):
 -- tonumber costs about as much as a Redis command, and most calls use
 -- three or four of the ten. seq and order are nil until taken.
 local COUNTERS = { 'seq', 'order', 'event_id', 'servicers', 'rooms_busy',
                    'rooms_free', 'matched_total', 'abandoned_total',
-                   'requeued_total', 'servicers_lost_total', 'reaping' }
+                   'requeued_total', 'servicers_lost_total', 'reaping',
+                   'offers_total', 'offers_declined_total',
+                   'offers_missed_total', 'transferred_total', 'waiting',
+                   'strategy' }
 local COUNTER_AT = {} -- counter -> its place in COUNTERS
 for i = 1, #COUNTERS do COUNTER_AT[COUNTERS[i]] = i end
 local base -- counter -> value, as read
@@ -78,15 +99,26 @@ local read -- the HMGET's reply
 local seq, order
 local deltas, op_deltas
 local PARSED = { __index = function(t, f)
-	local v = tonumber(read[COUNTER_AT[f]] or '0')
+	local v = read[COUNTER_AT[f]]
+	if not v and f == 'waiting' then
+		v = t.seq + t.requeued_total - t.matched_total - t.abandoned_total
+	else
+		v = tonumber(v or '0')
+	end
 	t[f] = v
 	return v
 end }
+
+local rekey
 
 local function counters()
 	if base then return base end
 	read = redis.call('HMGET', STATS, unpack(COUNTERS))
 	base = setmetatable({}, PARSED)
+	-- The free-room indexes are scored by the strategy they were made
+	-- under: after a change (a reload), every servicer's score again,
+	-- once, before anything is matched (each match reads the counters).
+	if (read[COUNTER_AT.strategy] or '0') ~= LIMIT.strategy_s then rekey() end
 	return base
 end
 
@@ -181,7 +213,8 @@ end
 -- a RELEASE and its match change last_order and last_ms, and a steady
 -- heartbeat at most its queues.
 local SERVICER_FIELDS = { 'status', 'capacity', 'ttl', 'active', 'queues',
-                          'last_order', 'last_ms' }
+                          'last_order', 'last_ms', 'offer', 'wrapup',
+                          'missed', 'retry' }
 
 local function servicer_load(id)
 	local h = redis.call('HMGET', servicer_key(id), unpack(SERVICER_FIELDS))
@@ -190,14 +223,20 @@ local function servicer_load(id)
 	for q in string.gmatch(h[5], '[^,]+') do qs[#qs + 1] = q end
 	-- was, vacated and deferred are set later: named here, the table is
 	-- sized once.
+	-- offer, wrapup, missed, retry: none in a hash written before
+	-- routing, 0 then. retry is 1 while an offer-retry window runs.
 	local s = { id = id, status = h[1], capacity = tonumber(h[2]),
 	            ttl = tonumber(h[3]), active = tonumber(h[4]), queues = qs,
 	            last_order = tonumber(h[6]), last_ms = tonumber(h[7]),
+	            offer = tonumber(h[8] or '0'),
+	            wrapup = tonumber(h[9] or '0'),
+	            missed = tonumber(h[10] or '0'),
+	            retry = tonumber(h[11] or '0'),
 	            was = false, vacated = false, deferred = false }
 	-- In SERVICER_FIELDS' order; a constructor, which sizes the table once,
 	-- rather than a loop over them (5,000 instructions more a RELEASE).
 	s.was = { s.status, s.capacity, s.ttl, s.active, qs, s.last_order,
-	          s.last_ms }
+	          s.last_ms, s.offer, s.wrapup, s.missed, s.retry }
 	return s
 end
 
@@ -209,6 +248,7 @@ local function servicer_save(s)
 	for i, f in ipairs(SERVICER_FIELDS) do
 		local v = s[f]
 		if v ~= was[i] then
+			was[i] = v
 			if i == 5 then
 				v = table.concat(v, ',')
 			elseif i > 1 then
@@ -218,6 +258,7 @@ local function servicer_save(s)
 			n = n + 2
 		end
 	end
+	s.was = was
 	if n > 0 then redis.call('HSET', servicer_key(s.id), unpack(set, 1, n)) end
 end
 
@@ -226,8 +267,24 @@ local function free_count(s)
 	return 0
 end
 
+-- Ready, a free room, no offer-retry window (lib/servicer.c).
 local function has_free(s)
-	return s.status == 'ready' and free_count(s) > 0
+	return s.status == 'ready' and free_count(s) > 0 and s.retry == 0
+end
+
+-- A servicer's score in the free-room index of its queues; the lowest
+-- gets the next user (lib/servicer.c's csq_avail_key). longest_idle: the
+-- order of its login or last new user, which no two share. least_busy:
+-- its busy rooms (offered + assigned + wrap-up) first, ties by that
+-- order: busy * 2^43 + order, exact in a double while busy <= 1000
+-- (CSQ_CAPACITY_MAX < 2^10) and the order below 2^43 (8.8e12 logins and
+-- new users). O(log n) per change, as any ZADD.
+local BUSY_UNIT = 8796093022208
+local function free_score(s)
+	if LIMIT.strategy_s == '1' then
+		return int(s.active * BUSY_UNIT + s.last_order)
+	end
+	return int(s.last_order)
 end
 
 -- Every change to a servicer's readiness, capacity, queues or rooms sits
@@ -249,11 +306,29 @@ local function account(s)
 	-- A servicer whose fill waits for a split reap's last call (fill)
 	-- stays out of the index until then: no user takes its rooms first.
 	if has_free(s) and not s.deferred then
-		local order = int(s.last_order)
+		local score = free_score(s)
 		for _, q in ipairs(s.queues) do
-			redis.call('ZADD', free_key(q), order, s.id)
+			redis.call('ZADD', free_key(q), score, s.id)
 		end
 	end
+end
+
+-- Every servicer scored again under the strategy of this call
+-- (counters(), above), and the strategy of the indexes noted.
+rekey = function()
+	for _, id in ipairs(redis.call('ZRANGE', SERVICERS, 0, -1)) do
+		local s = servicer_load(id)
+		if s and has_free(s) then
+			local score = free_score(s)
+			for _, q in ipairs(s.queues) do
+				if redis.call('ZSCORE', free_key(q), id) then
+					redis.call('ZADD', free_key(q), score, id)
+				end
+			end
+		end
+	end
+	redis.call('HSET', STATS, 'strategy', LIMIT.strategy_s)
+	read[COUNTER_AT.strategy] = LIMIT.strategy_s
 end
 
 -- The lowest free room below the capacity; only when has_free. One
@@ -279,22 +354,23 @@ end
 
 -- Users: one hash, USERS, of records by id, each a line of text:
 -- "<queue> <key> <arrival> <ttl> waiting" or, with U2R at its end,
--- "<queue> <key> <arrival> <ttl> assigned <servicer> <room> <assigned>"
--- (times in ms, ttl in s). One hash rather than a key per user: a new
--- user is one HSETNX, which also says whether the id was new.
+-- "<queue> <key> <arrival> <ttl> <state> <servicer> <room> <since>" for
+-- state offered or assigned (since: the offer, the assignment; times in
+-- ms, ttl in s). A '+' right after the state marks a user that a
+-- TRANSFER placed (lib/state.h's CSQ_USER_TRANSFERRED): an ENQUEUE does
+-- not move it to another queue. One hash rather than a key per user: a
+-- new user is one HSETNX, which also says whether the id was new.
 
 -- key, arrival, ttl: those fields as text, where the caller has them
 -- already (ENQUEUE of a new user: its arguments and the call's time), so
 -- that no number is formatted again.
 local function user_record(u, key, arrival, ttl)
-	if u.state == 'waiting' then
-		return u.queue .. ' ' .. (key or int(u.key)) .. ' ' ..
-		       (arrival or int(u.arrival)) .. ' ' .. (ttl or int(u.ttl)) ..
-		       ' waiting'
-	end
-	return string.format('%s %s %d %d assigned %s %d %d', u.queue,
-	                     key or int(u.key), u.arrival, u.ttl, u.servicer,
-	                     u.room, u.assigned)
+	local head = u.queue .. ' ' .. (key or int(u.key)) .. ' ' ..
+	             (arrival or int(u.arrival)) .. ' ' .. (ttl or int(u.ttl)) ..
+	             ' ' .. u.state
+	if u.moved then head = head .. '+' end
+	if u.state == 'waiting' then return head end
+	return head .. ' ' .. u.servicer .. ' ' .. u.room .. ' ' .. int(u.since)
 end
 
 local function user_save(u, key)
@@ -304,19 +380,20 @@ end
 local function user_load(id)
 	local rec = redis.call('HGET', USERS, id)
 	if not rec then return nil end
-	local q, key, arrival, ttl, state, sid, room, at = string.match(rec,
-	    '^(%S+) (%d+) (%d+) (%d+) (%a+) ?(%S*) ?(%d*) ?(%d*)$')
+	local q, key, arrival, ttl, state, moved, sid, room, at = string.match(rec,
+	    '^(%S+) (%d+) (%d+) (%d+) (%a+)(%+?) ?(%S*) ?(%d*) ?(%d*)$')
 	if not (state == 'waiting' and sid == '') and
-	   not (state == 'assigned' and at ~= '') then
+	   not ((state == 'assigned' or state == 'offered') and at ~= '') then
 		error('csq: the record of user ' .. id .. ' is not csq\'s')
 	end
 	local u = { id = id, queue = q, key = tonumber(key),
 	            arrival = tonumber(arrival), ttl = tonumber(ttl),
-	            state = state }
-	if state == 'assigned' then
+	            state = state, moved = moved == '+',
+	            servicer = false, room = false, since = false }
+	if state ~= 'waiting' then
 		u.servicer = sid
 		u.room = tonumber(room)
-		u.assigned = tonumber(at)
+		u.since = tonumber(at)
 	end
 	return u
 end
@@ -325,6 +402,7 @@ local function position(u)
 	return redis.call('ZRANK', queue_key(u.queue), u.id) + 1
 end
 
+-- (Re)starts u's TTL from now, or clears it for a TTL of 0.
 local function user_deadline(u)
 	if u.ttl > 0 then
 		deadline_set('u:' .. u.id, NOW + u.ttl * 1000)
@@ -333,35 +411,63 @@ local function user_deadline(u)
 	end
 end
 
--- A user has a deadline while it waits with a TTL, and only then: timed
--- says whether user id does.
+-- A user has a deadline while it waits or is offered with a TTL, and
+-- only then: timed says whether user id does.
 local function user_free(id, timed)
 	if timed then deadline_clear('u:' .. id) end
 	redis.call('HDEL', USERS, id)
 end
 
+-- Deadlines of rooms: "o:<servicer>/<index>" an offer, "w:<...>" a
+-- wrap-up; "r:<servicer>" a retry window.
+local function room_name(sid, idx) return sid .. '/' .. idx end
+
+-- A room in wrap-up holds "!<start ms>" in S2R instead of a user id,
+-- which no id can be (csq_valid_id): in_wrapup says whether v (an S2R
+-- value, or nil) is one.
+local function in_wrapup(v)
+	return v ~= nil and v ~= false and string.byte(v, 1) == 33 -- '!'
+end
+
+-- What an operation put back in line (user records) and which servicers
+-- it gave a free room (ids), matched at its end by settle (below), as
+-- lib/matcher.c's csq_settle. Set empty for each operation (batch.lua).
+local back, refill
+
+local function settle_back(u) back[#back + 1] = u end
+local function settle_refill(id) refill[#refill + 1] = id end
+
 -- The matcher (lib/matcher.c). An operation that changes a servicer takes
 -- it out of the accounts (unaccount), changes it, fills its free rooms
 -- (fill), puts it back (account) and saves it, once.
 
--- Puts waiting user u into room of s, which is out of the accounts. moved:
--- the queue u moved from in this operation, when it did (its
--- line is told too), else nil or false.
-local function assign(u, s, room, moved)
-	if u.state == 'waiting' then
-		redis.call('ZREM', queue_key(u.queue), u.id)
-		if u.ttl > 0 then deadline_clear('u:' .. u.id) end
-	end
-	u.state = 'assigned'
-	u.servicer = s.id
-	u.room = room
-	u.assigned = NOW
-	user_save(u)
+-- Waiting user u takes room of s, which is out of the accounts: offered
+-- when s takes offers (OFFER > 0), else assigned (lib/matcher.c's
+-- matcher_place). moved: the queue u moved from in this operation, when
+-- it did (its line is told too), else nil or false.
+local function place(u, s, room, moved)
+	redis.call('ZREM', queue_key(u.queue), u.id)
+	stat('waiting', -1)
 	redis.call('HSET', rooms_key(s.id), int(room), u.id)
 	if room == s.vacated then s.vacated = nil end
 	s.active = s.active + 1
 	s.last_order = order_next()
 	s.last_ms = NOW
+	u.servicer, u.room, u.since = s.id, room, NOW
+	if s.offer > 0 then
+		-- It keeps its TTL.
+		u.state = 'offered'
+		user_save(u)
+		local at = NOW + s.offer * 1000
+		deadline_set('o:' .. room_name(s.id, room), at)
+		stat('offers_total', 1)
+		event('offered', u.id, u.queue, tier_of(u.key), s.id, room, at,
+		      moved or false)
+		return
+	end
+	if u.ttl > 0 then deadline_clear('u:' .. u.id) end
+	u.state = 'assigned'
+	user_save(u)
 	stat('matched_total', 1)
 	event('matched', u.id, u.queue, tier_of(u.key), s.id, room,
 	      elapsed(u.arrival), moved or false)
@@ -423,11 +529,10 @@ local function reap_defer(entry)
 	return true
 end
 
--- A user started waiting: the ready servicer with a free room serving its
--- queue that has gone longest without a new user takes it. An entry of
--- the free-room index that is not true (its servicer's key deleted or
--- changed behind csq's back) is dropped rather than trusted, and the free
--- rooms are counted again.
+-- A user started waiting: the servicer that the strategy puts first in
+-- the free-room index of its queue takes it. An entry of the index that
+-- is not true (its servicer's key deleted or changed behind csq's back)
+-- is dropped rather than trusted, and the free rooms are counted again.
 local function match_user(u, moved)
 	if rooms_free() <= 0 or reap_defer('u:' .. u.id) then return false end
 	local fkey = free_key(u.queue)
@@ -437,7 +542,7 @@ local function match_user(u, moved)
 		local s = servicer_load(top[1])
 		if s and has_free(s) and serves(s, u.queue) then
 			unaccount(s)
-			assign(u, s, free_room(s), moved)
+			place(u, s, free_room(s), moved)
 			account(s)
 			servicer_save(s)
 			return true
@@ -477,20 +582,192 @@ local function fill(s)
 		if not id then break end
 		local u = user_load(id)
 		if u and u.state == 'waiting' and u.queue == q then
-			assign(u, s, free_room(s))
+			place(u, s, free_room(s))
 		else
 			redis.call('ZREM', queue_key(q), id)
 			-- Without a record it is gone: STATS' waiting follows.
-			if not u then stat('abandoned_total', 1) end
+			if not u then
+				stat('abandoned_total', 1)
+				stat('waiting', -1)
+			end
 		end
 	end
 end
 
--- The conversation in room idx of s ends; the user leaves the system.
--- The room leaves the hash only if fill does not put the next user in it
--- (an HSET over it), which is the usual case. The user's record is read
--- before anything is written: a record that is not csq's fails the
--- operation with nothing changed.
+-- s (saved) takes the best users it serves into its free rooms.
+local function refill_one(s)
+	unaccount(s)
+	fill(s)
+	account(s)
+	servicer_save(s)
+end
+
+local function heads_line(u)
+	return redis.call('ZRANGE', queue_key(u.queue), 0, 0)[1] == u.id
+end
+
+-- The users put back (list, records) best first, each as its record
+-- stands now and only while it waits at the head of its line: a better
+-- user of its queue waited already, so no room of that queue was free
+-- before the operation, and any that it freed are refilled after.
+local function rematch(list)
+	if #list > 1 then
+		table.sort(list, function(a, b) return a.key < b.key end)
+	end
+	for _, b in ipairs(list) do
+		local u = user_load(b.id)
+		if u and u.state == 'waiting' and heads_line(u) then match_user(u) end
+	end
+end
+
+-- The end of an operation (lib/matcher.c's csq_settle): the users it
+-- put back, then the servicers it gave a free room, in the order they got
+-- it. Every servicer the operation changed is saved before.
+local function settle()
+	local b, f = back, refill
+	back, refill = {}, {}
+	if b[1] then rematch(b) end
+	for _, id in ipairs(f) do
+		local s = servicer_load(id)
+		if s then refill_one(s) end
+	end
+end
+
+-- Room idx of s, offered or assigned to u, is free again and u goes back
+-- in line at its old place (same key; the length limit does not apply;
+-- its TTL restarts): event kind (requeued, declined) with reason, and u
+-- to settle. s is out of the accounts (lib/room.c's csq_room_return).
+local function room_return(s, idx, u, kind, reason)
+	redis.call('HDEL', rooms_key(s.id), int(idx))
+	if u.state == 'offered' then
+		deadline_clear('o:' .. room_name(s.id, idx))
+	end
+	s.active = s.active - 1
+	u.state = 'waiting'
+	user_save(u)
+	redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
+	stat('waiting', 1)
+	user_deadline(u)
+	local pos = position(u)
+	if kind == 'requeued' then
+		stat('requeued_total', 1)
+		event('requeued', u.id, u.queue, tier_of(u.key), pos, s.id, idx,
+		      reason)
+	else
+		event('declined', u.id, u.queue, tier_of(u.key), s.id, idx, reason,
+		      pos)
+	end
+	settle_back(u)
+end
+
+-- The busy rooms of servicer id, by index: { idx, value } (a user id, or
+-- a wrap-up's "!<start>").
+local function rooms_of(id)
+	local flat = redis.call('HGETALL', rooms_key(id))
+	local rooms = {}
+	for i = 1, #flat, 2 do
+		rooms[#rooms + 1] = { idx = tonumber(flat[i]), user = flat[i + 1] }
+	end
+	table.sort(rooms, function(a, b) return a.idx < b.idx end)
+	return rooms
+end
+
+-- The user of room r of servicer id when its record says it is there
+-- (offered or assigned), else nil (a key changed behind csq's back).
+local function room_user(id, r)
+	if in_wrapup(r.user) then return nil end
+	local u = user_load(r.user)
+	if u and u.state ~= 'waiting' and u.servicer == id and u.room == r.idx then
+		return u
+	end
+	return nil
+end
+
+-- s (out of the accounts) stops taking users: its offers go back in
+-- line (requeued, reason pause). lib/offer.c's csq_offer_withdraw_all.
+local function offers_withdraw(s)
+	if s.active == 0 then return end
+	for _, r in ipairs(rooms_of(s.id)) do
+		local u = room_user(s.id, r)
+		if u and u.state == 'offered' then
+			room_return(s, r.idx, u, 'requeued', 'pause')
+		end
+	end
+end
+
+-- PAUSE, or an auto-pause (why missed_offers): its offers go back in
+-- line, then servicer_paused. Its conversations and wrap-ups go on.
+local function servicer_pause(s, why)
+	unaccount(s)
+	offers_withdraw(s)
+	s.status = 'paused'
+	account(s)
+	servicer_save(s)
+	event('servicer_paused', s.id, why)
+end
+
+-- The offer of room idx of s to u ends without a conversation, declined
+-- by the servicer or by timeout: u goes back to its old place, and s
+-- takes no new user for offer_retry seconds (lib/offer.c).
+local function offer_decline(s, idx, u, by)
+	unaccount(s)
+	room_return(s, idx, u, 'declined', by)
+	if LIMIT.retry > 0 then
+		s.retry = 1
+		deadline_set('r:' .. s.id, NOW + LIMIT.retry * 1000)
+	end
+	account(s)
+	servicer_save(s)
+	settle_refill(s.id)
+end
+
+-- The offer runs out: declined by timeout, a missed offer, and the
+-- offer_max_missed-th in a row pauses the servicer.
+local function offer_expire(s, idx, u)
+	stat('offers_missed_total', 1)
+	s.missed = s.missed + 1
+	offer_decline(s, idx, u, 'timeout')
+	if LIMIT.missed > 0 and s.missed >= LIMIT.missed and
+	   s.status == 'ready' then
+		servicer_pause(s, 'missed_offers')
+	end
+end
+
+-- Room idx of s (saved, not out of the accounts) in wrap-up, or NOTFOUND
+-- and the like: the servicer and whether the room exists.
+-- A wrap-up ends (READY, or its deadline): event ready, the room free.
+local function room_ready(s, idx)
+	unaccount(s)
+	redis.call('HDEL', rooms_key(s.id), int(idx))
+	deadline_clear('w:' .. room_name(s.id, idx))
+	s.active = s.active - 1
+	account(s)
+	servicer_save(s)
+	event('ready', s.id, idx)
+	settle_refill(s.id)
+end
+
+-- The conversation in room idx of s ended (by: servicer, user,
+-- transfer) and event released is out: with a wrap-up the room stays
+-- busy until READY or its deadline (event wrapup); else it is free. s is
+-- out of the accounts; the room is still in S2R. Returns whether it is
+-- free (the caller fills it).
+local function room_after(s, idx)
+	if s.wrapup == 0 then return true end
+	redis.call('HSET', rooms_key(s.id), int(idx), '!' .. NOW_S)
+	local at = NOW + s.wrapup * 1000
+	deadline_set('w:' .. room_name(s.id, idx), at)
+	event('wrapup', s.id, idx, at)
+	return false
+end
+
+-- The conversation in room idx of s ends (RELEASE, LEAVE); the user
+-- leaves the system. Without a wrap-up the room leaves the hash only if
+-- fill does not put the next user in it (an HSET over it), which is the
+-- usual case: with nobody put back, filling it here is what settle would
+-- do. The user's record is read before anything is written: a record
+-- that is not csq's fails the operation with nothing changed. Returns
+-- false, with nothing changed, when the room holds an offer.
 local function room_release(s, idx, uid, by)
 	-- Of the user who leaves, only the queue, the state and the TTL count:
 	-- a shorter pattern than user_load's, and no number parsed.
@@ -501,112 +778,106 @@ local function room_release(s, idx, uid, by)
 		if not state then
 			error('csq: the record of user ' .. uid .. ' is not csq\'s')
 		end
+		if state == 'offered' then return false end
 	end
 	unaccount(s)
-	s.vacated = idx
-	s.active = s.active - 1
 	-- A record gone (deleted behind csq's back): the room is freed all
 	-- the same, without an event, which would have no queue to name.
 	if rec then
 		event('released', uid, q, s.id, idx, by)
 		user_free(uid, state == 'waiting' and ttl ~= '0')
 	end
-	fill(s)
-	if s.vacated then
-		redis.call('HDEL', rooms_key(s.id), int(idx))
-		s.vacated = nil
+	if room_after(s, idx) then
+		s.vacated = idx
+		s.active = s.active - 1
+		fill(s)
+		if s.vacated then
+			redis.call('HDEL', rooms_key(s.id), int(idx))
+			s.vacated = nil
+		end
 	end
 	account(s)
 	servicer_save(s)
+	return true
 end
 
--- A waiting user gives up (LEAVE) or times out.
+-- A waiting or offered user gives up (LEAVE) or times out. An offer goes
+-- with it, and its room is free at once; its left then names the
+-- servicer and the room (lib/csq.c's csq_user_abandon).
 local function user_abandon(u, reason)
-	redis.call('ZREM', queue_key(u.queue), u.id)
 	stat('abandoned_total', 1)
-	event('left', u.id, u.queue, reason)
-	user_free(u.id, u.state == 'waiting' and u.ttl > 0)
+	if u.state == 'waiting' then
+		redis.call('ZREM', queue_key(u.queue), u.id)
+		stat('waiting', -1)
+		event('left', u.id, u.queue, reason)
+	else
+		local s = servicer_load(u.servicer)
+		if s then
+			unaccount(s)
+			redis.call('HDEL', rooms_key(s.id), int(u.room))
+			s.active = s.active - 1
+			account(s)
+			servicer_save(s)
+			settle_refill(s.id)
+		end
+		deadline_clear('o:' .. room_name(u.servicer, u.room))
+		event('left', u.id, u.queue, reason, u.servicer, u.room)
+	end
+	user_free(u.id, u.ttl > 0)
 end
 
 -- The users in the rooms of servicer id go back in line at their old
--- place (same key; the length limit does not apply; their TTL restarts),
--- and its rooms go. A room whose user's record does not say it is there
--- (a key changed behind csq's back) is dropped. Returns the users and
--- how many rooms there were.
-local function rooms_requeue(id, reason)
-	local flat = redis.call('HGETALL', rooms_key(id))
-	local rooms = {}
-	for i = 1, #flat, 2 do
-		rooms[#rooms + 1] = { idx = tonumber(flat[i]), user = flat[i + 1] }
-	end
-	table.sort(rooms, function(a, b) return a.idx < b.idx end)
-	local back = {}
+-- place (room_return), to settle, and its wrap-ups end without an event;
+-- its rooms go. A room whose user's record does not say it is there (a
+-- key changed behind csq's back) is dropped. Returns how many users and
+-- how many rooms there were. s: the servicer (out of the accounts), or a
+-- stand-in for one whose hash is gone.
+local function rooms_requeue(s, reason)
+	local rooms = rooms_of(s.id)
+	local n = 0
 	for _, r in ipairs(rooms) do
-		local u = user_load(r.user)
-		if u and u.state == 'assigned' and u.servicer == id and
-		   u.room == r.idx then
-			u.state = 'waiting'
-			user_save(u)
-			redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
-			stat('requeued_total', 1)
-			if u.ttl > 0 then
-				deadline_set('u:' .. u.id, NOW + u.ttl * 1000)
+		if in_wrapup(r.user) then
+			deadline_clear('w:' .. room_name(s.id, r.idx))
+		else
+			local u = room_user(s.id, r)
+			if u then
+				room_return(s, r.idx, u, 'requeued', reason)
+				n = n + 1
 			end
-			event('requeued', u.id, u.queue, tier_of(u.key), position(u),
-			      id, r.idx, reason)
-			back[#back + 1] = u
 		end
 	end
-	if #rooms > 0 then redis.call('DEL', rooms_key(id)) end
-	return back, #rooms
+	if #rooms > 0 then redis.call('DEL', rooms_key(s.id)) end
+	return n, #rooms
 end
 
--- Requeued users are matched best first where a room is free (as
--- lib/servicer.c's csq_rematch): each as its record stands now, since
--- what ran since its requeue (a login's fill, a LEAVE) may have matched
--- or removed it already.
-local function rematch(back)
-	table.sort(back, function(a, b) return a.key < b.key end)
-	for _, b in ipairs(back) do
-		local u = user_load(b.id)
-		if u and u.state == 'waiting' then match_user(u) end
-	end
-end
-
--- Removes s: its users go back in line (rooms_requeue), then
--- servicer_down. Returns them, for the caller to rematch.
+-- Removes s (logout or loss): its users go back in line, to settle
+-- (rooms_requeue), then servicer_down. Returns how many users.
 local function servicer_drop(s, reason)
 	unaccount(s)
-	local back = rooms_requeue(s.id, reason)
+	local n = rooms_requeue(s, reason)
 	redis.call('DEL', servicer_key(s.id))
 	deadline_clear('s:' .. s.id)
+	if s.retry ~= 0 then deadline_clear('r:' .. s.id) end
 	redis.call('ZREM', SERVICERS, s.id)
 	stat('servicers', -1)
 	if reason == 'lost' then stat('servicers_lost_total', 1) end
 	event('servicer_down', s.id, reason)
-	return back
-end
-
--- servicer_drop, then its users are matched.
-local function servicer_remove(s, reason)
-	local back = servicer_drop(s, reason)
-	rematch(back)
-	return #back
+	return n
 end
 
 -- What is left of servicer id when its hash is gone (deleted or evicted
 -- behind csq's back) but its rooms or its place among the servicers are
 -- not: without this, its next HEARTBEAT would log it in afresh and put a
 -- waiting user into a room that another still holds, and its users would
--- stay in rooms nobody serves. Its users go back in line and it is
--- declared lost; the caller rematches them (returned). How many free
--- rooms it had is lost with its hash: they are counted again.
+-- stay in rooms nobody serves. Its users go back in line, to settle, and
+-- it is declared lost. How many free rooms it had is lost with its hash:
+-- they are counted again. Returns whether there was anything left.
 local function ghost_remove(id)
 	local listed = redis.call('ZSCORE', SERVICERS, id)
 	if not listed and redis.call('EXISTS', rooms_key(id)) == 0 then
-		return nil
+		return false
 	end
-	local back, nrooms = rooms_requeue(id, 'lost')
+	local _, nrooms = rooms_requeue({ id = id, active = 0 }, 'lost')
 	stat('rooms_busy', -nrooms)
 	if listed then
 		redis.call('ZREM', SERVICERS, id)
@@ -614,18 +885,37 @@ local function ghost_remove(id)
 		stat('servicers_lost_total', 1)
 	end
 	deadline_clear('s:' .. id)
+	deadline_clear('r:' .. id)
 	rooms_free_recount()
 	event('servicer_down', id, 'lost')
-	return back
+	return true
 end
 
--- The reply fields of a user (ENQUEUE, WHERE): state, queue, position,
--- tier, waited_ms, servicer, room, since_ms. pos: the position if known.
+-- A room given by the daemon as servicer and index (it parsed the room
+-- id): the servicer, the index and the room's entry in S2R (a user id,
+-- a wrap-up's "!<start>", or nil when free); nil when no such room
+-- (NOTFOUND).
+local function room_find(sid, idx_s)
+	local s = servicer_load(sid)
+	local idx = tonumber(idx_s)
+	if not s or not room_exists(s, idx) then return nil end
+	return s, idx, redis.call('HGET', rooms_key(sid), idx_s)
+end
+
+-- The reply fields of a user (ENQUEUE, WHERE, TRANSFER): state, queue,
+-- position, tier, waited_ms, servicer, room, since_ms, expires_in_ms.
+-- pos: the position if known.
 local function user_info(u, pos)
 	if u.state == 'waiting' then
 		return 'waiting', u.queue, pos or position(u), tier_of(u.key),
-		       elapsed(u.arrival), '', '', 0
+		       elapsed(u.arrival), '', '', 0, 0
 	end
-	return 'assigned', u.queue, 0, tier_of(u.key), elapsed(u.arrival),
-	       u.servicer, u.servicer .. '/' .. u.room, elapsed(u.assigned)
+	local room = room_name(u.servicer, u.room)
+	local expires = 0
+	if u.state == 'offered' then
+		local at = redis.call('ZSCORE', DEADLINES, 'o:' .. room)
+		if at and tonumber(at) > NOW then expires = tonumber(at) - NOW end
+	end
+	return u.state, u.queue, 0, tier_of(u.key), elapsed(u.arrival),
+	       u.servicer, room, elapsed(u.since), expires
 end

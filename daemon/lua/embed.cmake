@@ -2,8 +2,9 @@
 # as it is into a .lua file beside it (to read, or to load by hand):
 # cmake -DDIR=<lua dir> -DOUT=<file.c> -DNAMES=a,b,c -P embed.cmake
 #
-# The body is common.lua, then make_op(name), which holds each of NAMES
-# (the operations) in one branch, then batch.lua, which defines call().
+# The body is common.lua, then make_op(name), whose makers hold each of
+# NAMES (the operations) in one branch, then batch.lua, which defines
+# call().
 # - redis_lua_library (<out>.library.lua): the body as a function library
 #   for FUNCTION LOAD (Redis 7), named csq_<hash of the body>, with one
 #   function of the same name, call. Its top level runs once, when Redis
@@ -17,16 +18,38 @@
 set(body "")
 file(READ ${DIR}/common.lua part)
 string(APPEND body "${part}")
+# The makers go in groups of OPS_PER_MAKER: Lua 5.1 allows a function 60
+# upvalues, and a maker's are those of all the operations it holds.
+set(OPS_PER_MAKER 4)
 string(APPEND body
-       "\n-- The operations, each built at its first use (embed.cmake).\n"
-       "local function make_op(name)\n"
-       "if name == nil then\n")
+       "\n-- The operations, each built at its first use (embed.cmake).\n")
 string(REPLACE "," ";" names "${NAMES}")
+set(group 0)
+set(in_group 0)
+set(makers "")
 foreach(name ${names})
+  if(in_group EQUAL 0)
+    math(EXPR group "${group} + 1")
+    string(APPEND body "local function make_op_${group}(name)\n"
+                       "if name == nil then\n")
+    list(APPEND makers make_op_${group})
+  endif()
   file(READ ${DIR}/${name}.lua part)
   string(APPEND body "elseif name == '${name}' then\n${part}")
+  math(EXPR in_group "${in_group} + 1")
+  if(in_group EQUAL OPS_PER_MAKER)
+    string(APPEND body "end\nend\n")
+    set(in_group 0)
+  endif()
 endforeach()
-string(APPEND body "end\nend\n")
+if(NOT in_group EQUAL 0)
+  string(APPEND body "end\nend\n")
+endif()
+string(APPEND body "local function make_op(name)\n")
+foreach(maker ${makers})
+  string(APPEND body "${maker}(name)\n")
+endforeach()
+string(APPEND body "end\n")
 file(READ ${DIR}/batch.lua part)
 string(APPEND body "${part}")
 

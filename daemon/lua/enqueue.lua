@@ -21,6 +21,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		                            user_record(u, key, NOW_S, ttl_s))
 		if created == 1 then
 			redis.call('ZADD', qkey, key, id)
+			stat('waiting', 1)
 			-- A new user has no deadline yet: only set one.
 			if ttl > 0 then deadline_set('u:' .. id, NOW + ttl * 1000) end
 			if match_user(u) then return reply('OK', user_info(u)) end
@@ -49,7 +50,18 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 	if u.state == 'assigned' then
 		return reply('OK', user_info(u))
 	end
-	if queue == '' then q = u.queue end
+	-- Offered: out of line until the offer ends; only its TTL.
+	if u.state == 'offered' then
+		if ttl_arg ~= '' then
+			u.ttl = tonumber(ttl_arg)
+			user_save(u)
+		end
+		user_deadline(u)
+		return reply('OK', user_info(u))
+	end
+	-- A transfer chose its queue: a frontend that repeats its ENQUEUE
+	-- must not pull it back.
+	if queue == '' or u.moved then q = u.queue end
 	-- (len is q's length when q is given.)
 	if q ~= u.queue and len >= MAX_LENGTH then return reply('FULL') end
 	if ttl_arg ~= '' then u.ttl = tonumber(ttl_arg) end

@@ -1,15 +1,26 @@
 -- The reaper: acts on the deadlines that have passed, at most limit of
--- them, as lib/csq.c's csq_expire does: first the waiting users who time
--- out, then the lost servicers, their users back in line, and only then
--- are those users matched, so that none goes into a room of a servicer
--- whose deadline has passed too. Each kind goes in the set's order, by
--- time, then by id. Several daemons may run it at once; the second finds
--- nothing. Returns how many it handled.
+-- them, as lib/deadline.c's csq_expire does: by kind, in this order,
+--   u:<user>          a waiting or offered user's TTL: it leaves (timeout)
+--   o:<servicer>/<i>  an offer runs out: declined by timeout, missed
+--   s:<servicer>      a servicer's TTL: lost, its users back in line
+--   w:<servicer>/<i>  a wrap-up ends: ready, the room free
+--   r:<servicer>      an offer-retry window ends
+-- and within a kind by time, then by name: the set's own order (by
+-- score, then by member as bytes, which is the name's order within a
+-- prefix), kept by sorting the members into their kinds in turn. Each is
+-- looked up again when its turn comes and passed over unless it is still
+-- in the set and due: one may end another (a user who times out takes
+-- its offer with it; a lost servicer its wrap-ups). Only then are the
+-- users put back and the servicers given free rooms matched (settle), so
+-- that none goes into a room of a servicer whose deadline has passed
+-- too. Several daemons may run it at once; the second finds nothing.
+-- Returns how many it took.
 --
 -- A pass over more deadlines than limit takes several calls (a script
 -- blocks Redis while it runs). The users that a call puts back in line
--- wait in {p}:rematch, scored by their order key, while passed deadlines
--- remain; the call that leaves none matches them all, best first, as
+-- wait in {p}:rematch, scored by their order key, and the servicers it
+-- gave free rooms in {p}:rematch:late, while passed deadlines remain; the
+-- call that leaves none matches them all, the users best first, as
 -- csq_expire does in one pass. Matched sooner, one lost servicer's user
 -- could go into the free room of another whose deadline had passed but
 -- whose call had not come: requeued again a moment later, counted twice.
@@ -19,25 +30,69 @@
 -- a LOGOUT's), and a servicer whose free rooms would be filled, wait too
 -- (reap_defer in common.lua): the last call matches them after
 -- the stashed ones, in the order they came.
+local REAP_KINDS = { 'u', 'o', 's', 'w', 'r' }
+
+-- "<servicer>/<index>": the servicer (saved) and the index.
+local function reap_room(name)
+	local sid, idx = string.match(name, '^(.+)/(%d+)$')
+	if not sid then return nil end
+	return servicer_load(sid), tonumber(idx), idx
+end
+
+local REAP = {
+	u = function(id)
+		local u = user_load(id)
+		if u and u.state ~= 'assigned' then user_abandon(u, 'timeout') end
+	end,
+	o = function(name)
+		local s, idx, idx_s = reap_room(name)
+		if not s then return end
+		local u = room_user(s.id, { idx = idx,
+		    user = redis.call('HGET', rooms_key(s.id), idx_s) or '' })
+		if u and u.state == 'offered' then offer_expire(s, idx, u) end
+	end,
+	s = function(id)
+		local s = servicer_load(id)
+		if s then servicer_drop(s, 'lost') else ghost_remove(id) end
+	end,
+	w = function(name)
+		local s, idx, idx_s = reap_room(name)
+		if s and in_wrapup(redis.call('HGET', rooms_key(s.id), idx_s)) then
+			room_ready(s, idx)
+		end
+	end,
+	r = function(id)
+		local s = servicer_load(id)
+		if s and s.retry ~= 0 then
+			unaccount(s)
+			s.retry = 0
+			account(s)
+			servicer_save(s)
+			settle_refill(id)
+		end
+	end,
+}
+
 OPS.expire = function(limit)
 	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                       'LIMIT', 0, limit)
-	local lost, back = {}, {}
+	local kinds = { u = {}, o = {}, s = {}, w = {}, r = {} }
 	for _, m in ipairs(due) do
-		deadline_clear(m)
-		local id = string.sub(m, 3)
-		if string.sub(m, 1, 1) == 'u' then
-			local u = user_load(id)
-			if u and u.state == 'waiting' then user_abandon(u, 'timeout') end
+		local k = kinds[string.sub(m, 1, 1)]
+		if k then
+			k[#k + 1] = m
 		else
-			lost[#lost + 1] = id
+			deadline_clear(m) -- not csq's: it would come back each time
 		end
 	end
-	for _, id in ipairs(lost) do
-		local s = servicer_load(id)
-		local b
-		if s then b = servicer_drop(s, 'lost') else b = ghost_remove(id) end
-		for _, u in ipairs(b or {}) do back[#back + 1] = u end
+	for _, kind in ipairs(REAP_KINDS) do
+		for _, m in ipairs(kinds[kind]) do
+			local at = redis.call('ZSCORE', DEADLINES, m)
+			if at and tonumber(at) <= NOW then
+				deadline_clear(m)
+				REAP[kind](string.sub(m, 3))
+			end
+		end
 	end
 	local stash = P .. 'rematch'
 	if #due == tonumber(limit) and deadline_passed() then
@@ -46,6 +101,10 @@ OPS.expire = function(limit)
 		for _, u in ipairs(back) do
 			redis.call('ZADD', stash, int(u.key), u.id)
 		end
+		for _, id in ipairs(refill) do
+			redis.call('RPUSH', stash .. ':late', 's:' .. id)
+		end
+		back, refill = {}, {}
 	else
 		stat('reaping', -counter('reaping'))
 		local flat = redis.call('ZRANGE', stash, 0, -1, 'WITHSCORES')
@@ -55,7 +114,7 @@ OPS.expire = function(limit)
 				back[#back + 1] = { id = flat[i], key = tonumber(flat[i + 1]) }
 			end
 		end
-		rematch(back)
+		settle()
 		local late = redis.call('LRANGE', stash .. ':late', 0, -1)
 		if late[1] then
 			redis.call('DEL', stash .. ':late')
@@ -66,12 +125,7 @@ OPS.expire = function(limit)
 					if u and u.state == 'waiting' then match_user(u) end
 				else
 					local s = servicer_load(id)
-					if s then
-						unaccount(s)
-						fill(s)
-						account(s)
-						servicer_save(s)
-					end
+					if s then refill_one(s) end
 				end
 			end
 		end

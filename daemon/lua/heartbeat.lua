@@ -1,7 +1,8 @@
--- HEARTBEAT servicer [CAPACITY n] [TTL s] [QUEUES q,...]: capacity and TTL
--- as a flag ('1' given) and a value, then how many queues (0: keep them)
--- and the queues.
-OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
+-- HEARTBEAT servicer [CAPACITY n] [TTL s] [OFFER s] [WRAPUP s] [QUEUES
+-- q,...]: each option as a flag ('1' given) and a value, then how many
+-- queues (0: keep them) and the queues.
+OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, has_offer,
+                         offer, has_wrapup, wrapup, nq, ...)
 	nq = tonumber(nq)
 	local qs, seen = {}, {}
 	for i = 1, nq do
@@ -14,13 +15,13 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 
 	local s = servicer_load(id)
 	local login = s == nil
-	local back
 	if login then
-		back = ghost_remove(id)
+		ghost_remove(id)
 		s = { id = id, status = 'ready', capacity = 1, ttl = SERVICER_TTL,
 		      active = 0, queues = { 'default' },
 		      last_order = order_next(),
-		      last_ms = NOW }
+		      last_ms = NOW, offer = LIMIT.offer, wrapup = LIMIT.wrapup,
+		      missed = 0, retry = 0 }
 		redis.call('ZADD', SERVICERS, 0, id)
 		stat('servicers', 1)
 	else
@@ -29,6 +30,9 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 	if has_capacity == '1' then s.capacity = tonumber(capacity) end
 	if nq > 0 then s.queues = qs end
 	if has_ttl == '1' then s.ttl = tonumber(ttl) end
+	-- Offers and wrap-ups under way keep the length they started with.
+	if has_offer == '1' then s.offer = tonumber(offer) end
+	if has_wrapup == '1' then s.wrapup = tonumber(wrapup) end
 	deadline_set('s:' .. id, NOW + s.ttl * 1000)
 	if login then
 		event('servicer_up', id, s.capacity, table.concat(s.queues, ','))
@@ -36,6 +40,6 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, nq, ...)
 	fill(s)
 	account(s)
 	servicer_save(s)
-	if back then rematch(back) end
+	settle()
 	return reply('OK', s.status, s.capacity, s.active, s.ttl)
 end

@@ -1,11 +1,15 @@
--- LEAVE user: a waiting user abandons; an assigned user's room is freed.
+-- LEAVE user: a waiting or offered user abandons; an assigned user's
+-- conversation ends (released by the user).
 OPS.leave = function(id)
 	local u = user_load(id)
 	if not u then return reply('OK', 0) end
-	local s = u.state == 'assigned' and servicer_load(u.servicer)
-	if u.state == 'waiting' then
+	if u.state ~= 'assigned' then
 		user_abandon(u, 'leave')
-	elseif s then
+		settle()
+		return reply('OK', 1)
+	end
+	local s = servicer_load(u.servicer)
+	if s then
 		room_release(s, u.room, u.id, 'user')
 	else
 		-- Its servicer's hash is gone (keys changed behind csq's back):
@@ -19,7 +23,8 @@ OPS.leave = function(id)
 		end
 		event('released', id, u.queue, u.servicer, u.room, 'user')
 		user_free(id, false)
-		rematch(ghost_remove(u.servicer) or {})
+		ghost_remove(u.servicer)
+		settle()
 	end
 	return reply('OK', 1)
 end

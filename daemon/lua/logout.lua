@@ -2,5 +2,7 @@
 OPS.logout = function(id)
 	local s = servicer_load(id)
 	if not s then return reply('OK', 0) end
-	return reply('OK', servicer_remove(s, 'logout'))
+	local n = servicer_drop(s, 'logout')
+	settle()
+	return reply('OK', n)
 end

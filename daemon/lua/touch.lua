@@ -1,4 +1,5 @@
--- TOUCH user ttl (-1 keeps it).
+-- TOUCH user ttl (-1 keeps it): a waiting or offered user's TTL starts
+-- again.
 OPS.touch = function(id, ttl)
 	local u = user_load(id)
 	if not u then return reply('OK', 0) end
@@ -7,6 +8,6 @@ OPS.touch = function(id, ttl)
 		u.ttl = ttl
 		user_save(u)
 	end
-	if u.state == 'waiting' then user_deadline(u) end
+	if u.state ~= 'assigned' then user_deadline(u) end
 	return reply('OK', 1)
 end
