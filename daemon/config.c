@@ -230,16 +230,6 @@ _Static_assert(sizeof(enum log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum log_format) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum csq_strategy) == sizeof(int), "enum size");
 
-/*
- * The keys of routing (protocol-v2 sections 1 to 3) whose rules the Redis
- * engine's scripts do not have yet: on that engine, naming one is an
- * error, so that no deployment believes it has offers, wrap-ups or
- * least_busy while the engine ignores them.
- */
-static const char *const config_memory_only[] = {
-    "offer_timeout", "offer_max_missed", "offer_retry", "wrapup", "strategy",
-};
-
 /* Where errors go while one file is being checked. */
 struct config_report {
 	FILE *err;
@@ -891,24 +881,6 @@ config_check_tls(struct config_report *r, const struct config *cfg,
 		config_error(r, tls, "tls: verify_clients needs ca");
 }
 
-static void
-config_check_engine(struct config_report *r, const struct config *cfg,
-                    config_t *lc)
-{
-	const config_setting_t *s;
-	size_t i;
-
-	if (strcmp(cfg->engine, "redis") != 0)
-		return;
-	for (i = 0;
-	     i < sizeof(config_memory_only) / sizeof(config_memory_only[0]);
-	     i++)
-		if ((s = config_lookup(lc, config_memory_only[i])) != NULL)
-			config_error(r, s,
-			             "%s is not available on the redis engine "
-			             "yet (docs/protocol.md)",
-			             config_memory_only[i]);
-}
 
 /* Applies a parsed tree, or reports why it could not be parsed. */
 static int
@@ -940,7 +912,6 @@ config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
 		             "give both or neither");
 	if (r.errors == 0)
 		config_check_tls(&r, cfg, lc);
-	config_check_engine(&r, cfg, lc);
 	free(r.file_text);
 	free(r.file_name);
 	return r.errors;

@@ -8,8 +8,17 @@
  * The requests come from a small set of ids, so that users, rooms and
  * queues collide all the time; a few in ten are bad on purpose (bad ids,
  * values out of range, rooms that do not exist), and the queues are short
- * so that FULL happens. TTLs are an hour: expiry depends on time, which
- * the two daemons do not share; test_ttl.c covers it on both engines.
+ * so that FULL happens. In same_everywhere TTLs are an hour and the
+ * daemons run on their own clocks.
+ *
+ * The timed runs (timed_*) give both daemons one clock that the test
+ * moves (DEBUG CLOCK, a test build's: daemon/debug_clock.h), among the
+ * requests: TTLs, offers, wrap-ups and retry windows run out in the
+ * middle, several at once, and the routing commands (OFFER, WRAPUP,
+ * ACCEPT, DECLINE, READY, TRANSFER) join the mix, each run on its own
+ * seed and configuration (strategies, retries, missed offers). With one
+ * clock nothing needs setting aside: every reply and every event, its id
+ * and its times included, must be the same byte for byte.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +31,23 @@
 #define NUSERS    24
 #define NSERVICER 5
 #define SEED      20261122u
+#define TIMED_OPS 2500
+#define T0        UINT64_C(2000000000000) /* the timed runs' first ms */
 
 static const char conf[] = "user_ttl = 3600;\n"
                            "servicer_ttl = 3600;\n"
                            "max_queue_length = 5;\n"
                            "max_tier = 3;\n";
+
+/* The timed runs' (each adds its own keys): TTLs that run out. */
+static const char timed_conf[] = "max_queue_length = 5;\n"
+                                 "max_tier = 3;\n";
+
+/* A timed run: its seed and the configuration of both daemons. */
+struct timed {
+	uint32_t seed;
+	const char *conf;
+};
 
 struct side {
 	const char *name;
@@ -39,6 +60,31 @@ static struct redisd *redis;
 static struct side sides[2];
 static uint32_t rng = SEED;
 
+static uint64_t clock_ms;         /* its clock */
+/* Rooms that replies named lately (offered, assigned): the routing
+ * commands name one of them more often than not. */
+#define RECENT 8
+static char recent[RECENT][80];
+static unsigned nrecent;
+
+/* Notes the room r (a reply of the memory side) names, if any. */
+static void
+note_room(const redisReply *r)
+{
+	size_t i;
+
+	if (r->type != REDIS_REPLY_ARRAY)
+		return;
+	for (i = 0; i + 1 < r->elements; i++)
+		if (r->element[i]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[i]->str, "room") == 0 &&
+		    r->element[i + 1]->type == REDIS_REPLY_STRING) {
+			snprintf(recent[nrecent++ % RECENT], 80, "%s",
+			         r->element[i + 1]->str);
+			return;
+		}
+}
+
 static uint32_t
 rnd(uint32_t n)
 {
@@ -49,6 +95,69 @@ rnd(uint32_t n)
 }
 
 static const char *const queue_names[] = {"default", "q1", "q2", "q3"};
+
+static int random_request(char buf[16][80], const char **argv);
+
+/*
+ * A timed run's request: time passes (DEBUG CLOCK, mostly by less than
+ * the shortest deadline, now and then past several), a routing command,
+ * a servicer that takes offers or has a wrap-up, or one of
+ * random_request's.
+ */
+static int
+timed_request(char buf[16][80], const char **argv)
+{
+	int argc = 0;
+	uint32_t k = rnd(40);
+
+	if (k < 5) {
+		/* Up to 2.5 s, or now and then up to 40 s. */
+		clock_ms += k == 0 ? rnd(40000) : rnd(2500);
+		snprintf(buf[0], 80, "DEBUG");
+		snprintf(buf[1], 80, "CLOCK");
+		snprintf(buf[2], 80, "%llu", (unsigned long long)clock_ms);
+		argc = 3;
+	} else if (k < 14) {
+		static const char *const cmds[] = {"ACCEPT", "ACCEPT", "DECLINE",
+		                                   "READY", "TRANSFER"};
+		const char *cmd = cmds[rnd(5)];
+
+		snprintf(buf[argc++], 80, "%s", cmd);
+		if (nrecent > 0 && rnd(3) != 0)
+			snprintf(buf[argc++], 80, "%s",
+			         recent[rnd(nrecent < RECENT ? nrecent : RECENT)]);
+		else
+			snprintf(buf[argc++], 80, "s%u/%u", rnd(NSERVICER + 1),
+			         rnd(rnd(8) == 0 ? 6 : 3));
+		if (strcmp(cmd, "TRANSFER") == 0)
+			snprintf(buf[argc++], 80, "%s",
+			         queue_names[rnd(4)]);
+	} else if (k < 19) {
+		snprintf(buf[argc++], 80, "HEARTBEAT");
+		snprintf(buf[argc++], 80, "s%u", rnd(NSERVICER));
+		if (rnd(2)) {
+			snprintf(buf[argc++], 80, "OFFER");
+			snprintf(buf[argc++], 80, "%u", rnd(3) ? 1 + rnd(4) : 0);
+		}
+		if (rnd(2)) {
+			snprintf(buf[argc++], 80, "WRAPUP");
+			snprintf(buf[argc++], 80, "%u", rnd(3) ? 1 + rnd(3) : 0);
+		}
+		if (rnd(2)) {
+			snprintf(buf[argc++], 80, "CAPACITY");
+			snprintf(buf[argc++], 80, "%u", 1 + rnd(3));
+		}
+		if (rnd(3) == 0) {
+			snprintf(buf[argc++], 80, "QUEUES");
+			snprintf(buf[argc++], 80, "%s,%s", queue_names[rnd(4)],
+			         queue_names[rnd(4)]);
+		}
+	} else
+		return random_request(buf, argv);
+	for (k = 0; k < (uint32_t)argc; k++)
+		argv[k] = buf[k];
+	return argc;
+}
 
 /* One random request, as argv; strings live in buf. */
 static int
@@ -214,15 +323,16 @@ normalize_json(char *s)
 	}
 }
 
+/* norm: with the times in the events set aside. */
 static void
-compare_events(int op)
+compare_events(int op, int norm)
 {
 	struct msgs m[2];
 	int i, k;
 
 	for (k = 0; k < 2; k++) {
 		MSGS_COLLECT(sides[k].sub, &m[k]);
-		for (i = 0; i < m[k].n; i++)
+		for (i = 0; norm && i < m[k].n; i++)
 			normalize_json(m[k].m[i].payload);
 	}
 	if (m[0].n != m[1].n) {
@@ -242,67 +352,137 @@ compare_events(int op)
 	msgs_free(&m[1]);
 }
 
-static void
-same_everywhere(void **state)
+
+
+
+/*
+ * Sends nops requests from gen to both sides, comparing the replies (with
+ * norm, their times set aside) and, every BATCH requests, the events.
+ * Returns how many the memory engine refused.
+ */
+static int
+run_requests(int nops, int (*gen)(char[16][80], const char **), int norm)
 {
 	char buf[16][80], repr[2][8192], line[1024];
 	const char *argv[16];
 	redisReply *r;
-	int op, argc, k, i, errors = 0, events_seen = 0;
+	int op, argc, k, i, errors = 0;
 	size_t off;
 
-	(void)state;
-	for (op = 0; op < OPS; op++) {
+	for (op = 0; op < nops; op++) {
 		if (op % BATCH == 0)
-			compare_events(op);
-		argc = random_request(buf, argv);
+			compare_events(op, norm);
+		argc = gen(buf, argv);
 		off = 0;
 		for (i = 0; i < argc && off < sizeof(line) - 100; i++)
 			off += (size_t)snprintf(line + off, sizeof(line) - off,
 			                        "%s%s", i ? " " : "", argv[i]);
 		for (k = 0; k < 2; k++) {
 			r = CMD_ARGV(sides[k].c, argc, argv, NULL);
-			normalize(r, argv[0]);
+			if (norm)
+				normalize(r, argv[0]);
 			reply_repr(r, repr[k], sizeof(repr[k]));
 			if (k == 0 && r->type == REDIS_REPLY_ERROR)
 				errors++;
+			if (k == 0)
+				note_room(r);
 			freeReplyObject(r);
 		}
 		if (strcmp(repr[0], repr[1]) != 0)
 			fail_msg("request %d: %s\nmemory %s\nredis  %s", op,
 			         line, repr[0], repr[1]);
 	}
-	compare_events(OPS);
+	compare_events(nops, norm);
+	return errors;
+}
+
+static void
+same_everywhere(void **state)
+{
+	redisReply *r;
+	int errors;
+
+	(void)state;
+	errors = run_requests(OPS, random_request, 1);
 	/* The run did exercise what it claims to. */
 	r = CMD(sides[0].c, "STATS");
-	events_seen = (int)FIELD_INT(r, "matched_total");
-	assert_true(events_seen > 50);
+	assert_true(FIELD_INT(r, "matched_total") > 50);
 	assert_true(FIELD_INT(r, "requeued_total") > 5);
 	freeReplyObject(r);
 	assert_true(errors > OPS / 20);
 }
 
-static int
-setup(void **state)
+/* A timed run (state: its struct timed): both daemons on one clock. */
+static void
+timed_everywhere(void **state)
 {
-	static const char *events[] = {"events"};
+	const struct timed *t = *state;
+	redisReply *r;
 	int k;
 
-	(void)state;
-	if (redisd_binary() == NULL) {
-		fprintf(stderr, "redis-server not found: skipped\n");
-		exit(77);
-	}
-	redis = redisd_start(0);
+	rng = t->seed;
+	clock_ms = T0;
+	nrecent = 0;
+	for (k = 0; k < 2; k++)
+		CHECK(sides[k].c, "+OK", "DEBUG CLOCK %llu",
+		      (unsigned long long)clock_ms);
+	run_requests(TIMED_OPS, timed_request, 0);
+	/* Time did pass through offers, wrap-ups and expiries. */
+	r = CMD(sides[0].c, "STATS");
+	fprintf(stderr, "seed %u: matched %lld, offers %lld, missed %lld, "
+	        "declined %lld, abandoned %lld, requeued %lld, "
+	        "transferred %lld, lost %lld\n", (unsigned)t->seed,
+	        FIELD_INT(r, "matched_total"), FIELD_INT(r, "offers_total"),
+	        FIELD_INT(r, "offers_missed_total"),
+	        FIELD_INT(r, "offers_declined_total"),
+	        FIELD_INT(r, "abandoned_total"), FIELD_INT(r, "requeued_total"),
+	        FIELD_INT(r, "transferred_total"),
+	        FIELD_INT(r, "servicers_lost_total"));
+	assert_true(FIELD_INT(r, "offers_total") > 20);
+	assert_true(FIELD_INT(r, "offers_missed_total") > 0);
+	assert_true(FIELD_INT(r, "abandoned_total") > 0);
+	assert_true(FIELD_INT(r, "transferred_total") > 0);
+	freeReplyObject(r);
+}
+
+/* The two daemons, with conf, or timed_conf and extra; the Redis one on a
+ * prefix of its own for each run. */
+static void
+sides_start(const char *prefix, const char *extra)
+{
+	static const char *events[] = {"events"};
+	char c[1024];
+	int k;
+
+	snprintf(c, sizeof(c), "%s%s", extra != NULL ? timed_conf : conf,
+	         extra != NULL ? extra : "");
 	sides[0].name = "memory";
-	sides[0].d = csqd_start(conf);
+	sides[0].d = csqd_start(c);
 	sides[1].name = "redis";
-	sides[1].d = csqd_start_redis(redis, "conformance", conf);
+	sides[1].d = csqd_start_redis(redis, prefix, c);
 	for (k = 0; k < 2; k++) {
 		sides[k].c = csqd_connect(sides[k].d);
 		sides[k].sub = csqd_connect(sides[k].d);
 		SUBSCRIBE(sides[k].sub, 1, events);
 	}
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	sides_start("conformance", NULL);
+	return 0;
+}
+
+static int
+setup_timed(void **state)
+{
+	const struct timed *t = *state;
+	char prefix[32];
+
+	snprintf(prefix, sizeof(prefix), "timed%u", (unsigned)t->seed);
+	sides_start(prefix, t->conf);
 	return 0;
 }
 
@@ -317,6 +497,25 @@ teardown(void **state)
 		redisFree(sides[k].sub);
 		assert_int_equal(csqd_stop(sides[k].d), 0);
 	}
+	return 0;
+}
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	if (redisd_binary() == NULL) {
+		fprintf(stderr, "redis-server not found: skipped\n");
+		exit(77);
+	}
+	redis = redisd_start(0);
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
 	assert_int_equal(redisd_stop(redis), 0);
 	redisd_free(redis);
 	return 0;
@@ -325,10 +524,30 @@ teardown(void **state)
 int
 main(int argc, char **argv)
 {
+	/* The timed runs: their seeds, strategies, retries, missed offers,
+	 * and offers and wrap-ups from the configuration or HEARTBEAT. */
+	static const struct timed runs[] = {
+	    {11, "user_ttl = 20;\nservicer_ttl = 30;\n"},
+	    {22, "strategy = \"least_busy\";\noffer_retry = 0;\n"
+	         "offer_max_missed = 1;\nuser_ttl = 9;\n"},
+	    {33, "strategy = \"least_busy\";\noffer_timeout = 2;\n"
+	         "wrapup = 2;\noffer_retry = 3;\noffer_max_missed = 2;\n"},
+	    {44, "offer_timeout = 1;\noffer_retry = 1;\noffer_max_missed = 0;\n"
+	         "user_ttl = 6;\nservicer_ttl = 8;\n"},
+	};
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(same_everywhere, setup, teardown),
+	    cmocka_unit_test_prestate_setup_teardown(
+	        timed_everywhere, setup_timed, teardown, (void *)&runs[0]),
+	    cmocka_unit_test_prestate_setup_teardown(
+	        timed_everywhere, setup_timed, teardown, (void *)&runs[1]),
+	    cmocka_unit_test_prestate_setup_teardown(
+	        timed_everywhere, setup_timed, teardown, (void *)&runs[2]),
+	    cmocka_unit_test_prestate_setup_teardown(
+	        timed_everywhere, setup_timed, teardown, (void *)&runs[3]),
 	};
 
 	csqd_init(argc, argv);
-	return cmocka_run_group_tests_name("conformance", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("conformance", tests, group_setup,
+	                                   group_teardown);
 }

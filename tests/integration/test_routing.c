@@ -3,9 +3,7 @@
  * and ACCEPT, DECLINE, offers that run out and the pause they lead to,
  * withdrawals, TRANSFER, wrap-up and READY, the strategy from the
  * configuration and a reload, each command's errors, and the events with
- * their ids. On the Redis engine, whose scripts do not have these rules
- * yet, the commands and options answer their documented error and change
- * nothing.
+ * their ids; on both engines.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -20,9 +18,6 @@
 #define BAD_QUEUE "-ERR invalid queue id"
 #define RANGE     "-ERR value is not an integer or out of range"
 #define NO_CONV   "-ERR no conversation in room"
-#define UNSUPPORTED                                                            \
-	"-ERR offers, wrap-up and transfers are not available on the redis "   \
-	"engine yet"
 
 /* A daemon, a connection, and one subscribed to every event. */
 struct rfx {
@@ -550,41 +545,12 @@ config_keys(void **state)
 	assert_non_null(strstr(out, "check.conf:3:"));
 	assert_non_null(strstr(out, "check.conf:4:"));
 	assert_non_null(strstr(out, "check.conf:5:"));
-	/* On the Redis engine, none of them yet. */
-	write_file(path, "engine = \"redis\";\nwrapup = 0;\n");
-	assert_int_equal(csqd_run(out, sizeof(out), "-n", "-c", path, NULL),
-	                 78);
-	assert_non_null(strstr(out, "check.conf:2: wrapup is not available on "
-	                            "the redis engine yet"));
+	/* The same keys on the Redis engine. */
+	write_file(path, "engine = \"redis\";\nwrapup = 5;\n"
+	                 "offer_timeout = 10;\nstrategy = \"least_busy\";\n");
+	assert_int_equal(csqd_run(out, sizeof(out), "-n", "-c", path, NULL), 0);
 }
 
-/* On the Redis engine: the documented error, and nothing changes. */
-static void
-redis_refuses(void **state)
-{
-	struct rfx *fx = *state;
-
-	CHECK(fx->c, UNSUPPORTED, "HEARTBEAT s OFFER 30");
-	CHECK(fx->c, UNSUPPORTED, "HEARTBEAT s WRAPUP 5");
-	CHECK(fx->c, "[]", "SERVICERS");
-	/* Bad input first, as on the memory engine. */
-	CHECK(fx->c, RANGE, "HEARTBEAT s OFFER 601");
-	CHECK(fx->c, BAD_ROOM, "ACCEPT s/01");
-	CHECK(fx->c, BAD_QUEUE, "TRANSFER s/0 bad,queue");
-	/* OFFER 0 and WRAPUP 0 are what the engine does. */
-	freeReplyObject(CMD(fx->c, "HEARTBEAT s OFFER 0 WRAPUP 0"));
-	freeReplyObject(CMD(fx->c, "ENQUEUE u"));
-	CHECK(fx->c, UNSUPPORTED, "ACCEPT s/0");
-	CHECK(fx->c, UNSUPPORTED, "DECLINE s/0");
-	CHECK(fx->c, UNSUPPORTED, "READY s/0");
-	CHECK(fx->c, UNSUPPORTED, "TRANSFER s/0 other");
-	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"servicer_up\" \"matched\"",
-	              NULL);
-	CHECK(fx->c,
-	      "['state','assigned','queue','default','room','s/0',"
-	      "'servicer','s']",
-	      "ENQUEUE u");
-}
 
 int
 main(int argc, char **argv)
@@ -605,14 +571,7 @@ main(int argc, char **argv)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(config_keys, setup, teardown),
 	};
-	const struct CMUnitTest redis[] = {
-	    cmocka_unit_test_setup_teardown(redis_refuses, setup, teardown),
-	    cmocka_unit_test_setup_teardown(config_keys, setup, teardown),
-	};
 
 	csqd_init(argc, argv);
-	if (strcmp(csqd_engine(), "redis") == 0)
-		return cmocka_run_group_tests_name("routing.redis", redis, NULL,
-		                                   NULL);
 	return cmocka_run_group_tests_name("routing", memory, NULL, NULL);
 }
