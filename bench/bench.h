@@ -30,6 +30,7 @@ struct bench_opts {
 	double duration;    /* seconds of a latency run */
 	int servicers;      /* match: servicers; storm: servicers lost */
 	int capacity;       /* match: rooms per servicer */
+	int offer;          /* match: the servicers' OFFER, 0 = none */
 	int ttl;            /* storm: the last heartbeat's TTL, seconds */
 	const char *depths; /* scale: comma-separated line depths */
 	long where;         /* scale: WHERE round trips per depth */

@@ -50,6 +50,7 @@ enum {
 	OPT_PID,
 	OPT_SERVICERS,
 	OPT_CAPACITY,
+	OPT_OFFER,
 	OPT_TTL,
 	OPT_DEPTHS,
 	OPT_WHERE,
@@ -67,6 +68,7 @@ static const struct option options[] = {
     {"pid", required_argument, NULL, OPT_PID},
     {"servicers", required_argument, NULL, OPT_SERVICERS},
     {"capacity", required_argument, NULL, OPT_CAPACITY},
+    {"offer", required_argument, NULL, OPT_OFFER},
     {"ttl", required_argument, NULL, OPT_TTL},
     {"depths", required_argument, NULL, OPT_DEPTHS},
     {"where", required_argument, NULL, OPT_WHERE},
@@ -93,6 +95,8 @@ usage(int status)
 	    "      --pid PID        csqd's pid, for its VmRSS (scale)\n"
 	    "      --servicers N    match: %d; storm: %d\n"
 	    "      --capacity N     match: rooms per servicer (1)\n"
+	    "      --offer S        match: servicers take offers of S s, "
+	    "and ACCEPT (0)\n"
 	    "      --ttl S          storm: the last heartbeat's TTL (1)\n"
 	    "      --depths LIST    scale: line depths (%s)\n"
 	    "      --where N        scale: WHERE round trips per depth (%d)\n"
@@ -178,6 +182,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_CAPACITY:
 			o.capacity = (int)number("capacity", optarg, 1, 1000);
+			break;
+		case OPT_OFFER:
+			o.offer = (int)number("offer", optarg, 0, 600);
 			break;
 		case OPT_TTL:
 			o.ttl = (int)number("ttl", optarg, 1, 86400);

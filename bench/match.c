@@ -6,6 +6,11 @@
  * put the next waiting user in it. The latency is from the RELEASE being
  * sent to the `matched` message of that next user reaching the users'
  * subscriber (one connection, PSUBSCRIBE user:*): p50, p99, p99.9.
+ *
+ * With --offer S the servicers take offers (HEARTBEAT OFFER S): the next
+ * user is offered, and the servicer ACCEPTs as soon as its channel says
+ * so. Two latencies then: RELEASE to the `offered` message on the users'
+ * subscriber, and ACCEPT to the `matched` message there.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +64,9 @@ struct match_room {
 	uint64_t released_ns;
 	char ended[BENCH_WORD_MAX];
 	struct match_carried carried[MATCH_CARRIED];
-	unsigned ncarried; /* carried so far: the oldest entry goes next */
+	unsigned ncarried;    /* carried so far: the oldest entry goes next */
+	uint64_t accepted_ns; /* --offer: the ACCEPT not yet timed, or 0 */
+	char offered[BENCH_WORD_MAX]; /* and its user */
 };
 
 struct match {
@@ -78,6 +85,7 @@ struct match {
 	uint64_t t_measure;
 	uint64_t t_end;
 	long matches;
+	struct bench_samples accept; /* --offer: ACCEPT to matched */
 	long errors;
 	char first_error[128];
 	struct bench_samples s;
@@ -167,7 +175,9 @@ match_servicer_cb(redisAsyncContext *ac, void *r, void *priv)
 		match_subscribed(m);
 		return;
 	}
-	if (!bench_json_is(reply->element[2]->str, "matched"))
+	if (!bench_json_is(reply->element[2]->str, "matched") &&
+	    !(m->o->offer > 0 &&
+	      bench_json_is(reply->element[2]->str, "offered")))
 		return;
 	if (bench_json_str(reply->element[2]->str, "room", room,
 	                   sizeof(room)) == -1 ||
@@ -178,10 +188,22 @@ match_servicer_cb(redisAsyncContext *ac, void *r, void *priv)
 		return;
 	}
 	rm = &m->rooms[slot];
-	if (rm->released_ns != 0 && strcmp(rm->ended, user) != 0) {
+	/* The event that follows a RELEASE: the next offer, or match. */
+	if ((m->o->offer > 0) ==
+	        bench_json_is(reply->element[2]->str, "offered") &&
+	    rm->released_ns != 0 && strcmp(rm->ended, user) != 0) {
 		c = &rm->carried[rm->ncarried++ % MATCH_CARRIED];
 		c->released_ns = rm->released_ns;
 		memcpy(c->user, user, sizeof(user));
+		rm->released_ns = 0;
+	}
+	if (m->o->offer > 0 &&
+	    bench_json_is(reply->element[2]->str, "offered")) {
+		memcpy(rm->offered, user, sizeof(user));
+		rm->accepted_ns = bench_now_ns();
+		redisAsyncCommand(sv->cmd.ac, match_reply_cb, m, "ACCEPT %s",
+		                  room);
+		return;
 	}
 	memcpy(rm->ended, user, sizeof(user));
 	rm->released_ns = bench_now_ns();
@@ -225,17 +247,28 @@ match_user_cb(redisAsyncContext *ac, void *r, void *priv)
 	if (reply->elements < 4)
 		return;
 	json = reply->element[3]->str;
-	if (!bench_json_is(json, "matched"))
+	if (!bench_json_is(json, "matched") &&
+	    !(m->o->offer > 0 && bench_json_is(json, "offered")))
 		return;
 	now = bench_now_ns();
 	if (bench_json_str(json, "room", room, sizeof(room)) == -1 ||
 	    bench_json_str(json, "user", user, sizeof(user)) == -1)
 		return;
-	if (strncmp(user, m->uprefix, strlen(m->uprefix)) == 0)
+	if (bench_json_is(json, "matched") &&
+	    strncmp(user, m->uprefix, strlen(m->uprefix)) == 0)
 		match_feed(m);
 	if ((slot = match_slot(m, room)) == -1)
 		return;
 	rm = &m->rooms[slot];
+	if (m->o->offer > 0 && bench_json_is(json, "matched")) {
+		if (rm->accepted_ns != 0 && strcmp(rm->offered, user) == 0) {
+			if (m->phase == MATCH_MEASURE)
+				bench_samples_add(&m->accept,
+				                  now - rm->accepted_ns);
+			rm->accepted_ns = 0;
+		}
+		return;
+	}
 	for (i = 0; i < MATCH_CARRIED; i++) {
 		c = &rm->carried[i];
 		if (c->released_ns != 0 && strcmp(c->user, user) == 0) {
@@ -293,9 +326,15 @@ match_start(struct match *m)
 		match_feed(m);
 	snprintf(cap, sizeof(cap), "%d", m->o->capacity);
 	for (i = 0; i < m->o->servicers; i++)
-		redisAsyncCommand(m->sv[i].cmd.ac, match_reply_cb, m,
-		                  "HEARTBEAT %s CAPACITY %s TTL %s",
-		                  m->sv[i].id, cap, MATCH_TTL);
+		if (m->o->offer > 0)
+			redisAsyncCommand(
+			    m->sv[i].cmd.ac, match_reply_cb, m,
+			    "HEARTBEAT %s CAPACITY %s TTL %s OFFER %d",
+			    m->sv[i].id, cap, MATCH_TTL, m->o->offer);
+		else
+			redisAsyncCommand(m->sv[i].cmd.ac, match_reply_cb, m,
+			                  "HEARTBEAT %s CAPACITY %s TTL %s",
+			                  m->sv[i].id, cap, MATCH_TTL);
 	m->phase = MATCH_WARMUP;
 	evtimer_del(m->timer);
 	evtimer_add(m->timer, &tv);
@@ -420,6 +459,20 @@ bench_match(const struct bench_opts *o)
 		       (double)m.matches / secs, bench_samples_pct_us(&m.s, 50),
 		       bench_samples_pct_us(&m.s, 99),
 		       bench_samples_pct_us(&m.s, 99.9), m.errors);
+		if (o->offer > 0) {
+			bench_say("match: ACCEPT to matched: p50 %.1f us, p99 "
+			          "%.1f us, p99.9 %.1f us",
+			          bench_samples_pct_us(&m.accept, 50),
+			          bench_samples_pct_us(&m.accept, 99),
+			          bench_samples_pct_us(&m.accept, 99.9));
+			printf("result scenario=match_accept target=%s "
+			       "servicers=%d samples=%zu p50_us=%.1f "
+			       "p99_us=%.1f p999_us=%.1f\n",
+			       o->label, o->servicers, m.accept.n,
+			       bench_samples_pct_us(&m.accept, 50),
+			       bench_samples_pct_us(&m.accept, 99),
+			       bench_samples_pct_us(&m.accept, 99.9));
+		}
 		fflush(stdout);
 		if (m.matches == 0)
 			rc = -1;
@@ -433,6 +486,7 @@ bench_match(const struct bench_opts *o)
 	event_free(m.timer);
 	event_base_free(m.base);
 	bench_samples_free(&m.s);
+	bench_samples_free(&m.accept);
 	free(m.sv);
 	free(m.rooms);
 	return rc;

@@ -881,7 +881,6 @@ config_check_tls(struct config_report *r, const struct config *cfg,
 		config_error(r, tls, "tls: verify_clients needs ca");
 }
 
-
 /* Applies a parsed tree, or reports why it could not be parsed. */
 static int
 config_apply(struct config *cfg, config_t *lc, int ok, const char *name,

@@ -242,8 +242,8 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 		arg_int(k, idx);
 		break;
 	case CSQ_OP_TRANSFER:
-		csq_parse_room(op->transfer.room, strlen(op->transfer.room), sid,
-		               &idx);
+		csq_parse_room(op->transfer.room, strlen(op->transfer.room),
+		               sid, &idx);
 		arg_cstr(k, sid);
 		arg_int(k, idx);
 		arg_cstr(k, op->transfer.queue);

@@ -60,7 +60,7 @@ static struct redisd *redis;
 static struct side sides[2];
 static uint32_t rng = SEED;
 
-static uint64_t clock_ms;         /* its clock */
+static uint64_t clock_ms; /* its clock */
 /* Rooms that replies named lately (offered, assigned): the routing
  * commands name one of them more often than not. */
 #define RECENT 8
@@ -118,30 +118,32 @@ timed_request(char buf[16][80], const char **argv)
 		snprintf(buf[2], 80, "%llu", (unsigned long long)clock_ms);
 		argc = 3;
 	} else if (k < 14) {
-		static const char *const cmds[] = {"ACCEPT", "ACCEPT", "DECLINE",
-		                                   "READY", "TRANSFER"};
+		static const char *const cmds[] = {
+		    "ACCEPT", "ACCEPT", "DECLINE", "READY", "TRANSFER"};
 		const char *cmd = cmds[rnd(5)];
 
 		snprintf(buf[argc++], 80, "%s", cmd);
 		if (nrecent > 0 && rnd(3) != 0)
-			snprintf(buf[argc++], 80, "%s",
-			         recent[rnd(nrecent < RECENT ? nrecent : RECENT)]);
+			snprintf(
+			    buf[argc++], 80, "%s",
+			    recent[rnd(nrecent < RECENT ? nrecent : RECENT)]);
 		else
 			snprintf(buf[argc++], 80, "s%u/%u", rnd(NSERVICER + 1),
 			         rnd(rnd(8) == 0 ? 6 : 3));
 		if (strcmp(cmd, "TRANSFER") == 0)
-			snprintf(buf[argc++], 80, "%s",
-			         queue_names[rnd(4)]);
+			snprintf(buf[argc++], 80, "%s", queue_names[rnd(4)]);
 	} else if (k < 19) {
 		snprintf(buf[argc++], 80, "HEARTBEAT");
 		snprintf(buf[argc++], 80, "s%u", rnd(NSERVICER));
 		if (rnd(2)) {
 			snprintf(buf[argc++], 80, "OFFER");
-			snprintf(buf[argc++], 80, "%u", rnd(3) ? 1 + rnd(4) : 0);
+			snprintf(buf[argc++], 80, "%u",
+			         rnd(3) ? 1 + rnd(4) : 0);
 		}
 		if (rnd(2)) {
 			snprintf(buf[argc++], 80, "WRAPUP");
-			snprintf(buf[argc++], 80, "%u", rnd(3) ? 1 + rnd(3) : 0);
+			snprintf(buf[argc++], 80, "%u",
+			         rnd(3) ? 1 + rnd(3) : 0);
 		}
 		if (rnd(2)) {
 			snprintf(buf[argc++], 80, "CAPACITY");
@@ -352,9 +354,6 @@ compare_events(int op, int norm)
 	msgs_free(&m[1]);
 }
 
-
-
-
 /*
  * Sends nops requests from gen to both sides, comparing the replies (with
  * norm, their times set aside) and, every BATCH requests, the events.
@@ -429,10 +428,12 @@ timed_everywhere(void **state)
 	run_requests(TIMED_OPS, timed_request, 0);
 	/* Time did pass through offers, wrap-ups and expiries. */
 	r = CMD(sides[0].c, "STATS");
-	fprintf(stderr, "seed %u: matched %lld, offers %lld, missed %lld, "
+	fprintf(stderr,
+	        "seed %u: matched %lld, offers %lld, missed %lld, "
 	        "declined %lld, abandoned %lld, requeued %lld, "
-	        "transferred %lld, lost %lld\n", (unsigned)t->seed,
-	        FIELD_INT(r, "matched_total"), FIELD_INT(r, "offers_total"),
+	        "transferred %lld, lost %lld\n",
+	        (unsigned)t->seed, FIELD_INT(r, "matched_total"),
+	        FIELD_INT(r, "offers_total"),
 	        FIELD_INT(r, "offers_missed_total"),
 	        FIELD_INT(r, "offers_declined_total"),
 	        FIELD_INT(r, "abandoned_total"), FIELD_INT(r, "requeued_total"),

@@ -551,7 +551,6 @@ config_keys(void **state)
 	assert_int_equal(csqd_run(out, sizeof(out), "-n", "-c", path, NULL), 0);
 }
 
-
 int
 main(int argc, char **argv)
 {
