@@ -59,7 +59,7 @@ local function call(KEYS, ARGV)
 	for k = 1, nops do
 		local name, argc = ARGV[at], tonumber(ARGV[at + 1])
 		local before = nevents
-		op_deltas, back, refill = nil, {}, {}
+		op_deltas, back, refill = nil, nil, nil
 		if not OPS[name] then make_op(name) end
 		local ok, res = pcall(OPS[name], unpack(ARGV, at + 2, at + 1 + argc))
 		at = at + 2 + argc

@@ -431,11 +431,18 @@ end
 
 -- What an operation put back in line (user records) and which servicers
 -- it gave a free room (ids), matched at its end by settle (below), as
--- lib/matcher.c's csq_settle. Set empty for each operation (batch.lua).
+-- lib/matcher.c's csq_settle. nil for each operation until it has one
+-- (batch.lua): most have none, and a table costs an allocation.
 local back, refill
 
-local function settle_back(u) back[#back + 1] = u end
-local function settle_refill(id) refill[#refill + 1] = id end
+local function settle_back(u)
+	if not back then back = {} end
+	back[#back + 1] = u
+end
+local function settle_refill(id)
+	if not refill then refill = {} end
+	refill[#refill + 1] = id
+end
 
 -- The matcher (lib/matcher.c). An operation that changes a servicer takes
 -- it out of the accounts (unaccount), changes it, fills its free rooms
@@ -625,9 +632,9 @@ end
 -- it. Every servicer the operation changed is saved before.
 local function settle()
 	local b, f = back, refill
-	back, refill = {}, {}
-	if b[1] then rematch(b) end
-	for _, id in ipairs(f) do
+	back, refill = nil, nil
+	if b then rematch(b) end
+	for _, id in ipairs(f or {}) do
 		local s = servicer_load(id)
 		if s then refill_one(s) end
 	end

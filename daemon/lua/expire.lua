@@ -98,20 +98,20 @@ OPS.expire = function(limit)
 	if #due == tonumber(limit) and deadline_passed() then
 		-- Under way, whether or not this call put anyone back.
 		stat('reaping', 1 - counter('reaping'))
-		for _, u in ipairs(back) do
+		for _, u in ipairs(back or {}) do
 			redis.call('ZADD', stash, int(u.key), u.id)
 		end
-		for _, id in ipairs(refill) do
+		for _, id in ipairs(refill or {}) do
 			redis.call('RPUSH', stash .. ':late', 's:' .. id)
 		end
-		back, refill = {}, {}
+		back, refill = nil, nil
 	else
 		stat('reaping', -counter('reaping'))
 		local flat = redis.call('ZRANGE', stash, 0, -1, 'WITHSCORES')
 		if flat[1] then
 			redis.call('DEL', stash)
 			for i = 1, #flat, 2 do
-				back[#back + 1] = { id = flat[i], key = tonumber(flat[i + 1]) }
+				settle_back({ id = flat[i], key = tonumber(flat[i + 1]) })
 			end
 		end
 		settle()

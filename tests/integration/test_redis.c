@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -1407,6 +1408,86 @@ release_of_a_foreign_record(void **state)
 	redisFree(rc);
 }
 
+/*
+ * A state that a csqd from before routing wrote (servicers without OFFER,
+ * WRAPUP, missed offers or retry windows; STATS without waiting, which was
+ * derived) goes on under this one: its counters read as they were, its
+ * servicer takes offers once told to, its conversation ends as before.
+ */
+static void
+state_before_routing(void **state)
+{
+	struct rfx *fx = *state;
+	redisContext *c, *rc;
+	redisReply *r;
+	long long now = (long long)time(NULL) * 1000;
+
+	fx_daemon(fx, 0, "");
+	c = csqd_connect(fx->d[0]);
+	rc = redisd_connect(fx->r);
+	/* s1 serves default, u1 in its room 0, room 1 free; u2 waits in a
+	 * queue that nobody serves. Keys: tier 0, sequences 1 and 2. */
+	freeReplyObject(redisCommand(
+	    rc,
+	    "HSET {" PREFIX "}:servicer:s1 status ready capacity 2 ttl 3600 "
+	    "active 1 queues default last_order 2 last_ms %lld",
+	    now));
+	freeReplyObject(redisCommand(rc, "HSET {" PREFIX "}:S2R:s1 0 u1"));
+	freeReplyObject(redisCommand(
+	    rc, "HSET {" PREFIX "}:users u1 %s",
+	    "default 8444249301319681 1000 120 assigned s1 0 2000"));
+	freeReplyObject(redisCommand(rc, "HSET {" PREFIX "}:users u2 %s",
+	                             "other 8444249301319682 1000 0 waiting"));
+	freeReplyObject(redisCommand(rc, "ZADD {" PREFIX
+	                                 "}:queue:other 8444249301319682 u2"));
+	freeReplyObject(redisCommand(rc, "ZADD {" PREFIX "}:servicers 0 s1"));
+	freeReplyObject(
+	    redisCommand(rc, "ZADD {" PREFIX "}:free:default 2 s1"));
+	freeReplyObject(redisCommand(
+	    rc, "ZADD {" PREFIX "}:deadlines %lld s:s1", now + 3600000));
+	freeReplyObject(redisCommand(
+	    rc, "HSET {" PREFIX "}:stats seq 2 order 2 servicers 1 "
+	        "rooms_busy 1 rooms_free 1 matched_total 1 event_id 5"));
+
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), 1);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
+	assert_int_equal(FIELD_INT(r, "offers_total"), 0);
+	freeReplyObject(r);
+	r = CMD(c, "SERVICERS");
+	assert_int_equal(r->elements, 1);
+	assert_int_equal(r->element[0]->elements, 8);
+	assert_reply_integer(r->element[0]->element[5], 0); /* OFFER */
+	assert_reply_integer(r->element[0]->element[6], 0); /* WRAPUP */
+	assert_reply_integer(r->element[0]->element[7], 0); /* missed */
+	freeReplyObject(r);
+	CHECK(c,
+	      "['servicer','s1','status','ready','capacity',:2,'active',:1,"
+	      "'ttl',:3600]",
+	      "HEARTBEAT s1 OFFER 30");
+	r = CMD(c, "ENQUEUE u3");
+	assert_string_equal(FIELD_STR(r, "state"), "offered");
+	assert_string_equal(FIELD_STR(r, "room"), "s1/1");
+	freeReplyObject(r);
+	CHECK(c, ":1", "ACCEPT s1/1");
+	CHECK(c, ":1", "RELEASE s1/0");
+	CHECK(c, "['state','waiting','queue','other','position',:1]",
+	      "ENQUEUE u2");
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), 1);
+	assert_int_equal(FIELD_INT(r, "matched_total"), 2);
+	assert_int_equal(FIELD_INT(r, "offers_total"), 1);
+	assert_int_equal(FIELD_INT(r, "rooms_busy"), 1);
+	assert_int_equal(FIELD_INT(r, "rooms_free"), 1);
+	freeReplyObject(r);
+	/* waiting is kept now. */
+	r = redisCommand(rc, "HGET {" PREFIX "}:stats waiting");
+	assert_reply_bulk(r, "1");
+	freeReplyObject(r);
+	redisFree(rc);
+	redisFree(c);
+}
+
 /* How many times Redis ran cmd ("fcall", "evalsha", "eval"), from INFO
  * commandstats; 0 when it never did. */
 static long long
@@ -2745,6 +2826,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(split_reap_doomed_rooms, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(split_reap_login, setup, teardown),
+	    cmocka_unit_test_setup_teardown(state_before_routing, setup,
+	                                    teardown),
 	};
 
 	if (redisd_binary() == NULL) {
