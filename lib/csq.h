@@ -43,19 +43,18 @@
 /* Results of every operation; the daemon turns them into error replies. */
 enum csq_status {
 	CSQ_OK = 0,
-	CSQ_EUSER,        /* invalid user id */
-	CSQ_ESERVICER,    /* invalid servicer id */
-	CSQ_EQUEUE,       /* invalid queue id */
-	CSQ_EROOM,        /* invalid room id */
-	CSQ_ERANGE,       /* an argument is out of its range */
-	CSQ_ENOTFOUND,    /* no such servicer or room */
-	CSQ_EFULL,        /* queue at its maximum length */
-	CSQ_ETRYAGAIN,    /* engine unavailable, nothing changed */
-	CSQ_EEXHAUSTED,   /* the order-key sequence is used up */
-	CSQ_EUNSURE,      /* engine lost while the command was out: it may have
-	                     been applied (a TRYAGAIN too) */
-	CSQ_ENOCONV,      /* TRANSFER of a room that holds no assigned user */
-	CSQ_EUNSUPPORTED, /* routing on an engine that has not got it yet */
+	CSQ_EUSER,      /* invalid user id */
+	CSQ_ESERVICER,  /* invalid servicer id */
+	CSQ_EQUEUE,     /* invalid queue id */
+	CSQ_EROOM,      /* invalid room id */
+	CSQ_ERANGE,     /* an argument is out of its range */
+	CSQ_ENOTFOUND,  /* no such servicer or room */
+	CSQ_EFULL,      /* queue at its maximum length */
+	CSQ_ETRYAGAIN,  /* engine unavailable, nothing changed */
+	CSQ_EEXHAUSTED, /* the order-key sequence is used up */
+	CSQ_EUNSURE,    /* engine lost while the command was out: it may have
+	                   been applied (a TRYAGAIN too) */
+	CSQ_ENOCONV,    /* TRANSFER of a room that holds no assigned user */
 };
 
 const char *csq_status_text(enum csq_status);

@@ -609,31 +609,49 @@ local function refill_one(s)
 	servicer_save(s)
 end
 
-local function heads_line(u)
-	return redis.call('ZRANGE', queue_key(u.queue), 0, 0)[1] == u.id
+-- Whether u heads its line, not counting the users of skip (a set of
+-- ids, or nil): those who came while a split reap was under way, whom its
+-- last call matches after the others, as if they had come after it.
+local function heads_line(u, skip)
+	if not skip then
+		return redis.call('ZRANGE', queue_key(u.queue), 0, 0)[1] == u.id
+	end
+	local from = 0
+	while true do
+		local ids = redis.call('ZRANGE', queue_key(u.queue), from, from + 15)
+		for _, id in ipairs(ids) do
+			if not skip[id] then return id == u.id end
+		end
+		if #ids < 16 then return false end
+		from = from + 16
+	end
 end
 
 -- The users put back (list, records) best first, each as its record
--- stands now and only while it waits at the head of its line: a better
--- user of its queue waited already, so no room of that queue was free
--- before the operation, and any that it freed are refilled after.
-local function rematch(list)
+-- stands now and only while it waits at the head of its line (skip:
+-- heads_line's): a better user of its queue waited already, so no room of
+-- that queue was free before the operation, and any that it freed are
+-- refilled after.
+local function rematch(list, skip)
 	if #list > 1 then
 		table.sort(list, function(a, b) return a.key < b.key end)
 	end
 	for _, b in ipairs(list) do
 		local u = user_load(b.id)
-		if u and u.state == 'waiting' and heads_line(u) then match_user(u) end
+		if u and u.state == 'waiting' and heads_line(u, skip) then
+			match_user(u)
+		end
 	end
 end
 
 -- The end of an operation (lib/matcher.c's csq_settle): the users it
 -- put back, then the servicers it gave a free room, in the order they got
--- it. Every servicer the operation changed is saved before.
-local function settle()
+-- it. Every servicer the operation changed is saved before. skip: as
+-- heads_line's.
+local function settle(skip)
 	local b, f = back, refill
 	back, refill = nil, nil
-	if b then rematch(b) end
+	if b then rematch(b, skip) end
 	for _, id in ipairs(f or {}) do
 		local s = servicer_load(id)
 		if s then refill_one(s) end

@@ -114,8 +114,15 @@ OPS.expire = function(limit)
 				settle_back({ id = flat[i], key = tonumber(flat[i + 1]) })
 			end
 		end
-		settle()
 		local late = redis.call('LRANGE', stash .. ':late', 0, -1)
+		local skip
+		for _, e in ipairs(late) do
+			if string.sub(e, 1, 1) == 'u' then
+				skip = skip or {}
+				skip[string.sub(e, 3)] = true
+			end
+		end
+		settle(skip)
 		if late[1] then
 			redis.call('DEL', stash .. ':late')
 			for _, e in ipairs(late) do

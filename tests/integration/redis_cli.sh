@@ -171,11 +171,10 @@ expect '1# "state" => "waiting"
 expect '1# "state" => "none"' -3 --no-raw WHERE u1
 expect 'OK' --no-raw PAUSE agent1
 
-# The README's second agent, who accepts (protocol-v2 section 1): memory
-# engine only; the Redis engine answers OFFER with its documented error.
-if [ "$ENGINE" = "memory" ]; then
-	"$CLI" -p "$port" HEARTBEAT agent2 OFFER 30 TTL 3600 >/dev/null
-	expect ' 1) "state"
+# The README's second agent, who accepts (protocol-v2 section 1), on
+# either engine.
+"$CLI" -p "$port" HEARTBEAT agent2 OFFER 30 TTL 3600 >/dev/null
+expect ' 1) "state"
  2) "offered"
  3) "queue"
  4) "default"
@@ -187,12 +186,8 @@ if [ "$ENGINE" = "memory" ]; then
 10) "agent2/0"
 11) "expires_in_ms"
 12) (integer) 30000' --no-raw ENQUEUE u3
-	expect '(integer) 1' --no-raw ACCEPT agent2/0
-	expect '(integer) 0' --no-raw ACCEPT agent2/0
-else
-	expect '(error) ERR offers, wrap-up and transfers are not available on the redis engine yet' \
-	    --no-raw HEARTBEAT agent2 OFFER 30
-fi
+expect '(integer) 1' --no-raw ACCEPT agent2/0
+expect '(integer) 0' --no-raw ACCEPT agent2/0
 expect "(error) ERR unknown command 'NOPE'" --no-raw NOPE
 
 # Transactions (protocol-v2 section 8): a block runs whole, with a failure
@@ -252,18 +247,16 @@ printf '%s\n' "$line" |
 case $stat in *-9223372036854775808*) fail "redis-cli --stat: $stat" ;; esac
 
 # The subscriber saw the login, the match, the release and the pause, and
-# on the memory engine the offer (the last one waited for: once it is
-# there, so are the others).
-last=servicer_paused
-[ "$ENGINE" = "memory" ] && last=offered
+# the offer (the last one waited for: once it is there, so are the
+# others).
+last=offered
 i=0
 until grep -q "\"event\": *\"$last\"" "$tmp/sub.out" 2>/dev/null; do
 	i=$((i + 1))
 	[ $i -gt 50 ] && fail "no $last event: $(cat "$tmp/sub.out")"
 	sleep 0.1
 done
-events_seen="servicer_up matched queued released servicer_paused"
-[ "$ENGINE" = "memory" ] && events_seen="$events_seen offered"
+events_seen="servicer_up matched queued released servicer_paused offered"
 for ev in $events_seen; do
 	grep -q "\"event\": *\"$ev\"" "$tmp/sub.out" ||
 	    fail "no $ev event in: $(cat "$tmp/sub.out")"

@@ -226,15 +226,13 @@ test_routing_keys(void **state)
 	                 5);
 	assert_int_equal(count_lines(errout), 5);
 	assert_printed("t.conf:5:");
-	/* On the Redis engine, each is named as not there yet. */
+	/* The Redis engine has them too. */
 	assert_int_equal(load(&cfg, "engine = \"redis\";\n"
-	                            "offer_timeout = 0;\n"
-	                            "strategy = \"longest_idle\";\n"),
-	                 2);
-	assert_printed("t.conf:2: offer_timeout is not available on the "
-	               "redis engine yet (docs/protocol.md)");
-	assert_printed("t.conf:3: strategy is not available on the redis "
-	               "engine yet");
+	                            "offer_timeout = 5;\n"
+	                            "strategy = \"least_busy\";\n"),
+	                 0);
+	assert_int_equal(cfg.limits.offer_timeout_s, 5);
+	assert_int_equal(cfg.limits.strategy, CSQ_STRATEGY_LEAST_BUSY);
 }
 
 static void
