@@ -1456,10 +1456,10 @@ state_before_routing(void **state)
 	freeReplyObject(r);
 	r = CMD(c, "SERVICERS");
 	assert_int_equal(r->elements, 1);
-	assert_int_equal(r->element[0]->elements, 8);
-	assert_reply_integer(r->element[0]->element[5], 0); /* OFFER */
-	assert_reply_integer(r->element[0]->element[6], 0); /* WRAPUP */
-	assert_reply_integer(r->element[0]->element[7], 0); /* missed */
+	assert_int_equal(r->element[0]->elements, 9);
+	assert_reply_integer(r->element[0]->element[6], 0); /* OFFER */
+	assert_reply_integer(r->element[0]->element[7], 0); /* WRAPUP */
+	assert_reply_integer(r->element[0]->element[8], 0); /* missed */
 	freeReplyObject(r);
 	CHECK(c,
 	      "['servicer','s1','status','ready','capacity',:2,'active',:1,"
