@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
@@ -110,6 +111,26 @@ admin_stream_end(struct admin_stream *st, int abort)
 		evhttp_connection_free(conn);
 }
 
+/* csqd stops: the stream ends as a response should, with its last chunk
+ * (a browser, or a proxy, would otherwise see a response cut short and
+ * report an error), as far as the socket takes it at once, since no loop
+ * turn comes after this one. The bytes go to the socket directly:
+ * evbuffer_write() on evhttp's output buffer fails at this point. */
+static void
+admin_stream_finish(struct admin_stream *st)
+{
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(st->conn);
+	struct evbuffer *out = bufferevent_get_output(bev);
+	size_t len;
+
+	evhttp_send_reply_end(st->req);
+	len = evbuffer_get_length(out);
+	if (len > 0)
+		(void)send(bufferevent_getfd(bev), evbuffer_pullup(out, -1),
+		           len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	admin_stream_end(st, 1);
+}
+
 void
 admin_events_free(struct admin_events *ae)
 {
@@ -119,7 +140,7 @@ admin_events_free(struct admin_events *ae)
 	if (ae == NULL)
 		return;
 	while ((st = TAILQ_FIRST(&ae->streams)) != NULL)
-		admin_stream_end(st, 1);
+		admin_stream_finish(st);
 	for (i = 0; i < ae->cap; i++)
 		free(ae->ring[i].text);
 	free(ae->ring);

@@ -44,12 +44,22 @@ class Redisd:
     """A private redis-server for the Redis engine, on a free port."""
 
     def __init__(self, d):
+        self.d = d
         self.port = free_port()
+        self._start()
+
+    def _start(self):
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", d],
+             "--save", "", "--appendonly", "no", "--dir", self.d],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until("redis-server answers", self._ping)
+
+    def restart(self):
+        """A new, empty redis-server on the same port: Redis's state went
+        back to nothing, and its event ids with it."""
+        self.stop()
+        self._start()
 
     def _ping(self):
         try:
@@ -66,10 +76,11 @@ class Csqd:
     """csqd on free ports (RESP and HTTP), memory engine or redisd's."""
 
     def __init__(self, binary, d, extra="", redisd=None, prefix=None,
-                 http_extra="", user=None, password=None):
+                 http_extra="", user=None, password=None, ports=None):
+        """ports: (RESP, HTTP) to listen on, those of a csqd stopped
+        before, to start it again where its clients look for it."""
         self.d = d
-        self.port = free_port()
-        self.http_port = free_port()
+        self.port, self.http_port = ports or (free_port(), free_port())
         self.conf = os.path.join(d, "csqd.conf")
         self.log = os.path.join(d, "csqd.log")
         engine = 'engine = "memory";\n'

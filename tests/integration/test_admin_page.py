@@ -1,12 +1,27 @@
 #!/usr/bin/env python3
 """The admin page (GET /) in a real browser: headless Chromium driven by
-Selenium (Debian's chromium, chromium-driver and python3-selenium). The
-page shows the queues, the servicers and who is in their rooms; after a
-burst of thousands of ENQUEUEs and LEAVEs its line, kept from the events
-alone, is QUEUE's, row for row; scrolling the line loads its next page;
-behind requirepass it asks for and takes Basic auth. The test saves a
-screenshot (admin-page.png in $CSQ_SCREENSHOT_DIR, or the working
-directory).
+Selenium (Debian's chromium, chromium-driver and python3-selenium).
+
+- The page shows the queues, their lines, the servicers and who is in
+  their rooms, and the header's counts, as csqd has them.
+- It follows csqd live, from the events alone: ENQUEUE, a match, LEAVE,
+  RELEASE, PAUSE and RESUME, LOGOUT each change what it shows, and after
+  each it is what a fresh snapshot says (on the Redis engine the commands
+  go to another daemon than the page's).
+- After a burst of thousands of ENQUEUEs and LEAVEs its line is QUEUE's,
+  row for row; scrolling loads the next page.
+- It survives csqd's restart (memory engine: with its journal, and without
+  one, where the event ids start again from 0; Redis engine: csqd's
+  restart, and Redis's state going back to nothing, which csqd answers
+  with a resync) and a resync of its stream.
+- Behind requirepass and users, an admin may open it (the browser sends
+  the credentials of the page's URL with the page's own requests too), and
+  nobody else may.
+- The browser's console stays clean: no uncaught error, no CSP violation,
+  no failed request and no warning but those a test causes on purpose.
+
+The test saves a screenshot (admin-page.png in $CSQ_SCREENSHOT_DIR, or the
+working directory).
 
 usage: test_admin_page.py CSQD
 The engine is $CSQ_TEST_ENGINE (memory, or redis: a redis-server of its own
@@ -14,6 +29,7 @@ is started).
 """
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -33,7 +49,54 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SHOTS = os.environ.get("CSQ_SCREENSHOT_DIR", os.getcwd())
 PAGE = 100  # admin.js's PAGE: rows of a page of a line
+VIEW_ROWS = 10  # rows a line's view shows (admin.js, drawQueue)
 BURST = 4000  # ENQUEUEs of the burst; about half leave again
+SHOWN = 10.0  # seconds a change may take to be on screen
+
+# What the page's screen holds, read from the DOM alone: the queues shown
+# with their count and the users of their rows in order, the servicers
+# with their status, queues and rooms, the header's counts, the link.
+SCREEN_JS = """
+const out = {queues: {}, servicers: {}, stats: {},
+             link: document.getElementById('link').textContent,
+             noServicers: !document.getElementById('no-servicers').hidden};
+for (const card of document.querySelectorAll('#queues .queue')) {
+  if (card.hidden) continue;
+  const rows = Array.from(card.querySelectorAll('.row[data-user]'))
+    .filter((r) => !r.hidden)
+    .sort((a, b) => parseInt(a.style.top) - parseInt(b.style.top))
+    .map((r) => r.dataset.user);
+  out.queues[card.dataset.queue] = {
+    waiting: Number(card.querySelector('.queue-facts b').textContent),
+    rows: rows};
+}
+for (const tr of document.querySelectorAll('#servicers tr[data-servicer]')) {
+  out.servicers[tr.dataset.servicer] = {
+    status: tr.children[1].textContent,
+    queues: tr.children[2].textContent,
+    rooms: Array.from(tr.querySelectorAll('.room')).map(
+      (r) => [r.dataset.room, r.dataset.state, r.dataset.user])};
+}
+for (const k of ['waiting', 'servicers', 'matched', 'id'])
+  out.stats[k] = Number(document.getElementById('stat-' + k).textContent);
+return out;
+"""
+
+# Before the page's script: the first event stream it opens asks for the
+# events after window.__rewind instead of after its snapshot's id, as a
+# page whose stream opened long after its snapshot would.
+REWIND_JS = """
+window.__rewind = 0;
+const RealEventSource = window.EventSource;
+window.EventSource = function (url) {
+  if (window.__rewind > 0) {
+    url = url.replace(/last_event_id=\\d+/,
+                      'last_event_id=' + window.__rewind);
+    window.__rewind = 0;
+  }
+  return new RealEventSource(url);
+};
+"""
 
 
 def browser(profile):
@@ -45,6 +108,8 @@ def browser(profile):
                 "--no-first-run", "--user-data-dir=" + profile,
                 "--window-size=1400,1100"):
         o.add_argument(arg)
+    # Every console message, warnings too: the tests read them all.
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=o)
 
 
@@ -71,59 +136,125 @@ class AdminPageTest(unittest.TestCase):
         h.rmtree(cls.dir)
 
     def setUp(self):
-        self.csqd = None
+        self.daemons = []
         self.driver = None
+        self.auth = None
+        # Console messages a test causes on purpose (regular expressions
+        # of the message); any other warning or error fails it.
+        self.expected_console = []
+        self.console = []
+        self.prefix = "page%d" % int(time.time() * 1000)
 
-    def start(self, extra="", **kw):
+    def start(self, extra="", ports=None, **kw):
         d = tempfile.mkdtemp(dir=self.dir)
-        self.csqd = h.Csqd(CSQD, d, extra=extra, redisd=self.redisd,
-                           prefix="page%d" % int(time.time() * 1000), **kw)
-        self.driver = browser(os.path.join(d, "profile"))
+        csqd = h.Csqd(CSQD, d, extra=extra, redisd=self.redisd,
+                      prefix=self.prefix, ports=ports, **kw)
+        self.daemons.append(csqd)
+        return csqd
+
+    def stop(self, csqd):
+        self.daemons.remove(csqd)
+        self.assertEqual(csqd.stop(), 0, csqd.read_log())
+        self.assertNotIn("AddressSanitizer", csqd.read_log())
+
+    def open_browser(self):
+        self.driver = browser(tempfile.mkdtemp(dir=self.dir))
         self.driver.set_script_timeout(30)
-        return self.csqd
 
     def tearDown(self):
         if self.driver is not None:
-            logs = self.driver.get_log("browser")
+            self.console += self.driver.get_log("browser")
             self.driver.quit()
-            # The page says nothing into the console but its reloads.
-            errors = [e for e in logs if e["level"] == "SEVERE" and not
-                      (self.refused and "status of 401" in e["message"])]
-            self.assertEqual(errors, [])
-        if self.csqd is not None:
-            self.assertEqual(self.csqd.stop(), 0, self.csqd.read_log())
-            self.assertNotIn("AddressSanitizer", self.csqd.read_log())
+            unexpected = [
+                e for e in self.console
+                if e["level"] in ("WARNING", "SEVERE") and not any(
+                    re.search(p, e["message"])
+                    for p in self.expected_console)]
+            self.assertEqual(unexpected, [], "the browser's console")
+        for csqd in list(self.daemons):
+            self.stop(csqd)
 
     def js(self, script, *args):
         return self.driver.execute_script(script, *args)
 
-    def settled(self, c):
-        """Waits until the page has applied every event csqd has made and
-        has nothing on its way."""
-        want = h.Http(self.csqd.http_port, self.auth).json(
-            "/api/snapshot")["id"]
+    def logs(self):
+        """The console's messages so far (Chromium hands each out once)."""
+        self.console += self.driver.get_log("browser")
+        return [e["message"] for e in self.console]
+
+    def settled(self, d):
+        """Waits until the page has applied every event csqd (d) has made
+        and has nothing on its way."""
+        want = h.Http(d.http_port, self.auth).json("/api/snapshot")["id"]
         h.wait_until("the page at event %d" % want, lambda: self.js(
             "return window.csqAdmin && csqAdmin.settled() && "
-            "csqAdmin.lastId() >= arguments[0]", want), timeout=30)
+            "csqAdmin.lastId() >= arguments[0]", want), timeout=SHOWN)
 
-    def text(self, css):
-        return self.driver.find_element(By.CSS_SELECTOR, css).text
+    def screen(self):
+        return self.js(SCREEN_JS)
 
-    def rows(self, queue):
-        """The users of the rows the line of queue shows, in order."""
-        return self.js(
-            "const rows = Array.from(document.querySelectorAll("
-            "'.queue[data-queue=\"' + arguments[0] + '\"] .row[data-user]'))"
-            ".filter((r) => !r.hidden);"
-            "rows.sort((a, b) => parseInt(a.style.top) - "
-            "parseInt(b.style.top));"
-            "return rows.map((r) => r.dataset.user);", queue)
+    def expected(self, d):
+        """The screen csqd's snapshot (d) says the page should show: the
+        queues someone waits in or a servicer serves, and default, with
+        the first rows of their lines (QUEUE's); the servicers and their
+        rooms; the header's counts."""
+        api = h.Http(d.http_port, self.auth)
+        snap = api.json("/api/snapshot")
+        served = set()
+        servicers = {}
+        for s in snap["servicers"]:
+            served.update(s["queues"])
+            servicers[s["id"]] = {
+                "status": s["status"], "queues": ", ".join(s["queues"]),
+                "rooms": [[r["room"], r["state"], r["user"]]
+                          for r in s["rooms"]]}
+        queues = {}
+        for q in snap["queues"]:
+            if q["waiting"] == 0 and q["name"] != "default" and \
+                    q["name"] not in served:
+                continue
+            page = api.json("/api/queue/%s?offset=0&count=%d" %
+                            (q["name"], VIEW_ROWS))
+            queues[q["name"]] = {"waiting": q["waiting"],
+                                 "rows": [u["user"] for u in page["users"]]}
+        for name in served - set(queues):
+            queues[name] = {"waiting": 0, "rows": []}
+        return snap["id"], {
+            "queues": queues, "servicers": servicers,
+            "stats": {"waiting": snap["stats"]["waiting"],
+                      "servicers": len(servicers),
+                      "matched": snap["stats"]["matched_total"],
+                      "id": snap["id"]},
+            "link": "live", "noServicers": not servicers}
 
-    auth = None
-    refused = False
+    def shows(self, d):
+        """Waits until the page shows what csqd (d) has now, and returns
+        it. A line's view shows its first VIEW_ROWS rows, and the top of
+        the row below."""
+        _, want = self.expected(d)
+        last = [None]
+
+        def same():
+            got = self.screen()
+            last[0] = got
+            for q in got["queues"].values():
+                del q["rows"][VIEW_ROWS:]
+            return got == want
+        try:
+            h.wait_until("the page shows csqd's state", same, timeout=SHOWN)
+        except AssertionError:
+            self.assertEqual(last[0], want)
+        return want
+
+    def open_page(self, d, creds=""):
+        self.driver.get("http://%s127.0.0.1:%d/" % (creds, d.http_port))
+
+    # ------------------------------------------------------------------
 
     def test_page(self):
+        """Queues, lines, servicers, rooms; a burst; scrolling."""
         d = self.start()
+        self.open_browser()
         c = d.client()
         c.execute_command("HEARTBEAT", "agent1", "CAPACITY", "2", "QUEUES",
                           "sales,default")
@@ -141,29 +272,20 @@ class AdminPageTest(unittest.TestCase):
             p.execute_command("ENQUEUE", "a%d" % i, "QUEUE", "burst",
                               "TIER", str(rnd.randrange(4)))
         p.execute()
-        self.driver.get("http://127.0.0.1:%d/" % d.http_port)
-        self.settled(c)
+        self.open_page(d)
+        self.settled(d)
         # Queues, servicers, rooms and who is in them.
-        h.wait_until("the queues drawn", lambda: self.text(
-            '.queue[data-queue="vip"] .queue-facts').startswith("5 waiting"))
-        self.assertTrue(self.text('.queue[data-queue="sales"] .queue-facts')
-                        .startswith("0 waiting"))
-        self.assertEqual(self.rows("vip"), line_of(c, "vip"))
+        want = self.shows(d)
+        self.assertEqual(want["queues"]["vip"]["rows"], line_of(c, "vip"))
+        self.assertEqual(want["queues"]["sales"]["waiting"], 0)
+        self.assertEqual(want["servicers"]["agent1"]["rooms"],
+                         [["agent1/0", "assigned", "alice"],
+                          ["agent1/1", "assigned", "bob"]])
+        self.assertEqual(want["servicers"]["agent2"]["status"], "paused")
         self.assertIn("agent1", self.text('tr[data-servicer="agent1"]'))
-        self.assertIn("paused", self.text('tr[data-servicer="agent2"]'))
-        chips = self.js("return Array.from(document.querySelectorAll("
-                        "'tr[data-servicer=\"agent1\"] .room')).map("
-                        "(r) => [r.dataset.room, r.dataset.state, "
-                        "r.dataset.user])")
-        self.assertEqual(chips, [["agent1/0", "assigned", "alice"],
-                                 ["agent1/1", "assigned", "bob"]])
-        # Live: a release frees a room, a new user takes it.
-        c.execute_command("RELEASE", "agent1/0")
-        c.execute_command("ENQUEUE", "carol", "QUEUE", "sales")
-        self.settled(c)
-        h.wait_until("carol in agent1/0", lambda: self.js(
-            "const r = document.querySelector('[data-room=\"agent1/0\"]');"
-            "return r !== null && r.dataset.user === 'carol';"))
+        self.assertTrue(self.text('.queue[data-queue="vip"] .queue-facts')
+                        .startswith("5 waiting"))
+        self.assertEqual(self.driver.title, "csq")
 
         # Pages as far as a little below the view: not the whole line.
         got = self.js("return csqAdmin.line('burst')")
@@ -179,7 +301,7 @@ class AdminPageTest(unittest.TestCase):
                 p.execute_command("LEAVE", rnd.choice(
                     ["a%d" % rnd.randrange(600), "b%d" % rnd.randrange(i)]))
         p.execute(raise_on_error=False)
-        self.settled(c)
+        self.settled(d)
         want = line_of(c, "burst")
         self.assertGreater(len(want), 1000)
         got = self.js("return csqAdmin.line('burst')")
@@ -187,12 +309,7 @@ class AdminPageTest(unittest.TestCase):
         self.assertEqual(got, want[:len(got)])
         self.assertEqual(self.js("return csqAdmin.waiting('burst')"),
                          len(want))
-        h.wait_until("the burst's rows drawn",
-                     lambda: self.rows("burst") ==
-                     want[:len(self.rows("burst"))] and
-                     len(self.rows("burst")) > 5)
-        self.assertTrue(self.text('.queue[data-queue="burst"] .queue-facts')
-                        .startswith("%d waiting" % len(want)))
+        self.shows(d)
 
         # Scrolling loads the next pages, and they join on exactly.
         before = len(got)
@@ -201,40 +318,247 @@ class AdminPageTest(unittest.TestCase):
                 "v.scrollTop = v.scrollHeight;")
         h.wait_until("the next page", lambda: self.js(
             "return csqAdmin.line('burst').length") > before)
-        self.settled(c)
+        self.settled(d)
         got = self.js("return csqAdmin.line('burst')")
         self.assertEqual(got, want[:len(got)])
         h.wait_until("the rows at the bottom", lambda: self.rows("burst") ==
                      want[got.index(self.rows("burst")[0]):][
                          :len(self.rows("burst"))] if self.rows("burst")
                      else False)
+        self.assertGreater(want.index(self.rows("burst")[0]), PAGE)
         # Back to the top for the picture.
         self.js("document.querySelector('.queue[data-queue=\"burst\"] "
                 ".line').scrollTop = 0;")
-        time.sleep(0.5)
+        self.shows(d)
+        self.assertEqual(self.js("return csqAdmin.reloads()"), 0)
         path = os.path.join(SHOTS, "admin-page%s.png" %
                             ("" if ENGINE == "memory" else "-" + ENGINE))
         self.driver.save_screenshot(path)
         self.assertGreater(os.path.getsize(path), 10000)
         print("screenshot:", path)
 
+    def text(self, css):
+        return self.driver.find_element(By.CSS_SELECTOR, css).text
+
+    def rows(self, queue):
+        return self.js(
+            "const rows = Array.from(document.querySelectorAll("
+            "'.queue[data-queue=\"' + arguments[0] + '\"] .row[data-user]'))"
+            ".filter((r) => !r.hidden);"
+            "rows.sort((a, b) => parseInt(a.style.top) - "
+            "parseInt(b.style.top));"
+            "return rows.map((r) => r.dataset.user);", queue)
+
+    def test_live(self):
+        """Each command's events change the screen, and the screen is then
+        csqd's. On the Redis engine the commands go to another daemon
+        than the page's: every daemon's page sees every daemon's events."""
+        d = self.start()
+        w = self.start() if ENGINE == "redis" else d
+        c = w.client()
+        self.open_browser()
+        self.open_page(d)
+        self.settled(d)
+        s = self.shows(d)
+        self.assertTrue(s["noServicers"])
+        self.assertEqual(s["queues"], {"default": {"waiting": 0,
+                                                   "rows": []}})
+        self.assertEqual(self.text('.queue[data-queue="default"] .line'),
+                         "nobody waits")
+
+        c.execute_command("HEARTBEAT", "agent1", "CAPACITY", "2", "QUEUES",
+                          "sales")
+        s = self.shows(d)
+        self.assertEqual(s["servicers"], {"agent1": {
+            "status": "ready", "queues": "sales",
+            "rooms": [["agent1/0", "free", ""], ["agent1/1", "free", ""]]}})
+        self.assertIn("sales", s["queues"])
+        # A match at ENQUEUE: straight into a room, never in line.
+        c.execute_command("ENQUEUE", "u1", "QUEUE", "sales")
+        c.execute_command("ENQUEUE", "u2", "QUEUE", "sales")
+        c.execute_command("ENQUEUE", "u3", "QUEUE", "sales")
+        c.execute_command("ENQUEUE", "u4", "QUEUE", "sales", "TIER", "2")
+        s = self.shows(d)
+        self.assertEqual(s["servicers"]["agent1"]["rooms"],
+                         [["agent1/0", "assigned", "u1"],
+                          ["agent1/1", "assigned", "u2"]])
+        self.assertEqual(s["queues"]["sales"], {"waiting": 2,
+                                                "rows": ["u4", "u3"]})
+        self.assertEqual(s["stats"]["matched"], 2)
+        c.execute_command("LEAVE", "u3")
+        s = self.shows(d)
+        self.assertEqual(s["queues"]["sales"], {"waiting": 1,
+                                                "rows": ["u4"]})
+        # A release frees a room, and the next user takes it.
+        c.execute_command("RELEASE", "agent1/0")
+        s = self.shows(d)
+        self.assertEqual(s["servicers"]["agent1"]["rooms"][0],
+                         ["agent1/0", "assigned", "u4"])
+        self.assertEqual(s["queues"]["sales"], {"waiting": 0, "rows": []})
+        c.execute_command("PAUSE", "agent1")
+        c.execute_command("RELEASE", "agent1/1")
+        c.execute_command("ENQUEUE", "u5", "QUEUE", "sales")
+        s = self.shows(d)
+        self.assertEqual(s["servicers"]["agent1"]["status"], "paused")
+        self.assertEqual(s["servicers"]["agent1"]["rooms"][1],
+                         ["agent1/1", "free", ""])
+        self.assertEqual(s["queues"]["sales"], {"waiting": 1,
+                                                "rows": ["u5"]})
+        c.execute_command("RESUME", "agent1")
+        s = self.shows(d)
+        self.assertEqual(s["servicers"]["agent1"]["status"], "ready")
+        self.assertEqual(s["servicers"]["agent1"]["rooms"][1],
+                         ["agent1/1", "assigned", "u5"])
+        # LOGOUT puts its users back in line and the servicer goes.
+        c.execute_command("LOGOUT", "agent1")
+        s = self.shows(d)
+        self.assertEqual(s["servicers"], {})
+        self.assertTrue(s["noServicers"])
+        self.assertEqual(sorted(s["queues"]["sales"]["rows"]), ["u4", "u5"])
+        self.assertEqual(s["stats"]["waiting"], 2)
+        self.assertEqual(self.js("return csqAdmin.reloads()"), 0)
+
+    def test_restart(self):
+        """csqd stops and starts again on the same ports; the page comes
+        back by itself and shows what the new csqd has, even when that
+        csqd numbers its events from 0 again."""
+        extra = ""
+        if ENGINE == "memory":
+            extra = 'memory: { journal = "%s"; };' % os.path.join(
+                self.dir, self.prefix + ".journal")
+        d = self.start(extra=extra)
+        c = d.client()
+        c.execute_command("HEARTBEAT", "agent1", "QUEUES", "sales", "TTL",
+                          "600")
+        for u in ("u1", "u2", "u3"):
+            c.execute_command("ENQUEUE", u, "QUEUE", "sales")
+        self.open_browser()
+        self.open_page(d)
+        self.settled(d)
+        self.shows(d)
+        # The page says so when its csqd is gone, and loads again when
+        # it is back: what the journal (or Redis) kept, and what changed.
+        ports = (d.port, d.http_port)
+        self.stop(d)
+        h.wait_until("the page down", lambda: self.screen()["link"] !=
+                     "live", timeout=SHOWN)
+        d = self.start(extra=extra, ports=ports)
+        d.client().execute_command("ENQUEUE", "u4", "QUEUE", "sales")
+        self.settled(d)
+        s = self.shows(d)
+        self.assertEqual(s["queues"]["sales"]["rows"], ["u2", "u3", "u4"])
+        self.assertEqual(s["servicers"]["agent1"]["rooms"],
+                         [["agent1/0", "assigned", "u1"]])
+        self.expected_console = [
+            r"Failed to load resource: net::ERR_CONNECTION_REFUSED",
+            r"net::ERR_CONNECTION_REFUSED",
+            r'"csq: reloading:" "the event stream broke"',
+            r'"csq: reloading:" "TypeError: Failed to fetch"']
+
+        # Now what the events were numbered from is gone: a memory engine
+        # without its journal, or a Redis that lost its data. The ids
+        # start again from 0, and more events than the page has seen come
+        # before it is back: it must not take them for those it missed.
+        old_id = self.js("return csqAdmin.lastId()")
+        if ENGINE == "memory":
+            self.stop(d)
+            d = self.start(ports=ports)
+        else:
+            self.redisd.restart()
+            # csqd tells the page to resync when it sees the ids go back.
+            self.expected_console.append(
+                r'"csq: reloading:" "csqd asked for a resync"')
+        c = d.client()
+        h.wait_until("csqd's engine back", lambda: self.answers(c))
+        p = c.pipeline(transaction=False)
+        for i in range(old_id + 20):
+            p.execute_command("ENQUEUE", "n%d" % i, "QUEUE", "sales")
+        p.execute()
+        self.settled(d)
+        s = self.shows(d)
+        self.assertEqual(s["queues"]["sales"]["waiting"], old_id + 20)
+        self.assertEqual(s["queues"]["sales"]["rows"],
+                         ["n%d" % i for i in range(VIEW_ROWS)])
+        self.assertEqual(s["servicers"], {})
+        self.assertEqual(self.js("return csqAdmin.line('sales')"),
+                         line_of(c, "sales")[:PAGE])
+        if ENGINE == "redis":
+            self.assertTrue(any("csqd asked for a resync" in m
+                                for m in self.logs()))
+
+    def answers(self, c):
+        """Whether csqd's engine answers (a Redis engine reconnects to its
+        new redis-server first)."""
+        try:
+            return c.execute_command("QLEN", "sales") == 0
+        except h.redis.exceptions.RedisError:
+            return False
+
+    def test_resync(self):
+        """csqd answers a stream that resumes from an id its ring no longer
+        holds with "event: resync": the page loads again, and shows csqd's
+        state, none of the events it was missing lost."""
+        d = self.start(http_extra="event_history = 10;")
+        c = d.client()
+        for i in range(30):
+            c.execute_command("ENQUEUE", "r%d" % i, "QUEUE", "sales",
+                              "TIER", str(i % 3))
+        self.open_browser()
+        self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                                    {"source": REWIND_JS +
+                                     "window.__rewind = 1;"})
+        self.open_page(d)
+        self.expected_console = [
+            r'"csq: reloading:" "csqd asked for a resync"']
+        self.settled(d)
+        self.shows(d)
+        self.assertEqual(self.js("return csqAdmin.reloads()"), 1)
+        self.assertEqual(self.js("return csqAdmin.line('sales')"),
+                         line_of(c, "sales"))
+        self.assertTrue(any("csqd asked for a resync" in m
+                            for m in self.logs()))
+        # And it is live after it.
+        c.execute_command("LEAVE", "r0")
+        c.execute_command("ENQUEUE", "r30", "QUEUE", "sales", "TIER", "2")
+        self.settled(d)
+        self.shows(d)
+        self.assertEqual(self.js("return csqAdmin.line('sales')"),
+                         line_of(c, "sales"))
+
     def test_auth(self):
-        d = self.start(extra='requirepass = "pw";')
-        self.auth = h.basic("default", "pw")
+        """requirepass and users: the page and its API need an admin's
+        credentials; a servicer's, a wrong password or none get nothing."""
+        d = self.start(extra='requirepass = "pw";\nusers = ( '
+                       '{ name = "lead"; password = "leadpw"; '
+                       'role = "admin"; },'
+                       '{ name = "agent"; password = "agentpw"; '
+                       'role = "servicer"; } );',
+                       user="lead", password="leadpw")
         d.client().execute_command("ENQUEUE", "u1")
-        self.driver.get("http://127.0.0.1:%d/" % d.http_port)
-        self.assertNotIn("csq", self.driver.title)
-        self.refused = True  # that 401 is in the console
-        # What a browser sends once its user gave the password: the
-        # header on every request, the page's fetches and stream too.
-        self.driver.execute_cdp_cmd("Network.enable", {})
-        self.driver.execute_cdp_cmd("Network.setExtraHTTPHeaders",
-                                    {"headers": {"Authorization": self.auth}})
-        self.driver.get("http://127.0.0.1:%d/" % d.http_port)
-        self.settled(d.client())
-        h.wait_until("the page with credentials", lambda: self.text(
-            '.queue[data-queue="default"] .queue-facts')
-            .startswith("1 waiting"))
+        self.open_browser()
+        self.expected_console = [r"status of 401"]
+        for creds in ("", "agent:agentpw@", "lead:agentpw@", "default:x@",
+                      "agent:pw@"):
+            self.open_page(d, creds)
+            self.assertNotEqual(self.driver.title, "csq", creds)
+            self.assertIsNone(self.js("return window.csqAdmin || null"),
+                              creds)
+        self.assertGreaterEqual(
+            sum("status of 401" in m for m in self.logs()), 5)
+        # /healthz needs nothing.
+        self.assertEqual(h.Http(d.http_port).request("GET", "/healthz")[0],
+                         200)
+        # An admin: the page, its snapshot, its pages and its stream all
+        # go with the credentials the page was opened with.
+        for user, password in (("lead", "leadpw"), ("default", "pw")):
+            self.auth = h.basic(user, password)
+            self.open_page(d, "%s:%s@" % (user, password))
+            self.settled(d)
+            d.client().execute_command("ENQUEUE", "after-" + user)
+            self.settled(d)
+            s = self.shows(d)
+            self.assertIn("after-" + user, s["queues"]["default"]["rows"])
+            self.assertEqual(self.driver.title, "csq")
 
 
 if __name__ == "__main__":

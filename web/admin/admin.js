@@ -33,6 +33,11 @@
     "ready", "overflowed", "prefer_ended"];
 
   const $ = (id) => document.getElementById(id);
+  // The URL of an API path. Not the bare path: a page opened as
+  // http://user:password@host/ resolves it to a URL with the credentials
+  // in it, which fetch refuses; the origin has none, and the browser
+  // sends the credentials the page was opened with all the same.
+  const at = (path) => location.origin + path;
 
   // The model, rebuilt by every load.
   let M = null;
@@ -442,7 +447,7 @@
     const gen = generation;
     const url = "/api/queue/" + encodeURIComponent(q.name) + "?offset=" +
       q.line.length + "&count=" + count;
-    fetch(url, { cache: "no-store" })
+    fetch(at(url), { cache: "no-store" })
       .then((r) => {
         if (!r.ok) throw new Error(url + ": " + r.status);
         return r.json();
@@ -476,6 +481,12 @@
   function reload(why) {
     if (reloading) return;
     reloading = true;
+    // What the old stream or its pages still bring is of a state the
+    // page no longer vouches for: dropped from now on.
+    generation++;
+    if (source !== null) source.close();
+    source = null;
+    inbox = [];
     if (why) console.warn("csq: reloading:", why);
     reloadsTotal++;
     const delay = RELOAD_DELAYS[Math.min(reloads, RELOAD_DELAYS.length - 1)];
@@ -492,7 +503,7 @@
     pages = [];
     inflight = 0;
     setLink(false, "loading");
-    fetch("/api/snapshot", { cache: "no-store" })
+    fetch(at("/api/snapshot"), { cache: "no-store" })
       .then((r) => {
         if (!r.ok) throw new Error("/api/snapshot: " + r.status);
         return r.json();
@@ -516,7 +527,7 @@
   }
 
   function listen(id, gen) {
-    source = new EventSource("/api/events?last_event_id=" + id);
+    source = new EventSource(at("/api/events?last_event_id=" + id));
     const take = (name) => (e) => {
       if (gen !== generation) return;
       inbox.push({ id: Number(e.lastEventId), name: name,
@@ -532,14 +543,13 @@
     };
     source.onerror = () => {
       if (gen !== generation) return;
-      // EventSource tries again by itself with Last-Event-ID, unless
-      // csqd refused the stream (a 503: too many streams).
-      if (source.readyState === EventSource.CLOSED) {
-        setLink(false, "stream closed");
-        reload("the event stream was closed");
-      } else {
-        setLink(false, "reconnecting");
-      }
+      // The stream broke. EventSource would resume it by itself with
+      // Last-Event-ID, but the csqd it reaches may not be the one that
+      // numbered the events: a memory engine restarted without its
+      // journal counts from 0 again, and its event 51 is not the one
+      // this page missed. A snapshot is what csqd is now: load again.
+      setLink(false, "reconnecting");
+      reload("the event stream broke");
     };
   }
 
