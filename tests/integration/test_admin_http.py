@@ -456,20 +456,22 @@ class AdminHttpTest(unittest.TestCase):
         d = self.start()
         self.check_consistent(d, d)
 
-    @unittest.skipUnless(ENGINE == "redis", "two daemons share Redis only")
-    def test_two_daemons(self):
-        a = self.start(prefix="shared")
-        b = self.start(prefix="shared")
-        sse = h.Sse(b.http_port)
-        sse.head()
-        a.client().execute_command("ENQUEUE", "from-a")
-        got = sse.until(lambda fs: len(fs) >= 1)
-        self.assertEqual((got[0]["event"], got[0]["data"]["user"]),
-                         ("queued", "from-a"))
-        snap = h.Http(b.http_port).json("/api/snapshot")
-        self.assertEqual(snap["id"], got[0]["id"])
-        sse.close()
-        self.check_consistent(a, b)
+    # Two daemons share a state only through Redis: the memory engine's
+    # run has no such test, rather than a skipped one.
+    if ENGINE == "redis":
+        def test_two_daemons(self):
+            a = self.start(prefix="shared")
+            b = self.start(prefix="shared")
+            sse = h.Sse(b.http_port)
+            sse.head()
+            a.client().execute_command("ENQUEUE", "from-a")
+            got = sse.until(lambda fs: len(fs) >= 1)
+            self.assertEqual((got[0]["event"], got[0]["data"]["user"]),
+                             ("queued", "from-a"))
+            snap = h.Http(b.http_port).json("/api/snapshot")
+            self.assertEqual(snap["id"], got[0]["id"])
+            sse.close()
+            self.check_consistent(a, b)
 
     # A line kept from the events alone ------------------------------------
 
