@@ -131,13 +131,20 @@ class AdminPageTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        if cls.chromium is not None:
+            cls.chromium.quit()
         if cls.redisd is not None:
             cls.redisd.stop()
         h.rmtree(cls.dir)
 
+    # One Chromium for all the tests (a start costs about a second); each
+    # test's csqd has ports of its own, so its page an origin of its own.
+    chromium = None
+
     def setUp(self):
         self.daemons = []
         self.driver = None
+        self.injected = []  # Page.addScriptToEvaluateOnNewDocument's
         self.auth = None
         # Console messages a test causes on purpose (regular expressions
         # of the message); any other warning or error fails it.
@@ -158,13 +165,26 @@ class AdminPageTest(unittest.TestCase):
         self.assertNotIn("AddressSanitizer", csqd.read_log())
 
     def open_browser(self):
-        self.driver = browser(tempfile.mkdtemp(dir=self.dir))
-        self.driver.set_script_timeout(30)
+        if AdminPageTest.chromium is None:
+            AdminPageTest.chromium = browser(tempfile.mkdtemp(dir=self.dir))
+            AdminPageTest.chromium.set_script_timeout(30)
+        self.driver = AdminPageTest.chromium
+
+    def inject(self, source):
+        """source runs before the scripts of every page this test opens."""
+        self.injected.append(self.driver.execute_cdp_cmd(
+            "Page.addScriptToEvaluateOnNewDocument",
+            {"source": source})["identifier"])
 
     def tearDown(self):
         if self.driver is not None:
+            # The page closed (its stream too) before its csqd stops.
+            self.driver.get("about:blank")
+            for ident in self.injected:
+                self.driver.execute_cdp_cmd(
+                    "Page.removeScriptToEvaluateOnNewDocument",
+                    {"identifier": ident})
             self.console += self.driver.get_log("browser")
-            self.driver.quit()
             unexpected = [
                 e for e in self.console
                 if e["level"] in ("WARNING", "SEVERE") and not any(
@@ -566,9 +586,7 @@ class AdminPageTest(unittest.TestCase):
             c.execute_command("ENQUEUE", "r%d" % i, "QUEUE", "sales",
                               "TIER", str(i % 3))
         self.open_browser()
-        self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
-                                    {"source": REWIND_JS +
-                                     "window.__rewind = 1;"})
+        self.inject(REWIND_JS + "window.__rewind = 1;")
         self.open_page(d)
         self.expected_console = [
             r'"csq: reloading:" "csqd asked for a resync"']
