@@ -438,7 +438,7 @@ class AdminPageTest(unittest.TestCase):
         self.assertEqual(s["stats"]["waiting"], 2)
         self.assertEqual(self.js("return csqAdmin.reloads()"), 0)
 
-    def routing(self):
+    def test_routing(self):
         """Offers, DECLINE, ACCEPT, TRANSFER, wrap-up and READY (protocol
         section 3a) on the page: rooms offered and in wrap-up, users out
         of their line while offered and back in it at their place."""
@@ -493,12 +493,6 @@ class AdminPageTest(unittest.TestCase):
         self.assertEqual(s["servicers"]["agent1"]["rooms"],
                          [["agent1/0", "free", ""]])
         self.assertEqual(self.js("return csqAdmin.reloads()"), 0)
-
-    # The Redis engine's scripts do not route yet (docs/protocol.md,
-    # section 3a): its run has no such test, rather than a skipped one.
-    if ENGINE == "memory":
-        def test_routing(self):
-            self.routing()
 
     def test_restart(self):
         """csqd stops and starts again on the same ports; the page comes
