@@ -23,6 +23,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -115,7 +116,9 @@ admin_stream_end(struct admin_stream *st, int abort)
  * (a browser, or a proxy, would otherwise see a response cut short and
  * report an error), as far as the socket takes it at once, since no loop
  * turn comes after this one. The bytes go to the socket directly:
- * evbuffer_write() on evhttp's output buffer fails at this point. */
+ * evbuffer_write() on evhttp's output buffer fails at this point. Not
+ * over TLS (http.tls), whose bytes must go through OpenSSL: there the
+ * stream is cut. */
 static void
 admin_stream_finish(struct admin_stream *st)
 {
@@ -125,7 +128,7 @@ admin_stream_finish(struct admin_stream *st)
 
 	evhttp_send_reply_end(st->req);
 	len = evbuffer_get_length(out);
-	if (len > 0)
+	if (len > 0 && bufferevent_openssl_get_ssl(bev) == NULL)
 		(void)send(bufferevent_getfd(bev), evbuffer_pullup(out, -1),
 		           len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	admin_stream_end(st, 1);
