@@ -320,8 +320,8 @@ def agent_lost_and_back(t):
 
 
 # -- offers (protocol-v2 section 1) ------------------------------------------
-# Registered in tests/examples/CMakeLists.txt as examples.*agent_offers, on
-# the memory engine: the Redis engine does not have offers yet.
+# Registered in tests/examples/CMakeLists.txt as examples.agent_offers and
+# examples.redis.agent_offers: both engines have offers.
 def agent_offers(t):
     """With --offer the agent asks for offers (HEARTBEAT ... OFFER 30) and
     ACCEPTs each: the user is offered, then matched with offered_ms; the
