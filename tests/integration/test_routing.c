@@ -289,6 +289,52 @@ withdrawals(void **state)
 	freeReplyObject(r);
 }
 
+/*
+ * The loss of a servicer (its TTL runs out) withdraws its offers, each
+ * user back at its place (requeued, reason lost), and ends its wrap-ups
+ * without a ready.
+ */
+static void
+servicer_lost(void **state)
+{
+	struct rfx *fx = *state;
+	const char *j;
+	redisReply *r;
+
+	freeReplyObject(
+	    CMD(fx->c, "HEARTBEAT s CAPACITY 2 OFFER 30 WRAPUP 60 TTL 1"));
+	freeReplyObject(CMD(fx->c, "ENQUEUE a"));
+	freeReplyObject(CMD(fx->c, "ENQUEUE b"));
+	CHECK(fx->c, ":1", "ACCEPT s/1");
+	CHECK(fx->c, ":1", "RELEASE s/1");
+	EXPECT_EVENTS(fx->c, fx->sub, &fx->m,
+	              "\"servicer_up\" \"offered\" \"offered\" \"matched\" "
+	              "\"released\" \"wrapup\"",
+	              NULL);
+	sleep_ms(1800);
+	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"requeued\" \"servicer_down\"",
+	              NULL);
+	j = event_at(fx, 0, "requeued");
+	assert_json_str(j, "user", "a");
+	assert_json_str(j, "reason", "lost");
+	assert_json_str(j, "servicer", "s");
+	assert_json_str(j, "room", "s/0");
+	assert_json_int(j, "position", 1);
+	assert_json_str(event_at(fx, 1, "servicer_down"), "reason", "lost");
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	      "ENQUEUE a");
+	r = CMD(fx->c, "STATS");
+	assert_int_equal(FIELD_INT(r, "servicers"), 0);
+	assert_int_equal(FIELD_INT(r, "rooms_busy"), 0);
+	assert_int_equal(FIELD_INT(r, "offers_total"), 2);
+	assert_int_equal(FIELD_INT(r, "offers_missed_total"), 0);
+	freeReplyObject(r);
+	CHECK(fx->c, NOTFOUND, "READY s/1");
+	CHECK(fx->c, NOTFOUND, "ACCEPT s/0");
+	/* Nothing more: no ready for the wrap-up. */
+	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "", NULL);
+}
+
 /* LEAVE of an offered user: left, naming the room, which is free. */
 static void
 offered_user_leaves(void **state)
@@ -560,6 +606,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(decline_timeout_pause, setup_fast,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(withdrawals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(servicer_lost, setup, teardown),
 	    cmocka_unit_test_setup_teardown(offered_user_leaves, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(wrapup, setup, teardown),
