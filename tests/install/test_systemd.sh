@@ -72,12 +72,12 @@ fail()
 {
 	echo "FAIL: $*" >&2
 	status=1
-	unit_report
 }
 
-# What a person would look at when a step fails: the unit's status and
+# What a person would look at when a step failed: the unit's status and
 # csqd's journal (with systemd's own lines about the unit), so that a CI
-# log says why, not only what. Nothing before the namespace is up.
+# log says why, not only what; once, at the end (cleanup). Nothing before
+# the namespace is up.
 unit_report()
 {
 	[ -n "$nspid" ] || return 0
@@ -88,12 +88,82 @@ unit_report()
 	echo "---" >&2
 }
 
-# The cgroups that exist now: the namespace's systemd makes its own under
-# ours, and the cleanup removes what it left.
-find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | sort >"$tmp/cgroups"
+# A cgroup of the test's own in every cgroup hierarchy, which the
+# namespace's systemd takes for its root. A cgroup namespace is rooted at
+# the cgroup its creator is in, but the /sys/fs/cgroup it would see through
+# a bind of /sys shows every hierarchy from the top: without this, two of
+# these tests at once (install.systemd and install.deb side by side in one
+# ctest run, or two engineers' runs) manage one system.slice/csqd.service,
+# and one's stop removes the cgroup the other's csqd is being started in
+# (exit 219/CGROUP: "control process exited with error code"). So unshare
+# goes into the test's cgroups, and the namespace sees only those (each
+# bound over its hierarchy's mount point: boot.sh).
+cg_name=${tmp##*/}
+cgroups=
+cgroup_binds=
+# The mount point of every cgroup hierarchy (v1 and v2), and this
+# process's cgroup directory there: /proc/self/mountinfo gives each
+# hierarchy's mount point and the cgroup mounted there, /proc/self/cgroup
+# the cgroup this process is in.
+own_cgroup_dirs()
+{
+	awk '
+	FILENAME == "/proc/self/cgroup" {
+		i = index($0, ":")
+		rest = substr($0, i + 1)
+		j = index(rest, ":")
+		cg[substr(rest, 1, j - 1)] = substr(rest, j + 1)
+		next
+	}
+	{
+		for (k = 7; k <= NF && $k != "-"; k++)
+			;
+		type = $(k + 1)
+		if (type == "cgroup2" && ("" in cg))
+			path = cg[""]
+		else if (type == "cgroup") {
+			path = ""
+			n = split($(k + 3), opts, ",")
+			for (c in cg) {
+				if (c == "")
+					continue
+				m = split(c, want, ",")
+				hit = 0
+				for (x = 1; x <= m; x++)
+					for (y = 1; y <= n; y++)
+						if (want[x] == opts[y])
+							hit++
+				if (hit == m)
+					path = cg[c]
+			}
+			if (path == "")
+				next
+		} else
+			next
+		root = $4
+		if (root != "/") {
+			if (index(path, root) != 1)
+				next
+			path = substr(path, length(root) + 1)
+		}
+		if (path == "/")
+			path = ""
+		print $5, $5 path
+	}' /proc/self/cgroup /proc/self/mountinfo
+}
+while read -r mp d; do
+	mkdir "$d/$cg_name" 2>/dev/null || continue
+	cgroups="$cgroups $d/$cg_name"
+	cgroup_binds="$cgroup_binds
+[ -d $d/$cg_name ] && mount --bind $d/$cg_name \$R$mp"
+done <<EOF
+$(own_cgroup_dirs)
+EOF
 
 cleanup()
 {
+	rc=$?
+	[ $rc -ne 0 ] || [ $status -ne 0 ] && unit_report
 	if [ -n "$upid" ]; then
 		# SIGKILL of a PID namespace's init kills the namespace.
 		[ -n "$nspid" ] && kill -KILL "$nspid" 2>/dev/null
@@ -101,16 +171,17 @@ cleanup()
 		wait "$upid" 2>/dev/null
 	fi
 	# The namespace's processes take a moment to go, and a cgroup with
-	# one in it cannot be removed: deepest first, until none is left.
+	# one in it cannot be removed: deepest first, until none of the
+	# test's own is left (never a cgroup of anyone else's).
 	n=0
 	while [ $n -lt 50 ]; do
-		find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | sort |
-			comm -13 "$tmp/cgroups" - >"$tmp/new-cgroups"
-		[ -s "$tmp/new-cgroups" ] || break
-		awk -F/ '{ print NF, $0 }' "$tmp/new-cgroups" | sort -rn |
-			cut -d' ' -f2- | while read -r d; do
-			rmdir "$d" 2>/dev/null
+		left=0
+		for d in $cgroups; do
+			[ -d "$d" ] || continue
+			find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+			[ -d "$d" ] && left=1
 		done
+		[ $left -eq 0 ] && break
 		n=$((n + 1))
 		sleep 0.1
 	done
@@ -135,6 +206,7 @@ mount --bind \$R/proc/sys \$R/proc/sys
 mount -o remount,bind,ro \$R/proc/sys
 mount --rbind /sys \$R/sys
 mount -o remount,bind,ro \$R/sys
+$cgroup_binds
 mount -t tmpfs -o mode=755 tmpfs \$R/run
 mount -t tmpfs -o mode=1777 tmpfs \$R/tmp
 mount -t tmpfs -o mode=755 tmpfs \$R/dev
@@ -160,8 +232,15 @@ rmdir /.old-root
 export container=csq-test
 exec $SYSTEMD --system --unit=basic.target --log-target=journal --show-status=no
 EOF
-unshare --pid --fork --kill-child --mount --uts --ipc --net --cgroup \
-	sh "$tmp/boot.sh" >"$tmp/boot.log" 2>&1 </dev/null &
+# unshare goes into the test's cgroups first, so that its cgroup namespace
+# is rooted there. A v1 cpuset takes no process before it has CPUs:
+# that one goes, and the namespace shares the machine's (systemd uses no
+# v1 cpuset).
+# shellcheck disable=SC2016,SC2086 # $$ is the inner shell's; one word each
+sh -c 'for d; do echo $$ >"$d/cgroup.procs" || rmdir "$d"; done 2>/dev/null
+	exec unshare --pid --fork --kill-child --mount --uts --ipc --net \
+		--cgroup sh "'"$tmp"'/boot.sh"' sh $cgroups \
+	>"$tmp/boot.log" 2>&1 </dev/null &
 upid=$!
 
 # Runs a command inside the namespaces, in the overlay's root.
