@@ -19,14 +19,26 @@ import time
 import redis
 
 START_TIMEOUT = 10.0
+START_TRIES = 5  # starts of a process whose free port was taken meanwhile
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_ports(1)[0]
+
+
+def free_ports(n):
+    """n free ports, all different: each socket is held until all are
+    picked (two picked one after the other may be the same)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def wait_until(what, fn, timeout=10.0, step=0.02):
@@ -45,8 +57,16 @@ class Redisd:
 
     def __init__(self, d):
         self.d = d
-        self.port = free_port()
-        self._start()
+        # A free port may be taken by another test's process before
+        # redis-server binds it: then it exits, and starts on another.
+        for attempt in range(START_TRIES):
+            self.port = free_port()
+            try:
+                self._start()
+                return
+            except AssertionError:
+                if self.proc.poll() is None or attempt + 1 == START_TRIES:
+                    raise
 
     def _start(self):
         self.proc = subprocess.Popen(
@@ -62,6 +82,9 @@ class Redisd:
         self._start()
 
     def _ping(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("redis-server exited (%d) on port %d"
+                                 % (self.proc.returncode, self.port))
         try:
             return redis.Redis(port=self.port).ping()
         except redis.exceptions.ConnectionError:
@@ -80,25 +103,38 @@ class Csqd:
         """ports: (RESP, HTTP) to listen on, those of a csqd stopped
         before, to start it again where its clients look for it."""
         self.d = d
-        self.port, self.http_port = ports or (free_port(), free_port())
         self.conf = os.path.join(d, "csqd.conf")
         self.log = os.path.join(d, "csqd.log")
         engine = 'engine = "memory";\n'
         if redisd is not None:
             engine = ('engine = "redis";\nredis: { port = %d; prefix = '
                       '"%s"; };\n' % (redisd.port, prefix or "admin"))
-        with open(self.conf, "w") as f:
-            f.write('listen = [ "127.0.0.1:%d" ];\n%s'
-                    'http: { listen = "127.0.0.1:%d"; %s };\n%s\n'
-                    % (self.port, engine, self.http_port, http_extra, extra))
-        self.logf = open(self.log, "w")
-        self.proc = subprocess.Popen([binary, "-c", self.conf],
-                                     stdout=self.logf, stderr=self.logf)
         self.user, self.password = user, password
         for line in extra.splitlines():
             if line.strip().startswith("requirepass") and password is None:
                 self.password = line.split('"')[1]
-        wait_until("csqd ready:\n" + self.log, self._ready)
+        # Free ports may be taken by another test's process before csqd
+        # binds them: then csqd exits, and starts again on others (not
+        # when the ports were given).
+        for attempt in range(START_TRIES):
+            self.port, self.http_port = ports or free_ports(2)
+            with open(self.conf, "w") as f:
+                f.write('listen = [ "127.0.0.1:%d" ];\n%s'
+                        'http: { listen = "127.0.0.1:%d"; %s };\n%s\n'
+                        % (self.port, engine, self.http_port, http_extra,
+                           extra))
+            self.logf = open(self.log, "w")
+            self.proc = subprocess.Popen([binary, "-c", self.conf],
+                                         stdout=self.logf, stderr=self.logf)
+            try:
+                wait_until("csqd ready:\n" + self.log, self._ready)
+                return
+            except AssertionError:
+                if (ports is not None or self.proc.poll() is None
+                        or attempt + 1 == START_TRIES
+                        or "Address already in use" not in self.read_log()):
+                    raise
+                self.logf.close()
 
     def _ready(self):
         if self.proc.poll() is not None:

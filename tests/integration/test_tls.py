@@ -33,11 +33,22 @@ START_TIMEOUT = 10.0
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_ports(1)[0]
+
+
+def free_ports(n):
+    """n free ports, all different: each socket is held until all are
+    picked (two picked one after the other may be the same)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def run(*args, check=True, **kw):
@@ -146,9 +157,7 @@ class Csqd:
 
     def __init__(self, d, certs, cert=None, key=None, extra="", redisd=None):
         self.d = d
-        self.port = free_port()
-        self.tls_port = free_port()
-        self.http_port = free_port()
+        self.port, self.tls_port, self.http_port = free_ports(3)
         self.conf = os.path.join(d, "csqd.conf")
         self.log = os.path.join(d, "csqd.log")
         self.cert = os.path.join(d, "csqd.crt")
