@@ -718,13 +718,16 @@ storm_begin_at(const char *file, int line, redisContext *c)
 {
 	redisReply *r;
 	int i, n = 2 * (STORM_A + STORM_B) + 1;
+	int64_t t0 = now_ms();
 
 	for (i = 0; i < STORM_A; i++)
-		redisAppendCommand(
-		    c, "HEARTBEAT a%04d CAPACITY 2 QUEUES q TTL 2", i);
+		redisAppendCommand(c,
+		                   "HEARTBEAT a%04d CAPACITY 2 QUEUES q TTL %d",
+		                   i, STORM_TTL_S);
 	for (i = 0; i < STORM_B; i++)
-		redisAppendCommand(
-		    c, "HEARTBEAT b%03d CAPACITY 2 QUEUES q TTL 2", i);
+		redisAppendCommand(c,
+		                   "HEARTBEAT b%03d CAPACITY 2 QUEUES q TTL %d",
+		                   i, STORM_TTL_S);
 	for (i = 0; i < STORM_A; i++)
 		redisAppendCommand(c, "ENQUEUE u%04d QUEUE q", i);
 	for (i = 0; i < STORM_B; i++)
@@ -739,6 +742,8 @@ storm_begin_at(const char *file, int line, redisContext *c)
 	/* Every user in a room of its own, each a servicer's first, and
 	 * nobody lost yet. */
 	r = cmd_at(file, line, c, "STATS");
+	print_message("storm: set up in %lld ms (TTL %d s)\n",
+	              (long long)(now_ms() - t0), STORM_TTL_S);
 	storm_stat_is(file, line, r, "servicers", STORM_A + STORM_B + 1);
 	storm_stat_is(file, line, r, "rooms_busy", STORM_A + STORM_B);
 	storm_stat_is(file, line, r, "waiting", 0);

@@ -2489,8 +2489,9 @@ split_reap_login(void **state)
 
 /*
  * A reap whose first call puts nobody back in line: 1000 idle servicers
- * lose their deadline first (TTL 1 s), then 100 servicers b000... with a
- * tier-2 user each and a free room (TTL 2 s); L has 3 free rooms. n0 comes
+ * lose their deadline first (a TTL 1 s shorter than the storm's), then 100
+ * servicers b000... with a tier-2 user each and a free room (the storm's
+ * TTL, STORM_TTL_S, which the setup must beat); L has 3 free rooms. n0 comes
  * between the two calls. Before, with nobody stashed, n0 went into a free
  * room of b000, whose deadline had passed, and the second call requeued
  * it from there: 101 requeues for 100 users lost, and n0 then took L's
@@ -2510,10 +2511,12 @@ split_reap_doomed_rooms(void **state)
 	int i;
 
 	for (i = 0; i < IDLE_LOST; i++)
-		redisAppendCommand(c, "HEARTBEAT i%04d QUEUES qi TTL 1", i);
+		redisAppendCommand(c, "HEARTBEAT i%04d QUEUES qi TTL %d", i,
+		                   STORM_TTL_S - 1);
 	for (i = 0; i < BUSY_LOST; i++)
-		redisAppendCommand(
-		    c, "HEARTBEAT b%03d CAPACITY 2 QUEUES q TTL 2", i);
+		redisAppendCommand(c,
+		                   "HEARTBEAT b%03d CAPACITY 2 QUEUES q TTL %d",
+		                   i, STORM_TTL_S);
 	for (i = 0; i < BUSY_LOST; i++)
 		redisAppendCommand(c, "ENQUEUE v%03d QUEUE q TIER 2", i);
 	redisAppendCommand(c, "HEARTBEAT L CAPACITY 3 QUEUES q TTL 60");

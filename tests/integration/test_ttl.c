@@ -19,10 +19,21 @@ setup_servicer_ttl(void **state)
 	return csqd_fx_setup(state, "servicer_ttl = 1;\nmax_queue_length = 1;");
 }
 
+/*
+ * touch_keeps_alive's user_ttl, and how often it touches its users: a
+ * touch may come up to USER_TTL_MS - TOUCH_EVERY_MS late (a test process
+ * not run for that long) before a user expires that should not. With
+ * user_ttl 1 and a touch every 400 ms, the 600 ms left were not enough at
+ * a load average of 11 (docs/testing.md).
+ */
+#define USER_TTL_MS    2000
+#define TOUCH_EVERY_MS 400
+#define TOUCHES        8
+
 static int
 setup_user_ttl(void **state)
 {
-	return csqd_fx_setup(state, "user_ttl = 1;");
+	return csqd_fx_setup(state, "user_ttl = 2;");
 }
 
 static int
@@ -164,7 +175,7 @@ user_ttl_abandon(void **state)
 }
 
 /*
- * user_ttl = 1: TOUCH and ENQUEUE keep users alive past it, TOUCH TTL
+ * user_ttl = 2: TOUCH and ENQUEUE keep users alive past it, TOUCH TTL
  * replaces the TTL, TTL 0 never expires, assigned users do not expire.
  */
 static void
@@ -193,8 +204,10 @@ touch_keeps_alive(void **state)
 	CHECK(fx->c, "['state','waiting','queue','default','position',:4]",
 	      "ENQUEUE u4");
 	CHECK(fx->c, ":1", "TOUCH u3 TTL 1");
-	for (i = 0; i < 4; i++) {
-		sleep_ms(400);
+	/* A TOUCH without TTL keeps the one given (not the 0 of before). */
+	CHECK(fx->c, ":1", "TOUCH u3");
+	for (i = 0; i < TOUCHES; i++) {
+		sleep_ms(TOUCH_EVERY_MS);
 		CHECK(fx->c, ":1", "TOUCH u1");
 		CHECK(fx->c,
 		      "['state','waiting','queue','default','position',:1]",
@@ -204,14 +217,13 @@ touch_keeps_alive(void **state)
 		r = CMD(fx->c, "ENQUEUE u4");
 		assert_string_equal(FIELD_STR(r, "state"), "waiting");
 		freeReplyObject(r);
-		if (i == 0)
-			CHECK(fx->c, ":1", "TOUCH u3");
 	}
-	/* 1.6 s after their arrival. */
-	assert_true(now_ms() - t0 >= 1600);
+	/* Longer after their arrival than their TTL. */
+	assert_true(now_ms() - t0 >= TOUCHES * TOUCH_EVERY_MS);
+	assert_true(TOUCHES * TOUCH_EVERY_MS > USER_TTL_MS);
 	assert_true(user_state_is(fx->c, "u1", "waiting"));
 	assert_true(user_state_is(fx->c, "u4", "waiting"));
-	/* u3 was last touched at 0.4 s with TTL 1: gone by now or soon. */
+	/* u3 was last touched at the start with TTL 1: gone by now or soon. */
 	while (!user_state_is(fx->c, "u3", "none")) {
 		if (now_ms() - t0 > DEADLINE_MS)
 			fail_msg("u3 (TOUCH TTL 1) did not expire");
@@ -222,7 +234,7 @@ touch_keeps_alive(void **state)
 	while (!user_state_is(fx->c, "u1", "none") ||
 	       !user_state_is(fx->c, "u4", "none")) {
 		if (now_ms() - t0 > DEADLINE_MS)
-			fail_msg("u1/u4 (user_ttl 1) did not expire");
+			fail_msg("u1/u4 (user_ttl 2) did not expire");
 		sleep_ms(POLL_MS);
 	}
 	assert_true(now_ms() - t0 >= 500);
@@ -239,7 +251,7 @@ touch_keeps_alive(void **state)
 	assert_true(user_state_is(fx->c, "v1", "waiting"));
 	while (!user_state_is(fx->c, "v1", "none")) {
 		if (now_ms() - t0 > DEADLINE_MS)
-			fail_msg("requeued v1 (user_ttl 1) did not expire");
+			fail_msg("requeued v1 (user_ttl 2) did not expire");
 		sleep_ms(POLL_MS);
 	}
 	assert_true(now_ms() - t0 >= 500);
