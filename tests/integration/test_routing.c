@@ -78,6 +78,44 @@ event_at(struct rfx *fx, int i, const char *ev)
 	return fx->m.m[i].payload;
 }
 
+/*
+ * The events on fx->sub from now on, in fx->m, once there are as many as
+ * in want (or more, or TIMER_EVENTS_MS passed): they must be want. For
+ * what timers bring: after a fixed sleep, a test process that ran late
+ * also found the next timer's events.
+ */
+#define TIMER_EVENTS_MS 10000
+
+static void
+wait_events(struct rfx *fx, const char *want)
+{
+	struct msgs *more = calloc(1, sizeof(*more));
+	int64_t t0 = now_ms();
+	char got[4096];
+	int i, n = 0;
+
+	if (more == NULL)
+		abort();
+	for (i = 0; want[i] != '\0'; i++)
+		n += want[i] == '"';
+	msgs_free(&fx->m);
+	for (;;) {
+		msgs_collect_at(__FILE__, __LINE__, fx->sub, more);
+		for (i = 0; i < more->n && fx->m.n < MSGS_MAX; i++)
+			fx->m.m[fx->m.n++] = more->m[i];
+		more->n = 0;
+		msgs_events(&fx->m, got, sizeof(got));
+		if (fx->m.n >= n / 2 || now_ms() - t0 > TIMER_EVENTS_MS)
+			break;
+		sleep_ms(20);
+	}
+	free(more);
+	if (strcmp(got, want) != 0) {
+		msgs_dump(&fx->m);
+		fail_msg("expected events %s\n  got %s", want, got);
+	}
+}
+
 /* An offer, and ACCEPT: the replies, the events, STATS. */
 static void
 offer_and_accept(void **state)
@@ -213,6 +251,7 @@ decline_timeout_pause(void **state)
 	struct rfx *fx = *state;
 	const char *j;
 	redisReply *r;
+	long long ts;
 
 	CHECK(fx->c,
 	      "['servicer','s','status','ready','capacity',:1,"
@@ -225,24 +264,30 @@ decline_timeout_pause(void **state)
 	assert_json_str(j, "by", "servicer");
 	assert_json_int(j, "position", 1);
 	assert_json_str(j, "room", "s/0");
+	ts = JSON_INT(j, "ts");
 	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
 	      "ENQUEUE u");
-	/* The window (1 s) ends: offered again; then it runs out (1 s). */
-	sleep_ms(1300);
-	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"offered\"", NULL);
-	sleep_ms(1200);
-	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"declined\"", NULL);
-	assert_json_str(event_at(fx, 0, "declined"), "by", "timeout");
-	r = CMD(fx->c, "SERVICERS");
-	assert_reply_bulk(r->element[0]->element[1], "ready");
-	freeReplyObject(r);
-	/* The second in a row pauses s. */
-	sleep_ms(1300);
-	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"offered\"", NULL);
-	sleep_ms(1200);
-	EXPECT_EVENTS(fx->c, fx->sub, &fx->m,
-	              "\"declined\" \"servicer_paused\"", NULL);
-	assert_json_str(event_at(fx, 1, "servicer_paused"), "reason",
+	/*
+	 * The window (1 s) ends: offered again; then it runs out (1 s),
+	 * declined by timeout, s still ready: offered again after the
+	 * window; the second in a row pauses s. The events' times say when
+	 * each came.
+	 */
+	wait_events(fx, "\"offered\" \"declined\" \"offered\" \"declined\" "
+	                "\"servicer_paused\"");
+	assert_true(JSON_INT(event_at(fx, 0, "offered"), "ts") - ts >= 1000);
+	j = event_at(fx, 1, "declined");
+	assert_json_str(j, "by", "timeout");
+	assert_true(JSON_INT(j, "ts") - JSON_INT(fx->m.m[0].payload, "ts") >=
+	            1000);
+	assert_true(JSON_INT(event_at(fx, 2, "offered"), "ts") -
+	                JSON_INT(j, "ts") >=
+	            1000);
+	j = event_at(fx, 3, "declined");
+	assert_json_str(j, "by", "timeout");
+	assert_true(JSON_INT(j, "ts") - JSON_INT(fx->m.m[2].payload, "ts") >=
+	            1000);
+	assert_json_str(event_at(fx, 4, "servicer_paused"), "reason",
 	                "missed_offers");
 	r = CMD(fx->c, "STATS");
 	assert_int_equal(FIELD_INT(r, "offers_total"), 3);
@@ -301,8 +346,10 @@ servicer_lost(void **state)
 	const char *j;
 	redisReply *r;
 
+	/* TTL 2: the four commands below come before it runs out, even
+	 * from a test process that runs a second late. */
 	freeReplyObject(
-	    CMD(fx->c, "HEARTBEAT s CAPACITY 2 OFFER 30 WRAPUP 60 TTL 1"));
+	    CMD(fx->c, "HEARTBEAT s CAPACITY 2 OFFER 30 WRAPUP 60 TTL 2"));
 	freeReplyObject(CMD(fx->c, "ENQUEUE a"));
 	freeReplyObject(CMD(fx->c, "ENQUEUE b"));
 	CHECK(fx->c, ":1", "ACCEPT s/1");
@@ -311,9 +358,7 @@ servicer_lost(void **state)
 	              "\"servicer_up\" \"offered\" \"offered\" \"matched\" "
 	              "\"released\" \"wrapup\"",
 	              NULL);
-	sleep_ms(1800);
-	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"requeued\" \"servicer_down\"",
-	              NULL);
+	wait_events(fx, "\"requeued\" \"servicer_down\"");
 	j = event_at(fx, 0, "requeued");
 	assert_json_str(j, "user", "a");
 	assert_json_str(j, "reason", "lost");
@@ -389,8 +434,9 @@ wrapup(void **state)
 	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"released\" \"wrapup\"",
 	              "LEAVE b");
 	assert_json_str(event_at(fx, 0, "released"), "by", "user");
-	sleep_ms(1300);
-	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"ready\"", NULL);
+	until = JSON_INT(event_at(fx, 1, "wrapup"), "until_ms");
+	wait_events(fx, "\"ready\"");
+	assert_true(JSON_INT(event_at(fx, 0, "ready"), "ts") >= until);
 	CHECK(fx->c, ":0", "READY s/0");
 	/* WRAPUP 0: none. */
 	freeReplyObject(CMD(fx->c, "HEARTBEAT s WRAPUP 0"));
