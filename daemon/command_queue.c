@@ -331,6 +331,8 @@ command_result(void *arg, const struct csq_result *r)
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_LIMITS:
 	case CSQ_OP_REARM:
+	case CSQ_OP_POLICY:
+	case CSQ_OP_QSTATS:
 		break; /* the engine's own, never a client's */
 	}
 	server_hold_output(c->server, c);

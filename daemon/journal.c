@@ -294,11 +294,13 @@ static void
 journal_compact(struct journal *j)
 {
 	struct journal_writer *w = csq_xcalloc(1, sizeof(*w));
+	const struct csq_policy *policies;
 	char *tmp, *dir, *slash;
 	uint8_t rec[CSQ_RECORD_MAX];
 	struct timespec t0;
 	struct csq_op op;
 	uint64_t before = j->size, ms;
+	size_t i, n;
 	int dfd;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -314,6 +316,16 @@ journal_compact(struct journal *j)
 	op.code = CSQ_OP_LIMITS;
 	op.limits = *csq_get_limits(csq_engine_memory_state(j->engine));
 	writer_add(w, rec, csq_record_encode(&op, 0, rec));
+	/* The policies before the state: a restored user's clocks are
+	 * its queue's policy's. */
+	policies = csq_get_policies(csq_engine_memory_state(j->engine), &n);
+	op.code = CSQ_OP_POLICY;
+	op.count = (uint32_t)n;
+	for (i = 0; i < n; i++) {
+		op.offset = i;
+		op.policy = policies[i];
+		writer_add(w, rec, csq_record_encode(&op, 0, rec));
+	}
 	csq_engine_memory_snapshot(j->engine, writer_item, w);
 	writer_flush(w);
 	if (w->failed || fdatasync(w->fd) != 0 || rename(tmp, j->path) != 0) {

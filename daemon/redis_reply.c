@@ -65,6 +65,7 @@ parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 		u->state = CSQ_USER_OFFERED;
 	else
 		u->state = CSQ_USER_NONE;
+	u->eta_ms = -1; /* the scripts do not estimate yet */
 	u->position = u64_of(redis_reply_int(a, i + 2));
 	u->tier = (uint32_t)u64_of(redis_reply_int(a, i + 3));
 	u->waited_ms = u64_of(redis_reply_int(a, i + 4));
@@ -293,6 +294,8 @@ parse_data(struct redis_call *k, const redisReply *a)
 	case CSQ_OP_ROOMS:
 		return parse_rooms(k, a, 1);
 	case CSQ_OP_REARM:
+	case CSQ_OP_QSTATS: /* refused before a script runs (engine_redis.c) */
+	case CSQ_OP_POLICY:
 		break;
 	}
 	return -1;

@@ -68,7 +68,7 @@ struct state {
 struct args {
 	struct fuzz_in *in;
 	int have_user, have_servicer, have_queue, have_room, have_hb, have_enq;
-	int have_ttl, have_range, have_limits;
+	int have_ttl, have_range, have_limits, have_policies, have_prefer;
 	const char *user, *servicer, *queue;
 	char room[CSQ_ROOM_MAX + 16];
 	struct csq_heartbeat_args hb;
@@ -77,6 +77,9 @@ struct args {
 	uint64_t offset;
 	uint32_t count;
 	struct csq_limits limits;
+	struct csq_policy policies[3];
+	size_t npolicies;
+	struct csq_prefer_args prefer;
 };
 
 struct run {
@@ -226,6 +229,23 @@ arg_heartbeat(struct args *a)
 	return h;
 }
 
+/* PREFER: a servicer and a window of a few seconds, now and then one
+ * out of the range. */
+static void
+draw_prefer(struct args *a, struct csq_prefer_args *p)
+{
+	uint8_t b;
+
+	if (!a->have_prefer++) {
+		b = fuzz_u8(a->in);
+		a->prefer.has_prefer = 1;
+		a->prefer.servicer = arg_servicer(a);
+		a->prefer.seconds =
+		    b < 250 ? b % 5 + 1 : (b % 2 ? 0 : CSQ_PREFER_MAX + 1);
+	}
+	*p = a->prefer;
+}
+
 static const struct csq_enqueue_args *
 arg_enqueue(struct args *a, const struct csq_limits *limits)
 {
@@ -246,6 +266,8 @@ arg_enqueue(struct args *a, const struct csq_limits *limits)
 		e->tier = fuzz_u8(a->in) % (limits->max_tier + 2);
 	if (e->has_ttl)
 		e->ttl_s = draw_ttl(a->in);
+	if ((flags >> 3) & 1)
+		draw_prefer(a, &e->prefer);
 	return e;
 }
 
@@ -304,9 +326,11 @@ say_user(struct state *s, const struct csq_user_info *u)
 {
 	say(s,
 	    " state=%d queue=%s pos=%" PRIu64 " tier=%u waited=%" PRIu64
-	    " room=%s servicer=%s since=%" PRIu64 " expires=%" PRIu64,
+	    " room=%s servicer=%s since=%" PRIu64 " expires=%" PRIu64
+	    " prefer=%s prefer_ms=%" PRIu64 " eta=%" PRId64,
 	    (int)u->state, u->queue, u->position, u->tier, u->waited_ms,
-	    u->room, u->servicer, u->since_ms, u->expires_in_ms);
+	    u->room, u->servicer, u->since_ms, u->expires_in_ms, u->prefer,
+	    u->prefer_ms, u->eta_ms);
 }
 
 static void
@@ -619,6 +643,9 @@ step_transfer(struct run *r, struct state *s, struct args *a)
 	memset(&t, 0, sizeof(t));
 	t.room = arg_room(a);
 	t.queue = arg_queue(a);
+	draw_prefer(a, &t.prefer);
+	if (t.prefer.seconds % 2 == 0) /* one time in two, about */
+		memset(&t.prefer, 0, sizeof(t.prefer));
 	st = csq_transfer(s->csq, r->now, &t, &out);
 	say_status(s, "transfer", st);
 	memset(&op, 0, sizeof(op));
@@ -656,6 +683,79 @@ step_limits(struct run *r, struct state *s, struct args *a)
 	r->limits = *arg_limits(a);
 	say(s, "limits");
 	csq_set_limits(s->csq, &r->limits);
+}
+
+/*
+ * Queue policies over the queues the steps use: overflow, aging, lengths
+ * and strategies, now and then one that the check refuses (then neither
+ * state changes). Both states draw the same, as for every argument.
+ */
+static const struct csq_policy *
+arg_policies(struct args *a, size_t *np)
+{
+	struct csq_policy *v = a->policies;
+	size_t n, i;
+	uint8_t b;
+
+	*np = a->npolicies;
+	if (a->have_policies++)
+		return v;
+	n = fuzz_u8(a->in) % 4;
+	for (i = 0; i < n; i++) {
+		memset(&v[i], 0, sizeof(v[i]));
+		snprintf(v[i].name, sizeof(v[i].name), "%s",
+		         pick_id(a->in, queues, NITEMS(queues)));
+		b = fuzz_u8(a->in);
+		if (b & 1) {
+			v[i].overflow_after_s = b % 7 + 1;
+			snprintf(v[i].overflow_to, sizeof(v[i].overflow_to),
+			         "%s", pick_id(a->in, queues, NITEMS(queues)));
+		}
+		v[i].aging_every_s = (b >> 1) & 1 ? b % 5 + 1 : 0;
+		v[i].has_aging_max_tier = (b >> 2) & 1;
+		v[i].aging_max_tier = b % 4;
+		v[i].has_max_length = (b >> 3) & 1;
+		v[i].max_length = b % 10 + 1;
+		v[i].has_strategy = (b >> 4) & 1;
+		v[i].strategy = (b >> 5) & 1 ? CSQ_STRATEGY_LEAST_BUSY
+		                             : CSQ_STRATEGY_LONGEST_IDLE;
+		v[i].service_level_s = b % 3;
+	}
+	*np = a->npolicies = n;
+	return v;
+}
+
+static void
+step_policies(struct run *r, struct state *s, struct args *a)
+{
+	const struct csq_policy *v;
+	enum csq_status st;
+	size_t n;
+
+	v = arg_policies(a, &n);
+	st = csq_set_policies(s->csq, r->now, v, n);
+	say_status(s, "policies", st);
+}
+
+/* QSTATS, estimate included: the same in every state. */
+static void
+step_qstats(struct run *r, struct state *s, struct args *a)
+{
+	struct csq_queue_stats q;
+	enum csq_status st;
+
+	memset(&q, 0, sizeof(q));
+	st = csq_queue_stats(s->csq, r->now, arg_queue(a), &q);
+	say_status(s, "qstats", st);
+	if (st == CSQ_OK)
+		say(s,
+		    " waiting=%" PRIu64 " oldest=%" PRIu64 " eta=%" PRId64
+		    " servicers=%" PRIu64 " free=%" PRIu64 " matched=%" PRIu64
+		    " abandoned=%" PRIu64 " overflowed=%" PRIu64
+		    " level=%u pct=%d",
+		    q.waiting, q.oldest_wait_ms, q.eta_ms, q.servicers,
+		    q.free_rooms, q.matched_total, q.abandoned_total,
+		    q.overflowed_total, q.service_level_s, q.service_level_pct);
 }
 
 static void
@@ -749,9 +849,10 @@ static void
 step_snapshot(struct run *r, struct state *s, struct args *a)
 {
 	struct items before = {0}, after = {0};
+	const struct csq_policy *pol;
 	struct csq_snap_item it;
 	struct csq *fresh;
-	size_t i;
+	size_t i, npol;
 
 	(void)a;
 	say(s, "snapshot");
@@ -760,6 +861,16 @@ step_snapshot(struct run *r, struct state *s, struct args *a)
 	csq_snapshot(s->csq, collect_item, &before);
 	s->seed = s->seed * 6364136223846793005ULL + 1442695040888963407ULL;
 	fresh = csq_new(&r->limits, s->seed, emit, r);
+	/* The policies first, as the journal writes them. A LIMITS that
+	 * lowered max_tier under a policy's aging_max_tier makes them
+	 * ones no configuration has (csqd checks both together): then
+	 * the state goes on as it was. */
+	pol = csq_get_policies(s->csq, &npol);
+	if (csq_set_policies(fresh, r->now, pol, npol) != CSQ_OK) {
+		csq_free(fresh);
+		items_free(&before);
+		return;
+	}
 	for (i = 0; i < before.n; i++) {
 		if (csq_record_decode_snap(before.v[i] + CSQ_RECORD_HEADER,
 		                           before.len[i] - CSQ_RECORD_HEADER,
@@ -810,6 +921,8 @@ static const struct step steps[] = {
     {"decline", step_decline},
     {"ready", step_ready},
     {"transfer", step_transfer},
+    {"policies", step_policies},
+    {"qstats", step_qstats},
 };
 
 /* Every event, logged as JSON, which names it first and fits. */

@@ -76,46 +76,26 @@ user_in_room(const struct csq_user *u, enum csq_room_state state)
 static void
 check_clocks(struct check *k, const struct csq_user *u)
 {
-	const struct csq_policy *p = u->queue->policy;
 	const struct csq_wait *w = u->wait;
 	const struct csq_deadline *d;
-	uint64_t at, every, joined;
-	int ages, overflows;
 
-	ages = p != NULL && p->aging_every_s > 0;
-	overflows = p != NULL && p->overflow_after_s > 0;
 	if (w == NULL) {
-		if (ages || overflows)
+		if (csq_policy_has_clocks(u->queue))
 			check_fail(k, "user %s in line without its clocks",
 			           u->id);
 		return;
 	}
 	d = &w->clock;
-	at = d->node.key;
-	joined = w->joined_ms;
 	if (w->user != u || w->prefer != NULL || !csq_deadline_running(d)) {
 		check_fail(k, "user %s in line with a wrong wait", u->id);
 		return;
 	}
 	k->clocks++;
-	switch (csq_deadline_kind(d)) {
-	case CSQ_DL_AGING:
-		/* A point of its aging, before any overflow. */
-		every = ages ? csq_ms(p->aging_every_s) : 0;
-		if (!ages || at <= joined || (at - joined) % every != 0 ||
-		    (overflows && at > joined + csq_ms(p->overflow_after_s)))
-			check_fail(k, "user %s aging wrong", u->id);
-		break;
-	case CSQ_DL_OVERFLOW:
-		/* A reload may have made it due already: then it is set at
-		 * the reload's time, after its point. */
-		if (!overflows || at < joined + csq_ms(p->overflow_after_s))
-			check_fail(k, "user %s overflow wrong", u->id);
-		break;
-	default:
-		check_fail(k, "user %s in line with clock kind %d", u->id,
-		           (int)csq_deadline_kind(d));
-	}
+	if (!csq_policy_clock_fits(u->queue, w->joined_ms, csq_deadline_kind(d),
+	                           d->node.key))
+		check_fail(k, "user %s has a clock of kind %d at %llu", u->id,
+		           (int)csq_deadline_kind(d),
+		           (unsigned long long)d->node.key);
 }
 
 /* A user who waits for one servicer: in its prefer line, no other. */

@@ -36,6 +36,7 @@
 #define CSQ_DEFAULT_SERVICE_LEVEL 20   /* seconds */
 #define CSQ_OUTCOMES              1000 /* service_level_pct: the last ones */
 #define CSQ_QUEUE_LENGTH_MAX      100000000 /* max_length at most */
+#define CSQ_POLICIES_MAX          1000      /* entries of the queues list */
 
 /* A servicer's queues as one string, "a,b,c", with its NUL. */
 #define CSQ_QUEUE_LIST_MAX (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
@@ -55,6 +56,7 @@ enum csq_status {
 	CSQ_EUNSURE,    /* engine lost while the command was out: it may have
 	                   been applied (a TRYAGAIN too) */
 	CSQ_ENOCONV,    /* TRANSFER of a room that holds no assigned user */
+	CSQ_EUNSUPPORTED_QUEUES, /* PREFER, QSTATS on an engine without them */
 };
 
 const char *csq_status_text(enum csq_status);
@@ -290,6 +292,10 @@ struct csq_enqueue_args {
 	uint32_t ttl_s;
 	struct csq_prefer_args prefer; /* checked last */
 };
+
+/* PREFER's arguments alone: CSQ_ESERVICER, CSQ_ERANGE, or CSQ_OK (also
+ * when there is no PREFER). */
+enum csq_status csq_prefer_check(const struct csq_prefer_args *);
 
 /* TRANSFER's arguments: PREFER is checked after the queue. */
 struct csq_transfer_args {

@@ -40,6 +40,9 @@ enum csq_opcode {
 	 * records hold their numbers. */
 	CSQ_OP_QUEUES, /* id NULL: every queue that exists; else that one */
 	CSQ_OP_ROOMS,  /* id NULL: every servicer's */
+	/* Queue policies and numbers (protocol-v2 sections 4 to 6). */
+	CSQ_OP_POLICY, /* policy offset of count: the last applies them all */
+	CSQ_OP_QSTATS, /* id: one queue; NULL: every queue that exists */
 };
 
 /* One request; strings are borrowed for the duration of the call only. */
@@ -49,10 +52,11 @@ struct csq_op {
 	struct csq_heartbeat_args heartbeat;
 	struct csq_enqueue_args enqueue;
 	struct csq_transfer_args transfer;
-	int64_t ttl_s; /* TOUCH: < 0 keeps the TTL */
-	uint64_t offset;
-	uint32_t count;
+	int64_t ttl_s;            /* TOUCH: < 0 keeps the TTL */
+	uint64_t offset;          /* QUEUE; POLICY: its index */
+	uint32_t count;           /* QUEUE; POLICY: how many make the set */
 	struct csq_limits limits; /* LIMITS */
+	struct csq_policy policy; /* POLICY */
 };
 
 /* One answer; arrays are owned by the engine, valid during the callback. */
@@ -67,6 +71,7 @@ struct csq_result {
 	const struct csq_servicer_info *servicers; /* SERVICERS */
 	const struct csq_queue_info *queues;       /* QUEUES */
 	const struct csq_room_info *rooms;         /* ROOMS */
+	const struct csq_queue_stats *qstats;      /* QSTATS */
 	size_t nentries;
 	/* The id of the last event of the state the call saw (its own
 	 * events included): a reader that follows the events from there
@@ -87,6 +92,10 @@ struct csq_engine_ops {
 	/* Acts on the deadlines that have passed. */
 	void (*expire)(struct csq_engine *);
 	void (*set_limits)(struct csq_engine *, const struct csq_limits *);
+	/* The queue policies (protocol-v2 section 4), all at once: CSQ_OK
+	 * when they are in force. NULL: the engine has none yet. */
+	enum csq_status (*set_policies)(struct csq_engine *,
+	                                const struct csq_policy *, size_t n);
 	/* 1 when the engine can answer (healthz), 0 when it cannot. */
 	int (*up)(struct csq_engine *);
 	/* The last round trip to the store behind the engine, in
@@ -163,6 +172,15 @@ enum csq_status csq_op_validate(const struct csq_op *,
                                 const struct csq_limits *);
 /* 1 when op may change the state (and so goes to the journal). */
 int csq_op_mutates(enum csq_opcode);
+
+/* CSQ_ERANGE for an engine without queue policies. */
+static inline enum csq_status
+csq_engine_set_policies(struct csq_engine *e, const struct csq_policy *v,
+                        size_t n)
+{
+	return e->ops->set_policies != NULL ? e->ops->set_policies(e, v, n)
+	                                    : CSQ_ERANGE;
+}
 
 /* The engine's rtt_us, -1 for an engine without one. */
 static inline int64_t

@@ -20,6 +20,9 @@ struct engine_memory {
 	void *journal_arg;
 	int replaying; /* events of a replay are history: not published */
 	struct csq_queue_entry entries[CSQ_RANGE_COUNT_MAX];
+	/* The policies of a POLICY sequence so far (memory_policy). */
+	struct csq_policy *staged;
+	size_t nstaged;
 };
 
 static struct engine_memory *
@@ -48,6 +51,7 @@ csq_op_mutates(enum csq_opcode code)
 	case CSQ_OP_STATS:
 	case CSQ_OP_QUEUES:
 	case CSQ_OP_ROOMS:
+	case CSQ_OP_QSTATS:
 		return 0;
 	default:
 		return 1;
@@ -55,9 +59,60 @@ csq_op_mutates(enum csq_opcode code)
 }
 
 /*
+ * One POLICY of a set: a record holds one policy (a set of them would not
+ * fit in CSQ_RECORD_MAX), so a set is count POLICY operations, offset 0
+ * to count - 1, staged here, and the last applies them all: replayed, the
+ * same records stage and apply the same. A set whose records do not come
+ * in order (one refused by the journal) is dropped, and applies nothing.
+ */
+static enum csq_status
+memory_policy(struct engine_memory *m, const struct csq_op *op, uint64_t now)
+{
+	enum csq_status st;
+
+	if (op->count == 0)
+		return csq_set_policies(m->csq, now, NULL, 0);
+	if (op->offset == 0 && m->staged == NULL)
+		m->staged = csq_xmalloc(CSQ_POLICIES_MAX * sizeof(*m->staged));
+	if (op->offset == 0)
+		m->nstaged = 0;
+	if (m->staged == NULL || op->offset != m->nstaged ||
+	    op->count > CSQ_POLICIES_MAX) {
+		m->nstaged = 0;
+		return CSQ_ERANGE;
+	}
+	m->staged[m->nstaged++] = op->policy;
+	if (m->nstaged < op->count)
+		return CSQ_OK;
+	st = csq_set_policies(m->csq, now, m->staged, m->nstaged);
+	free(m->staged);
+	m->staged = NULL;
+	m->nstaged = 0;
+	return st;
+}
+
+/* QSTATS of one queue, or of every queue that exists: *owned. */
+static void
+memory_qstats(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+              struct csq_result *r, void **owned)
+{
+	struct csq_queue_stats *v;
+
+	if (op->id == NULL) {
+		*owned = v = csq_queues_stats(m->csq, now, &r->nentries);
+		r->status = CSQ_OK;
+	} else {
+		*owned = v = csq_xmalloc(sizeof(*v));
+		r->status = csq_queue_stats(m->csq, now, op->id, v);
+		r->nentries = r->status == CSQ_OK;
+	}
+	r->qstats = v;
+}
+
+/*
  * Runs op at now. The one dispatcher for calls and replays, so that a
  * replay does exactly what the call did. *owned is an array of the result
- * (SERVICERS, QUEUES, ROOMS) that the caller frees.
+ * (SERVICERS, QUEUES, ROOMS, QSTATS) that the caller frees.
  */
 static void
 memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
@@ -166,6 +221,12 @@ memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 	case CSQ_OP_TRANSFER:
 		r->status = csq_transfer(m->csq, now, &op->transfer, &r->user);
 		break;
+	case CSQ_OP_POLICY:
+		r->status = memory_policy(m, op, now);
+		break;
+	case CSQ_OP_QSTATS:
+		memory_qstats(m, op, now, r, owned);
+		break;
 	default:
 		r->status = CSQ_ERANGE;
 		break;
@@ -203,20 +264,28 @@ memory_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 }
 
 /* A state-changing operation that is not a client's command. */
+static enum csq_status
+memory_internal_op(struct engine_memory *m, const struct csq_op *op)
+{
+	struct csq_result r;
+	void *owned = NULL;
+
+	memory_run(m, op, m->clock(m->clock_arg), &r, &owned);
+	free(owned);
+	return r.status;
+}
+
 static void
 memory_internal(struct engine_memory *m, enum csq_opcode code,
                 const struct csq_limits *limits)
 {
-	struct csq_result r;
 	struct csq_op op;
-	void *owned = NULL;
 
 	memset(&op, 0, sizeof(op));
 	op.code = code;
 	if (limits != NULL)
 		op.limits = *limits;
-	memory_run(m, &op, m->clock(m->clock_arg), &r, &owned);
-	free(owned);
+	memory_internal_op(m, &op);
 }
 
 static uint64_t
@@ -248,6 +317,29 @@ memory_last_event_id(struct csq_engine *e)
 	return csq_last_event_id(engine_memory(e)->csq);
 }
 
+/* The set as POLICY operations, each journaled: CSQ_OK once applied. */
+static enum csq_status
+memory_set_policies(struct csq_engine *e, const struct csq_policy *v, size_t n)
+{
+	struct engine_memory *m = engine_memory(e);
+	enum csq_status st = CSQ_OK;
+	struct csq_op op;
+	size_t i = 0;
+
+	if (n > CSQ_POLICIES_MAX)
+		return CSQ_ERANGE;
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_POLICY;
+	op.count = (uint32_t)n;
+	do {
+		op.offset = i;
+		if (n > 0)
+			op.policy = v[i];
+		st = memory_internal_op(m, &op);
+	} while (st == CSQ_OK && ++i < n);
+	return st;
+}
+
 static int
 memory_up(struct csq_engine *e)
 {
@@ -261,6 +353,7 @@ memory_free(struct csq_engine *e)
 	struct engine_memory *m = engine_memory(e);
 
 	csq_free(m->csq);
+	free(m->staged);
 	free(m);
 }
 
@@ -270,6 +363,7 @@ static const struct csq_engine_ops memory_ops = {
     .next_deadline = memory_next_deadline,
     .expire = memory_expire,
     .set_limits = memory_set_limits,
+    .set_policies = memory_set_policies,
     .up = memory_up,
     .last_event_id = memory_last_event_id,
     .free = memory_free,

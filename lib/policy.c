@@ -200,12 +200,44 @@ policy_aging_max(const struct csq *c, const struct csq_queue *q)
 }
 
 /* q's policy has a clock: an overflow or aging. */
-static int
-policy_clocks(const struct csq_queue *q)
+int
+csq_policy_has_clocks(const struct csq_queue *q)
 {
 	const struct csq_policy *p = q->policy;
 
 	return p != NULL && (p->overflow_after_s > 0 || p->aging_every_s > 0);
+}
+
+#define policy_clocks csq_policy_has_clocks
+
+/*
+ * Whether a clock of kind at time at, of a user who joined q's line at
+ * joined, is one that policy_arm_after could have set: an aging point of
+ * the policy before any overflow, or the overflow (at its time or, made
+ * due by a reload, after it). For csq_check and the snapshot's restore.
+ */
+int
+csq_policy_clock_fits(const struct csq_queue *q, uint64_t joined,
+                      enum csq_deadline_kind kind, uint64_t at)
+{
+	const struct csq_policy *p = q->policy;
+	uint64_t every, overflow;
+
+	if (!policy_clocks(q))
+		return 0;
+	overflow = p->overflow_after_s > 0
+	               ? joined + csq_ms(p->overflow_after_s)
+	               : UINT64_MAX;
+	switch (kind) {
+	case CSQ_DL_AGING:
+		every = csq_ms(p->aging_every_s);
+		return every > 0 && at > joined && (at - joined) % every == 0 &&
+		       at <= overflow;
+	case CSQ_DL_OVERFLOW:
+		return overflow != UINT64_MAX && at >= overflow;
+	default:
+		return 0;
+	}
 }
 
 /*

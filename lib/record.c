@@ -89,6 +89,78 @@ get_str(struct cursor *c, char *out, size_t cap)
 
 static size_t record_seal(uint8_t *buf, struct cursor *c);
 
+/* The policies tail of ENQUEUE and TRANSFER: PREFER, or a 0. A record
+ * written before has none. */
+static void
+put_prefer(struct cursor *c, const struct csq_prefer_args *p)
+{
+	put_u64(c, (uint64_t)(p->has_prefer != 0), 1);
+	if (!p->has_prefer)
+		return;
+	put_str(c, p->servicer);
+	put_u64(c, p->seconds, 4);
+}
+
+static void
+get_prefer(struct cursor *c, struct csq_prefer_args *p, char *buf, size_t cap)
+{
+	memset(p, 0, sizeof(*p));
+	if (c->left == 0)
+		return; /* written before policies */
+	p->has_prefer = (int)get_u64(c, 1);
+	if (p->has_prefer > 1)
+		c->bad = 1;
+	if (!p->has_prefer)
+		return;
+	p->servicer = get_str(c, buf, cap);
+	p->seconds = (uint32_t)get_u64(c, 4);
+}
+
+/* A queue policy (POLICY): its fields, the optional ones flagged. */
+static void
+put_policy(struct cursor *c, const struct csq_policy *p)
+{
+	put_str(c, p->name);
+	put_u64(c,
+	        (uint64_t)((p->has_max_length != 0) |
+	                   (p->has_strategy != 0) << 1 |
+	                   (p->has_aging_max_tier != 0) << 2),
+	        1);
+	put_u64(c, p->max_length, 8);
+	put_u64(c, (uint64_t)p->strategy, 1);
+	put_u64(c, p->overflow_after_s, 4);
+	put_str(c, p->overflow_to);
+	put_u64(c, p->aging_every_s, 4);
+	put_u64(c, p->aging_max_tier, 1);
+	put_u64(c, p->service_level_s, 4);
+}
+
+/* -1 for a policy that no configuration passes (the set's check, which
+ * needs the limits, comes when it applies). */
+static int
+get_policy(struct cursor *c, struct csq_policy *p)
+{
+	unsigned flags;
+
+	memset(p, 0, sizeof(*p));
+	get_str(c, p->name, sizeof(p->name));
+	flags = (unsigned)get_u64(c, 1);
+	p->has_max_length = flags & 1;
+	p->has_strategy = (flags >> 1) & 1;
+	p->has_aging_max_tier = (flags >> 2) & 1;
+	p->max_length = get_u64(c, 8);
+	p->strategy = (enum csq_strategy)get_u64(c, 1);
+	p->overflow_after_s = (uint32_t)get_u64(c, 4);
+	get_str(c, p->overflow_to, sizeof(p->overflow_to));
+	p->aging_every_s = (uint32_t)get_u64(c, 4);
+	p->aging_max_tier = (uint32_t)get_u64(c, 1);
+	p->service_level_s = (uint32_t)get_u64(c, 4);
+	if (flags > 7 || p->strategy > CSQ_STRATEGY_LEAST_BUSY ||
+	    p->aging_max_tier > CSQ_TIER_LIMIT)
+		return -1;
+	return 0;
+}
+
 size_t
 csq_record_encode(const struct csq_op *op, uint64_t now,
                   uint8_t buf[CSQ_RECORD_MAX])
@@ -120,6 +192,13 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 	case CSQ_OP_TRANSFER:
 		put_str(&c, op->transfer.room);
 		put_str(&c, op->transfer.queue);
+		put_prefer(&c, &op->transfer.prefer);
+		break;
+	case CSQ_OP_POLICY:
+		put_u64(&c, op->offset, 4);
+		put_u64(&c, op->count, 4);
+		if (op->count > 0)
+			put_policy(&c, &op->policy);
 		break;
 	case CSQ_OP_ENQUEUE:
 		put_str(&c, e->user);
@@ -130,6 +209,7 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		put_str(&c, e->has_queue ? e->queue : "");
 		put_u64(&c, e->tier, 4);
 		put_u64(&c, e->ttl_s, 4);
+		put_prefer(&c, &e->prefer);
 		break;
 	case CSQ_OP_TOUCH:
 		put_str(&c, op->id);
@@ -197,6 +277,17 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		op->transfer.room = op->id =
 		    get_str(&c, st->id, sizeof(st->id));
 		op->transfer.queue = get_str(&c, st->queue, sizeof(st->queue));
+		get_prefer(&c, &op->transfer.prefer, st->prefer,
+		           sizeof(st->prefer));
+		break;
+	case CSQ_OP_POLICY:
+		op->offset = get_u64(&c, 4);
+		op->count = (uint32_t)get_u64(&c, 4);
+		if (op->count > CSQ_POLICIES_MAX ||
+		    (op->count > 0 ? op->offset >= op->count : op->offset != 0))
+			return -1;
+		if (op->count > 0 && get_policy(&c, &op->policy) != 0)
+			return -1;
 		break;
 	case CSQ_OP_ENQUEUE:
 		e->user = op->id = get_str(&c, st->id, sizeof(st->id));
@@ -207,6 +298,7 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		e->queue = get_str(&c, st->queue, sizeof(st->queue));
 		e->tier = (uint32_t)get_u64(&c, 4);
 		e->ttl_s = (uint32_t)get_u64(&c, 4);
+		get_prefer(&c, &e->prefer, st->prefer, sizeof(st->prefer));
 		break;
 	case CSQ_OP_TOUCH:
 		op->id = get_str(&c, st->id, sizeof(st->id));
@@ -360,6 +452,108 @@ get_user_tail(struct cursor *c, struct csq_snap_user *u)
 	u->offer_deadline_tie = get_u64(c, 8);
 }
 
+/* The policies tail: a waiting user's clocks or window. */
+static void
+put_user_wait(struct cursor *c, const struct csq_snap_user *u)
+{
+	put_u64(c, u->has_wait, 1);
+	if (!u->has_wait)
+		return;
+	put_u64(c, u->clock_kind, 1);
+	put_u64(c, u->joined_ms, 8);
+	put_u64(c, u->clock, 8);
+	put_u64(c, u->clock_tie, 8);
+	put_str(c, u->prefer);
+	put_u64(c, u->prefer_s, 4);
+}
+
+static void
+get_user_wait(struct cursor *c, struct csq_snap_user *u)
+{
+	u->has_wait = (uint32_t)get_u64(c, 1);
+	if (!u->has_wait)
+		return;
+	u->clock_kind = (uint32_t)get_u64(c, 1);
+	u->joined_ms = get_u64(c, 8);
+	u->clock = get_u64(c, 8);
+	u->clock_tie = get_u64(c, 8);
+	get_str(c, u->prefer, sizeof(u->prefer));
+	u->prefer_s = (uint32_t)get_u64(c, 4);
+}
+
+static void
+put_queue(struct cursor *c, const struct csq_snap_queue *q)
+{
+	uint32_t t;
+
+	put_str(c, q->name);
+	put_u64(c, q->matched, 8);
+	put_u64(c, q->abandoned_leave, 8);
+	put_u64(c, q->abandoned_timeout, 8);
+	put_u64(c, q->overflowed, 8);
+	put_u64(c, q->wait_ms_sum, 8);
+	put_u64(c, q->ring_next, 4);
+	put_u64(c, q->hold_ms, 8);
+	put_u64(c, q->holds, 8);
+	put_u64(c, q->wait_area_ms, 8);
+	put_u64(c, q->abandons, 8);
+	for (t = 0; t <= CSQ_TIER_LIMIT; t++) {
+		put_u64(c, q->last_arrival_ms[t], 8);
+		put_u64(c, q->gap_ms[t], 8);
+		put_u64(c, q->arrivals[t], 4);
+	}
+}
+
+static void
+get_queue(struct cursor *c, struct csq_snap_queue *q)
+{
+	uint32_t t;
+
+	get_str(c, q->name, sizeof(q->name));
+	q->matched = get_u64(c, 8);
+	q->abandoned_leave = get_u64(c, 8);
+	q->abandoned_timeout = get_u64(c, 8);
+	q->overflowed = get_u64(c, 8);
+	q->wait_ms_sum = get_u64(c, 8);
+	q->ring_next = (uint32_t)get_u64(c, 4);
+	q->hold_ms = get_u64(c, 8);
+	q->holds = get_u64(c, 8);
+	q->wait_area_ms = get_u64(c, 8);
+	q->abandons = get_u64(c, 8);
+	for (t = 0; t <= CSQ_TIER_LIMIT; t++) {
+		q->last_arrival_ms[t] = get_u64(c, 8);
+		q->gap_ms[t] = get_u64(c, 8);
+		q->arrivals[t] = (uint32_t)get_u64(c, 4);
+	}
+}
+
+static void
+put_ring(struct cursor *c, const struct csq_snap_ring *r)
+{
+	uint32_t i;
+
+	put_str(c, r->queue);
+	put_u64(c, r->offset, 4);
+	put_u64(c, r->n, 4);
+	for (i = 0; i < r->n && i < CSQ_SNAP_RING_CHUNK; i++)
+		put_u64(c, r->v[i], 4);
+}
+
+static int
+get_ring(struct cursor *c, struct csq_snap_ring *r)
+{
+	uint32_t i;
+
+	get_str(c, r->queue, sizeof(r->queue));
+	r->offset = (uint32_t)get_u64(c, 4);
+	r->n = (uint32_t)get_u64(c, 4);
+	if (r->n > CSQ_SNAP_RING_CHUNK)
+		return -1;
+	for (i = 0; i < r->n; i++)
+		r->v[i] = (uint32_t)get_u64(c, 4);
+	return 0;
+}
+
 size_t
 csq_record_encode_snap(const struct csq_snap_item *it,
                        uint8_t buf[CSQ_RECORD_MAX])
@@ -416,6 +610,13 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		put_u64(&c, u->room, 4);
 		put_u64(&c, u->since_ms, 8);
 		put_user_tail(&c, u);
+		put_user_wait(&c, u);
+		break;
+	case CSQ_SNAP_QUEUE:
+		put_queue(&c, &it->u.queue);
+		break;
+	case CSQ_SNAP_RING:
+		put_ring(&c, &it->u.ring);
 		break;
 	}
 	return record_seal(buf, &c);
@@ -493,6 +694,17 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 		u->since_ms = get_u64(&c, 8);
 		if (c.left > 0)
 			get_user_tail(&c, u);
+		if (c.left > 0)
+			get_user_wait(&c, u);
+		break;
+	case CSQ_RECORD_SNAP + CSQ_SNAP_QUEUE:
+		it->kind = CSQ_SNAP_QUEUE;
+		get_queue(&c, &it->u.queue);
+		break;
+	case CSQ_RECORD_SNAP + CSQ_SNAP_RING:
+		it->kind = CSQ_SNAP_RING;
+		if (get_ring(&c, &it->u.ring) != 0)
+			return -1;
 		break;
 	default:
 		return -1;

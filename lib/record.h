@@ -25,6 +25,7 @@ struct csq_record_strings {
 	char id[CSQ_ROOM_MAX + 1];
 	char queue[CSQ_ID_MAX + 1];
 	char queues[CSQ_SERVICER_QUEUES][CSQ_ID_MAX + 1];
+	char prefer[CSQ_ID_MAX + 1]; /* ENQUEUE's and TRANSFER's PREFER */
 };
 
 uint32_t csq_crc32c(const void *, size_t);

@@ -85,7 +85,9 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 {
 	struct snap_walk *w = arg;
 	const struct csq_user *u = val;
-	const struct csq_room *r = u->room;
+	/* A waiting user's union holds its wait, not a room. */
+	const struct csq_room *r =
+	    u->state != CSQ_USER_WAITING ? u->room : NULL;
 	struct csq_snap_item it;
 	struct csq_snap_user *o = &it.u.user;
 
@@ -111,7 +113,82 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 		snap_deadline(&r->deadline, &o->offer_deadline,
 		              &o->offer_deadline_tie);
 	}
+	if (u->state == CSQ_USER_WAITING && u->wait != NULL) {
+		o->has_wait = 1;
+		o->joined_ms = u->wait->joined_ms;
+		o->clock_kind = (uint32_t)csq_deadline_kind(&u->wait->clock);
+		snap_deadline(&u->wait->clock, &o->clock, &o->clock_tie);
+		if (u->wait->prefer != NULL) {
+			memcpy(o->prefer, u->wait->prefer->id,
+			       u->wait->prefer->idlen + 1);
+			o->prefer_s = u->wait->prefer_s;
+		}
+	}
 	w->fn(w->arg, &it);
+}
+
+/* Something counted or learned: the numbers go into the snapshot. */
+static int
+queue_has_numbers(const struct csq_queue *q)
+{
+	const struct csq_queue_counts *k = &q->counts;
+	const struct csq_estimate *e = &q->est;
+	uint32_t t;
+
+	if (k->matched || k->abandoned_leave || k->abandoned_timeout ||
+	    k->overflowed || k->ring_len || e->holds || e->wait_area_ms ||
+	    e->abandons)
+		return 1;
+	for (t = 0; t < CSQ_TIERS; t++)
+		if (e->arrivals[t])
+			return 1;
+	return 0;
+}
+
+static void
+snap_queue(void *arg, const char *key, size_t len, void *val)
+{
+	struct snap_walk *w = arg;
+	const struct csq_queue *q = val;
+	const struct csq_queue_counts *k = &q->counts;
+	const struct csq_estimate *e = &q->est;
+	struct csq_snap_item it;
+	struct csq_snap_queue *o = &it.u.queue;
+	struct csq_snap_ring *r = &it.u.ring;
+	uint32_t off;
+
+	(void)key, (void)len;
+	if (!queue_has_numbers(q))
+		return;
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_QUEUE;
+	memcpy(o->name, q->name, q->namelen + 1);
+	o->matched = k->matched;
+	o->abandoned_leave = k->abandoned_leave;
+	o->abandoned_timeout = k->abandoned_timeout;
+	o->overflowed = k->overflowed;
+	o->wait_ms_sum = k->wait_ms_sum;
+	o->ring_next = k->ring_next;
+	o->hold_ms = e->hold_ms;
+	o->holds = e->holds;
+	o->wait_area_ms = e->wait_area_ms;
+	o->abandons = e->abandons;
+	memcpy(o->last_arrival_ms, e->last_arrival_ms,
+	       sizeof(o->last_arrival_ms));
+	memcpy(o->gap_ms, e->gap_ms, sizeof(o->gap_ms));
+	memcpy(o->arrivals, e->arrivals, sizeof(o->arrivals));
+	w->fn(w->arg, &it);
+	for (off = 0; off < k->ring_len; off += r->n) {
+		memset(&it, 0, sizeof(it));
+		it.kind = CSQ_SNAP_RING;
+		memcpy(r->queue, q->name, q->namelen + 1);
+		r->offset = off;
+		r->n = k->ring_len - off < CSQ_SNAP_RING_CHUNK
+		           ? k->ring_len - off
+		           : CSQ_SNAP_RING_CHUNK;
+		memcpy(r->v, k->ring + off, r->n * sizeof(*r->v));
+		w->fn(w->arg, &it);
+	}
 }
 
 void
@@ -130,6 +207,7 @@ csq_snapshot(const struct csq *c, csq_snap_fn *fn, void *arg)
 	fn(arg, &it);
 	csq_dict_each(c->servicers, snap_servicer, &w);
 	csq_dict_each(c->users, snap_user, &w);
+	csq_dict_each(c->queues, snap_queue, &w);
 }
 
 /*
@@ -250,11 +328,73 @@ restore_wrapup(struct csq *c, const struct csq_snap_room *o)
 	return 0;
 }
 
+#define USER_FLAGS                                                             \
+	(CSQ_USER_TRANSFERRED | CSQ_USER_OVERFLOWED | CSQ_USER_PREFERRING)
+
+/*
+ * A waiting user's wait: a window for a servicer that serves its queue
+ * (*pref), else its queue's clocks exactly when the queue has them, at a
+ * time they could run to. 0 when it fits.
+ */
+static int
+restore_wait_fits(struct csq *c, const struct csq_snap_user *o,
+                  const struct csq_queue *q, struct csq_servicer **pref)
+{
+	struct csq_servicer *s;
+	int i;
+
+	if (o->has_wait > 1 || (o->has_wait && o->clock_tie > c->tie))
+		return -1;
+	if (o->flags & CSQ_USER_PREFERRING) {
+		s = csq_dict_get(c->servicers, o->prefer, strlen(o->prefer));
+		if (!o->has_wait || o->clock_kind != CSQ_DL_PREFER ||
+		    s == NULL || (i = csq_servicer_queue_index(s, q)) < 0 ||
+		    o->prefer_s < 1 || o->prefer_s > CSQ_PREFER_MAX ||
+		    (s->prefer[i] != NULL &&
+		     csq_line_rank(s->prefer[i], o->key) != 0))
+			return -1;
+		*pref = s;
+		return 0;
+	}
+	if (!o->has_wait)
+		return csq_policy_has_clocks(q) ? -1 : 0;
+	if (o->prefer[0] != '\0' || o->prefer_s != 0 ||
+	    (o->clock_kind != CSQ_DL_OVERFLOW &&
+	     o->clock_kind != CSQ_DL_AGING) ||
+	    !csq_policy_clock_fits(q, o->joined_ms,
+	                           (enum csq_deadline_kind)o->clock_kind,
+	                           o->clock))
+		return -1;
+	return 0;
+}
+
+/* A waiting user (checked) into its line, or its servicer's. */
+static void
+restore_waiting(struct csq *c, struct csq_user *u,
+                const struct csq_snap_user *o, struct csq_servicer *pref)
+{
+	struct csq_wait *w;
+
+	c->stats.waiting++;
+	if (pref != NULL)
+		csq_prefer_insert(c, u, pref);
+	else
+		csq_line_insert(u->queue->line, u->key, u);
+	if (!o->has_wait)
+		return;
+	w = csq_user_wait(u);
+	w->joined_ms = o->joined_ms;
+	w->prefer_s = o->prefer_s;
+	w->clock.node.tag = o->clock_kind;
+	csq_heap_set(&c->deadlines, &w->clock.node, o->clock, o->clock_tie);
+}
+
 static int
 restore_user(struct csq *c, const struct csq_snap_user *o)
 {
 	size_t idlen = strlen(o->id);
-	struct csq_servicer *s = NULL;
+	struct csq_servicer *s = NULL, *pref = NULL;
+	struct csq_queue *q;
 	struct csq_user *u;
 
 	if (!csq_valid_id(o->id, idlen) ||
@@ -262,7 +402,7 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	    !csq_valid_id(o->queue, strlen(o->queue)) ||
 	    o->key >= CSQ_KEY_LIMIT || (o->key & CSQ_KEY_SEQ_MAX) == 0 ||
 	    (o->key & CSQ_KEY_SEQ_MAX) > c->seq || o->ttl_s > CSQ_TTL_MAX ||
-	    o->flags > CSQ_USER_TRANSFERRED)
+	    (o->flags & ~(uint32_t)USER_FLAGS) != 0)
 		return -1;
 	/* Waiting or offered, a user has a deadline exactly when it has a
 	 * TTL; assigned, none. */
@@ -277,10 +417,14 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 		return -1;
 	switch (o->state) {
 	case CSQ_USER_WAITING:
-		if (csq_line_rank(
-		        csq_queue_get(c, o->queue, strlen(o->queue), 1)->line,
-		        o->key) != 0)
+		q = csq_queue_get(c, o->queue, strlen(o->queue), 1);
+		if (csq_line_rank(q->line, o->key) != 0 ||
+		    restore_wait_fits(c, o, q, &pref) != 0) {
+			/* Made for nothing: a queue of no one goes. */
+			if (q->refs == 0)
+				csq_queue_unref(c, q);
 			return -1;
+		}
 		break;
 	case CSQ_USER_OFFERED:
 	case CSQ_USER_ASSIGNED:
@@ -291,6 +435,8 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 		/* A pause withdraws every offer. */
 		if (o->state == CSQ_USER_OFFERED &&
 		    s->status != CSQ_SERVICER_READY)
+			return -1;
+		if (o->has_wait || (o->flags & CSQ_USER_PREFERRING))
 			return -1;
 		break;
 	default:
@@ -313,8 +459,7 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 		csq_heap_set(&c->deadlines, &u->deadline.node, o->deadline,
 		             o->deadline_tie);
 	if (s == NULL) {
-		csq_line_insert(u->queue->line, u->key, u);
-		c->stats.waiting++;
+		restore_waiting(c, u, o, pref);
 		return 0;
 	}
 	if (o->state == CSQ_USER_OFFERED)
@@ -324,6 +469,57 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	else
 		u->room = restore_room_open(c, s, o->room, CSQ_ROOM_ASSIGNED, u,
 		                            o->since_ms, 0, 0, 0);
+	return 0;
+}
+
+/* A queue's numbers, into a queue that exists (its users, servicers
+ * or policy came before); its ring follows in RING items. */
+static int
+restore_queue(struct csq *c, const struct csq_snap_queue *o)
+{
+	struct csq_queue *q = csq_queue_get(c, o->name, strlen(o->name), 0);
+	struct csq_queue_counts *k;
+	struct csq_estimate *e;
+
+	if (q == NULL || o->ring_next >= CSQ_OUTCOMES)
+		return -1;
+	k = &q->counts;
+	e = &q->est;
+	k->matched = o->matched;
+	k->abandoned_leave = o->abandoned_leave;
+	k->abandoned_timeout = o->abandoned_timeout;
+	k->overflowed = o->overflowed;
+	k->wait_ms_sum = o->wait_ms_sum;
+	k->ring_next = o->ring_next;
+	e->hold_ms = o->hold_ms;
+	e->holds = o->holds;
+	e->wait_area_ms = o->wait_area_ms;
+	e->abandons = o->abandons;
+	memcpy(e->last_arrival_ms, o->last_arrival_ms,
+	       sizeof(e->last_arrival_ms));
+	memcpy(e->gap_ms, o->gap_ms, sizeof(e->gap_ms));
+	memcpy(e->arrivals, o->arrivals, sizeof(e->arrivals));
+	return 0;
+}
+
+/* The next part of a queue's ring, in order. */
+static int
+restore_ring(struct csq *c, const struct csq_snap_ring *o)
+{
+	struct csq_queue *q = csq_queue_get(c, o->queue, strlen(o->queue), 0);
+	struct csq_queue_counts *k;
+
+	if (q == NULL)
+		return -1;
+	k = &q->counts;
+	if (o->n < 1 || o->n > CSQ_SNAP_RING_CHUNK ||
+	    o->offset != k->ring_len || o->offset + o->n > CSQ_OUTCOMES)
+		return -1;
+	if (k->ring == NULL)
+		k->ring = csq_xmalloc(CSQ_OUTCOMES * sizeof(*k->ring));
+	memcpy(k->ring + o->offset, o->v, o->n * sizeof(*k->ring));
+	k->ring_len += o->n;
+	csq_qstats_relevel(q);
 	return 0;
 }
 
@@ -361,6 +557,10 @@ csq_restore(struct csq *c, const struct csq_snap_item *it)
 		return restore_wrapup(c, &it->u.room);
 	case CSQ_SNAP_USER:
 		return restore_user(c, &it->u.user);
+	case CSQ_SNAP_QUEUE:
+		return restore_queue(c, &it->u.queue);
+	case CSQ_SNAP_RING:
+		return restore_ring(c, &it->u.ring);
 	}
 	return -1;
 }
@@ -401,8 +601,22 @@ end_servicer(void *arg, const char *key, size_t len, void *val)
 	if (!csq_servicer_has_free(s))
 		return;
 	for (i = 0; i < s->nqueues; i++)
-		if (csq_line_len(s->queues[i]->line) > 0)
+		if (csq_line_len(s->queues[i]->line) > 0 ||
+		    s->prefer[i] != NULL)
 			r->ok = 0;
+}
+
+/* A ring whose RING items stopped short of where it was. */
+static void
+end_queue(void *arg, const char *key, size_t len, void *val)
+{
+	struct restore_end *r = arg;
+	const struct csq_queue_counts *k =
+	    &((const struct csq_queue *)val)->counts;
+
+	(void)key, (void)len;
+	if (k->ring_len < CSQ_OUTCOMES && k->ring_next != k->ring_len)
+		r->ok = 0;
 }
 
 int
@@ -412,6 +626,7 @@ csq_restore_end(const struct csq *c)
 	size_t size = 16;
 
 	csq_dict_each(c->servicers, end_servicer, &r);
+	csq_dict_each(c->queues, end_queue, &r);
 	/* At most half full: a million users take 32 MB for a moment. */
 	while (size < 2 * csq_dict_len(c->users))
 		size *= 2;

@@ -15,9 +15,13 @@ enum csq_snap_kind {
 	CSQ_SNAP_STATE,
 	CSQ_SNAP_SERVICER,
 	CSQ_SNAP_USER,
-	CSQ_SNAP_ROOM, /* a room in wrap-up (offered and assigned rooms come
-	                  with their users) */
+	CSQ_SNAP_ROOM,  /* a room in wrap-up (offered and assigned rooms come
+	                   with their users) */
+	CSQ_SNAP_QUEUE, /* a queue's numbers and what its estimate learned */
+	CSQ_SNAP_RING,  /* a part of a queue's ring of outcomes, after it */
 };
+
+#define CSQ_SNAP_RING_CHUNK 500 /* outcomes in one RING item */
 
 struct csq_snap_state {
 	uint64_t seq, order, tie;
@@ -55,6 +59,29 @@ struct csq_snap_user {
 	uint64_t since_ms; /* the offer's or the assignment's time */
 	uint32_t offer_s;  /* offered: the offer's length and deadline */
 	uint64_t offer_deadline, offer_deadline_tie;
+	/* waiting with a queue's clocks or a preference window */
+	uint32_t has_wait, clock_kind, prefer_s;
+	uint64_t joined_ms, clock, clock_tie;
+	char prefer[CSQ_ID_MAX + 1]; /* preferring: the servicer */
+};
+
+/* A queue's numbers (qstats.c) and its estimate's (estimate.c). */
+struct csq_snap_queue {
+	char name[CSQ_ID_MAX + 1];
+	uint64_t matched, abandoned_leave, abandoned_timeout, overflowed;
+	uint64_t wait_ms_sum;
+	uint32_t ring_next; /* its outcomes follow in RING items */
+	uint64_t hold_ms, holds, wait_area_ms, abandons;
+	uint64_t last_arrival_ms[CSQ_TIER_LIMIT + 1];
+	uint64_t gap_ms[CSQ_TIER_LIMIT + 1];
+	uint32_t arrivals[CSQ_TIER_LIMIT + 1];
+};
+
+/* Outcomes offset .. offset + n - 1 of a queue's ring. */
+struct csq_snap_ring {
+	char queue[CSQ_ID_MAX + 1];
+	uint32_t offset, n;
+	uint32_t v[CSQ_SNAP_RING_CHUNK];
 };
 
 struct csq_snap_item {
@@ -64,13 +91,17 @@ struct csq_snap_item {
 		struct csq_snap_servicer servicer;
 		struct csq_snap_room room;
 		struct csq_snap_user user;
+		struct csq_snap_queue queue;
+		struct csq_snap_ring ring;
 	} u;
 };
 
 typedef void csq_snap_fn(void *arg, const struct csq_snap_item *);
 
 /* Calls fn for the state, then every servicer with its rooms in wrap-up,
- * then every user. */
+ * then every user, then the numbers of every queue that has some. (The
+ * policies are no part of it: the journal writes them before, as it
+ * writes the limits.) */
 void csq_snapshot(const struct csq *, csq_snap_fn *fn, void *arg);
 /*
  * Restores one item into a state that started empty, items in snapshot
@@ -80,8 +111,9 @@ int csq_restore(struct csq *, const struct csq_snap_item *);
 /*
  * After the last item: -1 when the items, each of which fitted, do not
  * make a state together (a free room of a ready servicer beside a user
- * waiting in a queue it serves: the match that never happened; two users
- * with one order key).
+ * waiting in a queue it serves, or waiting for it: the match that never
+ * happened; two users with one order key; a queue's ring of outcomes
+ * that its RING items did not complete).
  */
 int csq_restore_end(const struct csq *);
 

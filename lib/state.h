@@ -380,6 +380,9 @@ const struct csq_policy *csq_policy_find(const struct csq *, const char *name,
                                          size_t len);
 uint64_t csq_queue_max_length(const struct csq *, const struct csq_queue *);
 uint32_t csq_queue_service_level(const struct csq_queue *);
+int csq_policy_has_clocks(const struct csq_queue *);
+int csq_policy_clock_fits(const struct csq_queue *, uint64_t joined,
+                          enum csq_deadline_kind, uint64_t at);
 /* u joined its line now: joined_ms, and the first step of its clocks. */
 void csq_policy_start(struct csq *, struct csq_user *, uint64_t now);
 /* u's overflow or aging deadline passed: the step (an event, a move). */
@@ -388,7 +391,6 @@ int csq_policy_overflowed_from(const struct csq *, const struct csq_user *,
                                const char *named, size_t len);
 
 /* prefer.c */
-enum csq_status csq_prefer_check(const struct csq_prefer_args *);
 int csq_servicer_queue_index(const struct csq_servicer *,
                              const struct csq_queue *);
 /* The servicer PREFER names, if logged in and serving q; else NULL. */

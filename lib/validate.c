@@ -53,7 +53,7 @@ validate_enqueue(const struct csq_enqueue_args *a,
 		return CSQ_ERANGE;
 	if (a->has_ttl && a->ttl_s > CSQ_TTL_MAX)
 		return CSQ_ERANGE;
-	return CSQ_OK;
+	return csq_prefer_check(&a->prefer);
 }
 
 static int
@@ -84,7 +84,9 @@ csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
 	case CSQ_OP_TRANSFER:
 		if (!valid_room(op->transfer.room))
 			return CSQ_EROOM;
-		return valid(op->transfer.queue) ? CSQ_OK : CSQ_EQUEUE;
+		if (!valid(op->transfer.queue))
+			return CSQ_EQUEUE;
+		return csq_prefer_check(&op->transfer.prefer);
 	case CSQ_OP_ENQUEUE:
 		return validate_enqueue(&op->enqueue, limits);
 	case CSQ_OP_TOUCH:
@@ -104,6 +106,13 @@ csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
 		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
 	case CSQ_OP_ROOMS:
 		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
+	case CSQ_OP_QSTATS: /* no id: every queue */
+		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
+	case CSQ_OP_POLICY: /* the set is checked whole when it applies */
+		return op->count <= CSQ_POLICIES_MAX && op->offset < op->count
+		           ? CSQ_OK
+		       : op->count == 0 && op->offset == 0 ? CSQ_OK
+		                                           : CSQ_ERANGE;
 	case CSQ_OP_SERVICERS:
 	case CSQ_OP_STATS:
 	case CSQ_OP_EXPIRE:

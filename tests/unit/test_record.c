@@ -64,6 +64,12 @@ round_trip(const struct csq_op *op, uint64_t now, struct csq_op *back,
 	round_trip_legacy(op, now, back, st, 0);
 }
 
+/* TRANSFER's before policies: opcode, time, room, queue. */
+#define TRANSFER_LEGACY(room, queue) (1 + 8 + 1 + (room) + 1 + (queue))
+/* ENQUEUE's before policies: opcode, time, user, flags, queue, tier, TTL. */
+#define ENQUEUE_LEGACY(user, queue)                                            \
+	(1 + 8 + 1 + (user) + 1 + 1 + (queue) + 4 + 4)
+
 /* The payload of a LIMITS record before routing: opcode, time, 4 limits. */
 #define LIMITS_LEGACY (1 + 8 + 4 + 4 + 4 + 8)
 
@@ -117,13 +123,22 @@ test_every_operation(void **state)
 	round_trip_legacy(&op, 8, &back, &st, HEARTBEAT_LEGACY("s", 0));
 	assert_int_equal(back.heartbeat.ttl_s, 5);
 
+	/* TRANSFER and ENQUEUE before policies: no PREFER tail. */
 	memset(&op, 0, sizeof(op));
 	op.code = CSQ_OP_TRANSFER;
 	op.transfer.room = op.id = "agent-1/999";
 	op.transfer.queue = q64;
-	round_trip(&op, 9, &back, &st);
+	round_trip_legacy(&op, 9, &back, &st, TRANSFER_LEGACY(11, 64));
 	assert_string_equal(back.transfer.room, "agent-1/999");
 	assert_string_equal(back.transfer.queue, q64);
+	assert_int_equal(back.transfer.prefer.has_prefer, 0);
+	op.transfer.prefer.has_prefer = 1;
+	op.transfer.prefer.servicer = q64;
+	op.transfer.prefer.seconds = CSQ_PREFER_MAX;
+	round_trip_legacy(&op, 9, &back, &st, TRANSFER_LEGACY(11, 64));
+	assert_int_equal(back.transfer.prefer.has_prefer, 1);
+	assert_string_equal(back.transfer.prefer.servicer, q64);
+	assert_int_equal(back.transfer.prefer.seconds, CSQ_PREFER_MAX);
 
 	memset(&op, 0, sizeof(op));
 	op.code = CSQ_OP_ENQUEUE;
@@ -131,15 +146,45 @@ test_every_operation(void **state)
 	op.enqueue.has_tier = op.enqueue.has_ttl = 1;
 	op.enqueue.tier = 15;
 	op.enqueue.ttl_s = 86400;
-	round_trip(&op, 1700000000000ULL, &back, &st);
+	round_trip_legacy(&op, 1700000000000ULL, &back, &st,
+	                  ENQUEUE_LEGACY(3, 0));
 	assert_string_equal(back.enqueue.user, "u@x");
 	assert_int_equal(back.enqueue.has_queue, 0);
 	assert_int_equal(back.enqueue.tier, 15);
 	assert_int_equal(back.enqueue.ttl_s, 86400);
 	op.enqueue.has_queue = 1;
 	op.enqueue.queue = "sales";
-	round_trip(&op, 1, &back, &st);
+	op.enqueue.prefer.has_prefer = 1;
+	op.enqueue.prefer.servicer = "alice";
+	op.enqueue.prefer.seconds = 1;
+	round_trip_legacy(&op, 1, &back, &st, ENQUEUE_LEGACY(3, 5));
 	assert_string_equal(back.enqueue.queue, "sales");
+	assert_string_equal(back.enqueue.prefer.servicer, "alice");
+	assert_int_equal(back.enqueue.prefer.seconds, 1);
+
+	/* A policy of a set, with every field; then an empty set. */
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_POLICY;
+	op.offset = CSQ_POLICIES_MAX - 1;
+	op.count = CSQ_POLICIES_MAX;
+	strcpy(op.policy.name, q64);
+	op.policy.has_max_length = op.policy.has_strategy = 1;
+	op.policy.has_aging_max_tier = 1;
+	op.policy.max_length = CSQ_QUEUE_LENGTH_MAX;
+	op.policy.strategy = CSQ_STRATEGY_LEAST_BUSY;
+	op.policy.overflow_after_s = CSQ_POLICY_SECONDS_MAX;
+	strcpy(op.policy.overflow_to, "general");
+	op.policy.aging_every_s = 1;
+	op.policy.aging_max_tier = CSQ_TIER_LIMIT;
+	op.policy.service_level_s = 20;
+	round_trip(&op, 10, &back, &st);
+	assert_int_equal(back.offset, CSQ_POLICIES_MAX - 1);
+	assert_int_equal(back.count, CSQ_POLICIES_MAX);
+	assert_memory_equal(&back.policy, &op.policy, sizeof(op.policy));
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_POLICY;
+	round_trip(&op, 11, &back, &st);
+	assert_int_equal(back.count, 0);
 
 	memset(&op, 0, sizeof(op));
 	op.code = CSQ_OP_TOUCH;
@@ -276,6 +321,118 @@ test_limits_out_of_range(void **state)
 	}
 }
 
+/* A POLICY record that csqd never writes: refused as damage. */
+static void
+test_policy_out_of_range(void **state)
+{
+	uint8_t rec[CSQ_RECORD_MAX];
+	struct csq_record_strings st;
+	struct csq_op op, back;
+	uint64_t now;
+	size_t n;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 5; i++) {
+		memset(&op, 0, sizeof(op));
+		op.code = CSQ_OP_POLICY;
+		op.count = 2;
+		strcpy(op.policy.name, "vip");
+		switch (i) {
+		case 1:
+			op.offset = 2; /* past the set */
+			break;
+		case 2:
+			op.count = CSQ_POLICIES_MAX + 1;
+			break;
+		case 3:
+			op.policy.strategy = (enum csq_strategy)2;
+			break;
+		case 4:
+			op.policy.aging_max_tier = CSQ_TIER_LIMIT + 1;
+			break;
+		}
+		n = csq_record_encode(&op, 7, rec);
+		assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+		                                   n - CSQ_RECORD_HEADER, &back,
+		                                   &now, &st),
+		                 i == 0 ? 0 : -1);
+	}
+}
+
+/* A snapshot item through its record and back. */
+static void
+snap_round_trip(const struct csq_snap_item *it, struct csq_snap_item *back)
+{
+	uint8_t rec[CSQ_RECORD_MAX];
+	size_t n = csq_record_encode_snap(it, rec);
+
+	assert_true(n <= CSQ_RECORD_MAX);
+	assert_int_equal(
+	    csq_record_is_snap(rec + CSQ_RECORD_HEADER, n - CSQ_RECORD_HEADER),
+	    1);
+	assert_int_equal(csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
+	                                        n - CSQ_RECORD_HEADER, back),
+	                 0);
+	assert_int_equal(back->kind, it->kind);
+}
+
+/* The items that policies added: a user's wait, a queue, its ring. */
+static void
+test_snap_policy_items(void **state)
+{
+	static struct csq_snap_item it, back;
+	uint32_t i;
+
+	(void)state;
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_USER;
+	strcpy(it.u.user.id, "u1");
+	strcpy(it.u.user.queue, "q");
+	it.u.user.state = CSQ_USER_WAITING;
+	it.u.user.flags = 7;
+	it.u.user.has_wait = 1;
+	it.u.user.clock_kind = 7;
+	it.u.user.joined_ms = 1700000000000ULL;
+	it.u.user.clock = 1700000060000ULL;
+	it.u.user.clock_tie = 42;
+	strcpy(it.u.user.prefer, "alice");
+	it.u.user.prefer_s = CSQ_PREFER_MAX;
+	snap_round_trip(&it, &back);
+	assert_memory_equal(&back.u.user, &it.u.user, sizeof(it.u.user));
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_QUEUE;
+	strcpy(it.u.queue.name, "vip");
+	it.u.queue.matched = 1;
+	it.u.queue.abandoned_leave = 2;
+	it.u.queue.abandoned_timeout = 3;
+	it.u.queue.overflowed = 4;
+	it.u.queue.wait_ms_sum = UINT64_MAX;
+	it.u.queue.ring_next = CSQ_OUTCOMES - 1;
+	it.u.queue.hold_ms = 5;
+	it.u.queue.holds = 6;
+	it.u.queue.wait_area_ms = 7;
+	it.u.queue.abandons = 8;
+	for (i = 0; i <= CSQ_TIER_LIMIT; i++) {
+		it.u.queue.last_arrival_ms[i] = 100 + i;
+		it.u.queue.gap_ms[i] = 200 + i;
+		it.u.queue.arrivals[i] = 300 + i;
+	}
+	snap_round_trip(&it, &back);
+	assert_memory_equal(&back.u.queue, &it.u.queue, sizeof(it.u.queue));
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_RING;
+	strcpy(it.u.ring.queue, "vip");
+	it.u.ring.offset = 500;
+	it.u.ring.n = CSQ_SNAP_RING_CHUNK;
+	for (i = 0; i < CSQ_SNAP_RING_CHUNK; i++)
+		it.u.ring.v[i] = i % 2 ? UINT32_MAX : i * 1000;
+	snap_round_trip(&it, &back);
+	assert_memory_equal(&back.u.ring, &it.u.ring, sizeof(it.u.ring));
+}
+
 int
 main(void)
 {
@@ -285,6 +442,8 @@ main(void)
 	    cmocka_unit_test(test_legacy_limits),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_limits_out_of_range),
+	    cmocka_unit_test(test_policy_out_of_range),
+	    cmocka_unit_test(test_snap_policy_items),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

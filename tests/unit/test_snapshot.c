@@ -53,6 +53,45 @@ rnd(uint32_t n)
 	return (uint32_t)(rng % n);
 }
 
+/* PREFER of a random servicer, one time in three. */
+static void
+random_prefer(struct csq_prefer_args *p)
+{
+	static char sid[16];
+
+	memset(p, 0, sizeof(*p));
+	if (rnd(3) != 0)
+		return;
+	snprintf(sid, sizeof(sid), "s%u", rnd(6));
+	p->has_prefer = 1;
+	p->servicer = sid;
+	p->seconds = 1 + rnd(3);
+}
+
+/* Policies over the queues: overflow default -> q1 -> q2, aging. */
+static void
+random_policies(struct csq *c, uint64_t now)
+{
+	static const char *queues[] = {"default", "q1", "q2"};
+	struct csq_policy v[3];
+	size_t n = 0, i;
+
+	for (i = 0; i < 3; i++) {
+		if (rnd(3) == 0)
+			continue;
+		memset(&v[n], 0, sizeof(v[n]));
+		strcpy(v[n].name, queues[i]);
+		if (i < 2 && rnd(2)) {
+			v[n].overflow_after_s = 1 + rnd(2);
+			strcpy(v[n].overflow_to, queues[i + 1]);
+		}
+		v[n].aging_every_s = rnd(3);
+		v[n].service_level_s = rnd(3);
+		n++;
+	}
+	assert_int_equal(csq_set_policies(c, now, v, n), CSQ_OK);
+}
+
 /* One random operation on c at *now (the same sequence given the seed). */
 static void
 random_op(struct csq *c, uint64_t *now)
@@ -71,7 +110,7 @@ random_op(struct csq *c, uint64_t *now)
 	snprintf(sid, sizeof(sid), "s%u", rnd(6));
 	snprintf(uid, sizeof(uid), "u%u", rnd(80));
 	snprintf(room, sizeof(room), "%s/%u", sid, rnd(4));
-	switch (rnd(14)) {
+	switch (rnd(15)) {
 	case 0:
 	case 1:
 		memset(&h, 0, sizeof(h));
@@ -115,6 +154,7 @@ random_op(struct csq *c, uint64_t *now)
 		a.tier = rnd(4);
 		a.has_ttl = rnd(2);
 		a.ttl_s = rnd(6);
+		random_prefer(&a.prefer);
 		csq_enqueue(c, *now, &a, &u);
 		break;
 	case 7:
@@ -143,7 +183,12 @@ random_op(struct csq *c, uint64_t *now)
 		memset(&t, 0, sizeof(t));
 		t.room = room;
 		t.queue = queues[rnd(3)];
+		random_prefer(&t.prefer);
 		csq_transfer(c, *now, &t, &u);
+		break;
+	case 14:
+		if (rnd(10) == 0)
+			random_policies(c, *now);
 		break;
 	}
 }
@@ -168,6 +213,7 @@ struct dump {
 
 /* What the snapshots held, over all rounds: the run did make them. */
 static unsigned seen_offered, seen_wrapup, seen_retry;
+static unsigned seen_clocks, seen_preferring, seen_queues, seen_rings;
 
 static void
 dump_item(void *arg, const struct csq_snap_item *it)
@@ -240,6 +286,46 @@ dump_item(void *arg, const struct csq_snap_item *it)
 		    u->servicer, u->room, (unsigned long long)u->since_ms,
 		    u->flags, u->offer_s, (unsigned long long)u->offer_deadline,
 		    (unsigned long long)u->offer_deadline_tie);
+		off = strlen(buf);
+		seen_clocks += u->has_wait && u->prefer[0] == '\0';
+		seen_preferring += u->has_wait && u->prefer[0] != '\0';
+		snprintf(buf + off, sizeof(buf) - off,
+		         " wait %u %u %llu %llu %llu %s %u", u->has_wait,
+		         u->clock_kind, (unsigned long long)u->joined_ms,
+		         (unsigned long long)u->clock,
+		         (unsigned long long)u->clock_tie, u->prefer,
+		         u->prefer_s);
+		break;
+	case CSQ_SNAP_QUEUE:
+		seen_queues++;
+		off = (size_t)snprintf(
+		    buf, sizeof(buf),
+		    "queue %s %llu %llu %llu %llu %llu %u %llu %llu %llu %llu",
+		    it->u.queue.name, (unsigned long long)it->u.queue.matched,
+		    (unsigned long long)it->u.queue.abandoned_leave,
+		    (unsigned long long)it->u.queue.abandoned_timeout,
+		    (unsigned long long)it->u.queue.overflowed,
+		    (unsigned long long)it->u.queue.wait_ms_sum,
+		    it->u.queue.ring_next,
+		    (unsigned long long)it->u.queue.hold_ms,
+		    (unsigned long long)it->u.queue.holds,
+		    (unsigned long long)it->u.queue.wait_area_ms,
+		    (unsigned long long)it->u.queue.abandons);
+		for (i = 0; i <= CSQ_TIER_LIMIT; i++)
+			off += (size_t)snprintf(
+			    buf + off, sizeof(buf) - off, " %llu/%llu/%u",
+			    (unsigned long long)it->u.queue.last_arrival_ms[i],
+			    (unsigned long long)it->u.queue.gap_ms[i],
+			    it->u.queue.arrivals[i]);
+		break;
+	case CSQ_SNAP_RING:
+		seen_rings++;
+		off = (size_t)snprintf(buf, sizeof(buf), "ring %s %u %u",
+		                       it->u.ring.queue, it->u.ring.offset,
+		                       it->u.ring.n);
+		for (i = 0; i < it->u.ring.n && off < sizeof(buf) - 16; i++)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off,
+			                        " %u", it->u.ring.v[i]);
 		break;
 	}
 	assert_true(d->n < 4096);
@@ -268,10 +354,12 @@ test_restore_behaves_the_same(void **state)
 	struct csq_limits l;
 	struct log la, lb;
 	struct csq *a, *b;
+	struct csq_queue_stats *qa, *qb;
+	const struct csq_policy *pol;
 	char why[256];
 	uint64_t now = 5000000, now_b, seed;
 	int round, i, rounds = (int)scale_steps(ROUNDS, ROUNDS_MIN);
-	size_t k;
+	size_t k, npol, na, nb;
 
 	(void)state;
 	la.buf = malloc(LOG_MAX);
@@ -289,8 +377,11 @@ test_restore_behaves_the_same(void **state)
 		for (i = 0; i < 2000; i++)
 			random_op(a, &now);
 		/* Another hash seed, as a restart has: no answer and no
-		 * event may depend on the order of the tables. */
+		 * event may depend on the order of the tables. The
+		 * policies first, as the journal writes them. */
 		b = csq_new(&l, ~rng, log_event, &lb);
+		pol = csq_get_policies(a, &npol);
+		assert_int_equal(csq_set_policies(b, now, pol, npol), CSQ_OK);
 		csq_snapshot(a, restore_into, b);
 		assert_int_equal(csq_restore_end(b), 0);
 		if (csq_check(b, why, sizeof(why)) != 0)
@@ -302,6 +393,13 @@ test_restore_behaves_the_same(void **state)
 			assert_string_equal(da.lines[k], db.lines[k]);
 		dump_free(&da);
 		dump_free(&db);
+		/* And what QSTATS says, estimates included. */
+		qa = csq_queues_stats(a, now, &na);
+		qb = csq_queues_stats(b, now, &nb);
+		assert_int_equal(na, nb);
+		assert_memory_equal(qa, qb, na * sizeof(*qa));
+		free(qa);
+		free(qb);
 
 		/* The same future: the same operations, the same events. */
 		la.len = lb.len = 0;
@@ -322,6 +420,8 @@ test_restore_behaves_the_same(void **state)
 	free(la.buf);
 	free(lb.buf);
 	assert_true(seen_offered > 0 && seen_wrapup > 0 && seen_retry > 0);
+	assert_true(seen_clocks > 0 && seen_preferring > 0 && seen_queues > 0 &&
+	            seen_rings > 0);
 }
 
 /* Items that do not fit are refused, not half applied. */
@@ -524,6 +624,145 @@ test_snapshot_writes_no_stale_deadline(void **state)
 	csq_free(c);
 }
 
+/* A full ring of outcomes (two RING items), and its numbers, back. */
+static void
+test_ring_restored(void **state)
+{
+	struct csq_enqueue_args a;
+	struct csq_heartbeat_args h;
+	struct csq_servicer_info si;
+	struct csq_user_info info;
+	struct csq_queue_stats qa, qb;
+	struct csq_limits l;
+	struct csq *c, *d;
+	char uid[16];
+	int i, known;
+
+	(void)state;
+	csq_limits_default(&l);
+	c = csq_new(&l, 1, NULL, NULL);
+	memset(&h, 0, sizeof(h));
+	h.servicer = "s";
+	h.has_ttl = 1;
+	h.ttl_s = 3600;
+	assert_int_equal(csq_heartbeat(c, 1000, &h, &si), CSQ_OK);
+	for (i = 0; i < 1300; i++) {
+		memset(&a, 0, sizeof(a));
+		snprintf(uid, sizeof(uid), "u%d", i);
+		a.user = uid;
+		a.has_ttl = 1;
+		a.ttl_s = 0;
+		assert_int_equal(
+		    csq_enqueue(c, 1000 + (uint64_t)i * 10, &a, &info), CSQ_OK);
+		if (i % 3 == 0) /* one in three waits and gives up */
+			assert_int_equal(
+			    csq_leave(c, 1005 + (uint64_t)i * 10, uid, &known),
+			    CSQ_OK);
+		else if (info.state == CSQ_USER_ASSIGNED)
+			assert_int_equal(csq_release(c, 1009 + (uint64_t)i * 10,
+			                             "s/0", &known),
+			                 CSQ_OK);
+	}
+	assert_int_equal(csq_queue_stats(c, 20000, "default", &qa), CSQ_OK);
+	assert_int_equal(qa.outcomes, CSQ_OUTCOMES);
+	d = csq_new(&l, 2, NULL, NULL);
+	csq_snapshot(c, restore_into, d);
+	assert_int_equal(csq_restore_end(d), 0);
+	assert_int_equal(csq_check(d, NULL, 0), 0);
+	assert_int_equal(csq_queue_stats(d, 20000, "default", &qb), CSQ_OK);
+	assert_memory_equal(&qa, &qb, sizeof(qa));
+	csq_free(c);
+	csq_free(d);
+}
+
+/* Waits that csq never writes: refused. */
+static void
+test_restore_refuses_waits(void **state)
+{
+	struct csq_snap_item it;
+	struct csq_policy p;
+	struct csq_limits l;
+	struct csq *c;
+
+	(void)state;
+	csq_limits_default(&l);
+	c = csq_new(&l, 0, NULL, NULL);
+	memset(&p, 0, sizeof(p));
+	strcpy(p.name, "w");
+	p.aging_every_s = 10;
+	assert_int_equal(csq_set_policies(c, 0, &p, 1), CSQ_OK);
+	restore_state(c, 10, 5, 5);
+	servicer_item(&it, "s1", "q", NULL);
+	it.u.servicer.status = CSQ_SERVICER_PAUSED;
+	assert_int_equal(csq_restore(c, &it), 0);
+
+	/* w has clocks: a user in it without them, or with one that is no
+	 * aging point. */
+	waiting_item(&it, "u1", "w", 3, 0, 0);
+	assert_int_equal(csq_restore(c, &it), -1);
+	it.u.user.has_wait = 1;
+	it.u.user.clock_kind = 6; /* aging */
+	it.u.user.joined_ms = 1000;
+	it.u.user.clock = 15000;
+	it.u.user.clock_tie = 1;
+	assert_int_equal(csq_restore(c, &it), -1);
+	it.u.user.clock_kind = 5; /* overflow: w has none */
+	it.u.user.clock = 11000;
+	assert_int_equal(csq_restore(c, &it), -1);
+	/* q has none: a user in it with a clock. */
+	waiting_item(&it, "u1", "q", 3, 0, 0);
+	it.u.user.has_wait = 1;
+	it.u.user.clock_kind = 6;
+	it.u.user.joined_ms = 1000;
+	it.u.user.clock = 11000;
+	assert_int_equal(csq_restore(c, &it), -1);
+	/* Preferring: a servicer that is not there, or does not serve
+	 * the queue, or a window of 0 s. */
+	waiting_item(&it, "u1", "q", 3, 0, 0);
+	it.u.user.flags = 4;
+	it.u.user.has_wait = 1;
+	it.u.user.clock_kind = 7;
+	it.u.user.clock = 11000;
+	it.u.user.prefer_s = 10;
+	strcpy(it.u.user.prefer, "nobody");
+	assert_int_equal(csq_restore(c, &it), -1);
+	strcpy(it.u.user.prefer, "s1");
+	strcpy(it.u.user.queue, "w");
+	assert_int_equal(csq_restore(c, &it), -1);
+	strcpy(it.u.user.queue, "q");
+	it.u.user.prefer_s = 0;
+	assert_int_equal(csq_restore(c, &it), -1);
+	/* The same, right: taken. */
+	it.u.user.prefer_s = 10;
+	assert_int_equal(csq_restore(c, &it), 0);
+	waiting_item(&it, "u2", "w", 4, 0, 0);
+	it.u.user.has_wait = 1;
+	it.u.user.clock_kind = 6;
+	it.u.user.joined_ms = 1000;
+	it.u.user.clock = 11000;
+	assert_int_equal(csq_restore(c, &it), 0);
+	/* A ring that stops short of its next outcome. */
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_QUEUE;
+	strcpy(it.u.queue.name, "q");
+	it.u.queue.ring_next = 2;
+	assert_int_equal(csq_restore(c, &it), 0);
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_RING;
+	strcpy(it.u.ring.queue, "q");
+	it.u.ring.offset = 1; /* not where it stands */
+	it.u.ring.n = 1;
+	assert_int_equal(csq_restore(c, &it), -1);
+	it.u.ring.offset = 0;
+	assert_int_equal(csq_restore(c, &it), 0);
+	assert_int_equal(csq_restore_end(c), -1);
+	it.u.ring.offset = 1;
+	assert_int_equal(csq_restore(c, &it), 0);
+	assert_int_equal(csq_restore_end(c), 0);
+	assert_int_equal(csq_check(c, NULL, 0), 0);
+	csq_free(c);
+}
+
 int
 main(void)
 {
@@ -532,6 +771,8 @@ main(void)
 	    cmocka_unit_test(test_restore_refuses),
 	    cmocka_unit_test(test_restore_refuses_what_csq_never_writes),
 	    cmocka_unit_test(test_snapshot_writes_no_stale_deadline),
+	    cmocka_unit_test(test_ring_restored),
+	    cmocka_unit_test(test_restore_refuses_waits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
