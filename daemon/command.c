@@ -81,6 +81,7 @@ static const struct command commands[] = {
     {"transfer", -3, CMD_ENGINE, cmd_transfer, S},
     {"queue", -2, CMD_ENGINE, cmd_queue, S},
     {"qlen", 2, CMD_ENGINE, cmd_qlen, F | S},
+    {"qstats", 2, CMD_ENGINE, cmd_qstats, F | S},
     {"servicers", 1, CMD_ENGINE, cmd_servicers, ADMIN},
     {"stats", 1, CMD_ENGINE, cmd_stats, ADMIN},
     {"queues", 1, CMD_ENGINE, cmd_queues, ADMIN},

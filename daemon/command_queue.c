@@ -42,11 +42,17 @@ reply_servicer(struct evbuffer *out, int proto,
 	resp_integer(out, s->ttl_s);
 }
 
-/* ENQUEUE's reply, or WHERE's with detail (tier, waited_ms, since_ms). */
+/*
+ * ENQUEUE's reply, or WHERE's with detail (tier, waited_ms, since_ms).
+ * Waiting and offered, eta_ms after v1's fields (protocol-v2 section 6),
+ * and, held for a preferred servicer, prefer and prefer_ms (section 5).
+ */
 static void
 reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
            int detail)
 {
+	int prefer = u->prefer[0] != '\0';
+
 	switch (u->state) {
 	case CSQ_USER_NONE:
 		resp_map(out, proto, 1);
@@ -54,7 +60,7 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 		resp_bulk_str(out, "none");
 		return;
 	case CSQ_USER_WAITING:
-		resp_map(out, proto, detail ? 5 : 3);
+		resp_map(out, proto, (detail ? 6 : 4) + (prefer ? 2 : 0));
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "waiting");
 		resp_bulk_str(out, "queue");
@@ -66,6 +72,14 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 			resp_integer(out, u->tier);
 			resp_bulk_str(out, "waited_ms");
 			resp_integer(out, (int64_t)u->waited_ms);
+		}
+		resp_bulk_str(out, "eta_ms");
+		resp_integer(out, u->eta_ms);
+		if (prefer) {
+			resp_bulk_str(out, "prefer");
+			resp_bulk_str(out, u->prefer);
+			resp_bulk_str(out, "prefer_ms");
+			resp_integer(out, (int64_t)u->prefer_ms);
 		}
 		return;
 	case CSQ_USER_ASSIGNED:
@@ -84,7 +98,7 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 		}
 		return;
 	case CSQ_USER_OFFERED:
-		resp_map(out, proto, detail ? 7 : 6);
+		resp_map(out, proto, detail ? 8 : 7);
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "offered");
 		resp_bulk_str(out, "queue");
@@ -101,7 +115,43 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 			resp_bulk_str(out, "waited_ms");
 			resp_integer(out, (int64_t)u->waited_ms);
 		}
+		resp_bulk_str(out, "eta_ms");
+		resp_integer(out, u->eta_ms);
 		return;
+	}
+}
+
+/* QSTATS: one queue's line, servicers and numbers (section 6), then
+ * the abandons by reason. */
+static void
+reply_qstats(struct evbuffer *out, int proto, const struct csq_queue_stats *q)
+{
+	const struct {
+		const char *name;
+		int64_t value;
+	} f[] = {
+	    {"waiting", (int64_t)q->waiting},
+	    {"oldest_wait_ms", (int64_t)q->oldest_wait_ms},
+	    {"eta_ms", q->eta_ms},
+	    {"servicers", (int64_t)q->servicers},
+	    {"free_rooms", (int64_t)q->free_rooms},
+	    {"matched_total", (int64_t)q->matched_total},
+	    {"abandoned_total", (int64_t)q->abandoned_total},
+	    {"overflowed_total", (int64_t)q->overflowed_total},
+	    {"avg_wait_ms", (int64_t)q->avg_wait_ms},
+	    {"service_level", q->service_level_s},
+	    {"service_level_pct", q->service_level_pct},
+	    {"abandoned_leave_total", (int64_t)q->abandoned_leave},
+	    {"abandoned_timeout_total", (int64_t)q->abandoned_timeout},
+	};
+	size_t i, n = sizeof(f) / sizeof(f[0]);
+
+	resp_map(out, proto, (int64_t)n + 1);
+	resp_bulk_str(out, "queue");
+	resp_bulk_str(out, q->queue);
+	for (i = 0; i < n; i++) {
+		resp_bulk_str(out, f[i].name);
+		resp_integer(out, f[i].value);
 	}
 }
 
@@ -328,11 +378,13 @@ command_result(void *arg, const struct csq_result *r)
 	case CSQ_OP_STATS:
 		reply_stats(out, c->proto, &r->stats);
 		break;
+	case CSQ_OP_QSTATS:
+		reply_qstats(out, c->proto, &r->qstats[0]);
+		break;
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_LIMITS:
 	case CSQ_OP_REARM:
 	case CSQ_OP_POLICY:
-	case CSQ_OP_QSTATS:
 		break; /* the engine's own, never a client's */
 	}
 	server_hold_output(c->server, c);
@@ -521,7 +573,8 @@ parse_queues(struct client *c, const char *s, size_t len,
  * Redis's SET does with EX). An integer option is checked against its
  * range; an id option against the id alphabet.
  */
-enum opt_kind { OPT_INT, OPT_ID, OPT_LIST };
+/* OPT_PREFER takes two values: a servicer and seconds (1..max). */
+enum opt_kind { OPT_INT, OPT_ID, OPT_LIST, OPT_PREFER };
 
 struct opt {
 	const char *name;
@@ -538,13 +591,14 @@ parse_options(struct client *c, const struct resp_request *req, int first,
               struct opt *opts, size_t nopts)
 {
 	size_t k;
-	int i;
+	int i, nvals;
 
-	for (i = first; i < req->argc; i += 2) {
+	for (i = first; i < req->argc; i += 1 + nvals) {
 		for (k = 0; k < nopts && !command_arg_is(req, i, opts[k].name);
 		     k++)
 			;
-		if (k == nopts || i + 1 == req->argc) {
+		nvals = k < nopts && opts[k].kind == OPT_PREFER ? 2 : 1;
+		if (k == nopts || i + nvals >= req->argc) {
 			resp_error(client_output(c), ERR_SYNTAX);
 			return -1;
 		}
@@ -560,8 +614,26 @@ parse_options(struct client *c, const struct resp_request *req, int first,
 		if (opts[k].kind == OPT_ID &&
 		    command_arg_id(c, req, opts[k].arg, opts[k].invalid))
 			return -1;
+		if (opts[k].kind == OPT_PREFER &&
+		    (command_arg_id(c, req, opts[k].arg, CSQ_ESERVICER) ||
+		     command_arg_int(c, req, opts[k].arg + 1, opts[k].min,
+		                     opts[k].max, &opts[k].num)))
+			return -1;
 	}
 	return 0;
+}
+
+/* PREFER <servicer> <seconds>, when given, into p. */
+static void
+prefer_option(const struct resp_request *req, const struct opt *o,
+              struct csq_prefer_args *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (o->arg == 0)
+		return;
+	p->has_prefer = 1;
+	p->servicer = req->argv[o->arg];
+	p->seconds = (uint32_t)o->num;
 }
 
 void
@@ -722,6 +794,7 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	    {"queue", OPT_ID, 0, 0, CSQ_EQUEUE, 0, 0},
 	    {"tier", OPT_INT, 0, c->server->cfg.limits.max_tier, CSQ_OK, 0, 0},
 	    {"ttl", OPT_INT, 0, CSQ_TTL_MAX, CSQ_OK, 0, 0},
+	    {"prefer", OPT_PREFER, 1, CSQ_PREFER_MAX, CSQ_OK, 0, 0},
 	};
 	struct csq_op op;
 	struct csq_enqueue_args *a = &op.enqueue;
@@ -737,6 +810,7 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	a->tier = (uint32_t)opts[1].num;
 	a->has_ttl = opts[2].arg != 0;
 	a->ttl_s = (uint32_t)opts[2].num;
+	prefer_option(req, &opts[3], &a->prefer);
 	/* The queue, for a -FULL's warning: only a new user without QUEUE
 	 * can find "default" full; one already waiting stays where it is. */
 	command_call_queue(c, &op, a->has_queue ? a->queue : CSQ_DEFAULT_QUEUE,
@@ -848,6 +922,17 @@ cmd_rooms(struct client *c, const struct resp_request *req)
 	if (command_arg_id(c, req, 1, CSQ_ESERVICER))
 		return;
 	op_init(&op, CSQ_OP_ROOMS, req->argv[1]);
+	command_call(c, &op);
+}
+
+void
+cmd_qstats(struct client *c, const struct resp_request *req)
+{
+	struct csq_op op;
+
+	if (command_arg_id(c, req, 1, CSQ_EQUEUE))
+		return;
+	op_init(&op, CSQ_OP_QSTATS, req->argv[1]);
 	command_call(c, &op);
 }
 

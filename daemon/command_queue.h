@@ -32,6 +32,7 @@ void cmd_leave(struct client *, const struct resp_request *);
 void cmd_where(struct client *, const struct resp_request *);
 void cmd_queue(struct client *, const struct resp_request *);
 void cmd_qlen(struct client *, const struct resp_request *);
+void cmd_qstats(struct client *, const struct resp_request *);
 void cmd_servicers(struct client *, const struct resp_request *);
 void cmd_stats(struct client *, const struct resp_request *);
 void cmd_queues(struct client *, const struct resp_request *);

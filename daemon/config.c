@@ -83,6 +83,7 @@ static const char *config_check_nonempty(const char *);
 static const char *config_check_prefix(const char *);
 static const char *config_check_sentinel(const char *);
 static config_load_fn config_set_users;
+static config_load_fn config_set_queues;
 
 static const char *const config_engines[] = {"memory", "redis", NULL};
 /* In the order of enum config_fsync. */
@@ -156,6 +157,9 @@ static const struct config_key config_keys[] = {
              config_check_listen),
     KEY_STR("requirepass", requirepass, "", NULL),
     KEY_CUSTOM("users", config_set_users),
+    KEY_CUSTOM("queues", config_set_queues),
+    KEY_INT("metrics_max_queues", CONFIG_F_I64, metrics_max_queues, 1,
+            CONFIG_QUEUE_LABELS_MAX, 1000),
     KEY_ENUM("engine", CONFIG_F_STR, engine, config_engines, 0),
     KEY_INT("servicer_ttl", CONFIG_F_U32, limits.servicer_ttl_s, 1, CSQ_TTL_MAX,
             30),
@@ -812,6 +816,185 @@ config_set_users(struct config_report *r, struct config *cfg,
 	cfg->nusers = bad ? 0 : n;
 }
 
+/* The strategies of csq.h's enum csq_strategy, in its order. */
+static const char *const config_strategies[] = {"longest_idle", "least_busy",
+                                                NULL};
+
+/* The integer keys of a queues entry, each with its range and field. */
+struct config_queue_int {
+	const char *name;
+	int64_t min, max;
+	size_t off;   /* in struct csq_policy */
+	int field;    /* CONFIG_F_U32 or CONFIG_F_U64 */
+	size_t flag;  /* its has_ flag, or (size_t)-1 */
+};
+
+#define POLICY_OFF(m) offsetof(struct csq_policy, m)
+#define NO_FLAG       ((size_t)-1)
+
+static const struct config_queue_int config_queue_ints[] = {
+    {"max_length", 1, CSQ_QUEUE_LENGTH_MAX, POLICY_OFF(max_length),
+     CONFIG_F_U64, POLICY_OFF(has_max_length)},
+    {"overflow_after", 1, CSQ_POLICY_SECONDS_MAX,
+     POLICY_OFF(overflow_after_s), CONFIG_F_U32, NO_FLAG},
+    {"aging_every", 1, CSQ_POLICY_SECONDS_MAX, POLICY_OFF(aging_every_s),
+     CONFIG_F_U32, NO_FLAG},
+    {"aging_max_tier", 0, CSQ_TIER_LIMIT, POLICY_OFF(aging_max_tier),
+     CONFIG_F_U32, POLICY_OFF(has_aging_max_tier)},
+    {"service_level", 1, CSQ_POLICY_SECONDS_MAX, POLICY_OFF(service_level_s),
+     CONFIG_F_U32, NO_FLAG},
+};
+
+/* A string key of a queues entry that holds a queue id. 0 when valid. */
+static int
+config_queue_id(struct config_report *r, const config_setting_t *f,
+                const char *key, char out[CSQ_ID_MAX + 1])
+{
+	const char *v = config_setting_type(f) == CONFIG_TYPE_STRING
+	                    ? config_setting_get_string(f)
+	                    : NULL;
+
+	if (v == NULL || !csq_valid_id(v, strlen(v))) {
+		config_error(r, f,
+		             "queues: %s must be a queue id, 1 to 64 bytes of "
+		             "[A-Za-z0-9._:@-]",
+		             key);
+		return -1;
+	}
+	memcpy(out, v, strlen(v) + 1);
+	return 0;
+}
+
+/* One integer key of a queues entry, by the table. 0 when valid. */
+static int
+config_queue_int(struct config_report *r, const config_setting_t *f,
+                 const struct config_queue_int *k, struct csq_policy *p)
+{
+	char *at = (char *)p + k->off;
+	long long v;
+
+	if (!config_is_int(f)) {
+		config_error(r, f, "queues: %s must be an integer", k->name);
+		return -1;
+	}
+	v = config_setting_get_int64(f);
+	if (v < k->min || v > k->max) {
+		config_error(r, f,
+		             "queues: %s must be between %" PRId64
+		             " and %" PRId64 " (not %lld)",
+		             k->name, k->min, k->max, v);
+		return -1;
+	}
+	if (k->field == CONFIG_F_U64)
+		*(uint64_t *)(void *)at = (uint64_t)v;
+	else
+		*(uint32_t *)(void *)at = (uint32_t)v;
+	if (k->flag != NO_FLAG)
+		*(int *)(void *)((char *)p + k->flag) = 1;
+	return 0;
+}
+
+/* One entry of queues: every key known and in range. 0 when valid. */
+static int
+config_queue(struct config_report *r, const config_setting_t *e,
+             struct csq_policy *p)
+{
+	const config_setting_t *f;
+	const char *field, *v;
+	size_t j;
+	int i, n, bad = 0, st;
+
+	memset(p, 0, sizeof(*p));
+	n = config_setting_length(e);
+	for (i = 0; i < n; i++) {
+		f = config_setting_get_elem(e, (unsigned)i);
+		field = config_setting_name(f);
+		for (j = 0; j < sizeof(config_queue_ints) /
+		                    sizeof(config_queue_ints[0]);
+		     j++)
+			if (strcmp(field, config_queue_ints[j].name) == 0)
+				break;
+		if (j < sizeof(config_queue_ints) /
+		            sizeof(config_queue_ints[0])) {
+			bad |= config_queue_int(r, f, &config_queue_ints[j],
+			                        p) != 0;
+		} else if (strcmp(field, "name") == 0) {
+			bad |= config_queue_id(r, f, field, p->name) != 0;
+		} else if (strcmp(field, "overflow_to") == 0) {
+			bad |=
+			    config_queue_id(r, f, field, p->overflow_to) != 0;
+		} else if (strcmp(field, "strategy") == 0) {
+			v = config_setting_type(f) == CONFIG_TYPE_STRING
+			        ? config_setting_get_string(f)
+			        : "";
+			for (st = 0; config_strategies[st] != NULL; st++)
+				if (strcmp(v, config_strategies[st]) == 0)
+					break;
+			if (config_strategies[st] == NULL) {
+				config_error(r, f,
+				             "queues: strategy must be "
+				             "\"longest_idle\" or "
+				             "\"least_busy\"");
+				bad = 1;
+			} else {
+				p->has_strategy = 1;
+				p->strategy = (enum csq_strategy)st;
+			}
+		} else {
+			config_error(r, f, "queues: unknown key %s", field);
+			bad = 1;
+		}
+	}
+	if (p->name[0] == '\0' && !bad) {
+		config_error(r, e, "queues: an entry needs a name");
+		bad = 1;
+	}
+	return bad ? -1 : 0;
+}
+
+/*
+ * queues: a list of groups, each a queue's policy. Each entry's keys are
+ * checked here; what concerns several entries or other keys (a name
+ * twice, a cycle of overflow_to, overflow_after without overflow_to,
+ * aging_max_tier above max_tier, the engine) once the whole file is
+ * read, config_check_queues.
+ */
+static void
+config_set_queues(struct config_report *r, struct config *cfg,
+                  const config_setting_t *s, const struct config_key *k)
+{
+	const config_setting_t *e;
+	int i, n;
+
+	(void)k;
+	if (config_setting_type(s) != CONFIG_TYPE_LIST) {
+		config_error(r, s, "queues must be a list of groups, ( { … } )");
+		return;
+	}
+	n = config_setting_length(s);
+	if (n > CSQ_POLICIES_MAX) {
+		config_error(r, s,
+		             "queues must have at most %d entries (not %d)",
+		             CSQ_POLICIES_MAX, n);
+		return;
+	}
+	/* An entry in error keeps no name: config_check_queues passes it
+	 * over, and judges the others together. */
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned)i);
+		memset(&cfg->policies[i], 0, sizeof(cfg->policies[i]));
+		if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
+			config_error(r, e,
+			             "queues must be a list of groups, "
+			             "( { … } )");
+			continue;
+		}
+		if (config_queue(r, e, &cfg->policies[i]) != 0)
+			cfg->policies[i].name[0] = '\0';
+	}
+	cfg->npolicies = n;
+}
+
 /* Checks and stores every setting under group g, whose path is prefix. */
 static void
 config_walk(struct config_report *r, struct config *cfg,
@@ -881,6 +1064,42 @@ config_check_tls(struct config_report *r, const struct config *cfg,
 		config_error(r, tls, "tls: verify_clients needs ca");
 }
 
+/*
+ * What concerns the queues entries together, once each is valid (libcsq's
+ * own check, csq_policies_check, the one the engine applies): reported at
+ * the line of the entry it finds; and the engine, which must be the
+ * memory engine until the Redis engine's scripts have the rules.
+ */
+static void
+config_check_queues(struct config_report *r, const struct config *cfg,
+                    config_t *lc)
+{
+	static struct csq_policy ok[CSQ_POLICIES_MAX];
+	const config_setting_t *queues = config_lookup(lc, "queues");
+	size_t n = 0, i, at[CSQ_POLICIES_MAX];
+	enum csq_policy_error e;
+
+	for (i = 0; i < (size_t)cfg->npolicies; i++)
+		if (cfg->policies[i].name[0] != '\0') {
+			at[n] = i;
+			ok[n++] = cfg->policies[i];
+		}
+	if (cfg->npolicies == 0)
+		return;
+	for (i = 0; i < n; i++) {
+		e = csq_policy_check_entry(ok, n, i, &cfg->limits);
+		if (e != CSQ_POLICY_OK)
+			config_error(
+			    r, config_setting_get_elem(queues, (unsigned)at[i]),
+			    "queues: \"%s\": %s", ok[i].name,
+			    csq_policy_error_text(e));
+	}
+	if (strcmp(cfg->engine, "redis") == 0)
+		config_error(r, queues,
+		             "queues is not available on the redis engine yet "
+		             "(docs/protocol.md)");
+}
+
 /* Applies a parsed tree, or reports why it could not be parsed. */
 static int
 config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
@@ -911,6 +1130,7 @@ config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
 		             "give both or neither");
 	if (r.errors == 0)
 		config_check_tls(&r, cfg, lc);
+	config_check_queues(&r, cfg, lc);
 	free(r.file_text);
 	free(r.file_name);
 	return r.errors;

@@ -27,6 +27,7 @@
 #define CONFIG_STREAM_BUFFER_MIN (1LL << 20) /* http.event_stream_buffer */
 
 #define CONFIG_USERS_MAX 64 /* entries of users */
+#define CONFIG_QUEUE_LABELS_MAX 100000 /* metrics_max_queues at most */
 
 /* The roles of protocol-v2 section 9; the order of config.c's names. */
 enum config_role {
@@ -55,6 +56,12 @@ struct config {
 	char requirepass[CONFIG_STR_MAX];
 	int nusers; /* 0: none; else AUTH is required, by name or default */
 	struct config_user users[CONFIG_USERS_MAX];
+	/* The queue policies (protocol-v2 section 4), as listed. */
+	int npolicies;
+	struct csq_policy policies[CSQ_POLICIES_MAX];
+	/* /metrics: queues with series of their own; the rest are summed
+	 * under queue="_other". */
+	int64_t metrics_max_queues;
 	char engine[16]; /* "memory" or "redis" */
 	struct csq_limits
 	    limits; /* servicer_ttl, user_ttl, max_tier, max_queue_length */

@@ -1,10 +1,11 @@
 /*
  * The HTTP endpoint. A scrape of /metrics asks the engine through the same
- * asynchronous interface as the commands (STATS, SERVICERS, then QLEN of
- * each queue seen), one call after another, and answers when the last one
- * has: at once with the memory engine, later with one that talks to Redis.
- * Every other path is the admin view's (admin_page.h, admin_api.h,
- * admin_events.h), behind HTTP Basic auth when a password is set.
+ * asynchronous interface as the commands (STATS, SERVICERS, QSTATS of
+ * every queue, then QLEN of each queue seen), one call after another, and
+ * answers when the last one has: at once with the memory engine, later
+ * with one that talks to Redis. Every other path is the admin view's
+ * (admin_page.h, admin_api.h, admin_events.h), behind HTTP Basic auth
+ * when a password is set.
  */
 #include "http.h"
 
@@ -46,7 +47,7 @@
 	 EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH)
 
 /* The engine calls of a scrape, in order; QLEN repeats per queue. */
-enum scrape_step { SCRAPE_STATS, SCRAPE_SERVICERS, SCRAPE_QLEN };
+enum scrape_step { SCRAPE_STATS, SCRAPE_SERVICERS, SCRAPE_QSTATS, SCRAPE_QLEN };
 
 struct scrape {
 	TAILQ_ENTRY(scrape) entry;
@@ -54,6 +55,7 @@ struct scrape {
 	struct evhttp_request *req; /* NULL: the client went away */
 	struct metrics_scrape sc;
 	uint64_t *qlen;
+	struct csq_queue_stats *qstats; /* a copy of QSTATS's answer */
 	size_t nqueues;
 	size_t step;  /* next call: SCRAPE_* then QLEN of queue step - 2 */
 	int waiting;  /* a call has not answered yet */
@@ -144,6 +146,7 @@ scrape_finish(struct scrape *x)
 	if (s != NULL && x->sc.have_stats)
 		metrics_prune(s->metrics, x->qlen, x->nqueues);
 	free(x->qlen);
+	free(x->qstats);
 	free(x);
 }
 
@@ -156,7 +159,20 @@ scrape_result(void *arg, const struct csq_result *r)
 	size_t i, step = x->step - 1;
 
 	x->waiting = 0;
-	if (r->status != CSQ_OK) {
+	if (step == SCRAPE_QSTATS) {
+		/* An engine without per-queue numbers (Redis, so far)
+		 * leaves their series out, and nothing else. */
+		if (r->status == CSQ_OK && x->server != NULL) {
+			x->qstats = csq_xmalloc((r->nentries + 1) *
+			                        sizeof(*x->qstats));
+			memcpy(x->qstats, r->qstats,
+			       r->nentries * sizeof(*x->qstats));
+			x->sc.qstats = x->qstats;
+			x->sc.nqstats = r->nentries;
+			metrics_note_qstats(x->server->metrics, x->qstats,
+			                    r->nentries);
+		}
+	} else if (r->status != CSQ_OK) {
 		/* Half an answer is no answer: leave the engine's series out.
 		 */
 		x->sc.have_stats = 0;
@@ -198,6 +214,8 @@ scrape_next(struct scrape *x)
 			op.code = CSQ_OP_STATS;
 		else if (step == SCRAPE_SERVICERS)
 			op.code = CSQ_OP_SERVICERS;
+		else if (step == SCRAPE_QSTATS)
+			op.code = CSQ_OP_QSTATS; /* no id: every queue */
 		else {
 			op.code = CSQ_OP_QLEN;
 			op.id = metrics_queue(x->server->metrics,

@@ -17,8 +17,8 @@
 #include "log.h"
 #include "util.h"
 
-#define METRICS_COMMANDS_MAX 64   /* command names; the table has ~25 */
-#define METRICS_QUEUES_MAX   1000 /* queue label values kept at most */
+#define METRICS_COMMANDS_MAX 64 /* command names; the table has ~25 */
+#define METRICS_OTHER        "_other" /* the queues past the cap */
 
 /* Seconds, for the wait of a user until a servicer takes it. */
 static const double wait_bounds[] = {1,   5,   10,  30,   60,
@@ -42,9 +42,28 @@ struct metrics_cmd {
 	uint64_t buckets[CMD_BUCKETS]; /* not cumulative; summed at render */
 };
 
+/*
+ * A queue's waits, in buckets fine enough that every service level a
+ * configuration can set is a bound of one when it is a whole number of
+ * seconds up to ten minutes, or of minutes up to an hour (and a few
+ * hours beyond): so csq_queue_wait_seconds has a bucket exactly at each
+ * queue's service level, whatever the configuration says, and a reload
+ * that adds a level adds its bucket with the counts it always had.
+ */
+#define FINE_SECONDS 600 /* 1 s .. 600 s, every second */
+#define FINE_MINUTES 50  /* 11 min .. 60 min, every minute */
+static const uint32_t fine_tail[] = {5400,  7200,  10800, 14400,
+                                     21600, 28800, 43200, 86400};
+#define FINE_TAIL    (sizeof(fine_tail) / sizeof(fine_tail[0]))
+#define FINE_BUCKETS (FINE_SECONDS + FINE_MINUTES + FINE_TAIL)
+
 struct metrics_queue {
 	char name[CSQ_ID_MAX + 1];
 	uint32_t served; /* servicers up that named it: kept even when empty */
+	/* Its matched users' waits: buckets (not cumulative, NULL until
+	 * the first), count and sum. Past the last bound: in count only. */
+	uint64_t *fine;
+	uint64_t count, ms_sum;
 };
 
 struct metrics {
@@ -54,8 +73,12 @@ struct metrics {
 	uint64_t wait_buckets[WAIT_BUCKETS];
 	uint64_t offer_count, offer_ms_sum;
 	uint64_t offer_buckets[OFFER_BUCKETS];
-	struct metrics_queue *queues;
-	size_t nqueues, capqueues;
+	/* The queues with labels of their own, in the order first seen,
+	 * found by name in byname; other: the rest, summed. */
+	struct metrics_queue **queues;
+	size_t nqueues, capqueues, max_queues;
+	struct csq_dict *byname;
+	struct metrics_queue other;
 	/* Servicer id -> the queues its servicer_up named ("a,b"), until its
 	 * servicer_down: servicer_down does not name them. */
 	struct csq_dict *servicers;
@@ -72,12 +95,31 @@ metrics_now_us(void)
 }
 
 struct metrics *
-metrics_new(uint64_t seed)
+metrics_new(uint64_t seed, size_t max_queues)
 {
 	struct metrics *m = csq_xcalloc(1, sizeof(struct metrics));
 
 	m->servicers = csq_dict_new(seed);
+	m->byname = csq_dict_new(seed ^ UINT64_C(0x9e3779b97f4a7c15));
+	m->max_queues = max_queues;
+	memcpy(m->other.name, METRICS_OTHER, sizeof(METRICS_OTHER));
 	return m;
+}
+
+/* A lower cap applies to the queues that come next; those that have
+ * their labels keep them (a series does not move to _other midway). */
+void
+metrics_set_max_queues(struct metrics *m, size_t max_queues)
+{
+	m->max_queues = max_queues;
+	m->queues_full_logged = 0;
+}
+
+static void
+metrics_queue_free(struct metrics_queue *q)
+{
+	free(q->fine);
+	free(q);
 }
 
 static void
@@ -92,9 +134,15 @@ metrics_free(struct metrics *m)
 {
 	if (m == NULL)
 		return;
+	size_t i;
+
 	csq_dict_each(m->servicers, metrics_free_value, NULL);
 	csq_dict_free(m->servicers);
+	for (i = 0; i < m->nqueues; i++)
+		metrics_queue_free(m->queues[i]);
 	free(m->queues);
+	csq_dict_free(m->byname);
+	free(m->other.fine);
 	free(m);
 }
 
@@ -149,42 +197,100 @@ metrics_command_totals(const struct metrics *m, size_t i, const char **name,
 	*errors = m->cmds[i].errors;
 }
 
-/* served: +1 a servicer that names it came up, -1 it went, 0 neither. */
-static void
+/*
+ * The queue of that name: its own, or, past the cap, the sum of the
+ * others (_other); NULL for no name. served: +1 a servicer that names it
+ * came up, -1 it went, 0 neither.
+ */
+static struct metrics_queue *
 metrics_note_queue(struct metrics *m, const char *name, size_t len, int served)
 {
 	struct metrics_queue *q;
-	size_t i;
 
 	if (len == 0 || len > CSQ_ID_MAX)
-		return;
-	for (i = 0; i < m->nqueues; i++) {
-		q = &m->queues[i];
-		if (strlen(q->name) == len && memcmp(q->name, name, len) == 0) {
-			if (served > 0 || q->served > 0)
-				q->served += (uint32_t)served;
-			return;
-		}
+		return NULL;
+	if ((q = csq_dict_get(m->byname, name, len)) != NULL) {
+		if (served > 0 || q->served > 0)
+			q->served += (uint32_t)served;
+		return q;
+	}
+	if (m->nqueues >= m->max_queues) {
+		if (!m->queues_full_logged)
+			log_warnx("metrics: more than %zu queues "
+			          "(metrics_max_queues); the newer ones are "
+			          "summed under queue=\"" METRICS_OTHER "\"",
+			          m->max_queues);
+		m->queues_full_logged = 1;
+		return &m->other;
 	}
 	if (served < 0)
-		return;
-	if (m->nqueues == METRICS_QUEUES_MAX) {
-		if (!m->queues_full_logged)
-			log_warnx("metrics: more than %d queues; csq_waiting_"
-			          "users leaves out the newer ones",
-			          METRICS_QUEUES_MAX);
-		m->queues_full_logged = 1;
-		return;
-	}
+		return NULL;
 	if (m->nqueues == m->capqueues) {
 		m->capqueues = m->capqueues ? m->capqueues * 2 : 16;
 		m->queues =
 		    csq_xrealloc(m->queues, m->capqueues * sizeof(*m->queues));
 	}
-	q = &m->queues[m->nqueues++];
+	q = csq_xcalloc(1, sizeof(*q));
 	memcpy(q->name, name, len);
 	q->name[len] = '\0';
 	q->served = (uint32_t)served;
+	m->queues[m->nqueues++] = q;
+	csq_dict_put(m->byname, q->name, len, q);
+	return q;
+}
+
+/* The bound of fine bucket i, in seconds. */
+static uint32_t
+fine_bound(size_t i)
+{
+	if (i < FINE_SECONDS)
+		return (uint32_t)i + 1;
+	if (i < FINE_SECONDS + FINE_MINUTES)
+		return (uint32_t)(FINE_SECONDS + (i - FINE_SECONDS + 1) * 60);
+	return fine_tail[i - FINE_SECONDS - FINE_MINUTES];
+}
+
+/* The bucket a wait of ms falls in: the first whose bound it is within;
+ * FINE_BUCKETS past the last. O(1) but for the tail. */
+static size_t
+fine_index(uint64_t ms)
+{
+	uint64_t s = (ms + 999) / 1000; /* within s seconds */
+	size_t i;
+
+	if (s <= 1)
+		return 0;
+	if (s <= FINE_SECONDS)
+		return (size_t)s - 1;
+	if (s <= FINE_SECONDS + FINE_MINUTES * 60)
+		return FINE_SECONDS + (size_t)((s - FINE_SECONDS + 59) / 60) -
+		       1;
+	for (i = 0; i < FINE_TAIL; i++)
+		if (s <= fine_tail[i])
+			return FINE_SECONDS + FINE_MINUTES + i;
+	return FINE_BUCKETS;
+}
+
+/* The fine bucket whose bound is exactly seconds, or FINE_BUCKETS. */
+static size_t
+fine_at(uint32_t seconds)
+{
+	size_t i = fine_index((uint64_t)seconds * 1000);
+
+	return i < FINE_BUCKETS && fine_bound(i) == seconds ? i : FINE_BUCKETS;
+}
+
+static void
+metrics_queue_wait(struct metrics_queue *q, uint64_t ms)
+{
+	size_t i = fine_index(ms);
+
+	if (q->fine == NULL)
+		q->fine = csq_xcalloc(FINE_BUCKETS, sizeof(*q->fine));
+	if (i < FINE_BUCKETS)
+		q->fine[i]++;
+	q->count++;
+	q->ms_sum += ms;
 }
 
 /* Each queue of a list "a,b,c", noted with served. */
@@ -222,6 +328,8 @@ metrics_event(struct metrics *m, const struct csq_event *ev)
 	size_t len;
 	char *was;
 
+	struct metrics_queue *q;
+
 	if (ev->type == CSQ_EV_MATCHED) {
 		m->wait_count++;
 		m->wait_ms_sum += ev->waited_ms;
@@ -235,7 +343,9 @@ metrics_event(struct metrics *m, const struct csq_event *ev)
 		metrics_bucket(offer_bounds, m->offer_buckets, OFFER_BUCKETS,
 		               ev->offered_ms);
 	}
-	metrics_note_queue(m, ev->queue, strlen(ev->queue), 0);
+	q = metrics_note_queue(m, ev->queue, strlen(ev->queue), 0);
+	if (ev->type == CSQ_EV_MATCHED && q != NULL)
+		metrics_queue_wait(q, ev->waited_ms);
 	if (ev->type == CSQ_EV_SERVICER_UP ||
 	    ev->type == CSQ_EV_SERVICER_DOWN) {
 		/* (Up twice without a down cannot happen, but then the first
@@ -263,24 +373,41 @@ metrics_nqueues(const struct metrics *m)
 const char *
 metrics_queue(const struct metrics *m, size_t i)
 {
-	return m->queues[i].name;
+	return m->queues[i]->name;
+}
+
+void
+metrics_note_qstats(struct metrics *m, const struct csq_queue_stats *v,
+                    size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		metrics_note_queue(m, v[i].queue, strlen(v[i].queue), 0);
 }
 
 void
 metrics_prune(struct metrics *m, const uint64_t *qlen, size_t n)
 {
+	struct metrics_queue *q;
 	size_t i, j = 0;
 
 	for (i = 0; i < m->nqueues; i++) {
-		if (i < n && qlen[i] == 0 && !m->queues[i].served &&
-		    strcmp(m->queues[i].name, "default") != 0)
+		q = m->queues[i];
+		if (i < n && qlen[i] == 0 && !q->served && q->count == 0 &&
+		    strcmp(q->name, "default") != 0) {
+			csq_dict_del(m->byname, q->name, strlen(q->name));
+			metrics_queue_free(q);
 			continue;
-		m->queues[j++] = m->queues[i];
+		}
+		m->queues[j++] = q;
 	}
 	m->nqueues = j;
 }
 
 /* Rendering. */
+
+static size_t metrics_slot(const struct metrics *, const char *name);
 
 static void
 metrics_head(struct evbuffer *out, const char *name, const char *type,
@@ -360,7 +487,9 @@ metrics_render_engine(const struct metrics *m, const struct metrics_scrape *sc,
 	     "Conversations a servicer handed on to a queue (TRANSFER).",
 	     st->transferred_total},
 	};
+	uint64_t other;
 	size_t i;
+	int any;
 
 	metrics_head(out, "csq_waiting_users", "gauge",
 	             "Users waiting, by queue (the queues seen since the "
@@ -368,7 +497,19 @@ metrics_render_engine(const struct metrics *m, const struct metrics_scrape *sc,
 	for (i = 0; sc->qlen != NULL && i < sc->nqueues && i < m->nqueues; i++)
 		evbuffer_add_printf(
 		    out, "csq_waiting_users{queue=\"%s\"} %llu\n",
-		    m->queues[i].name, (unsigned long long)sc->qlen[i]);
+		    m->queues[i]->name, (unsigned long long)sc->qlen[i]);
+	/* The queues past the cap, when the engine tells them all. */
+	for (i = 0, other = 0, any = 0; sc->qstats != NULL && i < sc->nqstats;
+	     i++)
+		if (metrics_slot(m, sc->qstats[i].queue) == m->nqueues) {
+			other += sc->qstats[i].waiting;
+			any = 1;
+		}
+	if (any)
+		evbuffer_add_printf(out,
+		                    "csq_waiting_users{queue=\"" METRICS_OTHER
+		                    "\"} %llu\n",
+		                    (unsigned long long)other);
 	metrics_u64(out, "csq_waiting_users_all", "gauge",
 	            "Users waiting in all queues together.", st->waiting);
 	metrics_head(out, "csq_servicers", "gauge",
@@ -388,29 +529,237 @@ metrics_render_engine(const struct metrics *m, const struct metrics_scrape *sc,
 		            counters[i].v);
 }
 
+/* A queue's engine numbers, summed over the queues of its label. */
+struct queue_sums {
+	int seen;
+	uint64_t waiting, oldest_ms, matched, leave, timeout, overflowed;
+	uint64_t outcomes, within;
+	uint32_t level;
+};
+
+/* The labels' slots: the queues with their own, then _other. */
+static size_t
+metrics_slot(const struct metrics *m, const char *name)
+{
+	const struct metrics_queue *q =
+	    csq_dict_get(m->byname, name, strlen(name));
+	size_t i;
+
+	if (q != NULL)
+		for (i = 0; i < m->nqueues; i++)
+			if (m->queues[i] == q)
+				return i;
+	return m->nqueues;
+}
+
+static const char *
+metrics_slot_name(const struct metrics *m, size_t i)
+{
+	return i < m->nqueues ? m->queues[i]->name : METRICS_OTHER;
+}
+
+/* The bounds of csq_queue_wait_seconds: the overall histogram's, and
+ * every queue's service level; sorted, each once. Returns how many. */
+static size_t
+queue_bounds(const struct metrics_scrape *sc, uint32_t *out, size_t cap)
+{
+	size_t n = 0, i, j;
+	uint32_t v, t;
+
+	for (i = 0; i < WAIT_BUCKETS + 1 + sc->nqstats; i++) {
+		if (i < WAIT_BUCKETS)
+			v = (uint32_t)wait_bounds[i];
+		else if (i == WAIT_BUCKETS)
+			v = CSQ_DEFAULT_SERVICE_LEVEL;
+		else
+			v = sc->qstats[i - WAIT_BUCKETS - 1].service_level_s;
+		if (fine_at(v) == FINE_BUCKETS)
+			continue; /* a level between bounds: not a bucket */
+		for (j = 0; j < n && out[j] != v; j++)
+			;
+		if (j == n && n < cap)
+			out[n++] = v;
+	}
+	for (i = 1; i < n; i++) /* a few dozen at most */
+		for (j = i; j > 0 && out[j - 1] > out[j]; j--) {
+			t = out[j];
+			out[j] = out[j - 1];
+			out[j - 1] = t;
+		}
+	return n;
+}
+
+/* One queue's histogram of waits at bounds (cumulative at each). */
+static void
+queue_histogram(struct evbuffer *out, const struct metrics_queue *q,
+                const uint32_t *bounds, size_t nb)
+{
+	uint64_t cum = 0;
+	size_t i, b = 0;
+
+	for (i = 0; i < FINE_BUCKETS && b < nb; i++) {
+		cum += q->fine != NULL ? q->fine[i] : 0;
+		if (fine_bound(i) != bounds[b])
+			continue;
+		evbuffer_add_printf(out,
+		                    "csq_queue_wait_seconds_bucket{queue=\"%s\","
+		                    "le=\"%u\"} %llu\n",
+		                    q->name, bounds[b], (unsigned long long)cum);
+		b++;
+	}
+	evbuffer_add_printf(out,
+	                    "csq_queue_wait_seconds_bucket{queue=\"%s\","
+	                    "le=\"+Inf\"} %llu\n",
+	                    q->name, (unsigned long long)q->count);
+	evbuffer_add_printf(out, "csq_queue_wait_seconds_sum{queue=\"%s\"} %.3f\n",
+	                    q->name, (double)q->ms_sum / 1000);
+	evbuffer_add_printf(out,
+	                    "csq_queue_wait_seconds_count{queue=\"%s\"} %llu\n",
+	                    q->name, (unsigned long long)q->count);
+}
+
+/* One family of the engine's per-queue numbers: a series per label. */
+static void
+queue_family(struct evbuffer *out, const struct metrics *m,
+             const struct queue_sums *sums, const char *name,
+             const char *type, const char *help, size_t field)
+{
+	const struct queue_sums *k;
+	size_t i;
+
+	metrics_head(out, name, type, help);
+	for (i = 0; i <= m->nqueues; i++) {
+		k = &sums[i];
+		if (!k->seen)
+			continue;
+		evbuffer_add_printf(
+		    out, "%s{queue=\"%s\"} %llu\n", name, metrics_slot_name(m, i),
+		    (unsigned long long)*(const uint64_t *)(const void *)((
+		        const char *)k + field));
+	}
+}
+
+/*
+ * The series of each queue: the wait histogram the daemon counts from the
+ * events (any engine), and the numbers of the engine's QSTATS (the memory
+ * engine's): oldest wait, matched, abandoned by reason, overflowed, the
+ * service level and its share of the last 1000 outcomes. Queues past the
+ * cap (metrics_max_queues) are summed under queue="_other".
+ */
+static void
+metrics_render_queues(const struct metrics *m, const struct metrics_scrape *sc,
+                      struct evbuffer *out)
+{
+	uint32_t bounds[WAIT_BUCKETS + 64];
+	struct queue_sums *sums, *k;
+	const struct csq_queue_stats *q;
+	size_t nb, i;
+
+	nb = queue_bounds(sc, bounds, sizeof(bounds) / sizeof(bounds[0]));
+	metrics_head(out, "csq_queue_wait_seconds", "histogram",
+	             "Wait of a user from its arrival to its room, by the "
+	             "queue it was matched in; a bucket at each queue's "
+	             "service level.");
+	for (i = 0; i < m->nqueues; i++)
+		queue_histogram(out, m->queues[i], bounds, nb);
+	if (m->other.count > 0)
+		queue_histogram(out, &m->other, bounds, nb);
+	if (sc->qstats == NULL)
+		return;
+	sums = csq_xcalloc(m->nqueues + 1, sizeof(*sums));
+	for (i = 0; i < sc->nqstats; i++) {
+		q = &sc->qstats[i];
+		k = &sums[metrics_slot(m, q->queue)];
+		k->seen = 1;
+		k->waiting += q->waiting;
+		if (q->oldest_wait_ms > k->oldest_ms)
+			k->oldest_ms = q->oldest_wait_ms;
+		k->matched += q->matched_total;
+		k->leave += q->abandoned_leave;
+		k->timeout += q->abandoned_timeout;
+		k->overflowed += q->overflowed_total;
+		k->outcomes += q->outcomes;
+		k->within += q->outcomes_within;
+		k->level = q->service_level_s;
+	}
+	metrics_head(out, "csq_queue_oldest_wait_seconds", "gauge",
+	             "The longest wait in the queue's line now.");
+	for (i = 0; i <= m->nqueues; i++)
+		if (sums[i].seen)
+			evbuffer_add_printf(
+			    out,
+			    "csq_queue_oldest_wait_seconds{queue=\"%s\"} %.3f\n",
+			    metrics_slot_name(m, i),
+			    (double)sums[i].oldest_ms / 1000);
+	queue_family(out, m, sums, "csq_queue_matched_total", "counter",
+	             "Users of the queue given a room.",
+	             offsetof(struct queue_sums, matched));
+	metrics_head(out, "csq_queue_abandoned_total", "counter",
+	             "Users who left the queue before a match, by reason: "
+	             "leave (LEAVE) or timeout (their TTL).");
+	for (i = 0; i <= m->nqueues; i++) {
+		if (!sums[i].seen)
+			continue;
+		evbuffer_add_printf(out,
+		                    "csq_queue_abandoned_total{queue=\"%s\","
+		                    "reason=\"leave\"} %llu\n",
+		                    metrics_slot_name(m, i),
+		                    (unsigned long long)sums[i].leave);
+		evbuffer_add_printf(out,
+		                    "csq_queue_abandoned_total{queue=\"%s\","
+		                    "reason=\"timeout\"} %llu\n",
+		                    metrics_slot_name(m, i),
+		                    (unsigned long long)sums[i].timeout);
+	}
+	queue_family(out, m, sums, "csq_queue_overflowed_total", "counter",
+	             "Users moved out of the queue by its overflow.",
+	             offsetof(struct queue_sums, overflowed));
+	metrics_head(out, "csq_queue_service_level_seconds", "gauge",
+	             "The queue's service level: the wait it means to match "
+	             "its users within.");
+	for (i = 0; i < m->nqueues; i++)
+		if (sums[i].seen)
+			evbuffer_add_printf(
+			    out,
+			    "csq_queue_service_level_seconds{queue=\"%s\"} %u\n",
+			    metrics_slot_name(m, i), sums[i].level);
+	metrics_head(out, "csq_queue_service_level_ratio", "gauge",
+	             "Share of the last 1000 users matched or abandoned that "
+	             "were matched within the service level (absent before "
+	             "the first).");
+	for (i = 0; i <= m->nqueues; i++)
+		if (sums[i].seen && sums[i].outcomes > 0)
+			evbuffer_add_printf(
+			    out,
+			    "csq_queue_service_level_ratio{queue=\"%s\"} %.4f\n",
+			    metrics_slot_name(m, i),
+			    (double)sums[i].within / (double)sums[i].outcomes);
+	free(sums);
+}
+
 /* The memory engine's journal, when it has one. */
 static void
 metrics_render_journal(const struct journal_stats *j, struct evbuffer *out)
 {
-	metrics_u64(out, "csqd_journal_write_errors_total", "counter",
+	metrics_u64(out, "csq_journal_write_errors_total", "counter",
 	            "Journal records that could not be written (the command "
 	            "was answered TRYAGAIN).",
 	            j->write_errors);
-	metrics_u64(out, "csqd_journal_written_bytes_total", "counter",
+	metrics_u64(out, "csq_journal_written_bytes_total", "counter",
 	            "Bytes written to the journal: records and compactions.",
 	            j->bytes_written);
-	metrics_head(out, "csqd_journal_fsync_seconds", "histogram",
+	metrics_head(out, "csq_journal_fsync_seconds", "histogram",
 	             "Time of each fdatasync of the journal.");
-	metrics_histogram(out, "csqd_journal_fsync_seconds", "",
+	metrics_histogram(out, "csq_journal_fsync_seconds", "",
 	                  journal_fsync_bounds, j->fsync_buckets,
 	                  JOURNAL_FSYNC_BUCKETS, j->fsyncs,
 	                  (double)j->fsync_us_sum / 1e6);
-	metrics_head(out, "csqd_journal_last_compaction_timestamp_seconds",
+	metrics_head(out, "csq_journal_last_compaction_timestamp_seconds",
 	             "gauge",
 	             "Unix time of the journal's last compaction; 0 when none "
 	             "since the start.");
 	evbuffer_add_printf(out,
-	                    "csqd_journal_last_compaction_timestamp_seconds "
+	                    "csq_journal_last_compaction_timestamp_seconds "
 	                    "%.3f\n",
 	                    (double)j->last_compaction_ms / 1000);
 }
@@ -423,6 +772,10 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	char labels[128];
 	size_t i;
 
+	metrics_head(out, "csq_build_info", "gauge",
+	             "csqd's version, as a label; the value is 1.");
+	evbuffer_add_printf(out, "csq_build_info{version=\"%s\"} 1\n",
+	                    CSQ_VERSION);
 	metrics_u64(out, "csq_engine_up", "gauge",
 	            "1 when the engine answers, 0 when it does not.",
 	            (uint64_t)(sc->engine_up != 0));
@@ -448,53 +801,54 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	metrics_histogram(out, "csq_offer_accept_seconds", "", offer_bounds,
 	                  m->offer_buckets, OFFER_BUCKETS, m->offer_count,
 	                  (double)m->offer_ms_sum / 1000);
-	metrics_u64(out, "csqd_connected_clients", "gauge",
+	metrics_render_queues(m, sc, out);
+	metrics_u64(out, "csq_connected_clients", "gauge",
 	            "Client connections being served.", sc->connected_clients);
-	metrics_u64(out, "csqd_output_limit_disconnections_total", "counter",
+	metrics_u64(out, "csq_output_limit_disconnections_total", "counter",
 	            "Clients closed for output they did not read: a "
 	            "subscriber's or a connection's limit, or all clients' "
 	            "(max_output_memory).",
 	            sc->output_closed_total);
-	metrics_u64(out, "csqd_input_limit_disconnections_total", "counter",
+	metrics_u64(out, "csq_input_limit_disconnections_total", "counter",
 	            "Clients closed while all clients' input was over "
 	            "max_input_memory, the largest first.",
 	            sc->input_closed_total);
-	metrics_u64(out, "csqd_input_bytes", "gauge",
+	metrics_u64(out, "csq_input_bytes", "gauge",
 	            "Input all clients hold: read and not yet run, and the "
 	            "requests being read.",
 	            sc->input_bytes);
-	metrics_u64(out, "csqd_http_event_streams", "gauge",
+	metrics_u64(out, "csq_http_event_streams", "gauge",
 	            "The admin view's event streams open (GET /api/events).",
 	            sc->event_streams);
-	metrics_u64(out, "csqd_http_event_stream_bytes", "gauge",
+	metrics_u64(out, "csq_http_event_stream_bytes", "gauge",
 	            "Bytes sent to the event streams that their clients have "
 	            "not taken yet, all streams.",
 	            sc->event_stream_bytes);
-	metrics_u64(out, "csqd_http_event_stream_disconnections_total",
+	metrics_u64(out, "csq_http_event_stream_disconnections_total",
 	            "counter",
 	            "Event streams closed for bytes their clients did not "
 	            "read (http.event_stream_buffer).",
 	            sc->event_streams_closed);
 	if (sc->journal != NULL)
 		metrics_render_journal(sc->journal, out);
-	metrics_head(out, "csqd_commands_total", "counter",
+	metrics_head(out, "csq_commands_total", "counter",
 	             "Commands run, by name (\"unknown\": not a command).");
 	for (i = 0; i < m->ncmds; i++)
 		evbuffer_add_printf(
-		    out, "csqd_commands_total{command=\"%s\"} %llu\n",
+		    out, "csq_commands_total{command=\"%s\"} %llu\n",
 		    m->cmds[i].name, (unsigned long long)m->cmds[i].calls);
-	metrics_head(out, "csqd_command_errors_total", "counter",
+	metrics_head(out, "csq_command_errors_total", "counter",
 	             "Commands answered with an error reply, by name.");
 	for (i = 0; i < m->ncmds; i++)
 		evbuffer_add_printf(
-		    out, "csqd_command_errors_total{command=\"%s\"} %llu\n",
+		    out, "csq_command_errors_total{command=\"%s\"} %llu\n",
 		    m->cmds[i].name, (unsigned long long)m->cmds[i].errors);
-	metrics_head(out, "csqd_command_duration_seconds", "histogram",
+	metrics_head(out, "csq_command_duration_seconds", "histogram",
 	             "Time from a command's dispatch to its reply, by name.");
 	for (i = 0; i < m->ncmds; i++) {
 		c = &m->cmds[i];
 		snprintf(labels, sizeof(labels), "command=\"%s\",", c->name);
-		metrics_histogram(out, "csqd_command_duration_seconds", labels,
+		metrics_histogram(out, "csq_command_duration_seconds", labels,
 		                  cmd_bounds, c->buckets, CMD_BUCKETS, c->calls,
 		                  (double)c->usec_sum / 1e6);
 	}

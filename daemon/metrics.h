@@ -1,8 +1,8 @@
 /*
  * Metrics: what csqd counts itself (commands, their latency and errors,
- * the wait until matched, the queues it has seen) and the rendering of
- * everything, with the engine's counters, in the Prometheus text format
- * 0.0.4.
+ * the wait until matched, overall and per queue, the queues it has seen)
+ * and the rendering of everything, with the engine's counters, in the
+ * Prometheus text format 0.0.4. Every name starts with csq_.
  */
 #ifndef CSQD_METRICS_H
 #define CSQD_METRICS_H
@@ -32,9 +32,16 @@ struct metrics_scrape {
 	const struct journal_stats *journal; /* NULL: no journal */
 	const uint64_t *qlen; /* per queue of metrics_queue(), or NULL */
 	size_t nqueues;
+	/* QSTATS of every queue the engine has (NULL: the engine has no
+	 * per-queue numbers, the Redis engine's case). */
+	const struct csq_queue_stats *qstats;
+	size_t nqstats;
 };
 
-struct metrics *metrics_new(uint64_t seed); /* seed: its hash table's */
+/* seed: its hash tables'; max_queues: queues with series of their own,
+ * the rest summed under queue="_other". */
+struct metrics *metrics_new(uint64_t seed, size_t max_queues);
+void metrics_set_max_queues(struct metrics *, size_t);
 void metrics_free(struct metrics *);
 
 /*
@@ -54,9 +61,15 @@ void metrics_event(struct metrics *, const struct csq_event *);
 size_t metrics_nqueues(const struct metrics *);
 const char *metrics_queue(const struct metrics *, size_t i);
 /*
- * After a scrape: a queue that is empty and that no servicer has served
- * is forgotten until its next event, so that ids made up by clients do
- * not accumulate as series.
+ * The queues of a scrape's QSTATS get their labels (up to the cap), so
+ * that a queue with a policy has its series before its first event.
+ */
+void metrics_note_qstats(struct metrics *, const struct csq_queue_stats *,
+                         size_t n);
+/*
+ * After a scrape: a queue that is empty, that no servicer has served and
+ * that has no wait counted is forgotten until its next event, so that ids
+ * made up by clients do not accumulate as series.
  */
 void metrics_prune(struct metrics *, const uint64_t *qlen, size_t n);
 

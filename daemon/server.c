@@ -325,6 +325,26 @@ server_note_key(char *buf, size_t len, const char *name)
 }
 
 /*
+ * The queue policies of the configuration into the engine (the memory
+ * engine's; the configuration refuses them with the Redis engine). A
+ * journal that cannot write leaves the ones before in force: said.
+ */
+static void
+server_apply_policies(struct server *s, struct csq_engine *e)
+{
+	enum csq_status st;
+
+	if (e->ops->set_policies == NULL)
+		return;
+	st = csq_engine_set_policies(e, s->cfg.policies,
+	                             (size_t)s->cfg.npolicies);
+	if (st != CSQ_OK)
+		log_warnx("queues: the policies could not be applied (%s); "
+		          "the ones before stay in force",
+		          csq_status_text(st));
+}
+
+/*
  * What can change at run time changes; the rest waits for a restart, and
  * the log says which keys did which. Returns 0, or -1 when the file is
  * invalid and nothing changed.
@@ -401,6 +421,13 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "log.format");
 	if (cur->log_audit != next.log_audit)
 		server_note_key(changed, sizeof(changed), "log.audit");
+	if (cur->npolicies != next.npolicies ||
+	    memcmp(cur->policies, next.policies,
+	           (size_t)next.npolicies * sizeof(next.policies[0])) != 0)
+		server_note_key(changed, sizeof(changed), "queues");
+	if (cur->metrics_max_queues != next.metrics_max_queues)
+		server_note_key(changed, sizeof(changed),
+		                "metrics_max_queues");
 
 	if (next.nlisten != cur->nlisten ||
 	    memcmp(next.listen, cur->listen, sizeof(next.listen)) != 0)
@@ -472,6 +499,17 @@ server_reload(struct server *s)
 	cur->nusers = next.nusers;
 	memcpy(cur->users, next.users, sizeof(next.users));
 	s->engine->ops->set_limits(s->engine, &cur->limits);
+	/* After the limits: the new policies are checked against them. */
+	if (cur->npolicies != next.npolicies ||
+	    memcmp(cur->policies, next.policies,
+	           (size_t)next.npolicies * sizeof(next.policies[0])) != 0) {
+		cur->npolicies = next.npolicies;
+		memcpy(cur->policies, next.policies,
+		       (size_t)next.npolicies * sizeof(next.policies[0]));
+		server_apply_policies(s, s->engine);
+	}
+	cur->metrics_max_queues = next.metrics_max_queues;
+	metrics_set_max_queues(s->metrics, (size_t)cur->metrics_max_queues);
 	/* The reload's own lines show at the more verbose of the two log
 	 * levels: a reload to "warning" still says it happened. */
 	if (next.log_level < cur->log_level)
@@ -537,9 +575,11 @@ server_engine(struct server *s)
 		}
 		if (s->journal != NULL)
 			journal_set_commit_cb(s->journal, server_committed, s);
-		/* The replay applied the limits of earlier reloads; the
-		 * configuration of this start is the one that holds. */
+		/* The replay applied the limits and policies of earlier
+		 * reloads; the configuration of this start is the one that
+		 * holds. */
 		e->ops->set_limits(e, &s->cfg.limits);
+		server_apply_policies(s, e);
 		return e;
 	}
 	return engine_redis_new(s->base, &s->cfg, server_clock, s, server_emit,
@@ -592,7 +632,8 @@ server_run(const struct config *cfg, const char *config_path)
 	if ((s->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	s->pubsub = pubsub_new(server_random_seed());
-	s->metrics = metrics_new(server_random_seed());
+	s->metrics = metrics_new(server_random_seed(),
+	                         (size_t)s->cfg.metrics_max_queues);
 	s->deadline_ev = evtimer_new(s->base, server_deadline_cb, s);
 	s->stop_ev = evtimer_new(s->base, server_stop_timeout_cb, s);
 	s->trim_ev = evtimer_new(s->base, client_trim_cb, s);

@@ -443,6 +443,12 @@ struct csq_queue_stats *csq_queues_stats(struct csq *, uint64_t now_ms,
 enum csq_policy_error csq_policies_check(const struct csq_policy *, size_t n,
                                          const struct csq_limits *,
                                          size_t *bad);
+/* Entry i of the n alone: its own values, a name that an earlier entry
+ * has, a cycle through it (so that a configuration's every bad entry is
+ * reported, each at its line). */
+enum csq_policy_error csq_policy_check_entry(const struct csq_policy *,
+                                             size_t n, size_t i,
+                                             const struct csq_limits *);
 enum csq_status csq_set_policies(struct csq *, uint64_t now_ms,
                                  const struct csq_policy *, size_t n);
 /* The policies in force, sorted by name; *n their count (not owned). */

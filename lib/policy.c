@@ -134,6 +134,21 @@ policy_cycles(const struct csq_policy *v, size_t n, size_t i)
 }
 
 enum csq_policy_error
+csq_policy_check_entry(const struct csq_policy *v, size_t n, size_t i,
+                       const struct csq_limits *l)
+{
+	enum csq_policy_error e;
+
+	if ((e = policy_check_one(&v[i], l)) != CSQ_POLICY_OK)
+		return e;
+	if (policy_index(v, i, v[i].name) < i)
+		return CSQ_POLICY_DUPLICATE;
+	if (policy_cycles(v, n, i))
+		return CSQ_POLICY_CYCLE;
+	return CSQ_POLICY_OK;
+}
+
+enum csq_policy_error
 csq_policies_check(const struct csq_policy *v, size_t n,
                    const struct csq_limits *l, size_t *bad)
 {
@@ -142,15 +157,8 @@ csq_policies_check(const struct csq_policy *v, size_t n,
 
 	for (i = 0; i < n; i++) {
 		*bad = i;
-		if ((e = policy_check_one(&v[i], l)) != CSQ_POLICY_OK)
+		if ((e = csq_policy_check_entry(v, n, i, l)) != CSQ_POLICY_OK)
 			return e;
-		if (policy_index(v, i, v[i].name) < i)
-			return CSQ_POLICY_DUPLICATE;
-	}
-	for (i = 0; i < n; i++) {
-		*bad = i;
-		if (policy_cycles(v, n, i))
-			return CSQ_POLICY_CYCLE;
 	}
 	*bad = 0;
 	return CSQ_POLICY_OK;

@@ -32,7 +32,7 @@ await test('ioredis multi', async () => {
     .call('RELEASE', 'nobody/0')
     .call('WHERE', 'i1')
     .exec();
-  assert.deepEqual(got[0], [null, ['state', 'waiting', 'queue', 'js', 'position', 1]]);
+  assert.deepEqual(got[0], [null, ['state', 'waiting', 'queue', 'js', 'position', 1, 'eta_ms', -1]]);
   assert.deepEqual(got[1][1].slice(0, 4), ['servicer', 'is1', 'status', 'ready']);
   assert.match(got[2][0].message, /^NOTFOUND no such servicer or room/);
   assert.deepEqual(got[3][1].slice(0, 6), ['state', 'assigned', 'queue', 'js', 'room', 'is1/0']);
@@ -65,7 +65,7 @@ await test('node-redis multi', async () => {
     .addCommand(['HEARTBEAT', 'ns1', 'QUEUES', 'node'])
     .addCommand(['WHERE', 'n1'])
     .exec();
-  assert.deepEqual(got[0], ['state', 'waiting', 'queue', 'node', 'position', 1]);
+  assert.deepEqual(got[0], ['state', 'waiting', 'queue', 'node', 'position', 1, 'eta_ms', -1]);
   assert.deepEqual(got[2].slice(0, 6), ['state', 'assigned', 'queue', 'node', 'room', 'ns1/0']);
 
   await assert.rejects(

@@ -35,7 +35,8 @@ def test_default_pipeline(d):
     p.execute_command("WHERE", "u1")
     p.ping()
     got = p.execute()
-    assert got[0] == ["state", "waiting", "queue", "sales", "position", 1], got
+    assert got[0] == ["state", "waiting", "queue", "sales", "position", 1,
+                      "eta_ms", -1], got
     assert got[1][:6] == ["servicer", "s1", "status", "ready",
                           "capacity", 1], got
     assert got[2][:6] == ["state", "assigned", "queue", "sales",

@@ -265,7 +265,8 @@ void storm_end_at(const char *file, int line, redisContext *, int extra);
 #define CMD(c, ...)          cmd_at(__FILE__, __LINE__, (c), __VA_ARGS__)
 #define CMD_ARGV(c, n, v, l) cmd_argv_at(__FILE__, __LINE__, (c), (n), (v), (l))
 #define GET_REPLY(c)         get_reply_at(__FILE__, __LINE__, (c))
-/* Runs a command and compares reply_repr of its reply with expect. */
+/* Runs a command and compares reply_repr of its reply with expect, in
+ * which ":?" stands for any integer. */
 #define CHECK(c, expect, ...)                                                  \
 	check_at(__FILE__, __LINE__, (c), (expect), __VA_ARGS__)
 #define assert_repr(r, e)         assert_repr_at(__FILE__, __LINE__, (r), (e))

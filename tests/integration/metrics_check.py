@@ -3,11 +3,13 @@
 (the reference parser of the Prometheus text format), checks the families
 csqd must export and the histograms' shape, then checks expectations.
 
-usage: metrics_check.py URL [--doc=FILE] [--journal] [EXPECT ...]
+usage: metrics_check.py URL [--doc=FILE] [--journal] [--outcomes] [EXPECT ...]
   --doc=FILE the metrics table of FILE (docs/operations.md) lists every
              family of the scrape with its type, and only families that
              csqd must export
   --journal  the daemon runs with a journal: its families are required
+  --outcomes a queue has had a match or an abandon: the service level's
+             share is required (memory engine)
   EXPECT is  name{label="v",...}=value   the sample exists with this value
           or name{label="v",...}>=value  the sample is at least value
           or !name{label="v",...}        no such sample
@@ -26,6 +28,7 @@ except ImportError:
 
 # Family name (as the parser names it: counters lose "_total") -> type.
 REQUIRED = {
+    "csq_build_info": "gauge",
     "csq_engine_up": "gauge",
     "csq_waiting_users": "gauge",
     "csq_waiting_users_all": "gauge",
@@ -42,42 +45,57 @@ REQUIRED = {
     "csq_transferred": "counter",
     "csq_wait_seconds": "histogram",
     "csq_offer_accept_seconds": "histogram",
-    "csqd_connected_clients": "gauge",
-    "csqd_output_limit_disconnections": "counter",
-    "csqd_input_limit_disconnections": "counter",
-    "csqd_input_bytes": "gauge",
-    "csqd_http_event_streams": "gauge",
-    "csqd_http_event_stream_bytes": "gauge",
-    "csqd_http_event_stream_disconnections": "counter",
-    "csqd_commands": "counter",
-    "csqd_command_errors": "counter",
-    "csqd_command_duration_seconds": "histogram",
+    "csq_queue_wait_seconds": "histogram",
+    "csq_connected_clients": "gauge",
+    "csq_output_limit_disconnections": "counter",
+    "csq_input_limit_disconnections": "counter",
+    "csq_input_bytes": "gauge",
+    "csq_http_event_streams": "gauge",
+    "csq_http_event_stream_bytes": "gauge",
+    "csq_http_event_stream_disconnections": "counter",
+    "csq_commands": "counter",
+    "csq_command_errors": "counter",
+    "csq_command_duration_seconds": "histogram",
 }
 
 # What a scrape shows while the engine is down.
-ENGINE_DOWN_FAMILIES = {"csq_engine_up", "csq_wait_seconds",
+ENGINE_DOWN_FAMILIES = {"csq_build_info", "csq_engine_up", "csq_wait_seconds",
                         "csq_offer_accept_seconds",
-                        "csqd_connected_clients",
-                        "csqd_output_limit_disconnections",
-                        "csqd_input_limit_disconnections", "csqd_input_bytes",
-                        "csqd_http_event_streams",
-                        "csqd_http_event_stream_bytes",
-                        "csqd_http_event_stream_disconnections",
-                        "csqd_commands",
-                        "csqd_command_errors", "csqd_command_duration_seconds"}
+                        "csq_queue_wait_seconds",
+                        "csq_connected_clients",
+                        "csq_output_limit_disconnections",
+                        "csq_input_limit_disconnections", "csq_input_bytes",
+                        "csq_http_event_streams",
+                        "csq_http_event_stream_bytes",
+                        "csq_http_event_stream_disconnections",
+                        "csq_commands",
+                        "csq_command_errors", "csq_command_duration_seconds"}
 
 # The memory engine with a journal shows it (--journal).
 JOURNAL = {
-    "csqd_journal_write_errors": "counter",
-    "csqd_journal_written_bytes": "counter",
-    "csqd_journal_fsync_seconds": "histogram",
-    "csqd_journal_last_compaction_timestamp_seconds": "gauge",
+    "csq_journal_write_errors": "counter",
+    "csq_journal_written_bytes": "counter",
+    "csq_journal_fsync_seconds": "histogram",
+    "csq_journal_last_compaction_timestamp_seconds": "gauge",
 }
 
 # The Redis engine also shows its round trip (while it is up).
 REDIS_ONLY = {"csq_redis_rtt_seconds": "gauge"}
+# The memory engine has each queue's numbers (QSTATS), the Redis engine
+# not yet. The service level's share appears once a queue has an outcome
+# (--outcomes).
+QUEUE_NUMBERS = {
+    "csq_queue_oldest_wait_seconds": "gauge",
+    "csq_queue_matched": "counter",
+    "csq_queue_abandoned": "counter",
+    "csq_queue_overflowed": "counter",
+    "csq_queue_service_level_seconds": "gauge",
+}
+OUTCOMES = {"csq_queue_service_level_ratio": "gauge"}
 if os.environ.get("CSQ_TEST_ENGINE") == "redis":
     REQUIRED.update(REDIS_ONLY)
+else:
+    REQUIRED.update(QUEUE_NUMBERS)
 
 EXPECT_RE = re.compile(r'^(!?)([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?(?:(=|>=)(.+))?$')
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
@@ -139,7 +157,9 @@ def check_doc(path, families, errors):
                           % (name, fam.type, documented[name]))
     required = {}
     for fam_name, typ in (list(REQUIRED.items()) + list(REDIS_ONLY.items())
-                          + list(JOURNAL.items())):
+                          + list(JOURNAL.items())
+                          + list(QUEUE_NUMBERS.items())
+                          + list(OUTCOMES.items())):
         required[fam_name + "_total" if typ == "counter" else fam_name] = typ
     for name in documented:
         if name not in required:
@@ -155,6 +175,9 @@ def main():
             doc = opt[len("--doc="):]
         elif opt == "--journal":
             REQUIRED.update(JOURNAL)
+        elif opt == "--outcomes":
+            if os.environ.get("CSQ_TEST_ENGINE") != "redis":
+                REQUIRED.update(OUTCOMES)
         else:
             print(__doc__)
             return 2

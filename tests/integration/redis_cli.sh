@@ -155,7 +155,9 @@ waiting
 queue
 support
 position
-1' ENQUEUE u2 QUEUE support
+1
+eta_ms
+-1' ENQUEUE u2 QUEUE support
 
 expect '(integer) 1' --no-raw QLEN support
 expect '(integer) 1' --no-raw RELEASE agent1/0
@@ -167,7 +169,8 @@ expect '1) "state"
 # RESP3 (redis-cli -3 opens with HELLO 3): a map, as redis-cli shows one.
 expect '1# "state" => "waiting"
 2# "queue" => "support"
-3# "position" => (integer) 1' -3 --no-raw ENQUEUE u2 QUEUE support
+3# "position" => (integer) 1
+4# "eta_ms" => (integer) -1' -3 --no-raw ENQUEUE u2 QUEUE support
 expect '1# "state" => "none"' -3 --no-raw WHERE u1
 expect 'OK' --no-raw PAUSE agent1
 
@@ -203,6 +206,8 @@ QUEUED
    4) "tx"
    5) "position"
    6) (integer) 1
+   7) "eta_ms"
+   8) (integer) -1
 2) PONG
 3) (error) NOTFOUND no such servicer or room
 OK

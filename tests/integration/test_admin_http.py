@@ -525,7 +525,7 @@ class AdminHttpTest(unittest.TestCase):
 
         def sample():
             while not done.is_set():
-                peak[0] = max(peak[0], metric(d, "csqd_http_event_stream_bytes"))
+                peak[0] = max(peak[0], metric(d, "csq_http_event_stream_bytes"))
                 time.sleep(0.01)
         sampler = threading.Thread(target=sample)
         sampler.start()
@@ -571,9 +571,9 @@ class AdminHttpTest(unittest.TestCase):
         # events) for it, of the 9 MB it could not send.
         self.assertGreater(peak[0], 0)
         self.assertLess(peak[0], 2 << 20)
-        self.assertEqual(metric(d, "csqd_http_event_stream_disconnections_total"),
+        self.assertEqual(metric(d, "csq_http_event_stream_disconnections_total"),
                          1)
-        self.assertEqual(metric(d, "csqd_http_event_streams"), 0)
+        self.assertEqual(metric(d, "csq_http_event_streams"), 0)
         self.assertTrue(c.ping())
 
 

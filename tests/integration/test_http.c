@@ -192,8 +192,8 @@ test_metrics_output_closed(void **state)
 	for (i = 0; i < CAP_ECHOS; i++)
 		raw_send(fd, req, len);
 	csqd_wait_log(fx->d, "max_output_memory (1048576 bytes)");
-	metrics_check(fx->d, "csqd_output_limit_disconnections_total=1",
-	              "csqd_connected_clients=1", NULL);
+	metrics_check(fx->d, "csq_output_limit_disconnections_total=1",
+	              "csq_connected_clients=1", NULL);
 	close(fd);
 	CHECK(fx->c, "+PONG", "PING");
 }
@@ -250,8 +250,8 @@ test_metrics_fresh(void **state)
 	              "csq_rooms{state=\"busy\"}=0",
 	              "csq_rooms{state=\"free\"}=0", "csq_enqueued_total=0",
 	              "csq_matched_total=0", "csq_wait_seconds_count=0",
-	              "csqd_connected_clients=1",
-	              "csqd_output_limit_disconnections_total=0", NULL);
+	              "csq_connected_clients=1",
+	              "csq_output_limit_disconnections_total=0", NULL);
 }
 
 static void
@@ -284,7 +284,7 @@ test_metrics_scenario(void **state)
 	/* Every family documented in operations.md with its type, and
 	 * nothing documented that is not exported. */
 	metrics_check(
-	    fx->d, "--doc=" CSQ_OPERATIONS_DOC, "csq_engine_up=1",
+	    fx->d, "--doc=" CSQ_OPERATIONS_DOC, "--outcomes", "csq_engine_up=1",
 	    "csq_waiting_users{queue=\"default\"}=1",
 	    "csq_waiting_users{queue=\"vip\"}=1",
 	    "csq_waiting_users{queue=\"other\"}=0",
@@ -295,18 +295,18 @@ test_metrics_scenario(void **state)
 	    "csq_matched_total=1", "csq_abandoned_total=1",
 	    "csq_requeued_total=0", "csq_servicers_lost_total=0",
 	    "csq_wait_seconds_count=1", "csq_wait_seconds_bucket{le=\"1\"}=1",
-	    "csqd_connected_clients=1",
-	    "csqd_output_limit_disconnections_total=0",
-	    "csqd_commands_total{command=\"enqueue\"}=5",
-	    "csqd_command_errors_total{command=\"enqueue\"}=1",
-	    "csqd_commands_total{command=\"heartbeat\"}=2",
-	    "csqd_command_errors_total{command=\"heartbeat\"}=0",
-	    "csqd_commands_total{command=\"pause\"}=2",
-	    "csqd_command_errors_total{command=\"pause\"}=1",
-	    "csqd_commands_total{command=\"unknown\"}=1",
-	    "csqd_command_errors_total{command=\"unknown\"}=1",
-	    "csqd_command_duration_seconds_count{command=\"enqueue\"}=5",
-	    "csqd_command_duration_seconds_bucket{command=\"enqueue\","
+	    "csq_connected_clients=1",
+	    "csq_output_limit_disconnections_total=0",
+	    "csq_commands_total{command=\"enqueue\"}=5",
+	    "csq_command_errors_total{command=\"enqueue\"}=1",
+	    "csq_commands_total{command=\"heartbeat\"}=2",
+	    "csq_command_errors_total{command=\"heartbeat\"}=0",
+	    "csq_commands_total{command=\"pause\"}=2",
+	    "csq_command_errors_total{command=\"pause\"}=1",
+	    "csq_commands_total{command=\"unknown\"}=1",
+	    "csq_command_errors_total{command=\"unknown\"}=1",
+	    "csq_command_duration_seconds_count{command=\"enqueue\"}=5",
+	    "csq_command_duration_seconds_bucket{command=\"enqueue\","
 	    "le=\"+Inf\"}=5",
 	    NULL);
 	/* The empty queue nobody serves was forgotten by that scrape. */
@@ -334,7 +334,7 @@ setup_input_cap(void **state)
 }
 
 /*
- * A client sends half a MiB of a 4 MiB ECHO: csqd_input_bytes shows it
+ * A client sends half a MiB of a 4 MiB ECHO: csq_input_bytes shows it
  * held. Then 1 MiB more: all input is over max_input_memory, the client
  * is closed, which the counter shows, and nothing is held any more.
  */
@@ -348,13 +348,13 @@ test_metrics_input_closed(void **state)
 	memset(fill, 'y', sizeof(fill));
 	raw_sends(fd, "*2\r\n$4\r\nECHO\r\n$4194304\r\n");
 	raw_send(fd, fill, sizeof(fill));
-	metrics_wait(fx->d, "csqd_input_bytes>=524288",
-	             "csqd_input_limit_disconnections_total=0", NULL);
+	metrics_wait(fx->d, "csq_input_bytes>=524288",
+	             "csq_input_limit_disconnections_total=0", NULL);
 	raw_send(fd, fill, sizeof(fill));
 	raw_send(fd, fill, sizeof(fill));
 	csqd_wait_log(fx->d, "max_input_memory (1048576 bytes)");
-	metrics_wait(fx->d, "csqd_input_limit_disconnections_total=1",
-	             "csqd_input_bytes=0", "csqd_connected_clients=1", NULL);
+	metrics_wait(fx->d, "csq_input_limit_disconnections_total=1",
+	             "csq_input_bytes=0", "csq_connected_clients=1", NULL);
 	close(fd);
 	CHECK(fx->c, "+PONG", "PING");
 }
@@ -489,7 +489,7 @@ test_metrics_served_queues(void **state)
 	             "csq_waiting_users_all=1", NULL);
 }
 
-/* csqd_connected_clients follows connections as they come and go. */
+/* csq_connected_clients follows connections as they come and go. */
 static void
 test_metrics_clients(void **state)
 {
@@ -500,10 +500,10 @@ test_metrics_clients(void **state)
 	c3 = csqd_connect(fx->d);
 	CHECK(c2, "+PONG", "PING");
 	CHECK(c3, "+PONG", "PING");
-	metrics_check(fx->d, "csqd_connected_clients=3", NULL);
+	metrics_check(fx->d, "csq_connected_clients=3", NULL);
 	redisFree(c2);
 	redisFree(c3);
-	metrics_wait(fx->d, "csqd_connected_clients=1", NULL);
+	metrics_wait(fx->d, "csq_connected_clients=1", NULL);
 }
 
 /* A port taken: csqd refuses to start rather than run without it. */
@@ -743,13 +743,13 @@ test_journal_health(void **state)
 	http_request(fx->d->http_port, "GET", "/healthz", buf, sizeof(buf));
 	assert_http_status(buf, 200);
 	if (strcmp(csqd_engine(), "memory") != 0) {
-		metrics_check(fx->d, "!csqd_journal_write_errors_total",
-		              "!csqd_journal_fsync_seconds_count", NULL);
+		metrics_check(fx->d, "!csq_journal_write_errors_total",
+		              "!csq_journal_fsync_seconds_count", NULL);
 		return;
 	}
-	metrics_check(fx->d, "--journal", "csqd_journal_write_errors_total=0",
-	              "csqd_journal_written_bytes_total>=1",
-	              "csqd_journal_last_compaction_timestamp_seconds=0", NULL);
+	metrics_check(fx->d, "--journal", "csq_journal_write_errors_total=0",
+	              "csq_journal_written_bytes_total>=1",
+	              "csq_journal_last_compaction_timestamp_seconds=0", NULL);
 	/* The limit holds for csqd's log too: the journal is made larger
 	 * than the log will be, so that only the journal is full. */
 	for (i = 0; i < JOURNAL_PAD; i++)
@@ -770,7 +770,7 @@ test_journal_health(void **state)
 	assert_http_status(buf, 503);
 	assert_string_equal(http_body(buf),
 	                    "journal not writable: write: File too large\n");
-	metrics_check(fx->d, "--journal", "csqd_journal_write_errors_total=1",
+	metrics_check(fx->d, "--journal", "csq_journal_write_errors_total=1",
 	              NULL);
 	/* The probe keeps finding the disk full. */
 	sleep_ms(1500);
@@ -789,14 +789,14 @@ test_journal_health(void **state)
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
 	freeReplyObject(r);
 	assert_true(journal_size() > full.rlim_cur);
-	metrics_wait(fx->d, "--journal", "csqd_journal_write_errors_total=1",
-	             "csqd_journal_fsync_seconds_count>=1", NULL);
+	metrics_wait(fx->d, "--journal", "csq_journal_write_errors_total=1",
+	             "csq_journal_fsync_seconds_count>=1", NULL);
 	journal_compact_now(fx->d, fx->c);
 	snprintf(since, sizeof(since),
-	         "csqd_journal_last_compaction_timestamp_seconds>=%lld",
+	         "csq_journal_last_compaction_timestamp_seconds>=%lld",
 	         (long long)(now_ms() / 1000 - 60));
 	metrics_check(fx->d, "--journal", "--doc=" CSQ_OPERATIONS_DOC, since,
-	              "csqd_journal_written_bytes_total>=16000000", NULL);
+	              "csq_journal_written_bytes_total>=16000000", NULL);
 }
 
 /*

@@ -677,7 +677,7 @@ matched_across_daemons(void **state)
 	SUBSCRIBE(sub, 1, ch);
 	ca = csqd_connect(fx->d[0]);
 	cb = csqd_connect(fx->d[1]);
-	CHECK(ca, "['state','waiting','queue','default','position',:1]",
+	CHECK(ca, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE ub1");
 	j = WAIT_EVENT(sub, "queued");
 	assert_json_str(j, "user", "ub1");
@@ -736,7 +736,7 @@ kill9_one_daemon(void **state)
 		assert_string_equal(FIELD_STR(r, "state"), "assigned");
 		freeReplyObject(r);
 	}
-	CHECK(ca, "['state','waiting','queue','default','position',:1]",
+	CHECK(ca, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE w1 TIER 5 TTL 0");
 	for (i = K9_ROOMS; i < K9_SENT; i++)
 		redisAppendCommand(ca, "ENQUEUE a%d TTL 0", i);
@@ -1036,7 +1036,7 @@ auth_db_unix(void **state)
 	rp = redisd_start(REDISD_PASS);
 	d = csqd_start_redis(rp, PREFIX, "");
 	c = csqd_connect(d);
-	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1");
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
@@ -1054,7 +1054,7 @@ auth_db_unix(void **state)
 	d = csqd_start_redis_conf(conf, "");
 	csqd_wait_engine(d);
 	c = csqd_connect(d);
-	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1");
 	r = CMD(c, "HEARTBEAT s1");
 	freeReplyObject(r);
@@ -1074,7 +1074,7 @@ auth_db_unix(void **state)
 	d = csqd_start_redis_conf(conf, "");
 	csqd_wait_engine(d);
 	c = csqd_connect(d);
-	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1");
 	CHECK(c, ":1", "QLEN default");
 	redisFree(c);
@@ -1689,7 +1689,7 @@ functions_forbidden(void **state)
 	c = csqd_connect(fx->d[0]);
 	sub = csqd_connect(fx->d[0]);
 	freeReplyObject(CMD(sub, "SUBSCRIBE user:u1"));
-	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1");
 	freeReplyObject(CMD(c, "ENQUEUE u2"));
 	r = CMD(c, "HEARTBEAT s1 CAPACITY 1");
@@ -2032,7 +2032,7 @@ redis_out_of_memory(void **state)
 
 	r = CMD(rc, "CONFIG SET maxmemory 0");
 	freeReplyObject(r);
-	CHECK(c, "['state','waiting','queue','default','position',:2]",
+	CHECK(c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE new0");
 	CHECK(c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
@@ -2137,7 +2137,7 @@ out_of_memory_in_one_call(void **state)
 	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
 	freeReplyObject(r);
 	freeReplyObject(CMD(rc, "CONFIG SET maxmemory 0"));
-	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE c");
 	redisFree(c);
 	redisFree(rc);
@@ -2186,7 +2186,7 @@ state_went_back(void **state)
 	redisd_restart(fx->r);
 	csqd_wait_engine(fx->d[0]);
 	/* The state is gone: b0 is first in an empty line. */
-	CHECK(c, "['state','waiting','queue','default','position',:1]",
+	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE b0");
 	j = WAIT_EVENT(sub, "queued");
 	assert_json_str(j, "user", "b0");
@@ -2672,7 +2672,7 @@ servicer_hash_lost(void **state)
 	freeReplyObject(CMD(c, "HEARTBEAT s4 QUEUES qd"));
 	freeReplyObject(CMD(c, "HEARTBEAT s5 QUEUES qe"));
 	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s4"));
-	CHECK(c, "['state','waiting','queue','qd','position',:1]",
+	CHECK(c, "['state','waiting','queue','qd','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE x1 QUEUE qd");
 
 	/* The counters agree: u2 in a room; u3, v1, w2 and x1 waiting. */
