@@ -245,12 +245,14 @@ inline_requests(void **state)
 	EXPECT_RAW(fx->d, "PING \"a\\x41\\n\"\r\n", "$3\r\naA\n\r\n", 0);
 	EXPECT_RAW(fx->d, "PING \"\"\r\n", "$0\r\n\r\n", 0);
 	EXPECT_RAW(fx->d, "ENQUEUE u1 TIER 2\r\n",
-	           "*6\r\n$5\r\nstate\r\n$7\r\nwaiting\r\n$5\r\nqueue\r\n"
-	           "$7\r\ndefault\r\n$8\r\nposition\r\n:1\r\n",
+	           "*8\r\n$5\r\nstate\r\n$7\r\nwaiting\r\n$5\r\nqueue\r\n"
+	           "$7\r\ndefault\r\n$8\r\nposition\r\n:1\r\n"
+	           "$6\r\neta_ms\r\n:-1\r\n",
 	           0);
 	EXPECT_RAW(fx->d, "enqueue \"u2\" tier '1'\r\n",
-	           "*6\r\n$5\r\nstate\r\n$7\r\nwaiting\r\n$5\r\nqueue\r\n"
-	           "$7\r\ndefault\r\n$8\r\nposition\r\n:2\r\n",
+	           "*8\r\n$5\r\nstate\r\n$7\r\nwaiting\r\n$5\r\nqueue\r\n"
+	           "$7\r\ndefault\r\n$8\r\nposition\r\n:2\r\n"
+	           "$6\r\neta_ms\r\n:-1\r\n",
 	           0);
 	EXPECT_RAW(fx->d, "QLEN default\r\nWHERE nobody\r\n",
 	           ":2\r\n*2\r\n$5\r\nstate\r\n$4\r\nnone\r\n", 0);
@@ -1142,7 +1144,7 @@ pipeline_then_subscribe(void **state)
 	redisAppendCommand(fx->c, "SUBSCRIBE queue:default");
 	for (i = 0; i < SUB_AFTER_N; i++) {
 		r = GET_REPLY(fx->c);
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 8)
 			fail_msg("reply %d: not an ENQUEUE's", i);
 		assert_int_equal(FIELD_INT(r, "position"), i + 1);
 		freeReplyObject(r);
@@ -1190,12 +1192,15 @@ pipeline_then_protocol_error(void **state)
 	assert_true(closed);
 	p = out;
 	for (i = 0; i < PROTO_AFTER_N; i++) {
-		if (strncmp(p, "*6\r\n", 4) != 0)
+		if (strncmp(p, "*8\r\n", 4) != 0)
 			fail_msg("reply %d: %.40s", i, p);
 		p = strstr(p, ":");
 		assert_non_null(p);
 		assert_int_equal(atoi(p + 1), i + 1);
-		p = strstr(p, "\r\n") + 2;
+		/* Then eta_ms, last. */
+		p = strstr(p, "$6\r\neta_ms\r\n:");
+		assert_non_null(p);
+		p = strstr(p + 14, "\r\n") + 2;
 	}
 	if (strncmp(p, "-ERR Protocol error: ", 21) != 0)
 		fail_msg("after the replies: %.60s", p);

@@ -484,11 +484,11 @@ capacity_lowered(void **state)
 	freeReplyObject(r);
 	CHECK(fx->c, ":1", "RELEASE s1/1");
 	CHECK(fx->c, NOTFOUND, "RELEASE s1/1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
 	      "ENQUEUE u4");
 	CHECK(fx->c, ":1", "RELEASE s1/2");
 	CHECK(fx->c, NOTFOUND, "RELEASE s1/2");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
 	      "ENQUEUE u4");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"

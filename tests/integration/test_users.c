@@ -336,7 +336,7 @@ where_states(void **state)
 	sleep_ms(150);
 	r = CMD(fx->c, "WHERE u1");
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-	assert_int_equal(r->elements, 10);
+	assert_int_equal(r->elements, 12);
 	assert_reply_bulk(r->element[0], "state");
 	assert_reply_bulk(r->element[1], "waiting");
 	assert_reply_bulk(r->element[2], "queue");
@@ -349,6 +349,9 @@ where_states(void **state)
 	assert_int_equal(r->element[9]->type, REDIS_REPLY_INTEGER);
 	ms = r->element[9]->integer;
 	assert_true(ms >= 150 && ms < 10000);
+	/* Nobody serves q yet: no estimate. */
+	assert_reply_bulk(r->element[10], "eta_ms");
+	assert_reply_integer(r->element[11], -1);
 	freeReplyObject(r);
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:2,'active',:2,"
