@@ -816,10 +816,6 @@ config_set_users(struct config_report *r, struct config *cfg,
 	cfg->nusers = bad ? 0 : n;
 }
 
-/* The strategies of csq.h's enum csq_strategy, in its order. */
-static const char *const config_strategies[] = {"longest_idle", "least_busy",
-                                                NULL};
-
 /* The integer keys of a queues entry, each with its range and field. */
 struct config_queue_int {
 	const char *name;

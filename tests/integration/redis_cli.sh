@@ -188,7 +188,9 @@ expect ' 1) "state"
  9) "room"
 10) "agent2/0"
 11) "expires_in_ms"
-12) (integer) 30000' --no-raw ENQUEUE u3
+12) (integer) 30000
+13) "eta_ms"
+14) (integer) 0' --no-raw ENQUEUE u3
 expect '(integer) 1' --no-raw ACCEPT agent2/0
 expect '(integer) 0' --no-raw ACCEPT agent2/0
 expect "(error) ERR unknown command 'NOPE'" --no-raw NOPE

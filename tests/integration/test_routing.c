@@ -137,7 +137,9 @@ offer_and_accept(void **state)
 	assert_string_equal(FIELD_STR(r, "servicer"), "s");
 	assert_string_equal(FIELD_STR(r, "room"), "s/0");
 	assert_int_equal(FIELD_INT(r, "expires_in_ms"), 30000);
-	assert_int_equal(r->elements, 12);
+	/* An offered user's estimate is 0 (protocol-v2 section 1). */
+	assert_int_equal(FIELD_INT(r, "eta_ms"), 0);
+	assert_int_equal(r->elements, 14);
 	freeReplyObject(r);
 	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"offered\"", NULL);
 	j = event_at(fx, 0, "offered");
@@ -210,7 +212,7 @@ room_errors(void **state)
 	      "HEARTBEAT s CAPACITY 2 OFFER 30");
 	CHECK(fx->c,
 	      "['state','offered','queue','default','tier',:0,"
-	      "'servicer','s','room','s/0','expires_in_ms',:30000]",
+	      "'servicer','s','room','s/0','expires_in_ms',:30000,'eta_ms',:0]",
 	      "ENQUEUE u");
 	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"servicer_up\" \"offered\"",
 	              NULL);
@@ -265,7 +267,8 @@ decline_timeout_pause(void **state)
 	assert_json_int(j, "position", 1);
 	assert_json_str(j, "room", "s/0");
 	ts = JSON_INT(j, "ts");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
 	      "ENQUEUE u");
 	/*
 	 * The window (1 s) ends: offered again; then it runs out (1 s),
@@ -422,7 +425,8 @@ wrapup(void **state)
 	until = JSON_INT(j, "until_ms");
 	assert_int_equal(until - JSON_INT(j, "ts"), 1000);
 	/* Busy, not free: b waits; no conversation to release. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
 	      "ENQUEUE b");
 	CHECK(fx->c, ":0", "RELEASE s/0");
 	CHECK(fx->c, ":0", "ACCEPT s/0");
