@@ -489,6 +489,79 @@ test_metrics_served_queues(void **state)
 	             "csq_waiting_users_all=1", NULL);
 }
 
+/*
+ * Per-queue series (issue 26) under a cap of 3 labels: vip, a and b have
+ * their own, c and d (noted after) are summed under queue="_other". Every
+ * queue's histogram has a bucket at vip's service level (7 s). The engine's
+ * numbers per queue are the memory engine's: with Redis (no policies
+ * either) the histogram and the waiting users alone.
+ */
+static int
+setup_queue_cap(void **state)
+{
+	struct csqd_fx *fx = calloc(1, sizeof(*fx));
+
+	*state = fx;
+	fx->d = csqd_start_http(
+	    strcmp(csqd_engine(), "memory") == 0
+	        ? "metrics_max_queues = 3;\n"
+	          "queues = ( { name = \"vip\"; service_level = 7; } );\n"
+	        : "metrics_max_queues = 3;\n");
+	fx->c = csqd_connect(fx->d);
+	return 0;
+}
+
+static void
+test_metrics_queue_cap(void **state)
+{
+	struct csqd_fx *fx = *state;
+	const char *q[] = {"vip", "a", "b", "c"};
+	size_t i;
+
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s1 CAPACITY 4 QUEUES vip,a,b,c"));
+	for (i = 0; i < 4; i++)
+		freeReplyObject(CMD(fx->c, "ENQUEUE x%d QUEUE %s", (int)i, q[i]));
+	freeReplyObject(CMD(fx->c, "ENQUEUE y1 QUEUE d"));
+	freeReplyObject(CMD(fx->c, "ENQUEUE y2 QUEUE d"));
+	CHECK(fx->c, ":1", "LEAVE y2");
+	metrics_check(
+	    fx->d, "--doc=" CSQ_OPERATIONS_DOC,
+	    "csq_waiting_users{queue=\"vip\"}=0",
+	    "csq_waiting_users{queue=\"a\"}=0",
+	    "!csq_waiting_users{queue=\"c\"}",
+	    "!csq_waiting_users{queue=\"d\"}",
+	    "csq_queue_wait_seconds_count{queue=\"vip\"}=1",
+	    "csq_queue_wait_seconds_count{queue=\"b\"}=1",
+	    "csq_queue_wait_seconds_count{queue=\"_other\"}=1",
+	    "!csq_queue_wait_seconds_count{queue=\"c\"}", NULL);
+	/* The Redis engine does not list its queues: those past the cap
+	 * have no waiting users counted (csq_waiting_users_all has them). */
+	if (strcmp(csqd_engine(), "memory") != 0) {
+		metrics_check(fx->d, "!csq_queue_matched_total{queue=\"vip\"}",
+		              "!csq_waiting_users{queue=\"_other\"}",
+		              "csq_waiting_users_all=1", NULL);
+		return;
+	}
+	metrics_check(
+	    fx->d, "--outcomes", "csq_waiting_users{queue=\"_other\"}=1",
+	    "csq_queue_wait_seconds_bucket{queue=\"vip\",le=\"7\"}=1",
+	    "csq_queue_wait_seconds_bucket{queue=\"_other\",le=\"7\"}=1",
+	    "csq_queue_wait_seconds_bucket{queue=\"a\",le=\"20\"}=1",
+	    "csq_queue_matched_total{queue=\"vip\"}=1",
+	    "csq_queue_matched_total{queue=\"_other\"}=1",
+	    "csq_queue_abandoned_total{queue=\"_other\",reason=\"leave\"}=1",
+	    "csq_queue_abandoned_total{queue=\"_other\",reason=\"timeout\"}=0",
+	    "csq_queue_overflowed_total{queue=\"vip\"}=0",
+	    "csq_queue_service_level_seconds{queue=\"vip\"}=7",
+	    "csq_queue_service_level_seconds{queue=\"a\"}=20",
+	    "!csq_queue_service_level_seconds{queue=\"_other\"}",
+	    "csq_queue_service_level_ratio{queue=\"vip\"}=1",
+	    /* c's match within, d's abandon: one of two. */
+	    "csq_queue_service_level_ratio{queue=\"_other\"}=0.5",
+	    "csq_queue_oldest_wait_seconds{queue=\"_other\"}>=0",
+	    "csq_build_info{version=\"" CSQ_TEST_VERSION "\"}=1", NULL);
+}
+
 /* csq_connected_clients follows connections as they come and go. */
 static void
 test_metrics_clients(void **state)
@@ -877,6 +950,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_served_queues, setup,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_queue_cap,
+	                                    setup_queue_cap, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_http_port_taken, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_healthz_engine_down, setup,
