@@ -765,25 +765,26 @@ cmd_ready(struct client *c, const struct resp_request *req)
 }
 
 /*
- * TRANSFER room queue. Its option PREFER servicer seconds belongs to the
- * preferred-servicer rules (protocol-v2 section 5), which csqd has not
- * yet: until then a word after the queue is a syntax error; the option
- * will be parsed here, into struct csq_transfer_args.
+ * TRANSFER room queue [PREFER servicer seconds]: the preference window
+ * opens in the target queue as ENQUEUE's does (protocol-v2 sections 1a
+ * and 5).
  */
 void
 cmd_transfer(struct client *c, const struct resp_request *req)
 {
+	struct opt opts[] = {
+	    {"prefer", OPT_PREFER, 1, CSQ_PREFER_MAX, CSQ_OK, 0, 0},
+	};
 	struct csq_op op;
 
-	if (req->argc > 3) {
-		resp_error(client_output(c), ERR_SYNTAX);
-		return;
-	}
-	if (room_arg(c, req, 1, 2))
+	/* The options first, as before PREFER any word after the queue
+	 * was: then the room's form and the queue's. */
+	if (parse_options(c, req, 3, opts, 1) || room_arg(c, req, 1, 2))
 		return;
 	op_init(&op, CSQ_OP_TRANSFER, req->argv[1]);
 	op.transfer.room = req->argv[1];
 	op.transfer.queue = req->argv[2];
+	prefer_option(req, &opts[0], &op.transfer.prefer);
 	command_call(c, &op);
 }
 

@@ -558,6 +558,48 @@ prefer_free_servicer(void **state)
 	      "ENQUEUE p2 QUEUE q PREFER nobody 30");
 }
 
+/*
+ * TRANSFER with PREFER: s1 hands its conversation to billing for s2, who
+ * is busy; s3, free and serving billing, passes the user over; s2's room
+ * frees and the user takes it.
+ */
+static void
+transfer_prefer(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+
+	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:1,"
+	             "'active',:0,'ttl',:30]",
+	      "HEARTBEAT s1 QUEUES q");
+	CHECK(fx->c, "['state','assigned','queue','q','room','s1/0',"
+	             "'servicer','s1']",
+	      "ENQUEUE u QUEUE q");
+	CHECK(fx->c, "['servicer','s2','status','ready','capacity',:1,"
+	             "'active',:0,'ttl',:30]",
+	      "HEARTBEAT s2 QUEUES billing");
+	CHECK(fx->c, "['state','assigned','queue','billing','room','s2/0',"
+	             "'servicer','s2']",
+	      "ENQUEUE busy QUEUE billing");
+	CHECK(fx->c, "['servicer','s3','status','ready','capacity',:1,"
+	             "'active',:0,'ttl',:30]",
+	      "HEARTBEAT s3 QUEUES billing");
+	r = CMD(fx->c, "TRANSFER s1/0 billing PREFER s2 120");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_string_equal(FIELD_STR(r, "queue"), "billing");
+	assert_string_equal(FIELD_STR(r, "prefer"), "s2");
+	assert_true(FIELD_INT(r, "prefer_ms") > 110000);
+	freeReplyObject(r);
+	CHECK(fx->c, "['state','assigned','queue','billing','room','s3/0',"
+	             "'servicer','s3']",
+	      "ENQUEUE other QUEUE billing");
+	CHECK(fx->c, ":1", "RELEASE s2/0");
+	r = CMD(fx->c, "WHERE u");
+	assert_string_equal(FIELD_STR(r, "state"), "assigned");
+	assert_string_equal(FIELD_STR(r, "servicer"), "s2");
+	freeReplyObject(r);
+}
+
 /* A configuration file of text in a temporary directory; its path in out. */
 static void
 conf_file(char *out, size_t len, const char *text)
@@ -768,6 +810,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(prefer_ends, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(prefer_free_servicer, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(transfer_prefer, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test(check_errors),
 	    cmocka_unit_test_setup_teardown(reload, csqd_fx_setup_default,

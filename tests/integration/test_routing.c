@@ -543,7 +543,9 @@ transfer_errors(void **state)
 	              NULL);
 	CHECK(fx->c, "-ERR wrong number of arguments for 'transfer' command",
 	      "TRANSFER s/0");
-	CHECK(fx->c, SYNTAX, "TRANSFER s/0 q PREFER o 10");
+	CHECK(fx->c, SYNTAX, "TRANSFER s/0 q PREFER o");
+	CHECK(fx->c, SYNTAX, "TRANSFER s/0 q PREFER o 10 x");
+	CHECK(fx->c, RANGE, "TRANSFER s/0 q PREFER o 0");
 	CHECK(fx->c, SYNTAX, "TRANSFER s/0 q x");
 	CHECK(fx->c, BAD_ROOM, "TRANSFER s/00 q");
 	CHECK(fx->c, BAD_ROOM, "TRANSFER s/x bad.queue!");
