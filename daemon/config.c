@@ -820,9 +820,9 @@ config_set_users(struct config_report *r, struct config *cfg,
 struct config_queue_int {
 	const char *name;
 	int64_t min, max;
-	size_t off;   /* in struct csq_policy */
-	int field;    /* CONFIG_F_U32 or CONFIG_F_U64 */
-	size_t flag;  /* its has_ flag, or (size_t)-1 */
+	size_t off;  /* in struct csq_policy */
+	int field;   /* CONFIG_F_U32 or CONFIG_F_U64 */
+	size_t flag; /* its has_ flag, or (size_t)-1 */
 };
 
 #define POLICY_OFF(m) offsetof(struct csq_policy, m)
@@ -831,8 +831,8 @@ struct config_queue_int {
 static const struct config_queue_int config_queue_ints[] = {
     {"max_length", 1, CSQ_QUEUE_LENGTH_MAX, POLICY_OFF(max_length),
      CONFIG_F_U64, POLICY_OFF(has_max_length)},
-    {"overflow_after", 1, CSQ_POLICY_SECONDS_MAX,
-     POLICY_OFF(overflow_after_s), CONFIG_F_U32, NO_FLAG},
+    {"overflow_after", 1, CSQ_POLICY_SECONDS_MAX, POLICY_OFF(overflow_after_s),
+     CONFIG_F_U32, NO_FLAG},
     {"aging_every", 1, CSQ_POLICY_SECONDS_MAX, POLICY_OFF(aging_every_s),
      CONFIG_F_U32, NO_FLAG},
     {"aging_max_tier", 0, CSQ_TIER_LIMIT, POLICY_OFF(aging_max_tier),
@@ -910,8 +910,8 @@ config_queue(struct config_report *r, const config_setting_t *e,
 		     j++)
 			if (strcmp(field, config_queue_ints[j].name) == 0)
 				break;
-		if (j < sizeof(config_queue_ints) /
-		            sizeof(config_queue_ints[0])) {
+		if (j <
+		    sizeof(config_queue_ints) / sizeof(config_queue_ints[0])) {
 			bad |= config_queue_int(r, f, &config_queue_ints[j],
 			                        p) != 0;
 		} else if (strcmp(field, "name") == 0) {
@@ -964,7 +964,8 @@ config_set_queues(struct config_report *r, struct config *cfg,
 
 	(void)k;
 	if (config_setting_type(s) != CONFIG_TYPE_LIST) {
-		config_error(r, s, "queues must be a list of groups, ( { … } )");
+		config_error(r, s,
+		             "queues must be a list of groups, ( { … } )");
 		return;
 	}
 	n = config_setting_length(s);

@@ -163,8 +163,8 @@ scrape_result(void *arg, const struct csq_result *r)
 		/* An engine without per-queue numbers (Redis, so far)
 		 * leaves their series out, and nothing else. */
 		if (r->status == CSQ_OK && x->server != NULL) {
-			x->qstats = csq_xmalloc((r->nentries + 1) *
-			                        sizeof(*x->qstats));
+			x->qstats =
+			    csq_xmalloc((r->nentries + 1) * sizeof(*x->qstats));
 			memcpy(x->qstats, r->qstats,
 			       r->nentries * sizeof(*x->qstats));
 			x->sc.qstats = x->qstats;

@@ -17,7 +17,7 @@
 #include "log.h"
 #include "util.h"
 
-#define METRICS_COMMANDS_MAX 64 /* command names; the table has ~25 */
+#define METRICS_COMMANDS_MAX 64       /* command names; the table has ~25 */
 #define METRICS_OTHER        "_other" /* the queues past the cap */
 
 /* Seconds, for the wait of a user until a servicer takes it. */
@@ -601,17 +601,19 @@ queue_histogram(struct evbuffer *out, const struct metrics_queue *q,
 		cum += q->fine != NULL ? q->fine[i] : 0;
 		if (fine_bound(i) != bounds[b])
 			continue;
-		evbuffer_add_printf(out,
-		                    "csq_queue_wait_seconds_bucket{queue=\"%s\","
-		                    "le=\"%u\"} %llu\n",
-		                    q->name, bounds[b], (unsigned long long)cum);
+		evbuffer_add_printf(
+		    out,
+		    "csq_queue_wait_seconds_bucket{queue=\"%s\","
+		    "le=\"%u\"} %llu\n",
+		    q->name, bounds[b], (unsigned long long)cum);
 		b++;
 	}
 	evbuffer_add_printf(out,
 	                    "csq_queue_wait_seconds_bucket{queue=\"%s\","
 	                    "le=\"+Inf\"} %llu\n",
 	                    q->name, (unsigned long long)q->count);
-	evbuffer_add_printf(out, "csq_queue_wait_seconds_sum{queue=\"%s\"} %.3f\n",
+	evbuffer_add_printf(out,
+	                    "csq_queue_wait_seconds_sum{queue=\"%s\"} %.3f\n",
 	                    q->name, (double)q->ms_sum / 1000);
 	evbuffer_add_printf(out,
 	                    "csq_queue_wait_seconds_count{queue=\"%s\"} %llu\n",
@@ -621,8 +623,8 @@ queue_histogram(struct evbuffer *out, const struct metrics_queue *q,
 /* One family of the engine's per-queue numbers: a series per label. */
 static void
 queue_family(struct evbuffer *out, const struct metrics *m,
-             const struct queue_sums *sums, const char *name,
-             const char *type, const char *help, size_t field)
+             const struct queue_sums *sums, const char *name, const char *type,
+             const char *help, size_t field)
 {
 	const struct queue_sums *k;
 	size_t i;
@@ -633,9 +635,11 @@ queue_family(struct evbuffer *out, const struct metrics *m,
 		if (!k->seen)
 			continue;
 		evbuffer_add_printf(
-		    out, "%s{queue=\"%s\"} %llu\n", name, metrics_slot_name(m, i),
-		    (unsigned long long)*(const uint64_t *)(const void *)((
-		        const char *)k + field));
+		    out, "%s{queue=\"%s\"} %llu\n", name,
+		    metrics_slot_name(m, i),
+		    (unsigned long long)*(
+		        const uint64_t *)(const void *)((const char *)k +
+		                                        field));
 	}
 }
 
@@ -686,11 +690,11 @@ metrics_render_queues(const struct metrics *m, const struct metrics_scrape *sc,
 	             "The longest wait in the queue's line now.");
 	for (i = 0; i <= m->nqueues; i++)
 		if (sums[i].seen)
-			evbuffer_add_printf(
-			    out,
-			    "csq_queue_oldest_wait_seconds{queue=\"%s\"} %.3f\n",
-			    metrics_slot_name(m, i),
-			    (double)sums[i].oldest_ms / 1000);
+			evbuffer_add_printf(out,
+			                    "csq_queue_oldest_wait_seconds{"
+			                    "queue=\"%s\"} %.3f\n",
+			                    metrics_slot_name(m, i),
+			                    (double)sums[i].oldest_ms / 1000);
 	queue_family(out, m, sums, "csq_queue_matched_total", "counter",
 	             "Users of the queue given a room.",
 	             offsetof(struct queue_sums, matched));
@@ -719,21 +723,23 @@ metrics_render_queues(const struct metrics *m, const struct metrics_scrape *sc,
 	             "its users within.");
 	for (i = 0; i < m->nqueues; i++)
 		if (sums[i].seen)
-			evbuffer_add_printf(
-			    out,
-			    "csq_queue_service_level_seconds{queue=\"%s\"} %u\n",
-			    metrics_slot_name(m, i), sums[i].level);
+			evbuffer_add_printf(out,
+			                    "csq_queue_service_level_seconds{"
+			                    "queue=\"%s\"} %u\n",
+			                    metrics_slot_name(m, i),
+			                    sums[i].level);
 	metrics_head(out, "csq_queue_service_level_ratio", "gauge",
 	             "Share of the last 1000 users matched or abandoned that "
 	             "were matched within the service level (absent before "
 	             "the first).");
 	for (i = 0; i <= m->nqueues; i++)
 		if (sums[i].seen && sums[i].outcomes > 0)
-			evbuffer_add_printf(
-			    out,
-			    "csq_queue_service_level_ratio{queue=\"%s\"} %.4f\n",
-			    metrics_slot_name(m, i),
-			    (double)sums[i].within / (double)sums[i].outcomes);
+			evbuffer_add_printf(out,
+			                    "csq_queue_service_level_ratio{"
+			                    "queue=\"%s\"} %.4f\n",
+			                    metrics_slot_name(m, i),
+			                    (double)sums[i].within /
+			                        (double)sums[i].outcomes);
 	free(sums);
 }
 

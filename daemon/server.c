@@ -426,8 +426,7 @@ server_reload(struct server *s)
 	           (size_t)next.npolicies * sizeof(next.policies[0])) != 0)
 		server_note_key(changed, sizeof(changed), "queues");
 	if (cur->metrics_max_queues != next.metrics_max_queues)
-		server_note_key(changed, sizeof(changed),
-		                "metrics_max_queues");
+		server_note_key(changed, sizeof(changed), "metrics_max_queues");
 
 	if (next.nlisten != cur->nlisten ||
 	    memcmp(next.listen, cur->listen, sizeof(next.listen)) != 0)

@@ -384,7 +384,8 @@ sighup_reload(void **state)
 	      "'ttl',:30]",
 	      "HEARTBEAT s1");
 	/* Limits are reloaded too. */
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE x1 QUEUE q TIER 3");
 	CHECK(fx->c, "-FULL queue is at its maximum length",
 	      "ENQUEUE x2 QUEUE q");
@@ -439,9 +440,11 @@ sighup_reload(void **state)
 	      "'ttl',:30]",
 	      "HEARTBEAT s4");
 	/* And the default limits. */
-	CHECK(fx->c, "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE x2 QUEUE q TIER 0");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE x3 QUEUE q TIER 9");
 }
 
@@ -461,11 +464,15 @@ unix_socket(void **state)
 	if (u->err)
 		fail_msg("connect %s: %s", d->unix_path, u->errstr);
 	CHECK(u, "+PONG", "PING");
-	CHECK(u, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    u,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	c = csqd_connect(d);
-	CHECK(c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(u, ":2", "QLEN default");
 	/* The same daemon on IPv6 loopback. */
 	v6 = redisConnectWithTimeout("::1", d->port, tv);

@@ -520,20 +520,20 @@ test_metrics_queue_cap(void **state)
 
 	freeReplyObject(CMD(fx->c, "HEARTBEAT s1 CAPACITY 4 QUEUES vip,a,b,c"));
 	for (i = 0; i < 4; i++)
-		freeReplyObject(CMD(fx->c, "ENQUEUE x%d QUEUE %s", (int)i, q[i]));
+		freeReplyObject(
+		    CMD(fx->c, "ENQUEUE x%d QUEUE %s", (int)i, q[i]));
 	freeReplyObject(CMD(fx->c, "ENQUEUE y1 QUEUE d"));
 	freeReplyObject(CMD(fx->c, "ENQUEUE y2 QUEUE d"));
 	CHECK(fx->c, ":1", "LEAVE y2");
-	metrics_check(
-	    fx->d, "--doc=" CSQ_OPERATIONS_DOC,
-	    "csq_waiting_users{queue=\"vip\"}=0",
-	    "csq_waiting_users{queue=\"a\"}=0",
-	    "!csq_waiting_users{queue=\"c\"}",
-	    "!csq_waiting_users{queue=\"d\"}",
-	    "csq_queue_wait_seconds_count{queue=\"vip\"}=1",
-	    "csq_queue_wait_seconds_count{queue=\"b\"}=1",
-	    "csq_queue_wait_seconds_count{queue=\"_other\"}=1",
-	    "!csq_queue_wait_seconds_count{queue=\"c\"}", NULL);
+	metrics_check(fx->d, "--doc=" CSQ_OPERATIONS_DOC,
+	              "csq_waiting_users{queue=\"vip\"}=0",
+	              "csq_waiting_users{queue=\"a\"}=0",
+	              "!csq_waiting_users{queue=\"c\"}",
+	              "!csq_waiting_users{queue=\"d\"}",
+	              "csq_queue_wait_seconds_count{queue=\"vip\"}=1",
+	              "csq_queue_wait_seconds_count{queue=\"b\"}=1",
+	              "csq_queue_wait_seconds_count{queue=\"_other\"}=1",
+	              "!csq_queue_wait_seconds_count{queue=\"c\"}", NULL);
 	/* The Redis engine does not list its queues: those past the cap
 	 * have no waiting users counted (csq_waiting_users_all has them). */
 	if (strcmp(csqd_engine(), "memory") != 0) {

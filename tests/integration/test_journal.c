@@ -124,7 +124,8 @@ restart_keeps_state(void **state)
 	CHECK(c, ":1", "RELEASE s1/0");
 	CHECK(c, ":1", "LEAVE u5");
 	/* A conversation has ended: an estimate (the memory engine's). */
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
+	CHECK(c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
 	      "ENQUEUE u3 TIER 4");
 	CHECK(c, "+OK", "PAUSE s1");
 	CHECK(c, ":1", "RELEASE s1/1");

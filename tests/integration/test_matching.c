@@ -66,8 +66,10 @@ longest_idle_servicer(void **state)
 	      "['state','assigned','queue','default','room','s1/0',"
 	      "'servicer','s1']",
 	      "ENQUEUE u4");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u5");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u5");
 }
 
 /* Capacity 3 each: the servicers alternate; each fills its lowest room. */
@@ -93,8 +95,10 @@ alternating_and_lowest_room(void **state)
 	/* Then a, in its lowest free room. */
 	ASSIGNED(fx->c, "u7", "default", "a/0");
 	ASSIGNED(fx->c, "u8", "default", "a/1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u9");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u9");
 }
 
 /* Paused servicers and servicers of other queues are passed over. */
@@ -112,8 +116,10 @@ paused_and_other_queues_skipped(void **state)
 	freeReplyObject(r);
 	CHECK(fx->c, "+OK", "PAUSE s1");
 	ASSIGNED(fx->c, "u1", "default", "s3/0");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	r = CMD(fx->c, "ENQUEUE v1 QUEUE vip");
 	assert_string_equal(FIELD_STR(r, "room"), "s2/0");
 	freeReplyObject(r);
@@ -131,15 +137,20 @@ freed_room_best_across_queues(void **state)
 	r = CMD(fx->c, "ENQUEUE x QUEUE qa");
 	assert_string_equal(FIELD_STR(r, "room"), "s1/0");
 	freeReplyObject(r);
-	CHECK(fx->c, "['state','waiting','queue','qa','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','qa','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE a1 QUEUE qa");
-	CHECK(fx->c, "['state','waiting','queue','qb','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','qb','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE b1 QUEUE qb TIER 1");
-	CHECK(fx->c, "['state','waiting','queue','qa','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','qa','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE a2 QUEUE qa TIER 1");
-	CHECK(fx->c, "['state','waiting','queue','qc','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','qc','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE c1 QUEUE qc TIER 9");
-	CHECK(fx->c, "['state','waiting','queue','qb','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','qb','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE b2 QUEUE qb");
 	/* Tier 1 first; b1 arrived before a2. */
 	CHECK(fx->c, ":1", "RELEASE s1/0");
@@ -154,7 +165,8 @@ freed_room_best_across_queues(void **state)
 	CHECK(fx->c, ":1", "RELEASE s1/0");
 	CHECK(fx->c, ":0", "RELEASE s1/0");
 	/* qc is not served: c1 still waits. */
-	CHECK(fx->c, "['state','waiting','queue','qc','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','qc','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE c1");
 	/* LEAVE of an assigned user frees the room the same way. */
 	ASSIGNED(fx->c, "y", "qb", "s1/0");
@@ -169,14 +181,22 @@ capacity_changes_match_at_once(void **state)
 	struct csqd_fx *fx = *state;
 
 	/* Login: the best waiting user (tier 1) is matched by the heartbeat. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2 TIER 1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
-	      "ENQUEUE u3");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:4,'eta_ms',:-1]",
-	      "ENQUEUE u4");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2 TIER 1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
+	    "ENQUEUE u3");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:4,'eta_ms',:-1]",
+	    "ENQUEUE u4");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
 	      "'ttl',:30]",
@@ -192,8 +212,10 @@ capacity_changes_match_at_once(void **state)
 	/* Resume: matched before RESUME's reply. */
 	CHECK(fx->c, "+OK", "PAUSE s1");
 	CHECK(fx->c, ":1", "RELEASE s1/1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u4");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u4");
 	CHECK(fx->c, "+OK", "RESUME s1");
 	CHECK(fx->c,
 	      "['state','assigned','queue','default','room','s1/1',"

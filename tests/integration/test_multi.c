@@ -42,7 +42,8 @@ exec_runs_the_block(void **state)
 	CHECK(fx->c, "+QUEUED", "ECHO hi");
 	CHECK(fx->c, "+QUEUED", "UNWATCH");
 	CHECK(fx->c,
-	      "[['state','waiting','queue','default','position',:1,'eta_ms',:-1],+PONG,"
+	      "[['state','waiting','queue','default','position',:1,'eta_ms',:-"
+	      "1],+PONG,"
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
 	      "'ttl',:30],-NOTFOUND no such servicer or room,'hi',+OK]",
 	      "EXEC");
@@ -160,7 +161,9 @@ nested_multi_and_watch(void **state)
 	      "and a MULTI block runs with no other command in between",
 	      "WATCH u1");
 	CHECK(fx->c, "+QUEUED", "QLEN default");
-	CHECK(fx->c, "[['state','waiting','queue','default','position',:1,'eta_ms',:-1],:1]",
+	CHECK(fx->c,
+	      "[['state','waiting','queue','default','position',:1,'eta_ms',:-"
+	      "1],:1]",
 	      "EXEC");
 }
 
@@ -177,7 +180,8 @@ pipelined_block(void **state)
 	    "+QUEUED",
 	    "+QUEUED",
 	    "[['state','waiting','queue','default','position',:2,'eta_ms',:-1],"
-	    ":2,['state','waiting','queue','default','position',:3,'eta_ms',:-1]]",
+	    ":2,['state','waiting','queue','default','position',:3,'eta_ms',:-"
+	    "1]]",
 	    "['state','waiting','queue','default','position',:4,'eta_ms',:-1]",
 	    "+PONG",
 	    ":4",
@@ -186,8 +190,10 @@ pipelined_block(void **state)
 	redisReply *r;
 	size_t i;
 
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u0");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u0");
 	redisAppendCommand(fx->c, "ECHO x");
 	redisAppendCommand(fx->c, "MULTI");
 	redisAppendCommand(fx->c, "ENQUEUE u1");
@@ -352,8 +358,10 @@ exec_during_outage(void **state)
 	int i;
 
 	(void)state;
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE before");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE before");
 	CHECK(c, "+OK", "MULTI");
 	CHECK(c, "+QUEUED", "ENQUEUE m1");
 	CHECK(c, "+QUEUED", "HEARTBEAT s1");
@@ -385,8 +393,10 @@ exec_during_outage(void **state)
 	      "['state','assigned','queue','default','room','s1/0',"
 	      "'servicer','s1']",
 	      "ENQUEUE before");
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE m1");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE m1");
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
 	redisd_free(r);

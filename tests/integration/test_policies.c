@@ -81,8 +81,9 @@ where_until_int_at(const char *file, int line, redisContext *c,
 		if (ok)
 			return;
 		if (now_ms() > deadline)
-			fail_at(file, line, "WHERE %s: %s not %lld within %d ms",
-			        user, field, value, WAIT_MS);
+			fail_at(file, line,
+			        "WHERE %s: %s not %lld within %d ms", user,
+			        field, value, WAIT_MS);
 		sleep_ms(20);
 	}
 }
@@ -130,15 +131,18 @@ overflow_moves(void **state)
 	const char *ev;
 	redisReply *r;
 
-	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES general");
-	CHECK(fx->c, "['state','assigned','queue','general','room','s1/0',"
-	             "'servicer','s1']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','general','room','s1/0',"
+	      "'servicer','s1']",
 	      "ENQUEUE g0 QUEUE general");
 	/* Nobody serves vip: no estimate. */
-	CHECK(fx->c, "['state','waiting','queue','vip','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','vip','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE v1 QUEUE vip TIER 1");
 	WHERE_UNTIL(fx->c, "v1", "queue", "general");
 	r = CMD(fx->c, "WHERE v1");
@@ -183,11 +187,13 @@ overflow_into_free_room(void **state)
 	struct msgs m = {0};
 	const char *ev;
 
-	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES general");
-	CHECK(fx->c, "['state','waiting','queue','vip','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','vip','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE v1 QUEUE vip");
 	WHERE_UNTIL(fx->c, "v1", "state", "assigned");
 	MSGS_COLLECT(sub, &m);
@@ -215,11 +221,13 @@ aging(void **state)
 	const char *ev;
 	int i, n;
 
-	CHECK(fx->c, "['state','waiting','queue','general','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','general','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE a1 QUEUE general");
-	CHECK(fx->c, "['state','waiting','queue','general','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','general','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE a2 QUEUE general TIER 5");
 	WHERE_UNTIL_INT(fx->c, "a1", "tier", 1);
 	WHERE_UNTIL_INT(fx->c, "a1", "tier", 2);
@@ -236,8 +244,9 @@ aging(void **state)
 	}
 	assert_int_equal(n, 2);
 	/* A v1 rescore names its reason too. */
-	CHECK(fx->c, "['state','waiting','queue','general','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','general','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE a1 QUEUE general TIER 9");
 	msgs_free(&m);
 	MSGS_COLLECT(sub, &m);
@@ -254,16 +263,19 @@ max_length(void **state)
 {
 	struct csqd_fx *fx = *state;
 
-	CHECK(fx->c, "['state','waiting','queue','small','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','small','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE m1 QUEUE small");
-	CHECK(fx->c, "['state','waiting','queue','small','position',:2,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','small','position',:2,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE m2 QUEUE small");
 	CHECK(fx->c, FULL, "ENQUEUE m3 QUEUE small");
 	CHECK(fx->c, "['state','none']", "WHERE m3");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE m3");
 }
 
@@ -294,8 +306,9 @@ qstats(void **state)
 	      "'abandoned_leave_total',:0,'abandoned_timeout_total',:0]",
 	      "QSTATS nowhere");
 	CHECK(fx->c, "['default','general','small','vip']", "QUEUES");
-	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:2,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:2,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES vip CAPACITY 2");
 	/* A free room: a new arrival is matched at once. */
 	r = CMD(fx->c, "QSTATS vip");
@@ -303,17 +316,21 @@ qstats(void **state)
 	assert_int_equal(FIELD_INT(r, "free_rooms"), 2);
 	assert_int_equal(FIELD_INT(r, "eta_ms"), 0);
 	freeReplyObject(r);
-	CHECK(fx->c, "['state','assigned','queue','vip','room','s1/0',"
-	             "'servicer','s1']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','vip','room','s1/0',"
+	      "'servicer','s1']",
 	      "ENQUEUE x1 QUEUE vip");
-	CHECK(fx->c, "['state','assigned','queue','vip','room','s1/1',"
-	             "'servicer','s1']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','vip','room','s1/1',"
+	      "'servicer','s1']",
 	      "ENQUEUE x2 QUEUE vip");
-	CHECK(fx->c, "['state','waiting','queue','vip','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','vip','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE y1 QUEUE vip");
-	CHECK(fx->c, "['state','waiting','queue','vip','position',:2,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','vip','position',:2,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE y2 QUEUE vip");
 	sleep_ms(100);
 	r = CMD(fx->c, "QSTATS vip");
@@ -357,11 +374,13 @@ eta(void **state)
 	redisReply *r;
 	int i;
 
-	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES e");
-	CHECK(fx->c, "['state','assigned','queue','e','room','s1/0',"
-	             "'servicer','s1']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','e','room','s1/0',"
+	      "'servicer','s1']",
 	      "ENQUEUE h0 QUEUE e");
 	r = CMD(fx->c, "QSTATS e");
 	assert_int_equal(FIELD_INT(r, "eta_ms"), -1);
@@ -379,8 +398,9 @@ eta(void **state)
 	r = CMD(fx->c, "QSTATS e");
 	assert_int_equal(FIELD_INT(r, "eta_ms"), 0);
 	freeReplyObject(r);
-	CHECK(fx->c, "['state','assigned','queue','e','room','s1/0',"
-	             "'servicer','s1']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','e','room','s1/0',"
+	      "'servicer','s1']",
 	      "ENQUEUE busy QUEUE e");
 	r = CMD(fx->c, "ENQUEUE w1 QUEUE e");
 	e1 = FIELD_INT(r, "eta_ms");
@@ -421,14 +441,17 @@ prefer_waits_for_servicer(void **state)
 	redisReply *r;
 	long long ms;
 
-	CHECK(fx->c, "['servicer','s2','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s2 QUEUES q");
-	CHECK(fx->c, "['state','assigned','queue','q','room','s2/0',"
-	             "'servicer','s2']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s2/0',"
+	      "'servicer','s2']",
 	      "ENQUEUE busy QUEUE q");
-	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES q");
 	r = CMD(fx->c, "ENQUEUE p1 QUEUE q PREFER s2 60");
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
@@ -437,8 +460,9 @@ prefer_waits_for_servicer(void **state)
 	assert_true(ms > 55000 && ms <= 60000);
 	freeReplyObject(r);
 	/* s1 is free and passes p1 over: the next user gets it. */
-	CHECK(fx->c, "['state','assigned','queue','q','room','s1/0',"
-	             "'servicer','s1']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s1/0',"
+	      "'servicer','s1']",
 	      "ENQUEUE u2 QUEUE q");
 	r = CMD(fx->c, "WHERE p1");
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
@@ -467,20 +491,25 @@ prefer_ends(void **state)
 	struct msgs m = {0};
 	const char *ev;
 
-	CHECK(fx->c, "['servicer','s2','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s2 QUEUES q");
-	CHECK(fx->c, "['state','assigned','queue','q','room','s2/0',"
-	             "'servicer','s2']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s2/0',"
+	      "'servicer','s2']",
 	      "ENQUEUE busy QUEUE q");
-	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES q");
-	CHECK(fx->c, "['servicer','s3','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s3','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s3 QUEUES other");
-	CHECK(fx->c, "['state','assigned','queue','other','room','s3/0',"
-	             "'servicer','s3']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','other','room','s3/0',"
+	      "'servicer','s3']",
 	      "ENQUEUE busy3 QUEUE other");
 	CHECK(fx->c, ":?", "QLEN q");
 	ev = NULL;
@@ -503,8 +532,9 @@ prefer_ends(void **state)
 	msgs_free(&m);
 	/* s1 is busy now; p2 waits for s3, which does not serve q: no
 	 * window, no event, p2 waits like anyone. */
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,"
-	             "'eta_ms',:?]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,"
+	      "'eta_ms',:?]",
 	      "ENQUEUE p2 QUEUE q PREFER s3 60");
 	/* p3 waits for s2; s2 logs out: the window ends at once. */
 	{
@@ -543,18 +573,22 @@ prefer_free_servicer(void **state)
 {
 	struct csqd_fx *fx = *state;
 
-	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES q");
-	CHECK(fx->c, "['servicer','s2','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s2 QUEUES q");
-	CHECK(fx->c, "['state','assigned','queue','q','room','s2/0',"
-	             "'servicer','s2']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s2/0',"
+	      "'servicer','s2']",
 	      "ENQUEUE p1 QUEUE q PREFER s2 30");
 	/* One not logged in: no window, the longest idle takes it. */
-	CHECK(fx->c, "['state','assigned','queue','q','room','s1/0',"
-	             "'servicer','s1']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s1/0',"
+	      "'servicer','s1']",
 	      "ENQUEUE p2 QUEUE q PREFER nobody 30");
 }
 
@@ -569,20 +603,25 @@ transfer_prefer(void **state)
 	struct csqd_fx *fx = *state;
 	redisReply *r;
 
-	CHECK(fx->c, "['servicer','s1','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES q");
-	CHECK(fx->c, "['state','assigned','queue','q','room','s1/0',"
-	             "'servicer','s1']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s1/0',"
+	      "'servicer','s1']",
 	      "ENQUEUE u QUEUE q");
-	CHECK(fx->c, "['servicer','s2','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s2 QUEUES billing");
-	CHECK(fx->c, "['state','assigned','queue','billing','room','s2/0',"
-	             "'servicer','s2']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','billing','room','s2/0',"
+	      "'servicer','s2']",
 	      "ENQUEUE busy QUEUE billing");
-	CHECK(fx->c, "['servicer','s3','status','ready','capacity',:1,"
-	             "'active',:0,'ttl',:30]",
+	CHECK(fx->c,
+	      "['servicer','s3','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s3 QUEUES billing");
 	r = CMD(fx->c, "TRANSFER s1/0 billing PREFER s2 120");
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
@@ -590,8 +629,9 @@ transfer_prefer(void **state)
 	assert_string_equal(FIELD_STR(r, "prefer"), "s2");
 	assert_true(FIELD_INT(r, "prefer_ms") > 110000);
 	freeReplyObject(r);
-	CHECK(fx->c, "['state','assigned','queue','billing','room','s3/0',"
-	             "'servicer','s3']",
+	CHECK(fx->c,
+	      "['state','assigned','queue','billing','room','s3/0',"
+	      "'servicer','s3']",
 	      "ENQUEUE other QUEUE billing");
 	CHECK(fx->c, ":1", "RELEASE s2/0");
 	r = CMD(fx->c, "WHERE u");
@@ -637,21 +677,22 @@ check_errors(void **state)
 	};
 
 	(void)state;
-	conf_file(path, sizeof(path),
-	          "max_tier = 3;\n"
-	          "queues = ( { name = \"vip\"; },\n"
-	          "  { name = \"x\"; colour = \"red\"; },\n"
-	          "  { name = \"y\"; max_length = 0; },\n"
-	          "  { name = \"z\"; overflow_after = 5; },\n"
-	          "  { name = \"bad id!\"; },\n"
-	          "  { name = \"a\"; overflow_after = 5; overflow_to = \"b\"; },\n"
-	          "  { name = \"b\"; overflow_after = 5; overflow_to = \"a\"; },\n"
-	          "  { name = \"vip\"; },\n"
-	          "  { service_level = 3; },\n"
-	          "  { name = \"s\"; strategy = \"random\"; },\n"
-	          "  { name = \"t\"; aging_every = 9; aging_max_tier = 4; },\n"
-	          "  { name = \"u\"; service_level = \"20\"; }\n"
-	          ");\n");
+	conf_file(
+	    path, sizeof(path),
+	    "max_tier = 3;\n"
+	    "queues = ( { name = \"vip\"; },\n"
+	    "  { name = \"x\"; colour = \"red\"; },\n"
+	    "  { name = \"y\"; max_length = 0; },\n"
+	    "  { name = \"z\"; overflow_after = 5; },\n"
+	    "  { name = \"bad id!\"; },\n"
+	    "  { name = \"a\"; overflow_after = 5; overflow_to = \"b\"; },\n"
+	    "  { name = \"b\"; overflow_after = 5; overflow_to = \"a\"; },\n"
+	    "  { name = \"vip\"; },\n"
+	    "  { service_level = 3; },\n"
+	    "  { name = \"s\"; strategy = \"random\"; },\n"
+	    "  { name = \"t\"; aging_every = 9; aging_max_tier = 4; },\n"
+	    "  { name = \"u\"; service_level = \"20\"; }\n"
+	    ");\n");
 	rc = csqd_run(out, sizeof(out), "-n", "-c", path, NULL);
 	if (rc != 78)
 		fail_msg("csqd -n exit %d:\n%s", rc, out);
@@ -708,11 +749,13 @@ reload(void **state)
 {
 	struct csqd_fx *fx = *state;
 
-	CHECK(fx->c, "['state','waiting','queue','r','position',:1,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','r','position',:1,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE r1 QUEUE r");
-	CHECK(fx->c, "['state','waiting','queue','r','position',:2,"
-	             "'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','r','position',:2,"
+	      "'eta_ms',:-1]",
 	      "ENQUEUE r2 QUEUE r");
 	csqd_rewrite_conf(fx->d, "queues = ( { name = \"r\"; max_length = 2;"
 	                         " service_level = 7; } );");
@@ -729,8 +772,9 @@ reload(void **state)
 	CHECK(fx->c, FULL, "ENQUEUE r3 QUEUE r");
 	/* Overflow added for those waiting: they have waited long enough. */
 	sleep_ms(1000);
-	csqd_rewrite_conf(fx->d, "queues = ( { name = \"r\"; overflow_after = 1;"
-	                         " overflow_to = \"s\"; service_level = 8; } );");
+	csqd_rewrite_conf(fx->d,
+	                  "queues = ( { name = \"r\"; overflow_after = 1;"
+	                  " overflow_to = \"s\"; service_level = 8; } );");
 	kill(fx->d->pid, SIGHUP);
 	LEVEL_UNTIL(fx->c, "r", 8);
 	WHERE_UNTIL(fx->c, "r1", "queue", "s");
@@ -763,11 +807,13 @@ restart_with_journal(void **state)
 	         dir);
 	d = csqd_start(conf);
 	c = csqd_connect(d);
-	CHECK(c, "['servicer','s1','status','ready','capacity',:1,"
-	         "'active',:0,'ttl',:30]",
+	CHECK(c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES q");
-	CHECK(c, "['state','assigned','queue','q','room','s1/0',"
-	         "'servicer','s1']",
+	CHECK(c,
+	      "['state','assigned','queue','q','room','s1/0',"
+	      "'servicer','s1']",
 	      "ENQUEUE busy QUEUE q");
 	r = CMD(c, "ENQUEUE p1 QUEUE q PREFER s1 600");
 	assert_string_equal(FIELD_STR(r, "prefer"), "s1");

@@ -677,8 +677,10 @@ matched_across_daemons(void **state)
 	SUBSCRIBE(sub, 1, ch);
 	ca = csqd_connect(fx->d[0]);
 	cb = csqd_connect(fx->d[1]);
-	CHECK(ca, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE ub1");
+	CHECK(
+	    ca,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE ub1");
 	j = WAIT_EVENT(sub, "queued");
 	assert_json_str(j, "user", "ub1");
 	free(j);
@@ -736,8 +738,10 @@ kill9_one_daemon(void **state)
 		assert_string_equal(FIELD_STR(r, "state"), "assigned");
 		freeReplyObject(r);
 	}
-	CHECK(ca, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE w1 TIER 5 TTL 0");
+	CHECK(
+	    ca,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE w1 TIER 5 TTL 0");
 	for (i = K9_ROOMS; i < K9_SENT; i++)
 		redisAppendCommand(ca, "ENQUEUE a%d TTL 0", i);
 	flush_pipeline(ca);
@@ -1036,8 +1040,10 @@ auth_db_unix(void **state)
 	rp = redisd_start(REDISD_PASS);
 	d = csqd_start_redis(rp, PREFIX, "");
 	c = csqd_connect(d);
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
 	assert_true(count_keys(rp, 0, "{" PREFIX "}:*") > 0);
@@ -1054,8 +1060,10 @@ auth_db_unix(void **state)
 	d = csqd_start_redis_conf(conf, "");
 	csqd_wait_engine(d);
 	c = csqd_connect(d);
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	r = CMD(c, "HEARTBEAT s1");
 	freeReplyObject(r);
 	r = CMD(c, "WHERE u1");
@@ -1074,8 +1082,10 @@ auth_db_unix(void **state)
 	d = csqd_start_redis_conf(conf, "");
 	csqd_wait_engine(d);
 	c = csqd_connect(d);
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	CHECK(c, ":1", "QLEN default");
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
@@ -1689,8 +1699,10 @@ functions_forbidden(void **state)
 	c = csqd_connect(fx->d[0]);
 	sub = csqd_connect(fx->d[0]);
 	freeReplyObject(CMD(sub, "SUBSCRIBE user:u1"));
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	freeReplyObject(CMD(c, "ENQUEUE u2"));
 	r = CMD(c, "HEARTBEAT s1 CAPACITY 1");
 	assert_int_equal(FIELD_INT(r, "active"), 1);
@@ -2032,8 +2044,10 @@ redis_out_of_memory(void **state)
 
 	r = CMD(rc, "CONFIG SET maxmemory 0");
 	freeReplyObject(r);
-	CHECK(c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE new0");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE new0");
 	CHECK(c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
 	      "'ttl',:30]",
@@ -2137,8 +2151,10 @@ out_of_memory_in_one_call(void **state)
 	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
 	freeReplyObject(r);
 	freeReplyObject(CMD(rc, "CONFIG SET maxmemory 0"));
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE c");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE c");
 	redisFree(c);
 	redisFree(rc);
 }
@@ -2186,8 +2202,10 @@ state_went_back(void **state)
 	redisd_restart(fx->r);
 	csqd_wait_engine(fx->d[0]);
 	/* The state is gone: b0 is first in an empty line. */
-	CHECK(c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE b0");
+	CHECK(
+	    c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE b0");
 	j = WAIT_EVENT(sub, "queued");
 	assert_json_str(j, "user", "b0");
 	free(j);

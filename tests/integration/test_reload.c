@@ -176,7 +176,8 @@ ttl_defaults(void **state)
 	struct csqd_fx *fx = *state;
 
 	CHECK(fx->c, HB("s1", 30), "HEARTBEAT s1 QUEUES other");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1 QUEUE q");
 	RELOAD(fx->d, "servicer_ttl = 7;\nuser_ttl = 1;");
 	assert_true(file_contains(fx->d->log_path,
@@ -184,7 +185,8 @@ ttl_defaults(void **state)
 	/* The connection opened before the SIGHUP serves on. */
 	CHECK(fx->c, HB("s2", 7), "HEARTBEAT s2 QUEUES other");
 	CHECK(fx->c, HB("s1", 30), "HEARTBEAT s1");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE u2 QUEUE q");
 	/* u2 got the new 1 s; u1 keeps its 120 s. */
 	WHERE_WAIT(fx->c, "u2", "none");
@@ -192,7 +194,8 @@ ttl_defaults(void **state)
 	WHERE_WAIT(fx->c, "u1", "waiting");
 	/* An explicit TTL still wins over the default. */
 	CHECK(fx->c, HB("s3", 99), "HEARTBEAT s3 TTL 99 QUEUES other");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE u3 QUEUE q TTL 0");
 	/* And back: the built-in defaults when the keys go. */
 	RELOAD(fx->d, "");
@@ -207,16 +210,19 @@ limits(void **state)
 	struct csqd_fx *fx = *state;
 	redisReply *r;
 
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE a1 QUEUE q TIER 9");
 	CHECK(fx->c, RANGE, "ENQUEUE a2 QUEUE q TIER 12");
 	RELOAD(fx->d, "max_queue_length = 2;\nmax_tier = 12;");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE a2 QUEUE q TIER 12");
 	CHECK(fx->c, RANGE, "ENQUEUE a3 QUEUE q TIER 13");
 	CHECK(fx->c, FULL, "ENQUEUE a3 QUEUE q");
 	/* A user already waiting is not refused: it is not added. */
-	CHECK(fx->c, "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE a1 QUEUE q");
 	CHECK(fx->c, ":2", "QLEN q");
 	CHECK(fx->c, "['state','none']", "WHERE a3");
@@ -224,7 +230,8 @@ limits(void **state)
 	/* Lowered below the tiers already waiting: they stay. */
 	RELOAD(fx->d, "max_queue_length = 3;\nmax_tier = 3;");
 	CHECK(fx->c, RANGE, "ENQUEUE a3 QUEUE q TIER 4");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:3,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:3,'eta_ms',:-1]",
 	      "ENQUEUE a3 QUEUE q TIER 3");
 	CHECK(fx->c, FULL, "ENQUEUE a4 QUEUE q");
 	r = CMD(fx->c, "WHERE a2");
@@ -232,7 +239,8 @@ limits(void **state)
 	assert_int_equal(FIELD_INT(r, "position"), 1);
 	freeReplyObject(r);
 	RELOAD(fx->d, "");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:4,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:4,'eta_ms',:-1]",
 	      "ENQUEUE a4 QUEUE q");
 	CHECK(fx->c, RANGE, "ENQUEUE a5 QUEUE q TIER 10");
 }
@@ -265,8 +273,10 @@ requirepass(void **state)
 	RELOAD(fx->d, "requirepass = \"pw\";");
 	/* Opened without a password: still served. */
 	CHECK(fx->c, "+PONG", "PING");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	c2 = csqd_connect(fx->d);
 	CHECK(c2, NOAUTH, "PING");
 	CHECK(c2, NOAUTH, "ECHO x");
@@ -354,8 +364,10 @@ log_level(void **state)
 	assert_false(file_contains(fx->d->log_path, line));
 	/* Nothing per request at info either. */
 	RELOAD(fx->d, "");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE user-quiet-7");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE user-quiet-7");
 	CHECK(fx->c, ":1", "LEAVE user-quiet-7");
 	c = csqd_connect(fx->d);
 	id = client_id(c);
@@ -406,7 +418,8 @@ invalid_file(void **state)
 	/* Still the old configuration: TTL 11, one user per queue. */
 	assert_true(csqd_alive(fx->d));
 	CHECK(fx->c, HB("s3", 11), "HEARTBEAT s3 QUEUES other");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1 QUEUE q");
 	CHECK(fx->c, FULL, "ENQUEUE u2 QUEUE q");
 	assert_int_equal(log_count(fx->d, RELOADED), 1);
@@ -420,7 +433,8 @@ invalid_file(void **state)
 	/* And a valid file after all that applies. */
 	RELOAD(fx->d, "servicer_ttl = 5;");
 	CHECK(fx->c, HB("s5", 5), "HEARTBEAT s5 QUEUES other");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE u2 QUEUE q");
 }
 
@@ -549,18 +563,24 @@ queue_full_lines(void **state)
 	int i;
 
 	RELOAD(fx->d, "max_queue_length = 2;");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE a1 QUEUE q");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE a2 QUEUE q");
 	for (i = 0; i < 5; i++)
 		CHECK(fx->c, FULL, "ENQUEUE b%d QUEUE q", i);
 	LOG_WAIT(fx->d, "queue full queue=q max_queue_length=2", 1);
 	/* The default queue, reached without QUEUE. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE d1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE d2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE d1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE d2");
 	CHECK(fx->c, FULL, "ENQUEUE d3");
 	CHECK(fx->c, FULL, "ENQUEUE d4");
 	/* A move of a waiting user into a full queue. */
@@ -572,11 +592,14 @@ queue_full_lines(void **state)
 	assert_int_equal(log_count(fx->d, "queue full "), 2);
 	/* The limit in the line is the one in force. */
 	RELOAD(fx->d, "max_queue_length = 3;");
-	CHECK(fx->c, "['state','waiting','queue','r','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','r','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE r1 QUEUE r");
-	CHECK(fx->c, "['state','waiting','queue','r','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','r','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE r2 QUEUE r");
-	CHECK(fx->c, "['state','waiting','queue','r','position',:3,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','r','position',:3,'eta_ms',:-1]",
 	      "ENQUEUE r3 QUEUE r");
 	CHECK(fx->c, FULL, "ENQUEUE r4 QUEUE r");
 	LOG_WAIT(fx->d, "queue full queue=r max_queue_length=3", 1);

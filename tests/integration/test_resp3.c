@@ -251,7 +251,9 @@ replies_as_maps(void **state)
 	r3_send(&r, "WHERE nobody");
 	EXPECT(&r, "{'state':'none'}");
 	r3_send(&r, "ENQUEUE u1");
-	EXPECT(&r, "{'state':'waiting','queue':'default','position'::1,'eta_ms'::-1}");
+	EXPECT(
+	    &r,
+	    "{'state':'waiting','queue':'default','position'::1,'eta_ms'::-1}");
 	r3_send(&r, "WHERE u1");
 	EXPECT_PREFIX(&r, "{'state':'waiting','queue':'default','position'::1,"
 	                  "'tier'::0,'waited_ms'::");
@@ -265,7 +267,9 @@ replies_as_maps(void **state)
 	EXPECT_PREFIX(&r, "{'state':'assigned','queue':'default','room':"
 	                  "'s1/0','servicer':'s1','since_ms'::");
 	r3_send(&r, "ENQUEUE u2 TIER 2");
-	EXPECT(&r, "{'state':'waiting','queue':'default','position'::1,'eta_ms'::-1}");
+	EXPECT(
+	    &r,
+	    "{'state':'waiting','queue':'default','position'::1,'eta_ms'::-1}");
 	r3_send(&r, "STATS");
 	EXPECT(&r, "{'waiting'::1,'servicers'::1,'rooms_busy'::1,"
 	           "'rooms_free'::0,'enqueued_total'::2,'matched_total'::1,"
@@ -314,7 +318,8 @@ pubsub_pushes(void **state)
 	                  "\"id\":");
 	EXPECT_PREFIX(&r, ">['message','queue:q','{\"event\":\"queued\","
 	                  "\"id\":");
-	EXPECT(&r, "{'state':'waiting','queue':'q','position'::1,'eta_ms'::-1}");
+	EXPECT(&r,
+	       "{'state':'waiting','queue':'q','position'::1,'eta_ms'::-1}");
 	r3_send(&r, "PSUBSCRIBE servicer:*");
 	EXPECT(&r, ">['psubscribe','servicer:*',:3]");
 
@@ -368,14 +373,22 @@ pipeline_switch(void **state)
 	raw_sends(r.fd,
 	          "ENQUEUE a1\r\nENQUEUE a2\r\nHELLO 3\r\nENQUEUE a3\r\n"
 	          "WHERE a1\r\nHELLO 2\r\nENQUEUE a4\r\nCLIENT GETNAME\r\n");
-	EXPECT(&r, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]");
-	EXPECT(&r, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]");
+	EXPECT(
+	    &r,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]");
+	EXPECT(
+	    &r,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]");
 	EXPECT_PREFIX(&r, "{'server':'csq','version':'7.0.0','proto'::3,");
-	EXPECT(&r, "{'state':'waiting','queue':'default','position'::3,'eta_ms'::-1}");
+	EXPECT(
+	    &r,
+	    "{'state':'waiting','queue':'default','position'::3,'eta_ms'::-1}");
 	EXPECT_PREFIX(&r,
 	              "{'state':'waiting','queue':'default','position'::1,");
 	EXPECT_PREFIX(&r, "['server','csq','version','7.0.0','proto',:2,");
-	EXPECT(&r, "['state','waiting','queue','default','position',:4,'eta_ms',:-1]");
+	EXPECT(
+	    &r,
+	    "['state','waiting','queue','default','position',:4,'eta_ms',:-1]");
 	EXPECT(&r, "nil");
 	close(r.fd);
 }

@@ -738,11 +738,14 @@ case_rules(void **state)
 
 	CHECK(fx->c, "+PONG", "ping");
 	CHECK(fx->c, "+PONG", "PiNg");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "enqueue u1 tier 1 queue q ttl 30");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "EnQueue U1 Queue q");
-	CHECK(fx->c, "['state','waiting','queue','Q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','Q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u2 QUEUE Q");
 	CHECK(fx->c, ":2", "qlen q");
 	CHECK(fx->c, ":1", "QLEN Q");
@@ -823,7 +826,9 @@ invalid_ids(void **state)
 	CHECK(fx->c, "[]", "SERVICERS");
 	CHECK(fx->c, "['state','none']", "WHERE ok");
 	/* Every allowed class at once. */
-	CHECK(fx->c, "['state','waiting','queue','Az09._:@-','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','Az09._:@-','position',:1,'eta_ms',:-"
+	      "1]",
 	      "ENQUEUE Az09._:@- QUEUE Az09._:@-");
 }
 

@@ -87,7 +87,8 @@ heartbeat_options(void **state)
 	      "['state','assigned','queue','default','room','s2/0',"
 	      "'servicer','s2']",
 	      "ENQUEUE u3");
-	CHECK(fx->c, "['state','waiting','queue','e','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','e','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u4 QUEUE e");
 	/* 32 queues are allowed. */
 	CHECK(fx->c,
@@ -221,8 +222,10 @@ heartbeat_keeps_previous(void **state)
 	      "['state','assigned','queue','q1','room','s1/0','servicer','s1']",
 	      "ENQUEUE u1 QUEUE q1");
 	/* Queues were kept as q1 only: "default" is not served. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:2,'active',:1,"
 	      "'ttl',:60]",
@@ -264,8 +267,10 @@ heartbeat_does_not_resume(void **state)
 	      "['servicer','s1','status','paused','capacity',:2,'active',:0,"
 	      "'ttl',:30]",
 	      "HEARTBEAT s1 CAPACITY 2");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	r = CMD(fx->c, "SERVICERS");
 	assert_int_equal(r->elements, 1);
 	assert_reply_bulk(r->element[0]->element[1], "paused");
@@ -286,11 +291,15 @@ heartbeat_does_not_resume(void **state)
 	      "['state','assigned','queue','default','room','s1/0',"
 	      "'servicer','s1']",
 	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c, ":1", "RELEASE s1/0");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 }
 
 static void
@@ -335,8 +344,10 @@ logout(void **state)
 	      "['state','assigned','queue','default','room','s1/1',"
 	      "'servicer','s1']",
 	      "ENQUEUE u2 TIER 1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u3");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u3");
 	sleep_ms(120);
 	CHECK(fx->c, ":2", "LOGOUT s1");
 	/* u2 (tier 1) first, then u1 and u3 by arrival. */
@@ -466,8 +477,10 @@ capacity_lowered(void **state)
 	      "['state','assigned','queue','default','room','s1/2',"
 	      "'servicer','s1']",
 	      "ENQUEUE u3");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u4");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u4");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:3,"
 	      "'ttl',:30]",
@@ -484,11 +497,13 @@ capacity_lowered(void **state)
 	freeReplyObject(r);
 	CHECK(fx->c, ":1", "RELEASE s1/1");
 	CHECK(fx->c, NOTFOUND, "RELEASE s1/1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
 	      "ENQUEUE u4");
 	CHECK(fx->c, ":1", "RELEASE s1/2");
 	CHECK(fx->c, NOTFOUND, "RELEASE s1/2");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
 	      "ENQUEUE u4");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"

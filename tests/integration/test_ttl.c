@@ -73,8 +73,10 @@ servicer_lost_requeues(void **state)
 	      "['state','assigned','queue','default','room','s1/0',"
 	      "'servicer','s1']",
 	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c, "-FULL queue is at its maximum length", "ENQUEUE u3");
 	for (;;) {
 		r = CMD(fx->c, "HEARTBEAT s2");
@@ -138,12 +140,18 @@ user_ttl_abandon(void **state)
 	sub = csqd_connect(fx->d);
 	SUBSCRIBE(sub, 1, ch);
 	t0 = now_ms();
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1 TTL 1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2 TTL 0");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
-	      "ENQUEUE u3");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1 TTL 1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2 TTL 0");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
+	    "ENQUEUE u3");
 	while (!user_state_is(fx->c, "u1", "none")) {
 		if (now_ms() - t0 > DEADLINE_MS)
 			fail_msg("u1 (TTL 1) still waiting after %d ms",
@@ -195,14 +203,22 @@ touch_keeps_alive(void **state)
 	    "['state','assigned','queue','vip','room','s1/0','servicer','s1']",
 	    "ENQUEUE v1 QUEUE vip");
 	t0 = now_ms();
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2 TTL 0");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
-	      "ENQUEUE u3 TTL 0");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:4,'eta_ms',:-1]",
-	      "ENQUEUE u4");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2 TTL 0");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
+	    "ENQUEUE u3 TTL 0");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:4,'eta_ms',:-1]",
+	    "ENQUEUE u4");
 	CHECK(fx->c, ":1", "TOUCH u3 TTL 1");
 	/* A TOUCH without TTL keeps the one given (not the 0 of before). */
 	CHECK(fx->c, ":1", "TOUCH u3");
@@ -210,7 +226,8 @@ touch_keeps_alive(void **state)
 		sleep_ms(TOUCH_EVERY_MS);
 		CHECK(fx->c, ":1", "TOUCH u1");
 		CHECK(fx->c,
-		      "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+		      "['state','waiting','queue','default','position',:1,'eta_"
+		      "ms',:-1]",
 		      "ENQUEUE u1");
 		assert_true(user_state_is(fx->c, "u4", "waiting"));
 		/* ENQUEUE touches too (u4's position moves when u3 goes). */
@@ -269,16 +286,20 @@ given_ttl_is_kept(void **state)
 	struct csqd_fx *fx = *state;
 	int64_t t0, tu = -1, tw = -1;
 
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1 TTL 1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1 TTL 1");
 	freeReplyObject(CMD(fx->c, "HEARTBEAT s1 QUEUES q"));
 	CHECK(fx->c,
 	      "['state','assigned','queue','q','room','s1/0','servicer','s1']",
 	      "ENQUEUE w1 QUEUE q TTL 1");
 	sleep_ms(600);
 	/* The TTL restarts: u1 lives 1 s from here, w1 1 s from its requeue. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	CHECK(fx->c, ":1", "LOGOUT s1");
 	t0 = now_ms();
 	assert_true(user_state_is(fx->c, "w1", "waiting"));
@@ -368,7 +389,8 @@ lost_together(void **state)
 	assert_int_equal(FIELD_INT(r, "requeued_total"), 1);
 	assert_int_equal(FIELD_INT(r, "waiting"), 1);
 	freeReplyObject(r);
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u0");
 }
 

@@ -23,10 +23,14 @@ enqueue_waiting_then_assigned(void **state)
 {
 	struct csqd_fx *fx = *state;
 
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
 	      "'ttl',:30]",
@@ -50,8 +54,10 @@ enqueue_waiting_then_assigned(void **state)
 	      "['state','assigned','queue','default','room','s1/0',"
 	      "'servicer','s1']",
 	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c, ":0", "QLEN other");
 }
 
@@ -61,16 +67,26 @@ enqueue_idempotent(void **state)
 {
 	struct csqd_fx *fx = *state;
 
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2 TTL 50");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "enqueue u1 queue default tier 0");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2 TTL 50");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "enqueue u1 queue default tier 0");
 	CHECK(fx->c, ":2", "QLEN default");
 }
 
@@ -81,24 +97,36 @@ enqueue_tier_rescore(void **state)
 	struct csqd_fx *fx = *state;
 	redisReply *r;
 
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE a");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE b");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
-	      "ENQUEUE c");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE c TIER 2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE a");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE b");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
+	    "ENQUEUE c");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE c TIER 2");
 	/* a arrived before c: first among tier 2. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE a TIER 2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE a TIER 2");
 	r = CMD(fx->c, "WHERE c");
 	assert_int_equal(FIELD_INT(r, "position"), 2);
 	assert_int_equal(FIELD_INT(r, "tier"), 2);
 	freeReplyObject(r);
 	/* Left out: the tier is kept. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE a");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE a");
 	r = CMD(fx->c, "QUEUE default");
 	assert_int_equal(r->elements, 3);
 	assert_reply_bulk(r->element[0]->element[0], "a");
@@ -109,15 +137,23 @@ enqueue_tier_rescore(void **state)
 	assert_reply_integer(r->element[2]->element[1], 0);
 	freeReplyObject(r);
 	/* Back to tier 0: a is ahead of b again (it came first). */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE a TIER 0");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
-	      "ENQUEUE b");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE c");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE a TIER 0");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
+	    "ENQUEUE b");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE c");
 	/* The highest tier (max_tier 9) is allowed. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE b TIER 9");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE b TIER 9");
 }
 
 /* A new QUEUE moves the user, keeping its arrival time. */
@@ -127,13 +163,18 @@ enqueue_queue_move(void **state)
 	struct csqd_fx *fx = *state;
 	redisReply *r;
 
-	CHECK(fx->c, "['state','waiting','queue','q2','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q2','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE x1 QUEUE q2");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','q2','position',:2,'eta_ms',:-1]",
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(fx->c,
+	      "['state','waiting','queue','q2','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE u2 QUEUE q2");
-	CHECK(fx->c, "['state','waiting','queue','q2','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q2','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE u1 QUEUE q2");
 	CHECK(fx->c, ":0", "QLEN default");
 	CHECK(fx->c, ":3", "QLEN q2");
@@ -142,15 +183,18 @@ enqueue_queue_move(void **state)
 	assert_int_equal(FIELD_INT(r, "position"), 3);
 	freeReplyObject(r);
 	/* Left out: the queue is kept. */
-	CHECK(fx->c, "['state','waiting','queue','q2','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q2','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE u1");
 	/* Queue ids are case-sensitive. */
-	CHECK(fx->c, "['state','waiting','queue','Q2','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','Q2','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1 QUEUE Q2");
 	CHECK(fx->c, ":2", "QLEN q2");
 	CHECK(fx->c, ":1", "QLEN Q2");
 	/* Moving with a new tier at once. */
-	CHECK(fx->c, "['state','waiting','queue','q2','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q2','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1 QUEUE q2 TIER 1");
 }
 
@@ -161,20 +205,29 @@ enqueue_full(void **state)
 	struct csqd_fx *fx = *state;
 	redisReply *r;
 
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c, FULL, "ENQUEUE u3");
 	CHECK(fx->c, FULL, "ENQUEUE u3 TIER 9");
 	CHECK(fx->c, "['state','none']", "WHERE u3");
 	/* Users already waiting there are not refused. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2 TIER 1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2 TIER 1");
 	/* A move into a full queue: -FULL, and no change, not even the tier. */
-	CHECK(fx->c, "['state','waiting','queue','q2','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q2','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE v1 QUEUE q2");
 	CHECK(fx->c, FULL, "ENQUEUE v1 QUEUE default TIER 3");
 	r = CMD(fx->c, "WHERE v1");
@@ -190,8 +243,10 @@ enqueue_full(void **state)
 	      "'ttl',:30]",
 	      "HEARTBEAT s1 QUEUES default");
 	CHECK(fx->c, ":1", "QLEN default");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u3");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u3");
 	CHECK(fx->c, FULL, "ENQUEUE u4");
 	r = CMD(fx->c, "STATS");
 	assert_int_equal(FIELD_INT(r, "waiting"), 3);
@@ -228,21 +283,30 @@ enqueue_errors(void **state)
 	CHECK(fx->c, "['state','none']", "WHERE u1");
 	CHECK(fx->c, ":0", "QLEN default");
 	/* Limits themselves are accepted. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1 TIER 9 TTL 86400");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2 TIER 0 TTL 0");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1 TIER 9 TTL 86400");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2 TIER 0 TTL 0");
 	memset(id65, 'u', 64);
 	id65[64] = '\0';
-	CHECK(fx->c, "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
-	      "ENQUEUE %s", id65);
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
+	    "ENQUEUE %s", id65);
 	CHECK(fx->c,
-	      "['state','waiting','queue','A-Za-z0-9._:@','position',:1,'eta_ms',:-1]",
+	      "['state','waiting','queue','A-Za-z0-9._:@','position',:1,'eta_"
+	      "ms',:-1]",
 	      "ENQUEUE a.b_c:d@e-f QUEUE A-Za-z0-9._:@");
 	/* An error leaves a waiting user as it was. */
 	CHECK(fx->c, OUT_OF_RANGE, "ENQUEUE u2 TIER 3 TTL 99999999");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 }
 
 static void
@@ -251,8 +315,10 @@ touch(void **state)
 	struct csqd_fx *fx = *state;
 
 	CHECK(fx->c, ":0", "TOUCH nobody");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
 	CHECK(fx->c, ":1", "TOUCH u1");
 	CHECK(fx->c, ":1", "TOUCH u1 TTL 5");
 	CHECK(fx->c, ":1", "touch u1 ttl 0");
@@ -270,11 +336,15 @@ touch(void **state)
 	CHECK(fx->c, "-ERR wrong number of arguments for 'touch' command",
 	      "TOUCH");
 	/* TOUCH does not move anybody. */
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c, ":1", "TOUCH u2");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
 	      "'ttl',:30]",
@@ -289,18 +359,26 @@ leave(void **state)
 {
 	struct csqd_fx *fx = *state;
 
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
-	      "ENQUEUE u3");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
+	    "ENQUEUE u3");
 	CHECK(fx->c, ":1", "LEAVE u1");
 	CHECK(fx->c, ":0", "LEAVE u1");
 	CHECK(fx->c, ":0", "LEAVE nobody");
 	CHECK(fx->c, "['state','none']", "WHERE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u2");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
 	      "'ttl',:30]",
@@ -329,9 +407,11 @@ where_states(void **state)
 	long long ms;
 
 	CHECK(fx->c, "['state','none']", "WHERE u1");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u0 QUEUE q");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE u1 QUEUE q TIER 0");
 	sleep_ms(150);
 	r = CMD(fx->c, "WHERE u1");
@@ -388,16 +468,26 @@ queue_listing(void **state)
 	size_t i;
 	int n;
 
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE a");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE b TIER 1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
-	      "ENQUEUE c");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE d TIER 1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE e TIER 5");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE a");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE b TIER 1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
+	    "ENQUEUE c");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE d TIER 1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE e TIER 5");
 	r = CMD(fx->c, "QUEUE default");
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->elements, 5);
@@ -477,11 +567,16 @@ qlen(void **state)
 
 	CHECK(fx->c, ":0", "QLEN default");
 	CHECK(fx->c, ":0", "QLEN nosuch");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u1");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u2");
-	CHECK(fx->c, "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u1");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u2");
+	CHECK(fx->c,
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u3 QUEUE q");
 	CHECK(fx->c, ":2", "QLEN default");
 	CHECK(fx->c, ":1", "qlen q");
@@ -611,10 +706,14 @@ stats_counters(void **state)
 	      "['state','assigned','queue','default','room','s1/1',"
 	      "'servicer','s1']",
 	      "ENQUEUE u2");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u3");
-	CHECK(fx->c, "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
-	      "ENQUEUE u4");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE u3");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "ENQUEUE u4");
 	CHECK(fx->c, ":1", "LEAVE u4");
 	r = CMD(fx->c, "STATS");
 	assert_int_equal(FIELD_INT(r, "waiting"), 1);
