@@ -65,7 +65,9 @@ parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 		u->state = CSQ_USER_OFFERED;
 	else
 		u->state = CSQ_USER_NONE;
-	u->eta_ms = -1; /* the scripts do not estimate yet */
+	/* An offered user's estimate is 0 (protocol-v2 section 1); the
+	 * scripts do not estimate a waiting user's yet. */
+	u->eta_ms = u->state == CSQ_USER_OFFERED ? 0 : -1;
 	u->position = u64_of(redis_reply_int(a, i + 2));
 	u->tier = (uint32_t)u64_of(redis_reply_int(a, i + 3));
 	u->waited_ms = u64_of(redis_reply_int(a, i + 4));
