@@ -303,6 +303,26 @@ normalize(redisReply *r, const char *cmd)
 	}
 }
 
+/*
+ * eta_ms (protocol-v2 section 6) set aside in every run: the Redis
+ * engine's scripts do not estimate yet and answer -1 (docs/protocol.md,
+ * section 3b). Only the value: the field and its place are compared.
+ * To go once the scripts have the estimate.
+ */
+static void
+set_eta_aside(redisReply *r)
+{
+	size_t i;
+
+	if (r->type != REDIS_REPLY_ARRAY)
+		return;
+	for (i = 0; i + 1 < r->elements; i++)
+		if (r->element[i]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[i]->str, "eta_ms") == 0 &&
+		    r->element[i + 1]->type == REDIS_REPLY_INTEGER)
+			r->element[i + 1]->integer = 0;
+}
+
 /* Times in events: the digits after "ts": and "waited_ms":. */
 static void
 normalize_json(char *s)
@@ -380,6 +400,7 @@ run_requests(int nops, int (*gen)(char[16][80], const char **), int norm)
 			r = CMD_ARGV(sides[k].c, argc, argv, NULL);
 			if (norm)
 				normalize(r, argv[0]);
+			set_eta_aside(r);
 			reply_repr(r, repr[k], sizeof(repr[k]));
 			if (k == 0 && r->type == REDIS_REPLY_ERROR)
 				errors++;
