@@ -128,7 +128,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		log_set_level((enum log_level)(LOG_LVL_ERROR + 1));
 	config_default(&srv.cfg);
 	srv.base = event_base_new();
-	srv.metrics = metrics_new(1);
+	srv.metrics = metrics_new(1, 1000);
 	csq_limits_default(&limits);
 	srv.engine =
 	    csq_engine_memory_new(&limits, 1, fixed_clock, NULL, emit, NULL);

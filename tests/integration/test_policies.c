@@ -22,13 +22,17 @@
 #define SYNTAX  "-ERR syntax error"
 #define WAIT_MS 5000
 
-/* The fixture's policies: an overflow, an aging line, a short line. */
+/* The fixture's policies: an overflow, an aging line, a short line, and
+ * one that ages before it overflows. */
 #define POLICIES                                                               \
 	"queues = (\n"                                                         \
 	"  { name = \"vip\"; overflow_after = 1; overflow_to = \"general\";\n" \
 	"    service_level = 5; },\n"                                          \
 	"  { name = \"general\"; aging_every = 1; aging_max_tier = 2; },\n"    \
-	"  { name = \"small\"; max_length = 2; strategy = \"least_busy\"; }\n" \
+	"  { name = \"small\"; max_length = 2; strategy = \"least_busy\"; "    \
+	"},\n"                                                                 \
+	"  { name = \"ag\"; aging_every = 2; aging_max_tier = 3;\n"            \
+	"    overflow_after = 3; overflow_to = \"general\"; }\n"               \
 	");\n"
 
 static int
@@ -305,7 +309,7 @@ qstats(void **state)
 	      "'service_level',:20,'service_level_pct',:-1,"
 	      "'abandoned_leave_total',:0,'abandoned_timeout_total',:0]",
 	      "QSTATS nowhere");
-	CHECK(fx->c, "['default','general','small','vip']", "QUEUES");
+	CHECK(fx->c, "['ag','default','general','small','vip']", "QUEUES");
 	CHECK(fx->c,
 	      "['servicer','s1','status','ready','capacity',:2,"
 	      "'active',:0,'ttl',:30]",
@@ -640,6 +644,174 @@ transfer_prefer(void **state)
 	freeReplyObject(r);
 }
 
+/*
+ * The window's servicer is lost (its TTL runs out): prefer_ended with
+ * reason lost; the user waits in its queue like any other. Another's
+ * HEARTBEAT that drops the queue: reason queues.
+ */
+static void
+prefer_lost_and_dropped(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *sub = subscriber(fx->d, "events");
+	struct msgs m = {0};
+	const char *ev;
+	redisReply *r;
+
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:1]",
+	      "HEARTBEAT s2 QUEUES q TTL 1");
+	CHECK(fx->c,
+	      "['servicer','s3','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
+	      "HEARTBEAT s3 QUEUES q");
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s2/0',"
+	      "'servicer','s2']",
+	      "ENQUEUE b2 QUEUE q PREFER s2 60");
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s3/0',"
+	      "'servicer','s3']",
+	      "ENQUEUE b3 QUEUE q");
+	r = CMD(fx->c, "ENQUEUE p2 QUEUE q PREFER s2 60");
+	assert_string_equal(FIELD_STR(r, "prefer"), "s2");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE p3 QUEUE q PREFER s3 60");
+	assert_string_equal(FIELD_STR(r, "prefer"), "s3");
+	freeReplyObject(r);
+	/* s2 stops its heartbeats: lost after 1 s. */
+	WHERE_UNTIL(fx->c, "b2", "state", "waiting");
+	r = CMD(fx->c, "WHERE p2");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_null(reply_field(r, "prefer"));
+	freeReplyObject(r);
+	/* s3 keeps serving, but no longer q. */
+	CHECK(fx->c,
+	      "['servicer','s3','status','ready','capacity',:1,"
+	      "'active',:1,'ttl',:30]",
+	      "HEARTBEAT s3 QUEUES other");
+	r = CMD(fx->c, "WHERE p3");
+	assert_null(reply_field(r, "prefer"));
+	freeReplyObject(r);
+	MSGS_COLLECT(sub, &m);
+	ev = event_of(&m, "prefer_ended", "p2");
+	if (ev == NULL)
+		fail_msg("no prefer_ended for p2");
+	assert_json_str(ev, "reason", "lost");
+	assert_json_str(ev, "servicer", "s2");
+	ev = event_of(&m, "prefer_ended", "p3");
+	if (ev == NULL)
+		fail_msg("no prefer_ended for p3");
+	assert_json_str(ev, "reason", "queues");
+	msgs_free(&m);
+	redisFree(sub);
+}
+
+/*
+ * A re-ENQUEUE during a window: PREFER again replaces it; PREFER of a
+ * servicer that cannot hold it closes it, without an event.
+ */
+static void
+prefer_reenqueue(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *sub = subscriber(fx->d, "events");
+	struct msgs m = {0};
+	redisReply *r;
+
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
+	      "HEARTBEAT s1 QUEUES q");
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
+	      "HEARTBEAT s2 QUEUES q");
+	freeReplyObject(CMD(fx->c, "ENQUEUE b1 QUEUE q"));
+	freeReplyObject(CMD(fx->c, "ENQUEUE b2 QUEUE q"));
+	r = CMD(fx->c, "ENQUEUE p QUEUE q PREFER s1 60");
+	assert_string_equal(FIELD_STR(r, "prefer"), "s1");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE p QUEUE q PREFER s2 30");
+	assert_string_equal(FIELD_STR(r, "prefer"), "s2");
+	assert_true(FIELD_INT(r, "prefer_ms") <= 30000);
+	freeReplyObject(r);
+	MSGS_COLLECT(sub, &m);
+	msgs_free(&m);
+	r = CMD(fx->c, "ENQUEUE p QUEUE q PREFER nobody 30");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_null(reply_field(r, "prefer"));
+	freeReplyObject(r);
+	/* No prefer_ended; s1, which p no longer waits for, takes it. */
+	CHECK(fx->c, ":1", "RELEASE s1/0");
+	r = CMD(fx->c, "WHERE p");
+	assert_string_equal(FIELD_STR(r, "servicer"), "s1");
+	freeReplyObject(r);
+	MSGS_COLLECT(sub, &m);
+	assert_int_equal(msgs_find(&m, 0, "prefer_ended"), -1);
+	msgs_free(&m);
+	redisFree(sub);
+}
+
+/*
+ * Aging meets overflow: in ag the user ages once (1 s), then overflows
+ * (2 s) to general with its tier, where its clocks start again and
+ * general's aging goes on from there.
+ */
+static void
+aging_then_overflow(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *sub = subscriber(fx->d, "user:a");
+	struct msgs m = {0};
+	int i;
+
+	CHECK(fx->c,
+	      "['state','waiting','queue','ag','position',:1,"
+	      "'eta_ms',:-1]",
+	      "ENQUEUE a QUEUE ag");
+	WHERE_UNTIL(fx->c, "a", "queue", "general");
+	WHERE_UNTIL_INT(fx->c, "a", "tier", 2);
+	MSGS_COLLECT(sub, &m);
+	i = msgs_find(&m, 0, "rescored");
+	assert_true(i >= 0);
+	assert_json_str(m.m[i].payload, "queue", "ag");
+	assert_json_int(m.m[i].payload, "tier", 1);
+	i = msgs_find(&m, i + 1, "overflowed");
+	assert_true(i >= 0);
+	assert_json_str(m.m[i].payload, "from_queue", "ag");
+	assert_json_int(m.m[i].payload, "tier", 1);
+	i = msgs_find(&m, i + 1, "rescored");
+	assert_true(i >= 0);
+	assert_json_str(m.m[i].payload, "queue", "general");
+	assert_json_str(m.m[i].payload, "reason", "aging");
+	assert_json_int(m.m[i].payload, "tier", 2);
+	msgs_free(&m);
+	redisFree(sub);
+}
+
+/* QSTATS in RESP3 is a map. */
+static void
+qstats_resp3(void **state)
+{
+	struct csqd_fx *fx = *state;
+	char buf[4096];
+	size_t n;
+	int fd = raw_connect(fx->d->port), closed;
+
+	raw_sends(fd, "HELLO 3\r\n");
+	n = raw_read(fd, buf, sizeof(buf) - 1, 200, &closed);
+	assert_true(n > 0);
+	raw_sends(fd, "QSTATS vip\r\n");
+	n = raw_read(fd, buf, sizeof(buf) - 1, 200, &closed);
+	buf[n] = '\0';
+	if (strncmp(buf, "%14\r\n$5\r\nqueue\r\n$3\r\nvip\r\n", 25) != 0)
+		fail_msg("QSTATS in RESP3: %.80s", buf);
+	assert_non_null(strstr(buf, "$17\r\nservice_level_pct\r\n:-1\r\n"));
+	close(fd);
+}
+
 /* A configuration file of text in a temporary directory; its path in out. */
 static void
 conf_file(char *out, size_t len, const char *text)
@@ -858,6 +1030,14 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(prefer_free_servicer, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(transfer_prefer, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(prefer_lost_and_dropped, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(prefer_reenqueue, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(aging_then_overflow, setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(qstats_resp3, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test(check_errors),
 	    cmocka_unit_test_setup_teardown(reload, csqd_fx_setup_default,

@@ -1481,7 +1481,8 @@ state_before_routing(void **state)
 	freeReplyObject(r);
 	CHECK(c, ":1", "ACCEPT s1/1");
 	CHECK(c, ":1", "RELEASE s1/0");
-	CHECK(c, "['state','waiting','queue','other','position',:1]",
+	CHECK(c,
+	      "['state','waiting','queue','other','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u2");
 	r = CMD(c, "STATS");
 	assert_int_equal(FIELD_INT(r, "waiting"), 1);

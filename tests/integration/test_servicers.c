@@ -298,7 +298,7 @@ heartbeat_does_not_resume(void **state)
 	CHECK(fx->c, ":1", "RELEASE s1/0");
 	CHECK(
 	    fx->c,
-	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
 	    "ENQUEUE u2");
 }
 
