@@ -162,10 +162,43 @@ def test_outage(d):
     assert r.execute_command("WHERE", "before")[:2] == ["state", "assigned"]
 
 
+def test_prefer_qstats(d):
+    """PREFER and QSTATS in a block (protocol-v2 sections 5 and 6): the
+    memory engine has them; the Redis engine answers their documented
+    error in the block's place and runs the rest."""
+    r = client(d)
+    p = r.pipeline()
+    p.execute_command("HEARTBEAT", "sp", "QUEUES", "pq")
+    p.execute_command("ENQUEUE", "busy", "QUEUE", "pq")
+    p.execute_command("ENQUEUE", "fan", "QUEUE", "pq", "PREFER", "sp", "60")
+    p.execute_command("QSTATS", "pq")
+    got = p.execute(raise_on_error=False)
+    assert got[1][:2] == ["state", "assigned"], got
+    if d.engine == "redis":
+        for e in (got[2], got[3]):
+            assert isinstance(e, redis.ResponseError), got
+            assert str(e) == ("PREFER and QSTATS are not available on the "
+                              "redis engine yet"), got
+        assert r.execute_command("WHERE", "fan") == ["state", "none"]
+        return
+    fan = dict(zip(got[2][::2], got[2][1::2]))
+    assert fan["state"] == "waiting" and fan["prefer"] == "sp", got
+    assert 55000 < fan["prefer_ms"] <= 60000, got
+    qs = dict(zip(got[3][::2], got[3][1::2]))
+    assert got[3][:2] == ["queue", "pq"], got
+    assert qs["waiting"] == 1 and qs["servicers"] == 1, got
+    assert qs["free_rooms"] == 0 and qs["matched_total"] == 1, got
+    assert qs["service_level"] == 20 and qs["service_level_pct"] == 100, got
+    # The room frees: the fan gets its agent.
+    assert r.execute_command("RELEASE", "sp/0") == 1
+    assert r.execute_command("WHERE", "fan")[:6] == [
+        "state", "assigned", "queue", "pq", "room", "sp/0"]
+
+
 def main():
     run = Runner(sys.argv[1])
     tests = [test_default_pipeline, test_execabort, test_discard_nested_watch,
-             test_exec_while_another_writes]
+             test_exec_while_another_writes, test_prefer_qstats]
     # The outage is the Redis engine's: the memory engine has no store to
     # lose.
     if os.environ.get("CSQ_TEST_ENGINE") == "redis":
