@@ -29,10 +29,19 @@
 #define ADMIN_JSON_TYPE  "application/json"
 #define ADMIN_INT_DIGITS 19 /* of an offset or a count, at most */
 
-/* The calls of a snapshot, in order. */
-enum { SNAP_STATS, SNAP_QUEUES, SNAP_SERVICERS, SNAP_ROOMS, SNAP_CALLS };
+/* The calls of a snapshot, in order. QSTATS last: an engine without
+ * estimates refuses it (the Redis engine's scripts), and the rest stands
+ * without them. */
+enum {
+	SNAP_STATS,
+	SNAP_QUEUES,
+	SNAP_SERVICERS,
+	SNAP_ROOMS,
+	SNAP_QSTATS,
+	SNAP_CALLS
+};
 /* And of a page of a line. */
-enum { PAGE_QUEUES, PAGE_QUEUE, PAGE_CALLS };
+enum { PAGE_QUEUES, PAGE_QUEUE, PAGE_QSTATS, PAGE_CALLS };
 
 enum admin_kind { ADMIN_SNAPSHOT, ADMIN_PAGE };
 
@@ -61,6 +70,8 @@ struct admin_call {
 	size_t nservicers;
 	struct csq_room_info *rooms; /* by servicer, then index */
 	size_t nrooms;
+	struct csq_queue_stats *qstats; /* NULL: the engine has none */
+	size_t nqstats;
 	char queue[CSQ_ID_MAX + 1]; /* page */
 	uint64_t offset;
 	uint32_t count;
@@ -129,6 +140,49 @@ static void
 json_key_u64(struct evbuffer *b, const char *key, uint64_t value)
 {
 	evbuffer_add_printf(b, "\"%s\":%" PRIu64, key, value);
+}
+
+static void
+json_key_i64(struct evbuffer *b, const char *key, int64_t value)
+{
+	evbuffer_add_printf(b, "\"%s\":%" PRId64, key, value);
+}
+
+/* The wait estimate and the service level of a queue, as QSTATS has
+ * them (-1: none yet), after the fields before them; nothing when the
+ * engine has no QSTATS. */
+static void
+json_estimate(struct evbuffer *b, const struct csq_queue_stats *qs)
+{
+	if (qs == NULL)
+		return;
+	evbuffer_add(b, ",", 1);
+	json_key_i64(b, "eta_ms", qs->eta_ms);
+	evbuffer_add(b, ",", 1);
+	json_key_i64(b, "service_level_pct", qs->service_level_pct);
+}
+
+/* name's QSTATS among v's n, NULL when the engine has none (v NULL). The
+ * one at hint is tried first: QUEUES and QSTATS list the queues in the
+ * same order. A queue that QSTATS does not list has its defaults (no
+ * estimate, no service level yet), as QSTATS of it would answer. */
+static const struct csq_queue_stats *
+admin_qstats_of(const struct csq_queue_stats *v, size_t n, size_t hint,
+                const char *name)
+{
+	static const struct csq_queue_stats none = {.eta_ms = -1,
+	                                            .service_level_pct = -1};
+	size_t i;
+
+	if (v == NULL)
+		return NULL;
+	if (hint < n && strcmp(v[hint].queue, name) == 0)
+		return &v[hint];
+	for (i = 0; i < n; i++) {
+		if (strcmp(v[i].queue, name) == 0)
+			return &v[i];
+	}
+	return &none;
 }
 
 /* "a,b,c" as ["a","b","c"]. */
@@ -209,10 +263,10 @@ admin_call_error(struct admin_call *x, const char *text)
 	evbuffer_free(b);
 }
 
-/* A queue of QUEUES: one function, so that a field more (eta_ms, with
- * the queue policies) is one line here. */
+/* A queue of QUEUES, with its estimate from QSTATS (qs, or NULL). */
 static void
-json_queue(struct evbuffer *b, const struct csq_queue_info *q)
+json_queue(struct evbuffer *b, const struct csq_queue_info *q,
+           const struct csq_queue_stats *qs)
 {
 	evbuffer_add(b, "{", 1);
 	json_key_str(b, "name", q->name);
@@ -224,6 +278,7 @@ json_queue(struct evbuffer *b, const struct csq_queue_info *q)
 	json_key_u64(b, "oldest_wait_ms", q->oldest_wait_ms);
 	evbuffer_add(b, ",", 1);
 	json_key_str(b, "oldest_user", q->oldest_user);
+	json_estimate(b, qs);
 	evbuffer_add(b, "}", 1);
 }
 
@@ -297,7 +352,9 @@ admin_render_snapshot(struct admin_call *x, struct evbuffer *b)
 	for (i = 0; i < x->nqueues; i++) {
 		if (i > 0)
 			evbuffer_add(b, ",", 1);
-		json_queue(b, &x->queues[i]);
+		json_queue(b, &x->queues[i],
+		           admin_qstats_of(x->qstats, x->nqstats, i,
+		                           x->queues[i].name));
 	}
 	evbuffer_add(b, "],\"servicers\":[", 15);
 	for (i = 0; i < x->nservicers; i++) {
@@ -335,6 +392,7 @@ admin_render_page(struct admin_call *x, struct evbuffer *b)
 	evbuffer_add(b, ",", 1);
 	json_key_str(b, "oldest_user",
 	             x->nqueues == 1 ? x->queues[0].oldest_user : "");
+	json_estimate(b, admin_qstats_of(x->qstats, x->nqstats, 0, x->queue));
 	evbuffer_add(b, ",\"users\":[", 10);
 	for (i = 0; i < x->nentries; i++) {
 		e = &x->entries[i];
@@ -364,6 +422,7 @@ admin_call_free(struct admin_call *x)
 	free(x->queues);
 	free(x->servicers);
 	free(x->rooms);
+	free(x->qstats);
 	free(x->entries);
 	free(x);
 }
@@ -421,6 +480,13 @@ admin_copy(const void *v, size_t n, size_t size)
 }
 
 static void
+admin_qstats_result(struct admin_call *x, const struct csq_result *r)
+{
+	x->qstats = admin_copy(r->qstats, r->nentries, sizeof(*r->qstats));
+	x->nqstats = r->nentries;
+}
+
+static void
 admin_snapshot_result(struct admin_call *x, size_t i,
                       const struct csq_result *r)
 {
@@ -439,9 +505,12 @@ admin_snapshot_result(struct admin_call *x, size_t i,
 		                          sizeof(*r->servicers));
 		x->nservicers = r->nentries;
 		break;
-	default:
+	case SNAP_ROOMS:
 		x->rooms = admin_copy(r->rooms, r->nentries, sizeof(*r->rooms));
 		x->nrooms = r->nentries;
+		break;
+	default:
+		admin_qstats_result(x, r);
 		break;
 	}
 }
@@ -454,11 +523,19 @@ admin_page_result(struct admin_call *x, size_t i, const struct csq_result *r)
 		    admin_copy(r->queues, r->nentries, sizeof(*r->queues));
 		x->nqueues = r->nentries;
 		x->event_id = r->event_id;
+	} else if (i == PAGE_QSTATS) {
+		admin_qstats_result(x, r);
 	} else {
 		x->entries =
 		    admin_copy(r->entries, r->nentries, sizeof(*r->entries));
 		x->nentries = r->nentries;
 	}
+}
+
+static int
+admin_is_qstats(const struct admin_call *x, size_t i)
+{
+	return i == (x->kind == ADMIN_SNAPSHOT ? SNAP_QSTATS : PAGE_QSTATS);
 }
 
 static void
@@ -468,7 +545,8 @@ admin_result(void *arg, const struct csq_result *r)
 	struct admin_call *x = slot->x;
 
 	if (r->status != CSQ_OK) {
-		if (x->status == CSQ_OK)
+		/* An engine without QSTATS: no estimates, the rest stands. */
+		if (x->status == CSQ_OK && !admin_is_qstats(x, slot->i))
 			x->status = r->status;
 	} else if (x->kind == ADMIN_SNAPSHOT)
 		admin_snapshot_result(x, slot->i, r);
@@ -503,6 +581,9 @@ admin_round(struct admin_call *x)
 		x->slots[i].i = i;
 		if (x->kind == ADMIN_PAGE && i == PAGE_QUEUES)
 			admin_op(&op, CSQ_OP_QUEUES, x->queue);
+		else if (admin_is_qstats(x, i))
+			admin_op(&op, CSQ_OP_QSTATS,
+			         x->kind == ADMIN_PAGE ? x->queue : NULL);
 		else if (x->kind == ADMIN_PAGE) {
 			admin_op(&op, CSQ_OP_QUEUE, x->queue);
 			op.offset = x->offset;

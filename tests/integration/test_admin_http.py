@@ -25,6 +25,13 @@ CSQD = sys.argv[1] if len(sys.argv) > 1 else "csqd"
 ENGINE = os.environ.get("CSQ_TEST_ENGINE", "memory")
 
 
+# A queue's estimates in the snapshot and the pages, as QSTATS gives them
+# before any (the memory engine's); the Redis engine has no QSTATS yet, and
+# its queues no such fields.
+NO_ESTIMATE = ({"eta_ms": -1, "service_level_pct": -1} if ENGINE == "memory"
+               else {})
+
+
 def metric(d, name):
     """A series without labels of d's /metrics."""
     _, _, body = h.Http(d.http_port).request("GET", "/metrics")
@@ -76,10 +83,9 @@ class AdminHttpTest(unittest.TestCase):
         c = d.client()
         api = h.Http(d.http_port)
         snap = api.json("/api/snapshot")
-        self.assertEqual(snap["queues"], [{"name": "default", "waiting": 0,
-                                           "preferring": 0,
-                                           "oldest_wait_ms": 0,
-                                           "oldest_user": ""}])
+        self.assertEqual(snap["queues"], [dict({
+            "name": "default", "waiting": 0, "preferring": 0,
+            "oldest_wait_ms": 0, "oldest_user": ""}, **NO_ESTIMATE)])
         self.assertEqual(len(snap["history"]), 1)  # a sample at the start
         self.assertEqual(snap["history"][0][1:], [0, None])
         self.assertEqual(snap["servicers"], [])
@@ -177,6 +183,45 @@ class AdminHttpTest(unittest.TestCase):
             self.assertEqual(status, 400, bad)
             self.assertEqual(headers["Content-Type"], "application/json")
             self.assertIn(b'"error"', body)
+
+    def test_estimates(self):
+        """The snapshot's queues and the pages of a line carry QSTATS's
+        eta_ms and service_level_pct, of the same state; the Redis
+        engine, without QSTATS, none."""
+        d = self.start()
+        c = d.client()
+        api = h.Http(d.http_port)
+
+        def fields(o):
+            return {k: o[k] for k in ("eta_ms", "service_level_pct")
+                    if k in o}
+
+        def check(queue):
+            snap = api.json("/api/snapshot")
+            page = api.json("/api/queue/%s?count=0" % queue)
+            got = [q for q in snap["queues"] if q["name"] == queue][0]
+            if ENGINE != "memory":
+                self.assertEqual((fields(got), fields(page)), ({}, {}))
+                return None
+            qs = c.execute_command("QSTATS", queue)
+            want = {k: qs[qs.index(k) + 1]
+                    for k in ("eta_ms", "service_level_pct")}
+            self.assertEqual(fields(got), want)
+            self.assertEqual(fields(page), want)
+            return want
+
+        # Nobody serves it: no estimate; no user done yet: no share.
+        c.execute_command("ENQUEUE", "u1", "QUEUE", "sales")
+        self.assertIn(check("sales"), (None, NO_ESTIMATE))
+        # A free room: a new arrival waits 0; u1, matched at once, was
+        # served within the service level.
+        c.execute_command("HEARTBEAT", "s1", "CAPACITY", "2", "QUEUES",
+                          "sales")
+        got = check("sales")
+        if got is not None:
+            self.assertEqual(got, {"eta_ms": 0, "service_level_pct": 100})
+        # A queue QSTATS has never seen has its defaults.
+        self.assertIn(check("default"), (None, NO_ESTIMATE))
 
     # Bad paths and methods ------------------------------------------------
 

@@ -66,9 +66,10 @@ for (const card of document.querySelectorAll('#queues .queue')) {
     .filter((r) => !r.hidden)
     .sort((a, b) => parseInt(a.style.top) - parseInt(b.style.top))
     .map((r) => r.dataset.user);
+  const est = card.querySelector('.queue-est');
   out.queues[card.dataset.queue] = {
     waiting: Number(card.querySelector('.queue-facts b').textContent),
-    rows: rows};
+    rows: rows, est: est === null ? null : est.textContent};
 }
 for (const tr of document.querySelectorAll('#servicers tr[data-servicer]')) {
   out.servicers[tr.dataset.servicer] = {
@@ -259,6 +260,9 @@ class AdminPageTest(unittest.TestCase):
             last[0] = got
             for q in got["queues"].values():
                 del q["rows"][VIEW_ROWS:]
+                # The estimates, asked of csqd at most every 2 s, are
+                # checked by test_estimates.
+                del q["est"]
             return got == want
         try:
             h.wait_until("the page shows csqd's state", same, timeout=SHOWN)
@@ -493,6 +497,49 @@ class AdminPageTest(unittest.TestCase):
         self.assertEqual(s["servicers"]["agent1"]["rooms"],
                          [["agent1/0", "free", ""]])
         self.assertEqual(self.js("return csqAdmin.reloads()"), 0)
+
+    def estimates(self):
+        """The queues' estimate lines on screen (None: the page has none)."""
+        return {name: q["est"] for name, q in self.screen()["queues"].items()}
+
+    def test_estimates(self):
+        """Where csqd makes wait estimates (the memory engine's QSTATS),
+        each queue shows its new arrival's wait and the share served in
+        time, and they follow the queue's changes within 2 s and a
+        second; the Redis engine has none, and the page no such line."""
+        d = self.start()
+        c = d.client()
+        self.open_browser()
+        self.open_page(d)
+        self.settled(d)
+        if ENGINE != "memory":
+            c.execute_command("HEARTBEAT", "agent1", "QUEUES", "sales")
+            c.execute_command("ENQUEUE", "u1", "QUEUE", "sales")
+            self.settled(d)
+            self.shows(d)
+            self.assertEqual(self.estimates(),
+                             {"default": None, "sales": None})
+            return
+        none = "new arrival's wait – · served in time –"
+        self.assertEqual(self.estimates(), {"default": none})
+        # A queue first seen in an event is asked at once: a free room.
+        c.execute_command("HEARTBEAT", "agent1", "CAPACITY", "2", "QUEUES",
+                          "sales")
+        self.settled(d)
+        h.wait_until("sales's estimate", lambda: self.estimates().get(
+            "sales") == "new arrival's wait 0s · served in time –")
+        # Two served at once (in time), then both rooms busy and nobody
+        # has ended a conversation: no estimate. The page asks again
+        # within ESTIMATE_EVERY_MS and the tick.
+        c.execute_command("ENQUEUE", "u1", "QUEUE", "sales")
+        c.execute_command("ENQUEUE", "u2", "QUEUE", "sales")
+        h.wait_until("sales's estimate after the matches", lambda:
+                     self.estimates().get("sales") ==
+                     "new arrival's wait – · served in time 100%",
+                     timeout=8)
+        qs = c.execute_command("QSTATS", "sales")
+        self.assertEqual((qs[qs.index("eta_ms") + 1],
+                          qs[qs.index("service_level_pct") + 1]), (-1, 100))
 
     def test_restart(self):
         """csqd stops and starts again on the same ports; the page comes

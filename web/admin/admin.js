@@ -27,6 +27,9 @@
   const ARRIVALS_MAX = 200000; // users whose arrival is remembered
   const HIDDEN_APPLY_MS = 250; // events applied while the tab is hidden
   const RELOAD_DELAYS = [0, 500, 2000, 5000]; // after repeated resyncs
+  // A queue's wait estimate is csqd's answer to a question, not an event:
+  // asked again when events change the queue, at most this often.
+  const ESTIMATE_EVERY_MS = 2000;
   const EVENTS = ["queued", "rescored", "matched", "left", "released",
     "requeued", "servicer_up", "servicer_down", "servicer_paused",
     "servicer_resumed", "offered", "declined", "transferred", "wrapup",
@@ -67,6 +70,9 @@
       // or at its ENQUEUE, which publishes no "queued".
       waitingAt: new Map(),
       dirtyQueues: new Set(),
+      touched: new Set(), // queues whose estimates may have changed
+      // Whether csqd makes wait estimates: the snapshot says, by eta_ms.
+      estimates: snap.queues.length > 0 && snap.queues[0].eta_ms !== undefined,
       dirtyServicers: new Set(),
       dirtyStats: true,
       servicerOrder: true, // the table's rows need sorting
@@ -88,12 +94,40 @@
       q = { name: name, waiting: 0, preferring: 0, line: [],
         users: new Set(), complete: true, uncertain: false,
         oldest: null, oldestKnown: true,
-        askedOldest: false, loading: false, card: null };
+        askedOldest: false, loading: false, card: null,
+        eta: -1, sl: -1, estimatedAt: 0, askedEstimate: false };
       M.queues.set(name, q);
       M.queueOrder = true;
     }
     M.dirtyQueues.add(q);
+    M.touched.add(q);
     return q;
+  }
+
+  // The estimates of csqd's answer p (a snapshot's queue, a page), when
+  // its engine makes them (the memory engine's QSTATS).
+  function estimate(q, p) {
+    if (p.eta_ms === undefined) return;
+    q.eta = p.eta_ms;
+    q.sl = p.service_level_pct;
+    q.estimatedAt = performance.now();
+    q.askedEstimate = false;
+    // As of the answer's id: the events before it changed nothing more.
+    M.touched.delete(q);
+  }
+
+  // Asks again for the estimates of the queues that events changed, once
+  // their last answer is ESTIMATE_EVERY_MS old (a page of no rows, at its
+  // place among the events): a change is on screen within that time and
+  // a second, the tick's, and a busy queue costs one request per period.
+  function refreshEstimates() {
+    const t = performance.now();
+    for (const q of M.touched) {
+      if (q.askedEstimate || t - q.estimatedAt < ESTIMATE_EVERY_MS) continue;
+      q.askedEstimate = true;
+      M.touched.delete(q);
+      requestPage(q, 0);
+    }
   }
 
   function remember(user, arrival) {
@@ -244,9 +278,27 @@
 
   // ---- events -------------------------------------------------------------
 
+  // The queues whose estimates ev may change: its own, the one it left,
+  // and those of its servicer (whose rooms, free or not, count in them).
+  function touch(d) {
+    for (const name of [d.queue, d.from_queue]) {
+      const q = name === undefined ? undefined : M.queues.get(name);
+      if (q !== undefined) M.touched.add(q);
+    }
+    const s = d.servicer === undefined ? undefined :
+      M.servicers.get(d.servicer);
+    if (s !== undefined) {
+      for (const name of s.queues) {
+        const q = M.queues.get(name);
+        if (q !== undefined) M.touched.add(q);
+      }
+    }
+  }
+
   function apply(ev) {
     const d = ev.data;
     const t = d.ts;
+    if (M.estimates) touch(d);
     switch (ev.name) {
       case "queued":
         remember(d.user, t);
@@ -409,6 +461,7 @@
     const q = queue(p.queue);
     q.loading = false;
     q.preferring = p.preferring || 0;
+    estimate(q, p);
     if (q.uncertain) {
       // An offer to a user it did not know: csqd's length is the truth.
       q.uncertain = false;
@@ -566,6 +619,7 @@
       m.complete = q.waiting === m.preferring;
       m.oldest = q.oldest_user === "" ? null :
         { user: q.oldest_user, arrival: snap.ts - q.oldest_wait_ms };
+      estimate(m, q);
     }
     for (const s of snap.servicers) {
       const m = servicer(s.id);
@@ -598,6 +652,7 @@
     const t = performance.now();
     frameAsked = false;
     pump();
+    if (M !== null && M.estimates && inflight === 0) refreshEstimates();
     if (M !== null) draw();
     if (frameTimes.length === FRAME_TIMES) frameTimes.shift();
     frameTimes.push(performance.now() - t);
@@ -661,7 +716,16 @@
     const oldest = el("b");
     const facts = el("span", "queue-facts");
     facts.append(waiting, " waiting · oldest ", oldest);
+    // The estimate for a new arrival and the share served within the
+    // service level, where csqd makes them (not the Redis engine yet).
+    const eta = el("b", "queue-eta");
+    const sl = el("b", "queue-sl");
     head.append(name, facts);
+    if (M.estimates) {
+      const est = el("span", "queue-est");
+      est.append("new arrival's wait ", eta, " · served in time ", sl);
+      head.append(est);
+    }
     const view = el("div", "line");
     const spacer = el("div", "line-spacer");
     view.appendChild(spacer);
@@ -669,6 +733,7 @@
     // scrollTop as the last scroll left it: read there, not while
     // drawing, where a read after the writes would force a layout.
     q.card = { root: root, facts: facts, waiting: waiting, oldest: oldest,
+      eta: eta, sl: sl,
       view: view, spacer: spacer, rows: [], drawn: {}, scrollTop: 0 };
     view.addEventListener("scroll", () => {
       q.card.scrollTop = view.scrollTop;
@@ -728,6 +793,10 @@
     });
     put(d, "oldest", !q.oldestKnown ? "…" : q.oldest === null ? "–" :
       fmtWait(t - q.oldest.arrival), (v) => { c.oldest.textContent = v; });
+    put(d, "eta", q.eta < 0 ? "–" : fmtWait(q.eta),
+      (v) => { c.eta.textContent = v; });
+    put(d, "sl", q.sl < 0 ? "–" : q.sl + "%",
+      (v) => { c.sl.textContent = v; });
     const total = q.line.length + (q.complete ? 0 : 1);
     const inLine = q.waiting - q.preferring;
     put(d, "spacer", Math.max(1, total) * ROW_H,
