@@ -26,29 +26,12 @@ import warnings
 
 import redis
 
+from admin_harness import free_port, free_ports
+
 CSQD = sys.argv[1] if len(sys.argv) > 1 else "csqd"
 REDIS_CLI = sys.argv[2] if len(sys.argv) > 2 else "redis-cli"
 ENGINE = os.environ.get("CSQ_TEST_ENGINE", "memory")
 START_TIMEOUT = 10.0
-
-
-def free_port():
-    return free_ports(1)[0]
-
-
-def free_ports(n):
-    """n free ports, all different: each socket is held until all are
-    picked (two picked one after the other may be the same)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            socks.append(s)
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def run(*args, check=True, **kw):
