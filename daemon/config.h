@@ -26,7 +26,7 @@
 #define CONFIG_STREAMS_MAX       10000       /* http.max_event_streams */
 #define CONFIG_STREAM_BUFFER_MIN (1LL << 20) /* http.event_stream_buffer */
 
-#define CONFIG_USERS_MAX 64 /* entries of users */
+#define CONFIG_USERS_MAX        64     /* entries of users */
 #define CONFIG_QUEUE_LABELS_MAX 100000 /* metrics_max_queues at most */
 
 /* The roles of protocol-v2 section 9; the order of config.c's names. */

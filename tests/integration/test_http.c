@@ -905,7 +905,8 @@ test_metrics_routing(void **state)
 {
 	struct csqd_fx *fx = *state;
 
-	metrics_check(fx->d, "csq_offers_total=0", "csq_offers_declined_total=0",
+	metrics_check(fx->d, "csq_offers_total=0",
+	              "csq_offers_declined_total=0",
 	              "csq_offers_missed_total=0", "csq_transferred_total=0",
 	              "csq_offer_accept_seconds_count=0", NULL);
 	freeReplyObject(CMD(fx->c, "HEARTBEAT s CAPACITY 2 OFFER 30"));

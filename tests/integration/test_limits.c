@@ -482,7 +482,8 @@ reload_lowers(void **state)
 	csqd_rewrite_conf(fx->d, "max_input_memory = 1048576;\n"
 	                         "max_channel_length = 8;");
 	kill(fx->d->pid, SIGHUP);
-	csqd_wait_log(fx->d, "changed=\"max_input_memory, max_channel_length\"");
+	csqd_wait_log(fx->d,
+	              "changed=\"max_input_memory, max_channel_length\"");
 	raw_read(a, out, sizeof(out), READ_IDLE, &closed);
 	assert_true(closed);
 	close(a);

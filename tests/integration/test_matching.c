@@ -66,10 +66,9 @@ longest_idle_servicer(void **state)
 	      "['state','assigned','queue','default','room','s1/0',"
 	      "'servicer','s1']",
 	      "ENQUEUE u4");
-	CHECK(
-	    fx->c,
-	    "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
-	    "ENQUEUE u5");
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
+	      "ENQUEUE u5");
 }
 
 /* Capacity 3 each: the servicers alternate; each fills its lowest room. */
@@ -96,10 +95,9 @@ alternating_and_lowest_room(void **state)
 	ASSIGNED(fx->c, "u7", "default", "a/0");
 	ASSIGNED(fx->c, "u8", "default", "a/1");
 	/* (Conversations of a millisecond or so: an estimate of 0 or -1.) */
-	CHECK(
-	    fx->c,
-	    "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
-	    "ENQUEUE u9");
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
+	      "ENQUEUE u9");
 }
 
 /* Paused servicers and servicers of other queues are passed over. */
@@ -213,10 +211,9 @@ capacity_changes_match_at_once(void **state)
 	/* Resume: matched before RESUME's reply. */
 	CHECK(fx->c, "+OK", "PAUSE s1");
 	CHECK(fx->c, ":1", "RELEASE s1/1");
-	CHECK(
-	    fx->c,
-	    "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
-	    "ENQUEUE u4");
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
+	      "ENQUEUE u4");
 	CHECK(fx->c, "+OK", "RESUME s1");
 	CHECK(fx->c,
 	      "['state','assigned','queue','default','room','s1/1',"

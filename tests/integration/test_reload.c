@@ -604,8 +604,8 @@ queue_full_lines(void **state)
 	CHECK(fx->c, FULL, "ENQUEUE r4 QUEUE r");
 	LOG_WAIT(fx->d, "queue full queue=r max_queue_length=3", 1);
 	/* The warning is a warning. */
-	assert_true(file_contains(fx->d->log_path,
-	                          "warning: queue full queue=r max_queue_length=3"));
+	assert_true(file_contains(
+	    fx->d->log_path, "warning: queue full queue=r max_queue_length=3"));
 }
 
 /*

@@ -370,9 +370,10 @@ servicer_lost(void **state)
 	assert_json_int(j, "position", 1);
 	assert_json_str(event_at(fx, 1, "servicer_down"), "reason", "lost");
 	/* Nobody serves default any more: no estimate. */
-	CHECK(fx->c,
-	      "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE a");
+	CHECK(
+	    fx->c,
+	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
+	    "ENQUEUE a");
 	r = CMD(fx->c, "STATS");
 	assert_int_equal(FIELD_INT(r, "servicers"), 0);
 	assert_int_equal(FIELD_INT(r, "rooms_busy"), 0);

@@ -296,10 +296,9 @@ heartbeat_does_not_resume(void **state)
 	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	    "ENQUEUE u2");
 	CHECK(fx->c, ":1", "RELEASE s1/0");
-	CHECK(
-	    fx->c,
-	    "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
-	    "ENQUEUE u2");
+	CHECK(fx->c,
+	      "['state','waiting','queue','default','position',:1,'eta_ms',:?]",
+	      "ENQUEUE u2");
 }
 
 static void
