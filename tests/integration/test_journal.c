@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "policy_harness.h"
 
 #define ROUNDS       5
 #define STREAM_USERS 1500
@@ -840,6 +841,60 @@ routing_restart(void **state)
 	assert_int_equal(csqd_stop(d), 0);
 }
 
+/*
+ * Queue policies (protocol-v2 sections 4 to 6) across a restart with the
+ * journal: the policies of the file, a preference
+ * window and a user's overflow clock go on (the clock from the arrival,
+ * not from the restart).
+ */
+static void
+policies_restart(void **state)
+{
+	char dir[] = "/tmp/csq-policies-XXXXXX", conf[1024];
+	struct csqd *d;
+	redisContext *c;
+	redisReply *r;
+
+	(void)state;
+	if (mkdtemp(dir) == NULL)
+		fail_msg("mkdtemp");
+	snprintf(conf, sizeof(conf),
+	         "memory: { journal = \"%s/csqd.journal\"; fsync = \"always\"; "
+	         "};\n" POLICIES,
+	         dir);
+	d = csqd_start(conf);
+	c = csqd_connect(d);
+	CHECK(c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:30]",
+	      "HEARTBEAT s1 QUEUES q");
+	CHECK(c,
+	      "['state','assigned','queue','q','room','s1/0',"
+	      "'servicer','s1']",
+	      "ENQUEUE busy QUEUE q");
+	r = CMD(c, "ENQUEUE p1 QUEUE q PREFER s1 600");
+	assert_string_equal(FIELD_STR(r, "prefer"), "s1");
+	freeReplyObject(r);
+	CHECK(c, "['state','waiting','queue','vip','position',:1,'eta_ms',:-1]",
+	      "ENQUEUE v1 QUEUE vip");
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+	d = csqd_start(conf);
+	c = csqd_connect(d);
+	r = CMD(c, "WHERE p1");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_string_equal(FIELD_STR(r, "prefer"), "s1");
+	assert_true(FIELD_INT(r, "prefer_ms") > 500000);
+	freeReplyObject(r);
+	WHERE_UNTIL(c, "v1", "queue", "general");
+	r = CMD(c, "QSTATS vip");
+	assert_int_equal(FIELD_INT(r, "overflowed_total"), 1);
+	assert_int_equal(FIELD_INT(r, "service_level"), 5);
+	freeReplyObject(r);
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -857,6 +912,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(tables_seeded_per_start, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(routing_restart, setup, teardown),
+	    cmocka_unit_test(policies_restart),
 	    cmocka_unit_test_setup_teardown(sigterm_mid_pipeline, setup,
 	                                    teardown),
 	};
