@@ -57,16 +57,15 @@ redis_engine_update_up(struct redis_engine *r)
 }
 
 /*
- * Queue policies and numbers (protocol-v2 sections 4 to 6: ENQUEUE's and
- * TRANSFER's PREFER, QSTATS), whose rules the scripts do not have yet:
- * refused like bad input, before anything is sent, so that nothing
+ * Queue policies and preferred servicers (protocol-v2 sections 4 and 5:
+ * ENQUEUE's and TRANSFER's PREFER), whose rules the scripts do not have
+ * yet: refused like bad input, before anything is sent, so that nothing
  * changes (docs/protocol.md).
  */
 static enum csq_status
 redis_op_unsupported(const struct csq_op *op)
 {
 	switch (op->code) {
-	case CSQ_OP_QSTATS:
 	case CSQ_OP_POLICY:
 		return CSQ_EUNSUPPORTED_QUEUES;
 	case CSQ_OP_ENQUEUE:

@@ -28,6 +28,7 @@ call_free(struct redis_call *k)
 	free(k->servicers);
 	free(k->queues);
 	free(k->rooms);
+	free(k->qstats);
 	free(k);
 }
 
@@ -216,6 +217,7 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 	    [CSQ_OP_QUEUES] = "queues",       [CSQ_OP_ROOMS] = "rooms",
 	    [CSQ_OP_ACCEPT] = "accept",       [CSQ_OP_DECLINE] = "decline",
 	    [CSQ_OP_READY] = "ready",         [CSQ_OP_TRANSFER] = "transfer",
+	    [CSQ_OP_QSTATS] = "qstats",
 	};
 	char sid[CSQ_ID_MAX + 1];
 	struct redis_call *k;
@@ -271,6 +273,9 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 	case CSQ_OP_QUEUES: /* "": every queue that exists */
 	case CSQ_OP_ROOMS:  /* "": every servicer's */
 		arg_cstr(k, op->id);
+		break;
+	case CSQ_OP_QSTATS: /* no id (the scrape): every queue that exists */
+		arg_cstr(k, op->id != NULL ? op->id : "");
 		break;
 	default: /* LOGOUT, LEAVE, WHERE, QLEN */
 		arg_cstr(k, op->id);

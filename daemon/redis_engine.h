@@ -58,6 +58,7 @@ struct redis_call {
 	struct csq_servicer_info *servicers;
 	struct csq_queue_info *queues;
 	struct csq_room_info *rooms;
+	struct csq_queue_stats *qstats;
 	uint64_t wait_event; /* the last event id of the script */
 	uint64_t parked_ms;
 	TAILQ_ENTRY(redis_call) order; /* in redis_engine.order */

@@ -15,6 +15,7 @@
 
 #define ERROR_LOG_MS 1000 /* at most one error line per second */
 #define SERVICER_ROW 9    /* SERVICERS: the fields of a row (servicers.lua) */
+#define QSTATS_ROW   14   /* QSTATS: the fields of a queue (qstats.lua) */
 
 int64_t
 redis_reply_int(const redisReply *a, size_t i)
@@ -44,7 +45,7 @@ u64_of(int64_t v)
 }
 
 /* ENQUEUE, WHERE and TRANSFER: state, queue, position, tier, waited,
- * servicer, room, since, expires_in, from index i. */
+ * servicer, room, since, expires_in, eta, from index i. */
 static int
 parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 {
@@ -55,7 +56,8 @@ parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 	    elem_str(a, i + 5, u->servicer, sizeof(u->servicer)) != 0 ||
 	    elem_str(a, i + 6, u->room, sizeof(u->room)) != 0 ||
 	    redis_reply_int(a, i + 7) == INT64_MIN ||
-	    redis_reply_int(a, i + 8) == INT64_MIN)
+	    redis_reply_int(a, i + 8) == INT64_MIN ||
+	    redis_reply_int(a, i + 9) == INT64_MIN)
 		return -1;
 	if (strcmp(state, "waiting") == 0)
 		u->state = CSQ_USER_WAITING;
@@ -65,9 +67,7 @@ parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 		u->state = CSQ_USER_OFFERED;
 	else
 		u->state = CSQ_USER_NONE;
-	/* An offered user's estimate is 0 (protocol-v2 section 1); the
-	 * scripts do not estimate a waiting user's yet. */
-	u->eta_ms = u->state == CSQ_USER_OFFERED ? 0 : -1;
+	u->eta_ms = redis_reply_int(a, i + 9);
 	u->position = u64_of(redis_reply_int(a, i + 2));
 	u->tier = (uint32_t)u64_of(redis_reply_int(a, i + 3));
 	u->waited_ms = u64_of(redis_reply_int(a, i + 4));
@@ -212,6 +212,62 @@ parse_rooms(struct redis_call *k, const redisReply *a, size_t i)
 	return 0;
 }
 
+/*
+ * QSTATS: per queue, name, waiting, oldest_wait_ms, eta_ms, servicers,
+ * free_rooms, matched, leave, timeout, overflowed, the waits' sum, the
+ * service level, the outcomes in the ring and those within the level;
+ * the sums and shares as lib/qstats.c's csq_qstats_fill makes them.
+ */
+static int
+parse_qstats(struct redis_call *k, const redisReply *a, size_t i)
+{
+	size_t n = (a->elements - i) / QSTATS_ROW, j, f;
+	struct csq_queue_stats *q;
+	int64_t v[QSTATS_ROW];
+
+	if ((a->elements - i) % QSTATS_ROW != 0)
+		return -1;
+	k->qstats = csq_xcalloc(n + 1, sizeof(*k->qstats));
+	for (j = 0; j < n; j++, i += QSTATS_ROW) {
+		q = &k->qstats[j];
+		if (elem_str(a, i, q->queue, sizeof(q->queue)) != 0 ||
+		    !csq_valid_id(q->queue, strlen(q->queue)))
+			return -1;
+		for (f = 1; f < QSTATS_ROW; f++)
+			if ((v[f] = redis_reply_int(a, i + f)) == INT64_MIN)
+				return -1;
+		if (v[12] > CSQ_OUTCOMES || v[13] > v[12] || v[11] <= 0 ||
+		    v[11] > UINT32_MAX)
+			return -1;
+		q->waiting = u64_of(v[1]);
+		q->oldest_wait_ms = u64_of(v[2]);
+		q->eta_ms = v[3] < -1 ? -1 : v[3];
+		q->servicers = u64_of(v[4]);
+		q->free_rooms = u64_of(v[5]);
+		q->matched_total = u64_of(v[6]);
+		q->abandoned_leave = u64_of(v[7]);
+		q->abandoned_timeout = u64_of(v[8]);
+		q->abandoned_total = q->abandoned_leave + q->abandoned_timeout;
+		q->overflowed_total = u64_of(v[9]);
+		q->wait_ms_sum = u64_of(v[10]);
+		q->avg_wait_ms = q->matched_total > 0
+		                     ? q->wait_ms_sum / q->matched_total
+		                     : 0;
+		q->service_level_s = (uint32_t)v[11];
+		q->outcomes = (uint32_t)u64_of(v[12]);
+		q->outcomes_within = (uint32_t)u64_of(v[13]);
+		/* Rounded down: 100 only when every one of them was within. */
+		q->service_level_pct =
+		    q->outcomes > 0
+		        ? (int32_t)((uint64_t)q->outcomes_within * 100 /
+		                    q->outcomes)
+		        : -1;
+	}
+	k->res.qstats = k->qstats;
+	k->res.nentries = n;
+	return 0;
+}
+
 /* STATS: the counters of struct csq_stats, then the last event id seen. */
 static int
 parse_stats(struct csq_result *res, const redisReply *a, size_t i)
@@ -295,8 +351,9 @@ parse_data(struct redis_call *k, const redisReply *a)
 		return parse_queues(k, a, 1);
 	case CSQ_OP_ROOMS:
 		return parse_rooms(k, a, 1);
+	case CSQ_OP_QSTATS:
+		return parse_qstats(k, a, 1);
 	case CSQ_OP_REARM:
-	case CSQ_OP_QSTATS: /* refused before a script runs (engine_redis.c) */
 	case CSQ_OP_POLICY:
 		break;
 	}

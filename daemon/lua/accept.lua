@@ -10,6 +10,8 @@ OPS.accept = function(sid, idx_s)
 	deadline_clear('o:' .. room_name(sid, idx))
 	if u.ttl > 0 then deadline_clear('u:' .. uid) end
 	local offered_ms = elapsed(u.since)
+	-- The room was taken at the offer: the hold time counts from it.
+	redis.call('HSET', P .. 'taken', uid, int(u.since))
 	u.state = 'assigned'
 	u.since = NOW
 	user_save(u)
@@ -18,6 +20,7 @@ OPS.accept = function(sid, idx_s)
 		servicer_save(s)
 	end
 	stat('matched_total', 1)
+	qnum_matched(u.queue, elapsed(u.arrival))
 	event('matched', u.id, u.queue, tier_of(u.key), sid, idx,
 	      elapsed(u.arrival), false, offered_ms)
 	return reply('OK', 1)

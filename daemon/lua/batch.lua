@@ -48,6 +48,7 @@ local function call(KEYS, ARGV)
 	LIMIT.strategy_s = LIMIT_S.strategy
 	base, read, seq, order, deltas, op_deltas = nil, nil, nil, nil, {}, nil
 	events, nevents, soonest, exact = {}, 0, -1, false
+	qnum_discard()
 
 	local nops = tonumber(ARGV[11])
 	-- The reply, presized: a table that grows is rehashed at every power of
@@ -63,6 +64,8 @@ local function call(KEYS, ARGV)
 		if not OPS[name] then make_op(name) end
 		local ok, res = pcall(OPS[name], unpack(ARGV, at + 2, at + 1 + argc))
 		at = at + 2 + argc
+		-- Its queue numbers are written once it succeeded (common.lua).
+		if ok and QN_DIRTY[1] then ok, res = pcall(qnum_flush, res) end
 		if ok then
 			if op_deltas then
 				for f, d in pairs(op_deltas) do
@@ -70,6 +73,7 @@ local function call(KEYS, ARGV)
 				end
 			end
 		else
+			qnum_discard()
 			for i = nevents, before + 1, -1 do events[i] = nil end
 			nevents = before
 			if type(res) == 'table' and res.err then res = res.err end

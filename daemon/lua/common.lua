@@ -272,6 +272,420 @@ local function has_free(s)
 	return s.status == 'ready' and free_count(s) > 0 and s.retry == 0
 end
 
+-- Queue numbers and estimates (protocol-v2 §6)
+--
+-- lib/qstats.c and lib/estimate.c for the state in Redis: a hash per queue,
+-- {p}:qstat:<q>, holds what struct csq_queue holds of it (its counts and
+-- its struct csq_estimate), and what says whether the queue exists:
+--   users       the users whose record names it, in any state
+--   servicers   the logged-in servicers serving it
+--   ready       the capacity of the ready ones (rooms_ready), which
+--               account changes only when a servicer's readiness,
+--               capacity or queues change, not at each RELEASE
+--   matched, leave, timeout, overflowed, wait_sum   (QSTATS)
+--   hold, holds          room time per user, a moving mean (estimate.c)
+--   area, abandons       moving sums of waits and abandons (in 1/1024ths)
+--   within, within_s     the ring's outcomes within within_s seconds
+--   t0 .. t15            a tier's arrivals: "<count> <mean gap> <last>"
+--   r0 .. r999           the ring of the last 1000 outcomes: a matched
+--                        user's wait in ms, or "a" (abandoned); its next
+--                        slot is matched + leave + timeout mod 1000
+-- The hash goes when its queue stops existing (no user, no servicer, no
+-- policy; never the default queue), exactly when libcsq frees the queue
+-- and its numbers, and {p}:qstats lists the queues that have one. A call
+-- reads a queue's hash once (HMGET, its first need) and each operation
+-- writes what it changed at its end (qnum_flush, batch.lua): one HSET per
+-- queue changed. Every value is an integer below 2^53, exact in a double.
+local QN_FIELDS = { 'users', 'servicers', 'ready', 'matched', 'leave',
+                    'timeout', 'overflowed', 'wait_sum', 'hold', 'holds',
+                    'area', 'abandons', 'within', 'within_s' }
+local QN_AT = {} -- field -> its place in QN_FIELDS
+for i = 1, #QN_FIELDS do QN_AT[QN_FIELDS[i]] = i end
+local QN_TIER = #QN_FIELDS + 1 -- t0's place
+for t = 0, TIER_TOP do QN_FIELDS[QN_TIER + t] = 't' .. t end
+-- The queues read in this call (queue -> numbers) and those an operation
+-- changed, in order; batch.lua empties both at a call's start.
+local QN, QN_DIRTY = {}, {}
+local QN_NUM = { __index = function(e, f)
+	local i = QN_AT[f]
+	if not i then return nil end
+	local v = e.raw_[i]
+	v = v and tonumber(v) or 0
+	e[f] = v
+	return v
+end }
+
+-- rport-policy's policies give these; until then every queue has the
+-- defaults: no policy, a service level of 20 s (lib/csq.h's
+-- CSQ_DEFAULT_SERVICE_LEVEL).
+local function queue_has_policy(q) return false end
+local function queue_service_level(q) return 20 end
+-- rport-prefer's: the users of q held for a preferred servicer.
+local function queue_preferring(q) return 0 end
+
+local function qstat_key(q) return P .. 'qstat:' .. q end
+
+-- q's numbers, read at the call's first need of them.
+local function qn(q)
+	local e = QN[q]
+	if e then return e end
+	local raw = redis.call('HMGET', qstat_key(q), unpack(QN_FIELDS))
+	local had = false
+	for i = 1, #raw do
+		if raw[i] then
+			had = true
+			break
+		end
+	end
+	e = setmetatable({ q_ = q, raw_ = raw, had_ = had, set_ = false,
+	                   text_ = false, tiers_ = false }, QN_NUM)
+	QN[q] = e
+	return e
+end
+
+local function qn_mark(e, f)
+	if not e.set_ then
+		e.set_ = {}
+		QN_DIRTY[#QN_DIRTY + 1] = e
+	end
+	e.set_[f] = true
+end
+
+-- A field whose value is text (a tier's, a ring slot's).
+local function qn_text(e, f, v)
+	if not e.text_ then e.text_ = {} end
+	e.text_[f] = v
+	qn_mark(e, f)
+end
+
+-- Adds d to field f of q's numbers: the policies' overflowed_total goes
+-- through here too.
+local function qnum_incr(q, f, d)
+	local e = qn(q)
+	e[f] = e[f] + d
+	qn_mark(e, f)
+end
+
+-- An operation's changes, written (batch.lua, after it succeeded); a
+-- queue that no longer exists loses its hash.
+local function qnum_flush(res)
+	for i = 1, #QN_DIRTY do
+		local e = QN_DIRTY[i]
+		local q = e.q_
+		if e.users <= 0 and e.servicers <= 0 and q ~= 'default' and
+		   not queue_has_policy(q) then
+			if e.had_ then
+				redis.call('DEL', qstat_key(q))
+				redis.call('SREM', P .. 'qstats', q)
+			end
+			QN[q] = nil
+		else
+			local set, n = {}, 0
+			for f in pairs(e.set_) do
+				set[n + 1] = f
+				if QN_AT[f] then
+					set[n + 2] = int(e[f])
+				else
+					set[n + 2] = e.text_[f]
+				end
+				n = n + 2
+			end
+			redis.call('HSET', qstat_key(q), unpack(set, 1, n))
+			if not e.had_ then
+				redis.call('SADD', P .. 'qstats', q)
+				e.had_ = true
+			end
+			e.set_, e.text_ = false, false
+		end
+	end
+	QN_DIRTY = {}
+	return res
+end
+
+-- A failed operation's changes are forgotten with what the call read.
+local function qnum_discard()
+	QN, QN_DIRTY = {}, {}
+end
+
+-- Tier t's arrivals: how many (up to the window), their mean gap, the
+-- last one's time.
+local function qn_tier(e, t)
+	local v = e.tiers_ and e.tiers_[t]
+	if v then return v[1], v[2], v[3] end
+	local raw = e.raw_[QN_TIER + t]
+	if not raw then return 0, 0, 0 end
+	local n, gap, last = string.match(raw, '^(%d+) (%d+) (%d+)$')
+	return tonumber(n), tonumber(gap), tonumber(last)
+end
+
+-- lib/estimate.c's moving mean, in integers.
+local function est_mean(mean, sample, n)
+	if sample >= mean then return mean + math.floor((sample - mean) / n) end
+	return mean - math.floor((mean - sample) / n)
+end
+
+-- A user of tier t arrived in q's line (csq_estimate_arrival); the window
+-- is 128 samples, and tiers above 15 are not counted.
+local function est_arrival(q, t)
+	if t > TIER_TOP then return end
+	local e = qn(q)
+	local n, gap, last = qn_tier(e, t)
+	if n > 0 then
+		gap = est_mean(gap, elapsed(last), n < 128 and n or 128)
+	end
+	if n < 128 then n = n + 1 end
+	if not e.tiers_ then e.tiers_ = {} end
+	e.tiers_[t] = { n, gap, NOW }
+	qn_text(e, 't' .. t, n .. ' ' .. int(gap) .. ' ' .. NOW_S)
+end
+
+-- A new user waits in q; one moved from queue from to q (a re-ENQUEUE,
+-- a TRANSFER, an overflow) and arrives there.
+local function qnum_user_new(q, t)
+	qnum_incr(q, 'users', 1)
+	est_arrival(q, t)
+end
+local function qnum_user_moved(from, q, t)
+	if from ~= q then
+		qnum_incr(from, 'users', -1)
+		qnum_incr(q, 'users', 1)
+	end
+	est_arrival(q, t)
+end
+
+-- Of the users who waited: the time they waited and how many gave up,
+-- moving sums (csq_estimate_outcome).
+local function est_outcome(e, waited, abandoned)
+	if waited == 0 and not abandoned then return end
+	e.area = e.area - math.floor(e.area / 128) + waited
+	qn_mark(e, 'area')
+	local a = e.abandons - math.floor(e.abandons / 128)
+	if abandoned then a = a + 1024 end
+	if a ~= e.abandons then
+		e.abandons = a
+		qn_mark(e, 'abandons')
+	end
+end
+
+local function qn_is_within(w, level)
+	return w ~= 'a' and tonumber(w) <= level * 1000
+end
+
+-- The queue's service level and the ring's outcomes within it: counted
+-- again when the level changed (a reload; lib/qstats.c's
+-- csq_qstats_relevel), else as kept.
+local function qn_within_now(e)
+	local level = queue_service_level(e.q_)
+	if e.within_s == level then return level, e.within end
+	local n = e.matched + e.leave + e.timeout
+	if n > 1000 then n = 1000 end
+	local within = 0
+	if n > 0 then
+		local fields = {}
+		for i = 1, n do fields[i] = 'r' .. (i - 1) end
+		local ring = redis.call('HMGET', qstat_key(e.q_), unpack(fields))
+		for i = 1, n do
+			local w = (e.text_ and e.text_[fields[i]]) or ring[i]
+			if w and qn_is_within(w, level) then within = within + 1 end
+		end
+	end
+	return level, within
+end
+
+-- The same, kept: an outcome is about to be counted against the level.
+local function qn_level(e)
+	local level, within = qn_within_now(e)
+	if e.within_s ~= level then
+		e.within, e.within_s = within, level
+		qn_mark(e, 'within')
+		qn_mark(e, 'within_s')
+	end
+	return level
+end
+
+-- One more outcome in the ring (w: the wait's text, or 'a'), before it
+-- is counted in matched, leave or timeout.
+local function qn_outcome(e, w)
+	local level = qn_level(e)
+	local total = e.matched + e.leave + e.timeout
+	local f = 'r' .. (total % 1000)
+	local within = e.within
+	if total >= 1000 then
+		local old = (e.text_ and e.text_[f]) or
+		            redis.call('HGET', qstat_key(e.q_), f)
+		if old and qn_is_within(old, level) then within = within - 1 end
+	end
+	if qn_is_within(w, level) then within = within + 1 end
+	if within ~= e.within then
+		e.within = within
+		qn_mark(e, 'within')
+	end
+	qn_text(e, f, w)
+end
+
+-- A user of q was matched (assigned, or accepted an offer) after waiting
+-- waited ms (csq_qstats_matched).
+local function qnum_matched(q, waited)
+	local e = qn(q)
+	local w = waited
+	if w > 4294967294 then w = 4294967294 end -- the ring's uint32
+	qn_outcome(e, int(w))
+	qnum_incr(q, 'matched', 1)
+	if waited > 0 then qnum_incr(q, 'wait_sum', waited) end
+	est_outcome(e, waited, false)
+end
+
+-- A waiting or offered user of q gave up (reason leave, timeout).
+local function qnum_abandoned(q, reason, waited)
+	local e = qn(q)
+	est_outcome(e, waited, true)
+	qn_outcome(e, 'a')
+	if reason == 'timeout' then
+		qnum_incr(q, 'timeout', 1)
+	else
+		qnum_incr(q, 'leave', 1)
+	end
+end
+
+-- When a room was taken by the user in it, for its hold time: the
+-- assignment, or the offer it accepted, which ACCEPT notes in {p}:taken
+-- (the record's since is then the acceptance). Clears the note: each
+-- call that takes the user out of its room calls this once. Only once
+-- offers have been made: without them nothing is noted.
+local function qnum_taken(uid)
+	if counter('offers_total') <= 0 then return nil end
+	local key = P .. 'taken'
+	local at = redis.call('HGET', key, uid)
+	if not at then return nil end
+	redis.call('HDEL', key, uid)
+	return tonumber(at)
+end
+
+-- A conversation of q in a room taken at since (the record's) ended with
+-- a wrap-up of wrapup s: how long its user held the room
+-- (csq_estimate_hold, from csq_room_end).
+local function qnum_room_end(q, uid, since, wrapup)
+	local e = qn(q)
+	local ms = elapsed(qnum_taken(uid) or since) + wrapup * 1000
+	e.holds = e.holds + 1
+	e.hold = est_mean(e.hold, ms, e.holds < 128 and e.holds or 128)
+	qn_mark(e, 'holds')
+	qn_mark(e, 'hold')
+end
+
+-- unaccount notes a servicer's ready capacity and queues, and account
+-- moves each queue's servicers and ready by what changed: a login (no
+-- note, and never saved), new queues, a new readiness or capacity.
+local function qnum_unaccount(s)
+	s.qn_ready = s.status == 'ready' and s.capacity or 0
+	s.qn_queues = s.queues
+end
+
+local function qn_serving(qs, d, ready)
+	for _, q in ipairs(qs) do
+		if d ~= 0 then qnum_incr(q, 'servicers', d) end
+		if ready ~= 0 then qnum_incr(q, 'ready', ready) end
+	end
+end
+
+local function qnum_account(s)
+	local ready, had = s.status == 'ready' and s.capacity or 0, s.qn_queues
+	s.qn_queues = nil
+	if not had then
+		if not s.was then qn_serving(s.queues, 1, ready) end
+		return
+	end
+	if had ~= s.queues and
+	   table.concat(had, ',') ~= table.concat(s.queues, ',') then
+		qn_serving(had, -1, -s.qn_ready)
+		qn_serving(s.queues, 1, ready)
+	elseif ready ~= s.qn_ready then
+		qn_serving(s.queues, 0, ready - s.qn_ready)
+	end
+end
+
+-- s (out of the accounts) logs out or is lost.
+local function qnum_drop(s)
+	qn_serving(s.queues, -1, -s.qn_ready)
+end
+
+-- The estimate for the pos-th user of tier t in q's line; -1 none
+-- (csq_estimate_line). The same doubles as lib/estimate.c, in the same
+-- order, rounded as llround; Lua 5.1 has no log1p, and log(1 + x) loses
+-- x's low bits when x is small: log(u) * x / (u - 1) with u = 1 + x
+-- (Goldberg's correction) is within a few ulps of log1p, so an estimate
+-- differs from the memory engine's only if its fraction is that close to
+-- one half.
+local function est_line(q, pos, t)
+	if not base or counter('rooms_free') > 0 then
+		if redis.call('EXISTS', free_key(q)) == 1 then return 0 end
+	end
+	local e = qn(q)
+	if e.ready <= 0 or e.holds == 0 or e.hold == 0 then return -1 end
+	local full = e.ready / e.hold
+	local rate = 0
+	for k = t + 1, TIER_TOP do
+		local n, gap, last = qn_tier(e, k)
+		if n >= 2 then
+			local since = elapsed(last)
+			if since > gap then gap = since end
+			if gap > 0 then rate = rate + 1.0 / gap end
+		end
+	end
+	local mu = full - rate
+	if mu < (1 - 0.9) * full then mu = (1 - 0.9) * full end
+	local theta, ahead, eta = 0, 0, 0
+	if e.area > 0 then theta = e.abandons / 1024 / e.area end
+	if pos > 0 then ahead = pos - 1 end
+	if theta > 0 then
+		local x = theta * ahead / mu
+		local u = 1 + x
+		if u ~= 1 then x = math.log(u) * x / (u - 1) end
+		eta = x / theta
+	else
+		eta = ahead / mu
+	end
+	eta = eta + 1 / mu
+	if eta >= 864000000 then return 864000000 end -- CSQ_TTL_MAX s * 10
+	local r = math.floor(eta)
+	if eta - r >= 0.5 then r = r + 1 end
+	return r
+end
+
+-- A user's eta_ms: 0 offered, the line's estimate waiting (pos: its
+-- position), -1 assigned.
+local function est_user(u, pos)
+	if u.state == 'offered' then return 0 end
+	if u.state ~= 'waiting' then return -1 end
+	return est_line(u.queue, pos, tier_of(u.key))
+end
+
+-- The longest wait in q's line, and whose: the user who came first (the
+-- lowest sequence) is the first of its tier (the line is in tier order,
+-- then arrival order), so one lookup per tier present rather than a walk
+-- of the line (QUEUES, QSTATS).
+local function oldest_wait(q)
+	local key, first, who, from = queue_key(q), nil, nil, '-inf'
+	while true do
+		local r = redis.call('ZRANGEBYSCORE', key, from, '+inf', 'WITHSCORES',
+		                     'LIMIT', 0, 1)
+		if not r[1] then break end
+		local score = tonumber(r[2])
+		if not first or seq_of(score) < first then
+			first, who = seq_of(score), r[1]
+		end
+		local tier = tier_of(score)
+		if tier == 0 then break end
+		-- Sequence 0 is never handed out: the tier below starts after it.
+		from = int(pack(tier - 1, 0))
+	end
+	if not who then return 0, '' end
+	local rec = redis.call('HGET', USERS, who)
+	local arrival = rec and string.match(rec, '^%S+ %d+ (%d+) ')
+	return elapsed(tonumber(arrival)), who
+end
+-- (end of the queue numbers and estimates)
+
 -- A servicer's score in the free-room index of its queues; the lowest
 -- gets the next user (lib/servicer.c's csq_avail_key). longest_idle: the
 -- order of its login or last new user, which no two share. least_busy:
@@ -291,6 +705,7 @@ end
 -- between unaccount and account, which keep rooms_busy, rooms_free and the
 -- free-room index of each queue true (lib/servicer.c).
 local function unaccount(s)
+	qnum_unaccount(s)
 	stat('rooms_busy', -s.active)
 	if s.status == 'ready' then stat('rooms_free', -free_count(s)) end
 	if has_free(s) then
@@ -301,6 +716,7 @@ local function unaccount(s)
 end
 
 local function account(s)
+	qnum_account(s)
 	stat('rooms_busy', s.active)
 	if s.status == 'ready' then stat('rooms_free', free_count(s)) end
 	-- A servicer whose fill waits for a split reap's last call (fill)
@@ -412,10 +828,12 @@ local function user_deadline(u)
 end
 
 -- A user has a deadline while it waits or is offered with a TTL, and
--- only then: timed says whether user id does.
-local function user_free(id, timed)
+-- only then: timed says whether user id does. q: its queue, which it no
+-- longer holds.
+local function user_free(id, timed, q)
 	if timed then deadline_clear('u:' .. id) end
 	redis.call('HDEL', USERS, id)
+	qnum_incr(q, 'users', -1)
 end
 
 -- Deadlines of rooms: "o:<servicer>/<index>" an offer, "w:<...>" a
@@ -476,6 +894,7 @@ local function place(u, s, room, moved)
 	u.state = 'assigned'
 	user_save(u)
 	stat('matched_total', 1)
+	qnum_matched(u.queue, elapsed(u.arrival))
 	event('matched', u.id, u.queue, tier_of(u.key), s.id, room,
 	      elapsed(u.arrival), moved or false)
 end
@@ -668,6 +1087,7 @@ local function room_return(s, idx, u, kind, reason)
 		deadline_clear('o:' .. room_name(s.id, idx))
 	end
 	s.active = s.active - 1
+	if u.state == 'assigned' then qnum_taken(u.id) end
 	u.state = 'waiting'
 	user_save(u)
 	redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
@@ -810,7 +1230,11 @@ local function room_release(s, idx, uid, by)
 	-- the same, without an event, which would have no queue to name.
 	if rec then
 		event('released', uid, q, s.id, idx, by)
-		user_free(uid, state == 'waiting' and ttl ~= '0')
+		if state == 'assigned' then
+			qnum_room_end(q, uid, tonumber(string.match(rec, '(%d+)$')),
+			              s.wrapup)
+		end
+		user_free(uid, state == 'waiting' and ttl ~= '0', q)
 	end
 	if room_after(s, idx) then
 		s.vacated = idx
@@ -831,6 +1255,7 @@ end
 -- servicer and the room (lib/csq.c's csq_user_abandon).
 local function user_abandon(u, reason)
 	stat('abandoned_total', 1)
+	qnum_abandoned(u.queue, reason, elapsed(u.arrival))
 	if u.state == 'waiting' then
 		redis.call('ZREM', queue_key(u.queue), u.id)
 		stat('waiting', -1)
@@ -848,7 +1273,7 @@ local function user_abandon(u, reason)
 		deadline_clear('o:' .. room_name(u.servicer, u.room))
 		event('left', u.id, u.queue, reason, u.servicer, u.room)
 	end
-	user_free(u.id, u.ttl > 0)
+	user_free(u.id, u.ttl > 0, u.queue)
 end
 
 -- The users in the rooms of servicer id go back in line at their old
@@ -879,6 +1304,7 @@ end
 -- (rooms_requeue), then servicer_down. Returns how many users.
 local function servicer_drop(s, reason)
 	unaccount(s)
+	qnum_drop(s)
 	local n = rooms_requeue(s, reason)
 	redis.call('DEL', servicer_key(s.id))
 	deadline_clear('s:' .. s.id)
@@ -928,12 +1354,13 @@ local function room_find(sid, idx_s)
 end
 
 -- The reply fields of a user (ENQUEUE, WHERE, TRANSFER): state, queue,
--- position, tier, waited_ms, servicer, room, since_ms, expires_in_ms.
--- pos: the position if known.
+-- position, tier, waited_ms, servicer, room, since_ms, expires_in_ms,
+-- eta_ms. pos: the position if known.
 local function user_info(u, pos)
 	if u.state == 'waiting' then
-		return 'waiting', u.queue, pos or position(u), tier_of(u.key),
-		       elapsed(u.arrival), '', '', 0, 0
+		pos = pos or position(u)
+		return 'waiting', u.queue, pos, tier_of(u.key), elapsed(u.arrival),
+		       '', '', 0, 0, est_user(u, pos)
 	end
 	local room = room_name(u.servicer, u.room)
 	local expires = 0
@@ -942,5 +1369,5 @@ local function user_info(u, pos)
 		if at and tonumber(at) > NOW then expires = tonumber(at) - NOW end
 	end
 	return u.state, u.queue, 0, tier_of(u.key), elapsed(u.arrival),
-	       u.servicer, room, elapsed(u.since), expires
+	       u.servicer, room, elapsed(u.since), expires, est_user(u)
 end

@@ -20,6 +20,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		local created = redis.pcall('HSETNX', USERS, id,
 		                            user_record(u, key, NOW_S, ttl_s))
 		if created == 1 then
+			qnum_user_new(q, tier)
 			redis.call('ZADD', qkey, key, id)
 			stat('waiting', 1)
 			-- A new user has no deadline yet: only set one.
@@ -80,6 +81,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		user_save(u, key)
 		redis.call('ZADD', queue_key(q), key, id)
 		local moved = from ~= q and from
+		if moved then qnum_user_moved(from, q, tier) end
 		if not match_user(u, moved) then
 			event('rescored', id, q, tier, position(u), moved)
 		end

@@ -22,7 +22,8 @@ OPS.leave = function(id)
 			stat('rooms_busy', -1)
 		end
 		event('released', id, u.queue, u.servicer, u.room, 'user')
-		user_free(id, false)
+		qnum_taken(id)
+		user_free(id, false, u.queue)
 		ghost_remove(u.servicer)
 		settle()
 	end

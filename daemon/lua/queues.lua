@@ -37,31 +37,6 @@ local function queues_served(found, seen)
 	end
 end
 
--- The longest wait in q's line, and whose: the user who came first (the
--- lowest sequence) is the first of its tier (the line is in tier order,
--- then arrival order), so one lookup per tier present rather than a walk
--- of the line.
-local function oldest_wait(q)
-	local key, first, who, from = queue_key(q), nil, nil, '-inf'
-	while true do
-		local r = redis.call('ZRANGEBYSCORE', key, from, '+inf', 'WITHSCORES',
-		                     'LIMIT', 0, 1)
-		if not r[1] then break end
-		local score = tonumber(r[2])
-		if not first or seq_of(score) < first then
-			first, who = seq_of(score), r[1]
-		end
-		local tier = tier_of(score)
-		if tier == 0 then break end
-		-- Sequence 0 is never handed out: the tier below starts after it.
-		from = int(pack(tier - 1, 0))
-	end
-	if not who then return 0, '' end
-	local rec = redis.call('HGET', USERS, who)
-	local arrival = rec and string.match(rec, '^%S+ %d+ (%d+) ')
-	return elapsed(tonumber(arrival)), who
-end
-
 OPS.queues = function(q)
 	local names = { q }
 	if q == '' then

@@ -12,6 +12,7 @@ OPS.transfer = function(sid, idx_s, to)
 	local from = u.queue
 	unaccount(s)
 	event('released', uid, from, sid, idx, 'transfer')
+	qnum_room_end(from, uid, u.since, s.wrapup)
 	if room_after(s, idx) then
 		redis.call('HDEL', rooms_key(sid), idx_s)
 		s.active = s.active - 1
@@ -22,6 +23,7 @@ OPS.transfer = function(sid, idx_s, to)
 	-- The agent's choice: a later ENQUEUE does not move it back.
 	u.queue, u.moved, u.state = to, true, 'waiting'
 	user_save(u)
+	qnum_user_moved(from, to, tier_of(u.key))
 	redis.call('ZADD', queue_key(to), int(u.key), uid)
 	stat('waiting', 1)
 	user_deadline(u)

@@ -15,10 +15,11 @@
  * moves (DEBUG CLOCK, a test build's: daemon/debug_clock.h), among the
  * requests: TTLs, offers, wrap-ups and retry windows run out in the
  * middle, several at once, and the routing commands (OFFER, WRAPUP,
- * ACCEPT, DECLINE, READY, TRANSFER) join the mix, each run on its own
- * seed and configuration (strategies, retries, missed offers). With one
- * clock nothing needs setting aside: every reply and every event, its id
- * and its times included, must be the same byte for byte.
+ * ACCEPT, DECLINE, READY, TRANSFER) and QSTATS join the mix, each run on
+ * its own seed and configuration (strategies, retries, missed offers).
+ * With one clock nothing needs setting aside: every reply and every
+ * event, its id, its times and its wait estimates (eta_ms) included, must
+ * be the same byte for byte.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +155,11 @@ timed_request(char buf[16][80], const char **argv)
 			snprintf(buf[argc++], 80, "%s,%s", queue_names[rnd(4)],
 			         queue_names[rnd(4)]);
 		}
+	} else if (k == 19) {
+		/* A queue's numbers and estimate (protocol-v2 section 6). */
+		snprintf(buf[argc++], 80, "QSTATS");
+		snprintf(buf[argc++], 80, "%s",
+		         rnd(10) == 0 ? "bad id" : queue_names[rnd(4)]);
 	} else
 		return random_request(buf, argv);
 	for (k = 0; k < (uint32_t)argc; k++)
@@ -303,24 +309,29 @@ normalize(redisReply *r, const char *cmd)
 	}
 }
 
-/*
- * eta_ms (protocol-v2 section 6) set aside in every run: the Redis
- * engine's scripts do not estimate yet and answer -1 (docs/protocol.md,
- * section 3b). Only the value: the field and its place are compared.
- * To go once the scripts have the estimate.
- */
+/* Replies with an estimate above 0 (eta_ms), and QSTATS replies with
+ * outcomes (service_level_pct above -1), that both engines gave alike. */
+static int estimates, qstats_seen;
+
+/* Counts what r (the memory side's reply) shows of the estimates. */
 static void
-set_eta_aside(redisReply *r)
+note_estimates(const redisReply *r)
 {
 	size_t i;
 
 	if (r->type != REDIS_REPLY_ARRAY)
 		return;
-	for (i = 0; i + 1 < r->elements; i++)
-		if (r->element[i]->type == REDIS_REPLY_STRING &&
-		    strcmp(r->element[i]->str, "eta_ms") == 0 &&
-		    r->element[i + 1]->type == REDIS_REPLY_INTEGER)
-			r->element[i + 1]->integer = 0;
+	for (i = 0; i + 1 < r->elements; i++) {
+		if (r->element[i]->type != REDIS_REPLY_STRING ||
+		    r->element[i + 1]->type != REDIS_REPLY_INTEGER)
+			continue;
+		if (strcmp(r->element[i]->str, "eta_ms") == 0 &&
+		    r->element[i + 1]->integer > 0)
+			estimates++;
+		if (strcmp(r->element[i]->str, "service_level_pct") == 0 &&
+		    r->element[i + 1]->integer >= 0)
+			qstats_seen++;
+	}
 }
 
 /* Times in events: the digits after "ts": and "waited_ms":. */
@@ -400,12 +411,13 @@ run_requests(int nops, int (*gen)(char[16][80], const char **), int norm)
 			r = CMD_ARGV(sides[k].c, argc, argv, NULL);
 			if (norm)
 				normalize(r, argv[0]);
-			set_eta_aside(r);
 			reply_repr(r, repr[k], sizeof(repr[k]));
 			if (k == 0 && r->type == REDIS_REPLY_ERROR)
 				errors++;
-			if (k == 0)
+			if (k == 0) {
 				note_room(r);
+				note_estimates(r);
+			}
 			freeReplyObject(r);
 		}
 		if (strcmp(repr[0], repr[1]) != 0)
@@ -448,6 +460,7 @@ timed_everywhere(void **state)
 	rng = t->seed;
 	clock_ms = T0;
 	nrecent = 0;
+	estimates = qstats_seen = 0;
 	for (k = 0; k < 2; k++)
 		CHECK(sides[k].c, "+OK", "DEBUG CLOCK %llu",
 		      (unsigned long long)clock_ms);
@@ -470,6 +483,11 @@ timed_everywhere(void **state)
 	assert_true(FIELD_INT(r, "abandoned_total") > 0);
 	assert_true(FIELD_INT(r, "transferred_total") > 0);
 	freeReplyObject(r);
+	/* Estimates and queue numbers were compared, not only -1s. */
+	fprintf(stderr, "seed %u: %d estimates above 0, %d QSTATS with "
+	        "outcomes\n", (unsigned)t->seed, estimates, qstats_seen);
+	assert_true(estimates > 20);
+	assert_true(qstats_seen > 5);
 }
 
 /* The two daemons, with conf, or timed_conf and extra; the Redis one on a
