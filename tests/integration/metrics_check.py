@@ -81,9 +81,8 @@ JOURNAL = {
 
 # The Redis engine also shows its round trip (while it is up).
 REDIS_ONLY = {"csq_redis_rtt_seconds": "gauge"}
-# The memory engine has each queue's numbers (QSTATS), the Redis engine
-# not yet. The service level's share appears once a queue has an outcome
-# (--outcomes).
+# Each queue's numbers (QSTATS), on both engines. The service level's share
+# appears once a queue has an outcome (--outcomes).
 QUEUE_NUMBERS = {
     "csq_queue_oldest_wait_seconds": "gauge",
     "csq_queue_matched": "counter",
@@ -92,10 +91,9 @@ QUEUE_NUMBERS = {
     "csq_queue_service_level_seconds": "gauge",
 }
 OUTCOMES = {"csq_queue_service_level_ratio": "gauge"}
+REQUIRED.update(QUEUE_NUMBERS)
 if os.environ.get("CSQ_TEST_ENGINE") == "redis":
     REQUIRED.update(REDIS_ONLY)
-else:
-    REQUIRED.update(QUEUE_NUMBERS)
 
 EXPECT_RE = re.compile(r'^(!?)([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?(?:(=|>=)(.+))?$')
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
