@@ -258,10 +258,9 @@ parse_qstats(struct redis_call *k, const redisReply *a, size_t i)
 		q->outcomes_within = (uint32_t)u64_of(v[13]);
 		/* Rounded down: 100 only when every one of them was within. */
 		q->service_level_pct =
-		    q->outcomes > 0
-		        ? (int32_t)((uint64_t)q->outcomes_within * 100 /
-		                    q->outcomes)
-		        : -1;
+		    q->outcomes > 0 ? (int32_t)((uint64_t)q->outcomes_within *
+		                                100 / q->outcomes)
+		                    : -1;
 	}
 	k->res.qstats = k->qstats;
 	k->res.nentries = n;

@@ -282,7 +282,7 @@ end
 --   ready       the capacity of the ready ones (rooms_ready), which
 --               account changes only when a servicer's readiness,
 --               capacity or queues change, not at each RELEASE
---   matched, leave, timeout, overflowed, wait_sum   (QSTATS)
+--   matched, leave, timeout, overflowed_total, wait_sum   (QSTATS)
 --   hold, holds          room time per user, a moving mean (estimate.c)
 --   area, abandons       moving sums of waits and abandons (in 1/1024ths)
 --   within, within_s     the ring's outcomes within within_s seconds
@@ -297,7 +297,8 @@ end
 -- writes what it changed at its end (qnum_flush, batch.lua): one HSET per
 -- queue changed. Every value is an integer below 2^53, exact in a double.
 local QN_FIELDS = { 'users', 'servicers', 'ready', 'matched', 'leave',
-                    'timeout', 'overflowed', 'wait_sum', 'hold', 'holds',
+                    'timeout', 'overflowed_total', 'wait_sum', 'hold',
+                    'holds',
                     'area', 'abandons', 'within', 'within_s' }
 local QN_AT = {} -- field -> its place in QN_FIELDS
 for i = 1, #QN_FIELDS do QN_AT[QN_FIELDS[i]] = i end

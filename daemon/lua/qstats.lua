@@ -37,7 +37,7 @@ local function qstats_of(q, out)
 	out[n + 7] = e.matched
 	out[n + 8] = e.leave
 	out[n + 9] = e.timeout
-	out[n + 10] = e.overflowed
+	out[n + 10] = e.overflowed_total
 	out[n + 11] = e.wait_sum
 	out[n + 12] = level
 	out[n + 13] = total

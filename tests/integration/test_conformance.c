@@ -484,8 +484,10 @@ timed_everywhere(void **state)
 	assert_true(FIELD_INT(r, "transferred_total") > 0);
 	freeReplyObject(r);
 	/* Estimates and queue numbers were compared, not only -1s. */
-	fprintf(stderr, "seed %u: %d estimates above 0, %d QSTATS with "
-	        "outcomes\n", (unsigned)t->seed, estimates, qstats_seen);
+	fprintf(stderr,
+	        "seed %u: %d estimates above 0, %d QSTATS with "
+	        "outcomes\n",
+	        (unsigned)t->seed, estimates, qstats_seen);
 	assert_true(estimates > 20);
 	assert_true(qstats_seen > 5);
 }

@@ -547,7 +547,8 @@ test_metrics_queue_cap(void **state)
 		metrics_check(
 		    fx->d,
 		    "csq_queue_wait_seconds_bucket{queue=\"vip\",le=\"7\"}=1",
-		    "csq_queue_wait_seconds_bucket{queue=\"_other\",le=\"7\"}=1",
+		    "csq_queue_wait_seconds_bucket{queue=\"_other\",le=\"7\"}="
+		    "1",
 		    "csq_queue_service_level_seconds{queue=\"vip\"}=7", NULL);
 	metrics_check(
 	    fx->d, "--outcomes", "csq_waiting_users{queue=\"_other\"}=1",
