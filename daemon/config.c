@@ -1064,8 +1064,7 @@ config_check_tls(struct config_report *r, const struct config *cfg,
 /*
  * What concerns the queues entries together, once each is valid (libcsq's
  * own check, csq_policies_check, the one the engine applies): reported at
- * the line of the entry it finds; and the engine, which must be the
- * memory engine until the Redis engine's scripts have the rules.
+ * the line of the entry it finds.
  */
 static void
 config_check_queues(struct config_report *r, const struct config *cfg,
@@ -1091,10 +1090,6 @@ config_check_queues(struct config_report *r, const struct config *cfg,
 			    "queues: \"%s\": %s", ok[i].name,
 			    csq_policy_error_text(e));
 	}
-	if (strcmp(cfg->engine, "redis") == 0)
-		config_error(r, queues,
-		             "queues is not available on the redis engine yet "
-		             "(docs/protocol.md)");
 }
 
 /* Applies a parsed tree, or reports why it could not be parsed. */

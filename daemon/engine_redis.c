@@ -37,6 +37,9 @@ redis_engine_update_up(struct redis_engine *r)
 	if (up == r->up)
 		return;
 	r->up = up;
+	/* First the queue policies, which the calls after need. */
+	if (up)
+		redis_policy_send(r);
 	/* At once: the earliest deadline, which others may have set. */
 	if (up && r->peek_sent_us == 0)
 		peek_send(r);
@@ -66,8 +69,6 @@ static enum csq_status
 redis_op_unsupported(const struct csq_op *op)
 {
 	switch (op->code) {
-	case CSQ_OP_POLICY:
-		return CSQ_EUNSUPPORTED_QUEUES;
 	case CSQ_OP_ENQUEUE:
 		return op->enqueue.prefer.has_prefer ? CSQ_EUNSUPPORTED_QUEUES
 		                                     : CSQ_OK;
@@ -217,6 +218,12 @@ redis_set_limits(struct csq_engine *e, const struct csq_limits *limits)
 	redis_engine(e)->limits = *limits;
 }
 
+static enum csq_status
+redis_set_policies(struct csq_engine *e, const struct csq_policy *v, size_t n)
+{
+	return redis_policy_set(redis_engine(e), v, n);
+}
+
 static int
 redis_up(struct csq_engine *e)
 {
@@ -239,6 +246,7 @@ redis_free(struct csq_engine *e)
 	redis_call_flush(r, 1);
 	event_free(r->tick);
 	event_free(r->flush);
+	free(r->policies);
 	free(r);
 }
 
@@ -274,6 +282,7 @@ static const struct csq_engine_ops redis_ops = {
     .next_deadline = redis_next_deadline,
     .expire = redis_expire,
     .set_limits = redis_set_limits,
+    .set_policies = redis_set_policies,
     .up = redis_up,
     .rtt_us = redis_rtt_us,
     .last_event_id = redis_last_event_id,
@@ -331,6 +340,7 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	r->wait_replicas = cfg->redis_wait_replicas;
 	r->wait_timeout_ms = cfg->redis_wait_timeout_ms;
 	r->limits = cfg->limits;
+	redis_policy_init(r, cfg->policies, (size_t)cfg->npolicies);
 	r->clock = clock;
 	r->clock_arg = clock_arg;
 	r->emit = emit;

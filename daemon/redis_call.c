@@ -218,7 +218,9 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 	    [CSQ_OP_ACCEPT] = "accept",       [CSQ_OP_DECLINE] = "decline",
 	    [CSQ_OP_READY] = "ready",         [CSQ_OP_TRANSFER] = "transfer",
 	    [CSQ_OP_QSTATS] = "qstats",
+	    [CSQ_OP_POLICY] = "policy",
 	};
+	char entry[4 * CSQ_ID_MAX];
 	char sid[CSQ_ID_MAX + 1];
 	struct redis_call *k;
 	uint32_t idx;
@@ -266,6 +268,16 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 		break;
 	case CSQ_OP_EXPIRE:
 		arg_cstr(k, EXPIRE_BATCH);
+		break;
+	case CSQ_OP_POLICY: /* redis_policy.c: none has count 0 */
+		arg_int(k, (int64_t)op->offset);
+		arg_int(k, op->count);
+		arg_cstr(k, op->policy.name);
+		entry[0] = '\0';
+		if (op->policy.name[0] != '\0')
+			redis_policy_pack(&op->policy, entry, sizeof(entry));
+		arg_cstr(k, entry);
+		arg_cstr(k, r->writer);
 		break;
 	case CSQ_OP_SERVICERS:
 	case CSQ_OP_STATS:

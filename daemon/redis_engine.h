@@ -164,6 +164,13 @@ struct redis_engine {
 	 * WAITs sent. */
 	int64_t wait_replicas, wait_timeout_ms;
 	uint64_t wait_seq;
+
+	/* Queue policies (redis_policy.c): this daemon's `queues`, written
+	 * to Redis when the link comes up and at each change, under its
+	 * writer's name. */
+	struct csq_policy *policies;
+	size_t npolicies;
+	char writer[48];
 };
 
 /* Milliseconds of a clock that only goes forward, for waits and logs. */
@@ -197,6 +204,16 @@ void redis_conn_function_reload(struct redis_engine *);
 /* Connects c at once unless it is connected or connecting (it may be
  * waiting for its next attempt). */
 void redis_conn_now(struct redis_conn *);
+
+/* redis_policy.c */
+void redis_policy_init(struct redis_engine *, const struct csq_policy *,
+                       size_t n);
+enum csq_status redis_policy_set(struct redis_engine *,
+                                 const struct csq_policy *, size_t n);
+/* The daemon's policies to Redis, in one call. */
+void redis_policy_send(struct redis_engine *);
+/* One policy as the script reads it, into buf. */
+void redis_policy_pack(const struct csq_policy *, char *buf, size_t cap);
 
 /* redis_sentinel.c */
 /* The sentinel connection's handshake: ask for the master, then hear of

@@ -332,6 +332,7 @@ parse_data(struct redis_call *k, const redisReply *a)
 	case CSQ_OP_LEAVE:
 	case CSQ_OP_QLEN:
 	case CSQ_OP_EXPIRE:
+	case CSQ_OP_POLICY: /* 1: it replaced another writer's set */
 		if (redis_reply_int(a, 1) == INT64_MIN)
 			return -1;
 		res->n = redis_reply_int(a, 1);
@@ -353,7 +354,6 @@ parse_data(struct redis_call *k, const redisReply *a)
 	case CSQ_OP_QSTATS:
 		return parse_qstats(k, a, 1);
 	case CSQ_OP_REARM:
-	case CSQ_OP_POLICY:
 		break;
 	}
 	return -1;

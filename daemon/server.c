@@ -325,9 +325,10 @@ server_note_key(char *buf, size_t len, const char *name)
 }
 
 /*
- * The queue policies of the configuration into the engine (the memory
- * engine's; the configuration refuses them with the Redis engine). A
- * journal that cannot write leaves the ones before in force: said.
+ * The queue policies of the configuration into the engine. A journal
+ * that cannot write leaves the ones before in force: said. (The Redis
+ * engine writes them to Redis, now and whenever its link comes up:
+ * daemon/redis_policy.c.)
  */
 static void
 server_apply_policies(struct server *s, struct csq_engine *e)

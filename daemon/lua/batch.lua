@@ -38,6 +38,7 @@ local function call(KEYS, ARGV)
 	if ARGV[2] ~= USER_TTL_S then
 		USER_TTL_S, USER_TTL = ARGV[2], tonumber(ARGV[2])
 	end
+	MAX_TIER_S = ARGV[3] -- read by a queue policy's aging only
 	if ARGV[4] ~= MAX_LENGTH_S then
 		MAX_LENGTH_S, MAX_LENGTH = ARGV[4], tonumber(ARGV[4])
 	end

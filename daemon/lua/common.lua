@@ -91,7 +91,7 @@ local COUNTERS = { 'seq', 'order', 'event_id', 'servicers', 'rooms_busy',
                    'requeued_total', 'servicers_lost_total', 'reaping',
                    'offers_total', 'offers_declined_total',
                    'offers_missed_total', 'transferred_total', 'waiting',
-                   'strategy' }
+                   'strategy', 'policy' }
 local COUNTER_AT = {} -- counter -> its place in COUNTERS
 for i = 1, #COUNTERS do COUNTER_AT[COUNTERS[i]] = i end
 local base -- counter -> value, as read
@@ -110,6 +110,8 @@ local PARSED = { __index = function(t, f)
 end }
 
 local rekey
+-- Queue policies (protocol-v2 §4): defined in their block at the end.
+local policy_of, queue_strategy, clock_start, clock_leave
 
 local function counters()
 	if base then return base end
@@ -695,8 +697,8 @@ end
 -- (CSQ_CAPACITY_MAX < 2^10) and the order below 2^43 (8.8e12 logins and
 -- new users). O(log n) per change, as any ZADD.
 local BUSY_UNIT = 8796093022208
-local function free_score(s)
-	if LIMIT.strategy_s == '1' then
+local function free_score(s, q)
+	if queue_strategy(q) == '1' then
 		return int(s.active * BUSY_UNIT + s.last_order)
 	end
 	return int(s.last_order)
@@ -723,9 +725,8 @@ local function account(s)
 	-- A servicer whose fill waits for a split reap's last call (fill)
 	-- stays out of the index until then: no user takes its rooms first.
 	if has_free(s) and not s.deferred then
-		local score = free_score(s)
 		for _, q in ipairs(s.queues) do
-			redis.call('ZADD', free_key(q), score, s.id)
+			redis.call('ZADD', free_key(q), free_score(s, q), s.id)
 		end
 	end
 end
@@ -736,10 +737,9 @@ rekey = function()
 	for _, id in ipairs(redis.call('ZRANGE', SERVICERS, 0, -1)) do
 		local s = servicer_load(id)
 		if s and has_free(s) then
-			local score = free_score(s)
 			for _, q in ipairs(s.queues) do
 				if redis.call('ZSCORE', free_key(q), id) then
-					redis.call('ZADD', free_key(q), score, id)
+					redis.call('ZADD', free_key(q), free_score(s, q), id)
 				end
 			end
 		end
@@ -775,7 +775,9 @@ end
 -- state offered or assigned (since: the offer, the assignment; times in
 -- ms, ttl in s). A '+' right after the state marks a user that a
 -- TRANSFER placed (lib/state.h's CSQ_USER_TRANSFERRED): an ENQUEUE does
--- not move it to another queue. One hash rather than a key per user: a
+-- not move it to another queue; a '^' after it one that overflowed
+-- (CSQ_USER_OVERFLOWED): an ENQUEUE naming a queue it overflowed from
+-- does not move it back. One hash rather than a key per user: a
 -- new user is one HSETNX, which also says whether the id was new.
 
 -- key, arrival, ttl: those fields as text, where the caller has them
@@ -786,6 +788,7 @@ local function user_record(u, key, arrival, ttl)
 	             (arrival or int(u.arrival)) .. ' ' .. (ttl or int(u.ttl)) ..
 	             ' ' .. u.state
 	if u.moved then head = head .. '+' end
+	if u.over then head = head .. '^' end
 	if u.state == 'waiting' then return head end
 	return head .. ' ' .. u.servicer .. ' ' .. u.room .. ' ' .. int(u.since)
 end
@@ -797,15 +800,16 @@ end
 local function user_load(id)
 	local rec = redis.call('HGET', USERS, id)
 	if not rec then return nil end
-	local q, key, arrival, ttl, state, moved, sid, room, at = string.match(rec,
-	    '^(%S+) (%d+) (%d+) (%d+) (%a+)(%+?) ?(%S*) ?(%d*) ?(%d*)$')
+	local q, key, arrival, ttl, state, moved, over, sid, room, at =
+	    string.match(rec,
+	    '^(%S+) (%d+) (%d+) (%d+) (%a+)(%+?)(%^?) ?(%S*) ?(%d*) ?(%d*)$')
 	if not (state == 'waiting' and sid == '') and
 	   not ((state == 'assigned' or state == 'offered') and at ~= '') then
 		error('csq: the record of user ' .. id .. ' is not csq\'s')
 	end
 	local u = { id = id, queue = q, key = tonumber(key),
 	            arrival = tonumber(arrival), ttl = tonumber(ttl),
-	            state = state, moved = moved == '+',
+	            state = state, moved = moved == '+', over = over == '^',
 	            servicer = false, room = false, since = false }
 	if state ~= 'waiting' then
 		u.servicer = sid
@@ -873,6 +877,7 @@ end
 -- it did (its line is told too), else nil or false.
 local function place(u, s, room, moved)
 	redis.call('ZREM', queue_key(u.queue), u.id)
+	clock_leave(u)
 	stat('waiting', -1)
 	redis.call('HSET', rooms_key(s.id), int(room), u.id)
 	if room == s.vacated then s.vacated = nil end
@@ -1092,6 +1097,7 @@ local function room_return(s, idx, u, kind, reason)
 	u.state = 'waiting'
 	user_save(u)
 	redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
+	clock_start(u)
 	stat('waiting', 1)
 	user_deadline(u)
 	local pos = position(u)
@@ -1259,6 +1265,7 @@ local function user_abandon(u, reason)
 	qnum_abandoned(u.queue, reason, elapsed(u.arrival))
 	if u.state == 'waiting' then
 		redis.call('ZREM', queue_key(u.queue), u.id)
+		clock_leave(u)
 		stat('waiting', -1)
 		event('left', u.id, u.queue, reason)
 	else
@@ -1371,4 +1378,216 @@ local function user_info(u, pos)
 	end
 	return u.state, u.queue, 0, tier_of(u.key), elapsed(u.arrival),
 	       u.servicer, room, elapsed(u.since), expires, est_user(u)
+end
+
+-- Queue policies (protocol-v2 §4) ------------------------------------------
+-- lib/policy.c written again. The policies in force are the ones the last
+-- daemon wrote (OPS.policy, policy.lua): {p}:policy, one packed entry per
+-- queue, and STATS' policy, the digest of them all ('' or none: no
+-- policy), which a call reads with its other counters. So without
+-- policies nothing here costs a command; with them a queue's entry is
+-- read once per call (and once per digest for all the calls of a loaded
+-- library, whose top level lives on: the cache below), and only that of a
+-- queue the call touches.
+local POLICY = { tag = false, cache = {}, n = 0, staged = false }
+local POLICY_CACHE_MAX = 4096 -- queues whose policy (or none) is cached
+local POLICY_CHAIN_MAX = 1000 -- CSQ_POLICIES_MAX: no chain is longer
+local MAX_TIER_S -- ARGV[3], the daemon's max_tier (batch.lua)
+local function policy_key() return P .. 'policy' end
+-- The time each user with a clock joined its line (ms), by id.
+local function clocks_key() return P .. 'clock' end
+
+-- An entry as engine_redis.c packs it: "<strategy> <max_length>
+-- <overflow_after> <aging_every> <aging_max_tier> <service_level>
+-- <overflow_to>", -1 (strategy, aging_max_tier), 0 or '' for a key not
+-- given. false for none.
+local function policy_parse(text)
+	if not text then return false end
+	local st, max, over, every, agemax, level, to = string.match(text,
+	    '^(%-?%d) (%d+) (%d+) (%d+) (%-?%d+) (%d+) (%S*)$')
+	if not st then
+		error('csq: the policy "' .. text .. '" is not csq\'s')
+	end
+	local p = { strategy = st ~= '-1' and st, max = tonumber(max),
+	            over = tonumber(over), every = tonumber(every),
+	            agemax = tonumber(agemax), level = tonumber(level),
+	            to = to ~= '' and to, clocks = false }
+	p.clocks = p.over > 0 or p.every > 0
+	return p
+end
+
+-- q's policy, nil for none.
+policy_of = function(q)
+	counters()
+	local digest = read[COUNTER_AT.policy]
+	if not digest or digest == '' then return nil end
+	local tag = P .. digest
+	if POLICY.tag ~= tag then POLICY.tag, POLICY.cache, POLICY.n = tag, {}, 0 end
+	local p = POLICY.cache[q]
+	if p == nil then
+		if POLICY.n >= POLICY_CACHE_MAX then POLICY.cache, POLICY.n = {}, 0 end
+		p = policy_parse(redis.call('HGET', policy_key(), q))
+		POLICY.cache[q], POLICY.n = p, POLICY.n + 1
+	end
+	return p or nil
+end
+
+-- The strategy of arrivals in q ('0' longest_idle, '1' least_busy): its
+-- policy's, else the daemon's (lib/servicer.c's queue_strategy).
+queue_strategy = function(q)
+	local p = policy_of(q)
+	if p and p.strategy then return p.strategy end
+	return LIMIT.strategy_s
+end
+
+local function queue_max_length(q)
+	local p = policy_of(q)
+	if p and p.max > 0 then return p.max end
+	return MAX_LENGTH
+end
+
+-- The service level of q in seconds (CSQ_DEFAULT_SERVICE_LEVEL without).
+local function queue_service_level(q)
+	local p = policy_of(q)
+	if p and p.level > 0 then return p.level end
+	return 20
+end
+
+-- A per-queue counter, in the hash of q's numbers (protocol-v2 §6). A
+-- minimal one until the queue numbers' block has its own.
+local function qnum_incr(q, field, d)
+	redis.call('HINCRBY', P .. 'qnum:' .. q, field, d)
+end
+
+-- A user in the line of a queue whose policy has a clock has its join
+-- time in {p}:clock and one deadline, its next step: "a:<id>" the next
+-- aging point, or "m:<id>" the overflow, whichever comes first (aging on a
+-- tie), after time t (lib/policy.c's policy_arm_after). An overflow that
+-- is due already (a reload made it so) waits for the next pass.
+local function clock_arm(id, p, joined, t)
+	local overflow, aging = math.huge, math.huge
+	if p.over > 0 then overflow = joined + p.over * 1000 end
+	if p.every > 0 then
+		local every, k = p.every * 1000, 1
+		if t >= joined then k = math.floor((t - joined) / every) + 1 end
+		aging = joined + k * every
+	end
+	if overflow < t then overflow = t end
+	if aging <= overflow then
+		deadline_clear('m:' .. id)
+		deadline_set('a:' .. id, aging)
+	else
+		deadline_clear('a:' .. id)
+		deadline_set('m:' .. id, overflow)
+	end
+end
+
+local function clock_drop(id)
+	redis.call('ZREM', DEADLINES, 'a:' .. id, 'm:' .. id)
+	redis.call('HDEL', clocks_key(), id)
+end
+
+-- u has joined the line of u.queue now: its clocks start.
+clock_start = function(u)
+	local p = policy_of(u.queue)
+	if not (p and p.clocks) then return end
+	redis.call('HSET', clocks_key(), u.id, NOW_S)
+	clock_arm(u.id, p, NOW, NOW)
+end
+
+-- u leaves the line of u.queue (matched, offered, gone, moved).
+clock_leave = function(u)
+	local p = policy_of(u.queue)
+	if p and p.clocks then clock_drop(u.id) end
+end
+
+-- A re-ENQUEUE names queue named: true when u overflowed and named is
+-- upstream of u's queue in the overflow chain (a frontend that repeats
+-- its first ENQUEUE must not pull the user back).
+local function policy_overflowed_from(u, named)
+	if not u.over then return false end
+	for _ = 0, POLICY_CHAIN_MAX do
+		local p = policy_of(named)
+		if not (p and p.to) then return false end
+		named = p.to
+		if named == u.queue then return true end
+	end
+	return false
+end
+
+-- The tier aging stops at (0: the queue does not age): aging_max_tier,
+-- max_tier by default and at most.
+local function aging_max(p)
+	local max = tonumber(MAX_TIER_S)
+	if p.every == 0 then return 0 end
+	if p.agemax >= 0 and p.agemax < max then max = p.agemax end
+	return max
+end
+
+-- One aging step: a tier more, the same arrival; rescored (aging).
+local function policy_age(u)
+	u.key = pack(tier_of(u.key) + 1, seq_of(u.key))
+	local key = int(u.key)
+	user_save(u, key)
+	redis.call('ZADD', queue_key(u.queue), key, u.id)
+	event('rescored', u.id, u.queue, tier_of(u.key), position(u), false,
+	      'aging')
+end
+
+-- u moves to its queue's overflow queue with its key, whatever that
+-- queue's length; its clocks start there. A free room there takes it at
+-- once (matched or offered, with from_queue); else overflowed.
+local function policy_overflow(u, p)
+	local from = u.queue
+	redis.call('ZREM', queue_key(from), u.id)
+	clock_leave(u)
+	u.queue, u.over = p.to, true
+	qnum_incr(from, 'overflowed_total', 1)
+	local key = int(u.key)
+	user_save(u, key)
+	redis.call('ZADD', queue_key(u.queue), key, u.id)
+	clock_start(u)
+	if not match_user(u, from) then
+		event('overflowed', u.id, from, u.queue, tier_of(u.key), position(u))
+	end
+end
+
+-- The step of waiting user u is due: its deadline (kind 'a' or 'm') was
+-- at at. Every aging point up to now that comes before the overflow is a
+-- step, one event each while the tier grows, then the overflow if it is
+-- due; else its next step (lib/policy.c's csq_policy_act).
+local function policy_act(u, kind, at)
+	local p = policy_of(u.queue)
+	local joined = p and p.clocks and
+	               tonumber(redis.call('HGET', clocks_key(), u.id) or '')
+	if not joined then
+		clock_drop(u.id)
+		return
+	end
+	local overflow_at, limit = math.huge, NOW
+	if p.over > 0 then overflow_at = joined + p.over * 1000 end
+	if overflow_at < limit then limit = overflow_at end
+	if kind == 'a' and at <= limit and p.every > 0 then
+		local points = math.floor((limit - at) / (p.every * 1000)) + 1
+		local max = aging_max(p)
+		while points > 0 and tier_of(u.key) < max do
+			policy_age(u)
+			points = points - 1
+		end
+	end
+	if overflow_at <= NOW then
+		policy_overflow(u, p)
+	else
+		clock_arm(u.id, p, joined, NOW)
+	end
+end
+
+-- A late deadline of the reaper (expire.lua), 'm' or 'a', of user id.
+local function policy_due(id, kind, at)
+	local u = user_load(id)
+	if u and u.state == 'waiting' then
+		policy_act(u, kind, at)
+	else
+		clock_drop(id)
+	end
 end

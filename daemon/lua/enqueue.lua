@@ -5,10 +5,11 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 	if queue ~= '' then q = queue end
 	local qkey = queue_key(q)
 	local len = redis.call('ZCARD', qkey)
+	local max = queue_max_length(q)
 
 	-- A new user, the usual case: its record is written with HSETNX,
 	-- which says whether the id was new, and then it joins the line.
-	local sequence = len < MAX_LENGTH and seq_next()
+	local sequence = len < max and seq_next()
 	local refused
 	if sequence then
 		local tier, ttl, ttl_s = 0, USER_TTL, USER_TTL_S
@@ -26,6 +27,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 			-- A new user has no deadline yet: only set one.
 			if ttl > 0 then deadline_set('u:' .. id, NOW + ttl * 1000) end
 			if match_user(u) then return reply('OK', user_info(u)) end
+			clock_start(u)
 			-- Tier 0 packs the highest prefix and a new user the highest
 			-- sequence: such a user is last in line, and its rank needs
 			-- no ZRANK.
@@ -44,7 +46,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 	local u = user_load(id)
 	if not u then
 		if refused then error(refused) end
-		if len >= MAX_LENGTH then return reply('FULL') end
+		if len >= max then return reply('FULL') end
 		return reply('EXHAUSTED')
 	end
 	-- In a room: its assignment back, nothing changes.
@@ -60,21 +62,28 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		user_deadline(u)
 		return reply('OK', user_info(u))
 	end
-	-- A transfer chose its queue: a frontend that repeats its ENQUEUE
-	-- must not pull it back.
-	if queue == '' or u.moved then q = u.queue end
-	-- (len is q's length when q is given.)
-	if q ~= u.queue and len >= MAX_LENGTH then return reply('FULL') end
+	-- A transfer chose its queue, or it overflowed from the queue named:
+	-- a frontend that repeats its ENQUEUE must not pull it back.
+	if queue == '' or u.moved or policy_overflowed_from(u, q) then
+		q = u.queue
+	end
+	-- (len and max are q's when q is given.)
+	if q ~= u.queue and len >= max then return reply('FULL') end
 	if ttl_arg ~= '' then u.ttl = tonumber(ttl_arg) end
 	user_deadline(u)
 	local tier = tier_of(u.key)
 	if tier_arg ~= '' then tier = tonumber(tier_arg) end
 	-- A new tier re-scores in place, a new queue moves it; both keep the
 	-- arrival. A move to a queue with a free room is a match, told to
-	-- the queue it left too.
+	-- the queue it left too. A move is a return to a line: the clocks of
+	-- the new one start.
 	if q ~= u.queue or tier ~= tier_of(u.key) then
 		local from = u.queue
 		redis.call('ZREM', queue_key(from), id)
+		if from ~= q then
+			clock_leave(u)
+			u.over = false
+		end
 		u.key = pack(tier, seq_of(u.key))
 		u.queue = q
 		local key = int(u.key)
@@ -82,6 +91,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		redis.call('ZADD', queue_key(q), key, id)
 		local moved = from ~= q and from
 		if moved then qnum_user_moved(from, q, tier) end
+		if moved then clock_start(u) end
 		if not match_user(u, moved) then
 			event('rescored', id, q, tier, position(u), moved)
 		end

@@ -5,7 +5,12 @@
 --   s:<servicer>      a servicer's TTL: lost, its users back in line
 --   w:<servicer>/<i>  a wrap-up ends: ready, the room free
 --   r:<servicer>      an offer-retry window ends
--- and within a kind by time, then by name: the set's own order (by
+-- then, once those are settled, the late kinds, which move a waiting user,
+-- by time, then kind in this order, then name:
+--   m:<user>          the user overflows (a queue policy, protocol-v2 §4)
+--   a:<user>          the user ages, and may overflow (the same)
+-- each acting, and matching, as an operation of its own would.
+-- Within a kind of the first list by time, then by name: the set's own order (by
 -- score, then by member as bytes, which is the name's order within a
 -- prefix), kept by sorting the members into their kinds in turn. Each is
 -- looked up again when its turn comes and passed over unless it is still
@@ -31,6 +36,8 @@
 -- (reap_defer in common.lua): the last call matches them after
 -- the stashed ones, in the order they came.
 local REAP_KINDS = { 'u', 'o', 's', 'w', 'r' }
+-- The late kinds' order within a millisecond (lib/deadline.c's due_cmp).
+local LATE_RANK = { m = 1, a = 2 }
 
 -- "<servicer>/<index>": the servicer (saved) and the index.
 local function reap_room(name)
@@ -75,16 +82,22 @@ local REAP = {
 
 OPS.expire = function(limit)
 	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
-	                       'LIMIT', 0, limit)
+	                       'WITHSCORES', 'LIMIT', 0, limit)
 	local kinds = { u = {}, o = {}, s = {}, w = {}, r = {} }
-	for _, m in ipairs(due) do
-		local k = kinds[string.sub(m, 1, 1)]
-		if k then
-			k[#k + 1] = m
+	local late = {}
+	for i = 1, #due, 2 do
+		local m = due[i]
+		local c = string.sub(m, 1, 1)
+		if kinds[c] then
+			kinds[c][#kinds[c] + 1] = m
+		elseif LATE_RANK[c] then
+			late[#late + 1] = { m = m, at = tonumber(due[i + 1]),
+			                    rank = LATE_RANK[c] }
 		else
 			deadline_clear(m) -- not csq's: it would come back each time
 		end
 	end
+	local ndue = #due / 2
 	for _, kind in ipairs(REAP_KINDS) do
 		for _, m in ipairs(kinds[kind]) do
 			local at = redis.call('ZSCORE', DEADLINES, m)
@@ -95,7 +108,7 @@ OPS.expire = function(limit)
 		end
 	end
 	local stash = P .. 'rematch'
-	if #due == tonumber(limit) and deadline_passed() then
+	if ndue == tonumber(limit) and deadline_passed() then
 		-- Under way, whether or not this call put anyone back.
 		stat('reaping', 1 - counter('reaping'))
 		for _, u in ipairs(back or {}) do
@@ -137,6 +150,23 @@ OPS.expire = function(limit)
 			end
 		end
 	end
+	-- The late kinds (in a reap split in several calls, each call's own,
+	-- their matches deferred like the others' until the last).
+	if late[2] then
+		table.sort(late, function(x, y)
+			if x.at ~= y.at then return x.at < y.at end
+			if x.rank ~= y.rank then return x.rank < y.rank end
+			return x.m < y.m
+		end)
+	end
+	for _, e in ipairs(late) do
+		local at = redis.call('ZSCORE', DEADLINES, e.m)
+		if at and tonumber(at) <= NOW then
+			deadline_clear(e.m)
+			policy_due(string.sub(e.m, 3), string.sub(e.m, 1, 1),
+			           tonumber(at))
+		end
+	end
 	exact = true
-	return reply('OK', #due)
+	return reply('OK', ndue)
 end

@@ -25,6 +25,16 @@ local function queues_waiting(found, seen)
 	until cursor == '0'
 end
 
+-- The queues with a policy (protocol-v2 §4) exist while it is in force.
+local function queues_with_policy(found, seen)
+	for _, q in ipairs(redis.call('HKEYS', P .. 'policy')) do
+		if not seen[q] then
+			seen[q] = true
+			found[#found + 1] = q
+		end
+	end
+end
+
 local function queues_served(found, seen)
 	for _, id in ipairs(redis.call('ZRANGE', SERVICERS, 0, -1)) do
 		local qs = redis.call('HGET', servicer_key(id), 'queues')
@@ -43,6 +53,7 @@ OPS.queues = function(q)
 		local seen = { default = true }
 		names = { 'default' }
 		queues_served(names, seen)
+		queues_with_policy(names, seen)
 		queues_waiting(names, seen)
 		table.sort(names)
 	end
