@@ -22,7 +22,7 @@ local function rooms_of(s, out)
 			elseif uid then
 				local rec = redis.call('HGET', USERS, uid) or ''
 				local st, sid, room, at = string.match(rec,
-				    '^%S+ %d+ %d+ %d+ (%a+)%+? (%S+) (%d+) (%d+)$')
+				    '^%S+ %d+ %d+ %d+ (%a+)%+?%^? (%S+) (%d+) (%d+)$')
 				state = st == 'offered' and 'offered' or 'assigned'
 				if sid == s.id and tonumber(room) == idx then
 					since = elapsed(tonumber(at))

@@ -44,11 +44,30 @@ static const char conf[] = "user_ttl = 3600;\n"
 static const char timed_conf[] = "max_queue_length = 5;\n"
                                  "max_tier = 3;\n";
 
-/* A timed run: its seed and the configuration of both daemons. */
+/* A timed run: its seed and the configuration of both daemons; policies:
+ * it has queue policies (protocol-v2 section 4), whose clocks must pass. */
 struct timed {
 	uint32_t seed;
 	const char *conf;
+	int policies;
 };
+
+/*
+ * Queue policies for the timed runs: an overflow chain q1 -> q2 -> q3,
+ * aging in q1 whose step falls on the overflow's millisecond, aging in q3
+ * up to the top, lengths of their own and a strategy of its own in q2.
+ */
+#define TIMED_QUEUES                                                           \
+	"queues = (\n"                                                         \
+	"  { name = \"q1\"; overflow_after = 9; overflow_to = \"q2\";\n"        \
+	"    aging_every = 3; aging_max_tier = 3; },\n"                         \
+	"  { name = \"q2\"; overflow_after = 5; overflow_to = \"q3\";\n"        \
+	"    max_length = 3; strategy = %s; },\n"                              \
+	"  { name = \"q3\"; aging_every = 3; max_length = 8; }\n"              \
+	");\n"
+
+/* The events of the memory side that policies made, in a timed run. */
+static int seen_overflowed, seen_aging;
 
 struct side {
 	const char *name;
@@ -368,6 +387,12 @@ compare_events(int op, int norm)
 		for (i = 0; norm && i < m[k].n; i++)
 			normalize_json(m[k].m[i].payload);
 	}
+	for (i = 0; i < m[0].n; i++) {
+		seen_overflowed +=
+		    strstr(m[0].m[i].payload, "\"overflowed\"") != NULL;
+		seen_aging += strstr(m[0].m[i].payload,
+		                     "\"reason\":\"aging\"") != NULL;
+	}
 	if (m[0].n != m[1].n) {
 		for (k = 0; k < 2; k++)
 			for (i = 0; i < m[k].n; i++)
@@ -461,6 +486,7 @@ timed_everywhere(void **state)
 	clock_ms = T0;
 	nrecent = 0;
 	estimates = qstats_seen = 0;
+	seen_overflowed = seen_aging = 0;
 	for (k = 0; k < 2; k++)
 		CHECK(sides[k].c, "+OK", "DEBUG CLOCK %llu",
 		      (unsigned long long)clock_ms);
@@ -490,6 +516,12 @@ timed_everywhere(void **state)
 	        (unsigned)t->seed, estimates, qstats_seen);
 	assert_true(estimates > 20);
 	assert_true(qstats_seen > 5);
+	if (t->policies) {
+		fprintf(stderr, "seed %u: overflowed %d, aged %d\n",
+		        (unsigned)t->seed, seen_overflowed, seen_aging);
+		assert_true(seen_overflowed > 0);
+		assert_true(seen_aging > 0);
+	}
 }
 
 /* The two daemons, with conf, or timed_conf and extra; the Redis one on a
@@ -573,15 +605,28 @@ main(int argc, char **argv)
 {
 	/* The timed runs: their seeds, strategies, retries, missed offers,
 	 * and offers and wrap-ups from the configuration or HEARTBEAT. */
-	static const struct timed runs[] = {
-	    {11, "user_ttl = 20;\nservicer_ttl = 30;\n"},
-	    {22, "strategy = \"least_busy\";\noffer_retry = 0;\n"
-	         "offer_max_missed = 1;\nuser_ttl = 9;\n"},
-	    {33, "strategy = \"least_busy\";\noffer_timeout = 2;\n"
-	         "wrapup = 2;\noffer_retry = 3;\noffer_max_missed = 2;\n"},
-	    {44, "offer_timeout = 1;\noffer_retry = 1;\noffer_max_missed = 0;\n"
-	         "user_ttl = 6;\nservicer_ttl = 8;\n"},
+	static char queues_11[512], queues_33[512];
+	static struct timed runs[] = {
+	    {11, queues_11, 1},
+	    {22,
+	     "strategy = \"least_busy\";\noffer_retry = 0;\n"
+	     "offer_max_missed = 1;\nuser_ttl = 9;\n",
+	     0},
+	    {33, queues_33, 1},
+	    {44,
+	     "offer_timeout = 1;\noffer_retry = 1;\noffer_max_missed = 0;\n"
+	     "user_ttl = 6;\nservicer_ttl = 8;\n",
+	     0},
 	};
+
+	snprintf(queues_11, sizeof(queues_11),
+	         "user_ttl = 20;\nservicer_ttl = 30;\n" TIMED_QUEUES,
+	         "\"least_busy\"");
+	snprintf(queues_33, sizeof(queues_33),
+	         "strategy = \"least_busy\";\noffer_timeout = 2;\n"
+	         "wrapup = 2;\noffer_retry = 3;\noffer_max_missed = 2;\n"
+	         TIMED_QUEUES,
+	         "\"longest_idle\"");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(same_everywhere, setup, teardown),
 	    cmocka_unit_test_prestate_setup_teardown(
