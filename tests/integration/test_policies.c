@@ -13,10 +13,42 @@
 
 #include "policy_harness.h"
 
+/* Waits until d's log says its configuration was reloaded n times: the
+ * commands sent after that come after the reload on either engine (the
+ * Redis engine sends the new policies before them). */
+static void
+reloads_until(struct csqd *d, int n)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+	char buf[65536];
+	const char *p;
+	size_t len;
+	int seen;
+	FILE *f;
+
+	for (;;) {
+		seen = 0;
+		if ((f = fopen(d->log_path, "r")) != NULL) {
+			len = fread(buf, 1, sizeof(buf) - 1, f);
+			buf[len] = '\0';
+			fclose(f);
+			for (p = buf; (p = strstr(p, "configuration reloaded")) != NULL;
+			     p++)
+				seen++;
+		}
+		if (seen >= n)
+			return;
+		if (now_ms() > deadline)
+			fail_msg("csqd reloaded %d times, not %d", seen, n);
+		sleep_ms(20);
+	}
+}
+
 /*
  * Overflow: a user that waited overflow_after in vip moves to general,
  * keeping its tier; event overflowed to both queues, its own channel and
- * events; vip counts it. A re-ENQUEUE naming vip does not pull it back.
+ * events (vip's count of it is test_qstats.c's). A re-ENQUEUE naming vip
+ * does not pull it back.
  */
 static void
 overflow_moves(void **state)
@@ -57,10 +89,7 @@ overflow_moves(void **state)
 	assert_json_has(ev, "id");
 	MSGS_COLLECT(qsub, &mq);
 	assert_non_null(event_of(&mq, "overflowed", "v1"));
-	r = CMD(fx->c, "QSTATS vip");
-	assert_int_equal(FIELD_INT(r, "overflowed_total"), 1);
-	assert_int_equal(FIELD_INT(r, "waiting"), 0);
-	freeReplyObject(r);
+	CHECK(fx->c, ":0", "QLEN vip");
 	/* A refreshing frontend names vip again: v1 stays in general. */
 	r = CMD(fx->c, "ENQUEUE v1 QUEUE vip");
 	assert_string_equal(FIELD_STR(r, "queue"), "general");
@@ -280,7 +309,8 @@ check_errors(void **state)
 /*
  * SIGHUP: new policies apply to the users already waiting (their clocks
  * from their arrival in the queue); a bad file keeps the ones in force;
- * an empty one removes them.
+ * an empty one removes them. (A reloaded service level is
+ * test_qstats.c's.)
  */
 static void
 reload(void **state)
@@ -298,7 +328,7 @@ reload(void **state)
 	csqd_rewrite_conf(fx->d, "queues = ( { name = \"r\"; max_length = 2;"
 	                         " service_level = 7; } );");
 	kill(fx->d->pid, SIGHUP);
-	LEVEL_UNTIL(fx->c, "r", 7);
+	reloads_until(fx->d, 1);
 	CHECK(fx->c, FULL, "ENQUEUE r3 QUEUE r");
 	/* A cycle: refused, the running policies stay. */
 	csqd_rewrite_conf(fx->d,
@@ -306,7 +336,6 @@ reload(void **state)
 	                  " overflow_to = \"r\"; service_level = 9; } );");
 	kill(fx->d->pid, SIGHUP);
 	csqd_wait_log(fx->d, "keeping the running configuration");
-	LEVEL_UNTIL(fx->c, "r", 7);
 	CHECK(fx->c, FULL, "ENQUEUE r3 QUEUE r");
 	/* Overflow added for those waiting: they have waited long enough. */
 	sleep_ms(1000);
@@ -314,12 +343,12 @@ reload(void **state)
 	                  "queues = ( { name = \"r\"; overflow_after = 1;"
 	                  " overflow_to = \"s\"; service_level = 8; } );");
 	kill(fx->d->pid, SIGHUP);
-	LEVEL_UNTIL(fx->c, "r", 8);
+	reloads_until(fx->d, 2);
 	WHERE_UNTIL(fx->c, "r1", "queue", "s");
 	WHERE_UNTIL(fx->c, "r2", "queue", "s");
 	csqd_rewrite_conf(fx->d, "");
 	kill(fx->d->pid, SIGHUP);
-	LEVEL_UNTIL(fx->c, "r", 20);
+	reloads_until(fx->d, 3);
 	CHECK(fx->c, "['default','s']", "QUEUES");
 }
 

@@ -182,6 +182,46 @@ qstats_resp3(void **state)
 	close(fd);
 }
 
+/* A user that overflowed out of vip counts in vip's overflowed_total and
+ * no longer in its waiting (the overflow itself is test_policies.c's). */
+static void
+overflow_counted(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+
+	CHECK(fx->c,
+	      "['state','waiting','queue','vip','position',:1,"
+	      "'eta_ms',:-1]",
+	      "ENQUEUE v1 QUEUE vip TIER 1");
+	WHERE_UNTIL(fx->c, "v1", "queue", "general");
+	r = CMD(fx->c, "QSTATS vip");
+	assert_int_equal(FIELD_INT(r, "overflowed_total"), 1);
+	assert_int_equal(FIELD_INT(r, "waiting"), 0);
+	freeReplyObject(r);
+}
+
+/* A reload's service level applies at once; an empty `queues` gives the
+ * queue the default again. */
+static void
+level_reloaded(void **state)
+{
+	struct csqd_fx *fx = *state;
+
+	csqd_rewrite_conf(fx->d, "queues = ( { name = \"r\"; max_length = 2;"
+	                         " service_level = 7; } );");
+	kill(fx->d->pid, SIGHUP);
+	LEVEL_UNTIL(fx->c, "r", 7);
+	csqd_rewrite_conf(fx->d,
+	                  "queues = ( { name = \"r\"; overflow_after = 1;"
+	                  " overflow_to = \"s\"; service_level = 8; } );");
+	kill(fx->d->pid, SIGHUP);
+	LEVEL_UNTIL(fx->c, "r", 8);
+	csqd_rewrite_conf(fx->d, "");
+	kill(fx->d->pid, SIGHUP);
+	LEVEL_UNTIL(fx->c, "r", 20);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -191,6 +231,11 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(eta, policy_setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(qstats_resp3, policy_setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(overflow_counted, policy_setup,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(level_reloaded,
+	                                    csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
 	};
 

@@ -1,0 +1,285 @@
+/*
+ * Queue policies (protocol-v2 section 4) where the Redis engine has
+ * something of its own: one set in force for all the daemons of a prefix,
+ * the last written (docs/protocol.md, decision 30), and a write that arms
+ * anew the clocks of users who came through another daemon. Both daemons
+ * run on one clock that the test moves (DEBUG CLOCK), so that "from when
+ * the user joined its line" and "from the write" are told apart exactly.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define PREFIX  "policy"
+#define WAIT_MS 5000
+#define T0      UINT64_C(2000000000000) /* the runs' first ms */
+#define REPLACED                                                               \
+	"this daemon's queue policies replace different ones that another csqd"
+
+struct pfx {
+	struct redisd *r;
+	struct csqd *d[2];
+	redisContext *c[2];
+};
+
+static int
+setup(void **state)
+{
+	struct pfx *fx = calloc(1, sizeof(*fx));
+
+	if (fx == NULL)
+		abort();
+	fx->r = redisd_start(0);
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct pfx *fx = *state;
+	int i, rc = 0;
+
+	for (i = 0; i < 2; i++) {
+		if (fx->c[i] != NULL)
+			redisFree(fx->c[i]);
+		if (fx->d[i] != NULL && csqd_stop(fx->d[i]) != 0)
+			rc = -1;
+	}
+	if (rc != 0)
+		redisd_dump_log(fx->r);
+	redisd_free(fx->r);
+	free(fx);
+	return rc;
+}
+
+/* Daemon i on the fixture's Redis, with extra configuration. */
+static void
+daemon_start(struct pfx *fx, int i, const char *extra)
+{
+	fx->d[i] = csqd_start_redis(fx->r, PREFIX, extra);
+	fx->c[i] = csqd_connect(fx->d[i]);
+}
+
+/* Both daemons' clocks at t. */
+static void
+clock_at(struct pfx *fx, uint64_t t)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		CHECK(fx->c[i], "+OK", "DEBUG CLOCK %llu", (unsigned long long)t);
+}
+
+/* How many times d's log holds text. */
+static int
+log_count(const struct csqd *d, const char *text)
+{
+	static char buf[1 << 16];
+	const char *p;
+	size_t len;
+	int n = 0;
+	FILE *f;
+
+	if ((f = fopen(d->log_path, "r")) == NULL)
+		return 0;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[len] = '\0';
+	fclose(f);
+	for (p = buf; (p = strstr(p, text)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* Waits until d's log holds text n times. */
+static void
+log_until(const struct csqd *d, const char *text, int n)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+
+	while (log_count(d, text) < n) {
+		if (now_ms() > deadline)
+			fail_msg("csqd's log said \"%s\" %d times, not %d", text,
+			         log_count(d, text), n);
+		sleep_ms(20);
+	}
+}
+
+/* Polls WHERE user on c until its queue is q. */
+static void
+queue_until(redisContext *c, const char *user, const char *q)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+	redisReply *r;
+	int ok;
+
+	for (;;) {
+		r = CMD(c, "WHERE %s", user);
+		ok = strcmp(FIELD_STR(r, "queue"), q) == 0;
+		freeReplyObject(r);
+		if (ok)
+			return;
+		if (now_ms() > deadline)
+			fail_msg("WHERE %s: not in %s within %d ms", user, q,
+			         WAIT_MS);
+		sleep_ms(20);
+	}
+}
+
+/* Polls WHERE user on c until its tier is tier. */
+static void
+tier_until(redisContext *c, const char *user, long long tier)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+	redisReply *r;
+	int ok;
+
+	for (;;) {
+		r = CMD(c, "WHERE %s", user);
+		ok = FIELD_INT(r, "tier") == tier;
+		freeReplyObject(r);
+		if (ok)
+			return;
+		if (now_ms() > deadline)
+			fail_msg("WHERE %s: not tier %lld within %d ms", user,
+			         tier, WAIT_MS);
+		sleep_ms(20);
+	}
+}
+
+static void
+no_debug_clock(void)
+{
+#ifndef CSQ_TEST_CLOCK
+	/* These runs need one clock for both daemons: a build without
+	 * DEBUG CLOCK cannot give it, and must not pass. */
+	fail_msg("csqd built without DEBUG CLOCK (-DCSQ_TEST_CLOCK=ON)");
+#endif
+}
+
+/*
+ * Two daemons, one state: the second writes the same set as the first
+ * (nothing changes, nothing is said); then a reload of the second with
+ * other policies replaces the first's, says so in its log, and is in
+ * force for users who come through the first, whose own file still has
+ * the old ones. A user who waited before, in a queue that had no clock,
+ * is measured from the write.
+ */
+static void
+last_writer_wins(void **state)
+{
+	struct pfx *fx = *state;
+	static const char first[] =
+	    "queues = ( { name = \"q\"; max_length = 1; } );\n";
+
+	no_debug_clock();
+	daemon_start(fx, 0, first);
+	daemon_start(fx, 1, first);
+	clock_at(fx, T0);
+	CHECK(fx->c[0],
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	      "ENQUEUE a QUEUE q");
+	CHECK(fx->c[1], "-FULL queue is at its maximum length",
+	      "ENQUEUE b QUEUE q");
+	assert_int_equal(log_count(fx->d[1], REPLACED), 0);
+
+	csqd_rewrite_conf(fx->d[1], "queues = ( { name = \"q\"; max_length = 2;"
+	                            " overflow_after = 3; overflow_to = \"o\";"
+	                            " } );\n");
+	clock_at(fx, T0 + 10000);
+	kill(fx->d[1]->pid, SIGHUP);
+	log_until(fx->d[1], REPLACED, 1);
+	/* In force through the first daemon too. */
+	clock_at(fx, T0 + 11000);
+	CHECK(fx->c[0],
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	      "ENQUEUE b QUEUE q");
+	/* a had no clock: its overflow counts from the write, not from its
+	 * arrival ten seconds before. */
+	clock_at(fx, T0 + 12999);
+	CHECK(fx->c[0], "['state','waiting','queue','q','position',:1,"
+	                "'tier',:0,'waited_ms',:12999,'eta_ms',:-1]",
+	      "WHERE a");
+	clock_at(fx, T0 + 13000);
+	queue_until(fx->c[0], "a", "o");
+	queue_until(fx->c[1], "a", "o");
+	CHECK(fx->c[0], "['state','waiting','queue','q','position',:1,"
+	                "'tier',:0,'waited_ms',:2000,'eta_ms',:-1]",
+	      "WHERE b");
+	/* Said once: the reload's write, not the first daemon's start. */
+	assert_int_equal(log_count(fx->d[0], REPLACED), 0);
+	assert_int_equal(log_count(fx->d[1], REPLACED), 1);
+}
+
+/*
+ * A reload of one daemon arms anew the clocks of users who came through
+ * the other, from when they joined the line: an overflow_after shorter
+ * than a user's wait moves it at once (without the aging steps it would
+ * have had before: the overflow is its clock, as lib/policy.c arms it),
+ * another user when its own time comes, after a step of the new aging
+ * counted from its arrival too.
+ */
+static void
+reload_rearms(void **state)
+{
+	struct pfx *fx = *state;
+	static const char first[] =
+	    "queues = ( { name = \"q\"; aging_every = 3600; } );\n";
+	redisReply *r;
+
+	no_debug_clock();
+	daemon_start(fx, 0, first);
+	daemon_start(fx, 1, first);
+	clock_at(fx, T0);
+	CHECK(fx->c[0],
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	      "ENQUEUE a QUEUE q");
+	clock_at(fx, T0 + 4000);
+	CHECK(fx->c[0],
+	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
+	      "ENQUEUE b QUEUE q");
+	clock_at(fx, T0 + 5000);
+	csqd_rewrite_conf(fx->d[1],
+	                  "queues = ( { name = \"q\"; overflow_after = 3;"
+	                  " overflow_to = \"o\"; aging_every = 2; } );\n");
+	kill(fx->d[1]->pid, SIGHUP);
+	log_until(fx->d[1], "configuration reloaded", 1);
+	/* a joined at T0: its overflow was due at T0 + 3 s, and comes now ... */
+	queue_until(fx->c[0], "a", "o");
+	r = CMD(fx->c[0], "WHERE a");
+	assert_int_equal(FIELD_INT(r, "tier"), 0);
+	freeReplyObject(r);
+	/* ... and b, who joined at T0 + 4 s, stays until T0 + 7 s, and ages
+	 * at T0 + 6 s, two seconds after it came. */
+	clock_at(fx, T0 + 5999);
+	CHECK(fx->c[1], "['state','waiting','queue','q','position',:1,"
+	                "'tier',:0,'waited_ms',:1999,'eta_ms',:-1]",
+	      "WHERE b");
+	clock_at(fx, T0 + 6000);
+	tier_until(fx->c[1], "b", 1);
+	r = CMD(fx->c[1], "WHERE b");
+	assert_string_equal(FIELD_STR(r, "queue"), "q");
+	freeReplyObject(r);
+	clock_at(fx, T0 + 7000);
+	queue_until(fx->c[1], "b", "o");
+	tier_until(fx->c[0], "b", 1);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(last_writer_wins, setup, teardown),
+	    cmocka_unit_test_setup_teardown(reload_rearms, setup, teardown),
+	};
+
+	if (redisd_binary() == NULL) {
+		fprintf(stderr, "%s: no redis-server\n", argv[0]);
+		return 1;
+	}
+	csqd_init(argc, argv);
+	return cmocka_run_group_tests_name("redis_policy", tests, NULL, NULL);
+}
