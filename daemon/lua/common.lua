@@ -1463,8 +1463,9 @@ end
 -- time in {p}:clock and one deadline, its next step: "a:<id>" the next
 -- aging point, or "m:<id>" the overflow, whichever comes first (aging on a
 -- tie), after time t (lib/policy.c's policy_arm_after). An overflow that
--- is due already (a reload made it so) waits for the next pass.
-local function clock_arm(id, p, joined, t)
+-- is due already (a reload made it so) waits for the next pass. fresh:
+-- the user has no deadline of its clock yet (it has just joined).
+local function clock_arm(id, p, joined, t, fresh)
 	local overflow, aging = math.huge, math.huge
 	if p.over > 0 then overflow = joined + p.over * 1000 end
 	if p.every > 0 then
@@ -1473,13 +1474,10 @@ local function clock_arm(id, p, joined, t)
 		aging = joined + k * every
 	end
 	if overflow < t then overflow = t end
-	if aging <= overflow then
-		deadline_clear('m:' .. id)
-		deadline_set('a:' .. id, aging)
-	else
-		deadline_clear('a:' .. id)
-		deadline_set('m:' .. id, overflow)
-	end
+	local kind, other, at = 'a:', 'm:', aging
+	if aging > overflow then kind, other, at = 'm:', 'a:', overflow end
+	if not fresh then deadline_clear(other .. id) end
+	deadline_set(kind .. id, at)
 end
 
 local function clock_drop(id)
@@ -1487,16 +1485,19 @@ local function clock_drop(id)
 	redis.call('HDEL', clocks_key(), id)
 end
 
--- u has joined the line of u.queue now: its clocks start.
+-- u has joined the line of u.queue now (with no clock: a new user, or one
+-- that left a line or a room before): its clocks start.
 clock_start = function(u)
 	local p = policy_of(u.queue)
 	if not (p and p.clocks) then return end
 	redis.call('HSET', clocks_key(), u.id, NOW_S)
-	clock_arm(u.id, p, NOW, NOW)
+	clock_arm(u.id, p, NOW, NOW, true)
 end
 
--- u leaves the line of u.queue (matched, offered, gone, moved).
+-- u leaves the line of u.queue (matched, offered, gone, moved). A new
+-- user matched at its ENQUEUE (fresh) never had a clock.
 clock_leave = function(u)
+	if u.fresh then return end
 	local p = policy_of(u.queue)
 	if p and p.clocks then clock_drop(u.id) end
 end

@@ -16,7 +16,8 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg)
 		if tier_arg ~= '' then tier = tonumber(tier_arg) end
 		if ttl_arg ~= '' then ttl, ttl_s = tonumber(ttl_arg), ttl_arg end
 		local u = { id = id, queue = q, key = pack(tier, sequence),
-		            arrival = NOW, ttl = ttl, state = 'waiting' }
+		            arrival = NOW, ttl = ttl, state = 'waiting',
+		            fresh = true }
 		local key = int(u.key)
 		local created = redis.pcall('HSETNX', USERS, id,
 		                            user_record(u, key, NOW_S, ttl_s))
