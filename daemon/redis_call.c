@@ -217,8 +217,7 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 	    [CSQ_OP_QUEUES] = "queues",       [CSQ_OP_ROOMS] = "rooms",
 	    [CSQ_OP_ACCEPT] = "accept",       [CSQ_OP_DECLINE] = "decline",
 	    [CSQ_OP_READY] = "ready",         [CSQ_OP_TRANSFER] = "transfer",
-	    [CSQ_OP_QSTATS] = "qstats",
-	    [CSQ_OP_POLICY] = "policy",
+	    [CSQ_OP_QSTATS] = "qstats",       [CSQ_OP_POLICY] = "policy",
 	};
 	char entry[4 * CSQ_ID_MAX];
 	char sid[CSQ_ID_MAX + 1];

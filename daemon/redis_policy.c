@@ -41,10 +41,11 @@ policy_done(void *arg, const struct csq_result *res)
 		return;
 	}
 	if (res->n == 1)
-		log_warnx("queues: this daemon's queue policies replace "
-		          "different ones that another csqd (or this one before "
-		          "a restart) wrote to this Redis; the last to write "
-		          "wins (docs/operations.md)");
+		log_warnx(
+		    "queues: this daemon's queue policies replace "
+		    "different ones that another csqd (or this one before "
+		    "a restart) wrote to this Redis; the last to write "
+		    "wins (docs/operations.md)");
 	else
 		log_debug("queues: %zu queue policies in force in Redis",
 		          r->npolicies);

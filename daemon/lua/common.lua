@@ -112,6 +112,7 @@ end }
 local rekey
 -- Queue policies (protocol-v2 §4): defined in their block at the end.
 local policy_of, queue_strategy, clock_start, clock_leave
+local queue_has_policy, queue_service_level
 
 local function counters()
 	if base then return base end
@@ -318,11 +319,8 @@ local QN_NUM = { __index = function(e, f)
 	return v
 end }
 
--- rport-policy's policies give these; until then every queue has the
--- defaults: no policy, a service level of 20 s (lib/csq.h's
--- CSQ_DEFAULT_SERVICE_LEVEL).
-local function queue_has_policy(q) return false end
-local function queue_service_level(q) return 20 end
+-- Whether q has a policy, and its service level: the queue policies'
+-- block (queue_has_policy, queue_service_level, at the end).
 -- rport-prefer's: the users of q held for a preferred servicer.
 local function queue_preferring(q) return 0 end
 
@@ -1447,16 +1445,15 @@ local function queue_max_length(q)
 end
 
 -- The service level of q in seconds (CSQ_DEFAULT_SERVICE_LEVEL without).
-local function queue_service_level(q)
+queue_service_level = function(q)
 	local p = policy_of(q)
 	if p and p.level > 0 then return p.level end
 	return 20
 end
 
--- A per-queue counter, in the hash of q's numbers (protocol-v2 §6). A
--- minimal one until the queue numbers' block has its own.
-local function qnum_incr(q, field, d)
-	redis.call('HINCRBY', P .. 'qnum:' .. q, field, d)
+-- A policy keeps its queue, and the queue's numbers, in existence.
+queue_has_policy = function(q)
+	return policy_of(q) ~= nil
 end
 
 -- A user in the line of a queue whose policy has a clock has its join
@@ -1544,6 +1541,7 @@ local function policy_overflow(u, p)
 	clock_leave(u)
 	u.queue, u.over = p.to, true
 	qnum_incr(from, 'overflowed_total', 1)
+	qnum_user_moved(from, u.queue, tier_of(u.key))
 	local key = int(u.key)
 	user_save(u, key)
 	redis.call('ZADD', queue_key(u.queue), key, u.id)

@@ -23,9 +23,12 @@ OPS.policy = function(i, n, name, entry, writer)
 	for k, q in ipairs(names) do parts[k] = q .. ' ' .. staged[q] end
 	local digest = ''
 	if names[1] then digest = redis.sha1hex(table.concat(parts, '\n')) end
-	counters()
-	local old = read[COUNTER_AT.policy] or ''
+	-- The same set again (a reconnect, another daemon's start) reads
+	-- one field, and not the counters, whose first read in a state
+	-- written before would write them.
+	local old = redis.call('HGET', STATS, 'policy') or ''
 	if old == digest then return reply('OK', 0) end
+	counters()
 	local replaced = 0
 	if old ~= '' and redis.call('HGET', STATS, 'policy_by') ~= writer then
 		replaced = 1
@@ -58,6 +61,9 @@ OPS.policy = function(i, n, name, entry, writer)
 	table.sort(queues)
 	for _, q in ipairs(queues) do
 		local before, now = was[q] or nil, policy_of(q)
+		-- A queue a policy gains or loses is made, or goes with its
+		-- numbers if nothing else holds it (qnum_flush), as libcsq's.
+		if not before ~= not now then qn_mark(qn(q), 'users') end
 		local st_before = before and before.strategy or LIMIT.strategy_s
 		if st_before ~= queue_strategy(q) then
 			local fkey = free_key(q)

@@ -59,9 +59,9 @@ struct timed {
  */
 #define TIMED_QUEUES                                                           \
 	"queues = (\n"                                                         \
-	"  { name = \"q1\"; overflow_after = 9; overflow_to = \"q2\";\n"        \
-	"    aging_every = 3; aging_max_tier = 3; },\n"                         \
-	"  { name = \"q2\"; overflow_after = 5; overflow_to = \"q3\";\n"        \
+	"  { name = \"q1\"; overflow_after = 9; overflow_to = \"q2\";\n"       \
+	"    aging_every = 3; aging_max_tier = 3; },\n"                        \
+	"  { name = \"q2\"; overflow_after = 5; overflow_to = \"q3\";\n"       \
 	"    max_length = 3; strategy = %s; },\n"                              \
 	"  { name = \"q3\"; aging_every = 3; max_length = 8; }\n"              \
 	");\n"
@@ -390,8 +390,8 @@ compare_events(int op, int norm)
 	for (i = 0; i < m[0].n; i++) {
 		seen_overflowed +=
 		    strstr(m[0].m[i].payload, "\"overflowed\"") != NULL;
-		seen_aging += strstr(m[0].m[i].payload,
-		                     "\"reason\":\"aging\"") != NULL;
+		seen_aging +=
+		    strstr(m[0].m[i].payload, "\"reason\":\"aging\"") != NULL;
 	}
 	if (m[0].n != m[1].n) {
 		for (k = 0; k < 2; k++)
@@ -624,8 +624,8 @@ main(int argc, char **argv)
 	         "\"least_busy\"");
 	snprintf(queues_33, sizeof(queues_33),
 	         "strategy = \"least_busy\";\noffer_timeout = 2;\n"
-	         "wrapup = 2;\noffer_retry = 3;\noffer_max_missed = 2;\n"
-	         TIMED_QUEUES,
+	         "wrapup = 2;\noffer_retry = 3;\noffer_max_missed = "
+	         "2;\n" TIMED_QUEUES,
 	         "\"longest_idle\"");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(same_everywhere, setup, teardown),

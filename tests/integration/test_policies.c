@@ -32,7 +32,8 @@ reloads_until(struct csqd *d, int n)
 			len = fread(buf, 1, sizeof(buf) - 1, f);
 			buf[len] = '\0';
 			fclose(f);
-			for (p = buf; (p = strstr(p, "configuration reloaded")) != NULL;
+			for (p = buf;
+			     (p = strstr(p, "configuration reloaded")) != NULL;
 			     p++)
 				seen++;
 		}

@@ -234,9 +234,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(overflow_counted, policy_setup,
 	                                    csqd_fx_teardown),
-	    cmocka_unit_test_setup_teardown(level_reloaded,
-	                                    csqd_fx_setup_default,
-	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        level_reloaded, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

@@ -17,7 +17,8 @@
 #define WAIT_MS 5000
 #define T0      UINT64_C(2000000000000) /* the runs' first ms */
 #define REPLACED                                                               \
-	"this daemon's queue policies replace different ones that another csqd"
+	"this daemon's queue policies replace different ones that another "    \
+	"csqd"
 
 struct pfx {
 	struct redisd *r;
@@ -71,7 +72,8 @@ clock_at(struct pfx *fx, uint64_t t)
 	int i;
 
 	for (i = 0; i < 2; i++)
-		CHECK(fx->c[i], "+OK", "DEBUG CLOCK %llu", (unsigned long long)t);
+		CHECK(fx->c[i], "+OK", "DEBUG CLOCK %llu",
+		      (unsigned long long)t);
 }
 
 /* How many times d's log holds text. */
@@ -102,8 +104,8 @@ log_until(const struct csqd *d, const char *text, int n)
 
 	while (log_count(d, text) < n) {
 		if (now_ms() > deadline)
-			fail_msg("csqd's log said \"%s\" %d times, not %d", text,
-			         log_count(d, text), n);
+			fail_msg("csqd's log said \"%s\" %d times, not %d",
+			         text, log_count(d, text), n);
 		sleep_ms(20);
 	}
 }
@@ -200,14 +202,16 @@ last_writer_wins(void **state)
 	/* a had no clock: its overflow counts from the write, not from its
 	 * arrival ten seconds before. */
 	clock_at(fx, T0 + 12999);
-	CHECK(fx->c[0], "['state','waiting','queue','q','position',:1,"
-	                "'tier',:0,'waited_ms',:12999,'eta_ms',:-1]",
+	CHECK(fx->c[0],
+	      "['state','waiting','queue','q','position',:1,"
+	      "'tier',:0,'waited_ms',:12999,'eta_ms',:-1]",
 	      "WHERE a");
 	clock_at(fx, T0 + 13000);
 	queue_until(fx->c[0], "a", "o");
 	queue_until(fx->c[1], "a", "o");
-	CHECK(fx->c[0], "['state','waiting','queue','q','position',:1,"
-	                "'tier',:0,'waited_ms',:2000,'eta_ms',:-1]",
+	CHECK(fx->c[0],
+	      "['state','waiting','queue','q','position',:1,"
+	      "'tier',:0,'waited_ms',:2000,'eta_ms',:-1]",
 	      "WHERE b");
 	/* Said once: the reload's write, not the first daemon's start. */
 	assert_int_equal(log_count(fx->d[0], REPLACED), 0);
@@ -247,7 +251,8 @@ reload_rearms(void **state)
 	                  " overflow_to = \"o\"; aging_every = 2; } );\n");
 	kill(fx->d[1]->pid, SIGHUP);
 	log_until(fx->d[1], "configuration reloaded", 1);
-	/* a joined at T0: its overflow was due at T0 + 3 s, and comes now ... */
+	/* a joined at T0: its overflow was due at T0 + 3 s, and comes now ...
+	 */
 	queue_until(fx->c[0], "a", "o");
 	r = CMD(fx->c[0], "WHERE a");
 	assert_int_equal(FIELD_INT(r, "tier"), 0);
@@ -255,8 +260,9 @@ reload_rearms(void **state)
 	/* ... and b, who joined at T0 + 4 s, stays until T0 + 7 s, and ages
 	 * at T0 + 6 s, two seconds after it came. */
 	clock_at(fx, T0 + 5999);
-	CHECK(fx->c[1], "['state','waiting','queue','q','position',:1,"
-	                "'tier',:0,'waited_ms',:1999,'eta_ms',:-1]",
+	CHECK(fx->c[1],
+	      "['state','waiting','queue','q','position',:1,"
+	      "'tier',:0,'waited_ms',:1999,'eta_ms',:-1]",
 	      "WHERE b");
 	clock_at(fx, T0 + 6000);
 	tier_until(fx->c[1], "b", 1);
