@@ -59,27 +59,6 @@ redis_engine_update_up(struct redis_engine *r)
 	}
 }
 
-/*
- * Queue policies and preferred servicers (protocol-v2 sections 4 and 5:
- * ENQUEUE's and TRANSFER's PREFER), whose rules the scripts do not have
- * yet: refused like bad input, before anything is sent, so that nothing
- * changes (docs/protocol.md).
- */
-static enum csq_status
-redis_op_unsupported(const struct csq_op *op)
-{
-	switch (op->code) {
-	case CSQ_OP_ENQUEUE:
-		return op->enqueue.prefer.has_prefer ? CSQ_EUNSUPPORTED_QUEUES
-		                                     : CSQ_OK;
-	case CSQ_OP_TRANSFER:
-		return op->transfer.prefer.has_prefer ? CSQ_EUNSUPPORTED_QUEUES
-		                                      : CSQ_OK;
-	default:
-		return CSQ_OK;
-	}
-}
-
 static void
 redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
            void *arg)
@@ -93,7 +72,6 @@ redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 	 * an unreachable Redis gets TRYAGAIN at once: nothing half done.
 	 * At once, unless earlier calls are still to answer: then in turn. */
 	if ((res.status = csq_op_validate(op, &r->limits)) != CSQ_OK ||
-	    (res.status = redis_op_unsupported(op)) != CSQ_OK ||
 	    (res.status = r->up ? CSQ_OK : CSQ_ETRYAGAIN) != CSQ_OK ||
 	    redis_call_build(r, op, cb, arg, &k) != 0) {
 		if (res.status == CSQ_OK)

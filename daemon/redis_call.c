@@ -183,6 +183,20 @@ args_heartbeat(struct redis_call *k, const struct csq_heartbeat_args *a)
 		arg_cstr(k, a->queues[i]);
 }
 
+/* PREFER's servicer and seconds, or two empty arguments without it
+ * (enqueue.lua, transfer.lua). */
+static void
+args_prefer(struct redis_call *k, const struct csq_prefer_args *p)
+{
+	if (p->has_prefer) {
+		arg_cstr(k, p->servicer);
+		arg_int(k, p->seconds);
+	} else {
+		arg_cstr(k, "");
+		arg_cstr(k, "");
+	}
+}
+
 /* An option not given is empty (enqueue.lua): a queue name, a tier and a
  * TTL never are. */
 static void
@@ -198,6 +212,7 @@ args_enqueue(struct redis_call *k, const struct csq_enqueue_args *a)
 		arg_int(k, a->ttl_s);
 	else
 		arg_cstr(k, "");
+	args_prefer(k, &a->prefer);
 }
 
 /* The script of an operation and its arguments; -1 for none. */
@@ -250,6 +265,7 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 		arg_cstr(k, sid);
 		arg_int(k, idx);
 		arg_cstr(k, op->transfer.queue);
+		args_prefer(k, &op->transfer.prefer);
 		break;
 	case CSQ_OP_ENQUEUE:
 		args_enqueue(k, &op->enqueue);

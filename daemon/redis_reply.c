@@ -15,6 +15,7 @@
 
 #define ERROR_LOG_MS 1000 /* at most one error line per second */
 #define SERVICER_ROW 9    /* SERVICERS: the fields of a row (servicers.lua) */
+#define QUEUE_ROW    5    /* QUEUES: the fields of a row (queues.lua) */
 #define QSTATS_ROW   14   /* QSTATS: the fields of a queue (qstats.lua) */
 
 int64_t
@@ -45,7 +46,8 @@ u64_of(int64_t v)
 }
 
 /* ENQUEUE, WHERE and TRANSFER: state, queue, position, tier, waited,
- * servicer, room, since, expires_in, eta, from index i. */
+ * servicer, room, since, expires_in, eta, prefer ('' outside a
+ * preference window), prefer_ms, from index i. */
 static int
 parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 {
@@ -57,7 +59,9 @@ parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 	    elem_str(a, i + 6, u->room, sizeof(u->room)) != 0 ||
 	    redis_reply_int(a, i + 7) == INT64_MIN ||
 	    redis_reply_int(a, i + 8) == INT64_MIN ||
-	    redis_reply_int(a, i + 9) == INT64_MIN)
+	    redis_reply_int(a, i + 9) == INT64_MIN ||
+	    elem_str(a, i + 10, u->prefer, sizeof(u->prefer)) != 0 ||
+	    redis_reply_int(a, i + 11) == INT64_MIN)
 		return -1;
 	if (strcmp(state, "waiting") == 0)
 		u->state = CSQ_USER_WAITING;
@@ -73,6 +77,7 @@ parse_user(const redisReply *a, size_t i, struct csq_user_info *u)
 	u->waited_ms = u64_of(redis_reply_int(a, i + 4));
 	u->since_ms = u64_of(redis_reply_int(a, i + 7));
 	u->expires_in_ms = u64_of(redis_reply_int(a, i + 8));
+	u->prefer_ms = u64_of(redis_reply_int(a, i + 11));
 	return 0;
 }
 
@@ -129,30 +134,32 @@ parse_servicers(struct redis_call *k, const redisReply *a, size_t i)
 	return 0;
 }
 
-/* QUEUES: the last event id seen, then name, waiting, oldest_wait_ms and
- * oldest_user of each queue. */
+/* QUEUES: the last event id seen, then name, waiting, oldest_wait_ms,
+ * oldest_user and preferring of each queue. */
 static int
 parse_queues(struct redis_call *k, const redisReply *a, size_t i)
 {
-	size_t n = (a->elements - i - 1) / 4, j;
+	size_t n = (a->elements - i - 1) / QUEUE_ROW, j;
 	struct csq_queue_info *q;
 
-	if (a->elements < i + 1 || (a->elements - i - 1) % 4 != 0 ||
+	if (a->elements < i + 1 || (a->elements - i - 1) % QUEUE_ROW != 0 ||
 	    redis_reply_int(a, i) == INT64_MIN)
 		return -1;
 	k->res.event_id = u64_of(redis_reply_int(a, i++));
 	k->queues = csq_xcalloc(n + 1, sizeof(*k->queues));
-	for (j = 0; j < n; j++, i += 4) {
+	for (j = 0; j < n; j++, i += QUEUE_ROW) {
 		q = &k->queues[j];
 		if (elem_str(a, i, q->name, sizeof(q->name)) != 0 ||
 		    !csq_valid_id(q->name, strlen(q->name)) ||
 		    redis_reply_int(a, i + 1) == INT64_MIN ||
 		    redis_reply_int(a, i + 2) == INT64_MIN ||
 		    elem_str(a, i + 3, q->oldest_user,
-		             sizeof(q->oldest_user)) != 0)
+		             sizeof(q->oldest_user)) != 0 ||
+		    redis_reply_int(a, i + 4) == INT64_MIN)
 			return -1;
 		q->waiting = u64_of(redis_reply_int(a, i + 1));
 		q->oldest_wait_ms = u64_of(redis_reply_int(a, i + 2));
+		q->preferring = u64_of(redis_reply_int(a, i + 4));
 	}
 	k->res.queues = k->queues;
 	k->res.nentries = n;

@@ -63,6 +63,8 @@ local function servicer_key(id) return P .. 'servicer:' .. id end
 local function rooms_key(id) return P .. 'S2R:' .. id end
 local function queue_key(q) return P .. 'queue:' .. q end
 local function free_key(q) return P .. 'free:' .. q end
+-- The users of queue q held for servicer sid (§5, below).
+local function prefer_key(sid, q) return P .. 'prefer:' .. sid .. '/' .. q end
 
 local function tier_of(key) return TIER_TOP - math.floor(key / SEQ_UNIT) end
 local function seq_of(key) return key % SEQ_UNIT end
@@ -91,7 +93,7 @@ local COUNTERS = { 'seq', 'order', 'event_id', 'servicers', 'rooms_busy',
                    'requeued_total', 'servicers_lost_total', 'reaping',
                    'offers_total', 'offers_declined_total',
                    'offers_missed_total', 'transferred_total', 'waiting',
-                   'strategy', 'policy' }
+                   'strategy', 'policy', 'preferring' }
 local COUNTER_AT = {} -- counter -> its place in COUNTERS
 for i = 1, #COUNTERS do COUNTER_AT[COUNTERS[i]] = i end
 local base -- counter -> value, as read
@@ -219,8 +221,16 @@ local SERVICER_FIELDS = { 'status', 'capacity', 'ttl', 'active', 'queues',
                           'last_order', 'last_ms', 'offer', 'wrapup',
                           'missed', 'retry' }
 
+-- What servicer_load reads: SERVICER_FIELDS, then prefers (§5, below),
+-- which servicer_save never writes. Made at the first load of a call.
+local SERVICER_READ
+
 local function servicer_load(id)
-	local h = redis.call('HMGET', servicer_key(id), unpack(SERVICER_FIELDS))
+	if not SERVICER_READ then
+		SERVICER_READ = { unpack(SERVICER_FIELDS) }
+		SERVICER_READ[#SERVICER_READ + 1] = 'prefers'
+	end
+	local h = redis.call('HMGET', servicer_key(id), unpack(SERVICER_READ))
 	if not h[1] then return nil end
 	local qs = {}
 	for q in string.gmatch(h[5], '[^,]+') do qs[#qs + 1] = q end
@@ -235,6 +245,7 @@ local function servicer_load(id)
 	            wrapup = tonumber(h[9] or '0'),
 	            missed = tonumber(h[10] or '0'),
 	            retry = tonumber(h[11] or '0'),
+	            prefers = tonumber(h[#SERVICER_FIELDS + 1] or '0'),
 	            was = false, vacated = false, deferred = false }
 	-- In SERVICER_FIELDS' order; a constructor, which sizes the table once,
 	-- rather than a loop over them (5,000 instructions more a RELEASE).
@@ -321,8 +332,6 @@ end }
 
 -- Whether q has a policy, and its service level: the queue policies'
 -- block (queue_has_policy, queue_service_level, at the end).
--- rport-prefer's: the users of q held for a preferred servicer.
-local function queue_preferring(q) return 0 end
 
 local function qstat_key(q) return P .. 'qstat:' .. q end
 
@@ -787,7 +796,13 @@ local function user_record(u, key, arrival, ttl)
 	             ' ' .. u.state
 	if u.moved then head = head .. '+' end
 	if u.over then head = head .. '^' end
-	if u.state == 'waiting' then return head end
+	if u.state == 'waiting' then
+		-- Held for a preferred servicer (§5): who, and the window's end.
+		if u.prefer then
+			head = head .. ' ' .. u.prefer .. ' ' .. int(u.prefer_at)
+		end
+		return head
+	end
 	return head .. ' ' .. u.servicer .. ' ' .. u.room .. ' ' .. int(u.since)
 end
 
@@ -801,23 +816,32 @@ local function user_load(id)
 	local q, key, arrival, ttl, state, moved, over, sid, room, at =
 	    string.match(rec,
 	    '^(%S+) (%d+) (%d+) (%d+) (%a+)(%+?)(%^?) ?(%S*) ?(%d*) ?(%d*)$')
-	if not (state == 'waiting' and sid == '') and
+	-- (A waiting user's tail, when it has one, is its preference window:
+	-- the servicer and when the window ends.)
+	if not (state == 'waiting' and (sid == '' or (room ~= '' and at == ''))) and
 	   not ((state == 'assigned' or state == 'offered') and at ~= '') then
 		error('csq: the record of user ' .. id .. ' is not csq\'s')
 	end
 	local u = { id = id, queue = q, key = tonumber(key),
 	            arrival = tonumber(arrival), ttl = tonumber(ttl),
 	            state = state, moved = moved == '+', over = over == '^',
-	            servicer = false, room = false, since = false }
+	            servicer = false, room = false, since = false,
+	            prefer = false, prefer_at = false }
 	if state ~= 'waiting' then
 		u.servicer = sid
 		u.room = tonumber(room)
 		u.since = tonumber(at)
+	elseif sid ~= '' then
+		u.prefer, u.prefer_at = sid, tonumber(room)
 	end
 	return u
 end
 
+-- (A preferring user's is in its prefer line.)
 local function position(u)
+	if u.prefer then
+		return redis.call('ZRANK', prefer_key(u.prefer, u.queue), u.id) + 1
+	end
 	return redis.call('ZRANK', queue_key(u.queue), u.id) + 1
 end
 
@@ -865,6 +889,159 @@ local function settle_refill(id)
 	refill[#refill + 1] = id
 end
 
+-- Preferred servicers (protocol-v2 §5), as lib/prefer.c. A user who
+-- prefers servicer S waits in a line of S's own for its queue, the
+-- sorted set {p}:prefer:<S>/<q>, scored by its order key like the
+-- queue's line, and in no queue line meanwhile: nobody else's match ever
+-- meets it, and S alone looks at its prefer lines, beside its queues'
+-- heads, when it fills a free room (best_user), and only while its hash's
+-- prefers (how many users wait for it, read with its other fields) is
+-- above 0. The window is the deadline p:<id>, a late kind of the reaper
+-- (expire.lua); the user's record holds the servicer and the window's
+-- end. {p}:preferring counts the users so held by queue (QLEN counts them
+-- in), and STATS' preferring all of them, so that an ENQUEUE reads the
+-- queue's count only when somebody somewhere prefers.
+-- Users of q held for a preferred servicer (QSTATS' waiting too).
+local function queue_preferring(q)
+	if counter('preferring') <= 0 then return 0 end
+	return tonumber(redis.call('HGET', P .. 'preferring', q) or '0')
+end
+
+-- The servicer a PREFER names (sid; '' none) if it may hold a window for
+-- queue q: logged in and serving q (csq_prefer_target); else false.
+local function prefer_target(sid, q)
+	if sid == '' then return false end
+	local qs = redis.call('HGET', servicer_key(sid), 'queues')
+	for sq in string.gmatch(qs or '', '[^,]+') do
+		if sq == q then return sid end
+	end
+	return false
+end
+
+-- The counts of held users, by servicer and by queue, move by d. A
+-- servicer's prefers leaves its hash at 0, so that a hash deleted behind
+-- csq's back is not made again by it.
+local function prefer_counted(sid, q, d)
+	local skey = servicer_key(sid)
+	if redis.call('HINCRBY', skey, 'prefers', d) <= 0 then
+		redis.call('HDEL', skey, 'prefers')
+	end
+	if redis.call('HINCRBY', P .. 'preferring', q, d) <= 0 then
+		redis.call('HDEL', P .. 'preferring', q)
+	end
+	stat('preferring', d)
+end
+
+-- u (waiting, in no line) into sid's prefer line of its queue, its window
+-- to end at at (ms); its record is the caller's to save. Returns its
+-- position there.
+local function prefer_insert(u, sid, at)
+	local key = prefer_key(sid, u.queue)
+	u.prefer, u.prefer_at = sid, at
+	redis.call('ZADD', key, int(u.key), u.id)
+	prefer_counted(sid, u.queue, 1)
+	deadline_set('p:' .. u.id, at)
+	return redis.call('ZRANK', key, u.id) + 1
+end
+
+-- u out of its prefer line, its window closed without an event (it is
+-- offered, assigned, leaves, or moves); its record is the caller's.
+local function prefer_remove(u)
+	redis.call('ZREM', prefer_key(u.prefer, u.queue), u.id)
+	prefer_counted(u.prefer, u.queue, -1)
+	deadline_clear('p:' .. u.id)
+	u.prefer, u.prefer_at = false, false
+end
+
+-- u's window closes (reason): prefer_ended, and u joins its queue's line
+-- at its order key (csq_prefer_end). The caller matches it.
+local function prefer_end(u, reason)
+	event('prefer_ended', u.id, u.queue, u.prefer, reason)
+	prefer_remove(u)
+	user_save(u)
+	redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
+	clock_start(u) -- back in a line: its clocks start (csq_user_join_line)
+end
+
+-- Every window of sid's prefer line of q ends (reason), from its head;
+-- the users go back to settle (prefer_end_line).
+local function prefer_end_line(sid, q, reason)
+	for _, id in ipairs(redis.call('ZRANGE', prefer_key(sid, q), 0, -1)) do
+		local u = user_load(id)
+		if u and u.prefer == sid and u.queue == q then
+			prefer_end(u, reason)
+			settle_back(u)
+		else
+			-- Not csq's (changed behind its back): not trusted.
+			redis.call('ZREM', prefer_key(sid, q), id)
+		end
+	end
+end
+
+-- s logs out or is lost: every window held for it ends, queue by queue
+-- in the order it serves them (csq_prefer_servicer_gone).
+local function prefer_servicer_gone(s, reason)
+	if s.prefers <= 0 then return end
+	for _, q in ipairs(s.queues) do prefer_end_line(s.id, q, reason) end
+end
+
+-- s is about to serve qs instead: the windows of the queues it drops end
+-- (reason queues), in the order it served them; the prefer lines of the
+-- queues it keeps stay (csq_prefer_queues_change).
+local function prefer_queues_change(s, qs)
+	if s.prefers <= 0 then return end
+	local keep = {}
+	for _, q in ipairs(qs) do keep[q] = true end
+	for _, q in ipairs(s.queues) do
+		if not keep[q] then prefer_end_line(s.id, q, 'queues') end
+	end
+end
+
+-- The head of s's prefer lines if it comes before best (key best_key):
+-- best_user's, with the same comparison (matcher_better). Returns the
+-- best, its key, its queue and its line's key (nil: a queue's line).
+local function prefer_better(s, best, best_key, best_q)
+	local best_line
+	for _, q in ipairs(s.queues) do
+		local key = prefer_key(s.id, q)
+		local r = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+		if r[1] then
+			local k = tonumber(r[2])
+			if not best or k < best_key then
+				best, best_key, best_q, best_line = r[1], k, q, key
+			end
+		end
+	end
+	return best, best_key, best_q, best_line
+end
+
+-- The eta_ms of u, held for its servicer at position pos of its line
+-- (lib/estimate.c's estimate_preferring): that servicer's rooms alone
+-- serve it, one every hold / capacity; were the window to close first,
+-- it would wait in its queue's line, at worst at its end.
+local function prefer_eta(u, pos)
+	local s, e, own = servicer_load(u.prefer), qn(u.queue), -1
+	if s and s.status == 'ready' and e.holds > 0 then
+		own = math.floor(pos * e.hold / s.capacity)
+	end
+	local line = est_line(u.queue,
+	                      redis.call('ZCARD', queue_key(u.queue)) + 1,
+	                      tier_of(u.key))
+	if line >= 0 then
+		if u.prefer_at > NOW then line = line + u.prefer_at - NOW end
+		if own < 0 or line < own then own = line end
+	end
+	return own
+end
+
+-- WHERE's and ENQUEUE's prefer and prefer_ms: the servicer, and the
+-- window's time left ('' and 0 outside a window).
+local function prefer_info(u)
+	if not u.prefer then return '', 0 end
+	if u.prefer_at > NOW then return u.prefer, u.prefer_at - NOW end
+	return u.prefer, 0
+end
+
 -- The matcher (lib/matcher.c). An operation that changes a servicer takes
 -- it out of the accounts (unaccount), changes it, fills its free rooms
 -- (fill), puts it back (account) and saves it, once.
@@ -874,8 +1051,12 @@ end
 -- matcher_place). moved: the queue u moved from in this operation, when
 -- it did (its line is told too), else nil or false.
 local function place(u, s, room, moved)
-	redis.call('ZREM', queue_key(u.queue), u.id)
-	clock_leave(u)
+	if u.prefer then
+		prefer_remove(u) -- its window ends silently
+	else
+		redis.call('ZREM', queue_key(u.queue), u.id)
+		clock_leave(u)
+	end
 	stat('waiting', -1)
 	redis.call('HSET', rooms_key(s.id), int(room), u.id)
 	if room == s.vacated then s.vacated = nil end
@@ -959,23 +1140,34 @@ local function reap_defer(entry)
 	return true
 end
 
+-- Waiting u takes the lowest free room of s (saved): true.
+local function place_saved(u, s, moved)
+	unaccount(s)
+	place(u, s, free_room(s), moved)
+	account(s)
+	servicer_save(s)
+	return true
+end
+
 -- A user started waiting: the servicer that the strategy puts first in
--- the free-room index of its queue takes it. An entry of the index that
+-- the free-room index of its queue takes it (a user held for a preferred
+-- servicer: that one, if it has a free room). An entry of the index that
 -- is not true (its servicer's key deleted or changed behind csq's back)
 -- is dropped rather than trusted, and the free rooms are counted again.
 local function match_user(u, moved)
 	if rooms_free() <= 0 or reap_defer('u:' .. u.id) then return false end
+	-- Held for a preferred servicer: a free room of that one only.
+	if u.prefer then
+		local s = servicer_load(u.prefer)
+		return (s and has_free(s) and place_saved(u, s, moved)) or false
+	end
 	local fkey = free_key(u.queue)
 	while true do
 		local top = redis.call('ZRANGE', fkey, 0, 0)
 		if not top[1] then return false end
 		local s = servicer_load(top[1])
 		if s and has_free(s) and serves(s, u.queue) then
-			unaccount(s)
-			place(u, s, free_room(s), moved)
-			account(s)
-			servicer_save(s)
-			return true
+			return place_saved(u, s, moved)
 		end
 		redis.call('ZREM', fkey, top[1])
 		rooms_free_recount()
@@ -983,7 +1175,8 @@ local function match_user(u, moved)
 	end
 end
 
--- The best waiting user across the queues s serves, and its queue.
+-- The best waiting user across the queues s serves and the users held
+-- for s alone, its queue, and its prefer line's key (nil: its queue's).
 local function best_user(s)
 	local best, best_key, best_q
 	for _, q in ipairs(s.queues) do
@@ -994,6 +1187,12 @@ local function best_user(s)
 				best, best_key, best_q = r[1], k, q
 			end
 		end
+	end
+	if s.prefers > 0 then
+		local line
+		best, best_key, best_q, line = prefer_better(s, best, best_key,
+		                                             best_q)
+		return best, best_q, line
 	end
 	return best, best_q
 end
@@ -1008,13 +1207,14 @@ local function fill(s)
 		return
 	end
 	while has_free(s) do
-		local id, q = best_user(s)
+		local id, q, line = best_user(s)
 		if not id then break end
 		local u = user_load(id)
-		if u and u.state == 'waiting' and u.queue == q then
+		if u and u.state == 'waiting' and u.queue == q and
+		   u.prefer == (line and s.id or false) then
 			place(u, s, free_room(s))
 		else
-			redis.call('ZREM', queue_key(q), id)
+			redis.call('ZREM', line or queue_key(q), id)
 			-- Without a record it is gone: STATS' waiting follows.
 			if not u then
 				stat('abandoned_total', 1)
@@ -1036,12 +1236,15 @@ end
 -- ids, or nil): those who came while a split reap was under way, whom its
 -- last call matches after the others, as if they had come after it.
 local function heads_line(u, skip)
+	-- A preferring user's line is its prefer line.
+	local key = queue_key(u.queue)
+	if u.prefer then key = prefer_key(u.prefer, u.queue) end
 	if not skip then
-		return redis.call('ZRANGE', queue_key(u.queue), 0, 0)[1] == u.id
+		return redis.call('ZRANGE', key, 0, 0)[1] == u.id
 	end
 	local from = 0
 	while true do
-		local ids = redis.call('ZRANGE', queue_key(u.queue), from, from + 15)
+		local ids = redis.call('ZRANGE', key, from, from + 15)
 		for _, id in ipairs(ids) do
 			if not skip[id] then return id == u.id end
 		end
@@ -1262,8 +1465,12 @@ local function user_abandon(u, reason)
 	stat('abandoned_total', 1)
 	qnum_abandoned(u.queue, reason, elapsed(u.arrival))
 	if u.state == 'waiting' then
-		redis.call('ZREM', queue_key(u.queue), u.id)
-		clock_leave(u)
+		if u.prefer then
+			prefer_remove(u)
+		else
+			redis.call('ZREM', queue_key(u.queue), u.id)
+			clock_leave(u)
+		end
 		stat('waiting', -1)
 		event('left', u.id, u.queue, reason)
 	else
@@ -1312,6 +1519,7 @@ local function servicer_drop(s, reason)
 	unaccount(s)
 	qnum_drop(s)
 	local n = rooms_requeue(s, reason)
+	prefer_servicer_gone(s, reason)
 	redis.call('DEL', servicer_key(s.id))
 	deadline_clear('s:' .. s.id)
 	if s.retry ~= 0 then deadline_clear('r:' .. s.id) end
@@ -1361,12 +1569,14 @@ end
 
 -- The reply fields of a user (ENQUEUE, WHERE, TRANSFER): state, queue,
 -- position, tier, waited_ms, servicer, room, since_ms, expires_in_ms,
--- eta_ms. pos: the position if known.
+-- eta_ms, prefer, prefer_ms. pos: the position if known.
 local function user_info(u, pos)
 	if u.state == 'waiting' then
 		pos = pos or position(u)
+		local prefer, prefer_ms = prefer_info(u)
 		return 'waiting', u.queue, pos, tier_of(u.key), elapsed(u.arrival),
-		       '', '', 0, 0, est_user(u, pos)
+		       '', '', 0, 0, u.prefer and prefer_eta(u, pos) or est_user(u, pos),
+		       prefer, prefer_ms
 	end
 	local room = room_name(u.servicer, u.room)
 	local expires = 0
@@ -1375,7 +1585,7 @@ local function user_info(u, pos)
 		if at and tonumber(at) > NOW then expires = tonumber(at) - NOW end
 	end
 	return u.state, u.queue, 0, tier_of(u.key), elapsed(u.arrival),
-	       u.servicer, room, elapsed(u.since), expires, est_user(u)
+	       u.servicer, room, elapsed(u.since), expires, est_user(u), '', 0
 end
 
 -- Queue policies (protocol-v2 §4) ------------------------------------------

@@ -9,6 +9,7 @@
 -- by time, then kind in this order, then name:
 --   m:<user>          the user overflows (a queue policy, protocol-v2 §4)
 --   a:<user>          the user ages, and may overflow (the same)
+--   p:<user>          its preference window runs out (§5)
 -- each acting, and matching, as an operation of its own would.
 -- Within a kind of the first list by time, then by name: the set's own order (by
 -- score, then by member as bytes, which is the name's order within a
@@ -36,8 +37,63 @@
 -- (reap_defer in common.lua): the last call matches them after
 -- the stashed ones, in the order they came.
 local REAP_KINDS = { 'u', 'o', 's', 'w', 'r' }
--- The late kinds' order within a millisecond (lib/deadline.c's due_cmp).
-local LATE_RANK = { m = 1, a = 2 }
+
+-- The late kinds (lib/deadline.c's due_late): their order within a
+-- millisecond (due_cmp's, enum csq_deadline_kind's), and each one's act,
+-- given the user and the deadline. They leave the deadlines set when a
+-- call takes them; in a reap of several calls they wait, scored by their
+-- deadline, in {p}:rematch:due for the last call, which acts on them
+-- after the others have settled, where the memory engine's single pass
+-- does (test_prefer.c's prefer_window_in_long_reap). So each act finds
+-- out itself whether its deadline still stands: the user's clock or
+-- record tells, and a clock armed again since (the user moved between
+-- two calls of the reap) is that clock's new deadline's business.
+local LATE_RANK = { m = 1, a = 2, p = 3 }
+local function late_policy(kind)
+	return function(id, at)
+		if redis.call('ZSCORE', DEADLINES, 'a:' .. id) or
+		   redis.call('ZSCORE', DEADLINES, 'm:' .. id) then
+			return
+		end
+		policy_due(id, kind, at)
+	end
+end
+local LATE = {
+	m = late_policy('m'),
+	a = late_policy('a'),
+	-- A preference window runs out: prefer_ended (timeout), then the
+	-- user is matched like any other (csq_prefer_expire).
+	p = function(id)
+		local u = user_load(id)
+		if not (u and u.state == 'waiting' and u.prefer and
+		        u.prefer_at <= NOW) then
+			return
+		end
+		prefer_end(u, 'timeout')
+		match_user(u)
+	end,
+}
+
+-- The late deadlines of this call (members with their deadlines) and
+-- those stashed by earlier calls of the reap, in their order.
+local function late_due(list)
+	local stash = P .. 'rematch:due'
+	local flat = redis.call('ZRANGE', stash, 0, -1, 'WITHSCORES')
+	if flat[1] then
+		redis.call('DEL', stash)
+		for i = 1, #flat, 2 do
+			list[#list + 1] = { m = flat[i], at = tonumber(flat[i + 1]) }
+		end
+	end
+	table.sort(list, function(a, b)
+		if a.at ~= b.at then return a.at < b.at end
+		local ka = LATE_RANK[string.sub(a.m, 1, 1)]
+		local kb = LATE_RANK[string.sub(b.m, 1, 1)]
+		if ka ~= kb then return ka < kb end
+		return a.m < b.m
+	end)
+	return list
+end
 
 -- "<servicer>/<index>": the servicer (saved) and the index.
 local function reap_room(name)
@@ -84,15 +140,17 @@ OPS.expire = function(limit)
 	local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', NOW_S,
 	                       'WITHSCORES', 'LIMIT', 0, limit)
 	local kinds = { u = {}, o = {}, s = {}, w = {}, r = {} }
-	local late = {}
+	local late_kinds
 	for i = 1, #due, 2 do
 		local m = due[i]
 		local c = string.sub(m, 1, 1)
 		if kinds[c] then
 			kinds[c][#kinds[c] + 1] = m
-		elseif LATE_RANK[c] then
-			late[#late + 1] = { m = m, at = tonumber(due[i + 1]),
-			                    rank = LATE_RANK[c] }
+		elseif LATE_RANK[c] and string.sub(m, 2, 2) == ':' then
+			-- Out of the set now: they act below, or in the last call.
+			late_kinds = late_kinds or {}
+			late_kinds[#late_kinds + 1] = { m = m, at = tonumber(due[i + 1]) }
+			deadline_clear(m)
 		else
 			deadline_clear(m) -- not csq's: it would come back each time
 		end
@@ -117,6 +175,9 @@ OPS.expire = function(limit)
 		for _, id in ipairs(refill or {}) do
 			redis.call('RPUSH', stash .. ':late', 's:' .. id)
 		end
+		for _, l in ipairs(late_kinds or {}) do
+			redis.call('ZADD', stash .. ':due', int(l.at), l.m)
+		end
 		back, refill = nil, nil
 	else
 		stat('reaping', -counter('reaping'))
@@ -136,6 +197,10 @@ OPS.expire = function(limit)
 			end
 		end
 		settle(skip)
+		for _, l in ipairs(late_due(late_kinds or {})) do
+			LATE[string.sub(l.m, 1, 1)](string.sub(l.m, 3), l.at)
+			settle()
+		end
 		if late[1] then
 			redis.call('DEL', stash .. ':late')
 			for _, e in ipairs(late) do
@@ -148,23 +213,6 @@ OPS.expire = function(limit)
 					if s then refill_one(s) end
 				end
 			end
-		end
-	end
-	-- The late kinds (in a reap split in several calls, each call's own,
-	-- their matches deferred like the others' until the last).
-	if late[2] then
-		table.sort(late, function(x, y)
-			if x.at ~= y.at then return x.at < y.at end
-			if x.rank ~= y.rank then return x.rank < y.rank end
-			return x.m < y.m
-		end)
-	end
-	for _, e in ipairs(late) do
-		local at = redis.call('ZSCORE', DEADLINES, e.m)
-		if at and tonumber(at) <= NOW then
-			deadline_clear(e.m)
-			policy_due(string.sub(e.m, 3), string.sub(e.m, 1, 1),
-			           tonumber(at))
 		end
 	end
 	exact = true

@@ -21,13 +21,15 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, has_offer,
 		      active = 0, queues = { 'default' },
 		      last_order = order_next(),
 		      last_ms = NOW, offer = LIMIT.offer, wrapup = LIMIT.wrapup,
-		      missed = 0, retry = 0 }
+		      missed = 0, retry = 0, prefers = 0 }
 		redis.call('ZADD', SERVICERS, 0, id)
 		stat('servicers', 1)
 	else
 		unaccount(s)
 	end
 	if has_capacity == '1' then s.capacity = tonumber(capacity) end
+	-- The windows of the queues it drops end first (§5).
+	if nq > 0 and not login then prefer_queues_change(s, qs) end
 	if nq > 0 then s.queues = qs end
 	if has_ttl == '1' then s.ttl = tonumber(ttl) end
 	-- Offers and wrap-ups under way keep the length they started with.
@@ -37,9 +39,13 @@ OPS.heartbeat = function(id, has_capacity, capacity, has_ttl, ttl, has_offer,
 	if login then
 		event('servicer_up', id, s.capacity, table.concat(s.queues, ','))
 	end
-	fill(s)
+	-- The users whose windows ended go first, as any put back; then s
+	-- fills its rooms (csq_heartbeat's settle).
+	local ended = back
+	if ended then settle_refill(id) else fill(s) end
 	account(s)
 	servicer_save(s)
 	settle()
+	if ended then s = servicer_load(id) end
 	return reply('OK', s.status, s.capacity, s.active, s.ttl)
 end

@@ -1,8 +1,9 @@
 -- QUEUES [queue]: the queues that exist, sorted by name (those with a
 -- waiting user or a servicer serving them, and the default queue), or the
 -- one named. Flat: the last event id a reader of this state has seen
--- (event_id_now), then name, waiting, oldest_wait_ms and the user who has
--- waited that long ('' for none) of each.
+-- (event_id_now), then name, waiting, oldest_wait_ms, the user who has
+-- waited that long ('' for none) and how many of its waiting users are
+-- held for a preferred servicer, of each.
 --
 -- A line's key exists while someone waits in it, and no index lists the
 -- lines: they are found by SCAN, whose cost is that of the database's
@@ -61,9 +62,14 @@ OPS.queues = function(q)
 	for _, name in ipairs(names) do
 		local wait, who = oldest_wait(name)
 		out[#out + 1] = name
-		out[#out + 1] = redis.call('ZCARD', queue_key(name))
+		-- As QLEN counts them: held for a preferred servicer too, and
+		-- how many of them are (the admin API's preferring).
+		local held = tonumber(redis.call('HGET', P .. 'preferring', name) or
+		                      '0')
+		out[#out + 1] = redis.call('ZCARD', queue_key(name)) + held
 		out[#out + 1] = wait
 		out[#out + 1] = who
+		out[#out + 1] = held
 	end
 	return out
 end

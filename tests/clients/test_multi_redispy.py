@@ -163,9 +163,8 @@ def test_outage(d):
 
 
 def test_prefer_qstats(d):
-    """PREFER and QSTATS in a block (protocol-v2 sections 5 and 6): the
-    memory engine has them; the Redis engine answers PREFER's documented
-    error in its place and runs the rest, QSTATS included."""
+    """PREFER and QSTATS in a block (protocol-v2 sections 5 and 6), the
+    same on both engines."""
     r = client(d)
     p = r.pipeline()
     p.execute_command("HEARTBEAT", "sp", "QUEUES", "pq")
@@ -174,17 +173,6 @@ def test_prefer_qstats(d):
     p.execute_command("QSTATS", "pq")
     got = p.execute(raise_on_error=False)
     assert got[1][:2] == ["state", "assigned"], got
-    if d.engine == "redis":
-        assert isinstance(got[2], redis.ResponseError), got
-        assert str(got[2]) == ("PREFER and QSTATS are not available on the "
-                               "redis engine yet"), got
-        assert r.execute_command("WHERE", "fan") == ["state", "none"]
-        qs = dict(zip(got[3][::2], got[3][1::2]))
-        assert got[3][:2] == ["queue", "pq"], got
-        assert qs["waiting"] == 0 and qs["servicers"] == 1, got
-        assert qs["matched_total"] == 1, got
-        assert qs["service_level_pct"] == 100, got
-        return
     fan = dict(zip(got[2][::2], got[2][1::2]))
     assert fan["state"] == "waiting" and fan["prefer"] == "sp", got
     assert 55000 < fan["prefer_ms"] <= 60000, got

@@ -96,16 +96,20 @@ class AdminHttpTest(unittest.TestCase):
         c.execute_command("ENQUEUE", "u1", "QUEUE", "sales")
         c.execute_command("ENQUEUE", "u2", "QUEUE", "vip", "TIER", "2")
         c.execute_command("ENQUEUE", "u3", "QUEUE", "vip")
+        # Held for s2 (paused, serving vip): waiting in vip, in no page.
+        c.execute_command("ENQUEUE", "u4", "QUEUE", "vip", "PREFER", "s2",
+                          "60")
         time.sleep(0.3)
         snap = api.json("/api/snapshot")
-        # servicer_up s1, matched u1, servicer_up s2, paused, 2 queued
-        self.assertEqual(snap["id"], first + 6)
+        # servicer_up s1, matched u1, servicer_up s2, paused, 3 queued
+        self.assertEqual(snap["id"], first + 7)
         self.assertLess(abs(snap["ts"] - time.time() * 1000), 5000)
-        self.assertEqual(snap["stats"]["waiting"], 2)
+        self.assertEqual(snap["stats"]["waiting"], 3)
         self.assertEqual(snap["stats"]["matched_total"], 1)
         queues = {q["name"]: q for q in snap["queues"]}
         self.assertEqual(sorted(queues), ["default", "sales", "vip"])
-        self.assertEqual(queues["vip"]["waiting"], 2)
+        self.assertEqual(queues["vip"]["waiting"], 3)
+        self.assertEqual(queues["vip"]["preferring"], 1)
         self.assertGreaterEqual(queues["vip"]["oldest_wait_ms"], 300)
         # u2 (tier 2) is ahead of u3, and came first.
         self.assertEqual(queues["vip"]["oldest_user"], "u2")

@@ -116,6 +116,45 @@ rnd(uint32_t n)
 
 static const char *const queue_names[] = {"default", "q1", "q2", "q3"};
 
+/*
+ * Preference windows (protocol-v2 section 5) in the timed runs: half
+ * of ENQUEUEs and TRANSFERs carry PREFER, naming s0..s5 (s5 never logs
+ * in: no window, no event) for 1 to 20 s, so that windows run out in
+ * the middle of the run (the clock moves up to 2.5 s a step, now and
+ * then 40 s), are replaced by a later PREFER, kept by a re-ENQUEUE
+ * without one, end when their servicer logs out (LOGOUT), is lost (its
+ * TTL; seed 55 loses them most) or drops the queue (HEARTBEAT QUEUES),
+ * and end silently when the user is matched, leaves or times out.
+ * prefer_ended events are counted, by reason, so that a run that ended
+ * none fails. What this found while the Redis engine was ported: a new
+ * user refused by a line full of held users answered EXHAUSTED instead
+ * of FULL, and a HEARTBEAT that ended windows answered the servicer's
+ * busy rooms from before its rooms were refilled.
+ */
+static int prefer_on;
+static int prefer_ended;
+static const char *const prefer_reasons[] = {"timeout", "logout", "lost",
+                                             "queues"};
+static int prefer_by[4]; /* prefer_ended by reason */
+
+/* " PREFER s<n> <seconds>" into argv at argc, half of the time in a
+ * timed run; returns the new argc. */
+static int
+maybe_prefer(char buf[16][80], const char **argv, int argc)
+{
+	if (!prefer_on || rnd(2) != 0)
+		return argc;
+	snprintf(buf[argc], 80, "PREFER");
+	argv[argc] = buf[argc];
+	argc++;
+	snprintf(buf[argc], 80, "s%u", rnd(NSERVICER + 1));
+	argv[argc] = buf[argc];
+	argc++;
+	snprintf(buf[argc], 80, "%u", 1 + rnd(20));
+	argv[argc] = buf[argc];
+	return argc + 1;
+}
+
 static int random_request(char buf[16][80], const char **argv);
 
 /*
@@ -150,8 +189,10 @@ timed_request(char buf[16][80], const char **argv)
 		else
 			snprintf(buf[argc++], 80, "s%u/%u", rnd(NSERVICER + 1),
 			         rnd(rnd(8) == 0 ? 6 : 3));
-		if (strcmp(cmd, "TRANSFER") == 0)
+		if (strcmp(cmd, "TRANSFER") == 0) {
 			snprintf(buf[argc++], 80, "%s", queue_names[rnd(4)]);
+			argc = maybe_prefer(buf, argv, argc);
+		}
 	} else if (k < 19) {
 		snprintf(buf[argc++], 80, "HEARTBEAT");
 		snprintf(buf[argc++], 80, "s%u", rnd(NSERVICER));
@@ -255,6 +296,7 @@ random_request(char buf[16][80], const char **argv)
 			ARG("TIER");
 			ARG("%u", rnd(5));
 		}
+		argc = maybe_prefer(buf, argv, argc);
 		break;
 	case 12:
 		ARG("TOUCH");
@@ -388,10 +430,23 @@ compare_events(int op, int norm)
 			normalize_json(m[k].m[i].payload);
 	}
 	for (i = 0; i < m[0].n; i++) {
+		char why[32];
+
 		seen_overflowed +=
 		    strstr(m[0].m[i].payload, "\"overflowed\"") != NULL;
 		seen_aging +=
 		    strstr(m[0].m[i].payload, "\"reason\":\"aging\"") != NULL;
+		if (strstr(m[0].m[i].payload, "\"event\":\"prefer_ended\"") ==
+		        NULL ||
+		    json_value(m[0].m[i].payload, "reason", why, sizeof(why)) !=
+		        0)
+			continue;
+		prefer_ended++;
+		for (k = 0; k < 4; k++)
+			if (strlen(why) == strlen(prefer_reasons[k]) + 2 &&
+			    strncmp(why + 1, prefer_reasons[k],
+			            strlen(prefer_reasons[k])) == 0)
+				prefer_by[k]++;
 	}
 	if (m[0].n != m[1].n) {
 		for (k = 0; k < 2; k++)
@@ -487,27 +542,34 @@ timed_everywhere(void **state)
 	nrecent = 0;
 	estimates = qstats_seen = 0;
 	seen_overflowed = seen_aging = 0;
+	prefer_on = 1;
+	prefer_ended = 0;
+	memset(prefer_by, 0, sizeof(prefer_by));
 	for (k = 0; k < 2; k++)
 		CHECK(sides[k].c, "+OK", "DEBUG CLOCK %llu",
 		      (unsigned long long)clock_ms);
 	run_requests(TIMED_OPS, timed_request, 0);
+	prefer_on = 0;
 	/* Time did pass through offers, wrap-ups and expiries. */
 	r = CMD(sides[0].c, "STATS");
 	fprintf(stderr,
 	        "seed %u: matched %lld, offers %lld, missed %lld, "
 	        "declined %lld, abandoned %lld, requeued %lld, "
-	        "transferred %lld, lost %lld\n",
+	        "transferred %lld, lost %lld, prefer_ended %d (timeout %d, "
+	        "logout %d, lost %d, queues %d)\n",
 	        (unsigned)t->seed, FIELD_INT(r, "matched_total"),
 	        FIELD_INT(r, "offers_total"),
 	        FIELD_INT(r, "offers_missed_total"),
 	        FIELD_INT(r, "offers_declined_total"),
 	        FIELD_INT(r, "abandoned_total"), FIELD_INT(r, "requeued_total"),
 	        FIELD_INT(r, "transferred_total"),
-	        FIELD_INT(r, "servicers_lost_total"));
+	        FIELD_INT(r, "servicers_lost_total"), prefer_ended,
+	        prefer_by[0], prefer_by[1], prefer_by[2], prefer_by[3]);
 	assert_true(FIELD_INT(r, "offers_total") > 20);
 	assert_true(FIELD_INT(r, "offers_missed_total") > 0);
 	assert_true(FIELD_INT(r, "abandoned_total") > 0);
 	assert_true(FIELD_INT(r, "transferred_total") > 0);
+	assert_true(prefer_ended > 0);
 	freeReplyObject(r);
 	/* Estimates and queue numbers were compared, not only -1s. */
 	fprintf(stderr,
@@ -617,6 +679,9 @@ main(int argc, char **argv)
 	     "offer_timeout = 1;\noffer_retry = 1;\noffer_max_missed = 0;\n"
 	     "user_ttl = 6;\nservicer_ttl = 8;\n",
 	     0},
+	    /* Preference windows above all: users who wait long, servicers
+	     * lost soon, wrap-ups that keep them busy. */
+	    {55, "user_ttl = 60;\nservicer_ttl = 5;\nwrapup = 3;\n", 0},
 	};
 
 	snprintf(queues_11, sizeof(queues_11),
@@ -637,6 +702,8 @@ main(int argc, char **argv)
 	        timed_everywhere, setup_timed, teardown, (void *)&runs[2]),
 	    cmocka_unit_test_prestate_setup_teardown(
 	        timed_everywhere, setup_timed, teardown, (void *)&runs[3]),
+	    cmocka_unit_test_prestate_setup_teardown(
+	        timed_everywhere, setup_timed, teardown, (void *)&runs[4]),
 	};
 
 	csqd_init(argc, argv);

@@ -333,6 +333,98 @@ prefer_reenqueue(void **state)
 	redisFree(sub);
 }
 
+/* The id of event ev of user in m, or -1 when there is none. */
+static long long
+event_id_of(const struct msgs *m, const char *ev, const char *user)
+{
+	const char *payload = event_of(m, ev, user);
+	char v[32];
+
+	if (payload == NULL || json_value(payload, "id", v, sizeof(v)) != 0)
+		return -1;
+	return strtoll(v, NULL, 10);
+}
+
+/*
+ * A window that runs out among more deadlines than one reap call takes
+ * (the Redis engine acts on at most 1000 a call): 1,100 users of another
+ * queue time out in the same millisecond as p's window, whose deadline
+ * sorts first (p:p before u:...), so the Redis engine takes it in the
+ * reap's first call and must keep it for the last (docs/design.md). On
+ * both engines the window ends after every timeout, with prefer_ended
+ * (timeout), and p then takes s2's free room, which it passed over while
+ * it waited for s1. Run on the test clock (DEBUG CLOCK), so that all of
+ * it comes due at once. The events are too many for one collection:
+ * those of p and of the first, a middle and the last of the others to
+ * time out (in the order of their ids' bytes: t0 first, t999 last) are
+ * followed, and their ids compared. Acting on the window in the reap's
+ * first call, as an early kind, gave p's prefer_ended an id below t999's
+ * left.
+ */
+#define LONG_REAP 1100
+
+static void
+prefer_window_in_long_reap(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const char *channels[] = {"user:p", "user:t0", "user:t1099",
+	                                 "user:t999"};
+	redisContext *sub = csqd_connect(fx->d);
+	struct msgs m = {0};
+	const uint64_t t0 = UINT64_C(2000000000000);
+	long long ended;
+	redisReply *r;
+	int i;
+
+	SUBSCRIBE(sub, 4, channels);
+	CHECK(fx->c, "+OK", "DEBUG CLOCK %llu", (unsigned long long)t0);
+	CHECK(fx->c,
+	      "['servicer','s1','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:3600]",
+	      "HEARTBEAT s1 QUEUES q TTL 3600");
+	CHECK(fx->c,
+	      "['state','assigned','queue','q','room','s1/0',"
+	      "'servicer','s1']",
+	      "ENQUEUE b QUEUE q TTL 0");
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:1,"
+	      "'active',:0,'ttl',:3600]",
+	      "HEARTBEAT s2 QUEUES q TTL 3600");
+	r = CMD(fx->c, "ENQUEUE p QUEUE q TTL 0 PREFER s1 1");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_string_equal(FIELD_STR(r, "prefer"), "s1");
+	freeReplyObject(r);
+	for (i = 0; i < LONG_REAP; i++)
+		redisAppendCommand(fx->c, "ENQUEUE t%d QUEUE x TTL 1", i);
+	for (i = 0; i < LONG_REAP; i++) {
+		assert_int_equal(redisGetReply(fx->c, (void **)&r), REDIS_OK);
+		freeReplyObject(r);
+	}
+	MSGS_COLLECT(sub, &m);
+	msgs_free(&m);
+	CHECK(fx->c, "+OK", "DEBUG CLOCK %llu", (unsigned long long)t0 + 1500);
+	WHERE_UNTIL(fx->c, "p", "state", "assigned");
+	CHECK(fx->c, ":0", "QLEN x");
+	r = CMD(fx->c, "WHERE p");
+	assert_string_equal(FIELD_STR(r, "servicer"), "s2");
+	freeReplyObject(r);
+	r = CMD(fx->c, "STATS");
+	assert_int_equal(FIELD_INT(r, "abandoned_total"), LONG_REAP);
+	freeReplyObject(r);
+	MSGS_COLLECT(sub, &m);
+	ended = event_id_of(&m, "prefer_ended", "p");
+	assert_true(ended > 0);
+	assert_json_str(event_of(&m, "prefer_ended", "p"), "reason", "timeout");
+	assert_json_str(event_of(&m, "prefer_ended", "p"), "servicer", "s1");
+	assert_true(event_id_of(&m, "left", "t0") > 0);
+	assert_true(event_id_of(&m, "left", "t0") < ended);
+	assert_true(event_id_of(&m, "left", "t1099") < ended);
+	assert_true(event_id_of(&m, "left", "t999") < ended);
+	assert_int_equal(event_id_of(&m, "matched", "p"), ended + 1);
+	msgs_free(&m);
+	redisFree(sub);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -349,6 +441,8 @@ main(int argc, char **argv)
 	                                    policy_setup, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(prefer_reenqueue, policy_setup,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(prefer_window_in_long_reap,
+	                                    policy_setup, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);
