@@ -48,6 +48,7 @@ local function call(KEYS, ARGV)
 	end
 	LIMIT.strategy_s = LIMIT_S.strategy
 	base, read, seq, order, deltas, op_deltas = nil, nil, nil, nil, {}, nil
+	POLICY_DIGEST = nil -- not known until the counters are read
 	events, nevents, soonest, exact = {}, 0, -1, false
 	qnum_discard()
 

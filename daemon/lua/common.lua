@@ -93,7 +93,7 @@ local COUNTERS = { 'seq', 'order', 'event_id', 'servicers', 'rooms_busy',
                    'requeued_total', 'servicers_lost_total', 'reaping',
                    'offers_total', 'offers_declined_total',
                    'offers_missed_total', 'transferred_total', 'waiting',
-                   'strategy', 'policy', 'preferring' }
+                   'strategy', 'preferring' }
 local COUNTER_AT = {} -- counter -> its place in COUNTERS
 for i = 1, #COUNTERS do COUNTER_AT[COUNTERS[i]] = i end
 local base -- counter -> value, as read
@@ -113,8 +113,12 @@ end }
 
 local rekey
 -- Queue policies (protocol-v2 §4): defined in their block at the end.
+-- POLICY_DIGEST: the digest of those in force, false for none, as the
+-- call's counters() read it (nil before): a hook that finds false has
+-- nothing to do, and costs nothing more.
 local policy_of, queue_strategy, clock_start, clock_leave
-local queue_has_policy, queue_service_level
+local queue_has_policy, queue_service_level, policy_tag_read, policy_tag
+local POLICY_DIGEST
 
 local function counters()
 	if base then return base end
@@ -123,7 +127,13 @@ local function counters()
 	-- The free-room indexes are scored by the strategy they were made
 	-- under: after a change (a reload), every servicer's score again,
 	-- once, before anything is matched (each match reads the counters).
-	if (read[COUNTER_AT.strategy] or '0') ~= LIMIT.strategy_s then rekey() end
+	-- With queue policies, which score some queues their way, the field
+	-- holds their digest too (policy_tag_read).
+	POLICY_DIGEST = false
+	local st = read[COUNTER_AT.strategy] or '0'
+	if st ~= LIMIT.strategy_s and policy_tag_read(st) ~= LIMIT.strategy_s then
+		rekey()
+	end
 	return base
 end
 
@@ -705,7 +715,9 @@ end
 -- new users). O(log n) per change, as any ZADD.
 local BUSY_UNIT = 8796093022208
 local function free_score(s, q)
-	if queue_strategy(q) == '1' then
+	local st = LIMIT.strategy_s
+	if POLICY_DIGEST ~= false then st = queue_strategy(q) end
+	if st == '1' then
 		return int(s.active * BUSY_UNIT + s.last_order)
 	end
 	return int(s.last_order)
@@ -751,8 +763,8 @@ rekey = function()
 			end
 		end
 	end
-	redis.call('HSET', STATS, 'strategy', LIMIT.strategy_s)
-	read[COUNTER_AT.strategy] = LIMIT.strategy_s
+	read[COUNTER_AT.strategy] = policy_tag(POLICY_DIGEST)
+	redis.call('HSET', STATS, 'strategy', read[COUNTER_AT.strategy])
 end
 
 -- The lowest free room below the capacity; only when has_free. One
@@ -1055,7 +1067,7 @@ local function place(u, s, room, moved)
 		prefer_remove(u) -- its window ends silently
 	else
 		redis.call('ZREM', queue_key(u.queue), u.id)
-		clock_leave(u)
+		if POLICY_DIGEST ~= false then clock_leave(u) end
 	end
 	stat('waiting', -1)
 	redis.call('HSET', rooms_key(s.id), int(room), u.id)
@@ -1298,7 +1310,7 @@ local function room_return(s, idx, u, kind, reason)
 	u.state = 'waiting'
 	user_save(u)
 	redis.call('ZADD', queue_key(u.queue), int(u.key), u.id)
-	clock_start(u)
+	if POLICY_DIGEST ~= false then clock_start(u) end
 	stat('waiting', 1)
 	user_deadline(u)
 	local pos = position(u)
@@ -1469,7 +1481,7 @@ local function user_abandon(u, reason)
 			prefer_remove(u)
 		else
 			redis.call('ZREM', queue_key(u.queue), u.id)
-			clock_leave(u)
+			if POLICY_DIGEST ~= false then clock_leave(u) end
 		end
 		stat('waiting', -1)
 		event('left', u.id, u.queue, reason)
@@ -1591,13 +1603,14 @@ end
 -- Queue policies (protocol-v2 §4) ------------------------------------------
 -- lib/policy.c written again. The policies in force are the ones the last
 -- daemon wrote (OPS.policy, policy.lua): {p}:policy, one packed entry per
--- queue, and STATS' policy, the digest of them all ('' or none: no
--- policy), which a call reads with its other counters. So without
--- policies nothing here costs a command; with them a queue's entry is
--- read once per call (and once per digest for all the calls of a loaded
--- library, whose top level lives on: the cache below), and only that of a
--- queue the call touches.
-local POLICY = { tag = false, cache = {}, n = 0, staged = false }
+-- queue, and their digest after the strategy in STATS' strategy ("<0|1>
+-- <sha1>"; the strategy alone without policies), which a call reads with
+-- its other counters. So without policies nothing here costs a command;
+-- with them a queue's entry is read once per call (and once per digest
+-- for all the calls of a loaded library, whose top level lives on: the
+-- cache below), and only that of a queue the call touches.
+local POLICY = { tag = false, p = false, cache = {}, n = 0, staged = false,
+                 raw = false, raw_st = false, raw_digest = false }
 local POLICY_CACHE_MAX = 4096 -- queues whose policy (or none) is cached
 local POLICY_CHAIN_MAX = 1000 -- CSQ_POLICIES_MAX: no chain is longer
 local MAX_TIER_S -- ARGV[3], the daemon's max_tier (batch.lua)
@@ -1624,13 +1637,31 @@ local function policy_parse(text)
 	return p
 end
 
+-- STATS' strategy as read: its strategy, and the digest (POLICY_DIGEST);
+-- the text parsed last is kept (a library's calls see the same one).
+policy_tag_read = function(v)
+	if v ~= POLICY.raw then
+		local st, digest = string.match(v, '^(%d) (%x+)$')
+		POLICY.raw, POLICY.raw_st, POLICY.raw_digest = v, st or v, digest
+	end
+	if POLICY.raw_digest then POLICY_DIGEST = POLICY.raw_digest end
+	return POLICY.raw_st
+end
+
+-- STATS' strategy for this call's strategy and digest (false: none).
+policy_tag = function(digest)
+	if digest then return LIMIT.strategy_s .. ' ' .. digest end
+	return LIMIT.strategy_s
+end
+
 -- q's policy, nil for none.
 policy_of = function(q)
-	counters()
-	local digest = read[COUNTER_AT.policy]
-	if not digest or digest == '' then return nil end
-	local tag = P .. digest
-	if POLICY.tag ~= tag then POLICY.tag, POLICY.cache, POLICY.n = tag, {}, 0 end
+	if POLICY_DIGEST == nil then counters() end
+	local digest = POLICY_DIGEST
+	if not digest then return nil end
+	if POLICY.tag ~= digest or POLICY.p ~= P then
+		POLICY.tag, POLICY.p, POLICY.cache, POLICY.n = digest, P, {}, 0
+	end
 	local p = POLICY.cache[q]
 	if p == nil then
 		if POLICY.n >= POLICY_CACHE_MAX then POLICY.cache, POLICY.n = {}, 0 end

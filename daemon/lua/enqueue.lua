@@ -7,7 +7,8 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg, prefer, prefer_s)
 	-- Its length counts the users held for a preferred servicer (§5).
 	local len = redis.call('ZCARD', qkey)
 	local held = queue_preferring(q)
-	local max = queue_max_length(q)
+	local max = MAX_LENGTH
+	if POLICY_DIGEST ~= false then max = queue_max_length(q) end
 
 	-- A new user, the usual case: its record is written with HSETNX,
 	-- which says whether the id was new, and then it joins the line.
@@ -42,7 +43,7 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg, prefer, prefer_s)
 				event('queued', id, q, tier, pos)
 				return reply('OK', user_info(u, pos))
 			end
-			clock_start(u)
+			if POLICY_DIGEST ~= false then clock_start(u) end
 			-- Tier 0 packs the highest prefix and a new user the highest
 			-- sequence: such a user is last in line, and its rank needs
 			-- no ZRANK.

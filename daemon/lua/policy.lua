@@ -26,7 +26,8 @@ OPS.policy = function(i, n, name, entry, writer)
 	-- The same set again (a reconnect, another daemon's start) reads
 	-- one field, and not the counters, whose first read in a state
 	-- written before would write them.
-	local old = redis.call('HGET', STATS, 'policy') or ''
+	local old = string.match(redis.call('HGET', STATS, 'strategy') or '',
+	                         ' (%x+)$') or ''
 	if old == digest then return reply('OK', 0) end
 	counters()
 	local replaced = 0
@@ -45,8 +46,10 @@ OPS.policy = function(i, n, name, entry, writer)
 		end
 		redis.call('HSET', policy_key(), unpack(set))
 	end
-	redis.call('HSET', STATS, 'policy', digest, 'policy_by', writer)
-	read[COUNTER_AT.policy] = digest
+	POLICY_DIGEST = digest ~= '' and digest
+	read[COUNTER_AT.strategy] = policy_tag(POLICY_DIGEST)
+	redis.call('HSET', STATS, 'strategy', read[COUNTER_AT.strategy],
+	           'policy_by', writer)
 
 	-- Every queue of either set, in name order.
 	local queues, seen = {}, {}
