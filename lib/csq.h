@@ -56,7 +56,6 @@ enum csq_status {
 	CSQ_EUNSURE,    /* engine lost while the command was out: it may have
 	                   been applied (a TRYAGAIN too) */
 	CSQ_ENOCONV,    /* TRANSFER of a room that holds no assigned user */
-	CSQ_EUNSUPPORTED_QUEUES, /* PREFER, QSTATS on an engine without them */
 };
 
 const char *csq_status_text(enum csq_status);

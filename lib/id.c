@@ -94,9 +94,6 @@ csq_status_text(enum csq_status st)
 		       "applied; it is safe to send again";
 	case CSQ_ENOCONV:
 		return "ERR no conversation in room";
-	case CSQ_EUNSUPPORTED_QUEUES:
-		return "ERR PREFER and QSTATS are not available on the redis "
-		       "engine yet";
 	}
 	return "ERR unknown status";
 }
