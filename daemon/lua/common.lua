@@ -310,7 +310,8 @@ end
 --   hold, holds          room time per user, a moving mean (estimate.c)
 --   area, abandons       moving sums of waits and abandons (in 1/1024ths)
 --   within, within_s     the ring's outcomes within within_s seconds
---   t0 .. t15            a tier's arrivals: "<count> <mean gap> <last>"
+--   tiers                the arrivals of each tier that had any (0..15):
+--                        "<tier>:<count>:<mean gap>:<last>", space between
 --   r0 .. r999           the ring of the last 1000 outcomes: a matched
 --                        user's wait in ms, or "a" (abandoned); its next
 --                        slot is matched + leave + timeout mod 1000
@@ -322,12 +323,10 @@ end
 -- queue changed. Every value is an integer below 2^53, exact in a double.
 local QN_FIELDS = { 'users', 'servicers', 'ready', 'matched', 'leave',
                     'timeout', 'overflowed_total', 'wait_sum', 'hold',
-                    'holds',
-                    'area', 'abandons', 'within', 'within_s' }
-local QN_AT = {} -- field -> its place in QN_FIELDS
-for i = 1, #QN_FIELDS do QN_AT[QN_FIELDS[i]] = i end
-local QN_TIER = #QN_FIELDS + 1 -- t0's place
-for t = 0, TIER_TOP do QN_FIELDS[QN_TIER + t] = 't' .. t end
+                    'holds', 'area', 'abandons', 'within', 'within_s',
+                    'tiers' }
+local QN_AT = {} -- field -> its place in QN_FIELDS, for the numbers
+for i = 1, #QN_FIELDS - 1 do QN_AT[QN_FIELDS[i]] = i end
 -- The queues read in this call (queue -> numbers) and those an operation
 -- changed, in order; batch.lua empties both at a call's start.
 local QN, QN_DIRTY = {}, {}
@@ -428,14 +427,20 @@ local function qnum_discard()
 end
 
 -- Tier t's arrivals: how many (up to the window), their mean gap, the
--- last one's time.
+-- last one's time. The field is parsed at the call's first need.
 local function qn_tier(e, t)
-	local v = e.tiers_ and e.tiers_[t]
+	local tiers = e.tiers_
+	if not tiers then
+		tiers = {}
+		for k, n, gap, last in string.gmatch(e.raw_[#QN_FIELDS] or '',
+		                                     '(%d+):(%d+):(%d+):(%d+)') do
+			tiers[tonumber(k)] = { tonumber(n), tonumber(gap), tonumber(last) }
+		end
+		e.tiers_ = tiers
+	end
+	local v = tiers[t]
 	if v then return v[1], v[2], v[3] end
-	local raw = e.raw_[QN_TIER + t]
-	if not raw then return 0, 0, 0 end
-	local n, gap, last = string.match(raw, '^(%d+) (%d+) (%d+)$')
-	return tonumber(n), tonumber(gap), tonumber(last)
+	return 0, 0, 0
 end
 
 -- lib/estimate.c's moving mean, in integers.
@@ -454,9 +459,17 @@ local function est_arrival(q, t)
 		gap = est_mean(gap, elapsed(last), n < 128 and n or 128)
 	end
 	if n < 128 then n = n + 1 end
-	if not e.tiers_ then e.tiers_ = {} end
-	e.tiers_[t] = { n, gap, NOW }
-	qn_text(e, 't' .. t, n .. ' ' .. int(gap) .. ' ' .. NOW_S)
+	local tiers = e.tiers_
+	tiers[t] = { n, gap, NOW }
+	local text = t .. ':' .. n .. ':' .. int(gap) .. ':' .. NOW_S
+	for k = 0, TIER_TOP do
+		local v = tiers[k]
+		if v and k ~= t then
+			text = text .. ' ' .. k .. ':' .. v[1] .. ':' .. int(v[2]) .. ':' ..
+			       int(v[3])
+		end
+	end
+	qn_text(e, 'tiers', text)
 end
 
 -- A new user waits in q; one moved from queue from to q (a re-ENQUEUE,
