@@ -66,16 +66,15 @@ local function call(KEYS, ARGV)
 		if not OPS[name] then make_op(name) end
 		local ok, res = pcall(OPS[name], unpack(ARGV, at + 2, at + 1 + argc))
 		at = at + 2 + argc
-		-- Its queue numbers are written once it succeeded (common.lua).
-		if ok and QN_DIRTY[1] then ok, res = pcall(qnum_flush, res) end
 		if ok then
+			qnum_commit()
 			if op_deltas then
 				for f, d in pairs(op_deltas) do
 					deltas[f] = (deltas[f] or 0) + d
 				end
 			end
 		else
-			qnum_discard()
+			qnum_undo()
 			for i = nevents, before + 1, -1 do events[i] = nil end
 			nevents = before
 			if type(res) == 'table' and res.err then res = res.err end
@@ -88,6 +87,9 @@ local function call(KEYS, ARGV)
 		nout = nout + 1 + n
 	end
 	op_deltas = nil
+	-- The queues' numbers, in one write each; as the counters', a write
+	-- refused (Redis out of memory) leaves them as they were.
+	if QN_DIRTY[1] or next(QN_GONE) then pcall(qnum_flush) end
 
 	-- The counters, in one write. A failed operation keeps the sequences and
 	-- orders it took: its user may have been written. If this write fails,

@@ -318,18 +318,24 @@ end
 -- The hash goes when its queue stops existing (no user, no servicer, no
 -- policy; never the default queue), exactly when libcsq frees the queue
 -- and its numbers, and {p}:qstats lists the queues that have one. A call
--- reads a queue's hash once (HMGET, its first need) and each operation
--- writes what it changed at its end (qnum_flush, batch.lua): one HSET per
--- queue changed. Every value is an integer below 2^53, exact in a double.
+-- reads a queue's hash once (HMGET, its first need) and writes what its
+-- operations changed once, at its end (qnum_flush, batch.lua): one HSET
+-- per queue changed, however many operations a batch holds. An operation
+-- that fails has its changes undone (qnum_undo); one that succeeds is done
+-- with them (qnum_commit), and a queue it left without users, servicers or
+-- policy is gone from then on: its hash is deleted at the flush, and the
+-- call sees zeros if it comes back. Every value is an integer below 2^53,
+-- exact in a double.
 local QN_FIELDS = { 'users', 'servicers', 'ready', 'matched', 'leave',
                     'timeout', 'overflowed_total', 'wait_sum', 'hold',
                     'holds', 'area', 'abandons', 'within', 'within_s',
                     'tiers' }
 local QN_AT = {} -- field -> its place in QN_FIELDS, for the numbers
 for i = 1, #QN_FIELDS - 1 do QN_AT[QN_FIELDS[i]] = i end
--- The queues read in this call (queue -> numbers) and those an operation
--- changed, in order; batch.lua empties both at a call's start.
-local QN, QN_DIRTY = {}, {}
+-- The queues read in this call (queue -> numbers), those it changed (in
+-- order), those the current operation changed, and those gone; batch.lua
+-- empties them at a call's start.
+local QN, QN_DIRTY, QN_OP, QN_GONE = {}, {}, {}, {}
 local QN_NUM = { __index = function(e, f)
 	local i = QN_AT[f]
 	if not i then return nil end
@@ -344,86 +350,124 @@ end }
 
 local function qstat_key(q) return P .. 'qstat:' .. q end
 
--- q's numbers, read at the call's first need of them.
+-- q's numbers, read at the call's first need of them (none for a queue
+-- gone in this call: it starts again from zeros).
 local function qn(q)
 	local e = QN[q]
 	if e then return e end
-	local raw = redis.call('HMGET', qstat_key(q), unpack(QN_FIELDS))
-	local had = false
-	for i = 1, #raw do
-		if raw[i] then
-			had = true
-			break
+	local raw, had = {}, false
+	if not QN_GONE[q] then
+		raw = redis.call('HMGET', qstat_key(q), unpack(QN_FIELDS))
+		for i = 1, #raw do
+			if raw[i] then
+				had = true
+				break
+			end
 		end
 	end
+	-- undo_: the fields the current operation changed, with what they
+	-- were ({ value, whether it was to write }); tiers_: the tiers parsed.
 	e = setmetatable({ q_ = q, raw_ = raw, had_ = had, set_ = false,
-	                   text_ = false, tiers_ = false }, QN_NUM)
+	                   undo_ = false, tiers_ = false }, QN_NUM)
 	QN[q] = e
 	return e
 end
 
+-- e is to be written (field f), and is the current operation's.
 local function qn_mark(e, f)
 	if not e.set_ then
 		e.set_ = {}
 		QN_DIRTY[#QN_DIRTY + 1] = e
 	end
+	if not e.undo_ then
+		e.undo_ = {}
+		QN_OP[#QN_OP + 1] = e
+	end
 	e.set_[f] = true
 end
 
--- A field whose value is text (a tier's, a ring slot's).
-local function qn_text(e, f, v)
-	if not e.text_ then e.text_ = {} end
-	e.text_[f] = v
-	qn_mark(e, f)
+-- Field f of e becomes v (a number, or the text of a tier's or a ring
+-- slot's field), undone if the operation fails.
+local function qn_put(e, f, v)
+	local undo = e.undo_
+	if not (undo and undo[f]) then
+		local old = { e[f], (e.set_ and e.set_[f]) or false }
+		qn_mark(e, f)
+		e.undo_[f] = old
+	end
+	e[f] = v
 end
 
 -- Adds d to field f of q's numbers: the policies' overflowed_total goes
 -- through here too.
 local function qnum_incr(q, f, d)
 	local e = qn(q)
-	e[f] = e[f] + d
-	qn_mark(e, f)
+	qn_put(e, f, e[f] + d)
 end
 
--- An operation's changes, written (batch.lua, after it succeeded); a
--- queue that no longer exists loses its hash.
-local function qnum_flush(res)
+-- The current operation failed (batch.lua): its changes are undone.
+local function qnum_undo()
+	for i = 1, #QN_OP do
+		local e = QN_OP[i]
+		for f, old in pairs(e.undo_) do
+			e[f] = old[1]
+			if not old[2] then e.set_[f] = nil end
+		end
+		e.undo_, e.tiers_ = false, false
+	end
+	QN_OP = {}
+end
+
+-- The current operation succeeded: a queue it left without users,
+-- servicers or policy (never the default queue) is gone, as libcsq frees
+-- it.
+local function qnum_commit()
+	for i = 1, #QN_OP do
+		local e = QN_OP[i]
+		local q = e.q_
+		e.undo_ = false
+		if QN[q] == e and e.users <= 0 and e.servicers <= 0 and
+		   q ~= 'default' and not queue_has_policy(q) then
+			QN[q] = nil
+			if e.had_ then QN_GONE[q] = true end
+		end
+	end
+	QN_OP = {}
+end
+
+-- The call's changes, written at its end (batch.lua): the queues gone lose
+-- their hash, the others get what changed.
+local function qnum_flush()
+	for q in pairs(QN_GONE) do
+		redis.call('DEL', qstat_key(q))
+		redis.call('SREM', P .. 'qstats', q)
+	end
 	for i = 1, #QN_DIRTY do
 		local e = QN_DIRTY[i]
-		local q = e.q_
-		if e.users <= 0 and e.servicers <= 0 and q ~= 'default' and
-		   not queue_has_policy(q) then
-			if e.had_ then
-				redis.call('DEL', qstat_key(q))
-				redis.call('SREM', P .. 'qstats', q)
-			end
-			QN[q] = nil
-		else
+		if QN[e.q_] == e then
 			local set, n = {}, 0
 			for f in pairs(e.set_) do
 				set[n + 1] = f
 				if QN_AT[f] then
 					set[n + 2] = int(e[f])
 				else
-					set[n + 2] = e.text_[f]
+					set[n + 2] = e[f]
 				end
 				n = n + 2
 			end
-			redis.call('HSET', qstat_key(q), unpack(set, 1, n))
-			if not e.had_ then
-				redis.call('SADD', P .. 'qstats', q)
-				e.had_ = true
+			if n > 0 then
+				redis.call('HSET', qstat_key(e.q_), unpack(set, 1, n))
+				if not e.had_ then
+					redis.call('SADD', P .. 'qstats', e.q_)
+				end
 			end
-			e.set_, e.text_ = false, false
 		end
 	end
-	QN_DIRTY = {}
-	return res
 end
 
--- A failed operation's changes are forgotten with what the call read.
+-- A call starts with nothing read.
 local function qnum_discard()
-	QN, QN_DIRTY = {}, {}
+	QN, QN_DIRTY, QN_OP, QN_GONE = {}, {}, {}, {}
 end
 
 -- Tier t's arrivals: how many (up to the window), their mean gap, the
@@ -432,8 +476,8 @@ local function qn_tier(e, t)
 	local tiers = e.tiers_
 	if not tiers then
 		tiers = {}
-		for k, n, gap, last in string.gmatch(e.raw_[#QN_FIELDS] or '',
-		                                     '(%d+):(%d+):(%d+):(%d+)') do
+		local text = rawget(e, 'tiers') or e.raw_[#QN_FIELDS] or ''
+		for k, n, gap, last in string.gmatch(text, '(%d+):(%d+):(%d+):(%d+)') do
 			tiers[tonumber(k)] = { tonumber(n), tonumber(gap), tonumber(last) }
 		end
 		e.tiers_ = tiers
@@ -469,7 +513,7 @@ local function est_arrival(q, t)
 			       int(v[3])
 		end
 	end
-	qn_text(e, 'tiers', text)
+	qn_put(e, 'tiers', text)
 end
 
 -- A new user waits in q; one moved from queue from to q (a re-ENQUEUE,
@@ -490,14 +534,10 @@ end
 -- moving sums (csq_estimate_outcome).
 local function est_outcome(e, waited, abandoned)
 	if waited == 0 and not abandoned then return end
-	e.area = e.area - math.floor(e.area / 128) + waited
-	qn_mark(e, 'area')
+	qn_put(e, 'area', e.area - math.floor(e.area / 128) + waited)
 	local a = e.abandons - math.floor(e.abandons / 128)
 	if abandoned then a = a + 1024 end
-	if a ~= e.abandons then
-		e.abandons = a
-		qn_mark(e, 'abandons')
-	end
+	if a ~= e.abandons then qn_put(e, 'abandons', a) end
 end
 
 local function qn_is_within(w, level)
@@ -518,7 +558,7 @@ local function qn_within_now(e)
 		for i = 1, n do fields[i] = 'r' .. (i - 1) end
 		local ring = redis.call('HMGET', qstat_key(e.q_), unpack(fields))
 		for i = 1, n do
-			local w = (e.text_ and e.text_[fields[i]]) or ring[i]
+			local w = rawget(e, fields[i]) or ring[i]
 			if w and qn_is_within(w, level) then within = within + 1 end
 		end
 	end
@@ -529,9 +569,8 @@ end
 local function qn_level(e)
 	local level, within = qn_within_now(e)
 	if e.within_s ~= level then
-		e.within, e.within_s = within, level
-		qn_mark(e, 'within')
-		qn_mark(e, 'within_s')
+		qn_put(e, 'within', within)
+		qn_put(e, 'within_s', level)
 	end
 	return level
 end
@@ -544,16 +583,12 @@ local function qn_outcome(e, w)
 	local f = 'r' .. (total % 1000)
 	local within = e.within
 	if total >= 1000 then
-		local old = (e.text_ and e.text_[f]) or
-		            redis.call('HGET', qstat_key(e.q_), f)
+		local old = rawget(e, f) or redis.call('HGET', qstat_key(e.q_), f)
 		if old and qn_is_within(old, level) then within = within - 1 end
 	end
 	if qn_is_within(w, level) then within = within + 1 end
-	if within ~= e.within then
-		e.within = within
-		qn_mark(e, 'within')
-	end
-	qn_text(e, f, w)
+	if within ~= e.within then qn_put(e, 'within', within) end
+	qn_put(e, f, w)
 end
 
 -- A user of q was matched (assigned, or accepted an offer) after waiting
@@ -600,10 +635,9 @@ end
 local function qnum_room_end(q, uid, since, wrapup)
 	local e = qn(q)
 	local ms = elapsed(qnum_taken(uid) or since) + wrapup * 1000
-	e.holds = e.holds + 1
-	e.hold = est_mean(e.hold, ms, e.holds < 128 and e.holds or 128)
-	qn_mark(e, 'holds')
-	qn_mark(e, 'hold')
+	local holds = e.holds + 1
+	qn_put(e, 'holds', holds)
+	qn_put(e, 'hold', est_mean(e.hold, ms, holds < 128 and holds or 128))
 end
 
 -- unaccount notes a servicer's ready capacity and queues, and account
