@@ -222,6 +222,68 @@ level_reloaded(void **state)
 	LEVEL_UNTIL(fx->c, "r", 20);
 }
 
+/* Sends the n commands of cmds in one pipeline and reads their replies. */
+static void
+pipeline(redisContext *c, const char *const *cmds, size_t n)
+{
+	redisReply *r;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		redisAppendCommand(c, cmds[i]);
+	for (i = 0; i < n; i++) {
+		if (redisGetReply(c, (void **)&r) != REDIS_OK)
+			fail_msg("reply %zu of the pipeline: %s", i, c->errstr);
+		if (r->type == REDIS_REPLY_ERROR)
+			fail_msg("%s: %s", cmds[i], r->str);
+		freeReplyObject(r);
+	}
+}
+
+/*
+ * A queue's numbers live while it exists: while a user of it waits or is
+ * in a room, or a servicer serves it (protocol-v2 section 6). Forgotten
+ * when the last goes, even in the middle of one pipeline (which the Redis
+ * engine runs as one script call), and started again from zeros.
+ */
+static void
+numbers_forgotten(void **state)
+{
+	struct csqd_fx *fx = *state;
+	static const char *const first[] = {
+	    "HEARTBEAT s1 QUEUES x", "ENQUEUE a QUEUE x",
+	    "ENQUEUE b QUEUE x",     "LEAVE b",
+	    "RELEASE s1/0",          "LOGOUT s1",
+	    "HEARTBEAT s1 QUEUES x", "ENQUEUE c QUEUE x",
+	};
+	static const char *const held[] = {
+	    "HEARTBEAT s2 QUEUES z",
+	    "ENQUEUE z1 QUEUE z",
+	    "HEARTBEAT s2 QUEUES other",
+	};
+	redisReply *r;
+
+	pipeline(fx->c, first, sizeof(first) / sizeof(first[0]));
+	/* a and b went with x's first life; c is its only outcome. */
+	r = CMD(fx->c, "QSTATS x");
+	assert_int_equal(FIELD_INT(r, "servicers"), 1);
+	assert_int_equal(FIELD_INT(r, "matched_total"), 1);
+	assert_int_equal(FIELD_INT(r, "abandoned_total"), 0);
+	assert_int_equal(FIELD_INT(r, "service_level_pct"), 100);
+	freeReplyObject(r);
+	/* A user in a room holds its queue, served or not. */
+	pipeline(fx->c, held, sizeof(held) / sizeof(held[0]));
+	r = CMD(fx->c, "QSTATS z");
+	assert_int_equal(FIELD_INT(r, "servicers"), 0);
+	assert_int_equal(FIELD_INT(r, "matched_total"), 1);
+	freeReplyObject(r);
+	CHECK(fx->c, ":1", "RELEASE s2/0");
+	r = CMD(fx->c, "QSTATS z");
+	assert_int_equal(FIELD_INT(r, "matched_total"), 0);
+	assert_int_equal(FIELD_INT(r, "service_level_pct"), -1);
+	freeReplyObject(r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -236,6 +298,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        level_reloaded, csqd_fx_setup_default, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        numbers_forgotten, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);
