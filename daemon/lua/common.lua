@@ -336,6 +336,7 @@ for i = 1, #QN_FIELDS - 1 do QN_AT[QN_FIELDS[i]] = i end
 -- order), those the current operation changed, and those gone; batch.lua
 -- empties them at a call's start.
 local QN, QN_DIRTY, QN_OP, QN_GONE = {}, {}, {}, {}
+local QN_RING = {} -- the ring's field names, made once
 local QN_NUM = { __index = function(e, f)
 	local i = QN_AT[f]
 	if not i then return nil end
@@ -410,10 +411,10 @@ local function qnum_undo()
 	for i = 1, #QN_OP do
 		local e = QN_OP[i]
 		for f, old in pairs(e.undo_) do
-			e[f] = old[1]
+			if f == 'tiers' then e.tiers_ = old[1] else e[f] = old[1] end
 			if not old[2] then e.set_[f] = nil end
 		end
-		e.undo_, e.tiers_ = false, false
+		e.undo_ = false
 	end
 	QN_OP = {}
 end
@@ -435,6 +436,19 @@ local function qnum_commit()
 	QN_OP = {}
 end
 
+-- The tiers field's text of what the call knows (qnum_flush).
+local function qn_tiers_text(tiers)
+	local parts = {}
+	for k = 0, TIER_TOP do
+		local v = tiers[k]
+		if v then
+			parts[#parts + 1] = k .. ':' .. v[1] .. ':' .. int(v[2]) .. ':' ..
+			                    int(v[3])
+		end
+	end
+	return table.concat(parts, ' ')
+end
+
 -- The call's changes, written at its end (batch.lua): the queues gone lose
 -- their hash, the others get what changed.
 local function qnum_flush()
@@ -450,6 +464,8 @@ local function qnum_flush()
 				set[n + 1] = f
 				if QN_AT[f] then
 					set[n + 2] = int(e[f])
+				elseif f == 'tiers' then
+					set[n + 2] = qn_tiers_text(e.tiers_)
 				else
 					set[n + 2] = e[f]
 				end
@@ -476,7 +492,7 @@ local function qn_tier(e, t)
 	local tiers = e.tiers_
 	if not tiers then
 		tiers = {}
-		local text = rawget(e, 'tiers') or e.raw_[#QN_FIELDS] or ''
+		local text = e.raw_[#QN_FIELDS] or ''
 		for k, n, gap, last in string.gmatch(text, '(%d+):(%d+):(%d+):(%d+)') do
 			tiers[tonumber(k)] = { tonumber(n), tonumber(gap), tonumber(last) }
 		end
@@ -503,18 +519,20 @@ local function est_arrival(q, t)
 		gap = est_mean(gap, elapsed(last), n < 128 and n or 128)
 	end
 	if n < 128 then n = n + 1 end
-	local tiers = e.tiers_
-	tiers[t] = { n, gap, NOW }
-	local text = t .. ':' .. n .. ':' .. int(gap) .. ':' .. NOW_S
-	for k = 0, TIER_TOP do
-		local v = tiers[k]
-		if v and k ~= t then
-			text = text .. ' ' .. k .. ':' .. v[1] .. ':' .. int(v[2]) .. ':' ..
-			       int(v[3])
-		end
+	-- The parsed tiers are what the call knows; the field's text is made
+	-- once, at the flush. An operation that fails gets back the tiers it
+	-- found.
+	local tiers, undo = e.tiers_, e.undo_
+	if not (undo and undo.tiers) then
+		local copy = {}
+		for k, v in pairs(tiers) do copy[k] = v end
+		local old = { copy, (e.set_ and e.set_.tiers) or false }
+		qn_mark(e, 'tiers')
+		e.undo_.tiers = old
 	end
-	qn_put(e, 'tiers', text)
+	tiers[t] = { n, gap, NOW }
 end
+
 
 -- A new user waits in q; one moved from queue from to q (a re-ENQUEUE,
 -- a TRANSFER, an overflow) and arrives there.
@@ -580,7 +598,12 @@ end
 local function qn_outcome(e, w)
 	local level = qn_level(e)
 	local total = e.matched + e.leave + e.timeout
-	local f = 'r' .. (total % 1000)
+	local slot = total % 1000
+	local f = QN_RING[slot]
+	if not f then
+		f = 'r' .. slot
+		QN_RING[slot] = f
+	end
 	local within = e.within
 	if total >= 1000 then
 		local old = rawget(e, f) or redis.call('HGET', qstat_key(e.q_), f)
