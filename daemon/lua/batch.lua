@@ -50,9 +50,9 @@ local function call(KEYS, ARGV)
 	base, read, seq, order, deltas, op_deltas = nil, nil, nil, nil, {}, nil
 	POLICY_DIGEST = nil -- not known until the counters are read
 	events, nevents, soonest, exact = {}, 0, -1, false
-	qnum_discard()
 
 	local nops = tonumber(ARGV[11])
+	qnum_discard(nops)
 	-- The reply, presized: a table that grows is rehashed at every power of
 	-- two, and one filled from index 6 first would grow in its hash part.
 	-- Redis reads it up to its first nil, so the slots left over are

@@ -337,6 +337,7 @@ for i = 1, #QN_FIELDS - 1 do QN_AT[QN_FIELDS[i]] = i end
 -- empties them at a call's start.
 local QN, QN_DIRTY, QN_OP, QN_GONE = {}, {}, {}, {}
 local QN_RING = {} -- the ring's field names, made once
+local QN_AHEAD = 1 -- ring slots to read at once (qn_ring_old)
 local QN_NUM = { __index = function(e, f)
 	local i = QN_AT[f]
 	if not i then return nil end
@@ -369,34 +370,47 @@ local function qn(q)
 	-- undo_: the fields the current operation changed, with what they
 	-- were ({ value, whether it was to write }); tiers_: the tiers parsed.
 	e = setmetatable({ q_ = q, raw_ = raw, had_ = had, set_ = false,
-	                   undo_ = false, tiers_ = false }, QN_NUM)
+	                   undo_ = false, tiers_ = false, ahead_ = false },
+	                 QN_NUM)
 	QN[q] = e
 	return e
 end
 
 -- e is to be written (field f), and is the current operation's.
-local function qn_mark(e, f)
-	if not e.set_ then
-		e.set_ = {}
-		QN_DIRTY[#QN_DIRTY + 1] = e
-	end
-	if not e.undo_ then
-		e.undo_ = {}
-		QN_OP[#QN_OP + 1] = e
-	end
-	e.set_[f] = true
-end
-
--- Field f of e becomes v (a number, or the text of a tier's or a ring
--- slot's field), undone if the operation fails.
+-- Field f of e becomes v (a number, or the text of a ring slot's field;
+-- the tiers, a table), undone if the operation fails: undo_ has what a
+-- field was before the operation (QN_NIL: nothing), and set_ says which
+-- fields are to write, with the operation's stamp (QN_SEQ) for those that
+-- only this operation made so.
+local QN_NIL = {}
+local QN_SEQ = 0
 local function qn_put(e, f, v)
 	local undo = e.undo_
-	if not (undo and undo[f]) then
-		local old = { e[f], (e.set_ and e.set_[f]) or false }
-		qn_mark(e, f)
-		e.undo_[f] = old
+	if not undo then
+		undo = {}
+		e.undo_ = undo
+		QN_OP[#QN_OP + 1] = e
 	end
-	e[f] = v
+	if undo[f] == nil then
+		local old = e[f]
+		if f == 'tiers' then old = e.tiers_ end
+		if old == nil then old = QN_NIL end
+		undo[f] = old
+		local set = e.set_
+		if not set then
+			set = {}
+			e.set_ = set
+			QN_DIRTY[#QN_DIRTY + 1] = e
+		end
+		if not set[f] then set[f] = QN_SEQ end
+	end
+	if f == 'tiers' then e.tiers_ = v else e[f] = v end
+end
+
+-- e is to be written (field f, as it is) and checked at the operation's
+-- end (qnum_commit): a policy given or taken (policy.lua).
+local function qn_mark(e, f)
+	qn_put(e, f, e[f])
 end
 
 -- Adds d to field f of q's numbers: the policies' overflowed_total goes
@@ -411,12 +425,14 @@ local function qnum_undo()
 	for i = 1, #QN_OP do
 		local e = QN_OP[i]
 		for f, old in pairs(e.undo_) do
-			if f == 'tiers' then e.tiers_ = old[1] else e[f] = old[1] end
-			if not old[2] then e.set_[f] = nil end
+			if old == QN_NIL then old = nil end
+			if f == 'tiers' then e.tiers_ = old else e[f] = old end
+			if e.set_[f] == QN_SEQ then e.set_[f] = nil end
 		end
 		e.undo_ = false
 	end
 	QN_OP = {}
+	QN_SEQ = QN_SEQ + 1
 end
 
 -- The current operation succeeded: a queue it left without users,
@@ -434,19 +450,32 @@ local function qnum_commit()
 		end
 	end
 	QN_OP = {}
+	QN_SEQ = QN_SEQ + 1
 end
 
--- The tiers field's text of what the call knows (qnum_flush).
+-- The tiers field's text of what the call knows (qnum_flush). Tiers and
+-- counts (up to 128) as text are kept once made: a number made into text
+-- costs a sprintf.
+local QN_SMALL = {}
+local function qn_small(n)
+	local t = QN_SMALL[n]
+	if not t then
+		t = int(n)
+		QN_SMALL[n] = t
+	end
+	return t
+end
 local function qn_tiers_text(tiers)
-	local parts = {}
+	local text
 	for k = 0, TIER_TOP do
 		local v = tiers[k]
 		if v then
-			parts[#parts + 1] = k .. ':' .. v[1] .. ':' .. int(v[2]) .. ':' ..
-			                    int(v[3])
+			local part = qn_small(k) .. ':' .. qn_small(v[1]) .. ':' ..
+			             int(v[2]) .. ':' .. int(v[3])
+			if text then text = text .. ' ' .. part else text = part end
 		end
 	end
-	return table.concat(parts, ' ')
+	return text or ''
 end
 
 -- The call's changes, written at its end (batch.lua): the queues gone lose
@@ -481,9 +510,10 @@ local function qnum_flush()
 	end
 end
 
--- A call starts with nothing read.
-local function qnum_discard()
+-- A call of nops operations starts with nothing read.
+local function qnum_discard(nops)
 	QN, QN_DIRTY, QN_OP, QN_GONE = {}, {}, {}, {}
+	QN_AHEAD = nops < 32 and nops or 32
 end
 
 -- Tier t's arrivals: how many (up to the window), their mean gap, the
@@ -493,8 +523,16 @@ local function qn_tier(e, t)
 	if not tiers then
 		tiers = {}
 		local text = e.raw_[#QN_FIELDS] or ''
-		for k, n, gap, last in string.gmatch(text, '(%d+):(%d+):(%d+):(%d+)') do
+		-- One tier, the usual case, without an iterator.
+		local k, n, gap, last = string.match(text, '^(%d+):(%d+):(%d+):(%d+)$')
+		if k then
 			tiers[tonumber(k)] = { tonumber(n), tonumber(gap), tonumber(last) }
+		else
+			for k, n, gap, last in string.gmatch(text,
+			                                     '(%d+):(%d+):(%d+):(%d+)') do
+				tiers[tonumber(k)] = { tonumber(n), tonumber(gap),
+				                       tonumber(last) }
+			end
 		end
 		e.tiers_ = tiers
 	end
@@ -526,9 +564,8 @@ local function est_arrival(q, t)
 	if not (undo and undo.tiers) then
 		local copy = {}
 		for k, v in pairs(tiers) do copy[k] = v end
-		local old = { copy, (e.set_ and e.set_.tiers) or false }
-		qn_mark(e, 'tiers')
-		e.undo_.tiers = old
+		qn_put(e, 'tiers', copy)
+		tiers = copy
 	end
 	tiers[t] = { n, gap, NOW }
 end
@@ -560,6 +597,33 @@ end
 
 local function qn_is_within(w, level)
 	return w ~= 'a' and tonumber(w) <= level * 1000
+end
+
+-- The ring's slots read ahead: a slot's old value is needed when an
+-- outcome replaces it, and one HMGET reads the next ones, as many as the
+-- call has operations (at most 32: QN_AHEAD, set by qnum_discard); those
+-- that the call writes meanwhile are read from its own changes first.
+local function qn_ring_old(e, slot, f)
+	local old = rawget(e, f)
+	if old then return old end
+	local ahead = e.ahead_
+	if not ahead or ahead[f] == nil then
+		ahead = {}
+		local names = {}
+		for i = 0, QN_AHEAD - 1 do
+			local k = (slot + i) % 1000
+			local name = QN_RING[k]
+			if not name then
+				name = 'r' .. k
+				QN_RING[k] = name
+			end
+			names[i + 1] = name
+		end
+		local got = redis.call('HMGET', qstat_key(e.q_), unpack(names))
+		for i = 1, QN_AHEAD do ahead[names[i]] = got[i] end
+		e.ahead_ = ahead
+	end
+	return ahead[f]
 end
 
 -- The queue's service level and the ring's outcomes within it: counted
@@ -595,7 +659,7 @@ end
 
 -- One more outcome in the ring (w: the wait's text, or 'a'), before it
 -- is counted in matched, leave or timeout.
-local function qn_outcome(e, w)
+local function qn_outcome(e, w, ms)
 	local level = qn_level(e)
 	local total = e.matched + e.leave + e.timeout
 	local slot = total % 1000
@@ -606,10 +670,10 @@ local function qn_outcome(e, w)
 	end
 	local within = e.within
 	if total >= 1000 then
-		local old = rawget(e, f) or redis.call('HGET', qstat_key(e.q_), f)
+		local old = qn_ring_old(e, slot, f)
 		if old and qn_is_within(old, level) then within = within - 1 end
 	end
-	if qn_is_within(w, level) then within = within + 1 end
+	if ms and ms <= level * 1000 then within = within + 1 end
 	if within ~= e.within then qn_put(e, 'within', within) end
 	qn_put(e, f, w)
 end
@@ -620,7 +684,7 @@ local function qnum_matched(q, waited)
 	local e = qn(q)
 	local w = waited
 	if w > 4294967294 then w = 4294967294 end -- the ring's uint32
-	qn_outcome(e, int(w))
+	qn_outcome(e, int(w), w)
 	qnum_incr(q, 'matched', 1)
 	if waited > 0 then qnum_incr(q, 'wait_sum', waited) end
 	est_outcome(e, waited, false)
@@ -630,7 +694,7 @@ end
 local function qnum_abandoned(q, reason, waited)
 	local e = qn(q)
 	est_outcome(e, waited, true)
-	qn_outcome(e, 'a')
+	qn_outcome(e, 'a', false)
 	if reason == 'timeout' then
 		qnum_incr(q, 'timeout', 1)
 	else
@@ -1521,7 +1585,10 @@ local function room_release(s, idx, uid, by)
 	if rec then
 		event('released', uid, q, s.id, idx, by)
 		if state == 'assigned' then
-			qnum_room_end(q, uid, tonumber(string.match(rec, '(%d+)$')),
+			-- The record's last field, since: a match from its end, as
+			-- one from each place would cost 100,000 instructions.
+			qnum_room_end(q, uid,
+			              tonumber(string.match(rec, ' (%d+)$', -24)),
 			              s.wrapup)
 		end
 		user_free(uid, state == 'waiting' and ttl ~= '0', q)
