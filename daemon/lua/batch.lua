@@ -89,7 +89,7 @@ local function call(KEYS, ARGV)
 	op_deltas = nil
 	-- The queues' numbers, in one write each; as the counters', a write
 	-- refused (Redis out of memory) leaves them as they were.
-	if QN_DIRTY[1] or next(QN_GONE) then pcall(qnum_flush) end
+	if QS.dirty[1] or next(QS.gone) then pcall(qnum_flush) end
 
 	-- The counters, in one write. A failed operation keeps the sequences and
 	-- orders it took: its user may have been written. If this write fails,

@@ -326,20 +326,24 @@ end
 -- policy is gone from then on: its hash is deleted at the flush, and the
 -- call sees zeros if it comes back. Every value is an integer below 2^53,
 -- exact in a double.
-local QN_FIELDS = { 'users', 'servicers', 'ready', 'matched', 'leave',
-                    'timeout', 'overflowed_total', 'wait_sum', 'hold',
-                    'holds', 'area', 'abandons', 'within', 'within_s',
-                    'tiers' }
-local QN_AT = {} -- field -> its place in QN_FIELDS, for the numbers
-for i = 1, #QN_FIELDS - 1 do QN_AT[QN_FIELDS[i]] = i end
--- The queues read in this call (queue -> numbers), those it changed (in
--- order), those the current operation changed, and those gone; batch.lua
--- empties them at a call's start.
-local QN, QN_DIRTY, QN_OP, QN_GONE = {}, {}, {}, {}
-local QN_RING = {} -- the ring's field names, made once
-local QN_AHEAD = 1 -- ring slots to read at once (qn_ring_old)
-local QN_NUM = { __index = function(e, f)
-	local i = QN_AT[f]
+-- The block's state and helpers, in one table (QS): the script's top
+-- level may have 200 locals in all. fields: the hash's fields, HMGET's
+-- order; at: a number field's place in it; all: the queues read in this
+-- call (queue -> numbers); dirty: those it changed, in order; op: those
+-- the current operation changed; gone: those gone; ring: the ring's field
+-- names, made once; ahead: ring slots to read at once (QS.ring_old);
+-- none: an undo's "had no value"; seq: the current operation's stamp;
+-- small: small numbers as text. batch.lua empties all, dirty, op and gone
+-- at a call's start.
+local QS = { fields = { 'users', 'servicers', 'ready', 'matched', 'leave',
+                        'timeout', 'overflowed_total', 'wait_sum', 'hold',
+                        'holds', 'area', 'abandons', 'within', 'within_s',
+                        'tiers' },
+             at = {}, all = {}, dirty = {}, op = {}, gone = {}, ring = {},
+             ahead = 1, none = {}, seq = 0, small = {}, num = false }
+for i = 1, #QS.fields - 1 do QS.at[QS.fields[i]] = i end
+QS.num = { __index = function(e, f)
+	local i = QS.at[f]
 	if not i then return nil end
 	local v = e.raw_[i]
 	v = v and tonumber(v) or 0
@@ -350,16 +354,16 @@ end }
 -- Whether q has a policy, and its service level: the queue policies'
 -- block (queue_has_policy, queue_service_level, at the end).
 
-local function qstat_key(q) return P .. 'qstat:' .. q end
+function QS.qstat_key(q) return P .. 'qstat:' .. q end
 
 -- q's numbers, read at the call's first need of them (none for a queue
 -- gone in this call: it starts again from zeros).
 local function qn(q)
-	local e = QN[q]
+	local e = QS.all[q]
 	if e then return e end
 	local raw, had = {}, false
-	if not QN_GONE[q] then
-		raw = redis.call('HMGET', qstat_key(q), unpack(QN_FIELDS))
+	if not QS.gone[q] then
+		raw = redis.call('HMGET', QS.qstat_key(q), unpack(QS.fields))
 		for i = 1, #raw do
 			if raw[i] then
 				had = true
@@ -371,38 +375,36 @@ local function qn(q)
 	-- were ({ value, whether it was to write }); tiers_: the tiers parsed.
 	e = setmetatable({ q_ = q, raw_ = raw, had_ = had, set_ = false,
 	                   undo_ = false, tiers_ = false, ahead_ = false },
-	                 QN_NUM)
-	QN[q] = e
+	                 QS.num)
+	QS.all[q] = e
 	return e
 end
 
 -- e is to be written (field f), and is the current operation's.
 -- Field f of e becomes v (a number, or the text of a ring slot's field;
 -- the tiers, a table), undone if the operation fails: undo_ has what a
--- field was before the operation (QN_NIL: nothing), and set_ says which
--- fields are to write, with the operation's stamp (QN_SEQ) for those that
+-- field was before the operation (QS.none: nothing), and set_ says which
+-- fields are to write, with the operation's stamp (QS.seq) for those that
 -- only this operation made so.
-local QN_NIL = {}
-local QN_SEQ = 0
 local function qn_put(e, f, v)
 	local undo = e.undo_
 	if not undo then
 		undo = {}
 		e.undo_ = undo
-		QN_OP[#QN_OP + 1] = e
+		QS.op[#QS.op + 1] = e
 	end
 	if undo[f] == nil then
 		local old = e[f]
 		if f == 'tiers' then old = e.tiers_ end
-		if old == nil then old = QN_NIL end
+		if old == nil then old = QS.none end
 		undo[f] = old
 		local set = e.set_
 		if not set then
 			set = {}
 			e.set_ = set
-			QN_DIRTY[#QN_DIRTY + 1] = e
+			QS.dirty[#QS.dirty + 1] = e
 		end
-		if not set[f] then set[f] = QN_SEQ end
+		if not set[f] then set[f] = QS.seq end
 	end
 	if f == 'tiers' then e.tiers_ = v else e[f] = v end
 end
@@ -422,55 +424,54 @@ end
 
 -- The current operation failed (batch.lua): its changes are undone.
 local function qnum_undo()
-	for i = 1, #QN_OP do
-		local e = QN_OP[i]
+	for i = 1, #QS.op do
+		local e = QS.op[i]
 		for f, old in pairs(e.undo_) do
-			if old == QN_NIL then old = nil end
+			if old == QS.none then old = nil end
 			if f == 'tiers' then e.tiers_ = old else e[f] = old end
-			if e.set_[f] == QN_SEQ then e.set_[f] = nil end
+			if e.set_[f] == QS.seq then e.set_[f] = nil end
 		end
 		e.undo_ = false
 	end
-	QN_OP = {}
-	QN_SEQ = QN_SEQ + 1
+	QS.op = {}
+	QS.seq = QS.seq + 1
 end
 
 -- The current operation succeeded: a queue it left without users,
 -- servicers or policy (never the default queue) is gone, as libcsq frees
 -- it.
 local function qnum_commit()
-	for i = 1, #QN_OP do
-		local e = QN_OP[i]
+	for i = 1, #QS.op do
+		local e = QS.op[i]
 		local q = e.q_
 		e.undo_ = false
-		if QN[q] == e and e.users <= 0 and e.servicers <= 0 and
+		if QS.all[q] == e and e.users <= 0 and e.servicers <= 0 and
 		   q ~= 'default' and not queue_has_policy(q) then
-			QN[q] = nil
-			if e.had_ then QN_GONE[q] = true end
+			QS.all[q] = nil
+			if e.had_ then QS.gone[q] = true end
 		end
 	end
-	QN_OP = {}
-	QN_SEQ = QN_SEQ + 1
+	QS.op = {}
+	QS.seq = QS.seq + 1
 end
 
 -- The tiers field's text of what the call knows (qnum_flush). Tiers and
 -- counts (up to 128) as text are kept once made: a number made into text
 -- costs a sprintf.
-local QN_SMALL = {}
-local function qn_small(n)
-	local t = QN_SMALL[n]
+function QS.qn_small(n)
+	local t = QS.small[n]
 	if not t then
 		t = int(n)
-		QN_SMALL[n] = t
+		QS.small[n] = t
 	end
 	return t
 end
-local function qn_tiers_text(tiers)
+function QS.qn_tiers_text(tiers)
 	local text
 	for k = 0, TIER_TOP do
 		local v = tiers[k]
 		if v then
-			local part = qn_small(k) .. ':' .. qn_small(v[1]) .. ':' ..
+			local part = QS.qn_small(k) .. ':' .. QS.qn_small(v[1]) .. ':' ..
 			             int(v[2]) .. ':' .. int(v[3])
 			if text then text = text .. ' ' .. part else text = part end
 		end
@@ -481,27 +482,27 @@ end
 -- The call's changes, written at its end (batch.lua): the queues gone lose
 -- their hash, the others get what changed.
 local function qnum_flush()
-	for q in pairs(QN_GONE) do
-		redis.call('DEL', qstat_key(q))
+	for q in pairs(QS.gone) do
+		redis.call('DEL', QS.qstat_key(q))
 		redis.call('SREM', P .. 'qstats', q)
 	end
-	for i = 1, #QN_DIRTY do
-		local e = QN_DIRTY[i]
-		if QN[e.q_] == e then
+	for i = 1, #QS.dirty do
+		local e = QS.dirty[i]
+		if QS.all[e.q_] == e then
 			local set, n = {}, 0
 			for f in pairs(e.set_) do
 				set[n + 1] = f
-				if QN_AT[f] then
+				if QS.at[f] then
 					set[n + 2] = int(e[f])
 				elseif f == 'tiers' then
-					set[n + 2] = qn_tiers_text(e.tiers_)
+					set[n + 2] = QS.qn_tiers_text(e.tiers_)
 				else
 					set[n + 2] = e[f]
 				end
 				n = n + 2
 			end
 			if n > 0 then
-				redis.call('HSET', qstat_key(e.q_), unpack(set, 1, n))
+				redis.call('HSET', QS.qstat_key(e.q_), unpack(set, 1, n))
 				if not e.had_ then
 					redis.call('SADD', P .. 'qstats', e.q_)
 				end
@@ -512,17 +513,17 @@ end
 
 -- A call of nops operations starts with nothing read.
 local function qnum_discard(nops)
-	QN, QN_DIRTY, QN_OP, QN_GONE = {}, {}, {}, {}
-	QN_AHEAD = nops < 32 and nops or 32
+	QS.all, QS.dirty, QS.op, QS.gone = {}, {}, {}, {}
+	QS.ahead = nops < 32 and nops or 32
 end
 
 -- Tier t's arrivals: how many (up to the window), their mean gap, the
 -- last one's time. The field is parsed at the call's first need.
-local function qn_tier(e, t)
+function QS.qn_tier(e, t)
 	local tiers = e.tiers_
 	if not tiers then
 		tiers = {}
-		local text = e.raw_[#QN_FIELDS] or ''
+		local text = e.raw_[#QS.fields] or ''
 		-- One tier, the usual case, without an iterator.
 		local k, n, gap, last = string.match(text, '^(%d+):(%d+):(%d+):(%d+)$')
 		if k then
@@ -542,7 +543,7 @@ local function qn_tier(e, t)
 end
 
 -- lib/estimate.c's moving mean, in integers.
-local function est_mean(mean, sample, n)
+function QS.est_mean(mean, sample, n)
 	if sample >= mean then return mean + math.floor((sample - mean) / n) end
 	return mean - math.floor((mean - sample) / n)
 end
@@ -552,9 +553,9 @@ end
 local function est_arrival(q, t)
 	if t > TIER_TOP then return end
 	local e = qn(q)
-	local n, gap, last = qn_tier(e, t)
+	local n, gap, last = QS.qn_tier(e, t)
 	if n > 0 then
-		gap = est_mean(gap, elapsed(last), n < 128 and n or 128)
+		gap = QS.est_mean(gap, elapsed(last), n < 128 and n or 128)
 	end
 	if n < 128 then n = n + 1 end
 	-- The parsed tiers are what the call knows; the field's text is made
@@ -595,32 +596,32 @@ local function est_outcome(e, waited, abandoned)
 	if a ~= e.abandons then qn_put(e, 'abandons', a) end
 end
 
-local function qn_is_within(w, level)
+function QS.qn_is_within(w, level)
 	return w ~= 'a' and tonumber(w) <= level * 1000
 end
 
 -- The ring's slots read ahead: a slot's old value is needed when an
 -- outcome replaces it, and one HMGET reads the next ones, as many as the
--- call has operations (at most 32: QN_AHEAD, set by qnum_discard); those
+-- call has operations (at most 32: QS.ahead, set by qnum_discard); those
 -- that the call writes meanwhile are read from its own changes first.
-local function qn_ring_old(e, slot, f)
+function QS.qn_ring_old(e, slot, f)
 	local old = rawget(e, f)
 	if old then return old end
 	local ahead = e.ahead_
 	if not ahead or ahead[f] == nil then
 		ahead = {}
 		local names = {}
-		for i = 0, QN_AHEAD - 1 do
+		for i = 0, QS.ahead - 1 do
 			local k = (slot + i) % 1000
-			local name = QN_RING[k]
+			local name = QS.ring[k]
 			if not name then
 				name = 'r' .. k
-				QN_RING[k] = name
+				QS.ring[k] = name
 			end
 			names[i + 1] = name
 		end
-		local got = redis.call('HMGET', qstat_key(e.q_), unpack(names))
-		for i = 1, QN_AHEAD do ahead[names[i]] = got[i] end
+		local got = redis.call('HMGET', QS.qstat_key(e.q_), unpack(names))
+		for i = 1, QS.ahead do ahead[names[i]] = got[i] end
 		e.ahead_ = ahead
 	end
 	return ahead[f]
@@ -629,7 +630,7 @@ end
 -- The queue's service level and the ring's outcomes within it: counted
 -- again when the level changed (a reload; lib/qstats.c's
 -- csq_qstats_relevel), else as kept.
-local function qn_within_now(e)
+function QS.qn_within_now(e)
 	local level = queue_service_level(e.q_)
 	if e.within_s == level then return level, e.within end
 	local n = e.matched + e.leave + e.timeout
@@ -638,18 +639,18 @@ local function qn_within_now(e)
 	if n > 0 then
 		local fields = {}
 		for i = 1, n do fields[i] = 'r' .. (i - 1) end
-		local ring = redis.call('HMGET', qstat_key(e.q_), unpack(fields))
+		local ring = redis.call('HMGET', QS.qstat_key(e.q_), unpack(fields))
 		for i = 1, n do
 			local w = rawget(e, fields[i]) or ring[i]
-			if w and qn_is_within(w, level) then within = within + 1 end
+			if w and QS.qn_is_within(w, level) then within = within + 1 end
 		end
 	end
 	return level, within
 end
 
 -- The same, kept: an outcome is about to be counted against the level.
-local function qn_level(e)
-	local level, within = qn_within_now(e)
+function QS.qn_level(e)
+	local level, within = QS.qn_within_now(e)
 	if e.within_s ~= level then
 		qn_put(e, 'within', within)
 		qn_put(e, 'within_s', level)
@@ -659,19 +660,19 @@ end
 
 -- One more outcome in the ring (w: the wait's text, or 'a'), before it
 -- is counted in matched, leave or timeout.
-local function qn_outcome(e, w, ms)
-	local level = qn_level(e)
+function QS.qn_outcome(e, w, ms)
+	local level = QS.qn_level(e)
 	local total = e.matched + e.leave + e.timeout
 	local slot = total % 1000
-	local f = QN_RING[slot]
+	local f = QS.ring[slot]
 	if not f then
 		f = 'r' .. slot
-		QN_RING[slot] = f
+		QS.ring[slot] = f
 	end
 	local within = e.within
 	if total >= 1000 then
-		local old = qn_ring_old(e, slot, f)
-		if old and qn_is_within(old, level) then within = within - 1 end
+		local old = QS.qn_ring_old(e, slot, f)
+		if old and QS.qn_is_within(old, level) then within = within - 1 end
 	end
 	if ms and ms <= level * 1000 then within = within + 1 end
 	if within ~= e.within then qn_put(e, 'within', within) end
@@ -684,7 +685,7 @@ local function qnum_matched(q, waited)
 	local e = qn(q)
 	local w = waited
 	if w > 4294967294 then w = 4294967294 end -- the ring's uint32
-	qn_outcome(e, int(w), w)
+	QS.qn_outcome(e, int(w), w)
 	qnum_incr(q, 'matched', 1)
 	if waited > 0 then qnum_incr(q, 'wait_sum', waited) end
 	est_outcome(e, waited, false)
@@ -694,7 +695,7 @@ end
 local function qnum_abandoned(q, reason, waited)
 	local e = qn(q)
 	est_outcome(e, waited, true)
-	qn_outcome(e, 'a', false)
+	QS.qn_outcome(e, 'a', false)
 	if reason == 'timeout' then
 		qnum_incr(q, 'timeout', 1)
 	else
@@ -724,7 +725,7 @@ local function qnum_room_end(q, uid, since, wrapup)
 	local ms = elapsed(qnum_taken(uid) or since) + wrapup * 1000
 	local holds = e.holds + 1
 	qn_put(e, 'holds', holds)
-	qn_put(e, 'hold', est_mean(e.hold, ms, holds < 128 and holds or 128))
+	qn_put(e, 'hold', QS.est_mean(e.hold, ms, holds < 128 and holds or 128))
 end
 
 -- unaccount notes a servicer's ready capacity and queues, and account
@@ -735,7 +736,7 @@ local function qnum_unaccount(s)
 	s.qn_queues = s.queues
 end
 
-local function qn_serving(qs, d, ready)
+function QS.qn_serving(qs, d, ready)
 	for _, q in ipairs(qs) do
 		if d ~= 0 then qnum_incr(q, 'servicers', d) end
 		if ready ~= 0 then qnum_incr(q, 'ready', ready) end
@@ -746,21 +747,21 @@ local function qnum_account(s)
 	local ready, had = s.status == 'ready' and s.capacity or 0, s.qn_queues
 	s.qn_queues = nil
 	if not had then
-		if not s.was then qn_serving(s.queues, 1, ready) end
+		if not s.was then QS.qn_serving(s.queues, 1, ready) end
 		return
 	end
 	if had ~= s.queues and
 	   table.concat(had, ',') ~= table.concat(s.queues, ',') then
-		qn_serving(had, -1, -s.qn_ready)
-		qn_serving(s.queues, 1, ready)
+		QS.qn_serving(had, -1, -s.qn_ready)
+		QS.qn_serving(s.queues, 1, ready)
 	elseif ready ~= s.qn_ready then
-		qn_serving(s.queues, 0, ready - s.qn_ready)
+		QS.qn_serving(s.queues, 0, ready - s.qn_ready)
 	end
 end
 
 -- s (out of the accounts) logs out or is lost.
 local function qnum_drop(s)
-	qn_serving(s.queues, -1, -s.qn_ready)
+	QS.qn_serving(s.queues, -1, -s.qn_ready)
 end
 
 -- The estimate for the pos-th user of tier t in q's line; -1 none
@@ -779,7 +780,7 @@ local function est_line(q, pos, t)
 	local full = e.ready / e.hold
 	local rate = 0
 	for k = t + 1, TIER_TOP do
-		local n, gap, last = qn_tier(e, k)
+		local n, gap, last = QS.qn_tier(e, k)
 		if n >= 2 then
 			local since = elapsed(last)
 			if since > gap then gap = since end

@@ -23,7 +23,7 @@ end
 
 local function qstats_of(q, out)
 	local e = qn(q)
-	local level, within = qn_within_now(e)
+	local level, within = QS.qn_within_now(e)
 	local total = e.matched + e.leave + e.timeout
 	if total > 1000 then total = 1000 end
 	local len = redis.call('ZCARD', queue_key(q))
