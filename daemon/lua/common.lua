@@ -312,10 +312,11 @@ end
 --   within, within_s     the ring's outcomes within within_s seconds
 --   tiers                the arrivals of each tier that had any (0..15):
 --                        "<tier>:<count>:<mean gap>:<last>", space between
+-- and a second hash, {p}:qring:<q>, holds the ring:
 --   r0 .. r999           the ring of the last 1000 outcomes: a matched
 --                        user's wait in ms, or "a" (abandoned); its next
 --                        slot is matched + leave + timeout mod 1000
--- The hash goes when its queue stops existing (no user, no servicer, no
+-- The hashes go when their queue stops existing (no user, no servicer, no
 -- policy; never the default queue), exactly when libcsq frees the queue
 -- and its numbers, and {p}:qstats lists the queues that have one. A call
 -- reads a queue's hash once (HMGET, its first need) and writes what its
@@ -355,6 +356,10 @@ end }
 -- block (queue_has_policy, queue_service_level, at the end).
 
 function QS.qstat_key(q) return P .. 'qstat:' .. q end
+-- The ring's own hash: kept out of the numbers' hash, which then stays a
+-- small listpack whose 15 fields are found at once instead of among up to
+-- 1000 ring slots (each HMGET and HSET walked them; docs/benchmarks.md).
+function QS.qring_key(q) return P .. 'qring:' .. q end
 
 -- q's numbers, read at the call's first need of them (none for a queue
 -- gone in this call: it starts again from zeros).
@@ -483,29 +488,35 @@ end
 -- their hash, the others get what changed.
 local function qnum_flush()
 	for q in pairs(QS.gone) do
-		redis.call('DEL', QS.qstat_key(q))
+		redis.call('DEL', QS.qstat_key(q), QS.qring_key(q))
 		redis.call('SREM', P .. 'qstats', q)
 	end
 	for i = 1, #QS.dirty do
 		local e = QS.dirty[i]
 		if QS.all[e.q_] == e then
-			local set, n = {}, 0
+			-- set: the numbers' fields; ring: the ring's slots.
+			local set, n, ring, nr = {}, 0, nil, 0
 			for f in pairs(e.set_) do
-				set[n + 1] = f
 				if QS.at[f] then
-					set[n + 2] = int(e[f])
+					set[n + 1], set[n + 2] = f, int(e[f])
+					n = n + 2
 				elseif f == 'tiers' then
-					set[n + 2] = QS.qn_tiers_text(e.tiers_)
+					set[n + 1], set[n + 2] = f, QS.qn_tiers_text(e.tiers_)
+					n = n + 2
 				else
-					set[n + 2] = e[f]
+					ring = ring or {}
+					ring[nr + 1], ring[nr + 2] = f, e[f]
+					nr = nr + 2
 				end
-				n = n + 2
+			end
+			if nr > 0 then
+				redis.call('HSET', QS.qring_key(e.q_), unpack(ring, 1, nr))
 			end
 			if n > 0 then
 				redis.call('HSET', QS.qstat_key(e.q_), unpack(set, 1, n))
-				if not e.had_ then
-					redis.call('SADD', P .. 'qstats', e.q_)
-				end
+			end
+			if n + nr > 0 and not e.had_ then
+				redis.call('SADD', P .. 'qstats', e.q_)
 			end
 		end
 	end
@@ -620,7 +631,7 @@ function QS.qn_ring_old(e, slot, f)
 			end
 			names[i + 1] = name
 		end
-		local got = redis.call('HMGET', QS.qstat_key(e.q_), unpack(names))
+		local got = redis.call('HMGET', QS.qring_key(e.q_), unpack(names))
 		for i = 1, QS.ahead do ahead[names[i]] = got[i] end
 		e.ahead_ = ahead
 	end
@@ -639,7 +650,7 @@ function QS.qn_within_now(e)
 	if n > 0 then
 		local fields = {}
 		for i = 1, n do fields[i] = 'r' .. (i - 1) end
-		local ring = redis.call('HMGET', QS.qstat_key(e.q_), unpack(fields))
+		local ring = redis.call('HMGET', QS.qring_key(e.q_), unpack(fields))
 		for i = 1, n do
 			local w = rawget(e, fields[i]) or ring[i]
 			if w and QS.qn_is_within(w, level) then within = within + 1 end
