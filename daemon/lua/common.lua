@@ -300,7 +300,12 @@ end
 --
 -- lib/qstats.c and lib/estimate.c for the state in Redis: a hash per queue,
 -- {p}:qstat:<q>, holds what struct csq_queue holds of it (its counts and
--- its struct csq_estimate), and what says whether the queue exists:
+-- its struct csq_estimate), and what says whether the queue exists. Its
+-- field n holds the 14 numbers below, users to within_s, packed in that
+-- order as little-endian doubles (struct.pack '<d' each, QS.pack): one
+-- struct.unpack reads them all and one struct.pack writes them, where a
+-- field each cost a tonumber (strtod) to read and a string.format and a
+-- field of HSET to write (docs/benchmarks.md); field tiers is text:
 --   users       the users whose record names it, in any state
 --   servicers   the logged-in servicers serving it
 --   ready       the capacity of the ready ones (rooms_ready), which
@@ -319,8 +324,9 @@ end
 -- The hashes go when their queue stops existing (no user, no servicer, no
 -- policy; never the default queue), exactly when libcsq frees the queue
 -- and its numbers, and {p}:qstats lists the queues that have one. A call
--- reads a queue's hash once (HMGET, its first need) and writes what its
--- operations changed once, at its end (qnum_flush, batch.lua): one HSET
+-- reads a queue's hash once (HMGET of n and tiers, its first need) and
+-- writes what its operations changed once, at its end (qnum_flush,
+-- batch.lua): one HSET
 -- per queue changed, however many operations a batch holds. An operation
 -- that fails has its changes undone (qnum_undo); one that succeeds is done
 -- with them (qnum_commit), and a queue it left without users, servicers or
@@ -340,14 +346,14 @@ local QS = { fields = { 'users', 'servicers', 'ready', 'matched', 'leave',
                         'timeout', 'overflowed_total', 'wait_sum', 'hold',
                         'holds', 'area', 'abandons', 'within', 'within_s',
                         'tiers' },
+             pack = '<dddddddddddddd',
              at = {}, all = {}, dirty = {}, op = {}, gone = {}, ring = {},
              ahead = 1, none = {}, seq = 0, small = {}, num = false }
 for i = 1, #QS.fields - 1 do QS.at[QS.fields[i]] = i end
 QS.num = { __index = function(e, f)
 	local i = QS.at[f]
 	if not i then return nil end
-	local v = e.raw_[i]
-	v = v and tonumber(v) or 0
+	local v = e.raw_[i] or 0
 	e[f] = v
 	return v
 end }
@@ -366,15 +372,13 @@ function QS.qring_key(q) return P .. 'qring:' .. q end
 local function qn(q)
 	local e = QS.all[q]
 	if e then return e end
+	-- raw_: the numbers in QS.fields' order, then the tiers' text.
 	local raw, had = {}, false
 	if not QS.gone[q] then
-		raw = redis.call('HMGET', QS.qstat_key(q), unpack(QS.fields))
-		for i = 1, #raw do
-			if raw[i] then
-				had = true
-				break
-			end
-		end
+		local got = redis.call('HMGET', QS.qstat_key(q), 'n', 'tiers')
+		if got[1] then raw = { struct.unpack(QS.pack, got[1]) } end
+		raw[#QS.fields] = got[2] or nil
+		had = got[1] ~= false or got[2] ~= false
 	end
 	-- undo_: the fields the current operation changed, with what they
 	-- were ({ value, whether it was to write }); tiers_: the tiers parsed.
@@ -494,12 +498,11 @@ local function qnum_flush()
 	for i = 1, #QS.dirty do
 		local e = QS.dirty[i]
 		if QS.all[e.q_] == e then
-			-- set: the numbers' fields; ring: the ring's slots.
-			local set, n, ring, nr = {}, 0, nil, 0
+			-- set: the numbers' fields (n, tiers); ring: the ring's slots.
+			local set, n, ring, nr, nums = {}, 0, nil, 0, false
 			for f in pairs(e.set_) do
 				if QS.at[f] then
-					set[n + 1], set[n + 2] = f, int(e[f])
-					n = n + 2
+					nums = true
 				elseif f == 'tiers' then
 					set[n + 1], set[n + 2] = f, QS.qn_tiers_text(e.tiers_)
 					n = n + 2
@@ -508,6 +511,13 @@ local function qnum_flush()
 					ring[nr + 1], ring[nr + 2] = f, e[f]
 					nr = nr + 2
 				end
+			end
+			if nums then
+				set[n + 1], set[n + 2] = 'n', struct.pack(QS.pack,
+					e.users, e.servicers, e.ready, e.matched, e.leave,
+					e.timeout, e.overflowed_total, e.wait_sum, e.hold,
+					e.holds, e.area, e.abandons, e.within, e.within_s)
+				n = n + 2
 			end
 			if nr > 0 then
 				redis.call('HSET', QS.qring_key(e.q_), unpack(ring, 1, nr))
