@@ -2409,6 +2409,24 @@ where_is(redisContext *c, const char *u, const char *expect)
  * Now it waits until the stashed users are matched, and then finds the
  * rooms taken, as after one pass.
  */
+/* Waits until more than above bytes sent to the stopped Redis on port
+ * wait unread (tcp_unread_by), then a moment for the rest of the call;
+ * fails after 10 s. What waits unread then. */
+static unsigned long
+wait_unread(int port, unsigned long above)
+{
+	int64_t t0 = now_ms();
+	unsigned long unsent;
+
+	while (tcp_unread_by(port, &unsent) <= above) {
+		if (now_ms() - t0 > 10000)
+			fail_msg("no call reached the stopped Redis");
+		sleep_ms(10);
+	}
+	sleep_ms(50);
+	return tcp_unread_by(port, &unsent);
+}
+
 /*
  * Stops daemon d past every deadline of its storm, then runs "ENQUEUE n0
  * QUEUE q TIER 5" through c between its reaper's first and second calls,
@@ -2420,18 +2438,22 @@ static void
 enqueue_between_reaper_calls(struct rfx *fx, struct csqd *d, redisContext *c,
                              const char *more)
 {
+	unsigned long unread;
 	redisReply *r;
 
 	kill(d->pid, SIGSTOP);
 	sleep_ms(STORM_PAST_MS);
 	kill(fx->r->pid, SIGSTOP);
 	kill(d->pid, SIGCONT);
-	sleep_ms(200); /* the daemon's timer fires: the first reaper call */
+	/* The daemon's timer fires: the first reaper call waits, unread, at
+	 * the stopped Redis. A fixed sleep here was outrun on a loaded
+	 * machine (the ENQUEUE went first and n0 took a room). */
+	unread = wait_unread(fx->r->port, 0);
 	redisAppendCommand(c, "ENQUEUE n0 QUEUE q TIER 5");
 	if (more != NULL)
 		redisAppendCommand(c, more);
 	flush_pipeline(c);
-	sleep_ms(200);
+	wait_unread(fx->r->port, unread); /* ENQUEUE's call behind it */
 	kill(fx->r->pid, SIGCONT);
 	r = GET_REPLY(c);
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
