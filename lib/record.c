@@ -611,6 +611,7 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		put_u64(&c, u->since_ms, 8);
 		put_user_tail(&c, u);
 		put_user_wait(&c, u);
+		put_u64(&c, u->taken_ms, 8);
 		break;
 	case CSQ_SNAP_QUEUE:
 		put_queue(&c, &it->u.queue);
@@ -696,6 +697,8 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 			get_user_tail(&c, u);
 		if (c.left > 0)
 			get_user_wait(&c, u);
+		/* Snapshots before taken_ms: the room taken at since_ms. */
+		u->taken_ms = c.left > 0 ? get_u64(&c, 8) : u->since_ms;
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_QUEUE:
 		it->kind = CSQ_SNAP_QUEUE;

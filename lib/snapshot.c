@@ -107,6 +107,7 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 		memcpy(o->servicer, r->servicer->id, r->servicer->idlen + 1);
 		o->room = r->index;
 		o->since_ms = r->since_ms;
+		o->taken_ms = r->taken_ms;
 	}
 	if (u->state == CSQ_USER_OFFERED) {
 		o->offer_s = r->length_s;
@@ -469,6 +470,9 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	else
 		u->room = restore_room_open(c, s, o->room, CSQ_ROOM_ASSIGNED, u,
 		                            o->since_ms, 0, 0, 0);
+	/* An accepted offer's room counts its hold from the offer (the
+	 * estimator's, room.c), not from the assignment. */
+	u->room->taken_ms = o->taken_ms;
 	return 0;
 }
 

@@ -57,6 +57,7 @@ struct csq_snap_user {
 	char servicer[CSQ_ID_MAX + 1]; /* offered, assigned */
 	uint32_t room;
 	uint64_t since_ms; /* the offer's or the assignment's time */
+	uint64_t taken_ms; /* the room's first taking (an accepted offer's) */
 	uint32_t offer_s;  /* offered: the offer's length and deadline */
 	uint64_t offer_deadline, offer_deadline_tie;
 	/* waiting with a queue's clocks or a preference window */

@@ -382,6 +382,8 @@ static void
 test_snap_policy_items(void **state)
 {
 	static struct csq_snap_item it, back;
+	uint8_t rec[CSQ_RECORD_MAX];
+	size_t n;
 	uint32_t i;
 
 	(void)state;
@@ -400,6 +402,28 @@ test_snap_policy_items(void **state)
 	it.u.user.prefer_s = CSQ_PREFER_MAX;
 	snap_round_trip(&it, &back);
 	assert_memory_equal(&back.u.user, &it.u.user, sizeof(it.u.user));
+
+	/* An assigned user whose room was an offer first: the offer's
+	 * time (taken_ms) travels beside the assignment's (since_ms). */
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_USER;
+	strcpy(it.u.user.id, "u2");
+	strcpy(it.u.user.queue, "q");
+	strcpy(it.u.user.servicer, "s1");
+	it.u.user.state = CSQ_USER_ASSIGNED;
+	it.u.user.room = 3;
+	it.u.user.taken_ms = 1700000000000ULL;
+	it.u.user.since_ms = 1700000012345ULL;
+	snap_round_trip(&it, &back);
+	assert_memory_equal(&back.u.user, &it.u.user, sizeof(it.u.user));
+	/* A snapshot written before taken_ms: the room was taken at its
+	 * since_ms. */
+	n = csq_record_encode_snap(&it, rec);
+	assert_int_equal(csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
+	                                        n - CSQ_RECORD_HEADER - 8,
+	                                        &back),
+	                 0);
+	assert_int_equal(back.u.user.taken_ms, it.u.user.since_ms);
 
 	memset(&it, 0, sizeof(it));
 	it.kind = CSQ_SNAP_QUEUE;
