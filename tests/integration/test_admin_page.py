@@ -566,6 +566,8 @@ class AdminPageTest(unittest.TestCase):
         self.expected_console = [
             r"Failed to load resource: net::ERR_CONNECTION_REFUSED",
             r"net::ERR_CONNECTION_REFUSED",
+            # A request that reaches csqd as it stops is reset.
+            r"net::ERR_CONNECTION_RESET",
             r'"csq: reloading:" "the event stream broke"',
             r'"csq: reloading:" "TypeError: Failed to fetch"']
 
