@@ -274,12 +274,47 @@ reload_rearms(void **state)
 	tier_until(fx->c[0], "b", 1);
 }
 
+/*
+ * On the Redis engine a user's overflow clock lives in Redis and keeps
+ * running while csqd is down (docs/protocol.md §3b; the memory engine
+ * starts it again at the restart): a csqd that comes back after the
+ * clock ran out moves the user at once, its clock counted from the
+ * arrival, not from the restart.
+ */
+static void
+clocks_run_while_down(void **state)
+{
+	struct pfx *fx = *state;
+	static const char conf[] =
+	    "queues = ( { name = \"q\"; "
+	    "overflow_after = 2; overflow_to = \"o\"; } );\n";
+
+	no_debug_clock();
+	daemon_start(fx, 0, conf);
+	CHECK(fx->c[0], "+OK", "DEBUG CLOCK %llu", (unsigned long long)T0);
+	CHECK(fx->c[0],
+	      "['state','waiting','queue','q','position',:1,'eta_ms',:-1]",
+	      "ENQUEUE a QUEUE q");
+	redisFree(fx->c[0]);
+	fx->c[0] = NULL;
+	assert_int_equal(csqd_stop(fx->d[0]), 0);
+	fx->d[0] = NULL;
+	daemon_start(fx, 0, conf);
+	/* Still waiting in q on the new daemon's (real) clock, before T0. */
+	queue_until(fx->c[0], "a", "q");
+	CHECK(fx->c[0], "+OK", "DEBUG CLOCK %llu",
+	      (unsigned long long)(T0 + 2000));
+	queue_until(fx->c[0], "a", "o");
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(last_writer_wins, setup, teardown),
 	    cmocka_unit_test_setup_teardown(reload_rearms, setup, teardown),
+	    cmocka_unit_test_setup_teardown(clocks_run_while_down, setup,
+	                                    teardown),
 	};
 
 	if (redisd_binary() == NULL) {
