@@ -575,6 +575,13 @@ server_engine(struct server *s)
 		}
 		if (s->journal != NULL)
 			journal_set_commit_cb(s->journal, server_committed, s);
+		else
+			/* One line, at start: a restart that empties every
+			 * queue must not come as a surprise. */
+			log_warnx("memory engine without a journal "
+			          "(memory.journal is \"\"): a restart loses "
+			          "every user, servicer and room; set "
+			          "memory.journal to keep them");
 		/* The replay applied the limits and policies of earlier
 		 * reloads; the configuration of this start is the one that
 		 * holds. */
