@@ -4,7 +4,18 @@
 # is, and the Debian packages csqd needs to build and test. Sourced, never
 # executed.
 
-# The Debian (bookworm) packages of the build, the tests and the Redis engine.
+# The Debian (bookworm) packages that building and running csqd needs, and
+# nothing else: what scripts/run installs and checks (CMake's required
+# pkg-config modules with CSQ_TESTS=OFF). libsystemd-dev is optional to the
+# build (sd_notify for the unit) and a foreground csqd does without it;
+# redis-server is needed only for engine = "redis", and redis-cli
+# (redis-tools) only to talk to csqd by hand.
+CSQ_RUN_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
+	libconfig-dev libssl-dev)
+
+# The Debian (bookworm) packages of the tests, the fuzz targets, the
+# benchmarks and the Redis engine, on top of CSQ_RUN_PACKAGES: what
+# scripts/test, scripts/fuzz and scripts/bench install and check.
 # systemd is there for systemd-analyze (install.tree verifies the unit with
 # it); installing the package does not need systemd to run as PID 1.
 # groff-base and mandoc check the manual page (install.manpage); debhelper,
@@ -15,8 +26,8 @@
 # names and lines in their reports. chromium, chromium-driver and
 # python3-selenium run the admin page in a headless browser
 # (tests/integration/test_admin_page.py, scripts/bench-admin).
-CSQ_PACKAGES=(cmake gcc make pkg-config libevent-dev libhiredis-dev
-	libconfig-dev libcmocka-dev libssl-dev openssl redis-tools redis-server
+CSQ_PACKAGES=("${CSQ_RUN_PACKAGES[@]}" libcmocka-dev openssl redis-tools
+	redis-server
 	libsystemd-dev valgrind redis-sentinel
 	python3-prometheus-client python3-redis systemd groff-base mandoc
 	build-essential debhelper lintian clang libclang-rt-14-dev llvm
@@ -49,33 +60,34 @@ csq_cd_root()
 	cd -- "$here/.." || return 1
 }
 
-# Prints, one a line, the packages of CSQ_PACKAGES that are not installed.
+# Prints, one a line, the packages named that are not installed.
 csq_missing_packages()
 {
 	local p status
-	for p in "${CSQ_PACKAGES[@]}"; do
+	for p in "$@"; do
 		status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) ||
 			status=
 		[ "$status" = installed ] || printf '%s\n' "$p"
 	done
 }
 
-# Installs the missing packages when it can: as root, or through sudo when it
-# needs no password (a script must never stop at a prompt). Returns 1, naming
-# the packages, when something is missing and cannot be installed.
+# Installs the missing packages of those named (CSQ_RUN_PACKAGES or
+# CSQ_PACKAGES) when it can: as root, or through sudo when it needs no password
+# (a script must never stop at a prompt). Returns 1, naming the packages,
+# when something is missing and cannot be installed.
 csq_install_packages()
 {
-	local missing sudo=()
+	local missing sudo=() wanted=("$@")
 
 	if ! command -v dpkg-query >/dev/null 2>&1; then
 		# Not Debian: nothing to check with; CMake's pkg-config checks will
 		# name whatever is missing.
 		csq_say "no dpkg-query; not checking for packages" \
-			"(needed: ${CSQ_PACKAGES[*]})"
+			"(needed: ${wanted[*]})"
 		return 0
 	fi
 
-	missing=$(csq_missing_packages | tr '\n' ' ')
+	missing=$(csq_missing_packages "${wanted[@]}" | tr '\n' ' ')
 	missing=${missing% }
 	[ -z "$missing" ] && return 0
 
@@ -100,7 +112,7 @@ csq_install_packages()
 		csq_say "apt-get failed"
 	fi
 
-	missing=$(csq_missing_packages | tr '\n' ' ')
+	missing=$(csq_missing_packages "${wanted[@]}" | tr '\n' ' ')
 	missing=${missing% }
 	if [ -n "$missing" ]; then
 		csq_say "still missing packages: $missing"
