@@ -9,6 +9,7 @@
  */
 #include "http.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,14 +361,17 @@ http_listen(struct server *s, const struct config_addr *addr, const char *name)
 	struct addrinfo *res;
 
 	/* The first address only, as evhttp's own bind did. */
-	if ((res = listener_resolve(name, addr->host, addr->port)) == NULL)
+	if ((res = listener_resolve(name, "http.listen", addr->host,
+	                            addr->port)) == NULL)
 		return NULL;
 	evl = evconnlistener_new_bind(
 	    s->base, NULL, NULL,
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
 	    HTTP_BACKLOG, res->ai_addr, (int)res->ai_addrlen);
 	if (evl == NULL)
-		log_warn("cannot listen on %s", name);
+		log_error("cannot listen on %s: %s; not starting: free the "
+		          "address or change http.listen (\"\" turns HTTP off)",
+		          name, strerror(errno));
 	freeaddrinfo(res);
 	return evl;
 }

@@ -562,6 +562,15 @@ journal_read(int fd, size_t size)
 	return buf;
 }
 
+/* A journal csqd cannot open at start stops it: an error, with the key. */
+static void
+journal_open_error(const char *path, const char *step)
+{
+	log_error("journal %s: %s: %s; not starting: fix the file or its "
+	          "directory, or change memory.journal",
+	          path, step, strerror(errno));
+}
+
 struct journal *
 journal_open(struct event_base *base, const char *path, enum config_fsync fsync,
              struct csq_engine *e)
@@ -577,13 +586,13 @@ journal_open(struct event_base *base, const char *path, enum config_fsync fsync,
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
-		log_warn("journal %s: open", path);
+		journal_open_error(path, "open");
 		return NULL;
 	}
 	if (fstat(fd, &sb) != 0 ||
 	    (sb.st_size > 0 &&
 	     (buf = journal_read(fd, (size_t)sb.st_size)) == NULL)) {
-		log_warn("journal %s: read", path);
+		journal_open_error(path, "read");
 		close(fd);
 		return NULL;
 	}
@@ -606,16 +615,16 @@ journal_open(struct event_base *base, const char *path, enum config_fsync fsync,
 		 * a hole of zeros, would be refused at the next start. */
 		if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
 		    write_all(fd, JOURNAL_MAGIC, JOURNAL_MAGIC_LEN) != 0) {
-			log_warn("journal %s: write header", path);
+			journal_open_error(path, "write header");
 			goto fail;
 		}
 		keep = JOURNAL_MAGIC_LEN;
 	} else if (keep < sb.st_size && ftruncate(fd, keep) != 0) {
-		log_warn("journal %s: cut torn tail", path);
+		journal_open_error(path, "cut torn tail");
 		goto fail;
 	}
 	if (lseek(fd, keep, SEEK_SET) < 0 || fdatasync(fd) != 0) {
-		log_warn("journal %s", path);
+		journal_open_error(path, "sync");
 		goto fail;
 	}
 	free(buf);

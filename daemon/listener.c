@@ -167,7 +167,10 @@ listener_add(struct server *s, const char *name, const struct sockaddr *sa,
 	                                     LEV_OPT_CLOSE_ON_EXEC | flags,
 	                                 LISTEN_BACKLOG, sa, (int)salen);
 	if (l->evl == NULL) {
-		log_warn("cannot listen on %s", name);
+		/* Only a start opens listeners, and csqd stops without. */
+		log_error("cannot listen on %s: %s; not starting: free the "
+		          "address or change %s",
+		          name, strerror(errno), tls ? "tls.listen" : "listen");
 		free(l);
 		return NULL;
 	}
@@ -204,7 +207,7 @@ listener_open_unix(struct server *s, const char *name, const char *path,
 }
 
 struct addrinfo *
-listener_resolve(const char *name, const char *host, int port)
+listener_resolve(const char *name, const char *key, const char *host, int port)
 {
 	struct addrinfo hints, *res;
 	char service[16];
@@ -216,7 +219,8 @@ listener_resolve(const char *name, const char *host, int port)
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	snprintf(service, sizeof(service), "%d", port);
 	if ((err = getaddrinfo(host, service, &hints, &res)) != 0) {
-		log_warnx("cannot listen on %s: %s", name, gai_strerror(err));
+		log_error("cannot listen on %s: %s; not starting: change %s",
+		          name, gai_strerror(err), key);
 		return NULL;
 	}
 	return res;
@@ -229,7 +233,8 @@ listener_open_tcp(struct server *s, const char *name, const char *host,
 	struct addrinfo *res, *ai;
 	int n = 0;
 
-	if ((res = listener_resolve(name, host, port)) == NULL)
+	if ((res = listener_resolve(name, tls ? "tls.listen" : "listen", host,
+	                            port)) == NULL)
 		return -1;
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if (listener_add(s, name, ai->ai_addr, ai->ai_addrlen,

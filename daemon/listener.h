@@ -14,8 +14,10 @@ struct addrinfo;
 /* Opens every address of the configuration; -1 (logged) on failure. */
 int listener_open_all(struct server *);
 /* The addresses to listen on for host:port (freeaddrinfo them), or NULL
- * with the reason logged; name is the address as configured. */
-struct addrinfo *listener_resolve(const char *name, const char *host, int port);
+ * with the reason logged as an error that stops csqd; name is the address
+ * as configured, key the configuration key that holds it. */
+struct addrinfo *listener_resolve(const char *name, const char *key,
+                                  const char *host, int port);
 /* Stops accepting and closes every listening socket. */
 void listener_close_all(struct server *);
 

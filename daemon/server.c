@@ -660,8 +660,15 @@ server_run(const struct config *cfg, const char *config_path)
 		goto out;
 	}
 	if ((s->cfg.ntls_listen > 0 || s->cfg.http_tls) &&
-	    (s->tls = tls_new(&s->cfg)) == NULL)
+	    (s->tls = tls_new(&s->cfg)) == NULL) {
+		/* The line before says why (tls_new logs it as a warning,
+		 * which is what it is at a reload); at a start it stops
+		 * csqd. */
+		log_error("tls: cannot load the certificate, key or CA; not "
+		          "starting: fix them or change tls.cert, tls.key, "
+		          "tls.ca");
 		goto out;
+	}
 	if (listener_open_all(s) != 0 || http_open(s) != 0)
 		goto out;
 	log_info("csqd %s ready, engine %s", CSQ_VERSION, s->engine->ops->name);

@@ -3,6 +3,8 @@
  * scripts/run's (conf/run.conf) keeps the memory engine's state across a
  * SIGTERM and a start, the way an operator stops and starts it; the
  * built-in defaults keep nothing and say so in one warning line at start.
+ * A csqd that cannot start says why at error level, with the key to
+ * change, and exits 1 (an address taken, a journal it cannot open).
  * The memory engine only: the Redis engine keeps its state in Redis.
  */
 #include <signal.h>
@@ -11,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "harness.h"
 
@@ -171,12 +175,112 @@ no_journal_warns_once(void **state)
 	assert_int_equal(csqd_stop(d), 0);
 }
 
+/* A socket listening on a free port of 127.0.0.1, held by the test. */
+static int
+taken_port(int *port)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+/*
+ * Runs csqd on conf (a file in dir) and expects exit 1 and want as an
+ * error line of its own, with no warning line: an error that stops csqd
+ * is an error (journalctl -p err shows it), not a warning before an exit.
+ */
+static void
+start_fails(const char *dir, const char *conf, const char *want)
+{
+	char path[128], out[8192], line[1024];
+	const char *at;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/fail.conf", dir);
+	write_file(path, conf);
+	rc = csqd_run(out, sizeof(out), "-c", path, NULL);
+	if (rc != 1 || (at = strstr(out, want)) == NULL)
+		fail_msg("csqd -c with\n%sexited %d, output:\n%s\nwanted: %s",
+		         conf, rc, out, want);
+	/* The line's level is error. */
+	snprintf(line, sizeof(line), " error: %s", want);
+	assert_non_null(strstr(out, line));
+	assert_null(strstr(out, " warning: "));
+	unlink(path);
+}
+
+/* An address taken (RESP, HTTP) and a journal that cannot be opened. */
+static void
+start_errors(void **state)
+{
+	char dir[] = "/tmp/csq-fail-XXXXXX", conf[512], want[512];
+	int fd, port;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	fd = taken_port(&port);
+
+	snprintf(conf, sizeof(conf),
+	         "listen = [ \"127.0.0.1:%d\" ];\nhttp: { listen = \"\"; };\n"
+	         "memory: { journal = \"%s/j\"; };\n",
+	         port, dir);
+	snprintf(want, sizeof(want),
+	         "cannot listen on 127.0.0.1:%d: Address already in use; not "
+	         "starting: free the address or change listen\n",
+	         port);
+	start_fails(dir, conf, want);
+
+	snprintf(conf, sizeof(conf),
+	         "listen = [ \"unix:%s/s.sock\" ];\n"
+	         "http: { listen = \"127.0.0.1:%d\"; };\n"
+	         "memory: { journal = \"%s/j\"; };\n",
+	         dir, port, dir);
+	snprintf(want, sizeof(want),
+	         "cannot listen on http 127.0.0.1:%d: Address already in use; "
+	         "not starting: free the address or change http.listen (\"\" "
+	         "turns HTTP off)\n",
+	         port);
+	start_fails(dir, conf, want);
+	close(fd);
+
+	/* The directory of scripts/run's journal, gone (rm -rf build-run
+	 * while csqd was stopped). */
+	snprintf(conf, sizeof(conf),
+	         "listen = [ \"unix:%s/s.sock\" ];\nhttp: { listen = \"\"; };\n"
+	         "memory: { journal = \"%s/build-run/csqd.journal\"; };\n",
+	         dir, dir);
+	snprintf(want, sizeof(want),
+	         "journal %s/build-run/csqd.journal: open: No such file or "
+	         "directory; not starting: fix the file or its directory, or "
+	         "change memory.journal\n",
+	         dir);
+	start_fails(dir, conf, want);
+
+	snprintf(conf, sizeof(conf), "%s/j", dir);
+	unlink(conf);
+	snprintf(conf, sizeof(conf), "%s/s.sock", dir);
+	unlink(conf);
+	rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(run_conf_keeps_state),
 	    cmocka_unit_test(no_journal_warns_once),
+	    cmocka_unit_test(start_errors),
 	};
 
 	csqd_init(argc, argv);
