@@ -19,8 +19,14 @@ execute_command() and its pub/sub API: csqd speaks the Redis protocol.
 
     python3 agent.py --servicer agent1 --queues default,sales --capacity 2
 
-SIGINT or SIGTERM logs the agent out (its users go back to their places in
-line) and ends the program with status 0.
+With roles (docs/roles.md), it logs in as a servicer user:
+
+    python3 agent.py --username agents --password ... --servicer agent1
+
+SIGINT or SIGTERM pauses the agent (no new user for it), then logs it out
+(its users go back to their places in line) and ends the program with
+status 0. Ending after --conversations N pauses it before the last RELEASE,
+so that the room freed is not given a user only to take it back.
 """
 
 import argparse
@@ -107,6 +113,10 @@ class Agent:
     def release(self, room):
         """Ends the conversation in a room: the user leaves csq, the room
         gets the next user in line at once."""
+        if self.conversations_left == 1:
+            # The last one: the room this frees must not take the next
+            # user in line, whom the LOGOUT would give back a moment later.
+            self.pause()
         try:
             ended = self.conn.execute_command("RELEASE", room)
         except (redis.ResponseError, redis.ConnectionError) as err:
@@ -139,6 +149,16 @@ class Agent:
         else:
             # The offer is gone: it ran out, or the user left.
             log("offer of", user, "in", room, "is gone")
+
+    def pause(self):
+        """No new user for us: csqd keeps our busy rooms (and withdraws
+        an offer under way). Before a LOGOUT, so that no room freed on the
+        way out is given a user that the LOGOUT would then requeue."""
+        try:
+            self.conn.execute_command("PAUSE", self.id)
+        except redis.RedisError as err:
+            # NOTFOUND: csqd lost us meanwhile; nothing to pause.
+            log("pause failed:", err)
 
     def logout(self):
         """Leaves now: csqd puts our users back in line at their places."""
@@ -248,8 +268,14 @@ def parse_args(argv):
         description="A csq agent: heartbeats, takes users, releases them.")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=7878)
+    p.add_argument("--username", default=None,
+                   help="the user to log in as, with --password, when csqd "
+                        "has users with roles (docs/roles.md): one of role "
+                        "servicer; without it, --password is csqd's "
+                        "requirepass")
     p.add_argument("--password", default=None,
-                   help="csqd's requirepass, if it has one")
+                   help="the password of --username, or csqd's "
+                        "requirepass")
     p.add_argument("--servicer", required=True, help="the agent's id")
     p.add_argument("--capacity", type=int, default=1,
                    help="conversations at a time (default 1)")
@@ -269,8 +295,10 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    # With a username, redis-py sends AUTH <username> <password>.
     conn = redis.Redis(host=args.host, port=args.port,
-                       password=args.password, decode_responses=True)
+                       username=args.username, password=args.password,
+                       decode_responses=True)
     agent = Agent(conn, args)
 
     def stop(signum, _frame):
@@ -286,6 +314,7 @@ def main(argv):
         # (OFFER on a csqd without offers), a wrong password, ...
         print("agent:", err, file=sys.stderr)
         return 1
+    agent.pause()
     agent.logout()
     return 0
 

@@ -153,7 +153,7 @@ export class Customer extends EventEmitter {
 }
 
 export class Frontend {
-  // options: ioredis's (host, port, password, ...).
+  // options: ioredis's (host, port, username, password, ...).
   constructor(options = {}) {
     this.cmd = new Redis(options);
     this.sub = new Redis(options);

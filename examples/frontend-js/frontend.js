@@ -5,6 +5,10 @@
 //
 //   node frontend.js --user cust42 --queue sales
 //
+// With roles (docs/roles.md), the backend logs in as a frontend user:
+//
+//   node frontend.js --username frontend --password ... --user cust42
+//
 // Ctrl-C (or SIGTERM) is the customer closing the chat window: LEAVE.
 // The exit status is 0 when the chat ended (released, left), 1 on an error.
 
@@ -14,8 +18,10 @@ import { Frontend } from './csq-frontend.js';
 const USAGE = `usage: node frontend.js --user ID [options]
   --host HOST        csqd's address (default 127.0.0.1)
   --port PORT        csqd's port (default 7878)
-  --password PASS    csqd's requirepass, if it has one
-  --user ID          the customer's id
+  --username NAME    the user to log in as, with --password, when csqd has
+                     users with roles (docs/roles.md): one of role frontend
+  --password PASS    the password of --username, or csqd's requirepass
+  --user ID          the customer's id (csq's user; not a login)
   --queue Q          the queue to wait in (default: default)
   --tier T           0 and up; a higher tier is served first (default 0)
   --ttl S            seconds csqd waits for a TOUCH (default 120)
@@ -55,6 +61,7 @@ function options() {
     options: {
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string', default: '7878' },
+      username: { type: 'string' },
       password: { type: 'string' },
       user: { type: 'string' },
       queue: { type: 'string', default: 'default' },
@@ -74,7 +81,13 @@ function options() {
 
 async function main() {
   const o = options();
-  const frontend = new Frontend({ host: o.host, port: Number(o.port), password: o.password });
+  // With a username, ioredis sends AUTH <username> <password>.
+  const frontend = new Frontend({
+    host: o.host,
+    port: Number(o.port),
+    username: o.username,
+    password: o.password,
+  });
   const customer = frontend.customer(o.user, {
     queue: o.queue,
     tier: Number(o.tier),

@@ -22,20 +22,25 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _send(port, line):
-    """One inline command on a new connection; the first reply line."""
+def _send(port, line, auth=None):
+    """One inline command on a new connection (after AUTH user password
+    when auth is that pair); the first line of its reply."""
     with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-        s.sendall(line.encode() + b"\r\n")
-        return s.makefile("rb").readline().decode().rstrip("\r\n")
+        before = "AUTH %s %s\r\n" % auth if auth else ""
+        s.sendall((before + line + "\r\n").encode())
+        f = s.makefile("rb")
+        if auth:
+            f.readline()
+        return f.readline().decode().rstrip("\r\n")
 
 
-def wait_answer(port, line, good):
+def wait_answer(port, line, good, auth=None):
     """Waits until `line` gets a reply for which good(reply) is true."""
     deadline = time.monotonic() + WAIT_S
     last = None
     while time.monotonic() < deadline:
         try:
-            last = _send(port, line)
+            last = _send(port, line, auth)
             if good(last):
                 return last
         except OSError as e:
@@ -72,10 +77,13 @@ class RedisServer:
 
 
 class Daemons:
-    def __init__(self, csqd, engine=None, extra_conf=""):
+    def __init__(self, csqd, engine=None, extra_conf="", auth=None):
         self.csqd = csqd
         self.engine = engine or os.environ.get("CSQ_TEST_ENGINE", "memory")
         self.extra_conf = extra_conf
+        # (user, password) when extra_conf has users: every connection,
+        # the harness's own too, must log in.
+        self.auth = auth
         self.redis = None
 
     def __enter__(self):
@@ -101,7 +109,8 @@ class Daemons:
 
     def wait_engine(self):
         """Until a state command no longer answers TRYAGAIN."""
-        wait_answer(self.port, "QLEN default", lambda r: r.startswith(":"))
+        wait_answer(self.port, "QLEN default", lambda r: r.startswith(":"),
+                    self.auth)
 
     def wait_engine_down(self):
         wait_answer(self.port, "QLEN default",
@@ -134,11 +143,12 @@ class Runner:
         self.csqd = csqd
         self.passed = self.failed = 0
 
-    def run(self, tests, extra_conf=""):
+    def run(self, tests, extra_conf="", auth=None):
         import traceback
         for t in tests:
             try:
-                with Daemons(self.csqd, extra_conf=extra_conf) as d:
+                with Daemons(self.csqd, extra_conf=extra_conf,
+                             auth=auth) as d:
                     t(d)
                 self.passed += 1
                 print(f"ok {t.__name__}")

@@ -176,7 +176,10 @@ class Case:
 
     def __init__(self, daemons):
         self.port = daemons.port
-        self.r = redis.Redis(port=self.port, decode_responses=True)
+        # The test's own client logs in as the admin with roles (ROLES).
+        user, password = daemons.auth or (None, None)
+        self.r = redis.Redis(port=self.port, username=user,
+                             password=password, decode_responses=True)
         self.examples = []
         self.subscriptions = []
 
@@ -249,6 +252,34 @@ def agent_serves_user(t):
               reason="logout")
     check(t.where("u1") == {"state": "none"}, "u1 is gone")
     check("a1" not in t.servicers(), "a1 logged out")
+
+
+def agent_pauses_before_leaving(t):
+    """Two users wait; the agent ends its one conversation: it PAUSEs
+    before the RELEASE, so the room freed is not given u2 only to take it
+    back at the LOGOUT (it used to be: `matched` u2, then `requeued` u2
+    with reason logout, 1 ms later)."""
+    t.r.execute_command("ENQUEUE", "u1")
+    t.r.execute_command("ENQUEUE", "u2")
+    ev = t.events("servicer:a1", "user:u2")
+    agent = t.agent("--servicer", "a1", "--hold", "0.3", "--conversations",
+                    "1")
+    ev.expect("matched u1", event="matched", user="u1", servicer="a1")
+    ev.expect("servicer_paused", event="servicer_paused", servicer="a1")
+    ev.expect("released u1", event="released", user="u1", by="servicer")
+    check(agent.exited() == 0, "agent exit status")
+    ev.expect("servicer_down", event="servicer_down", servicer="a1",
+              reason="logout")
+    # Every event of the run has been read (servicer_down is the last):
+    # none of them gave u2 a room.
+    for e in ev.seen:
+        check(e.get("user") != "u2" or
+              e.get("event") not in ("matched", "offered", "requeued"),
+              "u2 given a room: %s" % e)
+    ev.none(0.2, user="u2", event="matched")
+    where = t.where("u2")
+    check(where["state"] == "waiting" and where["position"] == 1,
+          "u2 still first in line: %s" % where)
 
 
 def agent_heartbeats(t):
@@ -482,8 +513,58 @@ def agent_serves_frontend(t):
     check(agent.exited() == 0, "agent exit status")
 
 
+# -- roles (docs/roles.md) -----------------------------------------------------
+# Registered as examples.roles: csqd with a user per role, the agent logged
+# in as the servicer user, the frontend as the frontend user, the test's own
+# client as the admin (ROLES_CONF, ROLES_ADMIN).
+ROLES_CONF = """users = (
+  { name = "frontend"; password = "front-pass"; role = "frontend"; },
+  { name = "agents"; password = "agent-pass"; role = "servicer"; },
+  { name = "ops"; password = "ops-pass"; role = "admin"; }
+);
+"""
+ROLES_ADMIN = ("ops", "ops-pass")
+
+
+def roles_examples(t):
+    """Each example logs in as its role's user and does its whole job
+    under it: the agent heartbeats, follows servicer:a1, releases, pauses
+    and logs out; the frontend enqueues, touches, follows user:u1."""
+    ev = t.events("servicer:a1", "user:u1")
+    agent = t.agent("--username", "agents", "--password", "agent-pass",
+                    "--servicer", "a1", "--queues", "sales", "--hold", "0.5",
+                    "--conversations", "1")
+    ev.expect("servicer_up", event="servicer_up", servicer="a1")
+    front = t.frontend("--username", "frontend", "--password", "front-pass",
+                       "--user", "u1", "--queue", "sales", "--ttl", "5")
+    ev.expect("matched", event="matched", user="u1", servicer="a1")
+    front.expect(r"u1: matched with agent a1 in room a1/0")
+    agent.expect(r"conversation with u1 in a1/0 from queue sales")
+    ev.expect("released", event="released", user="u1", by="servicer")
+    front.expect(r"u1: conversation ended by servicer")
+    check(agent.exited() == 0, "agent exit status")
+    check(front.exited() == 0, "frontend exit status")
+    ev.expect("servicer_down", event="servicer_down", servicer="a1",
+              reason="logout")
+    for ex in (agent, front):
+        check("NOPERM" not in ex.output(), "%s hit NOPERM" % ex.name)
+
+
+def roles_wrong_user(t):
+    """The agent's role user with the frontend's password, and the password
+    alone (no requirepass: no `default` user), are refused: the agent says
+    WRONGPASS and exits 1, and no servicer logged in."""
+    for args in (["--username", "agents", "--password", "front-pass"],
+                 ["--password", "agent-pass"]):
+        agent = t.agent(*(args + ["--servicer", "a1"]))
+        check(agent.exited() == 1, "agent exit status with %s" % args)
+        agent.expect(r"WRONGPASS")
+    check(t.servicers() == [], "nobody logged in")
+
+
 GROUPS = {
-    "agent_python": [agent_serves_user, agent_heartbeats, agent_user_leaves,
+    "agent_python": [agent_serves_user, agent_pauses_before_leaving,
+                     agent_heartbeats, agent_user_leaves,
                      agent_lost_and_back],
     "frontend_js": [frontend_waits_and_is_matched, frontend_requeued,
                     frontend_touches,
@@ -491,8 +572,11 @@ GROUPS = {
                     agent_serves_frontend],
     "agent_offers": [agent_offers],
     "pipeline_transaction": [pipeline_transaction],
+    "roles": [roles_examples, roles_wrong_user],
 }
-NEEDS_NODE = {"frontend_js", "agent_offers"}
+# The groups run on a csqd with users (the configuration, the admin's login).
+GROUP_AUTH = {"roles": (ROLES_CONF, ROLES_ADMIN)}
+NEEDS_NODE = {"frontend_js", "agent_offers", "roles"}
 NODE = os.environ.get("CSQ_NODE") or shutil.which("node") or "node"
 
 
@@ -516,7 +600,9 @@ def main(argv):
         return 77
 
     runner = Runner(csqd)
-    runner.run([with_case(fn) for fn in GROUPS[group]])
+    conf, auth = GROUP_AUTH.get(group, ("", None))
+    runner.run([with_case(fn) for fn in GROUPS[group]], extra_conf=conf,
+               auth=auth)
     return runner.finish()
 
 
