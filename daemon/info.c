@@ -355,7 +355,11 @@ info_csq(struct evbuffer *b, struct server *s, const struct csq_result *r)
 	                    "matched_total:%llu\r\n"
 	                    "abandoned_total:%llu\r\n"
 	                    "requeued_total:%llu\r\n"
-	                    "servicers_lost_total:%llu\r\n",
+	                    "servicers_lost_total:%llu\r\n"
+	                    "offers_total:%llu\r\n"
+	                    "offers_declined_total:%llu\r\n"
+	                    "offers_missed_total:%llu\r\n"
+	                    "transferred_total:%llu\r\n",
 	                    (unsigned long long)st->waiting,
 	                    (unsigned long long)st->servicers,
 	                    (unsigned long long)st->rooms_busy,
@@ -364,7 +368,11 @@ info_csq(struct evbuffer *b, struct server *s, const struct csq_result *r)
 	                    (unsigned long long)st->matched_total,
 	                    (unsigned long long)st->abandoned_total,
 	                    (unsigned long long)st->requeued_total,
-	                    (unsigned long long)st->servicers_lost_total);
+	                    (unsigned long long)st->servicers_lost_total,
+	                    (unsigned long long)st->offers_total,
+	                    (unsigned long long)st->offers_declined_total,
+	                    (unsigned long long)st->offers_missed_total,
+	                    (unsigned long long)st->transferred_total);
 }
 
 /* Writes the sections asked for, in Redis's order, a blank line between

@@ -519,7 +519,9 @@ metrics_render_engine(const struct metrics *m, const struct metrics_scrape *sc,
 	evbuffer_add_printf(out, "csq_servicers{status=\"paused\"} %llu\n",
 	                    (unsigned long long)sc->servicers_paused);
 	metrics_head(out, "csq_rooms", "gauge",
-	             "Rooms: busy (a user in it), free (of a ready servicer).");
+	             "Rooms: busy (offered, assigned or in wrap-up), free (of "
+	             "a ready servicer, one resting after a declined or "
+	             "missed offer included).");
 	evbuffer_add_printf(out, "csq_rooms{state=\"busy\"} %llu\n",
 	                    (unsigned long long)st->rooms_busy);
 	evbuffer_add_printf(out, "csq_rooms{state=\"free\"} %llu\n",

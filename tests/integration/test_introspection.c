@@ -276,6 +276,7 @@ info_sections(void **state)
 	struct csqd_fx *fx = *state;
 	char h[512];
 	redisReply *r;
+	size_t i;
 
 	info_headers(fx->c, "", h, sizeof(h));
 	assert_string_equal(h, "Server,Clients,Memory,Persistence,Stats,"
@@ -327,6 +328,27 @@ info_sections(void **state)
 	assert_non_null(strstr(r->str, "cmdstat_enqueue:calls=3,"));
 	assert_non_null(strstr(r->str, "cmdstat_heartbeat:calls=1,"));
 	assert_non_null(strstr(r->str, "failed_calls=0"));
+	freeReplyObject(r);
+	/* Every field of STATS, v2's too, with the same value (an offer
+	 * declined and a transfer make v2's counters other than 0). */
+	freeReplyObject(CMD(fx->c, "HEARTBEAT s2 OFFER 30"));
+	freeReplyObject(CMD(fx->c, "DECLINE s2/0"));
+	freeReplyObject(CMD(fx->c, "TRANSFER s1/0 other"));
+	r = CMD(fx->c, "STATS");
+	assert_true(r->elements >= 26);
+	for (i = 0; i + 1 < r->elements; i += 2)
+		if (INFO_FIELD(fx->c, r->element[i]->str) !=
+		    r->element[i + 1]->integer)
+			fail_msg("INFO csq %s: %lld, STATS: %lld",
+			         r->element[i]->str,
+			         INFO_FIELD(fx->c, r->element[i]->str),
+			         r->element[i + 1]->integer);
+	assert_int_equal(field_int_at(__FILE__, __LINE__, r, "offers_total"),
+	                 1);
+	assert_int_equal(
+	    field_int_at(__FILE__, __LINE__, r, "offers_declined_total"), 1);
+	assert_int_equal(
+	    field_int_at(__FILE__, __LINE__, r, "transferred_total"), 1);
 	freeReplyObject(r);
 	/* Persistence: the journal, on the memory engine with one. */
 	r = CMD(fx->c, "INFO persistence");
