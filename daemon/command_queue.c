@@ -42,6 +42,16 @@ reply_servicer(struct evbuffer *out, int proto,
 	resp_integer(out, s->ttl_s);
 }
 
+/* A user's needs in force (section 3c), for one that has some. */
+static void
+reply_needs(struct evbuffer *out, const struct csq_user_info *u)
+{
+	if (u->needs[0] == '\0')
+		return;
+	resp_bulk_str(out, "needs");
+	resp_bulk_str(out, u->needs);
+}
+
 /*
  * ENQUEUE's reply, or WHERE's with detail (tier, waited_ms, since_ms).
  * Waiting and offered, eta_ms after v1's fields (protocol-v2 section 6),
@@ -52,6 +62,7 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
            int detail)
 {
 	int prefer = u->prefer[0] != '\0';
+	int needs = u->needs[0] != '\0'; /* section 3c: only with needs */
 
 	switch (u->state) {
 	case CSQ_USER_NONE:
@@ -60,7 +71,8 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 		resp_bulk_str(out, "none");
 		return;
 	case CSQ_USER_WAITING:
-		resp_map(out, proto, (detail ? 6 : 4) + (prefer ? 2 : 0));
+		resp_map(out, proto,
+		         (detail ? 6 : 4) + (prefer ? 2 : 0) + (needs ? 1 : 0));
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "waiting");
 		resp_bulk_str(out, "queue");
@@ -81,9 +93,10 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 			resp_bulk_str(out, "prefer_ms");
 			resp_integer(out, (int64_t)u->prefer_ms);
 		}
+		reply_needs(out, u);
 		return;
 	case CSQ_USER_ASSIGNED:
-		resp_map(out, proto, detail ? 5 : 4);
+		resp_map(out, proto, (detail ? 5 : 4) + (needs ? 1 : 0));
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "assigned");
 		resp_bulk_str(out, "queue");
@@ -96,9 +109,10 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 			resp_bulk_str(out, "since_ms");
 			resp_integer(out, (int64_t)u->since_ms);
 		}
+		reply_needs(out, u);
 		return;
 	case CSQ_USER_OFFERED:
-		resp_map(out, proto, detail ? 8 : 7);
+		resp_map(out, proto, (detail ? 8 : 7) + (needs ? 1 : 0));
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "offered");
 		resp_bulk_str(out, "queue");
@@ -117,6 +131,7 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 		}
 		resp_bulk_str(out, "eta_ms");
 		resp_integer(out, u->eta_ms);
+		reply_needs(out, u);
 		return;
 	}
 }
@@ -146,12 +161,21 @@ reply_qstats(struct evbuffer *out, int proto, const struct csq_queue_stats *q)
 	};
 	size_t i, n = sizeof(f) / sizeof(f[0]);
 
-	resp_map(out, proto, (int64_t)n + 1);
+	resp_map(out, proto, (int64_t)n + 1 + (q->ngroups > 0));
 	resp_bulk_str(out, "queue");
 	resp_bulk_str(out, q->queue);
 	for (i = 0; i < n; i++) {
 		resp_bulk_str(out, f[i].name);
 		resp_integer(out, f[i].value);
+	}
+	if (q->ngroups == 0)
+		return;
+	/* Section 3c: users with needs waiting, by need-set. */
+	resp_bulk_str(out, "needs_waiting");
+	resp_array(out, 2 * (int64_t)q->ngroups);
+	for (i = 0; i < q->ngroups; i++) {
+		resp_bulk_str(out, q->groups[i].needs);
+		resp_integer(out, (int64_t)q->groups[i].waiting);
 	}
 }
 
@@ -169,7 +193,8 @@ reply_servicer_row(struct evbuffer *out, const struct csq_servicer_info *s)
 
 	for (comma = q; (comma = strchr(comma, ',')) != NULL; comma++)
 		n++;
-	resp_array(out, 9);
+	/* Section 3c: the skills of one that has some, a 10th. */
+	resp_array(out, s->skills[0] != '\0' ? 10 : 9);
 	resp_bulk_str(out, s->id);
 	resp_bulk_str(out,
 	              s->status == CSQ_SERVICER_READY ? "ready" : "paused");
@@ -186,6 +211,8 @@ reply_servicer_row(struct evbuffer *out, const struct csq_servicer_info *s)
 	resp_integer(out, s->offer_s);
 	resp_integer(out, s->wrapup_s);
 	resp_integer(out, s->missed);
+	if (s->skills[0] != '\0')
+		resp_bulk_str(out, s->skills);
 }
 
 /* The names ROOMS gives the states of enum csq_room_state. */
@@ -209,7 +236,7 @@ command_room_state(enum csq_room_state state)
 static void
 reply_room(struct evbuffer *out, int proto, const struct csq_room_info *r)
 {
-	resp_map(out, proto, 4);
+	resp_map(out, proto, r->needs[0] != '\0' ? 5 : 4);
 	resp_bulk_str(out, "room");
 	resp_bulk_str(out, r->room);
 	resp_bulk_str(out, "state");
@@ -218,6 +245,10 @@ reply_room(struct evbuffer *out, int proto, const struct csq_room_info *r)
 	resp_bulk_str(out, r->user);
 	resp_bulk_str(out, "since_ms");
 	resp_integer(out, (int64_t)r->since_ms);
+	if (r->needs[0] != '\0') { /* section 3c */
+		resp_bulk_str(out, "needs");
+		resp_bulk_str(out, r->needs);
+	}
 }
 
 size_t
@@ -574,7 +605,8 @@ parse_queues(struct client *c, const char *s, size_t len,
  * range; an id option against the id alphabet.
  */
 /* OPT_PREFER takes two values: a servicer and seconds (1..max). */
-enum opt_kind { OPT_INT, OPT_ID, OPT_LIST, OPT_PREFER };
+/* OPT_SKILLS: a skill list (section 3c) of at most max entries. */
+enum opt_kind { OPT_INT, OPT_ID, OPT_LIST, OPT_PREFER, OPT_SKILLS };
 
 struct opt {
 	const char *name;
@@ -584,6 +616,22 @@ struct opt {
 	int arg;                 /* index of its value; 0 when absent */
 	int64_t num;
 };
+
+/* A skill list within max entries (a NUL inside is no list); replies
+ * invalid skill list otherwise. */
+static int
+skills_arg(struct client *c, const struct resp_request *req, int i,
+           uint32_t max)
+{
+	struct csq_skill_list l;
+
+	if (strlen(req->argv[i]) != req->argvlen[i] ||
+	    csq_skills_parse(req->argv[i], max, &l) != CSQ_OK) {
+		resp_error(client_output(c), "%s", csq_status_text(CSQ_ESKILL));
+		return -1;
+	}
+	return 0;
+}
 
 /* Replies the error and returns -1 when an option is bad. */
 static int
@@ -619,6 +667,9 @@ parse_options(struct client *c, const struct resp_request *req, int first,
 		     command_arg_int(c, req, opts[k].arg + 1, opts[k].min,
 		                     opts[k].max, &opts[k].num)))
 			return -1;
+		if (opts[k].kind == OPT_SKILLS &&
+		    skills_arg(c, req, opts[k].arg, (uint32_t)opts[k].max))
+			return -1;
 	}
 	return 0;
 }
@@ -645,6 +696,7 @@ cmd_heartbeat(struct client *c, const struct resp_request *req)
 	    {"ttl", OPT_INT, 1, CSQ_TTL_MAX, CSQ_OK, 0, 0},
 	    {"offer", OPT_INT, 0, CSQ_OFFER_MAX, CSQ_OK, 0, 0},
 	    {"wrapup", OPT_INT, 0, CSQ_WRAPUP_MAX, CSQ_OK, 0, 0},
+	    {"skills", OPT_SKILLS, 0, CSQ_SERVICER_SKILLS, CSQ_OK, 0, 0},
 	};
 	char queues[QUEUE_LIST_MAX];
 	struct csq_op op;
@@ -666,6 +718,8 @@ cmd_heartbeat(struct client *c, const struct resp_request *req)
 	hb->offer_s = (uint32_t)opts[3].num;
 	hb->has_wrapup = opts[4].arg != 0;
 	hb->wrapup_s = (uint32_t)opts[4].num;
+	hb->has_skills = opts[5].arg != 0;
+	hb->skills = opts[5].arg ? req->argv[opts[5].arg] : NULL;
 	command_call(c, &op);
 }
 
@@ -774,17 +828,20 @@ cmd_transfer(struct client *c, const struct resp_request *req)
 {
 	struct opt opts[] = {
 	    {"prefer", OPT_PREFER, 1, CSQ_PREFER_MAX, CSQ_OK, 0, 0},
+	    {"needs", OPT_SKILLS, 0, CSQ_USER_NEEDS, CSQ_OK, 0, 0},
 	};
 	struct csq_op op;
 
 	/* The options first, as before PREFER any word after the queue
 	 * was: then the room's form and the queue's. */
-	if (parse_options(c, req, 3, opts, 1) || room_arg(c, req, 1, 2))
+	if (parse_options(c, req, 3, opts, 2) || room_arg(c, req, 1, 2))
 		return;
 	op_init(&op, CSQ_OP_TRANSFER, req->argv[1]);
 	op.transfer.room = req->argv[1];
 	op.transfer.queue = req->argv[2];
 	prefer_option(req, &opts[0], &op.transfer.prefer);
+	op.transfer.has_needs = opts[1].arg != 0;
+	op.transfer.needs = opts[1].arg ? req->argv[opts[1].arg] : NULL;
 	command_call(c, &op);
 }
 
@@ -796,6 +853,7 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	    {"tier", OPT_INT, 0, c->server->cfg.limits.max_tier, CSQ_OK, 0, 0},
 	    {"ttl", OPT_INT, 0, CSQ_TTL_MAX, CSQ_OK, 0, 0},
 	    {"prefer", OPT_PREFER, 1, CSQ_PREFER_MAX, CSQ_OK, 0, 0},
+	    {"needs", OPT_SKILLS, 0, CSQ_USER_NEEDS, CSQ_OK, 0, 0},
 	};
 	struct csq_op op;
 	struct csq_enqueue_args *a = &op.enqueue;
@@ -812,6 +870,8 @@ cmd_enqueue(struct client *c, const struct resp_request *req)
 	a->has_ttl = opts[2].arg != 0;
 	a->ttl_s = (uint32_t)opts[2].num;
 	prefer_option(req, &opts[3], &a->prefer);
+	a->has_needs = opts[4].arg != 0;
+	a->needs = opts[4].arg ? req->argv[opts[4].arg] : NULL;
 	/* The queue, for a -FULL's warning: only a new user without QUEUE
 	 * can find "default" full; one already waiting stays where it is. */
 	command_call_queue(c, &op, a->has_queue ? a->queue : CSQ_DEFAULT_QUEUE,

@@ -936,6 +936,21 @@ config_queue(struct config_report *r, const config_setting_t *e,
 				p->has_strategy = 1;
 				p->strategy = (enum csq_strategy)st;
 			}
+		} else if (strcmp(field, "skill_order") == 0) {
+			/* Section 3c: which eligible servicer first. */
+			v = config_setting_type(f) == CONFIG_TYPE_STRING
+			        ? config_setting_get_string(f)
+			        : "";
+			if (strcmp(v, "strategy") == 0)
+				p->skill_order = CSQ_SKILL_ORDER_STRATEGY;
+			else if (strcmp(v, "level") == 0)
+				p->skill_order = CSQ_SKILL_ORDER_LEVEL;
+			else {
+				config_error(r, f,
+				             "queues: skill_order must be "
+				             "\"strategy\" or \"level\"");
+				bad = 1;
+			}
 		} else {
 			config_error(r, f, "queues: unknown key %s", field);
 			bad = 1;
@@ -1089,6 +1104,15 @@ config_check_queues(struct config_report *r, const struct config *cfg,
 			    r, config_setting_get_elem(queues, (unsigned)at[i]),
 			    "queues: \"%s\": %s", ok[i].name,
 			    csq_policy_error_text(e));
+		/* Skills' keys are libcsq's rules, which the Redis engine
+		 * runs only once it is the module (protocol.md 3c). */
+		else if (ok[i].skill_order != CSQ_SKILL_ORDER_STRATEGY &&
+		         strcmp(cfg->engine, "redis") == 0)
+			config_error(
+			    r, config_setting_get_elem(queues, (unsigned)at[i]),
+			    "queues: \"%s\": skill_order needs engine = "
+			    "\"memory\"",
+			    ok[i].name);
 	}
 }
 

@@ -50,6 +50,21 @@ static const char *const invalid_ids[] = {
 static const char *const bad_rooms[] = {
     "s0", "s0/", "/0", "s0/01", "s0/x", "s0/-1", "s0/4294967296", "s0/1/2"};
 
+/* Skill lists (protocol.md 3c): a few that overlap, "" (none), and
+ * ones refused (bad level, a name twice, an empty element, too many). */
+static const char *const skill_lists[] = {"",
+                                          "de",
+                                          "de:5,billing:3",
+                                          "billing:2",
+                                          "en:4,de:2",
+                                          "fr,de,en",
+                                          "de:100",
+                                          "de:0",
+                                          "de,de",
+                                          "de,,en",
+                                          "a,b,c,d,e,f,g,h,i",
+                                          "x:01"};
+
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* What one state said during the current step. */
@@ -69,6 +84,8 @@ struct args {
 	struct fuzz_in *in;
 	int have_user, have_servicer, have_queue, have_room, have_hb, have_enq;
 	int have_ttl, have_range, have_limits, have_policies, have_prefer;
+	int have_skills;
+	const char *skills;
 	const char *user, *servicer, *queue;
 	char room[CSQ_ROOM_MAX + 16];
 	struct csq_heartbeat_args hb;
@@ -184,6 +201,15 @@ draw_ttl(struct fuzz_in *in)
 	}
 }
 
+/* A SKILLS or NEEDS list of the pool. */
+static const char *
+arg_skills(struct args *a)
+{
+	if (!a->have_skills++)
+		a->skills = skill_lists[fuzz_u8(a->in) % NITEMS(skill_lists)];
+	return a->skills;
+}
+
 static const struct csq_heartbeat_args *
 arg_heartbeat(struct args *a)
 {
@@ -226,6 +252,9 @@ arg_heartbeat(struct args *a)
 		b = fuzz_u8(a->in);
 		h->wrapup_s = b < 250 ? b % 4 : CSQ_WRAPUP_MAX + b % 2;
 	}
+	h->has_skills = (flags >> 5) & 1;
+	if (h->has_skills)
+		h->skills = arg_skills(a);
 	return h;
 }
 
@@ -268,6 +297,9 @@ arg_enqueue(struct args *a, const struct csq_limits *limits)
 		e->ttl_s = draw_ttl(a->in);
 	if ((flags >> 3) & 1)
 		draw_prefer(a, &e->prefer);
+	e->has_needs = (flags >> 4) & 1;
+	if (e->has_needs)
+		e->needs = arg_skills(a);
 	return e;
 }
 
@@ -327,10 +359,10 @@ say_user(struct state *s, const struct csq_user_info *u)
 	say(s,
 	    " state=%d queue=%s pos=%" PRIu64 " tier=%u waited=%" PRIu64
 	    " room=%s servicer=%s since=%" PRIu64 " expires=%" PRIu64
-	    " prefer=%s prefer_ms=%" PRIu64 " eta=%" PRId64,
+	    " prefer=%s prefer_ms=%" PRIu64 " eta=%" PRId64 " needs=%s",
 	    (int)u->state, u->queue, u->position, u->tier, u->waited_ms,
 	    u->room, u->servicer, u->since_ms, u->expires_in_ms, u->prefer,
-	    u->prefer_ms, u->eta_ms);
+	    u->prefer_ms, u->eta_ms, u->needs);
 }
 
 static void
@@ -338,9 +370,9 @@ say_servicer(struct state *s, const struct csq_servicer_info *v)
 {
 	say(s,
 	    " id=%s status=%d cap=%u active=%u ttl=%u idle=%" PRIu64
-	    " offer=%u wrapup=%u missed=%u",
+	    " offer=%u wrapup=%u missed=%u skills=%s",
 	    v->id, (int)v->status, v->capacity, v->active, v->ttl_s, v->idle_ms,
-	    v->offer_s, v->wrapup_s, v->missed);
+	    v->offer_s, v->wrapup_s, v->missed, v->skills);
 }
 
 static void
@@ -354,7 +386,7 @@ static int
 input_error(enum csq_status st)
 {
 	return st == CSQ_EUSER || st == CSQ_ESERVICER || st == CSQ_EQUEUE ||
-	       st == CSQ_EROOM || st == CSQ_ERANGE;
+	       st == CSQ_EROOM || st == CSQ_ERANGE || st == CSQ_ESKILL;
 }
 
 /*
@@ -646,6 +678,8 @@ step_transfer(struct run *r, struct state *s, struct args *a)
 	draw_prefer(a, &t.prefer);
 	if (t.prefer.seconds % 2 == 0) /* one time in two, about */
 		memset(&t.prefer, 0, sizeof(t.prefer));
+	t.needs = arg_skills(a);
+	t.has_needs = t.needs[0] != 'd'; /* most lists, "" among them */
 	st = csq_transfer(s->csq, r->now, &t, &out);
 	say_status(s, "transfer", st);
 	memset(&op, 0, sizeof(op));
@@ -720,6 +754,7 @@ arg_policies(struct args *a, size_t *np)
 		v[i].strategy = (b >> 5) & 1 ? CSQ_STRATEGY_LEAST_BUSY
 		                             : CSQ_STRATEGY_LONGEST_IDLE;
 		v[i].service_level_s = b % 3;
+		v[i].skill_order = (b >> 6) & 1; /* section 3c */
 	}
 	*np = a->npolicies = n;
 	return v;

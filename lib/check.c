@@ -131,6 +131,7 @@ check_user(void *arg, const char *key, size_t len, void *val)
 	struct check *k = arg;
 	const struct csq_user *u = val;
 	struct csq_line_node *node;
+	struct csq_line *line;
 	uint64_t rank;
 	int ttl = u->ttl_s > 0 ? CSQ_DL_USER : -1;
 
@@ -141,7 +142,11 @@ check_user(void *arg, const char *key, size_t len, void *val)
 		check_fail(k, "user %s in an unknown queue", u->id);
 	if (u->key >= CSQ_KEY_LIMIT)
 		check_fail(k, "user %s key out of range", u->id);
-	rank = csq_line_rank(u->queue->line, u->key);
+	line = csq_needline_of(NULL, (struct csq_user *)u, 0);
+	rank = line != NULL ? csq_line_rank(line, u->key) : 0;
+	if (u->needs != 0 && (k->c->needsets[u->needs] == NULL ||
+	                      k->c->needsets[u->needs]->refs == 0))
+		check_fail(k, "user %s holds a need-set not held", u->id);
 	switch (u->state) {
 	case CSQ_USER_WAITING:
 		k->waiting++;
@@ -152,7 +157,7 @@ check_user(void *arg, const char *key, size_t len, void *val)
 			check_preferring(k, u, rank);
 			break;
 		}
-		node = rank ? csq_line_nth(u->queue->line, rank - 1) : NULL;
+		node = rank ? csq_line_nth(line, rank - 1) : NULL;
 		if (node == NULL || csq_line_node_value(node) != u)
 			check_fail(k, "waiting user %s not in its line", u->id);
 		check_clocks(k, u);
@@ -248,6 +253,39 @@ check_prefer_line(struct check *k, const struct csq_servicer *s, uint32_t i,
 	}
 }
 
+/* s is in the avail heap of each need-line of q that it satisfies
+ * while it has a free room, keyed as csq_navail_key says; else in none. */
+static void
+check_needlines(struct check *k, const struct csq_servicer *s,
+                const struct csq_queue *q, int has_free)
+{
+	const struct csq_needline *nl;
+	uint64_t akey, atie;
+	uint32_t j, m, in;
+
+	for (j = 0; j < q->nnls; j++) {
+		nl = q->nls[j];
+		for (m = 0, in = 0; m < s->nnav; m++)
+			if (s->nav[m]->nl == nl &&
+			    csq_heap_contains(&s->nav[m]->node)) {
+				in++;
+				csq_navail_key(k->c, s, nl, &akey, &atie);
+				if (s->nav[m]->node.key != akey ||
+				    s->nav[m]->node.tie != atie)
+					check_fail(k,
+					           "servicer %s keyed wrong "
+					           "in a need-line of %s",
+					           s->id, q->name);
+			}
+		if (in != (uint32_t)(has_free &&
+		                     csq_skills_satisfy(s, nl->set, NULL)))
+			check_fail(k,
+			           "servicer %s in %u heaps of need-line %s "
+			           "of %s",
+			           s->id, in, nl->set->text, q->name);
+	}
+}
+
 static void
 check_servicer(void *arg, const char *key, size_t len, void *val)
 {
@@ -304,11 +342,12 @@ check_servicer(void *arg, const char *key, size_t len, void *val)
 			           s->queues[i]->name);
 		/* A room in a retry window may sit beside them: it takes
 		 * no one until the window ends. */
-		if (has_free && csq_line_len(s->queues[i]->line) > 0)
+		if (has_free && csq_needline_servable(s, s->queues[i]))
 			check_fail(k,
 			           "free room of %s beside waiting users of %s",
 			           s->id, s->queues[i]->name);
 		check_prefer_line(k, s, i, has_free);
+		check_needlines(k, s, s->queues[i], has_free);
 	}
 	for (; i < CSQ_SERVICER_QUEUES; i++)
 		if (s->prefer[i] != NULL)
@@ -384,6 +423,9 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 	struct check *k = arg;
 	const struct csq_queue *q = val;
 	struct queue_refs r;
+	struct csq_line *l;
+	uint64_t inneeds = 0;
+	uint32_t i;
 
 	memset(&r, 0, sizeof(r));
 	r.c = k->c;
@@ -399,8 +441,21 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 		    k, "queue %s has %" PRIu64 " preferring, counted %" PRIu64,
 		    q->name, q->preferring, r.preferring);
 	check_counts(k, q);
-	if (csq_line_check(q->line) != 0)
-		check_fail(k, "line of %s is inconsistent", q->name);
+	for (i = 0; i < q->nnls; i++) {
+		inneeds += csq_line_len(q->nls[i]->line);
+		if (q->nls[i]->queue != q || q->nls[i]->slot != i ||
+		    k->c->needsets[q->nls[i]->set->index] != q->nls[i]->set)
+			check_fail(k, "need-line %u of %s misfiled", i,
+			           q->name);
+	}
+	if (inneeds != q->needs_waiting)
+		check_fail(
+		    k, "queue %s counts %" PRIu64 " with needs, lines %" PRIu64,
+		    q->name, q->needs_waiting, inneeds);
+	for (i = 0; (l = csq_needline_line(q, i)) != NULL; i++)
+		if (csq_line_check(l) != 0)
+			check_fail(k, "line %u of %s is inconsistent", i,
+			           q->name);
 	csq_dict_each(k->c->users, count_user_refs, &r);
 	csq_dict_each(k->c->servicers, count_servicer_refs, &r);
 	if (strcmp(q->name, CSQ_DEFAULT_QUEUE) == 0)

@@ -70,8 +70,9 @@ csq_queue_ref(struct csq_queue *q)
 }
 
 static void
-queue_destroy(struct csq_queue *q)
+queue_destroy(struct csq *c, struct csq_queue *q)
 {
+	csq_needline_free_queue(c, q);
 	csq_line_free(q->line);
 	csq_heap_free(&q->avail);
 	csq_qstats_free(q);
@@ -85,7 +86,7 @@ csq_queue_unref(struct csq *c, struct csq_queue *q)
 	if (q->refs > 0 && --q->refs > 0)
 		return;
 	csq_dict_del(c->queues, q->name, q->namelen);
-	queue_destroy(q);
+	queue_destroy(c, q);
 }
 
 void
@@ -137,7 +138,7 @@ csq_last_event_id(const struct csq *c)
 uint64_t
 csq_user_position(const struct csq_user *u)
 {
-	return csq_line_rank(u->queue->line, u->key);
+	return csq_needline_position(u);
 }
 
 void
@@ -152,7 +153,7 @@ csq_user_deadline(struct csq *c, struct csq_user *u, uint64_t now)
 uint64_t
 csq_user_join_line(struct csq *c, struct csq_user *u, uint64_t now)
 {
-	uint64_t pos = csq_line_insert_rank(u->queue->line, u->key, u);
+	uint64_t pos = csq_needline_enter(c, u);
 
 	csq_policy_start(c, u, now);
 	return pos;
@@ -185,7 +186,7 @@ csq_user_leave_line(struct csq *c, struct csq_user *u)
 	if (u->flags & CSQ_USER_PREFERRING)
 		csq_prefer_remove(u);
 	else
-		csq_line_remove(u->queue->line, u->key);
+		csq_needline_leave(c, u);
 	csq_user_wait_free(c, u);
 }
 
@@ -218,6 +219,7 @@ csq_user_free(struct csq *c, struct csq_user *u)
 	csq_deadline_clear(c, &u->deadline);
 	if (u->state == CSQ_USER_WAITING)
 		csq_user_wait_free(c, u);
+	csq_needset_release(c, u->needs);
 	csq_dict_remove(c->users, u);
 	csq_queue_unref(c, u->queue);
 	free(u);
@@ -240,6 +242,7 @@ csq_new(const struct csq_limits *limits, uint64_t seed, csq_emit_fn *emit,
 	c->servicers = csq_dict_new(seed ^ SEED_SERVICERS);
 	c->queues = csq_dict_new(seed ^ SEED_QUEUES);
 	csq_heap_init(&c->deadlines);
+	csq_skills_init(c);
 	/* The default queue exists always: it holds a reference of its own. */
 	q = csq_queue_get(c, CSQ_DEFAULT_QUEUE, strlen(CSQ_DEFAULT_QUEUE), 1);
 	csq_queue_ref(q);
@@ -268,6 +271,8 @@ free_servicer(void *arg, const char *key, size_t len, void *val)
 		free(s->rooms[i]);
 	for (i = 0; i < s->nqueues; i++)
 		csq_line_free(s->prefer[i]);
+	csq_navail_unaccount(s); /* out of the need-lines' heaps */
+	csq_navail_free(s);
 	free(s->rooms);
 	free(s);
 }
@@ -275,8 +280,8 @@ free_servicer(void *arg, const char *key, size_t len, void *val)
 static void
 free_queue(void *arg, const char *key, size_t len, void *val)
 {
-	(void)arg, (void)key, (void)len;
-	queue_destroy(val);
+	(void)key, (void)len;
+	queue_destroy(arg, val);
 }
 
 void
@@ -286,11 +291,12 @@ csq_free(struct csq *c)
 		return;
 	csq_dict_each(c->users, free_user, NULL);
 	csq_dict_each(c->servicers, free_servicer, NULL);
-	csq_dict_each(c->queues, free_queue, NULL);
+	csq_dict_each(c->queues, free_queue, c);
 	csq_dict_free(c->users);
 	csq_dict_free(c->servicers);
 	csq_dict_free(c->queues);
 	csq_heap_free(&c->deadlines);
+	csq_skills_free(c);
 	free(c->policies);
 	free(c);
 }
@@ -343,6 +349,7 @@ servicer_info(const struct csq_servicer *s, uint64_t now,
 	out->wrapup_s = s->wrapup_s;
 	out->missed = s->missed;
 	servicer_queue_list(s, out->queues);
+	csq_servicer_skills_text(s, out->skills);
 }
 
 /*
@@ -425,6 +432,7 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 	struct csq_queue *qs[CSQ_SERVICER_QUEUES];
 	struct csq_servicer *s;
 	struct csq_settle settle;
+	struct csq_skill_list skills;
 	size_t idlen;
 	uint32_t nq = 0;
 	int login;
@@ -441,6 +449,9 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 		return CSQ_ERANGE;
 	if (a->has_wrapup && a->wrapup_s > CSQ_WRAPUP_MAX)
 		return CSQ_ERANGE;
+	if (a->has_skills &&
+	    csq_skills_parse(a->skills, CSQ_SERVICER_SKILLS, &skills) != CSQ_OK)
+		return CSQ_ESKILL;
 	if (a->has_queues && (st = heartbeat_queues(c, a, qs, &nq)) != CSQ_OK)
 		return st;
 
@@ -479,6 +490,8 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 		s->offer_s = a->offer_s;
 	if (a->has_wrapup)
 		s->wrapup_s = a->wrapup_s;
+	if (a->has_skills)
+		csq_servicer_set_skills(c, s, &skills);
 	csq_deadline_set(c, &s->deadline, now + csq_ms(s->ttl_s));
 	csq_servicer_account(c, s);
 	if (login)
@@ -562,8 +575,8 @@ user_get(const struct csq *c, const char *uid)
 
 /* pos: the position of a waiting u when known, else 0. */
 void
-csq_user_info_at(const struct csq_user *u, uint64_t now, uint64_t pos,
-                 struct csq_user_info *out)
+csq_user_info_at(const struct csq *c, const struct csq_user *u, uint64_t now,
+                 uint64_t pos, struct csq_user_info *out)
 {
 	const struct csq_room *r;
 
@@ -573,6 +586,8 @@ csq_user_info_at(const struct csq_user *u, uint64_t now, uint64_t pos,
 	out->tier = csq_user_tier(u);
 	out->waited_ms = elapsed(now, u->arrival_ms);
 	out->eta_ms = -1;
+	memcpy(out->needs, csq_needset_text(c, u->needs),
+	       strlen(csq_needset_text(c, u->needs)) + 1);
 	if (u->state == CSQ_USER_WAITING) {
 		out->position = pos != 0 ? pos : csq_user_wait_position(u);
 		if (u->flags & CSQ_USER_PREFERRING) {
@@ -594,9 +609,10 @@ csq_user_info_at(const struct csq_user *u, uint64_t now, uint64_t pos,
 }
 
 static void
-user_info(const struct csq_user *u, uint64_t now, struct csq_user_info *out)
+user_info(const struct csq *c, const struct csq_user *u, uint64_t now,
+          struct csq_user_info *out)
 {
-	csq_user_info_at(u, now, 0, out);
+	csq_user_info_at(c, u, now, 0, out);
 }
 
 /* pos: u's position, which its insert into the line told. */
@@ -620,7 +636,7 @@ user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
 static uint64_t
 queue_length(const struct csq_queue *q)
 {
-	return csq_line_len(q->line) + q->preferring;
+	return csq_needline_count(q) + q->preferring;
 }
 
 /* u, waiting where it waits, takes key (a new tier) in the same place:
@@ -636,9 +652,9 @@ user_rekey(struct csq *c, struct csq_user *u, uint64_t key)
 		u->key = key;
 		return csq_prefer_insert(c, u, s);
 	}
-	csq_line_remove(u->queue->line, u->key);
+	csq_needline_leave(c, u);
 	u->key = key;
-	return csq_line_insert_rank(u->queue->line, u->key, u);
+	return csq_needline_enter(c, u);
 }
 
 /*
@@ -652,16 +668,24 @@ user_rekey(struct csq *c, struct csq_user *u, uint64_t key)
  * window set again alone moves nothing and publishes nothing.
  */
 static void
+user_set_needs(struct csq *c, struct csq_user *u, uint16_t needs)
+{
+	csq_needset_hold(c, needs);
+	csq_needset_release(c, u->needs);
+	u->needs = needs;
+}
+
+static void
 user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
-          uint32_t tier, struct csq_servicer *want, uint32_t window,
-          uint64_t now)
+          uint32_t tier, uint16_t needs, struct csq_servicer *want,
+          uint32_t window, uint64_t now)
 {
 	struct csq_queue *from = u->queue;
 	struct csq_servicer *had =
 	    (u->flags & CSQ_USER_PREFERRING) ? u->wait->prefer : NULL;
 	uint64_t ends = had != NULL ? u->wait->clock.node.key : 0;
 	uint32_t length = had != NULL ? u->wait->prefer_s : 0;
-	int moved = to != from;
+	int moved = to != from, relined = needs != u->needs;
 	struct csq_key k;
 	uint64_t pos;
 
@@ -669,12 +693,22 @@ user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
 	if (!moved && want == had) {
 		if (window > 0)
 			csq_prefer_window(c, u, window, now);
-		if (tier == k.tier)
+		if (tier == k.tier && !relined)
 			return;
 		k.tier = tier;
-		pos = user_rekey(c, u, csq_key_pack(&k));
+		if (relined && !(u->flags & CSQ_USER_PREFERRING)) {
+			/* Another line of the queue, the same place. */
+			csq_needline_leave(c, u);
+			user_set_needs(c, u, needs);
+			u->key = csq_key_pack(&k);
+			pos = csq_needline_enter(c, u);
+		} else {
+			user_set_needs(c, u, needs);
+			pos = user_rekey(c, u, csq_key_pack(&k));
+		}
 	} else {
 		csq_user_leave_line(c, u);
+		user_set_needs(c, u, needs);
 		k.tier = tier;
 		u->key = csq_key_pack(&k);
 		if (moved) {
@@ -719,7 +753,7 @@ queue_drop_unused(struct csq *c, struct csq_queue *q)
  */
 static enum csq_status
 enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
-              const struct csq_enqueue_args *a, size_t qlen)
+              const struct csq_enqueue_args *a, size_t qlen, uint16_t needs)
 {
 	struct csq_servicer *want = NULL;
 	struct csq_queue *q;
@@ -738,7 +772,8 @@ enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
 	} else
 		q = u->queue;
 	if (a->prefer.has_prefer) {
-		want = csq_prefer_target(c, &a->prefer, q);
+		want = csq_prefer_target(c, &a->prefer, q,
+		                         a->has_needs ? needs : u->needs);
 		window = want != NULL ? a->prefer.seconds : 0;
 	} else if ((u->flags & CSQ_USER_PREFERRING) &&
 	           csq_servicer_queue_index(u->wait->prefer, q) >= 0)
@@ -746,8 +781,8 @@ enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
 	if (a->has_ttl)
 		u->ttl_s = a->ttl_s;
 	csq_user_deadline(c, u, now);
-	user_move(c, u, q, a->has_tier ? a->tier : csq_user_tier(u), want,
-	          window, now);
+	user_move(c, u, q, a->has_tier ? a->tier : csq_user_tier(u),
+	          a->has_needs ? needs : u->needs, want, window, now);
 	return CSQ_OK;
 }
 
@@ -761,6 +796,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	struct csq_key k;
 	size_t idlen, qlen = 0;
 	uint64_t pos;
+	uint16_t needs = 0;
 	enum csq_status st;
 
 	if ((idlen = id_len(a->user)) == 0)
@@ -773,6 +809,9 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 		return CSQ_ERANGE;
 	if ((st = csq_prefer_check(&a->prefer)) != CSQ_OK)
 		return st;
+	if (a->has_needs &&
+	    (st = csq_needs_resolve(c, a->needs, &needs)) != CSQ_OK)
+		return st;
 
 	if ((u = csq_dict_get(c->users, a->user, idlen)) != NULL) {
 		if (u->state == CSQ_USER_OFFERED) {
@@ -781,9 +820,10 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 				u->ttl_s = a->ttl_s;
 			csq_user_deadline(c, u, now);
 		} else if (u->state == CSQ_USER_WAITING &&
-		           (st = enqueue_again(c, now, u, a, qlen)) != CSQ_OK)
+		           (st = enqueue_again(c, now, u, a, qlen, needs)) !=
+		               CSQ_OK)
 			return st;
-		user_info(u, now, out);
+		user_info(c, u, now, out);
 		return CSQ_OK;
 	}
 
@@ -811,6 +851,8 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	u->ttl_s = a->has_ttl ? a->ttl_s : c->limits.user_ttl_s;
 	u->state = CSQ_USER_WAITING;
 	u->flags = 0;
+	u->needs = needs;
+	csq_needset_hold(c, needs);
 	csq_deadline_init(&u->deadline, CSQ_DL_USER);
 	u->wait = NULL;
 	memcpy(u->id, a->user, idlen);
@@ -819,7 +861,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	c->stats.enqueued_total++;
 	csq_estimate_arrival(&q->est, k.tier, now);
 
-	if ((want = csq_prefer_target(c, &a->prefer, q)) != NULL) {
+	if ((want = csq_prefer_target(c, &a->prefer, q, needs)) != NULL) {
 		pos = csq_prefer_insert(c, u, want);
 		csq_prefer_window(c, u, a->prefer.seconds, now);
 	} else
@@ -829,7 +871,8 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	if (!csq_match_user(c, u, NULL, now))
 		user_event(c, CSQ_EV_QUEUED, u, NULL, pos, CSQ_REASON_NONE,
 		           now);
-	csq_user_info_at(u, now, u->state == CSQ_USER_WAITING ? pos : 0, out);
+	csq_user_info_at(c, u, now, u->state == CSQ_USER_WAITING ? pos : 0,
+	                 out);
 	return CSQ_OK;
 }
 
@@ -923,19 +966,35 @@ csq_where(struct csq *c, uint64_t now, const char *uid,
 		out->state = CSQ_USER_NONE;
 		return CSQ_OK;
 	}
-	user_info(u, now, out);
+	user_info(c, u, now, out);
 	return CSQ_OK;
 }
 
 /* Admin. */
 
+struct range_walk {
+	struct csq_queue_entry *out;
+	size_t *n;
+	uint64_t now;
+};
+
+static void
+range_one(void *arg, const struct csq_user *u)
+{
+	struct range_walk *w = arg;
+	struct csq_queue_entry *e = &w->out[(*w->n)++];
+
+	memcpy(e->user, u->id, csq_user_idlen(u) + 1);
+	e->tier = csq_user_tier(u);
+	e->waited_ms = elapsed(w->now, u->arrival_ms);
+}
+
 enum csq_status
 csq_queue_range(struct csq *c, uint64_t now, const char *qname, uint64_t offset,
                 uint32_t count, struct csq_queue_entry *out, size_t *n)
 {
-	struct csq_line_node *node;
+	struct range_walk w;
 	struct csq_queue *q;
-	struct csq_user *u;
 	size_t len;
 
 	*n = 0;
@@ -945,14 +1004,10 @@ csq_queue_range(struct csq *c, uint64_t now, const char *qname, uint64_t offset,
 		return CSQ_ERANGE;
 	if ((q = csq_queue_get(c, qname, len, 0)) == NULL)
 		return CSQ_OK;
-	for (node = csq_line_nth(q->line, offset); node != NULL && *n < count;
-	     node = csq_line_next(node)) {
-		u = csq_line_node_value(node);
-		memcpy(out[*n].user, u->id, csq_user_idlen(u) + 1);
-		out[*n].tier = csq_user_tier(u);
-		out[*n].waited_ms = elapsed(now, u->arrival_ms);
-		(*n)++;
-	}
+	w.out = out;
+	w.n = n;
+	w.now = now;
+	csq_needline_range(q, offset, count, range_one, &w);
 	return CSQ_OK;
 }
 

@@ -37,6 +37,16 @@
 #define CSQ_OUTCOMES              1000 /* service_level_pct: the last ones */
 #define CSQ_QUEUE_LENGTH_MAX      100000000 /* max_length at most */
 #define CSQ_POLICIES_MAX          1000      /* entries of the queues list */
+/* Skills (protocol.md section 3c): "name[:level],..." lists. */
+#define CSQ_SKILL_NAME_MAX  32  /* bytes of a skill's name */
+#define CSQ_SKILL_LEVEL_MAX 100 /* levels are 1..this; left out: 1 */
+#define CSQ_SERVICER_SKILLS 32  /* skills of one servicer */
+#define CSQ_USER_NEEDS      8   /* needs of one user */
+#define CSQ_NEEDSETS_MAX    256 /* distinct need-sets in use at once */
+/* A skill list as text, with its NUL: "name:100," per entry. */
+#define CSQ_SKILLS_TEXT_MAX (CSQ_SERVICER_SKILLS * (CSQ_SKILL_NAME_MAX + 5))
+#define CSQ_NEEDS_TEXT_MAX  (CSQ_USER_NEEDS * (CSQ_SKILL_NAME_MAX + 5))
+#define CSQ_QSTATS_GROUPS   8 /* need-sets QSTATS lists, the largest */
 
 /* A servicer's queues as one string, "a,b,c", with its NUL. */
 #define CSQ_QUEUE_LIST_MAX (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
@@ -44,18 +54,21 @@
 /* Results of every operation; the daemon turns them into error replies. */
 enum csq_status {
 	CSQ_OK = 0,
-	CSQ_EUSER,      /* invalid user id */
-	CSQ_ESERVICER,  /* invalid servicer id */
-	CSQ_EQUEUE,     /* invalid queue id */
-	CSQ_EROOM,      /* invalid room id */
-	CSQ_ERANGE,     /* an argument is out of its range */
-	CSQ_ENOTFOUND,  /* no such servicer or room */
-	CSQ_EFULL,      /* queue at its maximum length */
-	CSQ_ETRYAGAIN,  /* engine unavailable, nothing changed */
-	CSQ_EEXHAUSTED, /* the order-key sequence is used up */
-	CSQ_EUNSURE,    /* engine lost while the command was out: it may have
-	                   been applied (a TRYAGAIN too) */
-	CSQ_ENOCONV,    /* TRANSFER of a room that holds no assigned user */
+	CSQ_EUSER,        /* invalid user id */
+	CSQ_ESERVICER,    /* invalid servicer id */
+	CSQ_EQUEUE,       /* invalid queue id */
+	CSQ_EROOM,        /* invalid room id */
+	CSQ_ERANGE,       /* an argument is out of its range */
+	CSQ_ENOTFOUND,    /* no such servicer or room */
+	CSQ_EFULL,        /* queue at its maximum length */
+	CSQ_ETRYAGAIN,    /* engine unavailable, nothing changed */
+	CSQ_EEXHAUSTED,   /* the order-key sequence is used up */
+	CSQ_EUNSURE,      /* engine lost while the command was out: it may have
+	                     been applied (a TRYAGAIN too) */
+	CSQ_ENOCONV,      /* TRANSFER of a room that holds no assigned user */
+	CSQ_ESKILL,       /* a SKILLS or NEEDS list that is not one */
+	CSQ_ENEEDSETS,    /* CSQ_NEEDSETS_MAX distinct need-sets in use */
+	CSQ_EUNSUPPORTED, /* SKILLS, NEEDS on an engine without them */
 };
 
 const char *csq_status_text(enum csq_status);
@@ -188,7 +201,8 @@ struct csq_servicer_info {
 	uint32_t offer_s;  /* 0: users are assigned, not offered */
 	uint32_t wrapup_s; /* 0: no wrap-up */
 	uint32_t missed;   /* offers run out in a row */
-	char queues[CSQ_QUEUE_LIST_MAX]; /* those it serves: "a,b,c" */
+	char queues[CSQ_QUEUE_LIST_MAX];  /* those it serves: "a,b,c" */
+	char skills[CSQ_SKILLS_TEXT_MAX]; /* canonical; "" for none */
 };
 
 /* The values are those of the journal's snapshots: never renumbered. */
@@ -214,6 +228,7 @@ struct csq_user_info {
 	char prefer[CSQ_ID_MAX + 1];
 	uint64_t prefer_ms;
 	int64_t eta_ms; /* waiting: the estimate, -1 none; offered: 0 */
+	char needs[CSQ_NEEDS_TEXT_MAX]; /* in force, canonical; "" none */
 };
 
 struct csq_queue_entry {
@@ -244,8 +259,9 @@ enum csq_room_state {
 struct csq_room_info {
 	char room[CSQ_ROOM_MAX + 1];
 	enum csq_room_state state;
-	char user[CSQ_ID_MAX + 1]; /* "" when free or in wrap-up */
-	uint64_t since_ms;         /* time in this state; 0 when free */
+	char user[CSQ_ID_MAX + 1];      /* "" when free or in wrap-up */
+	uint64_t since_ms;              /* time in this state; 0 when free */
+	char needs[CSQ_NEEDS_TEXT_MAX]; /* the user's; "" for none */
 };
 
 struct csq_stats {
@@ -268,6 +284,8 @@ struct csq_stats {
 struct csq_heartbeat_args {
 	const char *servicer;
 	int has_capacity, has_queues, has_ttl, has_offer, has_wrapup;
+	int has_skills;
+	const char *skills; /* a skill list (section 3c); "" clears */
 	uint32_t capacity;
 	uint32_t ttl_s;
 	uint32_t offer_s;  /* 0..CSQ_OFFER_MAX */
@@ -290,6 +308,8 @@ struct csq_enqueue_args {
 	uint32_t tier;
 	uint32_t ttl_s;
 	struct csq_prefer_args prefer; /* checked last */
+	int has_needs;
+	const char *needs; /* a skill list; "" clears */
 };
 
 /* PREFER's arguments alone: CSQ_ESERVICER, CSQ_ERANGE, or CSQ_OK (also
@@ -301,7 +321,32 @@ struct csq_transfer_args {
 	const char *room;
 	const char *queue;
 	struct csq_prefer_args prefer;
+	int has_needs; /* without: the user keeps its needs */
+	const char *needs;
 };
+
+/*
+ * A skill list parsed: names (1..CSQ_SKILL_NAME_MAX bytes of
+ * [A-Za-z0-9._-]) with levels (1..CSQ_SKILL_LEVEL_MAX, 1 when left out),
+ * sorted by name, no name twice. csq_skills_parse: CSQ_OK or CSQ_ESKILL,
+ * for at most max entries; "" is the empty list.
+ */
+struct csq_skill_list {
+	uint32_t n;
+	struct {
+		char name[CSQ_SKILL_NAME_MAX + 1];
+		uint32_t level;
+	} v[CSQ_SERVICER_SKILLS];
+};
+enum csq_status csq_skills_parse(const char *s, uint32_t max,
+                                 struct csq_skill_list *out);
+/* The canonical text: "a:1,b:3", sorted by name; "" for none. */
+void csq_skills_text(const struct csq_skill_list *,
+                     char out[CSQ_SKILLS_TEXT_MAX]);
+/* 1 when op carries SKILLS or NEEDS (an engine without skills refuses
+ * it with CSQ_EUNSUPPORTED). */
+struct csq_op;
+int csq_op_uses_skills(const struct csq_op *);
 
 /*
  * A queue's policy (protocol-v2 section 4), the configuration's `queues`
@@ -319,7 +364,12 @@ struct csq_policy {
 	uint32_t aging_every_s;   /* 0 = no aging; else 1..86400 */
 	uint32_t aging_max_tier;  /* <= max_tier; default max_tier */
 	uint32_t service_level_s; /* 1..86400; 0 in the struct: the default */
+	/* Which eligible free servicer an arrival with needs goes to:
+	 * CSQ_SKILL_ORDER_* (section 3c). */
+	uint32_t skill_order;
 };
+#define CSQ_SKILL_ORDER_STRATEGY 0 /* the queue's strategy alone */
+#define CSQ_SKILL_ORDER_LEVEL    1 /* the highest levels first */
 
 /* What csq_policies_check found wrong, and in which entry. */
 enum csq_policy_error {
@@ -335,6 +385,7 @@ enum csq_policy_error {
 	CSQ_POLICY_AGING_EVERY,    /* out of range */
 	CSQ_POLICY_AGING_MAX_TIER, /* above max_tier */
 	CSQ_POLICY_SERVICE_LEVEL,  /* out of range */
+	CSQ_POLICY_SKILL_ORDER,    /* not one of CSQ_SKILL_ORDER_* */
 };
 
 const char *csq_policy_error_text(enum csq_policy_error);
@@ -356,6 +407,13 @@ struct csq_queue_stats {
 	uint32_t service_level_s;
 	int32_t service_level_pct;          /* 0..100, -1 before the first */
 	uint32_t outcomes, outcomes_within; /* in the ring: the share's parts */
+	/* Users with needs waiting, by need-set: the largest groups, at
+	 * most CSQ_QSTATS_GROUPS, sorted by need-set. */
+	uint32_t ngroups;
+	struct {
+		char needs[CSQ_NEEDS_TEXT_MAX];
+		uint64_t waiting;
+	} groups[CSQ_QSTATS_GROUPS];
 };
 
 struct csq;

@@ -377,18 +377,24 @@ csq_rearm_deadlines(struct csq *c, uint64_t now)
 {
 	struct csq_line_node *node;
 	struct csq_queue *q;
+	struct csq_line *l;
 	void **all;
 	size_t i, n;
+	uint32_t j;
 
 	all = sorted_values(c->queues, queue_name_cmp, &n);
 	for (i = 0; i < n; i++) {
 		q = all[i];
-		for (node = csq_line_first(q->line); node != NULL;
-		     node = csq_line_next(node)) {
-			csq_user_deadline(c, csq_line_node_value(node), now);
-			/* The queue's clocks too, as if it joined now. */
-			csq_policy_start(c, csq_line_node_value(node), now);
-		}
+		for (j = 0; (l = csq_needline_line(q, j)) != NULL; j++)
+			for (node = csq_line_first(l); node != NULL;
+			     node = csq_line_next(node)) {
+				csq_user_deadline(c, csq_line_node_value(node),
+				                  now);
+				/* The queue's clocks too, as if it joined
+				 * now. */
+				csq_policy_start(c, csq_line_node_value(node),
+				                 now);
+			}
 	}
 	free(all);
 	all = sorted_values(c->servicers, servicer_id_cmp, &n);

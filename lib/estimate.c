@@ -139,7 +139,7 @@ csq_estimate_new_arrival(const struct csq *c, const struct csq_queue *q,
                          uint64_t now)
 {
 	(void)c;
-	return csq_estimate_line(q, csq_line_len(q->line) + 1, 0, now);
+	return csq_estimate_line(q, csq_needline_count(q) + 1, 0, now);
 }
 
 /*
@@ -160,7 +160,7 @@ estimate_preferring(const struct csq_user *u, uint64_t now)
 		                s->capacity);
 	left =
 	    u->wait->clock.node.key > now ? u->wait->clock.node.key - now : 0;
-	line = csq_estimate_line(q, csq_line_len(q->line) + 1, csq_user_tier(u),
+	line = csq_estimate_line(q, csq_needline_count(q) + 1, csq_user_tier(u),
 	                         now);
 	if (line >= 0) {
 		line += (int64_t)left;

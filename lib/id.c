@@ -94,6 +94,12 @@ csq_status_text(enum csq_status st)
 		       "applied; it is safe to send again";
 	case CSQ_ENOCONV:
 		return "ERR no conversation in room";
+	case CSQ_ESKILL:
+		return "ERR invalid skill list";
+	case CSQ_ENEEDSETS:
+		return "ERR too many distinct need-sets (at most 256)";
+	case CSQ_EUNSUPPORTED:
+		return "ERR SKILLS and NEEDS need the memory engine";
 	}
 	return "ERR unknown status";
 }

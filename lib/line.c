@@ -215,6 +215,22 @@ csq_line_rank(const struct csq_line *l, uint64_t key)
 	return 0;
 }
 
+uint64_t
+csq_line_count_below(const struct csq_line *l, uint64_t key)
+{
+	const struct csq_line_node *x = l->header;
+	uint64_t rank = 0;
+	int i;
+
+	for (i = l->level - 1; i >= 0; i--)
+		while (x->level[i].forward != NULL &&
+		       x->level[i].forward->key < key) {
+			rank += x->level[i].span;
+			x = x->level[i].forward;
+		}
+	return rank;
+}
+
 struct csq_line_node *
 csq_line_first(const struct csq_line *l)
 {

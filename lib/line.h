@@ -28,6 +28,8 @@ uint64_t csq_line_insert_rank(struct csq_line *, uint64_t key, void *value);
 void *csq_line_remove(struct csq_line *, uint64_t key);
 /* 1-based rank of key, 0 when absent. */
 uint64_t csq_line_rank(const struct csq_line *, uint64_t key);
+/* How many keys are below key (present or not): O(log n). */
+uint64_t csq_line_count_below(const struct csq_line *, uint64_t key);
 /* Node of the smallest key, NULL when empty. */
 struct csq_line_node *csq_line_first(const struct csq_line *);
 /* Node of the smallest key >= key, NULL when there is none: O(log n). */

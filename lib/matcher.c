@@ -77,6 +77,9 @@ csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
 	if (u->flags & CSQ_USER_PREFERRING)
 		s = csq_servicer_has_free(u->wait->prefer) ? u->wait->prefer
 		                                           : NULL;
+	else if (u->needs != 0)
+		s = csq_needline_best_servicer(
+		    csq_needline_find(u->queue, u->needs));
 	else
 		s = matcher_best_servicer(u->queue);
 	if (s == NULL)
@@ -103,12 +106,20 @@ matcher_better(const struct csq_line *l, struct csq_user *best)
 static struct csq_user *
 matcher_best_user(const struct csq_servicer *s)
 {
+	const struct csq_needline *nl;
 	struct csq_user *best = NULL;
-	uint32_t i;
+	uint32_t i, j;
 
 	for (i = 0; i < s->nqueues; i++) {
 		best = matcher_better(s->queues[i]->line, best);
 		best = matcher_better(s->prefer[i], best);
+		/* The need-lines it may serve: bounded by the need-sets. */
+		for (j = 0; s->nskills > 0 && j < s->queues[i]->nnls; j++) {
+			nl = s->queues[i]->nls[j];
+			if (csq_line_len(nl->line) > 0 &&
+			    csq_skills_satisfy(s, nl->set, NULL))
+				best = matcher_better(nl->line, best);
+		}
 	}
 	return best;
 }
@@ -165,7 +176,7 @@ heads_its_line(const struct csq_user *u)
 
 	if (u->flags & CSQ_USER_PREFERRING)
 		return csq_prefer_position(u) == 1;
-	head = csq_line_first(u->queue->line);
+	head = csq_line_first(csq_needline_of(NULL, (struct csq_user *)u, 0));
 	return head != NULL && csq_line_node_value(head) == u;
 }
 

@@ -21,13 +21,34 @@ overview_elapsed(uint64_t now, uint64_t then)
  * arrival order, so the user who has waited longest is the first of its
  * tier: one seek per tier present, not a walk of the line.
  */
+static void overview_oldest_in(const struct csq_line *, uint64_t *first,
+                               const struct csq_user **oldest);
+
 static void
 overview_oldest(const struct csq_queue *q, uint64_t now,
                 struct csq_queue_info *out)
 {
-	struct csq_line_node *n = csq_line_first(q->line);
 	const struct csq_user *oldest = NULL;
 	uint64_t first = UINT64_MAX;
+	struct csq_line *l;
+	uint32_t i;
+
+	/* Each line of the queue (one per need-set) the same way. */
+	for (i = 0; (l = csq_needline_line(q, i)) != NULL; i++)
+		overview_oldest_in(l, &first, &oldest);
+	if (oldest == NULL)
+		return;
+	out->oldest_wait_ms = overview_elapsed(now, oldest->arrival_ms);
+	memcpy(out->oldest_user, oldest->id, csq_user_idlen(oldest) + 1);
+}
+
+static void
+overview_oldest_in(const struct csq_line *l, uint64_t *firstp,
+                   const struct csq_user **oldestp)
+{
+	struct csq_line_node *n = csq_line_first(l);
+	const struct csq_user *oldest = *oldestp;
+	uint64_t first = *firstp;
 	struct csq_key k;
 
 	while (n != NULL) {
@@ -44,12 +65,10 @@ overview_oldest(const struct csq_queue *q, uint64_t now,
 		 * handed out, so every user of that tier sorts after it. */
 		k.tier--;
 		k.seq = 0;
-		n = csq_line_seek(q->line, csq_key_pack(&k));
+		n = csq_line_seek(l, csq_key_pack(&k));
 	}
-	if (oldest == NULL)
-		return;
-	out->oldest_wait_ms = overview_elapsed(now, oldest->arrival_ms);
-	memcpy(out->oldest_user, oldest->id, csq_user_idlen(oldest) + 1);
+	*firstp = first;
+	*oldestp = oldest;
 }
 
 static void
@@ -59,7 +78,7 @@ overview_queue(const struct csq_queue *q, uint64_t now,
 	memcpy(out->name, q->name, q->namelen + 1);
 	/* As QLEN counts them: in line, and held for a preferred servicer
 	 * (who are in no line of the queue's, so not in QUEUE's pages). */
-	out->waiting = csq_line_len(q->line) + q->preferring;
+	out->waiting = csq_needline_count(q) + q->preferring;
 	out->preferring = q->preferring;
 	out->oldest_wait_ms = 0;
 	out->oldest_user[0] = '\0';
@@ -101,7 +120,7 @@ overview_listed(void *arg, const char *key, size_t len, void *val)
 	const struct csq_queue *q = val;
 
 	(void)key, (void)len;
-	if (csq_line_len(q->line) > 0 || q->preferring > 0 ||
+	if (csq_needline_count(q) > 0 || q->preferring > 0 ||
 	    q->nservicers > 0 || q->policy != NULL ||
 	    strcmp(q->name, CSQ_DEFAULT_QUEUE) == 0)
 		w->v[w->n++] = q;
@@ -136,8 +155,9 @@ csq_queues(struct csq *c, uint64_t now, size_t *n)
 
 /* Appends the rooms of s to the n of *out (cap of them, grown). */
 static void
-overview_rooms_of(const struct csq_servicer *s, uint64_t now,
-                  struct csq_room_info **out, size_t *n, size_t *cap)
+overview_rooms_of(const struct csq *c, const struct csq_servicer *s,
+                  uint64_t now, struct csq_room_info **out, size_t *n,
+                  size_t *cap)
 {
 	const struct csq_room *room;
 	struct csq_room_info *r;
@@ -158,9 +178,12 @@ overview_rooms_of(const struct csq_servicer *s, uint64_t now,
 			continue;
 		}
 		r->state = room->state;
-		if (room->user != NULL)
+		if (room->user != NULL) {
 			memcpy(r->user, room->user->id,
 			       csq_user_idlen(room->user) + 1);
+			strcpy(r->needs,
+			       csq_needset_text(c, room->user->needs));
+		}
 		r->since_ms = overview_elapsed(now, room->since_ms);
 	}
 }
@@ -201,7 +224,7 @@ csq_rooms(struct csq *c, uint64_t now, const char *sid,
 			return CSQ_ESERVICER;
 		if ((s = csq_dict_get(c->servicers, sid, strlen(sid))) == NULL)
 			return CSQ_ENOTFOUND;
-		overview_rooms_of(s, now, out, n, &cap);
+		overview_rooms_of(c, s, now, out, n, &cap);
 		return CSQ_OK;
 	}
 	w.v = csq_xmalloc((csq_dict_len(c->servicers) + 1) * sizeof(*w.v));
@@ -209,7 +232,7 @@ csq_rooms(struct csq *c, uint64_t now, const char *sid,
 	csq_dict_each(c->servicers, overview_servicer, &w);
 	qsort(w.v, w.n, sizeof(*w.v), overview_servicer_cmp);
 	for (i = 0; i < w.n; i++)
-		overview_rooms_of(w.v[i], now, out, n, &cap);
+		overview_rooms_of(c, w.v[i], now, out, n, &cap);
 	free(w.v);
 	return CSQ_OK;
 }

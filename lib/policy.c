@@ -45,6 +45,8 @@ csq_policy_error_text(enum csq_policy_error e)
 		return "aging_max_tier above max_tier";
 	case CSQ_POLICY_SERVICE_LEVEL:
 		return "service_level out of range (1..86400)";
+	case CSQ_POLICY_SKILL_ORDER:
+		return "skill_order must be \"strategy\" or \"level\"";
 	}
 	return "unknown error";
 }
@@ -112,6 +114,8 @@ policy_check_one(const struct csq_policy *p, const struct csq_limits *l)
 		return CSQ_POLICY_AGING_MAX_TIER;
 	if (p->service_level_s > CSQ_POLICY_SECONDS_MAX)
 		return CSQ_POLICY_SERVICE_LEVEL;
+	if (p->skill_order > CSQ_SKILL_ORDER_LEVEL)
+		return CSQ_POLICY_SKILL_ORDER;
 	return CSQ_POLICY_OK;
 }
 
@@ -341,10 +345,10 @@ policy_age(struct csq *c, struct csq_user *u, uint64_t now)
 	uint64_t pos;
 
 	csq_key_unpack(u->key, &k);
-	csq_line_remove(u->queue->line, u->key);
+	csq_needline_leave(c, u);
 	k.tier++;
 	u->key = csq_key_pack(&k);
-	pos = csq_line_insert_rank(u->queue->line, u->key, u);
+	pos = csq_needline_enter(c, u);
 	csq_event_begin(&ev, CSQ_EV_RESCORED, now);
 	csq_event_user(&ev, u);
 	ev.position = pos;
@@ -366,13 +370,13 @@ policy_overflow(struct csq *c, struct csq_user *u, uint64_t now)
 	uint64_t pos;
 
 	to = csq_queue_get(c, name, strlen(name), 1);
-	csq_line_remove(from->line, u->key);
+	csq_needline_leave(c, u);
 	csq_queue_ref(to);
 	u->queue = to;
 	u->flags |= CSQ_USER_OVERFLOWED;
 	from->counts.overflowed++;
 	csq_estimate_arrival(&to->est, csq_user_tier(u), now);
-	pos = csq_line_insert_rank(to->line, u->key, u);
+	pos = csq_needline_enter(c, u);
 	csq_policy_start(c, u, now);
 	if (!csq_match_user(c, u, from, now)) {
 		csq_event_begin(&ev, CSQ_EV_OVERFLOWED, now);
@@ -480,6 +484,8 @@ csq_set_policies(struct csq *c, uint64_t now, const struct csq_policy *v,
 	struct csq_line_node *node;
 	const struct csq_policy *was;
 	struct csq_queue *q;
+	struct csq_line *l;
+	uint32_t j;
 	int rekey = 0;
 
 	if (csq_policies_check(v, n, &c->limits, &bad) != CSQ_POLICY_OK)
@@ -502,15 +508,18 @@ csq_set_policies(struct csq *c, uint64_t now, const struct csq_policy *v,
 		was = q->policy;
 		q->policy = csq_policy_find(c, q->name, q->namelen);
 		if (strategy_of(was, c->limits.strategy) !=
-		    strategy_of(q->policy, c->limits.strategy))
+		        strategy_of(q->policy, c->limits.strategy) ||
+		    (was != NULL ? was->skill_order : 0) !=
+		        (q->policy != NULL ? q->policy->skill_order : 0))
 			rekey = 1;
 		if (csq_queue_service_level(q) != q->counts.within_s)
 			csq_qstats_relevel(q);
 		if (!clocks_differ(was, q->policy))
 			continue;
-		for (node = csq_line_first(q->line); node != NULL;
-		     node = csq_line_next(node))
-			policy_rearm(c, csq_line_node_value(node), now);
+		for (j = 0; (l = csq_needline_line(q, j)) != NULL; j++)
+			for (node = csq_line_first(l); node != NULL;
+			     node = csq_line_next(node))
+				policy_rearm(c, csq_line_node_value(node), now);
 	}
 	free(w.v);
 	if (rekey)

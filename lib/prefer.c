@@ -41,14 +41,16 @@ csq_servicer_queue_index(const struct csq_servicer *s,
 }
 
 /* The servicer a PREFER names, when it may hold a window for queue q:
- * logged in and serving q. */
+ * logged in, serving q, and with the skills of need-set needs. */
 struct csq_servicer *
 csq_prefer_target(const struct csq *c, const struct csq_prefer_args *a,
-                  const struct csq_queue *q)
+                  const struct csq_queue *q, uint16_t needs)
 {
 	struct csq_servicer *s;
 
 	if (!a->has_prefer || (s = csq_servicer_get(c, a->servicer)) == NULL)
+		return NULL;
+	if (needs != 0 && !csq_skills_satisfy(s, c->needsets[needs], NULL))
 		return NULL;
 	return csq_servicer_queue_index(s, q) >= 0 ? s : NULL;
 }

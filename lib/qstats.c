@@ -94,8 +94,63 @@ csq_qstats_free(struct csq_queue *q)
  * the tiers (each tier's users are in arrival order), so one look per
  * tier, O(tiers log n).
  */
+static uint64_t qstats_oldest_in(const struct csq_line *, uint64_t now);
+
 static uint64_t
 qstats_oldest(const struct csq_queue *q, uint64_t now)
+{
+	struct csq_line *l;
+	uint64_t oldest = 0, o;
+	uint32_t i;
+
+	/* Each line of the queue (one per need-set) the same way. */
+	for (i = 0; (l = csq_needline_line(q, i)) != NULL; i++)
+		if ((o = qstats_oldest_in(l, now)) > oldest)
+			oldest = o;
+	return oldest;
+}
+
+static int
+qstats_group_cmp(const void *a, const void *b)
+{
+	const struct csq_needline *x = *(const struct csq_needline *const *)a;
+	const struct csq_needline *y = *(const struct csq_needline *const *)b;
+	uint64_t lx = csq_line_len(x->line), ly = csq_line_len(y->line);
+
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	return strcmp(x->set->text, y->set->text);
+}
+
+static int
+qstats_text_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b); /* needs is the group's first member */
+}
+
+/* The largest groups of users with needs, by need-set. */
+static void
+qstats_groups(const struct csq_queue *q, struct csq_queue_stats *out)
+{
+	struct csq_needline *v[CSQ_NEEDSETS_MAX];
+	uint32_t i, n = 0;
+
+	for (i = 0; i < q->nnls; i++)
+		if (csq_line_len(q->nls[i]->line) > 0)
+			v[n++] = q->nls[i];
+	qsort(v, n, sizeof(*v), qstats_group_cmp);
+	for (i = 0; i < n && i < CSQ_QSTATS_GROUPS; i++) {
+		memcpy(out->groups[i].needs, v[i]->set->text,
+		       v[i]->set->textlen + 1);
+		out->groups[i].waiting = csq_line_len(v[i]->line);
+	}
+	out->ngroups = i;
+	qsort(out->groups, out->ngroups, sizeof(out->groups[0]),
+	      qstats_text_cmp);
+}
+
+static uint64_t
+qstats_oldest_in(const struct csq_line *l, uint64_t now)
 {
 	struct csq_line_node *node;
 	const struct csq_user *u;
@@ -103,8 +158,8 @@ qstats_oldest(const struct csq_queue *q, uint64_t now)
 	uint32_t t;
 
 	for (t = 0; t < CSQ_TIERS; t++) {
-		node = csq_line_seek(q->line, (uint64_t)(CSQ_KEY_TIER_MAX - t)
-		                                  << CSQ_KEY_SEQ_BITS);
+		node = csq_line_seek(l, (uint64_t)(CSQ_KEY_TIER_MAX - t)
+		                            << CSQ_KEY_SEQ_BITS);
 		if (node == NULL)
 			continue;
 		u = csq_line_node_value(node);
@@ -123,8 +178,9 @@ csq_qstats_fill(const struct csq *c, const struct csq_queue *q, uint64_t now,
 
 	memset(out, 0, sizeof(*out));
 	memcpy(out->queue, q->name, q->namelen + 1);
-	out->waiting = csq_line_len(q->line) + q->preferring;
+	out->waiting = csq_needline_count(q) + q->preferring;
 	out->oldest_wait_ms = qstats_oldest(q, now);
+	qstats_groups(q, out);
 	out->eta_ms = csq_estimate_new_arrival(c, q, now);
 	out->servicers = q->nservicers;
 	out->free_rooms = q->rooms_free;

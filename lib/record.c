@@ -70,10 +70,11 @@ get_u64(struct cursor *c, int bytes)
 	return v;
 }
 
+/* A string of a length of width bytes (1, or 2 for a skill list). */
 static const char *
-get_str(struct cursor *c, char *out, size_t cap)
+get_lstr(struct cursor *c, char *out, size_t cap, int width)
 {
-	size_t len = (size_t)get_u64(c, 1);
+	size_t len = (size_t)get_u64(c, width);
 
 	if (c->bad || len >= cap || c->left < len) {
 		c->bad = 1;
@@ -88,6 +89,53 @@ get_str(struct cursor *c, char *out, size_t cap)
 }
 
 static size_t record_seal(uint8_t *buf, struct cursor *c);
+
+/* A skill list: u16 length + bytes, at most CSQ_SKILLS_TEXT_MAX (a
+ * longer one, which no list is, is cut there: still no list). */
+static void
+put_text(struct cursor *c, const char *s)
+{
+	size_t len = s != NULL ? strnlen(s, CSQ_SKILLS_TEXT_MAX) : 0;
+
+	put_u64(c, len, 2);
+	memcpy(c->w, s, len);
+	c->w += len;
+}
+
+static const char *
+get_str(struct cursor *c, char *out, size_t cap)
+{
+	return get_lstr(c, out, cap, 1);
+}
+
+static const char *
+get_text(struct cursor *c, char *out, size_t cap)
+{
+	return get_lstr(c, out, cap, 2);
+}
+
+/* The skills tail of ENQUEUE and TRANSFER: NEEDS, or a 0. */
+static void
+put_needs(struct cursor *c, int has, const char *needs)
+{
+	put_u64(c, (uint64_t)(has != 0), 1);
+	if (has)
+		put_text(c, needs);
+}
+
+static void
+get_needs(struct cursor *c, int *has, const char **needs, char *buf, size_t cap)
+{
+	*has = 0;
+	*needs = NULL;
+	if (c->left == 0)
+		return; /* written before skills */
+	*has = (int)get_u64(c, 1);
+	if (*has > 1)
+		c->bad = 1;
+	if (*has == 1)
+		*needs = get_text(c, buf, cap);
+}
 
 /* The policies tail of ENQUEUE and TRANSFER: PREFER, or a 0. A record
  * written before has none. */
@@ -133,6 +181,7 @@ put_policy(struct cursor *c, const struct csq_policy *p)
 	put_u64(c, p->aging_every_s, 4);
 	put_u64(c, p->aging_max_tier, 1);
 	put_u64(c, p->service_level_s, 4);
+	put_u64(c, p->skill_order, 1); /* skills' tail */
 }
 
 /* -1 for a policy that no configuration passes (the set's check, which
@@ -155,7 +204,9 @@ get_policy(struct cursor *c, struct csq_policy *p)
 	p->aging_every_s = (uint32_t)get_u64(c, 4);
 	p->aging_max_tier = (uint32_t)get_u64(c, 1);
 	p->service_level_s = (uint32_t)get_u64(c, 4);
-	if (flags > 7 || p->strategy > CSQ_STRATEGY_LEAST_BUSY ||
+	p->skill_order = c->left > 0 ? (uint32_t)get_u64(c, 1) : 0;
+	if (flags > 7 || p->skill_order > CSQ_SKILL_ORDER_LEVEL ||
+	    p->strategy > CSQ_STRATEGY_LEAST_BUSY ||
 	    p->aging_max_tier > CSQ_TIER_LIMIT)
 		return -1;
 	return 0;
@@ -178,7 +229,7 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		put_u64(&c,
 		        (uint64_t)(h->has_capacity | h->has_queues << 1 |
 		                   h->has_ttl << 2 | h->has_offer << 3 |
-		                   h->has_wrapup << 4),
+		                   h->has_wrapup << 4 | h->has_skills << 5),
 		        1);
 		put_u64(&c, h->capacity, 4);
 		put_u64(&c, h->ttl_s, 4);
@@ -188,11 +239,14 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		/* The routing tail: a record written before has none. */
 		put_u64(&c, h->offer_s, 4);
 		put_u64(&c, h->wrapup_s, 4);
+		if (h->has_skills) /* the skills tail */
+			put_text(&c, h->skills);
 		break;
 	case CSQ_OP_TRANSFER:
 		put_str(&c, op->transfer.room);
 		put_str(&c, op->transfer.queue);
 		put_prefer(&c, &op->transfer.prefer);
+		put_needs(&c, op->transfer.has_needs, op->transfer.needs);
 		break;
 	case CSQ_OP_POLICY:
 		put_u64(&c, op->offset, 4);
@@ -210,6 +264,7 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		put_u64(&c, e->tier, 4);
 		put_u64(&c, e->ttl_s, 4);
 		put_prefer(&c, &e->prefer);
+		put_needs(&c, e->has_needs, e->needs);
 		break;
 	case CSQ_OP_TOUCH:
 		put_str(&c, op->id);
@@ -262,16 +317,23 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		h->ttl_s = (uint32_t)get_u64(&c, 4);
 		h->has_offer = (flags >> 3) & 1;
 		h->has_wrapup = (flags >> 4) & 1;
+		h->has_skills = (flags >> 5) & 1;
+		if (flags > 63)
+			return -1;
 		h->nqueues = (size_t)get_u64(&c, 1);
 		if (h->nqueues > CSQ_SERVICER_QUEUES)
 			return -1;
 		for (i = 0; i < h->nqueues; i++)
 			h->queues[i] =
 			    get_str(&c, st->queues[i], sizeof(st->queues[i]));
-		if (c.left == 0 && !h->has_offer && !h->has_wrapup)
+		if (c.left == 0 && !h->has_offer && !h->has_wrapup &&
+		    !h->has_skills)
 			break; /* written before routing */
 		h->offer_s = (uint32_t)get_u64(&c, 4);
 		h->wrapup_s = (uint32_t)get_u64(&c, 4);
+		if (h->has_skills)
+			h->skills =
+			    get_text(&c, st->skills, sizeof(st->skills));
 		break;
 	case CSQ_OP_TRANSFER:
 		op->transfer.room = op->id =
@@ -279,6 +341,8 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		op->transfer.queue = get_str(&c, st->queue, sizeof(st->queue));
 		get_prefer(&c, &op->transfer.prefer, st->prefer,
 		           sizeof(st->prefer));
+		get_needs(&c, &op->transfer.has_needs, &op->transfer.needs,
+		          st->skills, sizeof(st->skills));
 		break;
 	case CSQ_OP_POLICY:
 		op->offset = get_u64(&c, 4);
@@ -299,6 +363,8 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		e->tier = (uint32_t)get_u64(&c, 4);
 		e->ttl_s = (uint32_t)get_u64(&c, 4);
 		get_prefer(&c, &e->prefer, st->prefer, sizeof(st->prefer));
+		get_needs(&c, &e->has_needs, &e->needs, st->skills,
+		          sizeof(st->skills));
 		break;
 	case CSQ_OP_TOUCH:
 		op->id = get_str(&c, st->id, sizeof(st->id));
@@ -587,6 +653,7 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		for (i = 0; i < s->nqueues; i++)
 			put_str(&c, s->queues[i]);
 		put_servicer_tail(&c, s);
+		put_text(&c, s->skills); /* the skills tail */
 		break;
 	case CSQ_SNAP_ROOM:
 		put_str(&c, r->servicer);
@@ -612,6 +679,7 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		put_user_tail(&c, u);
 		put_user_wait(&c, u);
 		put_u64(&c, u->taken_ms, 8);
+		put_text(&c, u->needs); /* the skills tail */
 		break;
 	case CSQ_SNAP_QUEUE:
 		put_queue(&c, &it->u.queue);
@@ -669,6 +737,8 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 			get_str(&c, s->queues[i], sizeof(s->queues[i]));
 		if (c.left > 0)
 			get_servicer_tail(&c, s);
+		if (c.left > 0)
+			get_text(&c, s->skills, sizeof(s->skills));
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_ROOM:
 		it->kind = CSQ_SNAP_ROOM;
@@ -699,6 +769,8 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 			get_user_wait(&c, u);
 		/* Snapshots before taken_ms: the room taken at since_ms. */
 		u->taken_ms = c.left > 0 ? get_u64(&c, 8) : u->since_ms;
+		if (c.left > 0)
+			get_text(&c, u->needs, sizeof(u->needs));
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_QUEUE:
 		it->kind = CSQ_SNAP_QUEUE;

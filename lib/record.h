@@ -26,6 +26,9 @@ struct csq_record_strings {
 	char queue[CSQ_ID_MAX + 1];
 	char queues[CSQ_SERVICER_QUEUES][CSQ_ID_MAX + 1];
 	char prefer[CSQ_ID_MAX + 1]; /* ENQUEUE's and TRANSFER's PREFER */
+	/* SKILLS, NEEDS: a text one byte longer than any valid list, so
+	 * that a list too long stays too long through a replay. */
+	char skills[CSQ_SKILLS_TEXT_MAX + 1];
 };
 
 uint32_t csq_crc32c(const void *, size_t);

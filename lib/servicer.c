@@ -76,6 +76,7 @@ csq_servicer_unaccount(struct csq *c, struct csq_servicer *s)
 			csq_heap_remove(&s->queues[i]->avail,
 			                &s->avail[i].node);
 	}
+	csq_navail_unaccount(s);
 }
 
 /*
@@ -106,6 +107,7 @@ csq_servicer_account(struct csq *c, struct csq_servicer *s)
 		csq_avail_key(c, s, s->queues[i], &key, &tie);
 		csq_heap_set(&s->queues[i]->avail, &s->avail[i].node, key, tie);
 	}
+	csq_navail_account(c, s);
 }
 
 static void
@@ -188,6 +190,8 @@ csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
 	memcpy(ev.servicer, s->id, s->idlen + 1);
 	ev.reason = reason;
 	csq_emit(c, &ev);
+	csq_servicer_skills_free(c, s);
+	csq_navail_free(s);
 	free(s->rooms);
 	free(s);
 	return n;

@@ -11,6 +11,7 @@
 struct snap_walk {
 	csq_snap_fn *fn;
 	void *arg;
+	const struct csq *c;
 };
 
 /*
@@ -73,6 +74,7 @@ snap_servicer(void *arg, const char *key, size_t len, void *val)
 	o->has_retry = csq_deadline_running(&s->retry);
 	o->retry_s = s->retry_s;
 	snap_deadline(&s->retry, &o->retry, &o->retry_tie);
+	csq_servicer_skills_text(s, o->skills);
 	w->fn(w->arg, &it);
 	for (i = 0; i < s->nrooms; i++)
 		if (s->rooms[i] != NULL &&
@@ -103,6 +105,7 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 	o->flags = u->flags;
 	o->has_deadline = csq_deadline_running(&u->deadline);
 	snap_deadline(&u->deadline, &o->deadline, &o->deadline_tie);
+	strcpy(o->needs, csq_needset_text(w->c, u->needs));
 	if (r != NULL) {
 		memcpy(o->servicer, r->servicer->id, r->servicer->idlen + 1);
 		o->room = r->index;
@@ -195,7 +198,7 @@ snap_queue(void *arg, const char *key, size_t len, void *val)
 void
 csq_snapshot(const struct csq *c, csq_snap_fn *fn, void *arg)
 {
-	struct snap_walk w = {fn, arg};
+	struct snap_walk w = {fn, arg, c};
 	struct csq_snap_item it;
 
 	memset(&it, 0, sizeof(it));
@@ -222,10 +225,13 @@ static int
 restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
 {
 	size_t idlen = strlen(o->id);
+	struct csq_skill_list skills;
 	struct csq_queue *q;
 	struct csq_servicer *s;
 	uint32_t i, j;
 
+	if (csq_skills_parse(o->skills, CSQ_SERVICER_SKILLS, &skills) != CSQ_OK)
+		return -1;
 	if (!csq_valid_id(o->id, idlen) ||
 	    csq_dict_get(c->servicers, o->id, idlen) != NULL ||
 	    o->capacity < 1 || o->capacity > CSQ_CAPACITY_MAX ||
@@ -274,6 +280,7 @@ restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
 		             o->retry_tie);
 	csq_dict_put(c->servicers, s->id, idlen, s);
 	c->stats.servicers++;
+	csq_servicer_set_skills(c, s, &skills);
 	csq_servicer_account(c, s);
 	return 0;
 }
@@ -380,7 +387,7 @@ restore_waiting(struct csq *c, struct csq_user *u,
 	if (pref != NULL)
 		csq_prefer_insert(c, u, pref);
 	else
-		csq_line_insert(u->queue->line, u->key, u);
+		csq_needline_enter(c, u);
 	if (!o->has_wait)
 		return;
 	w = csq_user_wait(u);
@@ -397,7 +404,10 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	struct csq_servicer *s = NULL, *pref = NULL;
 	struct csq_queue *q;
 	struct csq_user *u;
+	uint16_t needs;
 
+	if (csq_needs_resolve(c, o->needs, &needs) != CSQ_OK)
+		return -1;
 	if (!csq_valid_id(o->id, idlen) ||
 	    csq_dict_get(c->users, o->id, idlen) != NULL ||
 	    !csq_valid_id(o->queue, strlen(o->queue)) ||
@@ -419,7 +429,7 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	switch (o->state) {
 	case CSQ_USER_WAITING:
 		q = csq_queue_get(c, o->queue, strlen(o->queue), 1);
-		if (csq_line_rank(q->line, o->key) != 0 ||
+		if (csq_needline_has_key(q, o->key) ||
 		    restore_wait_fits(c, o, q, &pref) != 0) {
 			/* Made for nothing: a queue of no one goes. */
 			if (q->refs == 0)
@@ -453,6 +463,8 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	u->ttl_s = o->ttl_s;
 	u->state = (uint8_t)o->state;
 	u->flags = (uint8_t)o->flags;
+	u->needs = needs;
+	csq_needset_hold(c, needs);
 	csq_deadline_init(&u->deadline, CSQ_DL_USER);
 	u->room = NULL;
 	csq_dict_add(c->users, u, idlen);
@@ -605,7 +617,7 @@ end_servicer(void *arg, const char *key, size_t len, void *val)
 	if (!csq_servicer_has_free(s))
 		return;
 	for (i = 0; i < s->nqueues; i++)
-		if (csq_line_len(s->queues[i]->line) > 0 ||
+		if (csq_needline_servable(s, s->queues[i]) ||
 		    s->prefer[i] != NULL)
 			r->ok = 0;
 }

@@ -38,6 +38,7 @@ struct csq_snap_servicer {
 	uint32_t offer_s, wrapup_s, missed;
 	uint32_t has_retry, retry_s; /* a retry window running */
 	uint64_t retry, retry_tie;
+	char skills[CSQ_SKILLS_TEXT_MAX]; /* canonical; "" none */
 };
 
 struct csq_snap_room {
@@ -58,7 +59,8 @@ struct csq_snap_user {
 	uint32_t room;
 	uint64_t since_ms; /* the offer's or the assignment's time */
 	uint64_t taken_ms; /* the room's first taking (an accepted offer's) */
-	uint32_t offer_s;  /* offered: the offer's length and deadline */
+	char needs[CSQ_NEEDS_TEXT_MAX]; /* canonical; "" none */
+	uint32_t offer_s; /* offered: the offer's length and deadline */
 	uint64_t offer_deadline, offer_deadline_tie;
 	/* waiting with a queue's clocks or a preference window */
 	uint32_t has_wait, clock_kind, prefer_s;

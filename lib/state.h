@@ -49,8 +49,71 @@ struct csq_estimate {
 	uint64_t wait_area_ms, abandons;
 };
 
-struct csq_queue {
+/*
+ * Skills (skill.c). A skill's name is interned: every servicer's skill
+ * and every need-set's need points at the one struct csq_skill_name of
+ * its name, counted, so that two lists compare by pointer. Lists are
+ * sorted by that pointer (for the merge of csq_skills_satisfy).
+ */
+struct csq_skill_name {
+	uint32_t refs;
+	uint32_t len;
+	char name[CSQ_SKILL_NAME_MAX + 1];
+};
+struct csq_skill {
+	const struct csq_skill_name *name;
+	uint32_t level;
+};
+
+struct csq_needline;
+
+/*
+ * A need-set: a user's needs taken as a set, interned (skill.c) and
+ * numbered 1..CSQ_NEEDSETS_MAX (0: no needs), the number a user holds.
+ * refs counts the users that hold it, in any state; one that no user
+ * holds stays, with its need-lines, until its slot is wanted.
+ */
+struct csq_needset {
+	uint32_t refs;
+	uint16_t index;
+	uint32_t n;
+	struct csq_skill v[CSQ_USER_NEEDS];
+	struct csq_needline *lines; /* one per queue, by next_in_set */
+	size_t textlen;
+	char text[CSQ_NEEDS_TEXT_MAX]; /* canonical */
+};
+
+/*
+ * The users of one queue with one need-set wait in the queue's
+ * need-line of it (needline.c), in service order, and the free
+ * servicers of the queue that satisfy the need-set are in its avail
+ * heap (struct csq_navail nodes), ordered by the queue's strategy (and
+ * skill_order): the best eligible servicer of an arrival is the top.
+ */
+struct csq_needline {
+	struct csq_queue *queue;
+	struct csq_needset *set;
 	struct csq_line *line;
+	struct csq_heap avail;
+	struct csq_needline *next_in_set;
+	uint32_t slot; /* in queue->nls */
+};
+
+/* A servicer's place in a need-line's avail heap. Allocated once each,
+ * kept by the servicer (s->nav), and reused: never moved. */
+struct csq_navail {
+	struct csq_heap_node node;
+	struct csq_servicer *servicer;
+	struct csq_needline *nl;
+};
+
+struct csq_queue {
+	/* Its users without needs, in service order; those with needs are
+	 * in nls, one need-line per need-set. */
+	struct csq_line *line;
+	struct csq_needline **nls;
+	uint32_t nnls, capnls;
+	uint64_t needs_waiting; /* users in the need-lines */
 	/* Ready servicers with a free room that serve this queue, outside
 	 * their retry windows, ordered by the queue's strategy (servicer.c,
 	 * avail_key): top = the one that gets the next user. */
@@ -146,6 +209,8 @@ struct csq_user {
 	uint32_t ttl_s; /* 0 = never expires while waiting or offered */
 	uint8_t state;  /* enum csq_user_state */
 	uint8_t flags;  /* CSQ_USER_* */
+	uint16_t needs; /* its need-set's number, 0: none (in what was
+	                   padding: a user without needs costs nothing) */
 	/* waiting, offered: in the deadlines heap when ttl_s > 0 */
 	struct csq_deadline deadline;
 	union {
@@ -196,6 +261,12 @@ struct csq_servicer {
 	/* The users of queues[i] who wait for this servicer only (prefer.c),
 	 * in service order; NULL while there are none. */
 	struct csq_line *prefer[CSQ_SERVICER_QUEUES];
+	/* Its skills, sorted by name pointer (skill.c); and its places in
+	 * the avail heaps of the need-lines it satisfies, nnav in use. */
+	uint32_t nskills;
+	struct csq_skill skills[CSQ_SERVICER_SKILLS];
+	struct csq_navail **nav;
+	uint32_t nnav, capnav;
 	uint64_t last_order; /* event order of login or last new user */
 	uint64_t last_ms;    /* its time, for idle_ms */
 	struct csq_deadline deadline; /* TTL */
@@ -219,6 +290,10 @@ struct csq {
 	uint64_t tie;      /* last deadline tie-breaker */
 	uint64_t event_id; /* last event's id */
 	struct csq_stats stats;
+	/* Skills: the interned names, and the need-sets by number. */
+	struct csq_dict *skill_names;
+	struct csq_needset *needsets[CSQ_NEEDSETS_MAX + 1];
+	struct csq_dict *needset_texts; /* canonical text -> set */
 	/* The queue policies, sorted by name (policy.c). */
 	struct csq_policy *policies;
 	size_t npolicies;
@@ -269,8 +344,8 @@ struct csq_servicer *csq_servicer_get(const struct csq *, const char *sid);
 /* Resolves a room id: CSQ_EROOM, CSQ_ENOTFOUND, or CSQ_OK with *s, *idx. */
 enum csq_status csq_room_lookup(const struct csq *, const char *room,
                                 struct csq_servicer **s, uint32_t *idx);
-void csq_user_info_at(const struct csq_user *, uint64_t now, uint64_t pos,
-                      struct csq_user_info *out);
+void csq_user_info_at(const struct csq *, const struct csq_user *, uint64_t now,
+                      uint64_t pos, struct csq_user_info *out);
 
 /* deadline.c */
 void csq_deadline_init(struct csq_deadline *, enum csq_deadline_kind);
@@ -396,7 +471,8 @@ int csq_servicer_queue_index(const struct csq_servicer *,
 /* The servicer PREFER names, if logged in and serving q; else NULL. */
 struct csq_servicer *csq_prefer_target(const struct csq *,
                                        const struct csq_prefer_args *,
-                                       const struct csq_queue *q);
+                                       const struct csq_queue *q,
+                                       uint16_t needs);
 /* u (in no line) into s's prefer line of its queue: its position. */
 uint64_t csq_prefer_insert(struct csq *, struct csq_user *,
                            struct csq_servicer *);
@@ -415,6 +491,66 @@ void csq_prefer_queues_change(struct csq *, struct csq_servicer *,
                               struct csq_queue *const *qs, uint32_t n,
                               struct csq_line **out, uint64_t now,
                               struct csq_settle *);
+
+/* skill.c */
+void csq_skills_init(struct csq *);
+void csq_skills_free(struct csq *);
+/* The servicer's skills become list (interned). */
+void csq_servicer_set_skills(struct csq *, struct csq_servicer *,
+                             const struct csq_skill_list *);
+void csq_servicer_skills_free(struct csq *, struct csq_servicer *);
+/* 1 when s has every need of n at its level; *sum (may be NULL) gets the
+ * sum of s's levels on them. */
+int csq_skills_satisfy(const struct csq_servicer *, const struct csq_needset *,
+                       uint32_t *sum);
+/* The need-set of list (interned, not yet held): its number in *index,
+ * 0 for the empty list; CSQ_ENEEDSETS when none is free. */
+enum csq_status csq_needset_get(struct csq *, const struct csq_skill_list *,
+                                uint16_t *index);
+/* Parses text and finds its need-set: CSQ_ESKILL, CSQ_ENEEDSETS. */
+enum csq_status csq_needs_resolve(struct csq *, const char *text,
+                                  uint16_t *index);
+void csq_needset_hold(struct csq *, uint16_t index);
+void csq_needset_release(struct csq *, uint16_t index);
+/* The canonical text of need-set index ("" for 0). */
+const char *csq_needset_text(const struct csq *, uint16_t index);
+void csq_servicer_skills_text(const struct csq_servicer *,
+                              char out[CSQ_SKILLS_TEXT_MAX]);
+
+/* needline.c: a queue's lines, one without needs, one per need-set. */
+/* The line u waits in, in its queue (not for a preferring user); with
+ * create, its need-line is made when missing, else NULL then. */
+struct csq_line *csq_needline_of(struct csq *, struct csq_user *, int create);
+struct csq_needline *csq_needline_find(const struct csq_queue *, uint16_t set);
+/* u joins / leaves its line; join returns its position in the queue. */
+uint64_t csq_needline_enter(struct csq *, struct csq_user *);
+void csq_needline_leave(struct csq *, struct csq_user *);
+/* u's position in its queue, over every line; 0 when in none. */
+uint64_t csq_needline_position(const struct csq_user *);
+/* 1 when a user of q's lines waits that s may take. */
+int csq_needline_servable(const struct csq_servicer *,
+                          const struct csq_queue *);
+/* 1 when key is in one of q's lines. */
+int csq_needline_has_key(const struct csq_queue *, uint64_t key);
+/* The users in q's lines (without those held for a servicer). */
+uint64_t csq_needline_count(const struct csq_queue *);
+/* Line i of q: 0 its own, then its need-lines; NULL past the last. */
+struct csq_line *csq_needline_line(const struct csq_queue *, uint32_t i);
+/* Frees q's need-lines (q is going). */
+void csq_needline_free_queue(struct csq *, struct csq_queue *);
+void csq_needline_free(struct csq *, struct csq_needline *);
+/* QUEUE's page over every line, merged in service order. */
+void csq_needline_range(const struct csq_queue *, uint64_t offset,
+                        uint32_t count,
+                        void (*fn)(void *, const struct csq_user *), void *arg);
+/* account / unaccount's part: s's places in the need-lines' heaps. */
+void csq_navail_unaccount(struct csq_servicer *);
+void csq_navail_free(struct csq_servicer *); /* s is going */
+void csq_navail_account(struct csq *, struct csq_servicer *);
+void csq_navail_key(const struct csq *, const struct csq_servicer *,
+                    const struct csq_needline *, uint64_t *key, uint64_t *tie);
+/* A free servicer that may take a user of nl: the strategy's, or NULL. */
+struct csq_servicer *csq_needline_best_servicer(const struct csq_needline *);
 
 /* qstats.c */
 void csq_qstats_matched(struct csq_queue *, uint64_t waited_ms);

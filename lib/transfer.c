@@ -24,6 +24,7 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 	enum csq_status status;
 	size_t qlen;
 	uint32_t idx;
+	uint16_t needs = 0;
 
 	if (a->room == NULL ||
 	    csq_parse_room(a->room, strlen(a->room), sid, &idx) != 0)
@@ -32,6 +33,9 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 	if (!csq_valid_id(a->queue, qlen))
 		return CSQ_EQUEUE;
 	if ((status = csq_prefer_check(&a->prefer)) != CSQ_OK)
+		return status;
+	if (a->has_needs &&
+	    (status = csq_needs_resolve(c, a->needs, &needs)) != CSQ_OK)
 		return status;
 	if ((r = csq_room_find(c, a->room, CSQ_ROOM_ASSIGNED, &status)) == NULL)
 		return status != CSQ_OK ? status : CSQ_ENOCONV;
@@ -47,12 +51,17 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 		csq_queue_ref(to);
 		u->queue = to;
 	}
+	if (a->has_needs) { /* in no line: the new ones for the new line */
+		csq_needset_hold(c, needs);
+		csq_needset_release(c, u->needs);
+		u->needs = needs;
+	}
 	/* The agent's choice: a later ENQUEUE does not move it back. */
 	u->flags |= CSQ_USER_TRANSFERRED;
 	/* Its length limit is not for a user already in the system. */
 	csq_estimate_arrival(&to->est, csq_user_tier(u), now);
 	ev.position = csq_user_requeue(c, u, now);
-	if ((want = csq_prefer_target(c, &a->prefer, to)) != NULL) {
+	if ((want = csq_prefer_target(c, &a->prefer, to, u->needs)) != NULL) {
 		csq_user_leave_line(c, u);
 		ev.position = csq_prefer_insert(c, u, want);
 		csq_prefer_window(c, u, a->prefer.seconds, now);
@@ -65,6 +74,6 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 		csq_queue_unref(c, from);
 	csq_settle_back(&st, u);
 	csq_settle(c, &st, now);
-	csq_user_info_at(u, now, 0, out);
+	csq_user_info_at(c, u, now, 0, out);
 	return CSQ_OK;
 }

@@ -18,6 +18,7 @@ valid(const char *s)
 static enum csq_status
 validate_heartbeat(const struct csq_heartbeat_args *a)
 {
+	struct csq_skill_list skills;
 	size_t i;
 
 	if (!valid(a->servicer))
@@ -31,6 +32,9 @@ validate_heartbeat(const struct csq_heartbeat_args *a)
 		return CSQ_ERANGE;
 	if (a->has_wrapup && a->wrapup_s > CSQ_WRAPUP_MAX)
 		return CSQ_ERANGE;
+	if (a->has_skills &&
+	    csq_skills_parse(a->skills, CSQ_SERVICER_SKILLS, &skills) != CSQ_OK)
+		return CSQ_ESKILL;
 	if (!a->has_queues)
 		return CSQ_OK;
 	if (a->nqueues < 1 || a->nqueues > CSQ_SERVICER_QUEUES)
@@ -39,6 +43,36 @@ validate_heartbeat(const struct csq_heartbeat_args *a)
 		if (!valid(a->queues[i]))
 			return CSQ_EQUEUE;
 	return CSQ_OK;
+}
+
+/* PREFER, then NEEDS (the count of need-sets is the state's). */
+static enum csq_status
+validate_needs(int has_needs, const char *needs,
+               const struct csq_prefer_args *prefer)
+{
+	struct csq_skill_list l;
+	enum csq_status st;
+
+	if ((st = csq_prefer_check(prefer)) != CSQ_OK)
+		return st;
+	if (has_needs && csq_skills_parse(needs, CSQ_USER_NEEDS, &l) != CSQ_OK)
+		return CSQ_ESKILL;
+	return CSQ_OK;
+}
+
+int
+csq_op_uses_skills(const struct csq_op *op)
+{
+	switch (op->code) {
+	case CSQ_OP_HEARTBEAT:
+		return op->heartbeat.has_skills;
+	case CSQ_OP_ENQUEUE:
+		return op->enqueue.has_needs;
+	case CSQ_OP_TRANSFER:
+		return op->transfer.has_needs;
+	default:
+		return 0;
+	}
 }
 
 static enum csq_status
@@ -53,7 +87,7 @@ validate_enqueue(const struct csq_enqueue_args *a,
 		return CSQ_ERANGE;
 	if (a->has_ttl && a->ttl_s > CSQ_TTL_MAX)
 		return CSQ_ERANGE;
-	return csq_prefer_check(&a->prefer);
+	return validate_needs(a->has_needs, a->needs, &a->prefer);
 }
 
 static int
@@ -86,7 +120,8 @@ csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
 			return CSQ_EROOM;
 		if (!valid(op->transfer.queue))
 			return CSQ_EQUEUE;
-		return csq_prefer_check(&op->transfer.prefer);
+		return validate_needs(op->transfer.has_needs,
+		                      op->transfer.needs, &op->transfer.prefer);
 	case CSQ_OP_ENQUEUE:
 		return validate_enqueue(&op->enqueue, limits);
 	case CSQ_OP_TOUCH:

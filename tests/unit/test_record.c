@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -29,10 +30,30 @@ test_crc32c(void **state)
  * payload length of the form csq wrote before the record grew a tail (a
  * journal written then must still replay), 0 when there is none.
  */
+/* The bytes skills added at the end of op's record (its form before
+ * skills is the record without them), 0 for none. */
+static size_t
+skills_tail(const struct csq_op *op)
+{
+	switch (op->code) {
+	case CSQ_OP_ENQUEUE:
+		return op->enqueue.has_needs ? 3 + strlen(op->enqueue.needs)
+		                             : 1;
+	case CSQ_OP_TRANSFER:
+		return op->transfer.has_needs ? 3 + strlen(op->transfer.needs)
+		                              : 1;
+	case CSQ_OP_POLICY:
+		return op->count > 0 ? 1 : 0;
+	default:
+		return 0;
+	}
+}
+
 static void
 round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
                   struct csq_record_strings *st, size_t legacy)
 {
+	size_t tail = skills_tail(op);
 	uint8_t buf[CSQ_RECORD_MAX];
 	uint64_t got;
 	uint32_t len;
@@ -46,11 +67,16 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
 	    csq_record_decode(buf + CSQ_RECORD_HEADER, len, back, &got, st), 0);
 	assert_int_equal(got, now);
 	assert_int_equal(back->code, op->code);
-	/* Every strict prefix is refused, but the legacy form. */
+	/* Every strict prefix is refused, but the legacy forms: before
+	 * policies, and before skills. */
 	while (len-- > 0)
-		assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER, len,
-		                                   back, &got, st),
-		                 legacy != 0 && len == legacy ? 0 : -1);
+		assert_int_equal(
+		    csq_record_decode(buf + CSQ_RECORD_HEADER, len, back, &got,
+		                      st),
+		    (legacy != 0 && len == legacy) ||
+		            (tail != 0 && len == n - CSQ_RECORD_HEADER - tail)
+		        ? 0
+		        : -1);
 	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
 	                                   n - CSQ_RECORD_HEADER, back, &got,
 	                                   st),
@@ -420,7 +446,7 @@ test_snap_policy_items(void **state)
 	 * since_ms. */
 	n = csq_record_encode_snap(&it, rec);
 	assert_int_equal(csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
-	                                        n - CSQ_RECORD_HEADER - 8,
+	                                        n - CSQ_RECORD_HEADER - 8 - 2,
 	                                        &back),
 	                 0);
 	assert_int_equal(back.u.user.taken_ms, it.u.user.since_ms);
@@ -457,6 +483,105 @@ test_snap_policy_items(void **state)
 	assert_memory_equal(&back.u.ring, &it.u.ring, sizeof(it.u.ring));
 }
 
+/*
+ * Skills (protocol.md 3c): SKILLS, NEEDS and skill_order travel in their
+ * records, the largest lists too, and the snapshot's items carry a
+ * servicer's skills and a user's needs; a record cut before them reads
+ * as one written before skills.
+ */
+static void
+test_skills_records(void **state)
+{
+	static struct csq_snap_item it, back;
+	static char big[CSQ_SKILLS_TEXT_MAX + 1];
+	struct csq_record_strings st;
+	struct csq_op op, bop;
+	uint8_t rec[CSQ_RECORD_MAX];
+	uint64_t got;
+	size_t n, off = 0;
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < CSQ_SERVICER_SKILLS; i++)
+		off += (size_t)snprintf(big + off, sizeof(big) - off,
+		                        "%s%032u:100", i ? "," : "", i);
+	assert_int_equal(off, CSQ_SKILLS_TEXT_MAX - 1); /* the longest */
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_HEARTBEAT;
+	op.heartbeat.servicer = op.id = "agent-1";
+	op.heartbeat.has_skills = 1;
+	op.heartbeat.skills = big;
+	round_trip(&op, 7, &bop, &st);
+	assert_int_equal(bop.heartbeat.has_skills, 1);
+	assert_string_equal(bop.heartbeat.skills, big);
+	op.heartbeat.skills = "";
+	round_trip(&op, 7, &bop, &st);
+	assert_string_equal(bop.heartbeat.skills, "");
+
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_ENQUEUE;
+	op.enqueue.user = op.id = "u1";
+	op.enqueue.has_needs = 1;
+	op.enqueue.needs = "de,billing:2";
+	round_trip_legacy(&op, 8, &bop, &st, ENQUEUE_LEGACY(2, 0));
+	assert_int_equal(bop.enqueue.has_needs, 1);
+	assert_string_equal(bop.enqueue.needs, "de,billing:2");
+	op.enqueue.has_needs = 0;
+	round_trip_legacy(&op, 8, &bop, &st, ENQUEUE_LEGACY(2, 0));
+	assert_int_equal(bop.enqueue.has_needs, 0);
+
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_TRANSFER;
+	op.transfer.room = op.id = "s1/0";
+	op.transfer.queue = "q";
+	op.transfer.has_needs = 1;
+	op.transfer.needs = "";
+	round_trip_legacy(&op, 9, &bop, &st, TRANSFER_LEGACY(4, 1));
+	assert_int_equal(bop.transfer.has_needs, 1);
+	assert_string_equal(bop.transfer.needs, "");
+
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_POLICY;
+	op.count = 1;
+	strcpy(op.policy.name, "support");
+	op.policy.skill_order = CSQ_SKILL_ORDER_LEVEL;
+	round_trip(&op, 10, &bop, &st);
+	assert_int_equal(bop.policy.skill_order, CSQ_SKILL_ORDER_LEVEL);
+	/* A skill_order no csqd writes is no record. */
+	n = csq_record_encode(&op, 10, rec);
+	rec[n - 1] = 2;
+	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &bop, &got,
+	                                   &st),
+	                 -1);
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_SERVICER;
+	strcpy(it.u.servicer.id, "s1");
+	it.u.servicer.nqueues = 1;
+	strcpy(it.u.servicer.queues[0], "q");
+	strcpy(it.u.servicer.skills, big);
+	snap_round_trip(&it, &back);
+	assert_memory_equal(&back.u.servicer, &it.u.servicer,
+	                    sizeof(it.u.servicer));
+	/* Written before skills: none. */
+	n = csq_record_encode_snap(&it, rec);
+	assert_int_equal(csq_record_decode_snap(
+	                     rec + CSQ_RECORD_HEADER,
+	                     n - CSQ_RECORD_HEADER - 2 - strlen(big), &back),
+	                 0);
+	assert_string_equal(back.u.servicer.skills, "");
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_USER;
+	strcpy(it.u.user.id, "u1");
+	strcpy(it.u.user.queue, "q");
+	it.u.user.state = CSQ_USER_WAITING;
+	strcpy(it.u.user.needs, "billing:2,de:1");
+	snap_round_trip(&it, &back);
+	assert_memory_equal(&back.u.user, &it.u.user, sizeof(it.u.user));
+}
+
 int
 main(void)
 {
@@ -468,6 +593,7 @@ main(void)
 	    cmocka_unit_test(test_limits_out_of_range),
 	    cmocka_unit_test(test_policy_out_of_range),
 	    cmocka_unit_test(test_snap_policy_items),
+	    cmocka_unit_test(test_skills_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

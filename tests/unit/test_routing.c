@@ -103,7 +103,7 @@ static enum csq_status
 transfer(struct fixture *f, const char *room, const char *queue,
          struct csq_user_info *out)
 {
-	struct csq_transfer_args a = {room, queue, {0, NULL, 0}};
+	struct csq_transfer_args a = {room, queue, {0, NULL, 0}, 0, NULL};
 	struct csq_user_info info;
 	enum csq_status st;
 

@@ -93,6 +93,12 @@ random_policies(struct csq *c, uint64_t now)
 }
 
 /* One random operation on c at *now (the same sequence given the seed). */
+/* Skill lists (protocol.md 3c), "" among them. */
+static const char *const skill_lists[] = {"", "de:5,billing:3", "de:2",
+                                          "en:4,billing:1", "billing"};
+static const char *const need_lists[] = {"", "de", "billing:2", "de:3,billing",
+                                         "en"};
+
 static void
 random_op(struct csq *c, uint64_t *now)
 {
@@ -129,6 +135,8 @@ random_op(struct csq *c, uint64_t *now)
 		h.offer_s = rnd(3);
 		h.has_wrapup = rnd(3) == 0;
 		h.wrapup_s = rnd(3);
+		h.has_skills = rnd(3) == 0;
+		h.skills = skill_lists[rnd(5)];
 		csq_heartbeat(c, *now, &h, &si);
 		break;
 	case 2:
@@ -155,6 +163,8 @@ random_op(struct csq *c, uint64_t *now)
 		a.has_ttl = rnd(2);
 		a.ttl_s = rnd(6);
 		random_prefer(&a.prefer);
+		a.has_needs = rnd(3) == 0;
+		a.needs = need_lists[rnd(5)];
 		csq_enqueue(c, *now, &a, &u);
 		break;
 	case 7:
@@ -184,6 +194,8 @@ random_op(struct csq *c, uint64_t *now)
 		t.room = room;
 		t.queue = queues[rnd(3)];
 		random_prefer(&t.prefer);
+		t.has_needs = rnd(3) == 0;
+		t.needs = need_lists[rnd(5)];
 		csq_transfer(c, *now, &t, &u);
 		break;
 	case 14:
@@ -214,6 +226,7 @@ struct dump {
 /* What the snapshots held, over all rounds: the run did make them. */
 static unsigned seen_offered, seen_wrapup, seen_retry;
 static unsigned seen_clocks, seen_preferring, seen_queues, seen_rings;
+static unsigned seen_skills, seen_needs;
 
 static void
 dump_item(void *arg, const struct csq_snap_item *it)
@@ -266,11 +279,14 @@ dump_item(void *arg, const struct csq_snap_item *it)
 			                        " %s", s->queues[i]);
 		seen_retry += s->has_retry;
 		snprintf(buf + off, sizeof(buf) - off,
-		         " offer %u wrapup %u missed %u retry %u %u %llu %llu",
+		         " offer %u wrapup %u missed %u retry %u %u %llu %llu "
+		         "skills %s",
 		         s->offer_s, s->wrapup_s, s->missed, s->has_retry,
 		         s->retry_s,
 		         (unsigned long long)(s->has_retry ? s->retry : 0),
-		         (unsigned long long)(s->has_retry ? s->retry_tie : 0));
+		         (unsigned long long)(s->has_retry ? s->retry_tie : 0),
+		         s->skills);
+		seen_skills += s->skills[0] != '\0';
 		break;
 	case CSQ_SNAP_USER:
 		seen_offered += u->state == CSQ_USER_OFFERED;
@@ -291,11 +307,13 @@ dump_item(void *arg, const struct csq_snap_item *it)
 		seen_clocks += u->has_wait && u->prefer[0] == '\0';
 		seen_preferring += u->has_wait && u->prefer[0] != '\0';
 		snprintf(buf + off, sizeof(buf) - off,
-		         " wait %u %u %llu %llu %llu %s %u", u->has_wait,
-		         u->clock_kind, (unsigned long long)u->joined_ms,
+		         " wait %u %u %llu %llu %llu %s %u needs %s",
+		         u->has_wait, u->clock_kind,
+		         (unsigned long long)u->joined_ms,
 		         (unsigned long long)u->clock,
 		         (unsigned long long)u->clock_tie, u->prefer,
-		         u->prefer_s);
+		         u->prefer_s, u->needs);
+		seen_needs += u->needs[0] != '\0';
 		break;
 	case CSQ_SNAP_QUEUE:
 		seen_queues++;
@@ -423,6 +441,7 @@ test_restore_behaves_the_same(void **state)
 	assert_true(seen_offered > 0 && seen_wrapup > 0 && seen_retry > 0);
 	assert_true(seen_clocks > 0 && seen_preferring > 0 && seen_queues > 0 &&
 	            seen_rings > 0);
+	assert_true(seen_skills > 0 && seen_needs > 0);
 }
 
 /* Items that do not fit are refused, not half applied. */

@@ -1,0 +1,547 @@
+/*
+ * Skills (protocol.md section 3c), with the fake clock: the lists and how
+ * they are refused, the rule (every need at its level), the order among
+ * the users a servicer may take and among the servicers that may take a
+ * user, positions over a queue's lines, changes of skills and needs,
+ * the bound on need-sets, and a randomized run that checks every
+ * invariant (csq_check: no free room of a servicer beside a user it may
+ * take, the need-lines' heaps) after each operation.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+#include "scale.h"
+
+/* HEARTBEAT with QUEUES and SKILLS (NULL: left out). */
+static enum csq_status
+hbs(struct fixture *f, const char *sid, uint32_t capacity, const char *queue,
+    const char *skills)
+{
+	struct csq_heartbeat_args a;
+	struct csq_servicer_info info;
+	enum csq_status st;
+
+	memset(&a, 0, sizeof(a));
+	a.servicer = sid;
+	if (capacity > 0) {
+		a.has_capacity = 1;
+		a.capacity = capacity;
+	}
+	if (queue != NULL) {
+		a.has_queues = 1;
+		a.nqueues = 1;
+		a.queues[0] = queue;
+	}
+	a.has_skills = skills != NULL;
+	a.skills = skills;
+	st = csq_heartbeat(f->csq, f->now, &a, &info);
+	check(f);
+	return st;
+}
+
+/* ENQUEUE with NEEDS (NULL: left out); out may be NULL. */
+static enum csq_status
+enqn(struct fixture *f, const char *uid, const char *queue, int tier,
+     const char *needs, struct csq_user_info *out)
+{
+	struct csq_enqueue_args a;
+	struct csq_user_info info;
+	enum csq_status st;
+
+	memset(&a, 0, sizeof(a));
+	a.user = uid;
+	a.has_queue = queue != NULL;
+	a.queue = queue;
+	a.has_tier = tier >= 0;
+	a.tier = tier >= 0 ? (uint32_t)tier : 0;
+	a.has_needs = needs != NULL;
+	a.needs = needs;
+	st = csq_enqueue(f->csq, f->now, &a, out ? out : &info);
+	check(f);
+	return st;
+}
+
+static const char *
+room_of(struct fixture *f, const char *uid)
+{
+	static struct csq_user_info u;
+
+	where(f, uid, &u);
+	return u.state == CSQ_USER_ASSIGNED ? u.room : "";
+}
+
+static void
+test_lists(void **state)
+{
+	struct csq_skill_list l;
+	char text[CSQ_SKILLS_TEXT_MAX], big[2048];
+	const char *bad[] = {
+	    ",",      "de,",   ",de",
+	    "de,,en", "de:",   "de:0",
+	    "de:101", "de:01", "de:+1",
+	    "de:1:2", "d e",   "de,de:2",
+	    ":3",     "é",     "123456789012345678901234567890123"};
+	size_t i, off = 0;
+
+	(void)state;
+	assert_int_equal(csq_skills_parse("", CSQ_USER_NEEDS, &l), CSQ_OK);
+	assert_int_equal(l.n, 0);
+	assert_int_equal(
+	    csq_skills_parse("de,billing:2,a.b_c-d:100", CSQ_USER_NEEDS, &l),
+	    CSQ_OK);
+	csq_skills_text(&l, text);
+	assert_string_equal(text, "a.b_c-d:100,billing:2,de:1");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (csq_skills_parse(bad[i], CSQ_SERVICER_SKILLS, &l) !=
+		    CSQ_ESKILL)
+			fail_msg("\"%s\" taken for a skill list", bad[i]);
+	assert_int_equal(csq_skills_parse(NULL, 1, &l), CSQ_ESKILL);
+	/* Counts: 8 needs, 32 skills; one more is refused. */
+	assert_int_equal(csq_skills_parse("a,b,c,d,e,f,g,h", 8, &l), CSQ_OK);
+	assert_int_equal(csq_skills_parse("a,b,c,d,e,f,g,h,i", 8, &l),
+	                 CSQ_ESKILL);
+	for (i = 0; i < 33; i++)
+		off += (size_t)snprintf(big + off, sizeof(big) - off, "%ss%zu",
+		                        i ? "," : "", i);
+	assert_int_equal(csq_skills_parse(big, 32, &l), CSQ_ESKILL);
+	/* A text longer than any list is refused before it is read. */
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(csq_skills_parse(big, 32, &l), CSQ_ESKILL);
+}
+
+/* Bad lists change nothing: no servicer, no user, no event. */
+static void
+test_bad_lists_change_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_transfer_args t;
+	struct csq_user_info u;
+	struct csq_stats st;
+
+	assert_int_equal(hbs(f, "s1", 1, "q", "de:0"), CSQ_ESKILL);
+	assert_int_equal(enqn(f, "u1", "q", -1, "de,,en", NULL), CSQ_ESKILL);
+	csq_stats(f->csq, &st);
+	assert_int_equal(st.servicers + st.waiting, 0);
+	assert_int_equal(f->nevents, 0);
+	assert_int_equal(hbs(f, "s1", 1, "q", "de"), CSQ_OK);
+	assert_int_equal(enqn(f, "u1", "q", -1, "de", &u), CSQ_OK);
+	assert_string_equal(u.room, "s1/0");
+	memset(&t, 0, sizeof(t));
+	t.room = "s1/0";
+	t.queue = "q";
+	t.has_needs = 1;
+	t.needs = "x:1000";
+	assert_int_equal(csq_transfer(f->csq, f->now, &t, &u), CSQ_ESKILL);
+	assert_string_equal(room_of(f, "u1"), "s1/0");
+}
+
+/* Every need at its level or higher; no needs: anyone. */
+static void
+test_rule(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_user_info u;
+
+	hbs(f, "plain", 1, "q", NULL);
+	hbs(f, "de5", 1, "q", "de:5,billing:3");
+	enqn(f, "u1", "q", -1, "de:6", &u); /* nobody has de at 6 */
+	assert_int_equal(u.state, CSQ_USER_WAITING);
+	assert_string_equal(u.needs, "de:6");
+	enqn(f, "u2", "q", -1, "billing,de:5", &u);
+	assert_string_equal(u.room, "de5/0");
+	assert_string_equal(u.needs, "billing:1,de:5");
+	enqn(f, "u3", "q", -1, "billing", &u); /* plain has no billing */
+	assert_int_equal(u.state, CSQ_USER_WAITING);
+	enqn(f, "u4", "q", -1, NULL, &u); /* passes u1 and u3 over */
+	assert_string_equal(u.room, "plain/0");
+	assert_string_equal(u.needs, "");
+	/* de5 frees its room: u3 (billing) is its best, u1 stays. */
+	assert_int_equal(release(f, "de5/0"), 1);
+	assert_string_equal(room_of(f, "u3"), "de5/0");
+	assert_string_equal(room_of(f, "u1"), "");
+}
+
+/* A servicer takes the best user it may take, in today's order. */
+static void
+test_order_among_eligible(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_user_info u;
+
+	enqn(f, "a", "q", -1, "fr", NULL);
+	f->now += 10;
+	enqn(f, "b", "q", -1, "de", NULL);
+	f->now += 10;
+	enqn(f, "c", "q", -1, NULL, NULL);
+	f->now += 10;
+	enqn(f, "d", "q", 2, "de:2", NULL);
+	/* The queue's order is the lines merged: d (tier 2), a, b, c. */
+	assert_string_equal(line_of(f, "q"), "d,a,b,c");
+	where(f, "b", &u);
+	assert_int_equal(u.position, 3);
+	where(f, "c", &u);
+	assert_int_equal(u.position, 4);
+	uint64_t len;
+	assert_int_equal(csq_qlen(f->csq, "q", &len), CSQ_OK);
+	assert_int_equal(len, 4);
+	/* de:1 may take b and c, not d (de:2) nor a: b came first. */
+	hbs(f, "s1", 1, "q", "de:1");
+	assert_string_equal(room_of(f, "b"), "s1/0");
+	assert_string_equal(line_of(f, "q"), "d,a,c");
+	/* de:3 may take d, b, c: d's tier first. */
+	hbs(f, "s2", 2, "q", "de:3");
+	assert_string_equal(room_of(f, "d"), "s2/0");
+	assert_string_equal(room_of(f, "c"), "s2/1");
+	assert_string_equal(line_of(f, "q"), "a");
+	/* QUEUE pages over the lines merged. */
+	enqn(f, "e", "q", -1, "fr:2", NULL);
+	enqn(f, "g", "q", -1, "xx", NULL);
+	struct csq_queue_entry e[4];
+	size_t n;
+	assert_int_equal(csq_queue_range(f->csq, f->now, "q", 1, 2, e, &n),
+	                 CSQ_OK);
+	assert_int_equal(n, 2);
+	assert_string_equal(e[0].user, "e");
+	assert_string_equal(e[1].user, "g");
+	assert_int_equal(csq_queue_range(f->csq, f->now, "q", 3, 2, e, &n),
+	                 CSQ_OK);
+	assert_int_equal(n, 0);
+}
+
+/* Among the servicers that may take a user: the strategy, or with
+ * skill_order "level" the highest levels first. */
+static void
+test_servicer_order(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_policy p;
+
+	hbs(f, "low", 2, "q", "de:2");
+	f->now++;
+	hbs(f, "high", 2, "q", "de:9");
+	f->now++;
+	hbs(f, "none", 2, "q", NULL);
+	enqn(f, "u1", "q", -1, "de", NULL); /* longest idle: low */
+	assert_string_equal(room_of(f, "u1"), "low/0");
+	memset(&p, 0, sizeof(p));
+	strcpy(p.name, "q");
+	p.skill_order = CSQ_SKILL_ORDER_LEVEL;
+	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_OK);
+	check(f);
+	enqn(f, "u2", "q", -1, "de", NULL);
+	assert_string_equal(room_of(f, "u2"), "high/0");
+	enqn(f, "u3", "q", -1, "de", NULL); /* high again: its level */
+	assert_string_equal(room_of(f, "u3"), "high/1");
+	enqn(f, "u4", "q", -1, "de", NULL);
+	assert_string_equal(room_of(f, "u4"), "low/1");
+	enqn(f, "u5", "q", -1, "de", NULL);
+	assert_string_equal(room_of(f, "u5"), "");
+	enqn(f, "u6", "q", -1, NULL, NULL); /* without needs: anyone */
+	assert_string_equal(room_of(f, "u6"), "none/0");
+	p.skill_order = 2;
+	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_ERANGE);
+}
+
+/* SKILLS changed, NEEDS changed: matches at once, places kept. */
+static void
+test_changes(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_user_info u;
+	struct csq_servicer_info *sv;
+	size_t n;
+
+	hbs(f, "s1", 1, "q", "en");
+	enqn(f, "a", "q", -1, "de", NULL);
+	f->now += 5;
+	enqn(f, "b", "q", -1, "de", NULL);
+	/* b no longer needs de: s1 takes it, a keeps waiting. */
+	enqn(f, "b", NULL, -1, "", &u);
+	assert_string_equal(u.room, "s1/0");
+	/* a needs fr now, and keeps its place before c. */
+	enqn(f, "c", "q", -1, NULL, NULL);
+	enqn(f, "a", NULL, -1, "fr", &u);
+	assert_int_equal(u.position, 1);
+	assert_string_equal(line_of(f, "q"), "a,c");
+	/* s1 learns fr (SKILLS kept otherwise: left out keeps them). */
+	assert_int_equal(release(f, "s1/0"), 1); /* c, no needs */
+	assert_string_equal(room_of(f, "c"), "s1/0");
+	hbs(f, "s1", 2, NULL, NULL);
+	assert_string_equal(room_of(f, "a"), "");
+	hbs(f, "s1", 0, NULL, "fr:3,en");
+	assert_string_equal(room_of(f, "a"), "s1/1");
+	sv = csq_servicers(f->csq, f->now, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(sv[0].skills, "en:1,fr:3");
+	free(sv);
+	hbs(f, "s1", 0, NULL, "");
+	sv = csq_servicers(f->csq, f->now, &n);
+	assert_string_equal(sv[0].skills, "");
+	free(sv);
+}
+
+/* A requeued user keeps its needs; a transfer may change them. */
+static void
+test_requeue_and_transfer(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_transfer_args t;
+	struct csq_user_info u;
+	uint64_t n;
+
+	hbs(f, "s1", 1, "q", "de");
+	enqn(f, "u1", "q", -1, "de", NULL);
+	assert_int_equal(csq_logout(f->csq, f->now, "s1", &n), CSQ_OK);
+	check(f);
+	where(f, "u1", &u);
+	assert_int_equal(u.state, CSQ_USER_WAITING);
+	assert_string_equal(u.needs, "de:1");
+	hbs(f, "s2", 1, "q", NULL); /* no de: nothing */
+	assert_string_equal(room_of(f, "u1"), "");
+	hbs(f, "s3", 1, "q", "de:4");
+	assert_string_equal(room_of(f, "u1"), "s3/0");
+	/* Transferred with other needs, into a queue s2 serves. */
+	memset(&t, 0, sizeof(t));
+	t.room = "s3/0";
+	t.queue = "q";
+	t.has_needs = 1;
+	t.needs = "";
+	assert_int_equal(csq_transfer(f->csq, f->now, &t, &u), CSQ_OK);
+	check(f);
+	assert_string_equal(u.room, "s2/0");
+	assert_string_equal(u.needs, "");
+	t.room = "s2/0";
+	t.needs = "de:5";
+	assert_int_equal(csq_transfer(f->csq, f->now, &t, &u), CSQ_OK);
+	check(f);
+	assert_int_equal(u.state, CSQ_USER_WAITING);
+	assert_string_equal(u.needs, "de:5");
+	/* Without NEEDS: kept. */
+	hbs(f, "s3", 0, NULL, "de:5");
+	assert_string_equal(room_of(f, "u1"), "s3/0");
+	t.room = "s3/0";
+	t.has_needs = 0;
+	assert_int_equal(csq_transfer(f->csq, f->now, &t, &u), CSQ_OK);
+	check(f);
+	assert_string_equal(u.needs, "de:5");
+}
+
+/* PREFER opens a window only with a servicer that may take the user. */
+static void
+test_prefer_needs_skills(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_enqueue_args a;
+	struct csq_user_info u;
+
+	hbs(f, "s1", 1, "q", NULL);
+	hbs(f, "s2", 1, "q", "de");
+	enqn(f, "x", "q", -1, NULL, NULL);
+	enqn(f, "y", "q", -1, NULL, NULL); /* both busy now */
+	memset(&a, 0, sizeof(a));
+	a.user = "u1";
+	a.has_queue = 1;
+	a.queue = "q";
+	a.has_needs = 1;
+	a.needs = "de";
+	a.prefer.has_prefer = 1;
+	a.prefer.servicer = "s1";
+	a.prefer.seconds = 60;
+	assert_int_equal(csq_enqueue(f->csq, f->now, &a, &u), CSQ_OK);
+	check(f);
+	assert_string_equal(u.prefer, "");
+	a.user = "u2";
+	a.prefer.servicer = "s2";
+	assert_int_equal(csq_enqueue(f->csq, f->now, &a, &u), CSQ_OK);
+	check(f);
+	assert_string_equal(u.prefer, "s2");
+}
+
+/* At most CSQ_NEEDSETS_MAX need-sets held at once; one that no user
+ * holds gives its slot. */
+static void
+test_needset_bound(void **state)
+{
+	struct fixture *f = *state;
+	char uid[16], needs[32];
+	int i, known;
+
+	for (i = 0; i < CSQ_NEEDSETS_MAX; i++) {
+		snprintf(uid, sizeof(uid), "u%d", i);
+		snprintf(needs, sizeof(needs), "k%d", i);
+		assert_int_equal(enqn(f, uid, "q", -1, needs, NULL), CSQ_OK);
+	}
+	assert_int_equal(enqn(f, "more", "q", -1, "other", NULL),
+	                 CSQ_ENEEDSETS);
+	/* A need-set already held is no new one. */
+	assert_int_equal(enqn(f, "more", "q", -1, "k3", NULL), CSQ_OK);
+	assert_int_equal(csq_leave(f->csq, f->now, "u7", &known), CSQ_OK);
+	check(f);
+	/* k7 was u7's alone: its slot goes to the new need-set. */
+	assert_int_equal(enqn(f, "late", "q", -1, "other", NULL), CSQ_OK);
+	assert_int_equal(enqn(f, "later", "q", -1, "k7", NULL), CSQ_ENEEDSETS);
+	assert_int_equal(enqn(f, "later", "q", -1, "", NULL), CSQ_OK);
+}
+
+/* The randomized run: skills, needs, transfers, policies and the clock,
+ * every invariant after each operation. */
+#define RAND_OPS      20000
+#define RAND_OPS_MIN  2000
+#define RAND_SERVICER 6
+#define RAND_USER     60
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+static void
+test_randomized(void **state)
+{
+	static const char *queues[] = {"default", "q1", "q2"};
+	static const char *skills[] = {"",     "de:5,billing:3", "de:2",
+	                               "en:4", "billing,en:2",   "fr"};
+	static const char *needs[] = {"",   "de", "billing:2", "de:3,billing",
+	                              "en", "fr", "de:9"};
+	struct fixture *f = *state;
+	struct csq_heartbeat_args h;
+	struct csq_enqueue_args a;
+	struct csq_transfer_args t;
+	struct csq_servicer_info si;
+	struct csq_user_info u;
+	struct csq_policy p[2];
+	char sid[16], uid[16], room[32], why[256];
+	uint64_t n64;
+	int op, known, ops = (int)scale_steps(RAND_OPS, RAND_OPS_MIN);
+	unsigned matched_needs = 0;
+
+	for (op = 0; op < ops; op++) {
+		snprintf(sid, sizeof(sid), "s%u", rnd(RAND_SERVICER));
+		snprintf(uid, sizeof(uid), "u%u", rnd(RAND_USER));
+		snprintf(room, sizeof(room), "%s/%u", sid, rnd(3));
+		switch (rnd(10)) {
+		case 0:
+			memset(&h, 0, sizeof(h));
+			h.servicer = sid;
+			h.has_capacity = rnd(2);
+			h.capacity = 1 + rnd(3);
+			h.has_ttl = 1;
+			h.ttl_s = 1 + rnd(5);
+			h.has_queues = rnd(2);
+			h.nqueues = 1 + rnd(2);
+			h.queues[0] = queues[rnd(3)];
+			h.queues[1] = queues[rnd(3)];
+			h.has_skills = rnd(2);
+			h.skills = skills[rnd(6)];
+			h.has_offer = rnd(5) == 0;
+			h.offer_s = rnd(2);
+			assert_int_equal(csq_heartbeat(f->csq, f->now, &h, &si),
+			                 CSQ_OK);
+			break;
+		case 1:
+		case 2:
+			memset(&a, 0, sizeof(a));
+			a.user = uid;
+			a.has_queue = rnd(2);
+			a.queue = queues[rnd(3)];
+			a.has_tier = rnd(2);
+			a.tier = rnd(3);
+			a.has_needs = rnd(3) != 0;
+			a.needs = needs[rnd(7)];
+			a.has_ttl = 1;
+			a.ttl_s = rnd(8);
+			assert_int_equal(csq_enqueue(f->csq, f->now, &a, &u),
+			                 CSQ_OK);
+			matched_needs +=
+			    u.state == CSQ_USER_ASSIGNED && u.needs[0] != '\0';
+			break;
+		case 3:
+			csq_release(f->csq, f->now, room, &known);
+			break;
+		case 4:
+			csq_leave(f->csq, f->now, uid, &known);
+			break;
+		case 5:
+			if (rnd(3) == 0)
+				csq_logout(f->csq, f->now, sid, &n64);
+			else if (rnd(2))
+				csq_pause(f->csq, f->now, sid);
+			else
+				csq_resume(f->csq, f->now, sid);
+			break;
+		case 6:
+			memset(&t, 0, sizeof(t));
+			t.room = room;
+			t.queue = queues[rnd(3)];
+			t.has_needs = rnd(2);
+			t.needs = needs[rnd(7)];
+			csq_transfer(f->csq, f->now, &t, &u);
+			break;
+		case 7:
+			f->now += rnd(2000);
+			csq_expire(f->csq, f->now);
+			break;
+		case 8:
+			csq_accept(f->csq, f->now, room, &known);
+			break;
+		case 9:
+			memset(p, 0, sizeof(p));
+			strcpy(p[0].name, "q1");
+			p[0].skill_order = rnd(2);
+			p[0].has_strategy = 1;
+			p[0].strategy = rnd(2) ? CSQ_STRATEGY_LEAST_BUSY
+			                       : CSQ_STRATEGY_LONGEST_IDLE;
+			strcpy(p[1].name, "q2");
+			p[1].aging_every_s = 1 + rnd(2);
+			p[1].skill_order = rnd(2);
+			if (rnd(10) == 0)
+				assert_int_equal(
+				    csq_set_policies(f->csq, f->now, p, 2),
+				    CSQ_OK);
+			break;
+		}
+		if (csq_check(f->csq, why, sizeof(why)) != 0)
+			fail_msg("after operation %d: %s", op, why);
+	}
+	assert_true(matched_needs > 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_lists),
+	    cmocka_unit_test_setup_teardown(test_bad_lists_change_nothing,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rule, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_order_among_eligible, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_servicer_order, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_changes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_requeue_and_transfer, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_prefer_needs_skills, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_needset_bound, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
