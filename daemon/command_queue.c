@@ -63,6 +63,9 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 {
 	int prefer = u->prefer[0] != '\0';
 	int needs = u->needs[0] != '\0'; /* section 3c: only with needs */
+	/* The next relax step, of a user with needs (an engine without
+	 * skills leaves the field 0, and its users have none). */
+	int relax = needs && u->relax_ms >= 0;
 
 	switch (u->state) {
 	case CSQ_USER_NONE:
@@ -72,7 +75,8 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 		return;
 	case CSQ_USER_WAITING:
 		resp_map(out, proto,
-		         (detail ? 6 : 4) + (prefer ? 2 : 0) + (needs ? 1 : 0));
+		         (detail ? 6 : 4) + (prefer ? 2 : 0) + (needs ? 1 : 0) +
+		             (relax ? 1 : 0));
 		resp_bulk_str(out, "state");
 		resp_bulk_str(out, "waiting");
 		resp_bulk_str(out, "queue");
@@ -94,6 +98,10 @@ reply_user(struct evbuffer *out, int proto, const struct csq_user_info *u,
 			resp_integer(out, (int64_t)u->prefer_ms);
 		}
 		reply_needs(out, u);
+		if (relax) { /* section 3c: the next step */
+			resp_bulk_str(out, "relax_ms");
+			resp_integer(out, u->relax_ms);
+		}
 		return;
 	case CSQ_USER_ASSIGNED:
 		resp_map(out, proto, (detail ? 5 : 4) + (needs ? 1 : 0));

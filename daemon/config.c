@@ -890,6 +890,117 @@ config_queue_int(struct config_report *r, const config_setting_t *f,
 	return 0;
 }
 
+/* One step of a queues entry's relax (protocol.md 3c). 0 when valid. */
+static int
+config_relax_step(struct config_report *r, const config_setting_t *e,
+                  struct csq_relax_step *step)
+{
+	struct csq_skill_list l;
+	const config_setting_t *f;
+	const char *field, *v;
+	long long n;
+	int i, bad = 0;
+
+	if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
+		config_error(r, e,
+		             "queues: relax must be a list of groups, "
+		             "( { after = …; drop = …; } )");
+		return -1;
+	}
+	memset(step, 0, sizeof(*step));
+	for (i = 0; i < config_setting_length(e); i++) {
+		f = config_setting_get_elem(e, (unsigned)i);
+		field = config_setting_name(f);
+		n = config_is_int(f) ? config_setting_get_int64(f) : -1;
+		v = config_setting_type(f) == CONFIG_TYPE_STRING
+		        ? config_setting_get_string(f)
+		        : NULL;
+		if (strcmp(field, "after") == 0) {
+			if (n < 1 || n > CSQ_POLICY_SECONDS_MAX) {
+				config_error(r, f,
+				             "queues: relax after must be "
+				             "between 1 and %d",
+				             CSQ_POLICY_SECONDS_MAX);
+				bad = 1;
+			} else
+				step->after_s = (uint32_t)n;
+		} else if (strcmp(field, "lower") == 0) {
+			if (n < 1 || n > CSQ_SKILL_LEVEL_MAX) {
+				config_error(r, f,
+				             "queues: relax lower must be "
+				             "between 1 and %d",
+				             CSQ_SKILL_LEVEL_MAX);
+				bad = 1;
+			} else
+				step->lower = (uint32_t)n;
+		} else if (strcmp(field, "drop") == 0) {
+			if (v != NULL && strcmp(v, "*") == 0)
+				step->drop_all = 1;
+			else if (v == NULL || v[0] == '\0' || strchr(v, ':') ||
+			         strlen(v) >= sizeof(step->drop) ||
+			         csq_skills_parse(v, CSQ_USER_NEEDS, &l) !=
+			             CSQ_OK) {
+				config_error(
+				    r, f,
+				    "queues: relax drop must be \"*\" "
+				    "or 1 to %d skill names, "
+				    "comma-separated, at most %d bytes",
+				    CSQ_USER_NEEDS, CSQ_RELAX_DROP_MAX - 1);
+				bad = 1;
+			} else
+				snprintf(step->drop, sizeof(step->drop), "%s",
+				         v);
+		} else {
+			config_error(r, f, "queues: relax: unknown key %s",
+			             field);
+			bad = 1;
+		}
+	}
+	if (!bad && step->after_s == 0) {
+		config_error(r, e, "queues: a relax step needs after");
+		bad = 1;
+	}
+	if (!bad && step->lower == 0 && !step->drop_all &&
+	    step->drop[0] == '\0') {
+		config_error(r, e, "queues: a relax step needs drop or lower");
+		bad = 1;
+	}
+	return bad ? -1 : 0;
+}
+
+/* relax: a list of steps, their times growing. 0 when valid. */
+static int
+config_relax(struct config_report *r, const config_setting_t *f,
+             struct csq_policy *p)
+{
+	int i, n = config_setting_length(f), bad = 0;
+
+	if (config_setting_type(f) != CONFIG_TYPE_LIST || n < 1 ||
+	    n > CSQ_RELAX_STEPS) {
+		config_error(r, f,
+		             "queues: relax must be a list of 1 to %d steps, "
+		             "( { after = …; drop = …; } )",
+		             CSQ_RELAX_STEPS);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (config_relax_step(r,
+		                      config_setting_get_elem(f, (unsigned)i),
+		                      &p->relax[i]) != 0) {
+			bad = 1;
+			continue;
+		}
+		if (i > 0 && !bad &&
+		    p->relax[i].after_s <= p->relax[i - 1].after_s) {
+			config_error(r, config_setting_get_elem(f, (unsigned)i),
+			             "queues: relax steps' after must grow");
+			bad = 1;
+		}
+	}
+	p->nrelax = (uint32_t)n;
+	return bad ? -1 : 0;
+}
+
 /* One entry of queues: every key known and in range. 0 when valid. */
 static int
 config_queue(struct config_report *r, const config_setting_t *e,
@@ -936,6 +1047,8 @@ config_queue(struct config_report *r, const config_setting_t *e,
 				p->has_strategy = 1;
 				p->strategy = (enum csq_strategy)st;
 			}
+		} else if (strcmp(field, "relax") == 0) {
+			bad |= config_relax(r, f, p) != 0;
 		} else if (strcmp(field, "skill_order") == 0) {
 			/* Section 3c: which eligible servicer first. */
 			v = config_setting_type(f) == CONFIG_TYPE_STRING
@@ -1106,13 +1219,14 @@ config_check_queues(struct config_report *r, const struct config *cfg,
 			    csq_policy_error_text(e));
 		/* Skills' keys are libcsq's rules, which the Redis engine
 		 * runs only once it is the module (protocol.md 3c). */
-		else if (ok[i].skill_order != CSQ_SKILL_ORDER_STRATEGY &&
+		else if ((ok[i].skill_order != CSQ_SKILL_ORDER_STRATEGY ||
+		          ok[i].nrelax > 0) &&
 		         strcmp(cfg->engine, "redis") == 0)
 			config_error(
 			    r, config_setting_get_elem(queues, (unsigned)at[i]),
-			    "queues: \"%s\": skill_order needs engine = "
-			    "\"memory\"",
-			    ok[i].name);
+			    "queues: \"%s\": %s needs engine = \"memory\"",
+			    ok[i].name,
+			    ok[i].nrelax > 0 ? "relax" : "skill_order");
 	}
 }
 

@@ -755,6 +755,15 @@ arg_policies(struct args *a, size_t *np)
 		                             : CSQ_STRATEGY_LONGEST_IDLE;
 		v[i].service_level_s = b % 3;
 		v[i].skill_order = (b >> 6) & 1; /* section 3c */
+		if (b >> 7) { /* relax steps: a drop, a lowering, all */
+			v[i].nrelax = 3;
+			v[i].relax[0].after_s = b % 3 + 1;
+			strcpy(v[i].relax[0].drop, "billing,en");
+			v[i].relax[1].after_s = 4;
+			v[i].relax[1].lower = b % 4 + 1;
+			v[i].relax[2].after_s = 6;
+			v[i].relax[2].drop_all = 1;
+		}
 	}
 	*np = a->npolicies = n;
 	return v;

@@ -80,11 +80,13 @@ check_clocks(struct check *k, const struct csq_user *u)
 	const struct csq_deadline *d;
 
 	if (w == NULL) {
-		if (csq_policy_has_clocks(u->queue))
+		if (csq_policy_user_clocks(u))
 			check_fail(k, "user %s in line without its clocks",
 			           u->id);
 		return;
 	}
+	if (w->relax_step > CSQ_RELAX_STEPS)
+		check_fail(k, "user %s past every relax step", u->id);
 	d = &w->clock;
 	if (w->user != u || w->prefer != NULL || !csq_deadline_running(d)) {
 		check_fail(k, "user %s in line with a wrong wait", u->id);

@@ -103,6 +103,8 @@ csq_event_begin(struct csq_event *ev, enum csq_event_type type, uint64_t now)
 	ev->has_offered_ms = 0;
 	ev->capacity = 0;
 	ev->reason = CSQ_REASON_NONE;
+	ev->needs[0] = ev->dropped[0] = '\0';
+	ev->lowered = 0;
 }
 
 void
@@ -588,6 +590,7 @@ csq_user_info_at(const struct csq *c, const struct csq_user *u, uint64_t now,
 	out->eta_ms = -1;
 	memcpy(out->needs, csq_needset_text(c, u->needs),
 	       strlen(csq_needset_text(c, u->needs)) + 1);
+	out->relax_ms = csq_policy_relax_ms(u, now);
 	if (u->state == CSQ_USER_WAITING) {
 		out->position = pos != 0 ? pos : csq_user_wait_position(u);
 		if (u->flags & CSQ_USER_PREFERRING) {
@@ -702,6 +705,7 @@ user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
 			user_set_needs(c, u, needs);
 			u->key = csq_key_pack(&k);
 			pos = csq_needline_enter(c, u);
+			csq_policy_refresh(c, u, now);
 		} else {
 			user_set_needs(c, u, needs);
 			pos = user_rekey(c, u, csq_key_pack(&k));

@@ -47,6 +47,11 @@
 #define CSQ_SKILLS_TEXT_MAX (CSQ_SERVICER_SKILLS * (CSQ_SKILL_NAME_MAX + 5))
 #define CSQ_NEEDS_TEXT_MAX  (CSQ_USER_NEEDS * (CSQ_SKILL_NAME_MAX + 5))
 #define CSQ_QSTATS_GROUPS   8 /* need-sets QSTATS lists, the largest */
+/* A queue's relax policy: its steps, and the bytes of a step's drop
+ * list with its NUL (a policy is copied whole, a configuration holds
+ * 1000 of them: both kept small). */
+#define CSQ_RELAX_STEPS    4
+#define CSQ_RELAX_DROP_MAX 100
 
 /* A servicer's queues as one string, "a,b,c", with its NUL. */
 #define CSQ_QUEUE_LIST_MAX (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
@@ -117,8 +122,9 @@ enum csq_event_type {
 	CSQ_EV_READY,
 	CSQ_EV_OVERFLOWED,
 	CSQ_EV_PREFER_ENDED,
+	CSQ_EV_RELAXED, /* section 3c: a user's needs widened */
 };
-#define CSQ_EV_TYPES (CSQ_EV_PREFER_ENDED + 1)
+#define CSQ_EV_TYPES (CSQ_EV_RELAXED + 1)
 
 enum csq_reason {
 	CSQ_REASON_NONE,
@@ -160,6 +166,11 @@ struct csq_event {
 	uint32_t capacity;   /* servicer_up */
 	char queues[CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1)]; /* "a,b,c" */
 	enum csq_reason reason;
+	/* relaxed: the needs in force after it, the names it dropped
+	 * ("a,b"), and by how much it lowered the levels. */
+	char needs[CSQ_NEEDS_TEXT_MAX];
+	char dropped[CSQ_NEEDS_TEXT_MAX];
+	uint32_t lowered;
 };
 
 typedef void csq_emit_fn(void *arg, const struct csq_event *);
@@ -229,6 +240,7 @@ struct csq_user_info {
 	uint64_t prefer_ms;
 	int64_t eta_ms; /* waiting: the estimate, -1 none; offered: 0 */
 	char needs[CSQ_NEEDS_TEXT_MAX]; /* in force, canonical; "" none */
+	int64_t relax_ms; /* waiting: until its next relax step; -1 none */
 };
 
 struct csq_queue_entry {
@@ -367,6 +379,18 @@ struct csq_policy {
 	/* Which eligible free servicer an arrival with needs goes to:
 	 * CSQ_SKILL_ORDER_* (section 3c). */
 	uint32_t skill_order;
+	/* How a waiting user's needs widen (section 3c): nrelax steps, each
+	 * after_s after it joined the line (growing, 1..86400), dropping
+	 * the needs named in drop ("a,b": names only) or all of them
+	 * (drop_all), then lowering every level by lower (0..100, never
+	 * below 1). A step drops or lowers. */
+	uint32_t nrelax;
+	struct csq_relax_step {
+		uint32_t after_s;
+		uint32_t lower;
+		uint32_t drop_all;
+		char drop[CSQ_RELAX_DROP_MAX];
+	} relax[CSQ_RELAX_STEPS];
 };
 #define CSQ_SKILL_ORDER_STRATEGY 0 /* the queue's strategy alone */
 #define CSQ_SKILL_ORDER_LEVEL    1 /* the highest levels first */
@@ -386,6 +410,7 @@ enum csq_policy_error {
 	CSQ_POLICY_AGING_MAX_TIER, /* above max_tier */
 	CSQ_POLICY_SERVICE_LEVEL,  /* out of range */
 	CSQ_POLICY_SKILL_ORDER,    /* not one of CSQ_SKILL_ORDER_* */
+	CSQ_POLICY_RELAX,          /* a relax step out of its ranges */
 };
 
 const char *csq_policy_error_text(enum csq_policy_error);

@@ -104,6 +104,7 @@ due_collect(void *arg, struct csq_heap_node *node)
 	case CSQ_DL_OVERFLOW:
 	case CSQ_DL_AGING:
 	case CSQ_DL_PREFER:
+	case CSQ_DL_RELAX:
 		u = csq_container_of(d, struct csq_wait, clock)->user;
 		memcpy(e->name, u->id, csq_user_idlen(u) + 1);
 		break;
@@ -171,6 +172,7 @@ due_find(const struct csq *c, const struct due *e, uint64_t now)
 	case CSQ_DL_OVERFLOW:
 	case CSQ_DL_AGING:
 	case CSQ_DL_PREFER:
+	case CSQ_DL_RELAX:
 		u = csq_dict_get(c->users, e->name, strlen(e->name));
 		d = u != NULL && u->state == CSQ_USER_WAITING && u->wait != NULL
 		        ? &u->wait->clock
@@ -227,6 +229,7 @@ due_act(struct csq *c, struct csq_deadline *d, uint64_t now,
 		break;
 	case CSQ_DL_OVERFLOW:
 	case CSQ_DL_AGING:
+	case CSQ_DL_RELAX:
 		csq_policy_act(
 		    c, csq_container_of(d, struct csq_wait, clock)->user, now);
 		break;

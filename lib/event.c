@@ -24,6 +24,7 @@ static const char *const event_names[] = {
     [CSQ_EV_READY] = "ready",
     [CSQ_EV_OVERFLOWED] = "overflowed",
     [CSQ_EV_PREFER_ENDED] = "prefer_ended",
+    [CSQ_EV_RELAXED] = "relaxed",
 };
 
 const char *
@@ -178,6 +179,15 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_str(&j, "queue", ev->queue);
 		json_str(&j, "servicer", ev->servicer);
 		json_str(&j, "reason", reason_name(ev->reason));
+		break;
+	case CSQ_EV_RELAXED: /* skill lists are [A-Za-z0-9._:,-] only */
+		json_str(&j, "user", ev->user);
+		json_str(&j, "queue", ev->queue);
+		json_u64(&j, "tier", ev->tier);
+		json_str(&j, "needs", ev->needs);
+		json_str(&j, "dropped", ev->dropped);
+		json_u64(&j, "lowered", ev->lowered);
+		json_u64(&j, "position", ev->position);
 		break;
 	case CSQ_EV_MATCHED:
 		json_user_room(&j, ev);

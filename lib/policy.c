@@ -15,6 +15,7 @@
 #include "state.h"
 #include "util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,10 @@ csq_policy_error_text(enum csq_policy_error e)
 		return "service_level out of range (1..86400)";
 	case CSQ_POLICY_SKILL_ORDER:
 		return "skill_order must be \"strategy\" or \"level\"";
+	case CSQ_POLICY_RELAX:
+		return "relax: at most 4 steps, after growing (1..86400), each "
+		       "with drop (skill names, at most 99 bytes, or \"*\") or "
+		       "lower (1..100)";
 	}
 	return "unknown error";
 }
@@ -91,6 +96,35 @@ policy_index(const struct csq_policy *v, size_t n, const char *name)
 	return n;
 }
 
+/* The relax steps: growing times, each drops or lowers, drop a list of
+ * names (no levels) or "*" alone (drop_all). */
+static int
+policy_relax_check(const struct csq_policy *p)
+{
+	const struct csq_relax_step *r;
+	struct csq_skill_list l;
+	uint32_t i, j, prev = 0;
+
+	if (p->nrelax > CSQ_RELAX_STEPS)
+		return -1;
+	for (i = 0; i < p->nrelax; i++) {
+		r = &p->relax[i];
+		if (r->after_s <= prev || r->after_s > CSQ_POLICY_SECONDS_MAX ||
+		    r->lower > CSQ_SKILL_LEVEL_MAX || r->drop_all > 1 ||
+		    memchr(r->drop, '\0', sizeof(r->drop)) == NULL ||
+		    strchr(r->drop, ':') != NULL ||
+		    csq_skills_parse(r->drop, CSQ_USER_NEEDS, &l) != CSQ_OK ||
+		    (r->drop_all && l.n > 0) ||
+		    (!r->drop_all && l.n == 0 && r->lower == 0))
+			return -1;
+		for (j = 0; j < l.n; j++)
+			if (l.v[j].level != 1)
+				return -1;
+		prev = r->after_s;
+	}
+	return 0;
+}
+
 static enum csq_policy_error
 policy_check_one(const struct csq_policy *p, const struct csq_limits *l)
 {
@@ -116,6 +150,8 @@ policy_check_one(const struct csq_policy *p, const struct csq_limits *l)
 		return CSQ_POLICY_SERVICE_LEVEL;
 	if (p->skill_order > CSQ_SKILL_ORDER_LEVEL)
 		return CSQ_POLICY_SKILL_ORDER;
+	if (policy_relax_check(p) != 0)
+		return CSQ_POLICY_RELAX;
 	return CSQ_POLICY_OK;
 }
 
@@ -222,6 +258,36 @@ csq_policy_has_clocks(const struct csq_queue *q)
 
 #define policy_clocks csq_policy_has_clocks
 
+/* u (in its queue's line) has relax steps to come: it has needs, and
+ * its queue's policy has steps it has not passed. */
+static int
+policy_relax_pending(const struct csq_user *u)
+{
+	const struct csq_policy *p = u->queue->policy;
+	uint32_t step = u->wait != NULL ? u->wait->relax_step : 0;
+
+	return p != NULL && u->needs != 0 && step < p->nrelax;
+}
+
+int
+csq_policy_user_clocks(const struct csq_user *u)
+{
+	return policy_clocks(u->queue) || policy_relax_pending(u);
+}
+
+int64_t
+csq_policy_relax_ms(const struct csq_user *u, uint64_t now)
+{
+	uint64_t at;
+
+	if (u->state != CSQ_USER_WAITING || (u->flags & CSQ_USER_PREFERRING) ||
+	    u->wait == NULL || !policy_relax_pending(u))
+		return -1;
+	at = u->wait->joined_ms +
+	     csq_ms(u->queue->policy->relax[u->wait->relax_step].after_s);
+	return at > now ? (int64_t)(at - now) : 0;
+}
+
 /*
  * Whether a clock of kind at time at, of a user who joined q's line at
  * joined, is one that policy_arm_after could have set: an aging point of
@@ -235,12 +301,15 @@ csq_policy_clock_fits(const struct csq_queue *q, uint64_t joined,
 	const struct csq_policy *p = q->policy;
 	uint64_t every, overflow;
 
-	if (!policy_clocks(q))
+	if (p == NULL || (!policy_clocks(q) && p->nrelax == 0))
 		return 0;
 	overflow = p->overflow_after_s > 0
 	               ? joined + csq_ms(p->overflow_after_s)
 	               : UINT64_MAX;
 	switch (kind) {
+	case CSQ_DL_RELAX: /* at a step's time, or later (a reload's) */
+		return p->nrelax > 0 &&
+		       at >= joined + csq_ms(p->relax[0].after_s);
 	case CSQ_DL_AGING:
 		every = csq_ms(p->aging_every_s);
 		return every > 0 && at > joined && (at - joined) % every == 0 &&
@@ -266,6 +335,7 @@ policy_arm_after(struct csq *c, struct csq_user *u, uint64_t t)
 	const struct csq_policy *p = u->queue->policy;
 	struct csq_wait *w = u->wait;
 	uint64_t every, overflow = UINT64_MAX, aging = UINT64_MAX, k;
+	uint64_t relax = UINT64_MAX;
 
 	if (p->overflow_after_s > 0)
 		overflow = w->joined_ms + csq_ms(p->overflow_after_s);
@@ -274,9 +344,21 @@ policy_arm_after(struct csq *c, struct csq_user *u, uint64_t t)
 		k = (t >= w->joined_ms ? (t - w->joined_ms) / every : 0) + 1;
 		aging = w->joined_ms + k * every;
 	}
+	/* The next relax step: a due one (a reload's) at the next pass. */
+	if (policy_relax_pending(u)) {
+		relax = w->joined_ms + csq_ms(p->relax[w->relax_step].after_s);
+		if (relax < t)
+			relax = t;
+	}
 	/* A due overflow (a reload made it so) waits for the next pass. */
 	if (overflow < t)
 		overflow = t;
+	/* On a tie: relax, then aging, then overflow (csq_policy_act). */
+	if (relax <= aging && relax <= overflow) {
+		w->clock.node.tag = CSQ_DL_RELAX;
+		csq_deadline_set(c, &w->clock, relax);
+		return;
+	}
 	w->clock.node.tag = aging <= overflow ? CSQ_DL_AGING : CSQ_DL_OVERFLOW;
 	csq_deadline_set(c, &w->clock, aging <= overflow ? aging : overflow);
 }
@@ -285,7 +367,7 @@ policy_arm_after(struct csq *c, struct csq_user *u, uint64_t t)
 void
 csq_policy_start(struct csq *c, struct csq_user *u, uint64_t now)
 {
-	if (!policy_clocks(u->queue)) {
+	if (!csq_policy_user_clocks(u)) {
 		csq_user_wait_free(c, u);
 		return;
 	}
@@ -301,12 +383,20 @@ csq_policy_start(struct csq *c, struct csq_user *u, uint64_t now)
 static void
 policy_rearm(struct csq *c, struct csq_user *u, uint64_t now)
 {
-	if (!policy_clocks(u->queue))
+	if (!csq_policy_user_clocks(u))
 		csq_user_wait_free(c, u);
 	else if (u->wait == NULL)
 		csq_policy_start(c, u, now);
 	else
 		policy_arm_after(c, u, now);
+}
+
+void
+csq_policy_refresh(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	if (u->wait != NULL)
+		u->wait->relax_step = 0;
+	policy_rearm(c, u, now);
 }
 
 /*
@@ -371,6 +461,8 @@ policy_overflow(struct csq *c, struct csq_user *u, uint64_t now)
 
 	to = csq_queue_get(c, name, strlen(name), 1);
 	csq_needline_leave(c, u);
+	if (u->wait != NULL) /* the new queue's steps, from the first */
+		u->wait->relax_step = 0;
 	csq_queue_ref(to);
 	u->queue = to;
 	u->flags |= CSQ_USER_OVERFLOWED;
@@ -389,6 +481,70 @@ policy_overflow(struct csq *c, struct csq_user *u, uint64_t now)
 }
 
 /*
+ * u's next relax step (section 3c) on its needs in force: the needs it
+ * drops go, the levels come down (never below 1), and u takes the
+ * need-set of what is left, in the line of it, at its place (its key).
+ * A step that changes nothing publishes nothing; else relaxed, then u
+ * is matched if a free room may take it now. When no need-set is free
+ * to intern the result, the step drops every need (the widest).
+ * Returns 1 when u was matched (it waits no more).
+ */
+static int
+policy_relax(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	const struct csq_relax_step *r =
+	    &u->queue->policy->relax[u->wait->relax_step];
+	const struct csq_needset *ns = c->needsets[u->needs];
+	struct csq_skill_list drop, left;
+	struct csq_event ev;
+	uint16_t to;
+	uint32_t i, j, lowered = 0;
+	size_t off = 0;
+
+	u->wait->relax_step++;
+	csq_skills_parse(r->drop, CSQ_USER_NEEDS, &drop); /* checked */
+	csq_event_begin(&ev, CSQ_EV_RELAXED, now);
+	left.n = 0;
+	for (i = 0; i < ns->n; i++) {
+		for (j = 0; j < drop.n && !r->drop_all; j++)
+			if (strcmp(drop.v[j].name, ns->v[i].name->name) == 0)
+				break;
+		if (r->drop_all || j < drop.n) {
+			off += (size_t)snprintf(
+			    ev.dropped + off, sizeof(ev.dropped) - off, "%s%s",
+			    off > 0 ? "," : "", ns->v[i].name->name);
+			continue;
+		}
+		memcpy(left.v[left.n].name, ns->v[i].name->name,
+		       ns->v[i].name->len + 1);
+		left.v[left.n].level = ns->v[i].level;
+		if (r->lower > 0 && ns->v[i].level > 1) {
+			left.v[left.n].level = ns->v[i].level > r->lower
+			                           ? ns->v[i].level - r->lower
+			                           : 1;
+			lowered = r->lower;
+		}
+		left.n++;
+	}
+	if (off == 0 && lowered == 0)
+		return 0;
+	if (csq_needset_get(c, &left, &to) != CSQ_OK) {
+		to = 0; /* the widest: no need at all */
+		strcpy(ev.dropped, ns->text);
+	}
+	csq_needline_leave(c, u);
+	csq_needset_hold(c, to);
+	csq_needset_release(c, u->needs);
+	u->needs = to;
+	ev.position = csq_needline_enter(c, u);
+	csq_event_user(&ev, u);
+	strcpy(ev.needs, csq_needset_text(c, to));
+	ev.lowered = lowered;
+	csq_emit(c, &ev);
+	return csq_match_user(c, u, NULL, now);
+}
+
+/*
  * u's step is due (its deadline at at <= now). Every aging point up to
  * now that comes before the overflow is a step, one event each while
  * the tier grows (a pass that comes late makes them all, not one per
@@ -399,10 +555,11 @@ csq_policy_act(struct csq *c, struct csq_user *u, uint64_t now)
 {
 	const struct csq_policy *p = u->queue->policy;
 	struct csq_wait *w = u->wait;
-	uint64_t at, limit = now, overflow_at, points;
+	uint64_t at, limit = now, overflow_at, points, every, first;
+	enum csq_deadline_kind kind;
 	uint32_t max;
 
-	if (!policy_clocks(u->queue) || w == NULL) {
+	if (!csq_policy_user_clocks(u) || w == NULL) {
 		csq_user_wait_free(c, u);
 		return;
 	}
@@ -412,9 +569,29 @@ csq_policy_act(struct csq *c, struct csq_user *u, uint64_t now)
 	                  : UINT64_MAX;
 	if (overflow_at < limit)
 		limit = overflow_at;
-	if (csq_deadline_kind(&w->clock) == CSQ_DL_AGING && at <= limit &&
-	    p->aging_every_s > 0) {
-		points = (limit - at) / csq_ms(p->aging_every_s) + 1;
+	kind = csq_deadline_kind(&w->clock);
+	/* The relax steps due first: one that ends in a match ends it. */
+	while (policy_relax_pending(u) &&
+	       w->joined_ms + csq_ms(p->relax[w->relax_step].after_s) <= limit)
+		if (policy_relax(c, u, now))
+			return;
+	if (!csq_policy_user_clocks(u)) {
+		csq_user_wait_free(c, u);
+		return;
+	}
+	/* The first aging point not acted on: the clock's, or after a
+	 * relax step the next point at or after it (a tie). */
+	if (p->aging_every_s > 0 &&
+	    (kind == CSQ_DL_AGING || kind == CSQ_DL_RELAX)) {
+		every = csq_ms(p->aging_every_s);
+		first = at;
+		if (kind == CSQ_DL_RELAX)
+			first = w->joined_ms +
+			        (at > w->joined_ms
+			             ? (at - w->joined_ms + every - 1) / every
+			             : 1) *
+			            every;
+		points = first <= limit ? (limit - first) / every + 1 : 0;
 		max = policy_aging_max(c, u->queue);
 		for (; points > 0 && csq_user_tier(u) < max; points--)
 			policy_age(c, u, now);
@@ -436,7 +613,9 @@ clocks_differ(const struct csq_policy *a, const struct csq_policy *b)
 	       strcmp(a->overflow_to, b->overflow_to) != 0 ||
 	       a->aging_every_s != b->aging_every_s ||
 	       a->has_aging_max_tier != b->has_aging_max_tier ||
-	       a->aging_max_tier != b->aging_max_tier;
+	       a->aging_max_tier != b->aging_max_tier ||
+	       a->nrelax != b->nrelax ||
+	       memcmp(a->relax, b->relax, sizeof(a->relax)) != 0;
 }
 
 static int

@@ -168,6 +168,8 @@ get_prefer(struct cursor *c, struct csq_prefer_args *p, char *buf, size_t cap)
 static void
 put_policy(struct cursor *c, const struct csq_policy *p)
 {
+	uint32_t i;
+
 	put_str(c, p->name);
 	put_u64(c,
 	        (uint64_t)((p->has_max_length != 0) |
@@ -182,6 +184,13 @@ put_policy(struct cursor *c, const struct csq_policy *p)
 	put_u64(c, p->aging_max_tier, 1);
 	put_u64(c, p->service_level_s, 4);
 	put_u64(c, p->skill_order, 1); /* skills' tail */
+	put_u64(c, p->nrelax, 1);
+	for (i = 0; i < p->nrelax && i < CSQ_RELAX_STEPS; i++) {
+		put_u64(c, p->relax[i].after_s, 4);
+		put_u64(c, p->relax[i].lower, 1);
+		put_u64(c, p->relax[i].drop_all, 1);
+		put_text(c, p->relax[i].drop);
+	}
 }
 
 /* -1 for a policy that no configuration passes (the set's check, which
@@ -190,6 +199,7 @@ static int
 get_policy(struct cursor *c, struct csq_policy *p)
 {
 	unsigned flags;
+	uint32_t i;
 
 	memset(p, 0, sizeof(*p));
 	get_str(c, p->name, sizeof(p->name));
@@ -204,7 +214,20 @@ get_policy(struct cursor *c, struct csq_policy *p)
 	p->aging_every_s = (uint32_t)get_u64(c, 4);
 	p->aging_max_tier = (uint32_t)get_u64(c, 1);
 	p->service_level_s = (uint32_t)get_u64(c, 4);
-	p->skill_order = c->left > 0 ? (uint32_t)get_u64(c, 1) : 0;
+	p->skill_order = 0;
+	if (c->left > 0) { /* the skills tail */
+		p->skill_order = (uint32_t)get_u64(c, 1);
+		/* Written before relaxation: none. */
+		p->nrelax = c->left > 0 ? (uint32_t)get_u64(c, 1) : 0;
+		if (p->nrelax > CSQ_RELAX_STEPS)
+			return -1;
+		for (i = 0; i < p->nrelax; i++) {
+			p->relax[i].after_s = (uint32_t)get_u64(c, 4);
+			p->relax[i].lower = (uint32_t)get_u64(c, 1);
+			p->relax[i].drop_all = (uint32_t)get_u64(c, 1);
+			get_text(c, p->relax[i].drop, sizeof(p->relax[i].drop));
+		}
+	}
 	if (flags > 7 || p->skill_order > CSQ_SKILL_ORDER_LEVEL ||
 	    p->strategy > CSQ_STRATEGY_LEAST_BUSY ||
 	    p->aging_max_tier > CSQ_TIER_LIMIT)
@@ -680,6 +703,7 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		put_user_wait(&c, u);
 		put_u64(&c, u->taken_ms, 8);
 		put_text(&c, u->needs); /* the skills tail */
+		put_u64(&c, u->relax_step, 1);
 		break;
 	case CSQ_SNAP_QUEUE:
 		put_queue(&c, &it->u.queue);
@@ -769,8 +793,12 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 			get_user_wait(&c, u);
 		/* Snapshots before taken_ms: the room taken at since_ms. */
 		u->taken_ms = c.left > 0 ? get_u64(&c, 8) : u->since_ms;
-		if (c.left > 0)
+		if (c.left > 0) {
 			get_text(&c, u->needs, sizeof(u->needs));
+			/* Written before relaxation: none passed. */
+			if (c.left > 0)
+				u->relax_step = (uint32_t)get_u64(&c, 1);
+		}
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_QUEUE:
 		it->kind = CSQ_SNAP_QUEUE;

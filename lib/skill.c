@@ -264,6 +264,7 @@ enum csq_status
 csq_needset_get(struct csq *c, const struct csq_skill_list *l, uint16_t *index)
 {
 	char text[CSQ_SKILLS_TEXT_MAX];
+	struct csq_skill_list sorted;
 	struct csq_needset *ns;
 	size_t len;
 	uint32_t i, slot = 0;
@@ -273,6 +274,9 @@ csq_needset_get(struct csq *c, const struct csq_skill_list *l, uint16_t *index)
 		return CSQ_OK;
 	if (l->n > CSQ_USER_NEEDS)
 		return CSQ_ESKILL;
+	sorted = *l; /* by name, for its text (a relaxed set's is not) */
+	qsort(sorted.v, sorted.n, sizeof(sorted.v[0]), skill_entry_cmp);
+	l = &sorted;
 	csq_skills_text(l, text);
 	len = strlen(text);
 	if ((ns = csq_dict_get(c->needset_texts, text, len)) != NULL) {

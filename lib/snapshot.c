@@ -106,6 +106,8 @@ snap_user(void *arg, const char *key, size_t len, void *val)
 	o->has_deadline = csq_deadline_running(&u->deadline);
 	snap_deadline(&u->deadline, &o->deadline, &o->deadline_tie);
 	strcpy(o->needs, csq_needset_text(w->c, u->needs));
+	if (u->state == CSQ_USER_WAITING && u->wait != NULL)
+		o->relax_step = u->wait->relax_step;
 	if (r != NULL) {
 		memcpy(o->servicer, r->servicer->id, r->servicer->idlen + 1);
 		o->room = r->index;
@@ -349,7 +351,7 @@ restore_wait_fits(struct csq *c, const struct csq_snap_user *o,
                   const struct csq_queue *q, struct csq_servicer **pref)
 {
 	struct csq_servicer *s;
-	int i;
+	int i, relax;
 
 	if (o->has_wait > 1 || (o->has_wait && o->clock_tie > c->tie))
 		return -1;
@@ -364,11 +366,17 @@ restore_wait_fits(struct csq *c, const struct csq_snap_user *o,
 		*pref = s;
 		return 0;
 	}
+	/* Relax steps to come, for a user with needs (section 3c). */
+	relax = q->policy != NULL && o->needs[0] != '\0' &&
+	        o->relax_step < q->policy->nrelax;
 	if (!o->has_wait)
-		return csq_policy_has_clocks(q) ? -1 : 0;
+		return csq_policy_has_clocks(q) || relax ? -1 : 0;
+	if (o->relax_step > CSQ_RELAX_STEPS ||
+	    (!relax && !csq_policy_has_clocks(q)))
+		return -1;
 	if (o->prefer[0] != '\0' || o->prefer_s != 0 ||
 	    (o->clock_kind != CSQ_DL_OVERFLOW &&
-	     o->clock_kind != CSQ_DL_AGING) ||
+	     o->clock_kind != CSQ_DL_AGING && o->clock_kind != CSQ_DL_RELAX) ||
 	    !csq_policy_clock_fits(q, o->joined_ms,
 	                           (enum csq_deadline_kind)o->clock_kind,
 	                           o->clock))
@@ -393,6 +401,7 @@ restore_waiting(struct csq *c, struct csq_user *u,
 	w = csq_user_wait(u);
 	w->joined_ms = o->joined_ms;
 	w->prefer_s = o->prefer_s;
+	w->relax_step = o->relax_step;
 	w->clock.node.tag = o->clock_kind;
 	csq_heap_set(&c->deadlines, &w->clock.node, o->clock, o->clock_tie);
 }

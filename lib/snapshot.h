@@ -60,6 +60,7 @@ struct csq_snap_user {
 	uint64_t since_ms; /* the offer's or the assignment's time */
 	uint64_t taken_ms; /* the room's first taking (an accepted offer's) */
 	char needs[CSQ_NEEDS_TEXT_MAX]; /* canonical; "" none */
+	uint32_t relax_step;            /* has_wait: relax steps passed */
 	uint32_t offer_s; /* offered: the offer's length and deadline */
 	uint64_t offer_deadline, offer_deadline_tie;
 	/* waiting with a queue's clocks or a preference window */

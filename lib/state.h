@@ -149,6 +149,7 @@ enum csq_deadline_kind {
 	CSQ_DL_OVERFLOW, /* the user moves to the overflow queue */
 	CSQ_DL_AGING,    /* the user's tier grows (and maybe overflow) */
 	CSQ_DL_PREFER,   /* the preference window runs out */
+	CSQ_DL_RELAX,    /* the user's needs widen (then maybe the rest) */
 	CSQ_DL_KINDS
 };
 
@@ -189,6 +190,7 @@ struct csq_wait {
 	uint64_t joined_ms; /* joined its line: the clocks run from there */
 	struct csq_servicer *prefer; /* preferring: the servicer; else NULL */
 	uint32_t prefer_s;           /* preferring: the window's length */
+	uint32_t relax_step; /* in line: its queue's relax steps passed */
 };
 
 /*
@@ -456,6 +458,13 @@ const struct csq_policy *csq_policy_find(const struct csq *, const char *name,
 uint64_t csq_queue_max_length(const struct csq *, const struct csq_queue *);
 uint32_t csq_queue_service_level(const struct csq_queue *);
 int csq_policy_has_clocks(const struct csq_queue *);
+/* u in its queue's line has a clock: its queue's, or relax steps. */
+int csq_policy_user_clocks(const struct csq_user *);
+/* A waiting u's time to its next relax step; -1 when none comes. */
+int64_t csq_policy_relax_ms(const struct csq_user *, uint64_t now);
+/* u's needs changed in its line: its relax steps from the first, its
+ * clocks armed anew from when it joined. */
+void csq_policy_refresh(struct csq *, struct csq_user *, uint64_t now);
 int csq_policy_clock_fits(const struct csq_queue *, uint64_t joined,
                           enum csq_deadline_kind, uint64_t at);
 /* u joined its line now: joined_ms, and the first step of its clocks. */

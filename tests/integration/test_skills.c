@@ -16,7 +16,12 @@
 #define ESKILL "-ERR invalid skill list"
 #define EUNSUP "-ERR SKILLS and NEEDS need the memory engine"
 
-#define SKILL_CONF "queues = ( { name = \"lv\"; skill_order = \"level\"; } );\n"
+#define SKILL_CONF                                                             \
+	"queues = ( { name = \"lv\"; skill_order = \"level\"; },\n"            \
+	"  { name = \"support\"; overflow_after = 90; overflow_to = \"lv\";\n" \
+	"    relax = ( { after = 30;  drop = \"billing\"; },\n"                \
+	"              { after = 60;  lower = 2; },\n"                         \
+	"              { after = 120; drop = \"*\"; } ); } );\n"
 
 /* skill_order is refused on the Redis engine's configuration. */
 static int
@@ -247,11 +252,98 @@ skills_check_config(void **state)
 	                            "needs engine = \"memory\"") == NULL)
 		fail_msg("csqd -n exit %d:\n%s", rc, out);
 	conf_file(path, sizeof(path),
+	          "engine = \"redis\";\n"
+	          "queues = ( { name = \"a\";\n"
+	          "  relax = ( { after = 5; drop = \"*\"; } ); } );\n");
+	rc = csqd_run(out, sizeof(out), "-n", "-c", path, NULL);
+	if (rc != 78 || strstr(out, "csqd.conf:2: queues: \"a\": relax "
+	                            "needs engine = \"memory\"") == NULL)
+		fail_msg("csqd -n exit %d:\n%s", rc, out);
+	conf_file(
+	    path, sizeof(path),
+	    "queues = ( { name = \"a\"; relax = ( { after = 5; },\n"
+	    "  { after = 9; drop = \"de:2\"; }, { after = 2; lower = 1; },\n"
+	    "  { after = 3; lower = 0; } ); } );\n");
+	rc = csqd_run(out, sizeof(out), "-n", "-c", path, NULL);
+	if (rc != 78 ||
+	    strstr(out, "csqd.conf:1: queues: a relax step needs drop or "
+	                "lower") == NULL ||
+	    strstr(out, "csqd.conf:2: queues: relax drop must be") == NULL ||
+	    strstr(out, "csqd.conf:3: queues: relax lower must be between 1 "
+	                "and 100") == NULL)
+		fail_msg("csqd -n exit %d:\n%s", rc, out);
+	conf_file(path, sizeof(path),
 	          "queues = ( { name = \"a\"; skill_order = \"level\"; },\n"
 	          "  { name = \"b\"; skill_order = \"strategy\"; } );\n");
 	rc = csqd_run(out, sizeof(out), "-n", "-c", path, NULL);
 	if (rc != 0 || strstr(out, "configuration OK") == NULL)
 		fail_msg("csqd -n exit %d:\n%s", rc, out);
+}
+
+/* The id of event ev of user in m, or -1 when there is none. */
+static long long
+event_id_of(const struct msgs *m, const char *ev, const char *user)
+{
+	const char *payload = event_of(m, ev, user);
+	char v[32];
+
+	if (payload == NULL || json_value(payload, "id", v, sizeof(v)) != 0)
+		return -1;
+	return strtoll(v, NULL, 10);
+}
+
+/*
+ * Relaxation on the test clock (DEBUG CLOCK): the steps as deadlines,
+ * relaxed on the user's channel with what went, WHERE's needs and
+ * relax_ms, the place kept, a step that ends in matched; then the
+ * overflow at 90 s, and lv's policy (none) keeps the needs.
+ */
+static void
+skills_relax(void **state)
+{
+	const uint64_t t0 = UINT64_C(2000000000000);
+	struct csqd_fx *fx = *state;
+	redisContext *sub;
+	struct msgs m = {0};
+	const char *ev;
+	redisReply *r;
+
+	if (!memory_engine())
+		skip();
+	CHECK(fx->c, "+OK", "DEBUG CLOCK %llu", (unsigned long long)t0);
+	sub = subscriber(fx->d, "user:u1");
+	r = CMD(fx->c, "HEARTBEAT s1 QUEUES support SKILLS de:3 TTL 3600");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE u0 QUEUE support NEEDS fr TTL 0");
+	freeReplyObject(r);
+	r = CMD(fx->c, "ENQUEUE u1 QUEUE support NEEDS de:5,billing:2 TTL 0");
+	assert_int_equal(FIELD_INT(r, "position"), 2);
+	assert_int_equal(FIELD_INT(r, "relax_ms"), 30000);
+	freeReplyObject(r);
+	CHECK(fx->c, "+OK", "DEBUG CLOCK %llu", (unsigned long long)t0 + 30000);
+	r = CMD(fx->c, "WHERE u1");
+	assert_string_equal(FIELD_STR(r, "needs"), "de:5");
+	assert_int_equal(FIELD_INT(r, "position"), 2);
+	assert_int_equal(FIELD_INT(r, "relax_ms"), 30000);
+	freeReplyObject(r);
+	CHECK(fx->c, "+OK", "DEBUG CLOCK %llu", (unsigned long long)t0 + 60000);
+	WHERE_UNTIL(fx->c, "u1", "room", "s1/0");
+	MSGS_COLLECT(sub, &m);
+	ev = event_of(&m, "relaxed", "u1");
+	assert_non_null(ev);
+	assert_json_str(ev, "dropped", "billing");
+	assert_json_str(ev, "needs", "de:5");
+	assert_true(event_id_of(&m, "matched", "u1") >
+	            event_id_of(&m, "relaxed", "u1"));
+	msgs_free(&m);
+	/* u0 (fr, nobody has it) overflows at 90 s, keeping its needs. */
+	CHECK(fx->c, "+OK", "DEBUG CLOCK %llu", (unsigned long long)t0 + 90000);
+	WHERE_UNTIL(fx->c, "u0", "queue", "lv");
+	r = CMD(fx->c, "WHERE u0");
+	assert_string_equal(FIELD_STR(r, "needs"), "fr:1");
+	assert_null(reply_field(r, "relax_ms"));
+	freeReplyObject(r);
+	redisFree(sub);
 }
 
 int
@@ -266,6 +358,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test(skills_restart),
 	    cmocka_unit_test(skills_check_config),
+	    cmocka_unit_test_setup_teardown(skills_relax, skills_setup,
+	                                    csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

@@ -894,7 +894,8 @@ test_randomized(void **state)
 	assert_int_equal(csq_last_event_id(c), m.last_id);
 	/* And the run made every kind of event it claims to test. */
 	for (i = 0; i < CSQ_EV_TYPES; i++)
-		if (m.seen[i] < seen_min)
+		if (i != CSQ_EV_RELAXED && /* test_skills.c's run makes them */
+		    m.seen[i] < seen_min)
 			fail_msg("only %u %s events", m.seen[i],
 			         csq_event_name((enum csq_event_type)i));
 	csq_free(c);

@@ -32,6 +32,18 @@ test_crc32c(void **state)
  */
 /* The bytes skills added at the end of op's record (its form before
  * skills is the record without them), 0 for none. */
+/* A POLICY's relax steps (the last part of the skills tail). */
+static size_t
+relax_tail(const struct csq_op *op)
+{
+	size_t n = 1;
+	uint32_t i;
+
+	for (i = 0; i < op->policy.nrelax; i++)
+		n += 4 + 1 + 1 + 2 + strlen(op->policy.relax[i].drop);
+	return n;
+}
+
 static size_t
 skills_tail(const struct csq_op *op)
 {
@@ -43,7 +55,7 @@ skills_tail(const struct csq_op *op)
 		return op->transfer.has_needs ? 3 + strlen(op->transfer.needs)
 		                              : 1;
 	case CSQ_OP_POLICY:
-		return op->count > 0 ? 1 : 0;
+		return op->count > 0 ? 1 + relax_tail(op) : 0;
 	default:
 		return 0;
 	}
@@ -54,6 +66,8 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
                   struct csq_record_strings *st, size_t legacy)
 {
 	size_t tail = skills_tail(op);
+	size_t relax =
+	    op->code == CSQ_OP_POLICY && op->count > 0 ? relax_tail(op) : 0;
 	uint8_t buf[CSQ_RECORD_MAX];
 	uint64_t got;
 	uint32_t len;
@@ -74,7 +88,9 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
 		    csq_record_decode(buf + CSQ_RECORD_HEADER, len, back, &got,
 		                      st),
 		    (legacy != 0 && len == legacy) ||
-		            (tail != 0 && len == n - CSQ_RECORD_HEADER - tail)
+		            (tail != 0 &&
+		             len == n - CSQ_RECORD_HEADER - tail) ||
+		            (relax != 0 && len == n - CSQ_RECORD_HEADER - relax)
 		        ? 0
 		        : -1);
 	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
@@ -445,10 +461,10 @@ test_snap_policy_items(void **state)
 	/* A snapshot written before taken_ms: the room was taken at its
 	 * since_ms. */
 	n = csq_record_encode_snap(&it, rec);
-	assert_int_equal(csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
-	                                        n - CSQ_RECORD_HEADER - 8 - 2,
-	                                        &back),
-	                 0);
+	assert_int_equal(
+	    csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
+	                           n - CSQ_RECORD_HEADER - 8 - 2 - 1, &back),
+	    0);
 	assert_int_equal(back.u.user.taken_ms, it.u.user.since_ms);
 
 	memset(&it, 0, sizeof(it));
@@ -545,11 +561,32 @@ test_skills_records(void **state)
 	op.count = 1;
 	strcpy(op.policy.name, "support");
 	op.policy.skill_order = CSQ_SKILL_ORDER_LEVEL;
+	op.policy.nrelax = CSQ_RELAX_STEPS;
+	for (i = 0; i < CSQ_RELAX_STEPS; i++) {
+		op.policy.relax[i].after_s = CSQ_POLICY_SECONDS_MAX - 8 + i;
+		op.policy.relax[i].lower = i % 2 ? CSQ_SKILL_LEVEL_MAX : 0;
+		op.policy.relax[i].drop_all = i == CSQ_RELAX_STEPS - 1;
+		/* The longest drop: 99 bytes. */
+		snprintf(
+		    op.policy.relax[i].drop, sizeof(op.policy.relax[i].drop),
+		    "%s",
+		    i == CSQ_RELAX_STEPS - 1
+		        ? ""
+		        : "a,b,c,d,e,f,g,hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+		          "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+		          "h");
+		assert_int_equal(i == CSQ_RELAX_STEPS - 1 ||
+		                     strlen(op.policy.relax[i].drop) ==
+		                         CSQ_RELAX_DROP_MAX - 1,
+		                 1);
+	}
 	round_trip(&op, 10, &bop, &st);
-	assert_int_equal(bop.policy.skill_order, CSQ_SKILL_ORDER_LEVEL);
+	assert_memory_equal(&bop.policy, &op.policy, sizeof(op.policy));
+	op.policy.nrelax = 0;
+	memset(op.policy.relax, 0, sizeof(op.policy.relax));
 	/* A skill_order no csqd writes is no record. */
 	n = csq_record_encode(&op, 10, rec);
-	rec[n - 1] = 2;
+	rec[n - 2] = 2; /* skill_order, before nrelax */
 	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
 	                                   n - CSQ_RECORD_HEADER, &bop, &got,
 	                                   &st),
@@ -578,6 +615,8 @@ test_skills_records(void **state)
 	strcpy(it.u.user.queue, "q");
 	it.u.user.state = CSQ_USER_WAITING;
 	strcpy(it.u.user.needs, "billing:2,de:1");
+	it.u.user.has_wait = 1;
+	it.u.user.relax_step = CSQ_RELAX_STEPS;
 	snap_round_trip(&it, &back);
 	assert_memory_equal(&back.u.user, &it.u.user, sizeof(it.u.user));
 }

@@ -42,6 +42,8 @@ hbs(struct fixture *f, const char *sid, uint32_t capacity, const char *queue,
 	}
 	a.has_skills = skills != NULL;
 	a.skills = skills;
+	a.has_ttl = 1; /* not lost while the clock runs */
+	a.ttl_s = CSQ_TTL_MAX;
 	st = csq_heartbeat(f->csq, f->now, &a, &info);
 	check(f);
 	return st;
@@ -64,6 +66,7 @@ enqn(struct fixture *f, const char *uid, const char *queue, int tier,
 	a.tier = tier >= 0 ? (uint32_t)tier : 0;
 	a.has_needs = needs != NULL;
 	a.needs = needs;
+	a.has_ttl = 1; /* never gone while the clock runs */
 	st = csq_enqueue(f->csq, f->now, &a, out ? out : &info);
 	check(f);
 	return st;
@@ -392,6 +395,162 @@ test_needset_bound(void **state)
 	assert_int_equal(enqn(f, "later", "q", -1, "", NULL), CSQ_OK);
 }
 
+/* A queue's relax steps, as the issue's example: drop billing at 30 s,
+ * lower every level by 2 at 60 s, need nothing at 120 s. */
+static void
+relax_policy(struct csq_policy *p, const char *name)
+{
+	memset(p, 0, sizeof(*p));
+	strcpy(p->name, name);
+	p->nrelax = 3;
+	p->relax[0].after_s = 30;
+	strcpy(p->relax[0].drop, "billing");
+	p->relax[1].after_s = 60;
+	p->relax[1].lower = 2;
+	p->relax[2].after_s = 120;
+	p->relax[2].drop_all = 1;
+}
+
+static const struct csq_event *
+event_of(struct fixture *f, size_t from, enum csq_event_type type,
+         const char *user)
+{
+	size_t i;
+
+	for (i = from; i < f->nevents; i++)
+		if (f->events[i].type == type &&
+		    strcmp(f->events[i].user, user) == 0)
+			return &f->events[i];
+	return NULL;
+}
+
+/* The steps, each a deadline: the event says what went; the user keeps
+ * its place; a step that lets a free room take it ends in matched. */
+static void
+test_relax_steps(void **state)
+{
+	struct fixture *f = *state;
+	const struct csq_event *ev;
+	struct csq_user_info u;
+	struct csq_policy p;
+	size_t from;
+
+	relax_policy(&p, "q");
+	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_OK);
+	hbs(f, "s1", 1, "q", "de:3");
+	enqn(f, "a", "q", -1, "de:5,billing:2", &u);
+	assert_int_equal(u.relax_ms, 30000);
+	f->now += 1;
+	enqn(f, "b", "q", -1, "fr", NULL);
+	f->now += 1;
+	enqn(f, "c", "q", -1, "zz:9", NULL);
+	where(f, "a", &u);
+	assert_int_equal(u.relax_ms, 29998);
+	assert_int_equal(csq_next_deadline(f->csq), T0 + 30000);
+	f->now = T0 + 30000;
+	from = f->nevents;
+	csq_expire(f->csq, f->now);
+	check(f);
+	assert_string_equal(events_since(f, from), "relaxed");
+	ev = event_of(f, from, CSQ_EV_RELAXED, "a");
+	assert_string_equal(ev->needs, "de:5");
+	assert_string_equal(ev->dropped, "billing");
+	assert_int_equal(ev->lowered, 0);
+	assert_int_equal(ev->position, 1);
+	where(f, "a", &u);
+	assert_string_equal(u.needs, "de:5");
+	assert_int_equal(u.position, 1);
+	assert_int_equal(u.relax_ms, 30000);
+	/* b and c had nothing to drop at 30 s: no event. */
+	f->now = T0 + 60000;
+	from = f->nevents;
+	csq_expire(f->csq, f->now);
+	check(f);
+	/* a at 60 s: de:3, which s1 has: relaxed, then matched. */
+	assert_string_equal(events_since(f, from), "relaxed,matched");
+	f->now = T0 + 60002;
+	csq_expire(f->csq, f->now);
+	check(f);
+	assert_string_equal(events_since(f, from), "relaxed,matched,relaxed");
+	ev = event_of(f, from, CSQ_EV_RELAXED, "a");
+	assert_string_equal(ev->needs, "de:3");
+	assert_string_equal(ev->dropped, "");
+	assert_int_equal(ev->lowered, 2);
+	assert_string_equal(room_of(f, "a"), "s1/0");
+	ev = event_of(f, from, CSQ_EV_RELAXED, "c"); /* fr:1 stays fr:1 */
+	assert_string_equal(ev->needs, "zz:7");
+	assert_null(event_of(f, from, CSQ_EV_RELAXED, "b"));
+	/* Assigned, a keeps the needs in force. */
+	where(f, "a", &u);
+	assert_string_equal(u.needs, "de:3");
+	assert_int_equal(u.relax_ms, -1);
+	/* 120 s: nothing needed; a free room without skills takes them,
+	 * in their order. */
+	hbs(f, "s2", 2, "q", NULL);
+	f->now = T0 + 122000;
+	from = f->nevents;
+	csq_expire(f->csq, f->now);
+	check(f);
+	assert_string_equal(events_since(f, from),
+	                    "relaxed,matched,relaxed,matched");
+	ev = event_of(f, from, CSQ_EV_RELAXED, "b");
+	assert_string_equal(ev->needs, "");
+	assert_string_equal(ev->dropped, "fr");
+	assert_string_equal(room_of(f, "b"), "s2/0");
+	assert_string_equal(room_of(f, "c"), "s2/1");
+}
+
+/* Relaxation and overflow combine: each step and each hop its own
+ * deadline; in the new queue its steps, from the first. */
+static void
+test_relax_and_overflow(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_user_info u;
+	struct csq_policy p[2];
+
+	relax_policy(&p[0], "a");
+	p[0].overflow_after_s = 45;
+	strcpy(p[0].overflow_to, "b");
+	relax_policy(&p[1], "b");
+	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	enqn(f, "u", "a", -1, "billing:4,de:4", NULL);
+	f->now = T0 + 30000;
+	csq_expire(f->csq, f->now);
+	check(f);
+	where(f, "u", &u);
+	assert_string_equal(u.needs, "de:4");
+	f->now = T0 + 45000;
+	csq_expire(f->csq, f->now);
+	check(f);
+	where(f, "u", &u);
+	assert_string_equal(u.queue, "b");
+	assert_string_equal(u.needs, "de:4"); /* kept: none asked again */
+	assert_int_equal(u.relax_ms, 30000);  /* b's first step */
+	f->now = T0 + 45000 + 60000;
+	csq_expire(f->csq, f->now);
+	check(f);
+	where(f, "u", &u);
+	assert_string_equal(u.needs, "de:2");
+	/* A reload measures the new steps from when it joined b. */
+	p[1].relax[2].after_s = 61;
+	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	check(f);
+	csq_expire(f->csq, f->now + 1000);
+	check(f);
+	where(f, "u", &u);
+	assert_string_equal(u.needs, "");
+	/* NEEDS again, when it had no clock left: the steps from the
+	 * first, measured from now. */
+	enqn(f, "u", NULL, -1, "billing:9", &u);
+	assert_string_equal(u.needs, "billing:9");
+	assert_int_equal(u.relax_ms, 30000);
+	csq_expire(f->csq, f->now + 61000);
+	check(f);
+	where(f, "u", &u);
+	assert_string_equal(u.needs, "");
+}
+
 /* The randomized run: skills, needs, transfers, policies and the clock,
  * every invariant after each operation. */
 #define RAND_OPS      20000
@@ -428,7 +587,8 @@ test_randomized(void **state)
 	char sid[16], uid[16], room[32], why[256];
 	uint64_t n64;
 	int op, known, ops = (int)scale_steps(RAND_OPS, RAND_OPS_MIN);
-	unsigned matched_needs = 0;
+	unsigned matched_needs = 0, relaxed = 0;
+	size_t seen = 0;
 
 	for (op = 0; op < ops; op++) {
 		snprintf(sid, sizeof(sid), "s%u", rnd(RAND_SERVICER));
@@ -509,6 +669,20 @@ test_randomized(void **state)
 			strcpy(p[1].name, "q2");
 			p[1].aging_every_s = 1 + rnd(2);
 			p[1].skill_order = rnd(2);
+			if (rnd(2)) {
+				relax_policy(&p[0], "q1");
+				p[0].relax[0].after_s = 1 + rnd(2);
+				p[0].relax[1].after_s = 3;
+				p[0].relax[2].after_s = 4 + rnd(3);
+				p[0].overflow_after_s = rnd(2) ? 0 : 4;
+				strcpy(p[0].overflow_to,
+				       p[0].overflow_after_s ? "q2" : "");
+			}
+			if (rnd(2)) {
+				p[1].nrelax = 1;
+				p[1].relax[0].after_s = 1 + rnd(3);
+				p[1].relax[0].lower = 1 + rnd(4);
+			}
 			if (rnd(10) == 0)
 				assert_int_equal(
 				    csq_set_policies(f->csq, f->now, p, 2),
@@ -517,8 +691,14 @@ test_randomized(void **state)
 		}
 		if (csq_check(f->csq, why, sizeof(why)) != 0)
 			fail_msg("after operation %d: %s", op, why);
+		/* The fixture keeps the first events: count them, then
+		 * forget them. */
+		for (; seen < f->nevents; seen++)
+			relaxed += f->events[seen].type == CSQ_EV_RELAXED;
+		f->nevents = seen = 0;
 	}
 	assert_true(matched_needs > 0);
+	assert_true(relaxed > 0);
 }
 
 int
@@ -539,6 +719,9 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_prefer_needs_skills, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_needset_bound, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_relax_steps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_relax_and_overflow, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
 	};

@@ -87,6 +87,15 @@ random_policies(struct csq *c, uint64_t now)
 		}
 		v[n].aging_every_s = rnd(3);
 		v[n].service_level_s = rnd(3);
+		/* Relaxation (protocol.md 3c): a drop, then a lowering. */
+		v[n].skill_order = rnd(2);
+		if (rnd(2)) {
+			v[n].nrelax = 2;
+			v[n].relax[0].after_s = 1 + rnd(2);
+			strcpy(v[n].relax[0].drop, "billing");
+			v[n].relax[1].after_s = 3;
+			v[n].relax[1].lower = 1 + rnd(2);
+		}
 		n++;
 	}
 	assert_int_equal(csq_set_policies(c, now, v, n), CSQ_OK);
@@ -226,7 +235,7 @@ struct dump {
 /* What the snapshots held, over all rounds: the run did make them. */
 static unsigned seen_offered, seen_wrapup, seen_retry;
 static unsigned seen_clocks, seen_preferring, seen_queues, seen_rings;
-static unsigned seen_skills, seen_needs;
+static unsigned seen_skills, seen_needs, seen_relax;
 
 static void
 dump_item(void *arg, const struct csq_snap_item *it)
@@ -307,13 +316,14 @@ dump_item(void *arg, const struct csq_snap_item *it)
 		seen_clocks += u->has_wait && u->prefer[0] == '\0';
 		seen_preferring += u->has_wait && u->prefer[0] != '\0';
 		snprintf(buf + off, sizeof(buf) - off,
-		         " wait %u %u %llu %llu %llu %s %u needs %s",
+		         " wait %u %u %llu %llu %llu %s %u needs %s %u",
 		         u->has_wait, u->clock_kind,
 		         (unsigned long long)u->joined_ms,
 		         (unsigned long long)u->clock,
 		         (unsigned long long)u->clock_tie, u->prefer,
-		         u->prefer_s, u->needs);
+		         u->prefer_s, u->needs, u->relax_step);
 		seen_needs += u->needs[0] != '\0';
+		seen_relax += u->relax_step > 0;
 		break;
 	case CSQ_SNAP_QUEUE:
 		seen_queues++;
@@ -441,7 +451,7 @@ test_restore_behaves_the_same(void **state)
 	assert_true(seen_offered > 0 && seen_wrapup > 0 && seen_retry > 0);
 	assert_true(seen_clocks > 0 && seen_preferring > 0 && seen_queues > 0 &&
 	            seen_rings > 0);
-	assert_true(seen_skills > 0 && seen_needs > 0);
+	assert_true(seen_skills > 0 && seen_needs > 0 && seen_relax > 0);
 }
 
 /* Items that do not fit are refused, not half applied. */
