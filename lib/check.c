@@ -454,6 +454,13 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 		check_fail(
 		    k, "queue %s counts %" PRIu64 " with needs, lines %" PRIu64,
 		    q->name, q->needs_waiting, inneeds);
+	if (q->needy != NULL && csq_line_len(q->needy) != inneeds)
+		check_fail(k, "queue %s's line of users with needs is off",
+		           q->name);
+	for (i = 0; i < q->nnls; i++)
+		if (csq_line_check(q->nls[i]->line) != 0)
+			check_fail(k, "need-line %u of %s is inconsistent", i,
+			           q->name);
 	for (i = 0; (l = csq_needline_line(q, i)) != NULL; i++)
 		if (csq_line_check(l) != 0)
 			check_fail(k, "line %u of %s is inconsistent", i,

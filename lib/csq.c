@@ -275,6 +275,7 @@ free_servicer(void *arg, const char *key, size_t len, void *val)
 		csq_line_free(s->prefer[i]);
 	csq_navail_unaccount(s); /* out of the need-lines' heaps */
 	csq_navail_free(s);
+	csq_servicer_sat_free(s);
 	free(s->rooms);
 	free(s);
 }

@@ -197,6 +197,8 @@ csq_needline_free_queue(struct csq *c, struct csq_queue *q)
 {
 	while (q->nnls > 0)
 		csq_needline_free(c, q->nls[q->nnls - 1]);
+	csq_line_free(q->needy);
+	q->needy = NULL;
 	free(q->nls);
 	q->nls = NULL;
 	q->capnls = 0;
@@ -217,52 +219,53 @@ csq_needline_of(struct csq *c, struct csq_user *u, int create)
 	return nl->line;
 }
 
-/* Users before key in q's lines other than own. */
+/*
+ * A user's position: its rank among the users without needs (q->line)
+ * or with needs (q->needy), plus the users before its key in the other
+ * of the two: two descents, however many need-lines.
+ */
 static uint64_t
-others_below(const struct csq_queue *q, const struct csq_line *own,
-             uint64_t key)
+position_of(const struct csq_queue *q, const struct csq_user *u, uint64_t rank)
 {
-	uint64_t n = 0;
-	uint32_t i;
-
-	if (own != q->line)
-		n += csq_line_count_below(q->line, key);
-	for (i = 0; i < q->nnls; i++)
-		if (q->nls[i]->line != own)
-			n += csq_line_count_below(q->nls[i]->line, key);
-	return n;
+	if (u->needs != 0)
+		return rank + csq_line_count_below(q->line, u->key);
+	return q->needy != NULL ? rank + csq_line_count_below(q->needy, u->key)
+	                        : rank;
 }
 
 uint64_t
 csq_needline_enter(struct csq *c, struct csq_user *u)
 {
+	struct csq_queue *q = u->queue;
 	struct csq_line *l = csq_needline_of(c, u, 1);
 	uint64_t rank = csq_line_insert_rank(l, u->key, u);
 
-	if (u->needs != 0)
-		u->queue->needs_waiting++;
-	if (u->queue->nnls == 0)
-		return rank;
-	return rank + others_below(u->queue, l, u->key);
+	if (u->needs == 0)
+		return position_of(q, u, rank);
+	if (q->needy == NULL)
+		q->needy = csq_line_new(c->seed ^ UINT64_C(0x5bd1e995));
+	q->needs_waiting++;
+	return position_of(q, u, csq_line_insert_rank(q->needy, u->key, u));
 }
 
 void
 csq_needline_leave(struct csq *c, struct csq_user *u)
 {
 	csq_line_remove(csq_needline_of(c, u, 0), u->key);
-	if (u->needs != 0)
-		u->queue->needs_waiting--;
+	if (u->needs == 0)
+		return;
+	csq_line_remove(u->queue->needy, u->key);
+	u->queue->needs_waiting--;
 }
 
 uint64_t
 csq_needline_position(const struct csq_user *u)
 {
-	struct csq_line *l = csq_needline_of(NULL, (struct csq_user *)u, 0);
+	const struct csq_queue *q = u->queue;
+	struct csq_line *l = u->needs != 0 ? q->needy : q->line;
 	uint64_t rank = l != NULL ? csq_line_rank(l, u->key) : 0;
 
-	if (rank == 0 || u->queue->nnls == 0)
-		return rank;
-	return rank + others_below(u->queue, l, u->key);
+	return rank != 0 ? position_of(q, u, rank) : 0;
 }
 
 int
@@ -302,7 +305,7 @@ csq_needline_line(const struct csq_queue *q, uint32_t i)
 {
 	if (i == 0)
 		return q->line;
-	return i - 1 < q->nnls ? q->nls[i - 1]->line : NULL;
+	return i == 1 ? q->needy : NULL;
 }
 
 /* Keys at or below key, in every line of q. */
@@ -320,19 +323,19 @@ count_upto(const struct csq_queue *q, uint64_t key)
 
 /*
  * The page from offset: the key of the user at offset is the least key
- * with more than offset keys at or below it (a search over the keys,
- * O(64 k log n)); from there, the lines' cursors merged, O(k) a user.
+ * with more than offset keys at or below it in q->line and q->needy (a
+ * search over the keys, O(64 log n)); from there the two merged.
  */
 void
 csq_needline_range(const struct csq_queue *q, uint64_t offset, uint32_t count,
                    void (*fn)(void *, const struct csq_user *), void *arg)
 {
-	struct csq_line_node *cur[CSQ_NEEDSETS_MAX + 1];
+	struct csq_line_node *cur[2];
 	struct csq_line_node *node;
 	uint64_t lo = 0, hi = UINT64_MAX >> 1, mid;
-	uint32_t i, nl = q->nnls + 1, best;
+	uint32_t i, nl = 2, best;
 
-	if (q->nnls == 0) {
+	if (q->needy == NULL || csq_line_len(q->needy) == 0) {
 		for (node = csq_line_nth(q->line, offset);
 		     node != NULL && count > 0; node = csq_line_next(node)) {
 			fn(arg, csq_line_node_value(node));

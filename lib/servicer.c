@@ -191,6 +191,7 @@ csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
 	ev.reason = reason;
 	csq_emit(c, &ev);
 	csq_servicer_skills_free(c, s);
+	csq_servicer_sat_free(s);
 	csq_navail_free(s);
 	free(s->rooms);
 	free(s);

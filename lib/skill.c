@@ -98,17 +98,36 @@ csq_skills_parse(const char *s, uint32_t max, struct csq_skill_list *out)
 	return CSQ_OK;
 }
 
+/* "name:level" at out; returns the bytes written (no NUL). Hot: every
+ * ENQUEUE with NEEDS writes its need-set's text, so no printf. */
+static size_t
+skill_entry_text(char *out, const char *name, size_t len, uint32_t level)
+{
+	size_t n = len;
+
+	memcpy(out, name, len);
+	out[n++] = ':';
+	if (level >= 100)
+		out[n++] = (char)('0' + level / 100);
+	if (level >= 10)
+		out[n++] = (char)('0' + level / 10 % 10);
+	out[n++] = (char)('0' + level % 10);
+	return n;
+}
+
 void
 csq_skills_text(const struct csq_skill_list *l, char out[CSQ_SKILLS_TEXT_MAX])
 {
 	size_t off = 0;
 	uint32_t i;
 
-	out[0] = '\0';
-	for (i = 0; i < l->n; i++)
-		off += (size_t)snprintf(out + off, CSQ_SKILLS_TEXT_MAX - off,
-		                        "%s%s:%u", i > 0 ? "," : "",
-		                        l->v[i].name, l->v[i].level);
+	for (i = 0; i < l->n; i++) {
+		if (i > 0)
+			out[off++] = ',';
+		off += skill_entry_text(out + off, l->v[i].name,
+		                        strlen(l->v[i].name), l->v[i].level);
+	}
+	out[off] = '\0';
 }
 
 void
@@ -179,6 +198,13 @@ csq_servicer_skills_free(struct csq *c, struct csq_servicer *s)
 	s->nskills = 0;
 }
 
+void
+csq_servicer_sat_free(struct csq_servicer *s)
+{
+	free(s->sat);
+	s->sat = NULL;
+}
+
 /* Between unaccount and account: the need-lines' heaps follow. */
 void
 csq_servicer_set_skills(struct csq *c, struct csq_servicer *s,
@@ -190,6 +216,10 @@ csq_servicer_set_skills(struct csq *c, struct csq_servicer *s,
 	csq_servicer_skills_free(c, s);
 	memcpy(s->skills, v, n * sizeof(v[0]));
 	s->nskills = n;
+	if (n > 0 && s->sat == NULL)
+		s->sat = csq_xcalloc(CSQ_NEEDSETS_MAX + 1, sizeof(*s->sat));
+	else if (s->sat != NULL) /* what it may take is to learn again */
+		memset(s->sat, 0, (CSQ_NEEDSETS_MAX + 1) * sizeof(*s->sat));
 }
 
 static int
@@ -210,11 +240,14 @@ skills_text(const struct csq_skill *v, uint32_t n, char *out, size_t cap)
 
 	memcpy(sorted, v, n * sizeof(*v));
 	qsort(sorted, n, sizeof(*sorted), skill_name_cmp);
-	out[0] = '\0';
-	for (i = 0; i < n; i++)
-		off += (size_t)snprintf(out + off, cap - off, "%s%s:%u",
-		                        i > 0 ? "," : "", sorted[i].name->name,
-		                        sorted[i].level);
+	(void)cap; /* CSQ_SKILLS_TEXT_MAX holds 32 of the longest */
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			out[off++] = ',';
+		off += skill_entry_text(out + off, sorted[i].name->name,
+		                        sorted[i].name->len, sorted[i].level);
+	}
+	out[off] = '\0';
 }
 
 void
@@ -224,9 +257,30 @@ csq_servicer_skills_text(const struct csq_servicer *s,
 	skills_text(s->skills, s->nskills, out, CSQ_SKILLS_TEXT_MAX);
 }
 
+static int skills_merge(const struct csq_servicer *, const struct csq_needset *,
+                        uint32_t *sum);
+
+/* The answer of the merge below, remembered per need-set while the
+ * servicer's skills and the need-set stay (a match asks it for every
+ * need-line of its queues, twice). */
 int
 csq_skills_satisfy(const struct csq_servicer *s, const struct csq_needset *n,
                    uint32_t *sum)
+{
+	uint32_t *memo = s->sat != NULL ? &s->sat[n->index] : NULL;
+	int ok;
+
+	if (sum == NULL && memo != NULL && *memo >> 1 == n->gen)
+		return (int)(*memo & 1);
+	ok = skills_merge(s, n, sum);
+	if (memo != NULL)
+		*memo = n->gen << 1 | (uint32_t)ok;
+	return ok;
+}
+
+static int
+skills_merge(const struct csq_servicer *s, const struct csq_needset *n,
+             uint32_t *sum)
 {
 	uint32_t i = 0, j = 0, total = 0;
 
@@ -296,6 +350,11 @@ csq_needset_get(struct csq *c, const struct csq_skill_list *l, uint16_t *index)
 		return CSQ_ENEEDSETS;
 	ns = csq_xcalloc(1, sizeof(*ns));
 	ns->index = (uint16_t)slot;
+	/* 31 bits, never 0 (an empty memo): a wrap after 2^31 need-sets
+	 * made starts again at 1, and a memo that old is long gone. */
+	if (++c->needset_gen >= UINT32_C(1) << 31)
+		c->needset_gen = 1;
+	ns->gen = c->needset_gen;
 	ns->n = skills_intern(c, l, ns->v);
 	ns->textlen = len;
 	memcpy(ns->text, text, len + 1);

@@ -75,6 +75,7 @@ struct csq_needline;
  */
 struct csq_needset {
 	uint32_t refs;
+	uint32_t gen; /* c->needset_gen when made: names it in caches */
 	uint16_t index;
 	uint32_t n;
 	struct csq_skill v[CSQ_USER_NEEDS];
@@ -113,6 +114,9 @@ struct csq_queue {
 	struct csq_line *line;
 	struct csq_needline **nls;
 	uint32_t nnls, capnls;
+	/* Every user of the need-lines again, in service order: for
+	 * positions and pages in O(log n) (NULL until the first). */
+	struct csq_line *needy;
 	uint64_t needs_waiting; /* users in the need-lines */
 	/* Ready servicers with a free room that serve this queue, outside
 	 * their retry windows, ordered by the queue's strategy (servicer.c,
@@ -269,6 +273,9 @@ struct csq_servicer {
 	struct csq_skill skills[CSQ_SERVICER_SKILLS];
 	struct csq_navail **nav;
 	uint32_t nnav, capnav;
+	/* What csq_skills_satisfy found for need-set i: gen << 1 | may
+	 * take, for the need-set of that gen (NULL without skills). */
+	uint32_t *sat;
 	uint64_t last_order; /* event order of login or last new user */
 	uint64_t last_ms;    /* its time, for idle_ms */
 	struct csq_deadline deadline; /* TTL */
@@ -296,6 +303,7 @@ struct csq {
 	struct csq_dict *skill_names;
 	struct csq_needset *needsets[CSQ_NEEDSETS_MAX + 1];
 	struct csq_dict *needset_texts; /* canonical text -> set */
+	uint32_t needset_gen;           /* the last need-set's gen */
 	/* The queue policies, sorted by name (policy.c). */
 	struct csq_policy *policies;
 	size_t npolicies;
@@ -508,6 +516,7 @@ void csq_skills_free(struct csq *);
 void csq_servicer_set_skills(struct csq *, struct csq_servicer *,
                              const struct csq_skill_list *);
 void csq_servicer_skills_free(struct csq *, struct csq_servicer *);
+void csq_servicer_sat_free(struct csq_servicer *); /* s is going */
 /* 1 when s has every need of n at its level; *sum (may be NULL) gets the
  * sum of s's levels on them. */
 int csq_skills_satisfy(const struct csq_servicer *, const struct csq_needset *,
@@ -543,7 +552,8 @@ int csq_needline_servable(const struct csq_servicer *,
 int csq_needline_has_key(const struct csq_queue *, uint64_t key);
 /* The users in q's lines (without those held for a servicer). */
 uint64_t csq_needline_count(const struct csq_queue *);
-/* Line i of q: 0 its own, then its need-lines; NULL past the last. */
+/* Line i of q: 0 its users without needs, 1 those with (NULL when
+ * none yet), NULL past them: every user of q's lines once. */
 struct csq_line *csq_needline_line(const struct csq_queue *, uint32_t i);
 /* Frees q's need-lines (q is going). */
 void csq_needline_free_queue(struct csq *, struct csq_queue *);
