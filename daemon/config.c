@@ -203,6 +203,7 @@ static const struct config_key config_keys[] = {
     KEY_STR("redis.master", redis_master, "", NULL),
     KEY_INT("redis.wait_replicas", CONFIG_F_I64, redis_wait_replicas, 0,
             CONFIG_REPLICAS_MAX, 0),
+    KEY_BOOL("redis.module", redis_module, 0),
     KEY_INT("redis.wait_timeout_ms", CONFIG_F_I64, redis_wait_timeout_ms, 1,
             CONFIG_WAIT_TIMEOUT_MAX, 1000),
     KEY_STR("http.listen", http_listen, "127.0.0.1:7879", config_check_http),

@@ -93,6 +93,9 @@ struct config {
 	 * this long; 0 replicas: no WAIT. */
 	int64_t redis_wait_replicas;
 	int64_t redis_wait_timeout_ms;
+	/* Calls go to csq.so, the Redis module, instead of the Lua script
+	 * (daemon/module/). */
+	int redis_module;
 	char http_listen[CONFIG_STR_MAX]; /* "" = off */
 	int http_tls; /* the HTTP endpoint over TLS, with tls's certificate */
 	/* TLS (protocol-v2 section 10): the same protocol on tls_listen. */

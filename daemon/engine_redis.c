@@ -46,7 +46,9 @@ redis_engine_update_up(struct redis_engine *r)
 	{
 		struct log_kv kv[] = {
 		    LOG_STR("addr", r->addr),
-		    LOG_STR("calls", r->fn ? "FCALL" : "EVALSHA"),
+		    LOG_STR("calls", r->module ? "MODULE"
+		                     : r->fn   ? "FCALL"
+		                               : "EVALSHA"),
 		};
 
 		if (up)
@@ -318,6 +320,9 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	         cfg->redis_prefix);
 	snprintf(r->channel, sizeof(r->channel), "{%s}:events",
 	         cfg->redis_prefix);
+	snprintf(r->state_key, sizeof(r->state_key), "{%s}:state",
+	         cfg->redis_prefix);
+	r->module = cfg->redis_module;
 	engine_sentinels(r, cfg);
 	r->wait_replicas = cfg->redis_wait_replicas;
 	r->wait_timeout_ms = cfg->redis_wait_timeout_ms;

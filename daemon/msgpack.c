@@ -151,3 +151,76 @@ msgpack_fact_value(struct msgpack_in *in, struct csq_fact_value *v)
 	}
 	return -1;
 }
+
+/* The writer: the smallest form of each value, as cmsgpack writes it. */
+static void
+msgpack_head(struct csq_wbuf *w, unsigned char t, uint64_t v, int n)
+{
+	int i;
+
+	csq_put_uint(w, t, 1);
+	for (i = n - 1; i >= 0; i--)
+		csq_put_uint(w, (uint8_t)(v >> (8 * i)), 1);
+}
+
+void
+msgpack_put_int(struct csq_wbuf *w, int64_t v)
+{
+	uint64_t u = (uint64_t)v;
+
+	if (v < 0 && v >= -32)
+		csq_put_uint(w, (uint8_t)v, 1);
+	else if (v < 0)
+		msgpack_head(w, MP_INT8 + 3, u, 8);
+	else if (u <= MP_POSFIXINT_MAX)
+		csq_put_uint(w, u, 1);
+	else if (u <= UINT8_MAX)
+		msgpack_head(w, MP_UINT8, u, 1);
+	else if (u <= UINT16_MAX)
+		msgpack_head(w, MP_UINT8 + 1, u, 2);
+	else if (u <= UINT32_MAX)
+		msgpack_head(w, MP_UINT8 + 2, u, 4);
+	else
+		msgpack_head(w, MP_UINT8 + 3, u, 8);
+}
+
+void
+msgpack_put_str(struct csq_wbuf *w, const char *s, size_t len)
+{
+	if (len <= 31)
+		csq_put_uint(w, MP_FIXSTR | len, 1);
+	else if (len <= UINT8_MAX)
+		msgpack_head(w, MP_STR8, len, 1);
+	else if (len <= UINT16_MAX)
+		msgpack_head(w, MP_STR8 + 1, len, 2);
+	else
+		msgpack_head(w, MP_STR8 + 2, len, 4);
+	csq_put_bytes(w, s, len);
+}
+
+void
+msgpack_put_array(struct csq_wbuf *w, uint32_t n)
+{
+	if (n <= 15)
+		csq_put_uint(w, MP_FIXARRAY | n, 1);
+	else if (n <= UINT16_MAX)
+		msgpack_head(w, MP_ARRAY16, n, 2);
+	else
+		msgpack_head(w, MP_ARRAY32, n, 4);
+}
+
+void
+msgpack_put_fact_value(struct csq_wbuf *w, const struct csq_fact_value *v)
+{
+	switch (v->type) {
+	case CSQ_FACT_INT:
+		msgpack_put_int(w, v->n);
+		break;
+	case CSQ_FACT_STR:
+		msgpack_put_str(w, v->s, v->len);
+		break;
+	default:
+		csq_put_uint(w, MP_NIL, 1);
+		break;
+	}
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "event_fact.h"
+#include "wire.h"
 
 /* The bytes still to read; every reader moves p past what it read, and
  * leaves it where it was on an error. */
@@ -26,5 +27,12 @@ int msgpack_array(struct msgpack_in *, uint32_t *n);
 /* The next value as a fact's field: an integer, a string, or absent for
  * nil and false. -1 for anything else. */
 int msgpack_fact_value(struct msgpack_in *, struct csq_fact_value *);
+
+/* The writer (the Redis module's events): each value in its smallest
+ * form; an absent fact field is nil. */
+void msgpack_put_int(struct csq_wbuf *, int64_t);
+void msgpack_put_str(struct csq_wbuf *, const char *, size_t);
+void msgpack_put_array(struct csq_wbuf *, uint32_t n);
+void msgpack_put_fact_value(struct csq_wbuf *, const struct csq_fact_value *);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "debug_clock.h"
 #include "log.h"
+#include "record.h"
 #include "redis_scripts.h"
 #include "util.h"
 
@@ -31,6 +32,7 @@
 #define BATCH_LIMITS 10
 
 static void batch_write(struct redis_batch *);
+static void batch_reply_cb(redisAsyncContext *, void *, void *);
 static void batch_wait(struct redis_batch *);
 
 /* Sends the next batch at the end of this loop turn, when it may go. */
@@ -223,12 +225,86 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		redis_subscription_reply(r, reply->element[4]);
 		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
 			TAILQ_REMOVE(&b->calls, k, entry);
-			redis_reply_call(k, redis_reply_op(reply, &i, &view),
-			                 (uint64_t)last);
+			if (b->how == HOW_MODULE)
+				redis_reply_module(k, reply, i++,
+				                   (uint64_t)last);
+			else
+				redis_reply_call(
+				    k, redis_reply_op(reply, &i, &view),
+				    (uint64_t)last);
 		}
 		free(b);
 	}
 	redis_batch_schedule(r);
+}
+
+/* Writes b's call, argc arguments (hiredis copies them into its output
+ * buffer at once); a link that is going fails it, and what waits. */
+static void
+batch_command(struct redis_batch *b, int argc, const char **argv,
+              const size_t *argvlen)
+{
+	struct redis_engine *r = b->r;
+	int rc = r->cmd.ac == NULL
+	             ? REDIS_ERR
+	             : redisAsyncCommandArgv(r->cmd.ac, batch_reply_cb, b, argc,
+	                                     argv, argvlen);
+
+	if (rc != REDIS_OK) {
+		r->inflight--;
+		batch_fail(b, CSQ_ETRYAGAIN);
+		redis_batch_fail_pending(r);
+		return;
+	}
+	batch_wait(b);
+}
+
+/*
+ * CSQ.CALL <state key> <limits> <time> <op>...: the limits as a LIMITS
+ * record, the time empty (the module's) or a test's clock, and each
+ * operation as its record (redis_call_record); the health check, which
+ * has none, as the limits again (the module answers it with nothing).
+ */
+static void
+batch_write_module(struct redis_batch *b)
+{
+	struct redis_engine *r = b->r;
+	uint8_t limits[CSQ_RECORD_MAX];
+	size_t *argvlen, limits_len;
+	char now[24];
+	const char **argv;
+	struct redis_call *k;
+	struct csq_op op;
+	int argc = 0;
+
+	argv = csq_xmalloc((size_t)(b->ncalls + 4) * sizeof(*argv));
+	argvlen = csq_xmalloc((size_t)(b->ncalls + 4) * sizeof(*argvlen));
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_LIMITS;
+	op.limits = r->limits;
+	limits_len = csq_record_encode(&op, 0, limits);
+	now[0] = '\0';
+#ifdef CSQ_TEST_CLOCK
+	if (debug_clock_ms() != 0)
+		snprintf(now, sizeof(now), "%llu",
+		         (unsigned long long)debug_clock_ms());
+#endif
+	argv[argc] = "CSQ.CALL", argvlen[argc++] = 8;
+	argv[argc] = r->state_key, argvlen[argc++] = strlen(r->state_key);
+	argv[argc] = (const char *)limits, argvlen[argc++] = limits_len;
+	argv[argc] = now, argvlen[argc++] = strlen(now);
+	TAILQ_FOREACH(k, &b->calls, entry) {
+		if (k->argc > 0) {
+			argv[argc] = k->argv[0];
+			argvlen[argc++] = k->argvlen[0];
+		} else { /* the health check */
+			argv[argc] = (const char *)limits;
+			argvlen[argc++] = limits_len;
+		}
+	}
+	batch_command(b, argc, argv, argvlen);
+	free(argv);
+	free(argvlen);
 }
 
 /* Sends b as b->how says, with the limits and b's operations. */
@@ -240,7 +316,7 @@ batch_write(struct redis_batch *b)
 	const char **argv;
 	size_t *argvlen;
 	struct redis_call *k;
-	int argc = 0, n = 5 + BATCH_LIMITS, i, j = 0, rc;
+	int argc = 0, n = 5 + BATCH_LIMITS, i, j = 0;
 
 	TAILQ_FOREACH(k, &b->calls, entry)
 		n += 2 + k->argc;
@@ -261,6 +337,12 @@ batch_write(struct redis_batch *b)
 		ARG("EVAL", 4);
 		ARG(redis_lua_source, strlen(redis_lua_source));
 		break;
+	case HOW_MODULE:
+		free(argv);
+		free(argvlen);
+		free(counts);
+		batch_write_module(b);
+		return;
 	}
 	ARG("1", 1);
 	ARG(r->stats_key, strlen(r->stats_key));
@@ -298,22 +380,10 @@ batch_write(struct redis_batch *b)
 			ARG(k->argv[i], k->argvlen[i]);
 	}
 #undef ARG
-	/* hiredis copies the command into its output buffer at once. */
-	rc = r->cmd.ac == NULL
-	         ? REDIS_ERR
-	         : redisAsyncCommandArgv(r->cmd.ac, batch_reply_cb, b, argc,
-	                                 argv, argvlen);
+	batch_command(b, argc, argv, argvlen);
 	free(argv);
 	free(argvlen);
 	free(counts);
-	if (rc != REDIS_OK) {
-		r->inflight--;
-		batch_fail(b, CSQ_ETRYAGAIN);
-		/* The connection is going: so is what waits to be sent. */
-		redis_batch_fail_pending(r);
-		return;
-	}
-	batch_wait(b);
 }
 
 /* Sends up to BATCH_MAX pending operations as one script call, a
@@ -329,7 +399,7 @@ batch_send(struct redis_engine *r)
 		return;
 	b = csq_xcalloc(1, sizeof(*b));
 	b->r = r;
-	b->how = r->fn ? HOW_FCALL : HOW_EVALSHA;
+	b->how = r->module ? HOW_MODULE : r->fn ? HOW_FCALL : HOW_EVALSHA;
 	b->sub_gen = r->sub.ready ? r->sub_gen : 0;
 	TAILQ_INIT(&b->calls);
 	while ((k = TAILQ_FIRST(&r->pending)) != NULL) {

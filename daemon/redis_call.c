@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record.h"
 #include "util.h"
 
 #define PARK_TIMEOUT_MS  2000 /* longest a reply waits for its events */
@@ -29,6 +30,7 @@ call_free(struct redis_call *k)
 	free(k->queues);
 	free(k->rooms);
 	free(k->qstats);
+	free(k->owned);
 	free(k);
 }
 
@@ -215,6 +217,15 @@ args_enqueue(struct redis_call *k, const struct csq_enqueue_args *a)
 	args_prefer(k, &a->prefer);
 }
 
+/* op as one argument, its record (lib/record.h): csq.so's form. */
+void
+redis_call_record(struct redis_call *k, const struct csq_op *op)
+{
+	uint8_t rec[CSQ_RECORD_MAX];
+
+	arg_str(k, (const char *)rec, csq_record_encode(op, 0, rec));
+}
+
 /* The script of an operation and its arguments; -1 for none. */
 int
 redis_call_build(struct redis_engine *r, const struct csq_op *op,
@@ -242,6 +253,13 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 	if (op->code == CSQ_OP_LIMITS || op->code == CSQ_OP_REARM)
 		return -1;
 	k = redis_call_new(r, names[op->code], op->code, cb, arg);
+	if (r->module) {
+		/* The module takes the operation as its journal record; the
+		 * time is the module's. */
+		redis_call_record(k, op);
+		*out = k;
+		return 0;
+	}
 	switch (op->code) {
 	case CSQ_OP_HEARTBEAT:
 		args_heartbeat(k, &op->heartbeat);

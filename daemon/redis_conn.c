@@ -17,6 +17,7 @@
 #include "log.h"
 #include "redis_event.h"
 #include "redis_scripts.h"
+#include "result.h"
 
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  2000
@@ -263,6 +264,44 @@ handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
 }
 
 /*
+ * The module's handshake (redis.module): CSQ.VERSION names csq.so and the
+ * version of the calls it takes. A Redis without the module, or with one
+ * of other calls, is an error of the configuration, logged as one each
+ * time the link is tried (once per outage), and the engine stays down.
+ */
+static void
+handshake_module_cb(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct redis_conn *c = ac->data;
+	redisReply *reply = reply_;
+	char why[256];
+
+	(void)priv;
+	if (c == NULL || reply == NULL)
+		return;
+	if (reply->type == REDIS_REPLY_ERROR) {
+		snprintf(why, sizeof(why),
+		         "CSQ.VERSION: %s: the csq module is not loaded in "
+		         "redis-server (add `loadmodule %s` to redis.conf, "
+		         "docs/operations.md)",
+		         reply->str, CSQ_MODULE_PATH);
+	} else if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
+	           reply->element[2]->type != REDIS_REPLY_INTEGER ||
+	           reply->element[2]->integer != CSQ_MODULE_CALLS) {
+		snprintf(why, sizeof(why),
+		         "CSQ.VERSION: the csq module in redis-server takes "
+		         "calls of another version than this csqd's (%d): "
+		         "install csqd and csq.so of one version",
+		         CSQ_MODULE_CALLS);
+	} else {
+		redis_conn_ready(c);
+		return;
+	}
+	redis_conn_failed(c, why);
+	redisAsyncDisconnect(ac);
+}
+
+/*
  * The address of the host to try this time. hiredis connects to the first
  * address a name resolves to and gives up if it refuses ("localhost" may
  * be ::1 first while Redis listens on 127.0.0.1), so each attempt takes
@@ -348,8 +387,11 @@ redis_conn_start(struct redis_conn *c)
 	if (r->db != 0)
 		redisAsyncCommand(ac, handshake_select_cb, NULL, "SELECT %lld",
 		                  (long long)r->db);
-	redisAsyncCommand(ac, handshake_load_cb, NULL, "SCRIPT LOAD %s",
-	                  redis_lua_source);
+	if (r->module)
+		redisAsyncCommand(ac, handshake_module_cb, NULL, "CSQ.VERSION");
+	else
+		redisAsyncCommand(ac, handshake_load_cb, NULL, "SCRIPT LOAD %s",
+		                  redis_lua_source);
 }
 
 void

@@ -21,7 +21,7 @@
 #include "metrics.h"
 
 #define CALL_ARGS  48 /* HEARTBEAT: 10 and up to 32 queues */
-#define CALL_STORE 4096
+#define CALL_STORE 4200 /* a journal record (CSQ_RECORD_MAX) fits */
 #define ECHO_MAX   64 /* messages taken from replies, not yet echoed */
 
 struct redis_engine;
@@ -59,6 +59,7 @@ struct redis_call {
 	struct csq_queue_info *queues;
 	struct csq_room_info *rooms;
 	struct csq_queue_stats *qstats;
+	void *owned; /* the module's answer's array */
 	uint64_t wait_event; /* the last event id of the script */
 	uint64_t parked_ms;
 	TAILQ_ENTRY(redis_call) order; /* in redis_engine.order */
@@ -73,7 +74,8 @@ TAILQ_HEAD(redis_call_list, redis_call);
 enum batch_how {
 	HOW_FCALL,   /* the function, when loaded (redis_engine.fn) */
 	HOW_EVALSHA, /* the script, by the hash that SCRIPT LOAD gave */
-	HOW_EVAL     /* the script's source, after a NOSCRIPT */
+	HOW_EVAL,    /* the script's source, after a NOSCRIPT */
+	HOW_MODULE   /* CSQ.CALL of csq.so, the Redis module (redis.module) */
 };
 
 /* The operations of one script call, in the order they were sent. */
@@ -109,6 +111,8 @@ struct redis_engine {
 	int up;             /* both connections ready */
 	char sha[41];       /* of redis_lua_source */
 	int fn;             /* redis_lua_library is loaded: calls are FCALLs */
+	int module;         /* redis.module: calls are CSQ.CALLs of csq.so */
+	char state_key[CONFIG_STR_MAX + 16]; /* the module's: "{prefix}:state" */
 	char fn_error[128]; /* FUNCTION LOAD's last error, as logged */
 
 	struct redis_call_list pending; /* not sent yet */
@@ -230,6 +234,7 @@ void redis_sentinel_ask(struct redis_engine *, const char *why);
 struct redis_call *redis_call_new(struct redis_engine *, const char *name,
                                   enum csq_opcode, csq_engine_cb *, void *arg);
 /* The script of an operation and its arguments; -1 for none. */
+void redis_call_record(struct redis_call *, const struct csq_op *);
 int redis_call_build(struct redis_engine *, const struct csq_op *,
                      csq_engine_cb *, void *arg, struct redis_call **out);
 /* Queues k for the next batch. */
@@ -253,6 +258,9 @@ int64_t redis_reply_header(struct redis_engine *, const redisReply *);
 const redisReply *redis_reply_op(const redisReply *, size_t *i,
                                  redisReply *view);
 void redis_reply_call(struct redis_call *, const redisReply *, uint64_t last);
+/* The module's answer to k, element i of the call's reply (result.h). */
+void redis_reply_module(struct redis_call *k, const redisReply *reply,
+                        size_t i, uint64_t last);
 void redis_reply_log_error(struct redis_engine *, const char *what);
 void redis_reply_log_flush(struct redis_engine *);
 

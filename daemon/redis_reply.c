@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "result.h"
 #include "util.h"
 
 #define ERROR_LOG_MS 1000 /* at most one error line per second */
@@ -510,6 +511,24 @@ redis_reply_call(struct redis_call *k, const redisReply *a, uint64_t last)
 	k->res.event_id = last;
 	if (k->res.status == CSQ_OK && parse_data(k, a) != 0) {
 		log_warnx("engine redis: a reply of %s has an unexpected shape",
+		          k->name);
+		redis_call_fail(k, CSQ_EUNSURE);
+		return;
+	}
+	redis_call_ready(k, last);
+}
+
+void
+redis_reply_module(struct redis_call *k, const redisReply *reply, size_t i,
+                   uint64_t last)
+{
+	const redisReply *a = i < reply->elements ? reply->element[i] : NULL;
+
+	if (a == NULL || a->type != REDIS_REPLY_STRING ||
+	    csq_result_decode(k->code, (const uint8_t *)a->str, a->len, &k->res,
+	                      &k->owned) != 0) {
+		log_warnx("engine redis: an answer of the module to %s has an "
+		          "unexpected shape",
 		          k->name);
 		redis_call_fail(k, CSQ_EUNSURE);
 		return;

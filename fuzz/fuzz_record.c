@@ -9,14 +9,17 @@
  * the checksum keeps out damage, not records that csqd never wrote.
  *
  * The input is records as the journal frames them (u32 length, u32
- * checksum, payload), the checksum ignored.
+ * checksum, payload), the checksum ignored. Each payload is also read as
+ * the Redis module's answer to each operation (check_results).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
 #include "fuzz.h"
 #include "record.h"
+#include "result.h"
 
 #define FUZZ_CHECK_MAX 256
 
@@ -64,6 +67,34 @@ check_round_trip(const struct csq_op *op, uint64_t now)
 		          (int)op->code);
 }
 
+/*
+ * The same bytes as the Redis module's answer to an operation of each
+ * code (lib/result.h), as csqd reads it: what decodes encodes to the very
+ * same bytes, and nothing is read past the end (ASan).
+ */
+static void
+check_results(const uint8_t *p, size_t len)
+{
+	struct csq_wbuf w = {0};
+	struct csq_result res;
+	void *owned;
+	int code;
+
+	for (code = 0; code <= CSQ_OP_QSTATS; code++) {
+		if (csq_result_decode((enum csq_opcode)code, p, len, &res,
+		                      &owned) != 0)
+			continue;
+		w.len = 0;
+		csq_result_encode((enum csq_opcode)code, &res, &w);
+		if (w.len != len || memcmp(w.p, p, len) != 0)
+			fuzz_fail("a result of operation %d encodes to other "
+			          "bytes once decoded",
+			          code);
+		free(owned);
+	}
+	csq_wbuf_free(&w);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -81,6 +112,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	e = csq_engine_memory_new(&limits, 1, no_clock, NULL, NULL, NULL);
 	fuzz_in_init(&in, data, size);
 	while ((payload = fuzz_next_record(&in, &len)) != NULL) {
+		check_results(payload, len);
 		if (len > CSQ_RECORD_MAX - CSQ_RECORD_HEADER)
 			continue; /* the journal refuses it unread */
 		if (csq_record_decode(payload, len, &op, &now, &st) != 0)

@@ -233,3 +233,52 @@ csq_event_from_fact(struct csq_event *ev, const char *kind, size_t klen,
 			return -1;
 	return 0;
 }
+
+size_t
+csq_event_to_fact(const struct csq_event *ev,
+                  struct csq_fact_value v[CSQ_FACT_FIELDS_MAX])
+{
+	const unsigned char *fields = fact_kinds[ev->type];
+	const char *at;
+	uint32_t u32;
+	uint64_t u64;
+	size_t i;
+
+	for (i = 0; i < FACT_KIND_FIELDS && fields[i] != F_END; i++) {
+		at = (const char *)ev + fact_fields[fields[i]].off;
+		memset(&v[i], 0, sizeof(v[i]));
+		switch (fact_fields[fields[i]].type) {
+		case FACT_ID:
+		case FACT_IDS:
+		case FACT_ROOM:
+			if (at[0] == '\0')
+				break;
+			v[i].type = CSQ_FACT_STR;
+			v[i].s = at;
+			v[i].len = strlen(at);
+			break;
+		case FACT_REASON:
+			if (ev->reason == CSQ_REASON_NONE)
+				break;
+			v[i].type = CSQ_FACT_STR;
+			v[i].s = csq_reason_name(ev->reason);
+			v[i].len = strlen(v[i].s);
+			break;
+		case FACT_U32:
+			memcpy(&u32, at, sizeof(u32));
+			v[i].type = CSQ_FACT_INT;
+			v[i].n = (int64_t)u32;
+			break;
+		case FACT_OFFERED_MS:
+			if (!ev->has_offered_ms)
+				break;
+			/* fall through */
+		case FACT_U64:
+			memcpy(&u64, at, sizeof(u64));
+			v[i].type = CSQ_FACT_INT;
+			v[i].n = (int64_t)u64;
+			break;
+		}
+	}
+	return i;
+}

@@ -306,9 +306,23 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		break;
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_REARM:
+	case CSQ_OP_SERVICERS:
+	case CSQ_OP_STATS:
+		break;
+	case CSQ_OP_QUEUE:
+		put_str(&c, op->id);
+		put_u64(&c, op->offset, 8);
+		put_u64(&c, op->count, 4);
+		break;
+	case CSQ_OP_QUEUES: /* no id: every one */
+	case CSQ_OP_ROOMS:
+	case CSQ_OP_QSTATS:
+		put_u64(&c, (uint64_t)(op->id != NULL), 1);
+		if (op->id != NULL)
+			put_str(&c, op->id);
 		break;
 	default: /* PAUSE, RESUME, LOGOUT, RELEASE, LEAVE, ACCEPT, DECLINE,
-	            READY: one id */
+	            READY, WHERE, QLEN: one id */
 		put_str(&c, op->id);
 		break;
 	}
@@ -435,10 +449,29 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 	case CSQ_OP_ACCEPT:
 	case CSQ_OP_DECLINE:
 	case CSQ_OP_READY:
+	case CSQ_OP_WHERE: /* reads: the Redis module's calls */
+	case CSQ_OP_QLEN:
 		op->id = get_str(&c, st->id, sizeof(st->id));
 		break;
+	case CSQ_OP_SERVICERS:
+	case CSQ_OP_STATS:
+		break;
+	case CSQ_OP_QUEUE:
+		op->id = get_str(&c, st->id, sizeof(st->id));
+		op->offset = get_u64(&c, 8);
+		op->count = (uint32_t)get_u64(&c, 4);
+		break;
+	case CSQ_OP_QUEUES:
+	case CSQ_OP_ROOMS:
+	case CSQ_OP_QSTATS:
+		flags = (unsigned)get_u64(&c, 1);
+		if (flags > 1)
+			return -1;
+		if (flags)
+			op->id = get_str(&c, st->id, sizeof(st->id));
+		break;
 	default:
-		return -1; /* not an operation that changes anything */
+		return -1; /* no operation */
 	}
 	return c.bad || c.left != 0 ? -1 : 0;
 }

@@ -73,6 +73,11 @@ void csqd_kill9(struct csqd *);
  */
 #define REDISD_UNIX     0x1 /* also a Unix socket: unix_path */
 #define REDISD_PASS     0x2 /* requirepass REDISD_PASSWORD */
+/* With CSQ_TEST_REDIS_MODULE, every server loads csq.so with the clock of
+ * DEBUG CLOCK; these load it with Redis's own clock (its deadlines on its
+ * timer), or not at all. */
+#define REDISD_MODULE_CLOCK 0x4
+#define REDISD_NO_MODULE    0x8
 #define REDISD_PASSWORD "csq-it-secret"
 
 struct redisd {
@@ -113,6 +118,9 @@ void redisd_free(struct redisd *);
 void redisd_forbid_functions(struct redisd *);
 /* CSQ_TEST_REDIS_FUNCTIONS=off: the suite runs with functions forbidden. */
 int harness_no_functions(void);
+/* CSQ_TEST_REDIS_MODULE=<csq.so>: every redis-server loads the module
+ * (with debug-clock) and every csqd on Redis calls it (redis.module). */
+const char *harness_module(void);
 /* A synchronous connection over TCP, authenticated when needed. */
 redisContext *redisd_connect(struct redisd *);
 void redisd_dump_log(struct redisd *);

@@ -149,6 +149,14 @@ csqd_init(int argc, char **argv)
  * script by EVALSHA, as on a Redis without functions, because the shared
  * redis-server's ACL forbids FUNCTION (csqd's FUNCTION LOAD then fails).
  */
+const char *
+harness_module(void)
+{
+	const char *e = getenv("CSQ_TEST_REDIS_MODULE");
+
+	return e != NULL && *e != '\0' ? e : NULL;
+}
+
 int
 harness_no_functions(void)
 {
@@ -374,8 +382,9 @@ start_on_redis(struct redisd *r, const char *prefix, const char *extra_conf,
 
 	snprintf(redis, sizeof(redis),
 	         "redis: { host = \"127.0.0.1\"; port = %d; password = \"%s\"; "
-	         "db = 0; prefix = \"%s\"; };\n",
-	         r->port, r->password, prefix);
+	         "db = 0; prefix = \"%s\";%s };\n",
+	         r->port, r->password, prefix,
+	         harness_module() != NULL ? " module = true;" : "");
 	return harness_start(extra_conf, flags, "redis", redis);
 }
 
@@ -533,9 +542,11 @@ again:
 		rport = getenv("CSQ_TEST_REDIS_PORT");
 		if (asprintf(&redis,
 		             "redis: { host = \"127.0.0.1\"; port = %s; "
-		             "prefix = \"csqit%ldx%d\"; };\n",
+		             "prefix = \"csqit%ldx%d\";%s };\n",
 		             rport != NULL ? rport : "6379", (long)getpid(),
-		             harness_started) == -1)
+		             harness_started,
+		             harness_module() != NULL ? " module = true;"
+		                                      : "") == -1)
 			abort();
 	}
 	snprintf(d->base_conf, sizeof(d->base_conf),
@@ -607,14 +618,22 @@ again:
 	/* csqd answers PING before its Redis engine is connected. */
 	if (strcmp(engine, "redis") == 0 && !(flags & HARNESS_NO_WAIT)) {
 		csqd_wait_engine(d);
-		/* The line's field, in text or in JSON (log.format). */
-		if (redis_conf == NULL && harness_no_functions())
-			csqd_wait_log(
-			    d, strstr(d->base_conf, "json") != NULL ||
-			               (extra_conf != NULL &&
-			                strstr(extra_conf, "json") != NULL)
-			           ? "\"calls\":\"EVALSHA\""
-			           : "calls=EVALSHA");
+		/* The line's field, in text or in JSON (log.format): the
+		 * run calls what it says it calls. */
+		const char *calls = harness_module() != NULL ? "MODULE"
+		                    : harness_no_functions() ? "EVALSHA"
+		                                             : NULL;
+		char line[64];
+		int json =
+		    strstr(d->base_conf, "json") != NULL ||
+		    (extra_conf != NULL && strstr(extra_conf, "json") != NULL);
+
+		if (calls != NULL &&
+		    (redis_conf == NULL || harness_module() != NULL)) {
+			snprintf(line, sizeof(line),
+			         json ? "\"calls\":\"%s\"" : "calls=%s", calls);
+			csqd_wait_log(d, line);
+		}
 	}
 	return d;
 }
@@ -929,6 +948,13 @@ redisd_spawn(struct redisd *r)
 	if (r->password[0] != '\0') {
 		argv[argc++] = "--requirepass";
 		argv[argc++] = r->password;
+	}
+	if (harness_module() != NULL && !(r->flags & REDISD_NO_MODULE)) {
+		/* csq.so, with the clock that DEBUG CLOCK sets. */
+		argv[argc++] = "--loadmodule";
+		argv[argc++] = harness_module();
+		if (!(r->flags & REDISD_MODULE_CLOCK))
+			argv[argc++] = "debug-clock";
 	}
 	argv[argc] = NULL;
 spawn:

@@ -294,7 +294,8 @@ test_legacy_limits(void **state)
 	                 -1);
 }
 
-/* Read-only opcodes and garbage are not records. */
+/* Garbage is no record. (Reads are, since the Redis module takes its
+ * calls as records: test_result.c.) */
 static void
 test_refused(void **state)
 {
@@ -307,7 +308,12 @@ test_refused(void **state)
 	(void)state;
 	memset(junk, 0, sizeof(junk));
 	junk[0] = CSQ_OP_STATS;
-	assert_int_equal(csq_record_decode(junk, 9, &op, &now, &st), -1);
+	assert_int_equal(csq_record_decode(junk, 9, &op, &now, &st), 0);
+	/* "Every queue" is a flag of 0 or 1. */
+	junk[0] = CSQ_OP_QUEUES;
+	junk[9] = 2;
+	assert_int_equal(csq_record_decode(junk, 10, &op, &now, &st), -1);
+	junk[9] = 0;
 	junk[0] = 200;
 	assert_int_equal(csq_record_decode(junk, 9, &op, &now, &st), -1);
 	/* A string length past the end. */

@@ -1,0 +1,661 @@
+/*
+ * csq.so: libcsq inside Redis (module_state.h). Its commands:
+ *
+ *   CSQ.CALL <key> <limits> <time> <op>...   csqd's calls (docs/protocol.md)
+ *   CSQ.VERSION                              the handshake
+ *   CSQ.DIGEST <key>                         the state's checksum
+ *   CSQ.DUMP <key>                           the state's records
+ *   CSQ.APPLY <key> <seed> <record>          replication and AOF only
+ *   CSQ.LOAD <key> <seed> <dump>             AOF rewrite only
+ *
+ * An operation travels as a journal record (lib/record.h); a change is
+ * applied by libcsq at the master's time and replicated as its record with
+ * that time (CSQ.APPLY), so a replica or an AOF reaches the same state byte
+ * for byte and never reads its own clock. The events of a call are
+ * published once, by the master, on "<prefix>:events" as the Lua engine
+ * published them (a MessagePack message of facts, lib/event_fact.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "event_fact.h"
+#include "msgpack.h"
+#include "record.h"
+#include "result.h"
+#include "snapshot.h"
+#include "util.h"
+
+#include "module_state.h"
+
+struct module_state_list module_states = LIST_HEAD_INITIALIZER(module_states);
+int module_debug_clock;
+
+/* The reply's header before the operations' results (csqd's
+ * redis_reply_header): deadline, time, last event id, exact, message. */
+#define CALL_HEADER  5
+#define CALL_OPS_MAX 4096 /* operations in one CSQ.CALL */
+
+static uint64_t
+state_clock(void *arg)
+{
+	return ((struct module_state *)arg)->now;
+}
+
+/* An event of the state: a fact appended to the call's message. */
+static void
+state_emit(void *arg, const struct csq_event *ev)
+{
+	struct module_state *st = arg;
+	struct csq_fact_value v[CSQ_FACT_FIELDS_MAX];
+	size_t n = csq_event_to_fact(ev, v), i;
+	const char *kind = csq_event_name(ev->type);
+
+	msgpack_put_array(&st->events, (uint32_t)(n + 1));
+	msgpack_put_str(&st->events, kind, strlen(kind));
+	for (i = 0; i < n; i++)
+		msgpack_put_fact_value(&st->events, &v[i]);
+	st->nevents++;
+}
+
+/* A change about to be applied: replicated (and so in the AOF) as its
+ * record, with the time it runs at. */
+static int
+state_journal(void *arg, const struct csq_op *op, uint64_t now)
+{
+	struct module_state *st = arg;
+	uint8_t rec[CSQ_RECORD_MAX];
+	size_t len = csq_record_encode(op, now, rec);
+
+	if (st->ctx != NULL && st->key != NULL)
+		RM_Replicate(st->ctx, "CSQ.APPLY", "slb", st->key,
+		             (long long)st->seed, (const char *)rec, len);
+	return 0;
+}
+
+struct module_state *
+module_state_new(uint64_t seed)
+{
+	struct module_state *st = RM_Calloc(1, sizeof(*st));
+	struct csq_limits limits;
+
+	st->seed = seed;
+	csq_limits_default(&limits);
+	module_alloc_charge(st);
+	st->engine = csq_engine_memory_new(&limits, seed, state_clock, st,
+	                                   state_emit, st);
+	csq_engine_memory_set_journal(st->engine, state_journal, st);
+	module_alloc_charge(NULL);
+	st->db = -1;
+	LIST_INSERT_HEAD(&module_states, st, link);
+	return st;
+}
+
+void
+module_state_free(struct module_state *st)
+{
+	LIST_REMOVE(st, link);
+	module_alloc_charge(st);
+	st->engine->ops->free(st->engine);
+	csq_wbuf_free(&st->events);
+	module_alloc_charge(NULL);
+	if (st->key != NULL)
+		RM_FreeString(NULL, st->key);
+	RM_Free(st);
+}
+
+void
+module_state_name(struct module_state *st, RedisModuleCtx *ctx,
+                  RedisModuleString *key, int db)
+{
+	size_t a, b;
+	const char *s = RM_StringPtrLen(key, &a);
+
+	(void)ctx;
+	if (st->key != NULL) {
+		const char *t = RM_StringPtrLen(st->key, &b);
+
+		if (a == b && memcmp(s, t, a) == 0 && st->db == db)
+			return;
+		RM_FreeString(NULL, st->key);
+	}
+	st->key = RM_CreateString(NULL, s, a);
+	st->db = db;
+}
+
+void
+module_state_begin(struct module_state *st, RedisModuleCtx *ctx, uint64_t now)
+{
+	st->ctx = ctx;
+	st->now = now;
+	st->events.len = 0;
+	st->nevents = 0;
+	module_alloc_charge(st);
+}
+
+/* "<prefix>:events" for a key "{<prefix>}:...", or "<key>:events". */
+static RedisModuleString *
+state_channel(struct module_state *st, RedisModuleCtx *ctx)
+{
+	char buf[512];
+	size_t len;
+	const char *k = RM_StringPtrLen(st->key, &len), *end;
+	int n;
+
+	end = len > 0 && k[0] == '{' ? memchr(k, '}', len) : NULL;
+	n = snprintf(buf, sizeof(buf), "%.*s:events",
+	             (int)(end != NULL ? (size_t)(end - k + 1)
+	                               : (len < 400 ? len : 400)),
+	             k);
+	return RM_CreateString(ctx, buf, (size_t)n);
+}
+
+void
+module_state_end(struct module_state *st, struct csq_wbuf *msg)
+{
+	struct csq *csq = csq_engine_memory_state(st->engine);
+	struct csq_wbuf m = {0};
+	RedisModuleString *ch, *body;
+
+	module_alloc_charge(NULL);
+	if (st->nevents > 0) {
+		/* Three values one after the other, as cmsgpack.pack(last,
+		 * ts, events) wrote them for the Lua engine. */
+		msgpack_put_int(&m, (int64_t)csq_last_event_id(csq));
+		msgpack_put_int(&m, (int64_t)st->now);
+		msgpack_put_array(&m, st->nevents);
+		csq_put_bytes(&m, st->events.p, st->events.len);
+		if (st->key != NULL && st->ctx != NULL) {
+			ch = state_channel(st, st->ctx);
+			body =
+			    RM_CreateString(st->ctx, (const char *)m.p, m.len);
+			RM_PublishMessage(st->ctx, ch, body);
+			RM_FreeString(st->ctx, ch);
+			RM_FreeString(st->ctx, body);
+		}
+	}
+	if (msg != NULL)
+		*msg = m;
+	else
+		csq_wbuf_free(&m);
+	st->ctx = NULL;
+	st->nevents = 0;
+	st->events.len = 0;
+}
+
+/* A record with its header (length and CRC), whole: 0 and its op. */
+static int
+record_open(const char *s, size_t len, struct csq_op *op, uint64_t *now,
+            struct csq_record_strings *strs)
+{
+	const uint8_t *p = (const uint8_t *)s;
+	uint32_t plen, crc;
+
+	if (len < CSQ_RECORD_HEADER || len > CSQ_RECORD_MAX)
+		return -1;
+	plen = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+	crc = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
+	      (uint32_t)p[7] << 24;
+	if (plen != len - CSQ_RECORD_HEADER ||
+	    csq_crc32c(p + CSQ_RECORD_HEADER, plen) != crc ||
+	    csq_record_is_snap(p + CSQ_RECORD_HEADER, plen))
+		return -1;
+	return csq_record_decode(p + CSQ_RECORD_HEADER, plen, op, now, strs);
+}
+
+#define WRONGTYPE_ERR                                                          \
+	"WRONGTYPE the key holds something that is not a csq state"
+
+/* The key holds a value that is not a csq state. */
+static int
+key_is_other(RedisModuleKey *key)
+{
+	int type = RM_KeyType(key);
+
+	return type != RM_KEYTYPE_EMPTY &&
+	       (type != RM_KEYTYPE_MODULE ||
+	        RM_ModuleTypeGetType(key) != module_type);
+}
+
+/* The state of a key open for reading into *st (NULL: the key is
+ * empty); -1, with WRONGTYPE replied, for a key of another type. The
+ * caller closes *keyp. */
+static int
+state_read(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey **keyp,
+           struct module_state **st)
+{
+	*keyp = RM_OpenKey(ctx, name, RM_READ);
+	*st = NULL;
+	if (key_is_other(*keyp)) {
+		RM_ReplyWithError(ctx, WRONGTYPE_ERR);
+		return -1;
+	}
+	if (RM_KeyType(*keyp) != RM_KEYTYPE_EMPTY)
+		*st = RM_ModuleTypeGetValue(*keyp);
+	return 0;
+}
+
+/* The state of the key open for writing, made (with a new seed) when the
+ * key is empty; NULL with an error replied for a key of another type. */
+static struct module_state *
+state_open(RedisModuleCtx *ctx, RedisModuleString *name, int create,
+           uint64_t seed, RedisModuleKey **keyp)
+{
+	RedisModuleKey *key = RM_OpenKey(ctx, name, RM_READ | RM_WRITE);
+	struct module_state *st;
+
+	*keyp = key;
+	if (key_is_other(key)) {
+		RM_ReplyWithError(ctx, WRONGTYPE_ERR);
+		return NULL;
+	}
+	if (RM_KeyType(key) == RM_KEYTYPE_EMPTY) {
+		if (!create)
+			return NULL;
+		if (seed == 0 &&
+		    getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+			seed =
+			    (uint64_t)RM_Milliseconds() * 0x9e3779b97f4a7c15u;
+		st = module_state_new(seed);
+		RM_ModuleTypeSetValue(key, module_type, st);
+	} else {
+		st = RM_ModuleTypeGetValue(key);
+	}
+	module_state_name(st, ctx, name, RM_GetSelectedDb(ctx));
+	return st;
+}
+
+/* One operation's answer: its result as bytes, into the reply. */
+struct call_reply {
+	RedisModuleCtx *ctx;
+	enum csq_opcode code;
+	struct csq_wbuf buf;
+};
+
+static void
+call_answer(void *arg, const struct csq_result *res)
+{
+	struct call_reply *cr = arg;
+
+	cr->buf.len = 0;
+	csq_result_encode(cr->code, res, &cr->buf);
+}
+
+static int
+limits_equal(const struct csq_limits *a, const struct csq_limits *b)
+{
+	return a->servicer_ttl_s == b->servicer_ttl_s &&
+	       a->user_ttl_s == b->user_ttl_s && a->max_tier == b->max_tier &&
+	       a->max_queue_length == b->max_queue_length &&
+	       a->offer_timeout_s == b->offer_timeout_s &&
+	       a->offer_max_missed == b->offer_max_missed &&
+	       a->offer_retry_s == b->offer_retry_s &&
+	       a->wrapup_s == b->wrapup_s && a->strategy == b->strategy;
+}
+
+/* The time a call runs at: Redis's, or with debug-clock the caller's. */
+static int
+call_time(RedisModuleCtx *ctx, RedisModuleString *arg, uint64_t *now)
+{
+	size_t len;
+	const char *s = RM_StringPtrLen(arg, &len);
+	char buf[24], *end;
+	unsigned long long v;
+
+	*now = (uint64_t)RM_Milliseconds();
+	if (len == 0)
+		return 0;
+	if (!module_debug_clock) {
+		RM_ReplyWithError(ctx, "ERR a time given to a csq module "
+		                       "loaded without debug-clock");
+		return -1;
+	}
+	if (len >= sizeof(buf))
+		goto bad;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (errno != 0 || *end != '\0' || v == 0)
+		goto bad;
+	*now = v;
+	return 0;
+bad:
+	RM_ReplyWithError(ctx, "ERR the time is not a number of ms");
+	return -1;
+}
+
+/*
+ * CSQ.CALL <key> <limits> <time> <op>...: limits is a LIMITS record (the
+ * caller's limits, applied first when they differ from the state's),
+ * time empty (Redis's) or, with debug-clock, the ms to run at; each op a
+ * record. Every record is read before anything runs: one that is not
+ * whole refuses the call, and nothing changes. The reply: the earliest
+ * deadline (-1 none), the time, the last event id, 1, the events'
+ * message ("" none), then each operation's result (lib/result.h).
+ */
+static int
+cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	struct csq_record_strings *strs;
+	struct csq_op limits_op, *ops;
+	struct call_reply cr = {ctx, 0, {0}};
+	struct module_state *st;
+	RedisModuleKey *key;
+	struct csq_wbuf msg = {0};
+	uint64_t now, t, next;
+	const char *s;
+	size_t len;
+	int i, n;
+
+	if (argc < 4)
+		return RM_WrongArity(ctx);
+	n = argc - 4;
+	if (n > CALL_OPS_MAX)
+		return RM_ReplyWithError(ctx, "ERR too many operations in one "
+		                              "call");
+	s = RM_StringPtrLen(argv[2], &len);
+	if (record_open(s, len, &limits_op, &t,
+	                &(struct csq_record_strings){0}) != 0 ||
+	    limits_op.code != CSQ_OP_LIMITS)
+		return RM_ReplyWithError(ctx, "ERR the limits are not a csq "
+		                              "LIMITS record");
+	if (call_time(ctx, argv[3], &now) != 0)
+		return RM_OK;
+	ops = RM_Calloc((size_t)n + 1, sizeof(*ops));
+	strs = RM_Calloc((size_t)n + 1, sizeof(*strs));
+	for (i = 0; i < n; i++) {
+		s = RM_StringPtrLen(argv[4 + i], &len);
+		if (record_open(s, len, &ops[i], &t, &strs[i]) != 0 ||
+		    ops[i].code == CSQ_OP_REARM) {
+			char err[96];
+
+			snprintf(err, sizeof(err),
+			         "ERR operation %d is not a csq record", i + 1);
+			RM_Free(ops);
+			RM_Free(strs);
+			return RM_ReplyWithError(ctx, err);
+		}
+	}
+	if ((st = state_open(ctx, argv[1], 1, 0, &key)) == NULL) {
+		RM_Free(ops);
+		RM_Free(strs);
+		RM_CloseKey(key);
+		return RM_OK;
+	}
+	module_state_begin(st, ctx, now);
+	if (!limits_equal(&limits_op.limits,
+	                  csq_get_limits(csq_engine_memory_state(st->engine))))
+		st->engine->ops->set_limits(st->engine, &limits_op.limits);
+	/* The answers are made first, the reply's header after them. */
+	{
+		struct csq_wbuf *answers =
+		    RM_Calloc((size_t)n + 1, sizeof(*answers));
+		struct csq_result res;
+
+		for (i = 0; i < n; i++) {
+			cr.code = ops[i].code;
+			memset(&res, 0, sizeof(res));
+			if (ops[i].code == CSQ_OP_EXPIRE ||
+			    ops[i].code == CSQ_OP_LIMITS) {
+				/* The reaper, and the health check. */
+				if (ops[i].code == CSQ_OP_EXPIRE)
+					st->engine->ops->expire(st->engine);
+				res.event_id = csq_last_event_id(
+				    csq_engine_memory_state(st->engine));
+				call_answer(&cr, &res);
+			} else if ((res.status = csq_op_validate(
+			                &ops[i],
+			                csq_get_limits(csq_engine_memory_state(
+			                    st->engine)))) != CSQ_OK) {
+				res.event_id = csq_last_event_id(
+				    csq_engine_memory_state(st->engine));
+				call_answer(&cr, &res);
+			} else {
+				csq_engine_call(st->engine, &ops[i],
+				                call_answer, &cr);
+			}
+			answers[i] = cr.buf;
+			memset(&cr.buf, 0, sizeof(cr.buf));
+		}
+		next = csq_next_deadline(csq_engine_memory_state(st->engine));
+		module_state_end(st, &msg);
+		RM_ReplyWithArray(ctx, CALL_HEADER + n);
+		RM_ReplyWithLongLong(ctx,
+		                     next == UINT64_MAX ? -1 : (long long)next);
+		RM_ReplyWithLongLong(ctx, (long long)now);
+		RM_ReplyWithLongLong(ctx,
+		                     (long long)csq_last_event_id(
+		                         csq_engine_memory_state(st->engine)));
+		RM_ReplyWithLongLong(ctx, 1);
+		RM_ReplyWithStringBuffer(ctx, msg.len > 0 ? (char *)msg.p : "",
+		                         msg.len);
+		for (i = 0; i < n; i++) {
+			RM_ReplyWithStringBuffer(ctx, (char *)answers[i].p,
+			                         answers[i].len);
+			csq_wbuf_free(&answers[i]);
+		}
+		RM_Free(answers);
+	}
+	csq_wbuf_free(&msg);
+	RM_Free(ops);
+	RM_Free(strs);
+	RM_CloseKey(key);
+	module_timer_update(ctx);
+	return RM_OK;
+}
+
+/* Only Redis itself may send these: from its master, or from its AOF. */
+static int
+from_replication(RedisModuleCtx *ctx)
+{
+	return (RM_GetContextFlags(ctx) &
+	        (RM_CTX_FLAGS_REPLICATED | RM_CTX_FLAGS_LOADING)) != 0;
+}
+
+static int
+arg_seed(RedisModuleString *arg, uint64_t *seed)
+{
+	size_t len;
+	const char *s = RM_StringPtrLen(arg, &len);
+	char buf[24], *end;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	errno = 0;
+	*seed = (uint64_t)strtoll(buf, &end, 10);
+	return errno != 0 || *end != '\0' ? -1 : 0;
+}
+
+/* CSQ.APPLY <key> <seed> <record>: a change the master made, at its
+ * time; the seed makes a key that does not exist yet as the master's. */
+static int
+cmd_apply(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	struct csq_record_strings strs;
+	struct module_state *st;
+	RedisModuleKey *key;
+	struct csq_op op;
+	uint64_t seed, now;
+	const char *s;
+	size_t len;
+
+	if (argc != 4)
+		return RM_WrongArity(ctx);
+	if (!from_replication(ctx))
+		return RM_ReplyWithError(ctx, "ERR CSQ.APPLY is for Redis's "
+		                              "replication and AOF only");
+	s = RM_StringPtrLen(argv[3], &len);
+	if (arg_seed(argv[2], &seed) != 0 ||
+	    record_open(s, len, &op, &now, &strs) != 0)
+		return RM_ReplyWithError(ctx, "ERR not a csq record");
+	if ((st = state_open(ctx, argv[1], 1, seed, &key)) == NULL) {
+		RM_CloseKey(key);
+		return RM_OK;
+	}
+	module_state_begin(st, NULL, now);
+	csq_engine_memory_replay(st->engine, &op, now);
+	module_state_end(st, NULL);
+	RM_CloseKey(key);
+	return RM_ReplyWithSimpleString(ctx, "OK");
+}
+
+/* CSQ.LOAD <key> <seed> <dump>: a whole state, as the AOF rewrite wrote
+ * it; it replaces what the key held. */
+static int
+cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	struct module_state *st;
+	RedisModuleKey *key;
+	uint64_t seed;
+	const char *s;
+	size_t len;
+
+	if (argc != 4)
+		return RM_WrongArity(ctx);
+	if (!from_replication(ctx))
+		return RM_ReplyWithError(ctx, "ERR CSQ.LOAD is for Redis's "
+		                              "AOF only");
+	s = RM_StringPtrLen(argv[3], &len);
+	if (arg_seed(argv[2], &seed) != 0 ||
+	    (st = module_state_load(seed, (const uint8_t *)s, len)) == NULL)
+		return RM_ReplyWithError(ctx, "ERR not a csq state");
+	key = RM_OpenKey(ctx, argv[1], RM_READ | RM_WRITE);
+	if (key_is_other(key)) {
+		RM_CloseKey(key);
+		module_state_free(st);
+		return RM_ReplyWithError(ctx, WRONGTYPE_ERR);
+	}
+	RM_ModuleTypeSetValue(key, module_type, st); /* frees the old one */
+	module_state_name(st, ctx, argv[1], RM_GetSelectedDb(ctx));
+	RM_CloseKey(key);
+	return RM_ReplyWithSimpleString(ctx, "OK");
+}
+
+/* CSQ.VERSION: the module's name, its version, the version of the calls
+ * it takes, and libcsq's version. */
+static int
+cmd_version(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	(void)argv;
+	if (argc != 1)
+		return RM_WrongArity(ctx);
+	RM_ReplyWithArray(ctx, 4);
+	RM_ReplyWithSimpleString(ctx, CSQ_MODULE_NAME);
+	RM_ReplyWithLongLong(ctx, CSQ_MODULE_VERSION);
+	RM_ReplyWithLongLong(ctx, CSQ_MODULE_CALLS);
+	RM_ReplyWithSimpleString(ctx, CSQ_VERSION);
+	return RM_OK;
+}
+
+/* CSQ.DIGEST <key>: the CRC-32C of the state's records (in the order of
+ * their bytes, module_state_digest) and their length, as "<crc
+ * hex>:<bytes>"; "0:0" for an empty key. A replica equals its master
+ * when their digests do. */
+static int
+cmd_digest(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	struct module_state *st;
+	RedisModuleKey *key;
+	char buf[48];
+	size_t len = 0;
+	uint32_t crc = 0;
+
+	if (argc != 2)
+		return RM_WrongArity(ctx);
+	if (state_read(ctx, argv[1], &key, &st) == 0) {
+		if (st != NULL)
+			crc = module_state_digest(st, &len);
+		snprintf(buf, sizeof(buf), st != NULL ? "%08x:%zu" : "%x:%zu",
+		         crc, len);
+		RM_ReplyWithSimpleString(ctx, buf);
+	}
+	RM_CloseKey(key);
+	return RM_OK;
+}
+
+/* CSQ.DUMP <key>: the state's dump itself (module_state_dump), for a
+ * look at what two digests that differ hold; "" for an empty key. */
+static int
+cmd_dump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	struct module_state *st;
+	RedisModuleKey *key;
+	struct csq_wbuf w = {0};
+
+	if (argc != 2)
+		return RM_WrongArity(ctx);
+	if (state_read(ctx, argv[1], &key, &st) == 0) {
+		if (st != NULL)
+			module_state_dump(st, &w);
+		RM_ReplyWithStringBuffer(ctx, w.len > 0 ? (char *)w.p : "",
+		                         w.len);
+	}
+	csq_wbuf_free(&w);
+	RM_CloseKey(key);
+	return RM_OK;
+}
+
+/* A promoted replica takes the deadlines over; a loaded state has its
+ * own to arm. */
+static void
+server_event(RedisModuleCtx *ctx, struct rm_event e, uint64_t sub, void *data)
+{
+	(void)e, (void)sub, (void)data;
+	module_timer_update(ctx);
+}
+
+/* The one symbol Redis looks for (the others are hidden). */
+__attribute__((visibility("default"))) int
+RedisModule_OnLoad(RedisModuleCtx *, RedisModuleString **, int);
+
+__attribute__((visibility("default"))) int
+RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	const struct rm_event role = {RM_EVENT_REPLICATION_ROLE_CHANGED, 1},
+	                      loading = {RM_EVENT_LOADING, 1};
+	const char *s;
+	size_t len;
+	int i;
+
+	if (module_api_init(ctx) != RM_OK)
+		return RM_ERR; /* a Redis before 7.0 */
+	if (RM_IsModuleNameBusy(CSQ_MODULE_NAME))
+		return RM_ERR;
+	RM_SetModuleAttribs(ctx, CSQ_MODULE_NAME, CSQ_MODULE_VERSION,
+	                    RM_APIVER_1);
+	for (i = 0; i < argc; i++) {
+		s = RM_StringPtrLen(argv[i], &len);
+		if (len == 11 && memcmp(s, "debug-clock", 11) == 0) {
+			module_debug_clock = 1;
+		} else {
+			RM_Log(ctx, "warning",
+			       "csq: unknown module argument %.*s (known: "
+			       "debug-clock)",
+			       (int)(len < 64 ? len : 64), s);
+			return RM_ERR;
+		}
+	}
+	if (module_type_register(ctx) != RM_OK ||
+	    RM_CreateCommand(ctx, "csq.call", cmd_call, "write deny-oom", 1, 1,
+	                     1) != RM_OK ||
+	    RM_CreateCommand(ctx, "csq.apply", cmd_apply, "write", 1, 1, 1) !=
+	        RM_OK ||
+	    RM_CreateCommand(ctx, "csq.load", cmd_load, "write", 1, 1, 1) !=
+	        RM_OK ||
+	    RM_CreateCommand(ctx, "csq.version", cmd_version, "readonly fast",
+	                     0, 0, 0) != RM_OK ||
+	    RM_CreateCommand(ctx, "csq.digest", cmd_digest, "readonly", 1, 1,
+	                     1) != RM_OK ||
+	    RM_CreateCommand(ctx, "csq.dump", cmd_dump, "readonly", 1, 1, 1) !=
+	        RM_OK)
+		return RM_ERR;
+	RM_SubscribeToServerEvent(ctx, role, server_event);
+	RM_SubscribeToServerEvent(ctx, loading, server_event);
+	return RM_OK;
+}

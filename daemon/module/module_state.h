@@ -1,0 +1,80 @@
+/*
+ * csq.so, the Redis module: one csq state per key, a memory engine of
+ * libcsq (lib/engine_memory.c) that Redis keeps, persists and replicates.
+ * module.c has the commands; module_type.c the data type (RDB, AOF,
+ * memory, digest); module_alloc.c the allocator that puts libcsq's memory
+ * in Redis's accounts; module_timer.c the deadlines.
+ */
+#ifndef CSQ_MODULE_STATE_H
+#define CSQ_MODULE_STATE_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "engine.h"
+#include "module_api.h"
+#include "result.h"
+#include "wire.h"
+
+#define CSQ_MODULE_NAME "csq"
+/* The module's own version, and that of the calls csqd makes (the
+ * handshake, CSQ.VERSION): a csqd of another call version refuses to
+ * start. */
+#define CSQ_MODULE_VERSION 1
+
+struct module_state {
+	struct csq_engine *engine;
+	uint64_t seed;
+	uint64_t now; /* the time of the operation running (the clock) */
+	RedisModuleString *key; /* its key's name, kept for the deadlines */
+	int db;
+	size_t bytes; /* what libcsq allocated for it */
+	/* While a command or a deadline runs on it: where to replicate, and
+	 * the events so far (MessagePack facts, for the message). */
+	RedisModuleCtx *ctx;
+	struct csq_wbuf events;
+	uint32_t nevents;
+	LIST_ENTRY(module_state) link; /* module_states */
+};
+
+LIST_HEAD(module_state_list, module_state);
+extern struct module_state_list module_states;
+extern RedisModuleType *module_type;
+/* Loaded with "debug-clock": calls may give the time (tests), and the
+ * deadlines act only when a call asks (csqd's reaper). */
+extern int module_debug_clock;
+
+/* module.c */
+struct module_state *module_state_new(uint64_t seed);
+/* Frees st and all it holds (the type's free). */
+void module_state_free(struct module_state *);
+/* Begins a run on st at now: replication through ctx, events collected. */
+void module_state_begin(struct module_state *, RedisModuleCtx *, uint64_t now);
+/* Ends it: publishes the events collected (if any) on the key's channel
+ * and puts their message in *msg (the caller's, or NULL). */
+void module_state_end(struct module_state *, struct csq_wbuf *msg);
+/* The key's name, as the state was last seen under it. */
+void module_state_name(struct module_state *, RedisModuleCtx *,
+                       RedisModuleString *key, int db);
+/* The whole state as records (limits, policies, snapshot items), each
+ * with its header: the RDB form, the AOF's CSQ.LOAD and the digest. */
+void module_state_dump(struct module_state *, struct csq_wbuf *);
+/* The CRC-32C of the dump's records sorted by their bytes, *len theirs:
+ * equal for equal states, whatever the history of their tables. */
+uint32_t module_state_digest(struct module_state *, size_t *len);
+/* A state from dump's bytes, or NULL when they are not one. */
+struct module_state *module_state_load(uint64_t seed, const uint8_t *,
+                                       size_t len);
+
+/* module_alloc.c: libcsq's allocations charged to the state in use. */
+void module_alloc_charge(struct module_state *);
+
+/* module_timer.c */
+/* Arms the one timer for the earliest deadline of every state, on a
+ * master without debug-clock; stops it elsewhere. */
+void module_timer_update(RedisModuleCtx *);
+
+/* module_type.c */
+int module_type_register(RedisModuleCtx *);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * Little-endian integers and length-prefixed strings in a byte buffer: the
+ * form of the Redis module's replies (result.c) and messages. A writer
+ * grows its buffer; a reader never reads past its end, and any overrun
+ * sets bad, after which every read gives zeros.
+ */
+#ifndef CSQ_WIRE_H
+#define CSQ_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct csq_wbuf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+struct csq_rbuf {
+	const uint8_t *p;
+	size_t left;
+	int bad;
+};
+
+void csq_wbuf_free(struct csq_wbuf *);
+void csq_wbuf_reserve(struct csq_wbuf *, size_t more);
+void csq_put_bytes(struct csq_wbuf *, const void *, size_t);
+void csq_put_uint(struct csq_wbuf *, uint64_t v, int bytes);
+/* A string of up to 65535 bytes, its length first (2 bytes). */
+void csq_put_str(struct csq_wbuf *, const char *);
+
+uint64_t csq_get_uint(struct csq_rbuf *, int bytes);
+/* Into out (cap bytes with the NUL); a longer string is bad. */
+void csq_get_str(struct csq_rbuf *, char *out, size_t cap);
+
+#endif
