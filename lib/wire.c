@@ -77,7 +77,8 @@ csq_get_str(struct csq_rbuf *r, char *out, size_t cap)
 	size_t n = (size_t)csq_get_uint(r, 2);
 
 	out[0] = '\0';
-	if (r->bad || n >= cap || n > r->left) {
+	/* A NUL inside would make another string of it on the way back. */
+	if (r->bad || n >= cap || n > r->left || memchr(r->p, 0, n) != NULL) {
 		r->bad = 1;
 		return;
 	}

@@ -29,7 +29,8 @@ void csq_put_uint(struct csq_wbuf *, uint64_t v, int bytes);
 void csq_put_str(struct csq_wbuf *, const char *);
 
 uint64_t csq_get_uint(struct csq_rbuf *, int bytes);
-/* Into out (cap bytes with the NUL); a longer string is bad. */
+/* Into out (cap bytes with the NUL); a longer string, or one with a NUL
+ * inside, is bad. */
 void csq_get_str(struct csq_rbuf *, char *out, size_t cap);
 
 #endif

@@ -214,6 +214,15 @@ test_lies(void **state)
 	w.len = 0;
 	csq_put_uint(&w, CSQ_OK, 1);
 	csq_put_uint(&w, 0, 16);
+	csq_put_uint(&w, 2, 2); /* an id of two bytes, one of them NUL */
+	csq_put_bytes(&w, "a", 2);
+	csq_put_uint(&w, 0, 32);
+	assert_int_equal(csq_result_decode(CSQ_OP_HEARTBEAT, w.p, w.len, &r,
+	                                   &owned),
+	                 -1);
+	w.len = 0;
+	csq_put_uint(&w, CSQ_OK, 1);
+	csq_put_uint(&w, 0, 16);
 	csq_put_uint(&w, 9, 1); /* a user state that is none */
 	assert_int_equal(
 	    csq_result_decode(CSQ_OP_WHERE, w.p, w.len, &r, &owned), -1);
