@@ -357,16 +357,25 @@ cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	if (n > CALL_OPS_MAX)
 		return RM_ReplyWithError(ctx, "ERR too many operations in one "
 		                              "call");
+	/* Not zeroed: the decoder writes all it reads (each string's NUL
+	 * included), and these are large (a call's first cost was their
+	 * memset). The last of each holds the limits. */
+	ops = RM_Alloc(((size_t)n + 1) * sizeof(*ops));
+	strs = RM_Alloc(((size_t)n + 1) * sizeof(*strs));
 	s = RM_StringPtrLen(argv[2], &len);
-	if (record_open(s, len, &limits_op, &t,
-	                &(struct csq_record_strings){0}) != 0 ||
-	    limits_op.code != CSQ_OP_LIMITS)
+	if (record_open(s, len, &ops[n], &t, &strs[n]) != 0 ||
+	    ops[n].code != CSQ_OP_LIMITS) {
+		RM_Free(ops);
+		RM_Free(strs);
 		return RM_ReplyWithError(ctx, "ERR the limits are not a csq "
 		                              "LIMITS record");
-	if (call_time(ctx, argv[3], &now) != 0)
+	}
+	limits_op = ops[n];
+	if (call_time(ctx, argv[3], &now) != 0) {
+		RM_Free(ops);
+		RM_Free(strs);
 		return RM_OK;
-	ops = RM_Calloc((size_t)n + 1, sizeof(*ops));
-	strs = RM_Calloc((size_t)n + 1, sizeof(*strs));
+	}
 	for (i = 0; i < n; i++) {
 		s = RM_StringPtrLen(argv[4 + i], &len);
 		if (record_open(s, len, &ops[i], &t, &strs[i]) != 0 ||
