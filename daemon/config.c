@@ -1219,13 +1219,14 @@ config_check_queues(struct config_report *r, const struct config *cfg,
 			    "queues: \"%s\": %s", ok[i].name,
 			    csq_policy_error_text(e));
 		/* Skills' keys are libcsq's rules, which the Redis engine
-		 * runs only once it is the module (protocol.md 3c). */
+		 * runs only as the module (protocol.md 3c, 11b). */
 		else if ((ok[i].skill_order != CSQ_SKILL_ORDER_STRATEGY ||
 		          ok[i].nrelax > 0) &&
-		         strcmp(cfg->engine, "redis") == 0)
+		         strcmp(cfg->engine, "redis") == 0 && !cfg->redis_module)
 			config_error(
 			    r, config_setting_get_elem(queues, (unsigned)at[i]),
-			    "queues: \"%s\": %s needs engine = \"memory\"",
+			    "queues: \"%s\": %s needs engine = \"memory\" or "
+			    "redis.module = true",
 			    ok[i].name,
 			    ok[i].nrelax > 0 ? "relax" : "skill_order");
 	}

@@ -25,6 +25,9 @@ enum fact_field {
 	F_OFFERED_MS,
 	F_EXPIRES_MS,
 	F_UNTIL_MS,
+	F_NEEDS,   /* relaxed: the needs in force */
+	F_DROPPED, /* relaxed: the names dropped */
+	F_LOWERED, /* relaxed: by how much the levels went down */
 };
 
 enum fact_type {
@@ -35,6 +38,7 @@ enum fact_type {
 	FACT_U64,        /* an integer */
 	FACT_REASON,     /* a reason's name */
 	FACT_OFFERED_MS, /* an integer whose presence says ACCEPT made it */
+	FACT_SKILLS,     /* a skill list's text, [A-Za-z0-9._:,-] */
 };
 
 /* A field's place: its member of struct csq_event. */
@@ -64,6 +68,9 @@ static const struct {
     [F_OFFERED_MS] = FIELD(FACT_OFFERED_MS, offered_ms, 0),
     [F_EXPIRES_MS] = FIELD(FACT_U64, expires_ms, 0),
     [F_UNTIL_MS] = FIELD(FACT_U64, until_ms, 0),
+    [F_NEEDS] = FIELD(FACT_SKILLS, needs, 0),
+    [F_DROPPED] = FIELD(FACT_SKILLS, dropped, 0),
+    [F_LOWERED] = FIELD(FACT_U32, lowered, CSQ_SKILL_LEVEL_MAX),
 };
 
 #define FACT_KIND_FIELDS 8
@@ -94,7 +101,13 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
     [CSQ_EV_READY] = {F_SERVICER, F_ROOM},
     [CSQ_EV_OVERFLOWED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_POSITION},
     [CSQ_EV_PREFER_ENDED] = {F_USER, F_QUEUE, F_SERVICER, F_REASON},
+    [CSQ_EV_RELAXED] = {F_USER, F_QUEUE, F_TIER, F_NEEDS, F_DROPPED,
+                        F_LOWERED, F_POSITION},
 };
+/* A kind without its line here has no fact: the module could not tell
+ * it to csqd. */
+_Static_assert(sizeof(fact_kinds) / sizeof(fact_kinds[0]) == CSQ_EV_TYPES,
+               "every kind of event has its fact");
 
 #define FACT_KINDS (sizeof(fact_kinds) / sizeof(fact_kinds[0]))
 
@@ -153,6 +166,28 @@ fact_ids(const struct csq_fact_value *v, char *out, size_t cap, int list)
 	return 0;
 }
 
+/* A skill list's text (csq_event_json writes it as it is): within its
+ * bytes, of the characters of skill lists only. */
+static int
+fact_skills(const struct csq_fact_value *v, char *out, size_t cap)
+{
+	size_t i;
+	char c;
+
+	if (v->type != CSQ_FACT_STR || v->len >= cap)
+		return -1;
+	for (i = 0; i < v->len; i++) {
+		c = v->s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == ':' || c == ',' || c == '-'))
+			return -1;
+	}
+	memcpy(out, v->s, v->len);
+	out[v->len] = '\0';
+	return 0;
+}
+
 /* A room: "<servicer>/<index>" as it is, or the index of the event's
  * servicer (given before the room in every kind that has both). */
 static int
@@ -194,6 +229,8 @@ fact_set(struct csq_event *ev, enum fact_field f,
 		                fact_fields[f].type == FACT_IDS);
 	case FACT_ROOM:
 		return fact_room(v, ev);
+	case FACT_SKILLS:
+		return fact_skills(v, at, fact_fields[f].size);
 	case FACT_REASON:
 		return fact_reason(v, &ev->reason);
 	case FACT_U32:
@@ -251,6 +288,7 @@ csq_event_to_fact(const struct csq_event *ev,
 		case FACT_ID:
 		case FACT_IDS:
 		case FACT_ROOM:
+		case FACT_SKILLS:
 			if (at[0] == '\0')
 				break;
 			v[i].type = CSQ_FACT_STR;

@@ -6,6 +6,9 @@
 
 #include "util.h"
 
+/* The last status there is (csq.h): a result of another is no result. */
+#define CSQ_STATUS_LAST CSQ_EUNSUPPORTED
+
 /* The fewest bytes an array's entry takes: a count beyond what the bytes
  * left could hold is refused before anything is allocated. */
 #define MIN_ENTRY 4
@@ -23,6 +26,7 @@ put_servicer(struct csq_wbuf *w, const struct csq_servicer_info *s)
 	csq_put_uint(w, s->wrapup_s, 4);
 	csq_put_uint(w, s->missed, 4);
 	csq_put_str(w, s->queues);
+	csq_put_str(w, s->skills);
 }
 
 static void
@@ -40,6 +44,7 @@ get_servicer(struct csq_rbuf *r, struct csq_servicer_info *s)
 	s->wrapup_s = (uint32_t)csq_get_uint(r, 4);
 	s->missed = (uint32_t)csq_get_uint(r, 4);
 	csq_get_str(r, s->queues, sizeof(s->queues));
+	csq_get_str(r, s->skills, sizeof(s->skills));
 }
 
 static void
@@ -57,6 +62,8 @@ put_user(struct csq_wbuf *w, const struct csq_user_info *u)
 	csq_put_str(w, u->prefer);
 	csq_put_uint(w, u->prefer_ms, 8);
 	csq_put_uint(w, (uint64_t)u->eta_ms, 8);
+	csq_put_str(w, u->needs);
+	csq_put_uint(w, (uint64_t)u->relax_ms, 8);
 }
 
 static void
@@ -76,6 +83,8 @@ get_user(struct csq_rbuf *r, struct csq_user_info *u)
 	csq_get_str(r, u->prefer, sizeof(u->prefer));
 	u->prefer_ms = csq_get_uint(r, 8);
 	u->eta_ms = (int64_t)csq_get_uint(r, 8);
+	csq_get_str(r, u->needs, sizeof(u->needs));
+	u->relax_ms = (int64_t)csq_get_uint(r, 8);
 }
 
 /* The counters of STATS, in the order of struct csq_stats. */
@@ -144,6 +153,7 @@ put_room(struct csq_wbuf *w, const struct csq_room_info *m)
 	csq_put_uint(w, (uint64_t)m->state, 1);
 	csq_put_str(w, m->user);
 	csq_put_uint(w, m->since_ms, 8);
+	csq_put_str(w, m->needs);
 }
 
 static void
@@ -155,11 +165,14 @@ get_room(struct csq_rbuf *r, struct csq_room_info *m)
 		r->bad = 1;
 	csq_get_str(r, m->user, sizeof(m->user));
 	m->since_ms = csq_get_uint(r, 8);
+	csq_get_str(r, m->needs, sizeof(m->needs));
 }
 
 static void
 put_qstats(struct csq_wbuf *w, const struct csq_queue_stats *q)
 {
+	uint32_t i;
+
 	csq_put_str(w, q->queue);
 	csq_put_uint(w, q->waiting, 8);
 	csq_put_uint(w, q->oldest_wait_ms, 8);
@@ -177,11 +190,18 @@ put_qstats(struct csq_wbuf *w, const struct csq_queue_stats *q)
 	csq_put_uint(w, (uint32_t)q->service_level_pct, 4);
 	csq_put_uint(w, q->outcomes, 4);
 	csq_put_uint(w, q->outcomes_within, 4);
+	csq_put_uint(w, q->ngroups, 1);
+	for (i = 0; i < q->ngroups && i < CSQ_QSTATS_GROUPS; i++) {
+		csq_put_str(w, q->groups[i].needs);
+		csq_put_uint(w, q->groups[i].waiting, 8);
+	}
 }
 
 static void
 get_qstats(struct csq_rbuf *r, struct csq_queue_stats *q)
 {
+	uint32_t i;
+
 	csq_get_str(r, q->queue, sizeof(q->queue));
 	q->waiting = csq_get_uint(r, 8);
 	q->oldest_wait_ms = csq_get_uint(r, 8);
@@ -199,6 +219,13 @@ get_qstats(struct csq_rbuf *r, struct csq_queue_stats *q)
 	q->service_level_pct = (int32_t)(uint32_t)csq_get_uint(r, 4);
 	q->outcomes = (uint32_t)csq_get_uint(r, 4);
 	q->outcomes_within = (uint32_t)csq_get_uint(r, 4);
+	q->ngroups = (uint32_t)csq_get_uint(r, 1);
+	if (q->ngroups > CSQ_QSTATS_GROUPS)
+		r->bad = 1;
+	for (i = 0; i < q->ngroups && !r->bad; i++) {
+		csq_get_str(r, q->groups[i].needs, sizeof(q->groups[i].needs));
+		q->groups[i].waiting = csq_get_uint(r, 8);
+	}
 }
 
 /* The array a result of code carries: its entries' size, 0 for none. */
@@ -331,7 +358,7 @@ csq_result_decode(enum csq_opcode code, const uint8_t *p, size_t len,
 	status = csq_get_uint(&r, 1);
 	res->n = (int64_t)csq_get_uint(&r, 8);
 	res->event_id = csq_get_uint(&r, 8);
-	if (r.bad || status > CSQ_ENOCONV)
+	if (r.bad || status > CSQ_STATUS_LAST)
 		return -1;
 	res->status = (enum csq_status)status;
 	if (res->status == CSQ_OK) {

@@ -97,6 +97,8 @@ test_scalars(void **state)
 	r.servicer.wrapup_s = 3600;
 	r.servicer.missed = 3;
 	memset(r.servicer.queues, 'q', sizeof(r.servicer.queues) - 1);
+	snprintf(r.servicer.skills, sizeof(r.servicer.skills),
+	         "billing:3,de:5");
 	assert_round_trip(CSQ_OP_HEARTBEAT, &r);
 
 	memset(&r, 0, sizeof(r));
@@ -112,6 +114,8 @@ test_scalars(void **state)
 	snprintf(r.user.prefer, sizeof(r.user.prefer), "agent-9");
 	r.user.prefer_ms = 1;
 	r.user.eta_ms = -1;
+	snprintf(r.user.needs, sizeof(r.user.needs), "billing:2,de:1");
+	r.user.relax_ms = 29999;
 	assert_round_trip(CSQ_OP_ENQUEUE, &r);
 	r.user.eta_ms = INT64_MAX;
 	assert_round_trip(CSQ_OP_WHERE, &r);
@@ -159,11 +163,19 @@ test_arrays(void **state)
 		qstats[i].eta_ms = -1;
 		qstats[i].service_level_pct = -1;
 		qstats[i].outcomes = 1000;
+		qstats[i].ngroups = (uint32_t)i * CSQ_QSTATS_GROUPS;
+	}
+	for (i = 0; i < CSQ_QSTATS_GROUPS; i++) {
+		snprintf(qstats[1].groups[i].needs,
+		         sizeof(qstats[1].groups[i].needs), "s%zu:%zu", i, i + 1);
+		qstats[1].groups[i].waiting = i;
 	}
 	for (i = 0; i < 4; i++) {
 		snprintf(rooms[i].room, sizeof(rooms[i].room), "s0/%zu", i);
 		rooms[i].state = (enum csq_room_state)i;
 		rooms[i].since_ms = i;
+		if (i == 2)
+			snprintf(rooms[i].needs, sizeof(rooms[i].needs), "fr:4");
 	}
 	memset(&r, 0, sizeof(r));
 	r.entries = entries;
@@ -252,6 +264,9 @@ full_event(struct csq_event *ev, enum csq_event_type t, size_t width)
 	ev->capacity = (uint32_t)(width % 1000) + 1;
 	snprintf(ev->queues, sizeof(ev->queues), "a,b,queue-%zu", width);
 	ev->reason = CSQ_REASON_LOST;
+	snprintf(ev->needs, sizeof(ev->needs), "de:%zu,fr:1", width % 100 + 1);
+	snprintf(ev->dropped, sizeof(ev->dropped), "billing");
+	ev->lowered = 2;
 }
 
 /* Each kind of event, through a message as the module publishes it and
