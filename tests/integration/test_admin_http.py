@@ -99,9 +99,15 @@ class AdminHttpTest(unittest.TestCase):
         # Held for s2 (paused, serving vip): waiting in vip, in no page.
         c.execute_command("ENQUEUE", "u4", "QUEUE", "vip", "PREFER", "s2",
                           "60")
-        time.sleep(0.3)
+        enqueued = time.time()
+        # servicer_up s1, matched u1, servicer_up s2, paused, 3 queued:
+        # waited for (the Redis engine's events come back through Redis),
+        # not a fixed time; then the 300 ms that the oldest wait is to
+        # show, counted from the ENQUEUE.
+        h.wait_until("the 7 events in the snapshot", lambda: api.json(
+            "/api/snapshot")["id"] >= first + 7)
+        time.sleep(max(0.0, enqueued + 0.3 - time.time()))
         snap = api.json("/api/snapshot")
-        # servicer_up s1, matched u1, servicer_up s2, paused, 3 queued
         self.assertEqual(snap["id"], first + 7)
         self.assertLess(abs(snap["ts"] - time.time() * 1000), 5000)
         self.assertEqual(snap["stats"]["waiting"], 3)
@@ -237,7 +243,8 @@ class AdminHttpTest(unittest.TestCase):
             self.assertEqual(status, 404, path)
         for method, path in (("POST", "/api/snapshot"), ("DELETE", "/"),
                              ("PUT", "/api/queue/q"),
-                             ("POST", "/api/events"), ("PATCH", "/nope")):
+                             ("POST", "/api/events"), ("PATCH", "/nope"),
+                             ("PROPFIND", "/api/snapshot"), ("FOO", "/")):
             status, headers, _ = api.request(method, path)
             self.assertEqual(status, 405, (method, path))
             self.assertEqual(headers["Allow"], "GET, HEAD")
@@ -266,6 +273,13 @@ class AdminHttpTest(unittest.TestCase):
             self.assertEqual(status, 401, path)
             self.assertTrue(headers["WWW-Authenticate"].startswith(
                 "Basic realm="))
+        # Whatever the method, even one evhttp does not know (it said 501
+        # to those before credentials, issue 37): 401 first.
+        for method in ("POST", "DELETE", "PROPFIND", "FOO", "BREW"):
+            for path in ("/api/snapshot", "/api/nope", "/"):
+                status, headers, _ = anon.request(method, path)
+                self.assertEqual(status, 401, (method, path))
+                self.assertIn("WWW-Authenticate", headers)
         for auth in (h.basic("default", "wrong"), h.basic("admin", "s3cret"),
                      h.basic("default", "s3cret ") , "Basic !!!",
                      "Bearer s3cret", h.basic("default", "")):
@@ -418,7 +432,10 @@ class AdminHttpTest(unittest.TestCase):
         a, b, c = (h.Sse(d.http_port) for _ in range(3))
         self.assertEqual((a.head(), b.head(), c.head()), (200, 200, 503))
         a.close()
-        time.sleep(0.2)
+        # csqd has seen the close (the count of streams it serves), rather
+        # than a fixed time that a loaded machine may not give it.
+        h.wait_until("the closed stream gone", lambda: metric(
+            d, "csq_http_event_streams") < 2)
         e = h.Sse(d.http_port)
         self.assertEqual(e.head(), 200)
         for s in (b, c, e):

@@ -563,14 +563,13 @@ class AdminPageTest(unittest.TestCase):
         self.assertEqual(s["queues"]["sales"]["rows"], ["u2", "u3", "u4"])
         self.assertEqual(s["servicers"]["agent1"]["rooms"],
                          [["agent1/0", "assigned", "u1"]])
+        # While csqd is down, any request of the page may fail with any
+        # network error: refused, reset as csqd stops, or one that
+        # Chromium names otherwise on another machine (issue 37: a fresh
+        # machine's run saw ERR_SOCKET_NOT_CONNECTED). Every net::ERR_ is
+        # expected here, not a list of the names seen so far.
         self.expected_console = [
-            r"Failed to load resource: net::ERR_CONNECTION_REFUSED",
-            r"net::ERR_CONNECTION_REFUSED",
-            # A request that reaches csqd as it stops is reset (or, as
-            # Chromium says when the reset comes before the request is
-            # sent, not connected: seen once in a full run).
-            r"net::ERR_CONNECTION_RESET",
-            r"net::ERR_SOCKET_NOT_CONNECTED",
+            r"net::ERR_[A-Z_]+",
             r'"csq: reloading:" "the event stream broke"',
             r'"csq: reloading:" "TypeError: Failed to fetch"']
 
