@@ -6,6 +6,12 @@
  * replication, cpu, commandstats, keyspace) and csq's own (csq: the
  * engine's counters). Those two need the engine's STATS, an engine call;
  * the rest is the daemon's own and is written at once.
+ *
+ * Only an admin sees it all (csq decision, issue 37): a frontend or a
+ * servicer, which STATS refuses, gets the server section without the
+ * process id and the configuration's path, and the csq section's engine
+ * and whether it is up, never the counters; the other sections it asks
+ * for are left out, as an unknown section is.
  */
 #include "info.h"
 
@@ -23,6 +29,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "auth.h"
 #include "client.h"
 #include "command_queue.h"
 #include "journal.h"
@@ -51,6 +58,8 @@ enum info_section {
 #define INFO_DEFAULT (INFO_ALL & ~INFO_COMMANDSTATS)
 /* The sections that need the engine's STATS. */
 #define INFO_ENGINE (INFO_KEYSPACE | INFO_CSQ)
+/* What a role other than admin sees (of them, less: info_public). */
+#define INFO_PUBLIC (INFO_SERVER | INFO_CSQ)
 
 static const struct {
 	const char *name;
@@ -133,34 +142,40 @@ info_tcp_port(const struct config *cfg)
 	return 0;
 }
 
+/* public: for a role other than admin, without the process id and the
+ * configuration file's path. */
 static void
-info_server(struct evbuffer *b, struct server *s)
+info_server(struct evbuffer *b, struct server *s, int public)
 {
 	uint64_t up = (server_now_ms() - s->started_ms) / 1000;
 	struct utsname u;
 
 	if (uname(&u) != 0)
 		memset(&u, 0, sizeof(u));
-	evbuffer_add_printf(
-	    b,
-	    "# Server\r\n"
-	    "csq_version:%s\r\n"
-	    "redis_version:" CSQ_REDIS_VERSION "\r\n"
-	    "redis_mode:standalone\r\n"
-	    "os:%s %s %s\r\n"
-	    "arch_bits:%d\r\n"
-	    "multiplexing_api:%s\r\n"
-	    "process_id:%ld\r\n"
-	    "tcp_port:%d\r\n"
-	    "uptime_in_seconds:%llu\r\n"
-	    "uptime_in_days:%llu\r\n"
-	    "config_file:%s\r\n"
-	    "engine:%s\r\n",
-	    CSQ_VERSION, u.sysname, u.release, u.machine,
-	    (int)(sizeof(void *) * 8), event_base_get_method(s->base),
-	    (long)getpid(), info_tcp_port(&s->cfg), (unsigned long long)up,
-	    (unsigned long long)(up / 86400),
-	    s->config_path != NULL ? s->config_path : "", s->engine->ops->name);
+	evbuffer_add_printf(b,
+	                    "# Server\r\n"
+	                    "csq_version:%s\r\n"
+	                    "redis_version:" CSQ_REDIS_VERSION "\r\n"
+	                    "redis_mode:standalone\r\n"
+	                    "os:%s %s %s\r\n"
+	                    "arch_bits:%d\r\n"
+	                    "multiplexing_api:%s\r\n",
+	                    CSQ_VERSION, u.sysname, u.release, u.machine,
+	                    (int)(sizeof(void *) * 8),
+	                    event_base_get_method(s->base));
+	if (!public)
+		evbuffer_add_printf(b, "process_id:%ld\r\n", (long)getpid());
+	evbuffer_add_printf(b,
+	                    "tcp_port:%d\r\n"
+	                    "uptime_in_seconds:%llu\r\n"
+	                    "uptime_in_days:%llu\r\n",
+	                    info_tcp_port(&s->cfg), (unsigned long long)up,
+	                    (unsigned long long)(up / 86400));
+	if (!public)
+		evbuffer_add_printf(b, "config_file:%s\r\n",
+		                    s->config_path != NULL ? s->config_path
+		                                           : "");
+	evbuffer_add_printf(b, "engine:%s\r\n", s->engine->ops->name);
 }
 
 static void
@@ -331,8 +346,11 @@ info_keyspace(struct evbuffer *b, const struct csq_result *r)
 		    (unsigned long long)(st->waiting + st->servicers));
 }
 
+/* public: for a role other than admin, the engine and whether it is up
+ * (without a call: r is none then), no counter. */
 static void
-info_csq(struct evbuffer *b, struct server *s, const struct csq_result *r)
+info_csq(struct evbuffer *b, struct server *s, const struct csq_result *r,
+         int public)
 {
 	const struct csq_stats *st = &r->stats;
 	int64_t rtt = csq_engine_rtt_us(s->engine);
@@ -341,7 +359,11 @@ info_csq(struct evbuffer *b, struct server *s, const struct csq_result *r)
 	                    "# csq\r\n"
 	                    "engine:%s\r\n"
 	                    "engine_up:%d\r\n",
-	                    s->engine->ops->name, r->status == CSQ_OK);
+	                    s->engine->ops->name,
+	                    public ? s->engine->ops->up(s->engine)
+	                           : r->status == CSQ_OK);
+	if (public)
+		return;
 	if (rtt >= 0)
 		evbuffer_add_printf(b, "redis_rtt_us:%lld\r\n", (long long)rtt);
 	if (r->status != CSQ_OK)
@@ -383,6 +405,7 @@ info_write(struct client *c, struct evbuffer *out, unsigned want,
 {
 	struct server *s = c->server;
 	struct evbuffer *b = evbuffer_new();
+	int public = auth_role(c) != CONFIG_ROLE_ADMIN;
 	size_t len;
 
 	if (b == NULL)
@@ -395,7 +418,9 @@ info_write(struct client *c, struct evbuffer *out, unsigned want,
 			call;                                                  \
 		}                                                              \
 	} while (0)
-	SECTION(INFO_SERVER, info_server(b, s));
+	if (public)
+		want &= INFO_PUBLIC;
+	SECTION(INFO_SERVER, info_server(b, s, public));
 	SECTION(INFO_CLIENTS, info_clients(b, s));
 	SECTION(INFO_MEMORY, info_memory(b, s));
 	SECTION(INFO_PERSISTENCE, info_persistence(b, s));
@@ -405,7 +430,7 @@ info_write(struct client *c, struct evbuffer *out, unsigned want,
 	                               "connected_slaves:0\r\n"));
 	SECTION(INFO_CPU, info_cpu(b));
 	SECTION(INFO_COMMANDSTATS, info_commandstats(b, s));
-	SECTION(INFO_CSQ, info_csq(b, s, r));
+	SECTION(INFO_CSQ, info_csq(b, s, r, public));
 	SECTION(INFO_KEYSPACE, info_keyspace(b, r));
 #undef SECTION
 	len = evbuffer_get_length(b);
@@ -438,7 +463,7 @@ cmd_info(struct client *c, const struct resp_request *req)
 			    strncasecmp(info_names[k].name, req->argv[i],
 			                req->argvlen[i]) == 0)
 				want |= info_names[k].bits;
-	if (!(want & INFO_ENGINE)) {
+	if (!(want & INFO_ENGINE) || auth_role(c) != CONFIG_ROLE_ADMIN) {
 		memset(&none, 0, sizeof(none));
 		none.status = CSQ_ETRYAGAIN;
 		info_write(c, client_output(c), want, &none);

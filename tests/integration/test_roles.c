@@ -79,6 +79,45 @@ check_everyone(redisContext *c)
 	CHECK(c, "['punsubscribe',nil,:0]", "PUNSUBSCRIBE");
 }
 
+/*
+ * INFO for a role other than admin (issue 37: a frontend read the
+ * counters that STATS refuses it, the pid and the paths): the server
+ * section without the pid and the configuration's path, csq's engine and
+ * engine_up only, no other section whatever it asks for. admin: all.
+ */
+static void
+check_info(redisContext *c, int admin)
+{
+	static const char *const secret[] = {
+	    "process_id:", "config_file:", "enqueued_total:", "waiting:",
+	    "# Clients",   "# Memory",     "# Persistence",   "# Stats",
+	    "# Keyspace",  "# CPU",        "cmdstat_",        "journal",
+	};
+	static const char *const asks[] = {"INFO", "INFO everything",
+	                                   "INFO csq", "INFO server stats"};
+	redisReply *r;
+	size_t i, k;
+
+	for (k = 0; k < sizeof(asks) / sizeof(asks[0]); k++) {
+		r = CMD(c, asks[k]);
+		assert_int_equal(r->type, REDIS_REPLY_STRING);
+		if (k != 2)
+			assert_non_null(strstr(r->str, "redis_version:"));
+		if (k < 3)
+			assert_non_null(strstr(r->str, "engine_up:1"));
+		/* An admin's INFO everything has them all; another role's
+		 * answer has none, whatever it asked. */
+		for (i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+			if ((admin ? k == 1 : 1) &&
+			    admin != (strstr(r->str, secret[i]) != NULL))
+				fail_msg("%s as %s: %s %s", asks[k],
+				         admin ? "admin" : "another role",
+				         secret[i],
+				         admin ? "missing" : "shown");
+		freeReplyObject(r);
+	}
+}
+
 /* The frontend: ENQUEUE, TOUCH, LEAVE, WHERE, QLEN; user: and queue:
  * channels; nothing of servicers, nothing of the admin. */
 static void
@@ -108,6 +147,8 @@ role_frontend(void **state)
 	/* Nothing was changed by the refused commands. */
 	CHECK(admin, ":1", "RELEASE s1/0");
 	check_everyone(c);
+	check_info(c, 0);
+	check_info(admin, 1);
 	/* Unknown commands and wrong arities come first, as in Redis. */
 	CHECK(c, "-ERR unknown command 'NOSUCH'", "NOSUCH a");
 	CHECK(c, "-ERR wrong number of arguments for 'heartbeat' command",
@@ -153,6 +194,7 @@ role_servicer(void **state)
 	CHECK_NOPERM(c, "servicers", "SERVICERS");
 	CHECK_NOPERM(c, "stats", "STATS");
 	check_everyone(c);
+	check_info(c, 0);
 	CHECK(c, NOPERM_CHANNELS, "SUBSCRIBE user:u1");
 	CHECK(c, NOPERM_CHANNELS, "PSUBSCRIBE user:*");
 	CHECK(c, "['subscribe','servicer:s1',:1]", "SUBSCRIBE servicer:s1");
