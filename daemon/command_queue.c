@@ -535,11 +535,21 @@ command_log_full(struct server *s, const char *queue)
 	snprintf(logged[slot].queue, sizeof(logged[slot].queue), "%s", queue);
 	logged[slot].at_ms = now;
 	{
+		/* The limit in force: the queue's policy's max_length when
+		 * it has one (protocol-v2 section 4), else the global one. */
 		struct log_kv kv[] = {
 		    LOG_STR("queue", queue),
 		    LOG_NUM("max_queue_length", s->cfg.limits.max_queue_length),
 		};
+		int p;
 
+		for (p = 0; p < s->cfg.npolicies; p++)
+			if (strcmp(s->cfg.policies[p].name, queue) == 0 &&
+			    s->cfg.policies[p].has_max_length) {
+				kv[1] = LOG_NUM("max_length",
+				                s->cfg.policies[p].max_length);
+				break;
+			}
 		log_kv(LOG_LVL_WARNING, "queue full", kv, 2);
 	}
 }

@@ -41,7 +41,10 @@ log_line(struct csqd *d, const char *text, char *line, size_t len)
 static int
 setup_text(void **state)
 {
-	return csqd_fx_setup(state, "max_queue_length = 1;\n");
+	return csqd_fx_setup(state,
+	                     "max_queue_length = 1;\n"
+	                     "queues = ( { name = \"p\"; max_length = 2; "
+	                     "} );\n");
 }
 
 /* Login, logout, loss, requeue, queue full, reload: each a line of
@@ -80,6 +83,17 @@ text_lines(void **state)
 	log_line(fx->d, "queue full ", line, sizeof(line));
 	assert_non_null(
 	    strstr(line, " warning: queue full queue=c max_queue_length=1"));
+	/* A queue with a max_length of its own names that limit, not the
+	 * global one (issue 37: it said max_queue_length=1 here). */
+	freeReplyObject(CMD(fx->c, "ENQUEUE p1 QUEUE p"));
+	freeReplyObject(CMD(fx->c, "ENQUEUE p2 QUEUE p"));
+	CHECK(fx->c, "-FULL queue is at its maximum length",
+	      "ENQUEUE p3 QUEUE p");
+	log_line(fx->d, "queue full queue=p ", line, sizeof(line));
+	assert_non_null(
+	    strstr(line, " warning: queue full queue=p max_length=2"));
+	freeReplyObject(CMD(fx->c, "LEAVE p1"));
+	freeReplyObject(CMD(fx->c, "LEAVE p2"));
 	CHECK(fx->c, ":2", "LOGOUT s1");
 	log_line(fx->d, "servicer logged out ", line, sizeof(line));
 	assert_non_null(strstr(line, "servicer logged out servicer=s1 "
@@ -96,7 +110,9 @@ text_lines(void **state)
 	/* No audit lines unless log.audit. */
 	assert_false(file_contains(fx->d->log_path, "audit: "));
 	/* A reload names what changed, as a field. */
-	csqd_rewrite_conf(fx->d, "max_queue_length = 2;\n");
+	csqd_rewrite_conf(fx->d, "max_queue_length = 2;\n"
+	                         "queues = ( { name = \"p\"; max_length = 2; "
+	                         "} );\n");
 	kill(fx->d->pid, SIGHUP);
 	log_line(fx->d, "configuration reloaded ", line, sizeof(line));
 	assert_non_null(strstr(line, " changed=max_queue_length"));
