@@ -42,10 +42,15 @@
 #define HTTP_BACKLOG      128
 #define HTTP_METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define HTTP_API_QUEUE    "/api/queue/"
+/* evhttp 2.1 types a method it does not know (PROPFIND, FOO) as this
+ * bit (EVHTTP_REQ_UNKNOWN_ in its http.c), and answers it 501 itself
+ * unless it is allowed: allowed, it reaches the callback like the others,
+ * which answers 401 without credentials (section 11a), else 405. */
+#define HTTP_REQ_UNKNOWN (1 << 15)
 #define HTTP_ALL_METHODS                                                       \
 	(EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | \
 	 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |           \
-	 EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH)
+	 EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH | HTTP_REQ_UNKNOWN)
 
 /* The engine calls of a scrape, in order; QLEN repeats per queue. */
 enum scrape_step { SCRAPE_STATS, SCRAPE_SERVICERS, SCRAPE_QSTATS, SCRAPE_QLEN };

@@ -230,6 +230,10 @@ test_other_paths_and_methods(void **state)
 	assert_non_null(strstr(buf, "Allow: GET, HEAD\r\n"));
 	http_request(fx->d->http_port, "DELETE", "/healthz", buf, sizeof(buf));
 	assert_http_status(buf, 405);
+	/* A method evhttp does not know is 405 too, not evhttp's 501. */
+	http_request(fx->d->http_port, "PROPFIND", "/metrics", buf,
+	             sizeof(buf));
+	assert_http_status(buf, 405);
 	/* A query string does not change the path. */
 	http_request(fx->d->http_port, "GET", "/healthz?verbose=1", buf,
 	             sizeof(buf));
