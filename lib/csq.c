@@ -668,8 +668,10 @@ user_rekey(struct csq *c, struct csq_user *u, uint64_t key)
  * servicer it waits for already). A change of queue or place is a return
  * to a line: the clocks of the new line start. A move to a place with a
  * free room is a match (then only matched is published, and to the
- * queue left too, with from_queue); else rescored, reason enqueue. A
- * window set again alone moves nothing and publishes nothing.
+ * queue left too, with from_queue); else rescored, reason enqueue, when
+ * the tier or the queue changed. A window set again alone moves nothing
+ * and publishes nothing; a move between the queue's line and a window
+ * (PREFER alone) publishes nothing either (protocol.md section 4).
  */
 static void
 user_set_needs(struct csq *c, struct csq_user *u, uint16_t needs)
@@ -692,8 +694,10 @@ user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
 	int moved = to != from, relined = needs != u->needs;
 	struct csq_key k;
 	uint64_t pos;
+	uint32_t k0_tier;
 
 	csq_key_unpack(u->key, &k);
+	k0_tier = k.tier;
 	if (!moved && want == had) {
 		if (window > 0)
 			csq_prefer_window(c, u, window, now);
@@ -733,7 +737,8 @@ user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
 		} else
 			pos = csq_user_join_line(c, u, now);
 	}
-	if (!csq_match_user(c, u, moved ? from : NULL, now))
+	if (!csq_match_user(c, u, moved ? from : NULL, now) &&
+	    (moved || tier != k0_tier))
 		user_event(c, CSQ_EV_RESCORED, u, moved ? from : NULL, pos,
 		           CSQ_REASON_ENQUEUE, now);
 	if (moved)

@@ -87,7 +87,8 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg, prefer, prefer_s)
 	if q ~= u.queue and len + held >= max then return reply('FULL') end
 	if ttl_arg ~= '' then u.ttl = tonumber(ttl_arg) end
 	user_deadline(u)
-	local tier = tier_of(u.key)
+	local was = tier_of(u.key)
+	local tier = was
 	if tier_arg ~= '' then tier = tonumber(tier_arg) end
 	-- Where it is to wait (lib/csq.c's enqueue_again): PREFER again
 	-- replaces its window, or closes it when the servicer named cannot
@@ -144,7 +145,9 @@ OPS.enqueue = function(id, queue, tier_arg, ttl_arg, prefer, prefer_s)
 			clock_start(u)
 		end
 	end
-	if not match_user(u, moved) then
+	-- A move between the line and a window alone (PREFER) publishes
+	-- nothing (protocol.md section 4): rescored is for a tier or a queue.
+	if not match_user(u, moved) and (moved or tier ~= was) then
 		event('rescored', id, q, tier, pos or position(u), moved)
 	end
 	return reply('OK', user_info(u))

@@ -317,6 +317,10 @@ prefer_reenqueue(void **state)
 	assert_true(FIELD_INT(r, "prefer_ms") <= 30000);
 	freeReplyObject(r);
 	MSGS_COLLECT(sub, &m);
+	/* Neither tier nor queue changed: no rescored (section 4; both
+	 * engines published one, issue 37), only p's first queued. */
+	assert_int_equal(msgs_find(&m, 0, "rescored"), -1);
+	assert_true(msgs_find(&m, 0, "queued") >= 0);
 	msgs_free(&m);
 	r = CMD(fx->c, "ENQUEUE p QUEUE q PREFER nobody 30");
 	assert_string_equal(FIELD_STR(r, "state"), "waiting");
@@ -329,6 +333,7 @@ prefer_reenqueue(void **state)
 	freeReplyObject(r);
 	MSGS_COLLECT(sub, &m);
 	assert_int_equal(msgs_find(&m, 0, "prefer_ended"), -1);
+	assert_int_equal(msgs_find(&m, 0, "rescored"), -1);
 	msgs_free(&m);
 	redisFree(sub);
 }

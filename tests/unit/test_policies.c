@@ -860,12 +860,18 @@ test_prefer_enqueue_again(void **state)
 	enq_full(f, "u", "r", -1, "alice", 300, &u);
 	assert_int_equal(u.prefer_ms, 300000);
 	/* PREFER bob, who does not serve r: the window closes, silently,
-	 * and u waits in r's line. */
+	 * and u waits in r's line: neither tier nor queue changed, so no
+	 * rescored either (protocol.md section 4; it was published before
+	 * issue 37). */
 	first = f->nevents;
 	enq_full(f, "u", "r", -1, "bob", 300, &u);
 	assert_string_equal(u.prefer, "");
 	assert_string_equal(line_of(f, "r"), "u");
-	assert_string_equal(events_since(f, first), "rescored");
+	assert_string_equal(events_since(f, first), "");
+	/* And from the line into a window, PREFER alone: nothing either. */
+	enq_full(f, "u", "r", -1, "alice", 300, &u);
+	assert_string_equal(u.prefer, "alice");
+	assert_string_equal(events_since(f, first), "");
 	/* Back to q, PREFER bob: bob's. */
 	enq_full(f, "u", "q", -1, "bob", 300, &u);
 	assert_string_equal(u.prefer, "bob");
