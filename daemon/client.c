@@ -55,6 +55,7 @@
 #define CLIENT_COPY_UNDER    4096          /* output copied, not moved, below */
 #define CLIENT_INPUT_PAUSE   (1024 * 1024) /* held requests: stop reading */
 #define CLIENT_WHY_MAX       256           /* why a TLS connection failed */
+#define CLIENT_ADMIT_LOG_MS  10000 /* auth_timeout's closes: a line at most */
 
 static const char *const client_state_names[] = {
     "active",
@@ -267,6 +268,7 @@ client_close(struct client *c, const char *why)
 	TAILQ_REMOVE(&s->clients, c, entry);
 	event_free(c->linger);
 	event_free(c->wake);
+	event_free(c->admit);
 	event_free(c->flush);
 	if (c->rev != NULL)
 		event_free(c->rev); /* before the socket closes with the bev */
@@ -470,6 +472,7 @@ client_tls_read_cb(struct bufferevent *bev, void *arg)
 	struct client *c = arg;
 
 	loop_did_work();
+	c->handshaken = 1;
 	evbuffer_add_buffer(c->in, bufferevent_get_input(bev));
 	client_got_input(c);
 }
@@ -514,6 +517,10 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 	char why[CLIENT_WHY_MAX];
 
 	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		c->handshaken = 1; /* TLS: the handshake is done */
+		return;
+	}
 	if (what & BEV_EVENT_EOF)
 		client_close(c, "end of input");
 	else if ((what & BEV_EVENT_ERROR) && c->tls &&
@@ -626,6 +633,21 @@ client_process(struct client *c)
 			           CLIENT_OUTPUT_HARD_MAX);
 			c->server->stats.output_closed_total++;
 			client_kill(c, "output buffer limit");
+			break;
+		}
+		/* Before AUTH a connection costs little: its replies are
+		 * errors, and a few of them are all an honest client reads
+		 * before it logs in (issue 37: 12 connections pipelining
+		 * "X" unread reached the global 1 GiB). */
+		if (auth_required(c) &&
+		    client_pending(c) >
+		        (size_t)c->server->cfg.max_unauth_output) {
+			client_log(LOG_LVL_WARNING, c, NULL, NULL,
+			           "replies over max_unauth_output (%lld "
+			           "bytes) before AUTH, closing",
+			           (long long)c->server->cfg.max_unauth_output);
+			c->server->stats.output_closed_total++;
+			client_kill(c, "output buffer limit before AUTH");
 			break;
 		}
 		if (!c->held_req) {
@@ -824,6 +846,50 @@ client_input_limit(struct server *s)
 }
 
 /*
+ * The closes of auth_timeout come in crowds when they come (an attack
+ * that holds connections open): one line at most every
+ * CLIENT_ADMIT_LOG_MS, which counts those since the line before.
+ */
+static void
+client_admit_log(struct client *c)
+{
+	static unsigned long closed;
+	static uint64_t logged_ms;
+	uint64_t now = server_now_ms();
+
+	closed++;
+	client_log(LOG_LVL_DEBUG, c, NULL, NULL, "auth_timeout");
+	if (logged_ms != 0 && now - logged_ms < CLIENT_ADMIT_LOG_MS)
+		return;
+	log_warnx("closed %lu connection%s that had not authenticated (or "
+	          "finished the TLS handshake) within auth_timeout (%lld s)",
+	          closed, closed == 1 ? "" : "s",
+	          (long long)c->server->cfg.auth_timeout);
+	closed = 0;
+	logged_ms = now;
+}
+
+/*
+ * auth_timeout after it came: a connection that must authenticate has,
+ * and one on a TLS port has finished its handshake, or it goes (issue
+ * 37: 600 connections that sent 6 bytes of a ClientHello held every slot
+ * of max_clients). One check at the deadline, nothing to undo before.
+ */
+static void
+client_admit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+
+	(void)fd, (void)what;
+	if (c->state != CLIENT_ACTIVE || c->killed != NULL)
+		return;
+	if ((c->tls && !c->handshaken) || auth_required(c)) {
+		client_admit_log(c);
+		client_close(c, "auth_timeout");
+	}
+}
+
+/*
  * TCP keepalive as Redis sets it (tcp-keepalive 300): a probe after 300 s
  * of silence, then every 100 s, three unanswered and the connection is
  * dead. With the kernel's defaults a client whose host vanished would
@@ -926,6 +992,7 @@ client_new(struct server *s, evutil_socket_t fd, int tls)
 	c->flush = event_new(s->base, -1, 0, client_flush_cb, c);
 	c->linger = evtimer_new(s->base, client_linger_cb, c);
 	c->wake = event_new(s->base, -1, 0, client_wake_cb, c);
+	c->admit = evtimer_new(s->base, client_admit_cb, c);
 	c->id = ++s->next_client_id;
 	client_addr(fd, 1, c->addr, sizeof(c->addr));
 	client_addr(fd, 0, c->laddr, sizeof(c->laddr));
@@ -940,6 +1007,11 @@ client_new(struct server *s, evutil_socket_t fd, int tls)
 	                  client_write_cb, client_event_cb, c);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE); /* EV_WRITE is on */
 	client_reading(c, 1);
+	if (c->tls || auth_required(c)) {
+		struct timeval tv = {(time_t)s->cfg.auth_timeout, 0};
+
+		evtimer_add(c->admit, &tv);
+	}
 	client_log(LOG_LVL_DEBUG, c, "laddr", c->laddr, "client connected");
 	return c;
 }

@@ -67,6 +67,7 @@ struct client {
 	struct resp_request req;
 	struct event *linger; /* bounds CLIENT_DRAINING */
 	struct event *wake;   /* deferred work: next batch, or a kill */
+	struct event *admit;  /* auth_timeout: authenticated by then */
 	const char *killed;   /* set when it must go at the next turn */
 	enum client_state state;
 	uint64_t id;
@@ -79,6 +80,7 @@ struct client {
 	int held_req;              /* req parsed, waits for the calls to end */
 	int in_paused;     /* not reading: held requests fill the input */
 	int tls;           /* over TLS: bev is an openssl bufferevent, no rev */
+	int handshaken;    /* TLS: the handshake is done */
 	int reading;       /* inside client_process: no re-entry */
 	int held;          /* output held for the journal's commit */
 	size_t peak;       /* most output ever waiting (client_trim) */

@@ -25,6 +25,10 @@
 #define CONFIG_HISTORY_MAX       1000000     /* http.event_history */
 #define CONFIG_STREAMS_MAX       10000       /* http.max_event_streams */
 #define CONFIG_STREAM_BUFFER_MIN (1LL << 20) /* http.event_stream_buffer */
+#define CONFIG_TIMEOUT_MAX       3600        /* s, the *_timeout of clients */
+#define CONFIG_UNAUTH_OUTPUT_MIN 1024        /* max_unauth_output */
+#define CONFIG_PATTERNS_MAX      1000000     /* max_client_patterns */
+#define CONFIG_RESERVED_FDS_MAX  10000       /* reserved_fds */
 
 #define CONFIG_USERS_MAX        64     /* entries of users */
 #define CONFIG_QUEUE_LABELS_MAX 100000 /* metrics_max_queues at most */
@@ -77,6 +81,16 @@ struct config {
 	/* MULTI: commands queued, and their arguments' bytes (multi.h). */
 	int64_t max_multi_commands;
 	int64_t max_multi_memory;
+	/* What a connection may cost before it has authenticated (and, on
+	 * a TLS port, finished its handshake): seconds, and unsent output
+	 * (client.c). */
+	int64_t auth_timeout;
+	int64_t max_unauth_output;
+	/* Patterns one connection may hold (command_pubsub.c). */
+	int64_t max_client_patterns;
+	/* Descriptors kept for RESP connections: HTTP takes none of the
+	 * last reserved_fds under RLIMIT_NOFILE (http.c). */
+	int64_t reserved_fds;
 	char journal[CONFIG_STR_MAX];
 	enum config_fsync fsync;
 	char redis_host[CONFIG_STR_MAX];
@@ -110,6 +124,10 @@ struct config {
 	int64_t http_event_history;
 	int64_t http_max_event_streams;
 	int64_t http_event_stream_buffer;
+	/* HTTP connections at once, and the seconds a connection has to
+	 * send a whole request (http.c). */
+	int64_t http_max_connections;
+	int64_t http_request_timeout;
 	enum log_level log_level;
 	enum log_format log_format;
 	int log_audit; /* a line per match and release */

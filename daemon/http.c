@@ -14,8 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -36,9 +39,11 @@
 #include "tls.h"
 #include "util.h"
 
-#define HTTP_TIMEOUT_S    10   /* idle or slow clients */
-#define HTTP_HEADERS_MAX  8192 /* bytes of request headers */
-#define HTTP_BODY_MAX     1024 /* GET needs none */
+#define HTTP_TIMEOUT_S    10    /* idle or slow clients */
+#define HTTP_RECHECK_MS   100   /* a connection shut down: freed yet? */
+#define HTTP_LOG_MS       10000 /* refusals and timeouts: a line at most */
+#define HTTP_HEADERS_MAX  8192  /* bytes of request headers */
+#define HTTP_BODY_MAX     1024  /* GET needs none */
 #define HTTP_BACKLOG      128
 #define HTTP_METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define HTTP_API_QUEUE    "/api/queue/"
@@ -68,8 +73,34 @@ struct scrape {
 	int stepping; /* inside scrape_next: no recursion */
 };
 
+/*
+ * One HTTP connection as csqd counts it (http.max_connections) and times
+ * it (http.request_timeout). evhttp 2.1 tells nobody when it accepts or
+ * frees a connection; but it takes each connection's bufferevent from
+ * http_bev, which keeps a reference to it: when evhttp frees the
+ * connection the bufferevent stays, with its callbacks cleared, until
+ * http_conn_release drops that reference (and so closes the socket).
+ */
+struct http_conn {
+	TAILQ_ENTRY(http_conn) entry;
+	struct server *server;
+	struct bufferevent *bev; /* one reference is ours */
+	struct event *timer;     /* the deadline, or a recheck */
+	uint64_t deadline_ms;    /* a whole request by then */
+	int admitted;            /* past the check of http_conn_admit */
+	int open;                /* requests being answered (a stream too) */
+	int shut;                /* shut down by csqd: evhttp frees it */
+};
+
+/* Refusals and closes, counted between two log lines (http_note). */
+enum http_note_kind { HTTP_NOTE_FULL, HTTP_NOTE_FDS, HTTP_NOTE_SLOW };
+
 struct http {
 	struct evhttp *evh;
+	TAILQ_HEAD(, http_conn) conns;
+	size_t nconns; /* in conns */
+	unsigned long noted[3];
+	uint64_t noted_ms[3];
 	struct accept_guard *guard;   /* accept() out of descriptors */
 	TAILQ_HEAD(, scrape) scrapes; /* waiting for the engine */
 	struct admin_api *api;
@@ -314,13 +345,51 @@ http_admin(struct server *s, struct evhttp_request *req, const char *path)
 		http_text(req, HTTP_NOTFOUND, "Not Found", "not found\n");
 }
 
+static void http_conn_arm(struct http_conn *, uint64_t ms);
+
+/* A request's answer is sent: the connection's next request must come
+ * whole within http.request_timeout (or evhttp has closed it: a look at
+ * the next turn). */
+static void
+http_request_done(struct evhttp_request *req, void *arg)
+{
+	struct http_conn *hc = arg;
+
+	(void)req;
+	hc->open--;
+	hc->deadline_ms =
+	    server_now_ms() +
+	    (uint64_t)hc->server->cfg.http_request_timeout * 1000u;
+	http_conn_arm(hc, 0);
+}
+
+/* The connection req came on, or NULL (one evhttp made itself). */
+static struct http_conn *
+http_conn_of(struct http *h, struct evhttp_request *req)
+{
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(
+	    evhttp_request_get_connection(req));
+	struct http_conn *hc;
+
+	TAILQ_FOREACH(hc, &h->conns, entry)
+		if (hc->bev == bev)
+			return hc;
+	return NULL;
+}
+
 static void
 http_request_cb(struct evhttp_request *req, void *arg)
 {
 	struct server *s = arg;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	struct http_conn *hc = http_conn_of(s->http, req);
 
+	/* Being answered: no deadline until the answer is sent. */
+	if (hc != NULL) {
+		hc->open++;
+		evhttp_request_set_on_complete_cb(req, http_request_done, hc);
+	}
 	if (path == NULL)
 		path = "";
 	/* For load balancers and Prometheus: never behind the password. */
@@ -337,13 +406,181 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	http_healthz(s, req);
 }
 
-/* http.tls: each connection through OpenSSL, with tls's certificate. */
+/* One line at most every HTTP_LOG_MS for each kind of refusal or close,
+ * which counts those since the line before (they come in crowds). */
+static void
+http_note(struct server *s, enum http_note_kind kind)
+{
+	struct http *h = s->http;
+	uint64_t now = server_now_ms();
+
+	h->noted[kind]++;
+	if (h->noted_ms[kind] != 0 && now - h->noted_ms[kind] < HTTP_LOG_MS)
+		return;
+	switch (kind) {
+	case HTTP_NOTE_FULL:
+		log_warnx("http: refused %lu connection(s): "
+		          "http.max_connections (%lld) open",
+		          h->noted[kind],
+		          (long long)s->cfg.http_max_connections);
+		break;
+	case HTTP_NOTE_FDS:
+		log_warnx("http: refused %lu connection(s): fewer than "
+		          "reserved_fds (%lld) descriptors left",
+		          h->noted[kind], (long long)s->cfg.reserved_fds);
+		break;
+	case HTTP_NOTE_SLOW:
+		log_warnx("http: closed %lu connection(s) that sent no whole "
+		          "request within http.request_timeout (%lld s)",
+		          h->noted[kind],
+		          (long long)s->cfg.http_request_timeout);
+		break;
+	}
+	h->noted[kind] = 0;
+	h->noted_ms[kind] = now;
+}
+
+static void
+http_conn_arm(struct http_conn *hc, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000),
+	                     (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(hc->timer, &tv);
+}
+
+/* Whether evhttp has freed the connection (bufferevent_free clears the
+ * callbacks; a live one always has evhttp's, or a stream's). */
+static int
+http_conn_dead(const struct http_conn *hc)
+{
+	bufferevent_data_cb r, w;
+	bufferevent_event_cb e;
+	void *arg;
+
+	bufferevent_getcb(hc->bev, &r, &w, &e, &arg);
+	return r == NULL && w == NULL && e == NULL;
+}
+
+/* Drops csqd's reference: the socket closes now if evhttp is done. */
+static void
+http_conn_release(struct http *h, struct http_conn *hc)
+{
+	TAILQ_REMOVE(&h->conns, hc, entry);
+	h->nconns--;
+	event_free(hc->timer);
+	bufferevent_decref(hc->bev);
+	free(hc);
+}
+
+/* csqd ends the connection: evhttp sees the end and frees it, and a
+ * recheck releases it then. */
+static void
+http_conn_shut(struct http_conn *hc)
+{
+	shutdown(bufferevent_getfd(hc->bev), SHUT_RDWR);
+	hc->shut = 1;
+	http_conn_arm(hc, HTTP_RECHECK_MS);
+}
+
+/*
+ * A new connection, at the turn after evhttp took it (its socket is set
+ * by then): the connections evhttp has freed are released first, then
+ * it is refused over http.max_connections, or when its descriptor is
+ * among the last reserved_fds below RLIMIT_NOFILE, which are kept for
+ * RESP connections (issue 37: 650 slow HTTP connections made the RESP
+ * port fail accept() with "Too many open files"). The kernel gives the
+ * lowest free descriptor, so one that high means all below are taken.
+ */
+static void
+http_conn_admit(struct http_conn *hc)
+{
+	struct server *s = hc->server;
+	struct http *h = s->http;
+	struct http_conn *x, *next;
+	evutil_socket_t fd = bufferevent_getfd(hc->bev);
+	struct rlimit rl;
+
+	hc->admitted = 1;
+	for (x = TAILQ_FIRST(&h->conns); x != NULL; x = next) {
+		next = TAILQ_NEXT(x, entry);
+		if (x != hc && http_conn_dead(x))
+			http_conn_release(h, x);
+	}
+	if (h->nconns > (size_t)s->cfg.http_max_connections) {
+		http_note(s, HTTP_NOTE_FULL);
+		http_conn_shut(hc);
+		return;
+	}
+	if (s->cfg.reserved_fds > 0 && fd >= 0 &&
+	    getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY &&
+	    (rlim_t)fd + (rlim_t)s->cfg.reserved_fds >= rl.rlim_cur) {
+		http_note(s, HTTP_NOTE_FDS);
+		http_conn_shut(hc);
+		return;
+	}
+	http_conn_arm(hc, (uint64_t)s->cfg.http_request_timeout * 1000u);
+}
+
+static void
+http_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *hc = arg;
+	struct server *s = hc->server;
+	uint64_t now = server_now_ms();
+
+	(void)fd, (void)what;
+	if (http_conn_dead(hc)) {
+		http_conn_release(s->http, hc);
+		return;
+	}
+	if (!hc->admitted) {
+		http_conn_admit(hc);
+		return;
+	}
+	if (hc->shut) /* evhttp has not seen the end yet */
+		http_conn_arm(hc, HTTP_RECHECK_MS);
+	else if (hc->open > 0) /* being answered (a stream): look again */
+		http_conn_arm(hc,
+		              (uint64_t)s->cfg.http_request_timeout * 1000u);
+	else if (now < hc->deadline_ms)
+		http_conn_arm(hc, hc->deadline_ms - now);
+	else {
+		/* The 10 s of evhttp's own timeout start again at every byte:
+		 * this one counts from the connection, or from the answer
+		 * before, and ends a slowloris. */
+		http_note(s, HTTP_NOTE_SLOW);
+		http_conn_shut(hc);
+	}
+}
+
+/* Every connection's bufferevent (http.tls: through OpenSSL, with tls's
+ * certificate), kept track of as above. */
 static struct bufferevent *
-http_tls_bev(struct event_base *base, void *arg)
+http_bev(struct event_base *base, void *arg)
 {
 	struct server *s = arg;
+	struct http *h = s->http;
+	struct bufferevent *bev;
+	struct http_conn *hc;
 
-	return tls_accept(s->tls, base, -1);
+	bev = s->cfg.http_tls
+	          ? tls_accept(s->tls, base, -1)
+	          : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL || h == NULL)
+		return bev;
+	hc = csq_xcalloc(1, sizeof(*hc));
+	hc->server = s;
+	hc->bev = bev;
+	bufferevent_incref(bev);
+	hc->timer = evtimer_new(base, http_conn_timer_cb, hc);
+	hc->deadline_ms =
+	    server_now_ms() + (uint64_t)s->cfg.http_request_timeout * 1000u;
+	TAILQ_INSERT_TAIL(&h->conns, hc, entry);
+	h->nconns++;
+	event_active(hc->timer, EV_TIMEOUT, 0);
+	return bev;
 }
 
 void
@@ -398,6 +635,7 @@ http_open(struct server *s)
 	}
 	h = csq_xcalloc(1, sizeof(*h));
 	TAILQ_INIT(&h->scrapes);
+	TAILQ_INIT(&h->conns);
 	if ((h->evh = evhttp_new(s->base)) == NULL)
 		fatalx("cannot create the HTTP server");
 	evhttp_set_timeout(h->evh, HTTP_TIMEOUT_S);
@@ -407,8 +645,7 @@ http_open(struct server *s)
 	 * ones it does not serve (evhttp itself would say 501). */
 	evhttp_set_allowed_methods(h->evh, HTTP_ALL_METHODS);
 	evhttp_set_gencb(h->evh, http_request_cb, s);
-	if (s->cfg.http_tls)
-		evhttp_set_bevcb(h->evh, http_tls_bev, s);
+	evhttp_set_bevcb(h->evh, http_bev, s);
 	snprintf(name, sizeof(name), "http %s", s->cfg.http_listen);
 	if ((evl = http_listen(s, &addr, name)) == NULL ||
 	    evhttp_bind_listener(h->evh, evl) == NULL) {
@@ -450,6 +687,8 @@ http_close(struct server *s)
 	admin_history_free(h->history);
 	accept_guard_free(h->guard); /* before evhttp frees its listener */
 	evhttp_free(h->evh);
+	while (!TAILQ_EMPTY(&h->conns))
+		http_conn_release(h, TAILQ_FIRST(&h->conns));
 	free(h);
 	s->http = NULL;
 }

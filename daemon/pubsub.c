@@ -195,6 +195,13 @@ pubsub_forget(struct pubsub *ps, struct client *c)
 	memset(subs, 0, sizeof(*subs));
 }
 
+int
+pubsub_has_pattern(const struct pubsub_subs *subs, const char *pat, size_t len)
+{
+	return subs->bypattern != NULL &&
+	       csq_dict_get(subs->bypattern, pat, len) != NULL;
+}
+
 size_t
 pubsub_count(const struct pubsub_subs *subs)
 {

@@ -49,6 +49,8 @@ int pubsub_punsubscribe(struct pubsub *, struct client *, const char *pat,
 void pubsub_forget(struct pubsub *, struct client *);
 
 size_t pubsub_count(const struct pubsub_subs *);
+/* 1 when the client holds the pattern already. */
+int pubsub_has_pattern(const struct pubsub_subs *, const char *pat, size_t len);
 /* Channels with a subscriber, and pattern subscriptions (INFO). */
 size_t pubsub_nchannels(const struct pubsub *);
 size_t pubsub_npatterns(const struct pubsub *);

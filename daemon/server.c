@@ -6,6 +6,7 @@
 #include "server.h"
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,33 @@ server_note_key(char *buf, size_t len, const char *name)
 	snprintf(buf + used, len - used, "%s%s", used > 0 ? ", " : "", name);
 }
 
+/* The limits on what a connection may cost (issue 37) that changed. */
+static void
+server_note_limits(const struct config *cur, const struct config *next,
+                   char *buf, size_t len)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} keys[] = {
+	    {"auth_timeout", offsetof(struct config, auth_timeout)},
+	    {"max_unauth_output", offsetof(struct config, max_unauth_output)},
+	    {"max_client_patterns",
+	     offsetof(struct config, max_client_patterns)},
+	    {"reserved_fds", offsetof(struct config, reserved_fds)},
+	    {"http.max_connections",
+	     offsetof(struct config, http_max_connections)},
+	    {"http.request_timeout",
+	     offsetof(struct config, http_request_timeout)},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (*(const int64_t *)((const char *)cur + keys[i].off) !=
+		    *(const int64_t *)((const char *)next + keys[i].off))
+			server_note_key(buf, len, keys[i].name);
+}
+
 /*
  * The queue policies of the configuration into the engine. A journal
  * that cannot write leaves the ones before in force: said. (The Redis
@@ -410,6 +438,7 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "max_multi_commands");
 	if (cur->max_multi_memory != next.max_multi_memory)
 		server_note_key(changed, sizeof(changed), "max_multi_memory");
+	server_note_limits(cur, &next, changed, sizeof(changed));
 	if (strcmp(cur->requirepass, next.requirepass) != 0)
 		server_note_key(changed, sizeof(changed), "requirepass");
 	if (cur->nusers != next.nusers ||
@@ -488,6 +517,12 @@ server_reload(struct server *s)
 	cur->max_channel_length = next.max_channel_length;
 	cur->max_multi_commands = next.max_multi_commands;
 	cur->max_multi_memory = next.max_multi_memory;
+	cur->auth_timeout = next.auth_timeout;
+	cur->max_unauth_output = next.max_unauth_output;
+	cur->max_client_patterns = next.max_client_patterns;
+	cur->reserved_fds = next.reserved_fds;
+	cur->http_max_connections = next.http_max_connections;
+	cur->http_request_timeout = next.http_request_timeout;
 	cur->http_max_event_streams = next.http_max_event_streams;
 	cur->http_event_stream_buffer = next.http_event_stream_buffer;
 	/* A lower cap applies now, not at the next big client. */

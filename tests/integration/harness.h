@@ -47,6 +47,9 @@ struct csqd *csqd_start(const char *extra_conf);
 struct csqd *csqd_start_unix(const char *extra_conf);
 /* The same, with http.listen on a free port of 127.0.0.1 (d->http_port). */
 struct csqd *csqd_start_http(const char *extra_conf);
+/* The same with settings of the http group ("request_timeout = 1;"). */
+struct csqd *csqd_start_http_conf(const char *http_conf,
+                                  const char *extra_conf);
 /* Rewrites the configuration file (same listen/engine) for a SIGHUP. */
 void csqd_rewrite_conf(struct csqd *, const char *extra_conf);
 redisContext *csqd_connect(struct csqd *);

@@ -373,6 +373,20 @@ csqd_start_http(const char *extra_conf)
 	return harness_start(extra_conf, HARNESS_HTTP, NULL, NULL);
 }
 
+/* Settings of the http group, for the next start only. */
+static const char *harness_http_conf = "";
+
+struct csqd *
+csqd_start_http_conf(const char *http_conf, const char *extra_conf)
+{
+	struct csqd *d;
+
+	harness_http_conf = http_conf;
+	d = harness_start(extra_conf, HARNESS_HTTP, NULL, NULL);
+	harness_http_conf = "";
+	return d;
+}
+
 /* csqd on r with this prefix; flags: harness_start's. */
 static struct csqd *
 start_on_redis(struct redisd *r, const char *prefix, const char *extra_conf,
@@ -552,9 +566,9 @@ again:
 	snprintf(d->base_conf, sizeof(d->base_conf),
 	         "listen = [ \"127.0.0.1:%d\"%s ];\n"
 	         "engine = \"%s\";\n"
-	         "http: { listen = \"%s\"; };\n"
+	         "http: { listen = \"%s\"; %s };\n"
 	         "%s",
-	         d->port, unix_listen, engine, http_listen,
+	         d->port, unix_listen, engine, http_listen, harness_http_conf,
 	         redis != NULL ? redis : "");
 	free(redis);
 	redis = NULL;

@@ -138,7 +138,8 @@ class Redisd:
 class Csqd:
     """csqd with a plain port, a TLS port and HTTP over TLS."""
 
-    def __init__(self, d, certs, cert=None, key=None, extra="", redisd=None):
+    def __init__(self, d, certs, cert=None, key=None, extra="", redisd=None,
+                 top=""):
         self.d = d
         self.port, self.tls_port, self.http_port = free_ports(3)
         self.conf = os.path.join(d, "csqd.conf")
@@ -148,6 +149,7 @@ class Csqd:
         shutil.copy(cert or certs.server, self.cert)
         shutil.copy(key or certs.path("server", "key"), self.key)
         self.extra = extra
+        self.top = top  # settings outside the tls group
         self.redisd = redisd
         self.write_conf()
         self.logf = open(self.log, "w")
@@ -166,9 +168,9 @@ class Csqd:
             f.write('listen = [ "127.0.0.1:%d" ];\n%s'
                     'http: { listen = "127.0.0.1:%d"; tls = true; };\n'
                     'tls: { listen = [ "127.0.0.1:%d" ]; cert = "%s"; '
-                    'key = "%s"; %s };\n'
+                    'key = "%s"; %s };\n%s\n'
                     % (self.port, engine, self.http_port, self.tls_port,
-                       self.cert, self.key, self.extra))
+                       self.cert, self.key, self.extra, self.top))
 
     def wait_ready(self):
         deadline = time.time() + START_TIMEOUT
@@ -323,6 +325,36 @@ class TLSTest(unittest.TestCase):
         self.assertTrue(d.alive())
         self.assertTrue(tls_client(d, self.certs).ping())
         idle.close()
+
+    def test_handshake_deadline(self):
+        """A connection that does not finish its handshake within
+        auth_timeout (1 s here) is closed, even where no AUTH is needed:
+        the audit's 600 connections that sent 6 bytes of a ClientHello
+        kept every new client at max_clients. One that finished its
+        handshake before stays."""
+        d = self.start(top="auth_timeout = 1;")
+        good = tls_client(d, self.certs)
+        self.assertTrue(good.ping())
+        t0 = time.time()
+        stuck = []
+        for _ in range(5):
+            s = socket.create_connection(("127.0.0.1", d.tls_port))
+            s.sendall(b"\x16\x03\x01\x02\x00\x01")  # a ClientHello's start
+            s.settimeout(5)
+            stuck.append(s)
+        for s in stuck:
+            try:
+                while s.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+            s.close()
+        took = time.time() - t0
+        self.assertGreaterEqual(took, 0.9)
+        self.assertLess(took, 4.0)
+        d.wait_log("within auth_timeout (1 s)")
+        self.assertTrue(good.ping())
+        self.assertTrue(tls_client(d, self.certs).ping())
 
     def test_expired_certificate(self):
         d = self.start(cert=self.certs.expired,
