@@ -568,6 +568,14 @@ colliding_names(char *names, int n, uint64_t seed)
 		collide_key(seed, (uint64_t)i, names + COLLIDE_KEY_LEN * i);
 }
 
+/* A connection may hold max_client_patterns (100 by default): this
+ * test's hostile client is let have them all. */
+static int
+setup_many(void **state)
+{
+	return csqd_fx_setup(state, "max_client_patterns = 200000;\n");
+}
+
 static void
 many_subscriptions(void **state)
 {
@@ -818,7 +826,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(
 	        psubscribe_patterns, csqd_fx_setup_default, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
-	        many_subscriptions, csqd_fx_setup_default, csqd_fx_teardown),
+	        many_subscriptions, setup_many, csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        nul_in_pattern, csqd_fx_setup_default, csqd_fx_teardown),
 	};
