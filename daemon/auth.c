@@ -6,16 +6,100 @@
 #include "auth.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "client.h"
+#include "glob.h"
 #include "server.h"
+#include "util.h"
 
 /* The channels each role may subscribe to, by prefix (section 9). */
 static const char *const auth_frontend_channels[] = {"user:", "queue:", NULL};
 static const char *const auth_servicer_channels[] = {
     "servicer:", "queue:", NULL};
+
+/* The commands that act for an id in argv[1], and whose (auth_may_act). */
+static const struct {
+	const char *cmd;
+	enum config_role role;
+	int room; /* the id is a room's, "<servicer>/<index>" */
+} auth_acts[] = {
+    {"enqueue", CONFIG_ROLE_FRONTEND, 0},
+    {"touch", CONFIG_ROLE_FRONTEND, 0},
+    {"leave", CONFIG_ROLE_FRONTEND, 0},
+    {"where", CONFIG_ROLE_FRONTEND, 0},
+    {"heartbeat", CONFIG_ROLE_SERVICER, 0},
+    {"pause", CONFIG_ROLE_SERVICER, 0},
+    {"resume", CONFIG_ROLE_SERVICER, 0},
+    {"logout", CONFIG_ROLE_SERVICER, 0},
+    {"rooms", CONFIG_ROLE_SERVICER, 0},
+    {"accept", CONFIG_ROLE_SERVICER, 1},
+    {"decline", CONFIG_ROLE_SERVICER, 1},
+    {"ready", CONFIG_ROLE_SERVICER, 1},
+    {"release", CONFIG_ROLE_SERVICER, 1},
+    {"transfer", CONFIG_ROLE_SERVICER, 1},
+};
+
+/* 1 when c is bound and id (len bytes) matches one of its globs. */
+static int
+auth_id_bound(const struct client *c, const char *id, size_t len)
+{
+	int i;
+
+	for (i = 0; i < c->nids; i++)
+		if (csq_glob(c->ids[i], strlen(c->ids[i]), id, len))
+			return 1;
+	return 0;
+}
+
+int
+auth_may_act(const struct client *c, const char *cmd, const char *arg,
+             size_t len)
+{
+	enum config_role role = auth_role(c);
+	const char *slash;
+	size_t i;
+
+	if (c->nids == 0 || role == CONFIG_ROLE_ADMIN)
+		return 1;
+	for (i = 0; i < sizeof(auth_acts) / sizeof(auth_acts[0]); i++) {
+		if (strcmp(auth_acts[i].cmd, cmd) != 0 ||
+		    auth_acts[i].role != role)
+			continue;
+		/* A room acts for its servicer: the part before its '/'. */
+		if (auth_acts[i].room &&
+		    (slash = memchr(arg, '/', len)) != NULL)
+			len = (size_t)(slash - arg);
+		return auth_id_bound(c, arg, len);
+	}
+	return 1;
+}
+
+/* A bound user's channel of its own kind ("user:" for a frontend,
+ * "servicer:" for a servicer): the id after it must be one it may act
+ * for, and a pattern must be one of its globs whole. Else 1. */
+static int
+auth_may_hear(const struct client *c, const char *name, size_t len, int pattern)
+{
+	const char *kind =
+	    auth_role(c) == CONFIG_ROLE_FRONTEND ? "user:" : "servicer:";
+	size_t klen = strlen(kind);
+	int i;
+
+	if (c->nids == 0 || len < klen || memcmp(name, kind, klen) != 0)
+		return 1;
+	name += klen;
+	len -= klen;
+	if (!pattern)
+		return auth_id_bound(c, name, len);
+	for (i = 0; i < c->nids; i++)
+		if (strlen(c->ids[i]) == len &&
+		    memcmp(c->ids[i], name, len) == 0)
+			return 1;
+	return 0;
+}
 
 /* As Redis: a connection opened while a password was required and never
  * authenticated needs none once a reload removes it. */
@@ -69,7 +153,7 @@ auth_may_subscribe(const struct client *c, const char *name, size_t len,
 	for (i = 0; prefixes[i] != NULL; i++) {
 		plen = strlen(prefixes[i]);
 		if (lit >= plen && memcmp(name, prefixes[i], plen) == 0)
-			return 1;
+			return auth_may_hear(c, name, len, pattern);
 	}
 	return 0;
 }
@@ -95,6 +179,18 @@ static int
 auth_is(const char *s, size_t len, const char *word)
 {
 	return strlen(word) == len && memcmp(s, word, len) == 0;
+}
+
+/* The ids of the user of that name in cfg, or none. */
+static const struct config_user *
+auth_user(const struct config *cfg, const char *name)
+{
+	int i;
+
+	for (i = 0; i < cfg->nusers; i++)
+		if (strcmp(cfg->users[i].name, name) == 0)
+			return &cfg->users[i];
+	return NULL;
 }
 
 int
@@ -144,12 +240,24 @@ auth_login(struct client *c, const char *user, size_t userlen,
 	enum config_role role;
 	const char *name;
 
+	const struct config_user *u;
+
 	if (auth_check(&c->server->cfg, user, userlen, password, passlen, &role,
 	               &name) != 0)
 		return -1;
 	c->authed = 1;
 	c->role = role;
 	snprintf(c->user, sizeof(c->user), "%s", name);
+	/* The ids are the connection's, as its role is: a reload does not
+	 * change them until it authenticates again. */
+	free(c->ids);
+	c->ids = NULL;
+	c->nids = 0;
+	if ((u = auth_user(&c->server->cfg, c->user)) != NULL && u->nids > 0) {
+		c->ids = csq_xcalloc((size_t)u->nids, sizeof(*c->ids));
+		memcpy(c->ids, u->ids, (size_t)u->nids * sizeof(*c->ids));
+		c->nids = u->nids;
+	}
 	return 0;
 }
 
@@ -160,5 +268,8 @@ auth_reset(struct client *c)
 
 	c->authed = cfg->requirepass[0] == '\0' && cfg->nusers == 0;
 	c->role = CONFIG_ROLE_ADMIN;
+	free(c->ids);
+	c->ids = NULL;
+	c->nids = 0;
 	snprintf(c->user, sizeof(c->user), "default");
 }

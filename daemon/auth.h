@@ -31,9 +31,24 @@ enum config_role auth_role(const struct client *);
 int auth_may_run(const struct client *, int roles);
 
 /* 1 when c's role may subscribe to the channel, or (pattern) to the
- * pattern whose literal prefix, up to its first wildcard, is checked. */
+ * pattern whose literal prefix, up to its first wildcard, is checked.
+ * A user bound to ids hears its own only: a channel user:<id> (frontend)
+ * or servicer:<id> (servicer) of an id it may act for, and a pattern of
+ * those channels only when it is one of its globs, whole. */
 int auth_may_subscribe(const struct client *, const char *name, size_t len,
                        int pattern);
+
+/*
+ * 1 when c may act for the id that command cmd (the table's name) names
+ * in arg (argv[1]): a user bound to ids (the users' ids key) acts only
+ * for those, by glob: a frontend for the users it enqueues and asks
+ * about (ENQUEUE, TOUCH, LEAVE, WHERE), a servicer for its servicers
+ * (HEARTBEAT, PAUSE, RESUME, LOGOUT, ROOMS) and their rooms, whose ids
+ * are "<servicer>/<index>" (ACCEPT, DECLINE, READY, RELEASE, TRANSFER).
+ * Any other command, and an unbound user, may act for any id.
+ */
+int auth_may_act(const struct client *, const char *cmd, const char *arg,
+                 size_t len);
 
 /*
  * Whether user (NULL: "default") and password are a pair that AUTH takes:

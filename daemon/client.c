@@ -249,6 +249,7 @@ client_unref(struct client *c)
 	if (c->out != NULL)
 		evbuffer_free(c->out);
 	free(c->name);
+	free(c->ids);
 	multi_discard(c);
 	client_trim(c);
 	free(c);

@@ -75,9 +75,13 @@ struct client {
 	int authed;
 	enum config_role role;     /* once authed: the user's (auth.h) */
 	char user[CSQ_ID_MAX + 1]; /* "default", or a name of users */
-	int proto;                 /* RESP version, 2 or 3 (HELLO) */
-	int inflight;              /* engine calls not answered yet */
-	int held_req;              /* req parsed, waits for the calls to end */
+	/* The ids the user may act for, copied at AUTH (auth.h); NULL:
+	 * any. */
+	char (*ids)[CONFIG_ID_GLOB_MAX];
+	int nids;
+	int proto;         /* RESP version, 2 or 3 (HELLO) */
+	int inflight;      /* engine calls not answered yet */
+	int held_req;      /* req parsed, waits for the calls to end */
 	int in_paused;     /* not reading: held requests fill the input */
 	int tls;           /* over TLS: bev is an openssl bufferevent, no rev */
 	int handshaken;    /* TLS: the handshake is done */

@@ -335,6 +335,16 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		           name);
 		goto error;
 	}
+	/* A user bound to ids acts for those only (auth.h): here, before
+	 * any engine, so on both engines, in MULTI and pipelines alike. */
+	if (req->argc >= 2 &&
+	    !auth_may_act(c, cmd->name, req->argv[1], req->argvlen[1])) {
+		resp_error(out,
+		           "NOPERM this user has no permissions to act "
+		           "for the id '%.*s'",
+		           command_arg_echo_len(req, 1), req->argv[1]);
+		goto error;
+	}
 	if (client_subscribed(c) && c->proto == 2 &&
 	    !(cmd->flags & CMD_PUBSUB)) {
 		resp_error(

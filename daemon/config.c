@@ -717,6 +717,57 @@ config_user_str(struct config_report *r, const config_setting_t *f,
 	return 0;
 }
 
+/* Whether s is one glob of ids: bytes of ids and of glob patterns. */
+static int
+config_id_glob_ok(const char *s)
+{
+	size_t len = strlen(s), i;
+
+	if (len == 0 || len >= CONFIG_ID_GLOB_MAX)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) &&
+		    strchr("._:@-*?[]^\\", s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+/* A user's ids: a string or a list of strings, each a glob (auth.h). */
+static int
+config_user_ids(struct config_report *r, const config_setting_t *f,
+                struct config_user *u)
+{
+	const config_setting_t *g;
+	const char *v;
+	int i, n,
+	    list = config_setting_type(f) == CONFIG_TYPE_LIST ||
+	           config_setting_type(f) == CONFIG_TYPE_ARRAY;
+
+	n = list ? config_setting_length(f) : 1;
+	if (n < 1 || n > CONFIG_IDS_MAX) {
+		config_error(r, f, "users: ids must have 1 to %d entries",
+		             CONFIG_IDS_MAX);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		g = list ? config_setting_get_elem(f, (unsigned)i) : f;
+		v = config_setting_type(g) == CONFIG_TYPE_STRING
+		        ? config_setting_get_string(g)
+		        : NULL;
+		if (v == NULL || !config_id_glob_ok(v)) {
+			config_error(r, g,
+			             "users: ids must be ids or globs of ids "
+			             "(\"agent-7\", \"team-a-*\"), 1 to %d "
+			             "bytes of [A-Za-z0-9._:@-] and *?[]^\\",
+			             CONFIG_ID_GLOB_MAX - 1);
+			return 1;
+		}
+		memcpy(u->ids[i], v, strlen(v) + 1);
+	}
+	u->nids = n;
+	return 0;
+}
+
 /* The fields of one users entry into u; 0, or -1 with the errors told. */
 static int
 config_user(struct config_report *r, const config_setting_t *e,
@@ -769,15 +820,25 @@ config_user(struct config_report *r, const config_setting_t *e,
 			} else
 				u->role = (enum config_role)role;
 			have |= 4;
+		} else if (strcmp(field, "ids") == 0) {
+			bad |= config_user_ids(r, f, u);
+			have |= 8;
 		} else {
 			config_error(r, f, "users: unknown key %s", field);
 			bad = 1;
 		}
 	}
-	if (have != 7) {
+	if ((have & 7) != 7) {
 		config_error(r, e,
 		             "users: an entry needs a name, a password "
 		             "and a role");
+		bad = 1;
+	}
+	if ((have & 8) && (have & 4) && u->role == CONFIG_ROLE_ADMIN) {
+		config_error(
+		    r, e,
+		    "users: ids bind a frontend or a servicer user; an "
+		    "admin acts for every id");
 		bad = 1;
 	}
 	return bad ? -1 : 0;

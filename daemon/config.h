@@ -31,6 +31,8 @@
 #define CONFIG_RESERVED_FDS_MAX  10000       /* reserved_fds */
 
 #define CONFIG_USERS_MAX        64     /* entries of users */
+#define CONFIG_IDS_MAX          16     /* globs of a user's ids */
+#define CONFIG_ID_GLOB_MAX      129    /* bytes of one, with its NUL */
 #define CONFIG_QUEUE_LABELS_MAX 100000 /* metrics_max_queues at most */
 
 /* The roles of protocol-v2 section 9; the order of config.c's names. */
@@ -45,6 +47,10 @@ struct config_user {
 	char name[CSQ_ID_MAX + 1];
 	char password[CONFIG_STR_MAX];
 	enum config_role role;
+	/* The ids it may act for (auth.h): servicer ids for a servicer,
+	 * user ids for a frontend, as globs; none: any (as before). */
+	int nids;
+	char ids[CONFIG_IDS_MAX][CONFIG_ID_GLOB_MAX];
 };
 
 enum config_fsync {

@@ -408,6 +408,168 @@ multi_checked_when_queued(void **state)
 	CHECK(c, "+OK", "DISCARD");
 }
 
+/* Users bound to ids (issue 37): a servicer credential acted for every
+ * servicer, a frontend's for every user. */
+#define BOUND_USERS                                                            \
+	"users = (\n"                                                          \
+	"  { name = \"web\"; password = \"w-1\"; role = \"frontend\"; "        \
+	"ids = \"web-*\"; },\n"                                                \
+	"  { name = \"alice\"; password = \"a-1\"; role = \"servicer\"; "      \
+	"ids = [ \"alice\", \"alice-[0-9]\" ]; },\n"                           \
+	"  { name = \"bob\"; password = \"b-1\"; role = \"servicer\"; "        \
+	"ids = \"bob\"; },\n"                                                  \
+	"  { name = \"agents\"; password = \"g-1\"; role = \"servicer\"; },\n" \
+	"  { name = \"ops\"; password = \"o-1\"; role = \"admin\"; }\n"        \
+	");\n"
+
+static int
+setup_bound(void **state)
+{
+	return csqd_fx_setup(state, BOUND_USERS);
+}
+
+/* The NOPERM of an id (a static buffer). */
+static const char *
+noperm_id(const char *id)
+{
+	static char want[160];
+
+	snprintf(want, sizeof(want),
+	         "-NOPERM this user has no permissions to act for the id "
+	         "'%s'",
+	         id);
+	return want;
+}
+#define CHECK_NOPERM_ID(c, id, ...)                                            \
+	check_at(__FILE__, __LINE__, (c), noperm_id(id), __VA_ARGS__)
+
+/*
+ * A servicer user bound to its ids: alice (alice, alice-0..9) cannot
+ * accept, release, transfer, pause or log out bob, nor his room, nor hear
+ * his channel; the refusals change nothing, alone, in a pipeline or in
+ * MULTI. An unbound servicer user acts for anyone, as before.
+ */
+static void
+bound_servicer(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *ops = fx->c, *alice = csqd_connect(fx->d),
+	             *bob = csqd_connect(fx->d), *any = csqd_connect(fx->d);
+	static const char *const on_bob[] = {"RELEASE bob/0",
+	                                     "ACCEPT bob/0",
+	                                     "DECLINE bob/0",
+	                                     "READY bob/0",
+	                                     "TRANSFER bob/0 other",
+	                                     "PAUSE bob",
+	                                     "RESUME bob",
+	                                     "LOGOUT bob",
+	                                     "ROOMS bob",
+	                                     "HEARTBEAT bob CAPACITY 1000",
+	                                     "RELEASE bob",
+	                                     "HEARTBEAT alice-10",
+	                                     "HEARTBEAT xalice"};
+	redisReply *r;
+	size_t i;
+
+	CHECK(ops, "+OK", "AUTH ops o-1");
+	CHECK(alice, "+OK", "AUTH alice a-1");
+	CHECK(bob, "+OK", "AUTH bob b-1");
+	CHECK(any, "+OK", "AUTH agents g-1");
+	CHECK_OK(bob, "HEARTBEAT bob QUEUES q");
+	CHECK_OK(ops, "ENQUEUE u1 QUEUE q");
+	CHECK_OK(alice, "HEARTBEAT alice QUEUES other");
+	CHECK_OK(alice, "HEARTBEAT alice-2 QUEUES other");
+	for (i = 0; i < sizeof(on_bob) / sizeof(on_bob[0]); i++) {
+		const char *id = strchr(on_bob[i], ' ') + 1;
+		char want[80];
+
+		snprintf(want, sizeof(want), "%.*s", (int)strcspn(id, " "), id);
+		CHECK_NOPERM_ID(alice, want, on_bob[i]);
+	}
+	/* Nothing changed: u1 is still in bob's room, bob still serves. */
+	r = CMD(ops, "WHERE u1");
+	assert_string_equal(FIELD_STR(r, "room"), "bob/0");
+	freeReplyObject(r);
+	/* A pipeline: each reply in order, the refused one changing
+	 * nothing. */
+	redisAppendCommand(alice, "HEARTBEAT alice-3 QUEUES other");
+	redisAppendCommand(alice, "LOGOUT bob");
+	redisAppendCommand(alice, "ROOMS alice-3");
+	r = GET_REPLY(alice);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	r = GET_REPLY(alice);
+	assert_reply_error(r, noperm_id("bob") + 1);
+	freeReplyObject(r);
+	r = GET_REPLY(alice);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	/* MULTI: refused when queued, the block aborted. */
+	CHECK(alice, "+OK", "MULTI");
+	CHECK(alice, "+QUEUED", "LOGOUT alice-3");
+	CHECK_NOPERM_ID(alice, "bob/0", "RELEASE bob/0");
+	CHECK(alice,
+	      "-EXECABORT Transaction discarded because of previous errors.",
+	      "EXEC");
+	CHECK_OK(alice, "ROOMS alice-3"); /* not logged out */
+	r = CMD(ops, "WHERE u1");
+	assert_string_equal(FIELD_STR(r, "room"), "bob/0");
+	freeReplyObject(r);
+	/* Its own channel and its own glob; not bob's, nor every one. */
+	CHECK(alice, NOPERM_CHANNELS, "SUBSCRIBE servicer:bob");
+	CHECK(alice, NOPERM_CHANNELS, "PSUBSCRIBE servicer:*");
+	CHECK(alice, NOPERM_CHANNELS, "PSUBSCRIBE servicer:b*");
+	CHECK(alice, "['subscribe','servicer:alice',:1]",
+	      "SUBSCRIBE servicer:alice");
+	CHECK(alice, "['psubscribe','servicer:alice-[0-9]',:2]",
+	      "PSUBSCRIBE servicer:alice-[0-9]");
+	CHECK(alice, "['subscribe','queue:q',:3]", "SUBSCRIBE queue:q");
+	/* Bob acts for bob; the unbound user for anyone, as before. */
+	CHECK(bob, ":1", "RELEASE bob/0");
+	CHECK_OK(any, "HEARTBEAT alice-3 CAPACITY 2 QUEUES other");
+	CHECK(any, ":0", "LOGOUT alice-3");
+	redisFree(alice);
+	redisFree(bob);
+	redisFree(any);
+}
+
+/*
+ * A frontend user bound to "web-*": it enqueues, touches, removes and
+ * asks about its users only, and hears only their channels; queues are
+ * anyone's.
+ */
+static void
+bound_frontend(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisContext *ops = fx->c, *web = csqd_connect(fx->d);
+
+	CHECK(ops, "+OK", "AUTH ops o-1");
+	CHECK(web, "+OK", "AUTH web w-1");
+	CHECK_OK(ops, "ENQUEUE u1 QUEUE q");
+	CHECK_OK(web, "ENQUEUE web-1 QUEUE q");
+	CHECK_OK(web, "ENQUEUE web-2 QUEUE q PREFER bob 60");
+	CHECK(web, ":1", "TOUCH web-1");
+	CHECK_OK(web, "WHERE web-2");
+	CHECK_NOPERM_ID(web, "u1", "ENQUEUE u1 QUEUE other");
+	CHECK_NOPERM_ID(web, "u1", "TOUCH u1");
+	CHECK_NOPERM_ID(web, "u1", "LEAVE u1");
+	CHECK_NOPERM_ID(web, "u1", "WHERE u1");
+	CHECK_NOPERM_ID(web, "xweb-1", "ENQUEUE xweb-1");
+	CHECK(web, ":3", "QLEN q");
+	CHECK(web, ":1", "LEAVE web-2");
+	CHECK(ops, ":2", "QLEN q");
+	/* The user moved by no one: still in q. */
+	CHECK(ops, ":1", "LEAVE u1");
+	CHECK(web, NOPERM_CHANNELS, "SUBSCRIBE user:u1");
+	CHECK(web, NOPERM_CHANNELS, "PSUBSCRIBE user:*");
+	CHECK(web, NOPERM_CHANNELS, "PSUBSCRIBE user:web-1*");
+	CHECK(web, "['subscribe','user:web-1',:1]", "SUBSCRIBE user:web-1");
+	CHECK(web, "['psubscribe','user:web-*',:2]", "PSUBSCRIBE user:web-*");
+	CHECK(web, "['subscribe','queue:q',:3]", "SUBSCRIBE queue:q");
+	redisFree(web);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -430,6 +592,10 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(multi_checked_when_queued,
 	                                    setup_users, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(bound_servicer, setup_bound,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(bound_frontend, setup_bound,
+	                                    csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);

@@ -1000,6 +1000,44 @@ test_users(void **state)
 	assert_printed("users must be a list of groups");
 	assert_int_equal(load(&cfg, "users = ( \"ops\" );"), 1);
 	assert_printed("users must be a list of groups");
+	/* ids (issue 37): a glob or a list of them, for a frontend or a
+	 * servicer; nothing else. */
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; ids = "
+	                            "[ \"s1\", \"team-[ab]-*\" ]; },\n"
+	                            "{ name = \"f\"; password = \"p\"; "
+	                            "role = \"frontend\"; ids = \"web-*\"; "
+	                            "});"),
+	                 0);
+	assert_int_equal(cfg.users[0].nids, 2);
+	assert_string_equal(cfg.users[0].ids[1], "team-[ab]-*");
+	assert_int_equal(cfg.users[1].nids, 1);
+	assert_string_equal(cfg.users[1].ids[0], "web-*");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"admin\"; ids = \"x\"; "
+	                            "});"),
+	                 1);
+	assert_printed("users: ids bind a frontend or a servicer user");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; ids = "
+	                            "\"a b\"; });"),
+	                 1);
+	assert_printed("users: ids must be ids or globs of ids");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; ids = "
+	                            "[ ]; });"),
+	                 1);
+	assert_printed("users: ids must have 1 to 16 entries");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; ids = "
+	                            "[ \"\" ]; });"),
+	                 1);
+	assert_printed("users: ids must be ids or globs of ids");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; ids = 7; "
+	                            "});"),
+	                 1);
+	assert_printed("users: ids must be ids or globs of ids");
 }
 
 int
