@@ -136,6 +136,7 @@ struct redis_engine {
 	uint64_t sub_last;
 	uint64_t went_back_logged_ms; /* when that was last logged */
 	uint64_t went_back_unlogged;  /* and how many times since */
+	uint64_t policy_rewritten_ms; /* the policies, after ids went back */
 	/* The last event ids of the messages taken from this daemon's own
 	 * replies, oldest first: their copies on the subscription (echoes)
 	 * are not emitted again. */

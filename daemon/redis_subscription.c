@@ -13,7 +13,8 @@
 #include "log.h"
 #include "msgpack.h"
 
-#define WENT_BACK_LOG_MS 10000 /* at most one "went back" line in 10 s */
+#define WENT_BACK_LOG_MS    10000 /* at most one "went back" line in 10 s */
+#define WENT_BACK_POLICY_MS 1000  /* the policies written again at most */
 
 /*
  * A message holds the events of one script call (batch.lua), as
@@ -138,6 +139,16 @@ went_back(struct redis_engine *r, uint64_t last)
 
 	r->seen_event = last;
 	r->echo_n = 0;
+	/* The queue policies went with the state (issue 37: after a
+	 * FLUSHALL csqd went on without them until its link came up
+	 * again): written again, at most once a second, for two
+	 * deployments on one channel make the ids go back at every
+	 * message. */
+	if (r->up && (r->policy_rewritten_ms == 0 ||
+	              now - r->policy_rewritten_ms >= WENT_BACK_POLICY_MS)) {
+		r->policy_rewritten_ms = now;
+		redis_policy_send(r);
+	}
 	if (r->went_back_logged_ms != 0 &&
 	    now - r->went_back_logged_ms < WENT_BACK_LOG_MS) {
 		r->went_back_unlogged++;

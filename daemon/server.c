@@ -542,7 +542,11 @@ server_reload(struct server *s)
 		memcpy(cur->policies, next.policies,
 		       (size_t)next.npolicies * sizeof(next.policies[0]));
 		server_apply_policies(s, s->engine);
-	}
+	} else if (strcmp(cur->engine, "redis") == 0)
+		/* Written again however the file changed: Redis may have
+		 * lost them (a FLUSHALL, an older Redis restored), and a
+		 * reload is how an operator puts them back (issue 37). */
+		server_apply_policies(s, s->engine);
 	cur->metrics_max_queues = next.metrics_max_queues;
 	metrics_set_max_queues(s->metrics, (size_t)cur->metrics_max_queues);
 	/* The reload's own lines show at the more verbose of the two log

@@ -152,6 +152,14 @@ tier_until(redisContext *c, const char *user, long long tier)
 	}
 }
 
+/* An ENQUEUE of user into q that gets in (waiting). */
+#define CHECK_OK_ENQUEUE(c, user)                                              \
+	do {                                                                   \
+		redisReply *r_ = CMD((c), "ENQUEUE %s QUEUE q", (user));       \
+		assert_int_equal(r_->type, REDIS_REPLY_ARRAY);                 \
+		freeReplyObject(r_);                                           \
+	} while (0)
+
 static void
 no_debug_clock(void)
 {
@@ -307,6 +315,75 @@ clocks_run_while_down(void **state)
 	queue_until(fx->c[0], "a", "o");
 }
 
+/* The debug line of a write of the policies (redis_policy.c). */
+#define IN_FORCE "queue policies in force in Redis"
+
+/* ENQUEUEs user<n> into q on c until q refuses one (-FULL), taking
+ * each that got in out again: the policy's max_length is in force. */
+static void
+full_until(redisContext *c, const char *q)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+	redisReply *r;
+	int n, full;
+
+	for (n = 0;; n++) {
+		r = CMD(c, "ENQUEUE probe%d QUEUE %s", n, q);
+		full = r->type == REDIS_REPLY_ERROR &&
+		       strncmp(r->str, "FULL", 4) == 0;
+		freeReplyObject(r);
+		if (full)
+			return;
+		freeReplyObject(CMD(c, "LEAVE probe%d", n));
+		if (now_ms() > deadline)
+			fail_msg("%s never full within %d ms: no max_length", q,
+			         WAIT_MS);
+		sleep_ms(20);
+	}
+}
+
+/*
+ * A state that went back gets its policies back (issue 37): after a
+ * FLUSHALL csqd noticed that the event ids went back and went on
+ * without its queue policies until its link came up again, and a SIGHUP
+ * with the same file wrote nothing. Now the ids going back write them
+ * again, and so does every reload.
+ */
+static void
+policies_come_back(void **state)
+{
+	struct pfx *fx = *state;
+	static const char conf[] =
+	    "queues = ( { name = \"q\"; max_length = 1; } );\n"
+	    "log: { level = \"debug\"; };\n";
+	redisContext *rc = redisd_connect(fx->r);
+	int i;
+
+	daemon_start(fx, 0, conf);
+	CHECK_OK_ENQUEUE(fx->c[0], "a");
+	full_until(fx->c[0], "q");
+	/* Events enough that an id after the FLUSHALL is lower than the
+	 * last one, not the same (which csqd takes for a repeat). */
+	for (i = 0; i < 3; i++) {
+		freeReplyObject(CMD(fx->c[0], "ENQUEUE x%d QUEUE other", i));
+		freeReplyObject(CMD(fx->c[0], "LEAVE x%d", i));
+	}
+	CHECK(rc, "+OK", "FLUSHALL");
+	/* The next event's id is 1 again: csqd sees it went back. */
+	CHECK_OK_ENQUEUE(fx->c[0], "b");
+	log_until(fx->d[0], "went back", 1);
+	full_until(fx->c[0], "q");
+	/* A reload with the same file writes them again too (an operator's
+	 * way to put them back when the ids did not go back: a restore of
+	 * the keys alone, say): its line, at debug level, once more. */
+	i = log_count(fx->d[0], IN_FORCE);
+	kill(fx->d[0]->pid, SIGHUP);
+	log_until(fx->d[0], "configuration reloaded", 1);
+	log_until(fx->d[0], IN_FORCE, i + 1);
+	full_until(fx->c[0], "q");
+	redisFree(rc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -314,6 +391,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(last_writer_wins, setup, teardown),
 	    cmocka_unit_test_setup_teardown(reload_rearms, setup, teardown),
 	    cmocka_unit_test_setup_teardown(clocks_run_while_down, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(policies_come_back, setup,
 	                                    teardown),
 	};
 
