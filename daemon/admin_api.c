@@ -5,7 +5,9 @@
  * Redis engine. A snapshot is STATS, QUEUES, SERVICERS and the ROOMS of
  * every servicer (ROOMS without a servicer, which no command sends); a
  * page of a line is QUEUES of its queue (its length and longest wait)
- * and QUEUE.
+ * and QUEUE. A snapshot's round serves every request that comes while it
+ * runs, and its answer those within http.cache_ms (http_cache.h): the
+ * round walks every queue and servicer.
  */
 #include "admin_api.h"
 
@@ -23,6 +25,7 @@
 #include "command_queue.h"
 #include "engine.h"
 #include "http.h"
+#include "http_cache.h"
 #include "server.h"
 #include "util.h"
 
@@ -83,6 +86,7 @@ struct admin_api {
 	struct server *s;
 	struct admin_history *history;
 	TAILQ_HEAD(, admin_call) calls;
+	struct http_cache *snapshots; /* the snapshot's answer, shared */
 };
 
 struct admin_api *
@@ -92,6 +96,7 @@ admin_api_new(struct server *s, struct admin_history *history)
 
 	api->s = s;
 	api->history = history;
+	api->snapshots = http_cache_new(s, ADMIN_JSON_TYPE);
 	TAILQ_INIT(&api->calls);
 	return api;
 }
@@ -108,6 +113,7 @@ admin_api_free(struct admin_api *api)
 		x->api = NULL;
 		x->req = NULL;
 	}
+	http_cache_free(api->snapshots);
 	free(api);
 }
 
@@ -259,7 +265,11 @@ admin_call_error(struct admin_call *x, const char *text)
 {
 	struct evbuffer *b = admin_error_json(text);
 
-	admin_answer(x, HTTP_SERVUNAVAIL, "Service Unavailable", b);
+	if (x->kind == ADMIN_SNAPSHOT)
+		http_cache_fill(x->api->snapshots, HTTP_SERVUNAVAIL,
+		                "Service Unavailable", b);
+	else
+		admin_answer(x, HTTP_SERVUNAVAIL, "Service Unavailable", b);
 	evbuffer_free(b);
 }
 
@@ -446,7 +456,8 @@ admin_done(struct admin_call *x)
 	struct evbuffer *b;
 	const char *why;
 
-	if (x->api == NULL || x->req == NULL) {
+	/* A snapshot's round has no request of its own: the cache's. */
+	if (x->api == NULL || (x->req == NULL && x->kind != ADMIN_SNAPSHOT)) {
 		admin_call_free(x);
 		return;
 	}
@@ -459,11 +470,13 @@ admin_done(struct admin_call *x)
 	}
 	if ((b = evbuffer_new()) == NULL)
 		fatalx("out of memory for an HTTP answer");
-	if (x->kind == ADMIN_SNAPSHOT)
+	if (x->kind == ADMIN_SNAPSHOT) {
 		admin_render_snapshot(x, b);
-	else
+		http_cache_fill(x->api->snapshots, HTTP_OK, "OK", b);
+	} else {
 		admin_render_page(x, b);
-	admin_answer(x, HTTP_OK, "OK", b);
+		admin_answer(x, HTTP_OK, "OK", b);
+	}
 	evbuffer_free(b);
 	admin_call_free(x);
 }
@@ -614,15 +627,19 @@ admin_call_new(struct admin_api *api, struct evhttp_request *req,
 	x->req = req;
 	x->kind = kind;
 	TAILQ_INSERT_TAIL(&api->calls, x, entry);
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	                              admin_conn_closed, x);
+	if (req != NULL)
+		evhttp_connection_set_closecb(
+		    evhttp_request_get_connection(req), admin_conn_closed, x);
 	return x;
 }
 
 void
 admin_api_snapshot(struct admin_api *api, struct evhttp_request *req)
 {
-	admin_round(admin_call_new(api, req, ADMIN_SNAPSHOT));
+	int start;
+
+	if (!http_cache_take(api->snapshots, req, &start) && start)
+		admin_round(admin_call_new(api, NULL, ADMIN_SNAPSHOT));
 }
 
 /* A query parameter as an integer in lo..hi, def when absent; -1 when

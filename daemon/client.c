@@ -31,6 +31,7 @@
 
 #include "auth.h"
 #include "command.h"
+#include "http.h"
 #include "log.h"
 #include "loop.h"
 #include "multi.h"
@@ -758,18 +759,29 @@ client_weigh_cb(evutil_socket_t fd, short what, void *arg)
 	struct server *s = arg;
 	uint64_t total = 0, cap = (uint64_t)s->cfg.max_output_memory;
 	struct client *c, *big;
-	size_t n, most;
+	size_t n, most, http_most;
 
 	(void)fd, (void)what;
 	TAILQ_FOREACH(c, &s->clients, entry)
 		if (c->killed == NULL)
 			total += client_pending(c);
+	/* HTTP answers too (issue 37: 800 unread /metrics took 470 MB
+	 * that nothing counted). */
+	total += http_output(s, &http_most);
 	while (cap > 0 && total > cap) {
 		big = NULL;
 		most = 0;
 		TAILQ_FOREACH(c, &s->clients, entry)
 			if (c->killed == NULL && (n = client_pending(c)) > most)
 				big = c, most = n;
+		if (http_most > most) {
+			n = http_shed(s);
+			total -= n < total ? n : total;
+			(void)http_output(s, &http_most);
+			if (n == 0)
+				break;
+			continue;
+		}
 		if (big == NULL)
 			break;
 		client_log(LOG_LVL_WARNING, big, NULL, NULL,

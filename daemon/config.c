@@ -232,6 +232,8 @@ static const struct config_key config_keys[] = {
             CONFIG_CLIENTS_MAX, 256),
     KEY_INT("http.request_timeout", CONFIG_F_I64, http_request_timeout, 1,
             CONFIG_TIMEOUT_MAX, 10),
+    KEY_INT("http.cache_ms", CONFIG_F_I64, http_cache_ms, 0,
+            CONFIG_CACHE_MS_MAX, 1000),
     KEY_ENUM("log.level", CONFIG_F_ENUM, log_level, config_levels,
              LOG_LVL_INFO),
     KEY_ENUM("log.format", CONFIG_F_ENUM, log_format, config_formats,

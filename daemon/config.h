@@ -29,6 +29,7 @@
 #define CONFIG_UNAUTH_OUTPUT_MIN 1024        /* max_unauth_output */
 #define CONFIG_PATTERNS_MAX      1000000     /* max_client_patterns */
 #define CONFIG_RESERVED_FDS_MAX  10000       /* reserved_fds */
+#define CONFIG_CACHE_MS_MAX      60000       /* http.cache_ms */
 
 #define CONFIG_USERS_MAX        64     /* entries of users */
 #define CONFIG_IDS_MAX          16     /* globs of a user's ids */
@@ -134,6 +135,9 @@ struct config {
 	 * send a whole request (http.c). */
 	int64_t http_max_connections;
 	int64_t http_request_timeout;
+	/* ms an answer of /metrics or /api/snapshot is shared (http_cache.h);
+	 * 0: only with the requests that came while it was made. */
+	int64_t http_cache_ms;
 	enum log_level log_level;
 	enum log_format log_format;
 	int log_audit; /* a line per match and release */

@@ -31,6 +31,7 @@
 #include "engine.h"
 #include "engine_redis.h"
 #include "http_auth.h"
+#include "http_cache.h"
 #include "journal.h"
 #include "listener.h"
 #include "log.h"
@@ -60,10 +61,10 @@
 /* The engine calls of a scrape, in order; QLEN repeats per queue. */
 enum scrape_step { SCRAPE_STATS, SCRAPE_SERVICERS, SCRAPE_QSTATS, SCRAPE_QLEN };
 
+/* One round of a scrape, for every request waiting in the cache. */
 struct scrape {
 	TAILQ_ENTRY(scrape) entry;
-	struct server *server;      /* NULL: orphaned by a stop, just freed */
-	struct evhttp_request *req; /* NULL: the client went away */
+	struct server *server; /* NULL: orphaned by a stop, just freed */
 	struct metrics_scrape sc;
 	uint64_t *qlen;
 	struct csq_queue_stats *qstats; /* a copy of QSTATS's answer */
@@ -106,6 +107,7 @@ struct http {
 	struct admin_api *api;
 	struct admin_events *events;
 	struct admin_history *history;
+	struct http_cache *metrics; /* /metrics' answer, shared */
 };
 
 void
@@ -139,15 +141,6 @@ http_text(struct evhttp_request *req, int code, const char *reason,
 }
 
 static void
-scrape_conn_closed(struct evhttp_connection *conn, void *arg)
-{
-	struct scrape *x = arg;
-
-	(void)conn;
-	x->req = NULL;
-}
-
-static void
 scrape_finish(struct scrape *x)
 {
 	struct server *s = x->server;
@@ -168,13 +161,11 @@ scrape_finish(struct scrape *x)
 		                   &x->sc.event_streams_closed);
 		x->sc.journal = journal_stats(s->journal);
 	}
-	if (x->req != NULL) {
-		evhttp_connection_set_closecb(
-		    evhttp_request_get_connection(x->req), NULL, NULL);
-		b = evbuffer_new();
-		if (s != NULL)
-			metrics_render(s->metrics, &x->sc, b);
-		http_reply(x->req, HTTP_OK, "OK", HTTP_METRICS_TYPE, b);
+	if (s != NULL) {
+		if ((b = evbuffer_new()) == NULL)
+			fatalx("out of memory for an HTTP answer");
+		metrics_render(s->metrics, &x->sc, b);
+		http_cache_fill(s->http->metrics, HTTP_OK, "OK", b);
 		evbuffer_free(b);
 	}
 	/* After the rendering, which pairs lengths with names by index.
@@ -266,16 +257,19 @@ scrape_next(struct scrape *x)
 		scrape_finish(x);
 }
 
+/* A scrape: one round for every request that comes while it runs, and
+ * its answer for those within http.cache_ms (http_cache.h). */
 static void
 http_metrics(struct server *s, struct evhttp_request *req)
 {
-	struct scrape *x = csq_xcalloc(1, sizeof(*x));
+	struct scrape *x;
+	int start;
 
+	if (http_cache_take(s->http->metrics, req, &start) || !start)
+		return;
+	x = csq_xcalloc(1, sizeof(*x));
 	x->server = s;
-	x->req = req;
 	TAILQ_INSERT_TAIL(&s->http->scrapes, x, entry);
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	                              scrape_conn_closed, x);
 	if (!s->engine->ops->up(s->engine)) {
 		x->step = SCRAPE_QLEN; /* nothing to ask */
 		scrape_finish(x);
@@ -555,6 +549,60 @@ http_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+unsigned long long
+http_output(struct server *s, size_t *most)
+{
+	struct http_conn *hc;
+	unsigned long long total = 0;
+	size_t n;
+
+	*most = 0;
+	if (s->http == NULL)
+		return 0;
+	TAILQ_FOREACH(hc, &s->http->conns, entry) {
+		if (hc->shut || http_conn_dead(hc))
+			continue;
+		n = evbuffer_get_length(bufferevent_get_output(hc->bev));
+		total += n;
+		if (n > *most)
+			*most = n;
+	}
+	return total;
+}
+
+size_t
+http_shed(struct server *s)
+{
+	struct http_conn *hc, *big = NULL;
+	size_t n, most = 0;
+
+	TAILQ_FOREACH(hc, &s->http->conns, entry) {
+		if (hc->shut || http_conn_dead(hc))
+			continue;
+		n = evbuffer_get_length(bufferevent_get_output(hc->bev));
+		if (n > most)
+			big = hc, most = n;
+	}
+	if (big == NULL)
+		return 0;
+	log_warnx("http: all clients' output over max_output_memory (%lld "
+	          "bytes), this HTTP connection's %zu, closing",
+	          (long long)s->cfg.max_output_memory, most);
+	s->stats.output_closed_total++;
+	http_conn_shut(big);
+	return most;
+}
+
+void
+http_weigh_soon(struct server *s, size_t len)
+{
+	struct timeval tv = {0, 10 * 1000};
+
+	if (s->cfg.max_output_memory > 0 && len > 0 &&
+	    !evtimer_pending(s->weigh_ev, NULL))
+		evtimer_add(s->weigh_ev, &tv);
+}
+
 /* Every connection's bufferevent (http.tls: through OpenSSL, with tls's
  * certificate), kept track of as above. */
 static struct bufferevent *
@@ -659,6 +707,7 @@ http_open(struct server *s)
 		return -1;
 	}
 	h->guard = accept_guard_new(s->base, evl, name);
+	h->metrics = http_cache_new(s, HTTP_METRICS_TYPE);
 	h->history = admin_history_new(s->base, s->engine);
 	h->api = admin_api_new(s, h->history);
 	h->events = admin_events_new(s->base, &s->cfg, s->engine);
@@ -679,8 +728,8 @@ http_close(struct server *s)
 	while ((x = TAILQ_FIRST(&h->scrapes)) != NULL) {
 		TAILQ_REMOVE(&h->scrapes, x, entry);
 		x->server = NULL;
-		x->req = NULL;
 	}
+	http_cache_free(h->metrics);
 	/* Before evhttp frees their connections. */
 	admin_api_free(h->api);
 	admin_events_free(h->events);

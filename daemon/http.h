@@ -7,6 +7,8 @@
 #ifndef CSQD_HTTP_H
 #define CSQD_HTTP_H
 
+#include <stddef.h>
+
 struct csq_event;
 struct evbuffer;
 struct evhttp_request;
@@ -16,6 +18,17 @@ struct server;
 int http_open(struct server *);
 /* Stops listening and drops the HTTP connections. */
 void http_close(struct server *);
+/*
+ * Output HTTP answers have waiting, all connections together (weighed
+ * with the clients' against max_output_memory, client.c), and in *most
+ * the largest one's.
+ */
+unsigned long long http_output(struct server *, size_t *most);
+/* Closes the HTTP connection with the most output waiting, for
+ * max_output_memory; returns how much it had. */
+size_t http_shed(struct server *);
+/* An answer of len bytes was queued: the output is weighed soon. */
+void http_weigh_soon(struct server *, size_t len);
 /* An event of the engine, for the admin view's streams. */
 void http_event(struct server *, const struct csq_event *);
 

@@ -343,6 +343,7 @@ server_note_limits(const struct config *cur, const struct config *next,
 	     offsetof(struct config, http_max_connections)},
 	    {"http.request_timeout",
 	     offsetof(struct config, http_request_timeout)},
+	    {"http.cache_ms", offsetof(struct config, http_cache_ms)},
 	};
 	size_t i;
 
@@ -523,6 +524,7 @@ server_reload(struct server *s)
 	cur->reserved_fds = next.reserved_fds;
 	cur->http_max_connections = next.http_max_connections;
 	cur->http_request_timeout = next.http_request_timeout;
+	cur->http_cache_ms = next.http_cache_ms;
 	cur->http_max_event_streams = next.http_max_event_streams;
 	cur->http_event_stream_buffer = next.http_event_stream_buffer;
 	/* A lower cap applies now, not at the next big client. */

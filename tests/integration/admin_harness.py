@@ -109,6 +109,11 @@ class Csqd:
         if redisd is not None:
             engine = ('engine = "redis";\nredis: { port = %d; prefix = '
                       '"%s"; };\n' % (redisd.port, prefix or "admin"))
+        # Every answer fresh, as the tests compare them with what they
+        # just did (http.cache_ms, which shares one for a second by
+        # default, has its own cases).
+        if "cache_ms" not in http_extra:
+            http_extra = "cache_ms = 0; " + http_extra
         self.user, self.password = user, password
         for line in extra.splitlines():
             if line.strip().startswith("requirepass") and password is None:

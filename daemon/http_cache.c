@@ -1,0 +1,152 @@
+/*
+ * A shared answer and the requests waiting for it (http_cache.h). Each
+ * waiting request watches its connection, so that one whose client went
+ * away is not answered; the answer's body is kept whole and each request
+ * gets a reference to it.
+ */
+#include "http_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "http.h"
+#include "log.h"
+#include "server.h"
+#include "util.h"
+
+struct http_waiter {
+	TAILQ_ENTRY(http_waiter) entry;
+	struct http_cache *cache;
+	struct evhttp_request *req; /* NULL: the client went away */
+};
+
+struct http_cache {
+	struct server *server;
+	const char *type;
+	TAILQ_HEAD(, http_waiter) waiting;
+	struct evbuffer *body; /* the last 200, or NULL */
+	uint64_t at_ms;        /* when it was made */
+	int making;            /* an answer is being made */
+};
+
+struct http_cache *
+http_cache_new(struct server *s, const char *type)
+{
+	struct http_cache *hc = csq_xcalloc(1, sizeof(*hc));
+
+	hc->server = s;
+	hc->type = type;
+	TAILQ_INIT(&hc->waiting);
+	return hc;
+}
+
+static void
+http_waiter_free(struct http_waiter *w)
+{
+	if (w->req != NULL)
+		evhttp_connection_set_closecb(
+		    evhttp_request_get_connection(w->req), NULL, NULL);
+	TAILQ_REMOVE(&w->cache->waiting, w, entry);
+	free(w);
+}
+
+void
+http_cache_free(struct http_cache *hc)
+{
+	if (hc == NULL)
+		return;
+	while (!TAILQ_EMPTY(&hc->waiting))
+		http_waiter_free(TAILQ_FIRST(&hc->waiting));
+	if (hc->body != NULL)
+		evbuffer_free(hc->body);
+	free(hc);
+}
+
+/* The client went away before the answer: a request that evhttp has let
+ * go of is ours to free (as admin_api.c's). */
+static void
+http_waiter_closed(struct evhttp_connection *conn, void *arg)
+{
+	struct http_waiter *w = arg;
+
+	(void)conn;
+	if (evhttp_request_get_connection(w->req) == NULL)
+		evhttp_request_free(w->req);
+	w->req = NULL;
+}
+
+/* Sends body to req, by reference: the bytes stay body's. */
+static void
+http_cache_send(struct http_cache *hc, struct evhttp_request *req, int code,
+                const char *reason, struct evbuffer *body)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	if (b == NULL)
+		fatalx("out of memory for an HTTP answer");
+	/* A copy when a reference cannot be had (an empty body). */
+	if (evbuffer_add_buffer_reference(b, body) != 0 &&
+	    evbuffer_get_length(body) > 0)
+		evbuffer_add(b, evbuffer_pullup(body, -1),
+		             evbuffer_get_length(body));
+	http_reply(req, code, reason, hc->type, b);
+	evbuffer_free(b);
+	http_weigh_soon(hc->server, evbuffer_get_length(body));
+}
+
+int
+http_cache_take(struct http_cache *hc, struct evhttp_request *req, int *start)
+{
+	struct http_waiter *w;
+	uint64_t now = server_now_ms();
+
+	*start = 0;
+	if (hc->body != NULL && !hc->making &&
+	    now - hc->at_ms < (uint64_t)hc->server->cfg.http_cache_ms) {
+		http_cache_send(hc, req, HTTP_OK, "OK", hc->body);
+		return 1;
+	}
+	w = csq_xcalloc(1, sizeof(*w));
+	w->cache = hc;
+	w->req = req;
+	TAILQ_INSERT_TAIL(&hc->waiting, w, entry);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	                              http_waiter_closed, w);
+	if (!hc->making) {
+		hc->making = 1;
+		*start = 1;
+	}
+	return 0;
+}
+
+void
+http_cache_fill(struct http_cache *hc, int code, const char *reason,
+                struct evbuffer *body)
+{
+	struct http_waiter *w;
+	struct evbuffer *keep;
+
+	hc->making = 0;
+	if ((keep = evbuffer_new()) == NULL)
+		fatalx("out of memory for an HTTP answer");
+	evbuffer_add_buffer(keep, body);
+	if (code == HTTP_OK) {
+		if (hc->body != NULL)
+			evbuffer_free(hc->body);
+		hc->body = keep;
+		hc->at_ms = server_now_ms();
+	}
+	while ((w = TAILQ_FIRST(&hc->waiting)) != NULL) {
+		struct evhttp_request *req = w->req;
+
+		http_waiter_free(w);
+		if (req != NULL)
+			http_cache_send(hc, req, code, reason, keep);
+	}
+	if (keep != hc->body)
+		evbuffer_free(keep);
+}
