@@ -11,12 +11,18 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 
 #include "http.h"
 #include "log.h"
 #include "server.h"
 #include "util.h"
+
+/* An answer this large leaves its round's arrays free in the heap, which
+ * glibc keeps: the heap is trimmed a moment after (client_trim_cb). */
+#define HTTP_CACHE_TRIM_OVER (1024 * 1024)
+#define HTTP_CACHE_TRIM_MS   200
 
 struct http_waiter {
 	TAILQ_ENTRY(http_waiter) entry;
@@ -131,6 +137,12 @@ http_cache_fill(struct http_cache *hc, int code, const char *reason,
 	struct evbuffer *keep;
 
 	hc->making = 0;
+	if (evbuffer_get_length(body) >= HTTP_CACHE_TRIM_OVER &&
+	    !evtimer_pending(hc->server->trim_ev, NULL)) {
+		struct timeval tv = {0, HTTP_CACHE_TRIM_MS * 1000};
+
+		evtimer_add(hc->server->trim_ev, &tv);
+	}
 	if ((keep = evbuffer_new()) == NULL)
 		fatalx("out of memory for an HTTP answer");
 	evbuffer_add_buffer(keep, body);
