@@ -155,7 +155,8 @@ http_cache_fill(struct http_cache *hc, int code, const char *reason,
 	struct evbuffer *keep;
 
 	hc->making = 0;
-	if (evbuffer_get_length(body) >= HTTP_CACHE_TRIM_OVER) {
+	if (evbuffer_get_length(body) >= HTTP_CACHE_TRIM_OVER &&
+	    hc->server->trim_ev != NULL) {
 		struct timeval tv = {HTTP_CACHE_TRIM_MS / 1000,
 		                     (HTTP_CACHE_TRIM_MS % 1000) * 1000};
 
