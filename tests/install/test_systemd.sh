@@ -51,7 +51,7 @@ done
 # The tools of the test and of the way it installs: scripts/lib.sh
 # installs them, so where it ran, one missing is a failure.
 tools="redis-cli python3 cmake"
-[ "$mode" = deb ] && tools="$tools dpkg-buildpackage dh lintian dpkg-statoverride"
+[ "$mode" = deb ] && tools="$tools dpkg-buildpackage dh lintian dpkg-statoverride redis-server"
 for t in $tools; do
 	command -v "$t" >/dev/null 2>&1 && continue
 	[ "${CSQ_TEST_SKIPS:-ON}" = OFF ] && {
@@ -452,6 +452,19 @@ if [ "$mode" = deb ]; then
 		fail "/usr/share/man/man8/csqd.8.gz is not docs/csqd.8"
 	[ "$(in_ns csqd --version)" = "csqd $(in_ns dpkg-query -W -f '${Version}' csqd)" ] ||
 		fail "csqd --version is not the package's version"
+	# csq.so, and the file redis.conf includes to load it: a
+	# redis-server that includes it has the module.
+	in_ns redis-server --port 7390 --bind 127.0.0.1 --save '' \
+		--appendonly no --daemonize yes --logfile /tmp/redis-module.log \
+		--include /etc/csqd/redis-module.conf ||
+		fail "redis-server with /etc/csqd/redis-module.conf"
+	for _ in $(seq 1 100); do
+		[ "$(in_ns redis-cli -p 7390 PING 2>/dev/null)" = PONG ] && break
+		sleep 0.05
+	done
+	[ "$(in_ns redis-cli -p 7390 CSQ.VERSION 2>&1 | head -n 1)" = csq ] ||
+		fail "redis-server did not load csq.so: $(in_ns cat /tmp/redis-module.log)"
+	in_ns redis-cli -p 7390 SHUTDOWN NOSAVE >/dev/null 2>&1
 fi
 
 # A reload: a lower max_tier applies, the process stays; then an invalid
