@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "util.h"
+#include "webhook.h"
 
 #define CONFIG_PORT_DIGITS   5
 #define CONFIG_REDIS_DB_MAX  1000000
@@ -84,6 +85,7 @@ static const char *config_check_prefix(const char *);
 static const char *config_check_sentinel(const char *);
 static config_load_fn config_set_users;
 static config_load_fn config_set_queues;
+static config_load_fn config_set_webhooks;
 
 static const char *const config_engines[] = {"memory", "redis", NULL};
 /* In the order of enum config_fsync. */
@@ -158,6 +160,7 @@ static const struct config_key config_keys[] = {
     KEY_STR("requirepass", requirepass, "", NULL),
     KEY_CUSTOM("users", config_set_users),
     KEY_CUSTOM("queues", config_set_queues),
+    KEY_CUSTOM("webhooks", config_set_webhooks),
     KEY_INT("metrics_max_queues", CONFIG_F_I64, metrics_max_queues, 1,
             CONFIG_QUEUE_LABELS_MAX, 1000),
     KEY_ENUM("engine", CONFIG_F_STR, engine, config_engines, 0),
@@ -890,6 +893,135 @@ config_set_users(struct config_report *r, struct config *cfg,
 			}
 	}
 	cfg->nusers = bad ? 0 : n;
+}
+
+/* One string of a webhooks entry into out (size bytes); 0 or -1. */
+static int
+config_webhook_str(struct config_report *r, const config_setting_t *f,
+                   const char *field, int empty_ok, size_t size, char *out)
+{
+	const char *v;
+
+	if (config_setting_type(f) != CONFIG_TYPE_STRING) {
+		config_error(r, f, "webhooks: %s must be a string", field);
+		return -1;
+	}
+	v = config_setting_get_string(f);
+	if ((*v == '\0' && !empty_ok) || strlen(v) >= size) {
+		config_error(r, f, "webhooks: %s must be %d to %zu bytes",
+		             field, empty_ok ? 0 : 1, size - 1);
+		return -1;
+	}
+	memcpy(out, v, strlen(v) + 1);
+	return 0;
+}
+
+/* One integer of a webhooks entry, in [lo, hi]; 0 or -1. */
+static int
+config_webhook_int(struct config_report *r, const config_setting_t *f,
+                   const char *field, int64_t lo, int64_t hi, int64_t *out)
+{
+	int t = config_setting_type(f);
+
+	if ((t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64) ||
+	    config_setting_get_int64(f) < lo ||
+	    config_setting_get_int64(f) > hi) {
+		config_error(r, f,
+		             "webhooks: %s must be an integer between %" PRId64
+		             " and %" PRId64,
+		             field, lo, hi);
+		return -1;
+	}
+	*out = config_setting_get_int64(f);
+	return 0;
+}
+
+/* The keys of one webhooks entry into h; 0, or -1 with the errors told. */
+static int
+config_webhook(struct config_report *r, const config_setting_t *e,
+               struct config_webhook *h)
+{
+	const config_setting_t *f;
+	const char *field, *why;
+	int i, n, bad = 0;
+
+	snprintf(h->channels, sizeof(h->channels), "*");
+	h->max_backlog = 10000;
+	h->timeout_ms = 5000;
+	n = config_setting_length(e);
+	for (i = 0; i < n; i++) {
+		f = config_setting_get_elem(e, (unsigned)i);
+		field = config_setting_name(f);
+		if (strcmp(field, "url") == 0) {
+			if (config_webhook_str(r, f, field, 0, sizeof(h->url),
+			                       h->url) != 0)
+				bad = 1;
+			else if ((why = webhooks_check_url(h->url)) != NULL) {
+				config_error(r, f, "webhooks: url \"%s\": %s",
+				             h->url, why);
+				bad = 1;
+			}
+		} else if (strcmp(field, "channels") == 0)
+			bad |= -config_webhook_str(
+			    r, f, field, 0, sizeof(h->channels), h->channels);
+		else if (strcmp(field, "secret") == 0)
+			bad |= -config_webhook_str(
+			    r, f, field, 1, sizeof(h->secret), h->secret);
+		else if (strcmp(field, "max_backlog") == 0)
+			bad |= -config_webhook_int(r, f, field, 1,
+			                           CONFIG_WEBHOOK_BACKLOG_MAX,
+			                           &h->max_backlog);
+		else if (strcmp(field, "timeout_ms") == 0)
+			bad |= -config_webhook_int(r, f, field, 1,
+			                           CONFIG_WEBHOOK_TIMEOUT_MAX,
+			                           &h->timeout_ms);
+		else {
+			config_error(r, f, "webhooks: unknown key %s", field);
+			bad = 1;
+		}
+	}
+	if (config_setting_get_member(e, "url") == NULL) {
+		config_error(r, e, "webhooks: an entry needs a url");
+		bad = 1;
+	}
+	return bad ? -1 : 0;
+}
+
+/* webhooks = ( { url = "http://…"; channels = "queue:*"; … }, … ); */
+static void
+config_set_webhooks(struct config_report *r, struct config *cfg,
+                    const config_setting_t *s, const struct config_key *k)
+{
+	const config_setting_t *e;
+	int i, n, bad = 0;
+
+	(void)k;
+	if (config_setting_type(s) != CONFIG_TYPE_LIST) {
+		config_error(r, s,
+		             "webhooks must be a list of groups, ( { … } )");
+		return;
+	}
+	n = config_setting_length(s);
+	if (n > CONFIG_WEBHOOKS_MAX) {
+		config_error(r, s,
+		             "webhooks must have at most %d entries (not %d)",
+		             CONFIG_WEBHOOKS_MAX, n);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned)i);
+		memset(&cfg->webhooks[i], 0, sizeof(cfg->webhooks[i]));
+		if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
+			config_error(r, e,
+			             "webhooks must be a list of groups, "
+			             "( { … } )");
+			bad = 1;
+			continue;
+		}
+		if (config_webhook(r, e, &cfg->webhooks[i]) != 0)
+			bad = 1;
+	}
+	cfg->nwebhooks = bad ? 0 : n;
 }
 
 /* The integer keys of a queues entry, each with its range and field. */

@@ -54,6 +54,19 @@ struct config_user {
 	char ids[CONFIG_IDS_MAX][CONFIG_ID_GLOB_MAX];
 };
 
+#define CONFIG_WEBHOOKS_MAX        16      /* entries of webhooks */
+#define CONFIG_WEBHOOK_BACKLOG_MAX 1000000 /* webhooks: max_backlog */
+#define CONFIG_WEBHOOK_TIMEOUT_MAX 600000  /* ms, webhooks: timeout_ms */
+
+/* An entry of webhooks (webhook.h). */
+struct config_webhook {
+	char url[CONFIG_STR_MAX];      /* http:// only */
+	char channels[CONFIG_STR_MAX]; /* a glob; default "*" */
+	char secret[CONFIG_STR_MAX];   /* "": no signature */
+	int64_t max_backlog;           /* events waiting, in flight aside */
+	int64_t timeout_ms;            /* of one POST */
+};
+
 enum config_fsync {
 	CONFIG_FSYNC_ALWAYS,
 	CONFIG_FSYNC_EVERYSEC,
@@ -138,6 +151,8 @@ struct config {
 	/* ms an answer of /metrics or /api/snapshot is shared (http_cache.h);
 	 * 0: only with the requests that came while it was made. */
 	int64_t http_cache_ms;
+	int nwebhooks;
+	struct config_webhook webhooks[CONFIG_WEBHOOKS_MAX];
 	enum log_level log_level;
 	enum log_format log_format;
 	int log_audit; /* a line per match and release */

@@ -16,6 +16,7 @@
 #include "journal.h"
 #include "log.h"
 #include "util.h"
+#include "webhook.h"
 
 #define METRICS_COMMANDS_MAX 64       /* command names; the table has ~25 */
 #define METRICS_OTHER        "_other" /* the queues past the cap */
@@ -67,6 +68,7 @@ struct metrics_queue {
 };
 
 struct metrics {
+	const struct webhooks *webhooks;
 	struct metrics_cmd cmds[METRICS_COMMANDS_MAX];
 	size_t ncmds;
 	uint64_t wait_count, wait_ms_sum;
@@ -113,6 +115,12 @@ metrics_set_max_queues(struct metrics *m, size_t max_queues)
 {
 	m->max_queues = max_queues;
 	m->queues_full_logged = 0;
+}
+
+void
+metrics_set_webhooks(struct metrics *m, const struct webhooks *w)
+{
+	m->webhooks = w;
 }
 
 static void
@@ -839,6 +847,7 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	            sc->event_streams_closed);
 	if (sc->journal != NULL)
 		metrics_render_journal(sc->journal, out);
+	webhooks_render(m->webhooks, out);
 	metrics_head(out, "csq_commands_total", "counter",
 	             "Commands run, by name (\"unknown\": not a command).");
 	for (i = 0; i < m->ncmds; i++)

@@ -43,6 +43,9 @@ struct metrics_scrape {
 struct metrics *metrics_new(uint64_t seed, size_t max_queues);
 void metrics_set_max_queues(struct metrics *, size_t);
 void metrics_free(struct metrics *);
+/* The webhooks whose counters a scrape shows (NULL: none). */
+struct webhooks;
+void metrics_set_webhooks(struct metrics *, const struct webhooks *);
 
 /*
  * One command ran: name is a static string (the command table's, or

@@ -29,6 +29,7 @@
 #include "pubsub.h"
 #include "tls.h"
 #include "util.h"
+#include "webhook.h"
 
 #define EVENT_JSON_MAX 4096
 #define STOP_GRACE_S   5 /* longest wait for replies in flight at a stop */
@@ -189,6 +190,7 @@ server_emit(void *arg, const struct csq_event *ev)
 	metrics_event(s->metrics, ev);
 	server_log_event(s, ev);
 	http_event(s, ev);
+	webhooks_event(s->webhooks, ev);
 	/* Most events reach nobody: the JSON is built only for a listener. */
 	n = csq_event_channels(ev, channels);
 	for (i = 0; i < n; i++)
@@ -555,6 +557,10 @@ server_reload(struct server *s)
 	 * levels: a reload to "warning" still says it happened. */
 	if (next.log_level < cur->log_level)
 		log_set_level(next.log_level);
+	if (cur->nwebhooks != next.nwebhooks ||
+	    memcmp(cur->webhooks, next.webhooks,
+	           (size_t)next.nwebhooks * sizeof(next.webhooks[0])) != 0)
+		server_note_key(later, sizeof(later), "webhooks");
 	if (later[0] != '\0')
 		log_warnx("reload: %s changed; that takes effect at the next "
 		          "start",
@@ -682,6 +688,8 @@ server_run(const struct config *cfg, const char *config_path)
 	s->pubsub = pubsub_new(server_random_seed());
 	s->metrics = metrics_new(server_random_seed(),
 	                         (size_t)s->cfg.metrics_max_queues);
+	s->webhooks = webhooks_new(s->base, &s->cfg);
+	metrics_set_webhooks(s->metrics, s->webhooks);
 	s->deadline_ev = evtimer_new(s->base, server_deadline_cb, s);
 	s->stop_ev = evtimer_new(s->base, server_stop_timeout_cb, s);
 	s->trim_ev = evtimer_new(s->base, client_trim_cb, s);
@@ -735,6 +743,7 @@ out:
 		s->engine->ops->free(s->engine);
 	tls_free(s->tls);
 	pubsub_free(s->pubsub);
+	webhooks_free(s->webhooks);
 	metrics_free(s->metrics);
 	event_free(s->deadline_ev);
 	event_free(s->stop_ev);

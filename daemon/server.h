@@ -53,6 +53,8 @@ struct server {
 	struct metrics *metrics; /* what /metrics shows beside the engine's */
 	struct http *http;       /* NULL when http.listen is "" */
 	struct tls *tls;         /* NULL without tls.listen and http.tls */
+	/* NULL without webhooks (webhook.h). */
+	struct webhooks *webhooks;
 	/* The address of the client whose command runs now, for the log
 	 * lines of the events it causes (command.c); NULL outside one. */
 	const char *log_peer;

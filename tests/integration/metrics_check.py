@@ -8,6 +8,7 @@ usage: metrics_check.py URL [--doc=FILE] [--journal] [--outcomes] [EXPECT ...]
              family of the scrape with its type, and only families that
              csqd must export
   --journal  the daemon runs with a journal: its families are required
+  --webhooks csqd has webhooks: their families are required
   --outcomes a queue has had a match or an abandon: the service level's
              share is required (memory engine)
   EXPECT is  name{label="v",...}=value   the sample exists with this value
@@ -91,6 +92,13 @@ QUEUE_NUMBERS = {
     "csq_queue_service_level_seconds": "gauge",
 }
 OUTCOMES = {"csq_queue_service_level_ratio": "gauge"}
+# With webhooks configured (--webhooks).
+WEBHOOKS = {
+    "csq_webhook_delivered": "counter",
+    "csq_webhook_failed_attempts": "counter",
+    "csq_webhook_dropped": "counter",
+    "csq_webhook_backlog": "gauge",
+}
 REQUIRED.update(QUEUE_NUMBERS)
 if os.environ.get("CSQ_TEST_ENGINE") == "redis":
     REQUIRED.update(REDIS_ONLY)
@@ -157,7 +165,8 @@ def check_doc(path, families, errors):
     for fam_name, typ in (list(REQUIRED.items()) + list(REDIS_ONLY.items())
                           + list(JOURNAL.items())
                           + list(QUEUE_NUMBERS.items())
-                          + list(OUTCOMES.items())):
+                          + list(OUTCOMES.items())
+                          + list(WEBHOOKS.items())):
         required[fam_name + "_total" if typ == "counter" else fam_name] = typ
     for name in documented:
         if name not in required:
@@ -173,6 +182,8 @@ def main():
             doc = opt[len("--doc="):]
         elif opt == "--journal":
             REQUIRED.update(JOURNAL)
+        elif opt == "--webhooks":
+            REQUIRED.update(WEBHOOKS)
         elif opt == "--outcomes":
             if os.environ.get("CSQ_TEST_ENGINE") != "redis":
                 REQUIRED.update(OUTCOMES)

@@ -1,0 +1,390 @@
+/*
+ * Webhooks: see webhook.h. Each URL has its own connection (evhttp's
+ * client), a FIFO of events waiting and at most one request in flight; the
+ * event in flight leaves the FIFO and stays held until a 2xx answers it,
+ * so a retry sends the same event again and order holds.
+ */
+#include "webhook.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "csq.h"
+#include "glob.h"
+#include "log.h"
+
+#define WEBHOOK_BACKOFF_MIN_MS 100
+#define WEBHOOK_BACKOFF_MAX_MS 10000
+#define WEBHOOK_JSON_MAX       8192
+
+struct webhook_item {
+	TAILQ_ENTRY(webhook_item) link;
+	uint64_t id;
+	size_t len;
+	char body[]; /* the event's JSON */
+};
+TAILQ_HEAD(webhook_fifo, webhook_item);
+
+struct webhook {
+	struct webhooks *all;
+	struct config_webhook cfg;
+	char host[CONFIG_STR_MAX];
+	char path[CONFIG_STR_MAX];
+	int port;
+	struct evhttp_connection *conn;
+	struct event *retry_ev;
+	struct webhook_fifo fifo; /* waiting, oldest first */
+	size_t nfifo;
+	struct webhook_item *cur; /* in flight, or waiting for its retry */
+	int in_flight;
+	uint64_t backoff_ms;
+	uint64_t streak; /* failed attempts in a row */
+	int dropping;    /* a drop was logged since the last delivery */
+	uint64_t delivered, failed, dropped;
+};
+
+struct webhooks {
+	struct event_base *base;
+	int n;
+	struct webhook hooks[CONFIG_WEBHOOKS_MAX];
+};
+
+const char *
+webhooks_check_url(const char *url)
+{
+	struct evhttp_uri *u;
+	const char *why = NULL, *scheme;
+
+	if (strncasecmp(url, "https://", 8) == 0)
+		return "https is not supported yet: use http://";
+	if ((u = evhttp_uri_parse(url)) == NULL)
+		return "not a URL, http://host[:port]/path";
+	scheme = evhttp_uri_get_scheme(u);
+	if (scheme == NULL || strcasecmp(scheme, "http") != 0)
+		why = "only http:// URLs are supported";
+	else if (evhttp_uri_get_host(u) == NULL ||
+	         evhttp_uri_get_host(u)[0] == '\0')
+		why = "the URL has no host";
+	else if (evhttp_uri_get_userinfo(u) != NULL)
+		why = "the URL may not carry user:password@";
+	else if (evhttp_uri_get_fragment(u) != NULL)
+		why = "the URL may not have a #fragment";
+	evhttp_uri_free(u);
+	return why;
+}
+
+static void webhook_send(struct webhook *);
+
+static void
+webhook_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	webhook_send(arg);
+}
+
+static void
+webhook_failed(struct webhook *h, const char *why)
+{
+	struct timeval tv;
+
+	h->failed++;
+	h->streak++;
+	if (h->streak == 1)
+		log_warnx("webhook %s: delivery of event %" PRIu64
+		          " failed (%s); retrying with backoff",
+		          h->cfg.url, h->cur->id, why);
+	h->backoff_ms =
+	    h->backoff_ms == 0 ? WEBHOOK_BACKOFF_MIN_MS : h->backoff_ms * 2;
+	if (h->backoff_ms > WEBHOOK_BACKOFF_MAX_MS)
+		h->backoff_ms = WEBHOOK_BACKOFF_MAX_MS;
+	tv.tv_sec = (time_t)(h->backoff_ms / 1000);
+	tv.tv_usec = (suseconds_t)(h->backoff_ms % 1000) * 1000;
+	evtimer_add(h->retry_ev, &tv);
+}
+
+static void
+webhook_done_cb(struct evhttp_request *req, void *arg)
+{
+	struct webhook *h = arg;
+	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+	char why[64];
+
+	h->in_flight = 0;
+	if (code < 200 || code > 299) {
+		if (code == 0)
+			snprintf(why, sizeof(why), "no answer");
+		else
+			snprintf(why, sizeof(why), "status %d", code);
+		webhook_failed(h, why);
+		return;
+	}
+	if (h->streak > 0)
+		log_info("webhook %s: delivering again after %" PRIu64
+		         " failed attempt%s",
+		         h->cfg.url, h->streak, h->streak == 1 ? "" : "s");
+	h->delivered++;
+	h->streak = 0;
+	h->backoff_ms = 0;
+	h->dropping = 0;
+	free(h->cur);
+	h->cur = NULL;
+	webhook_send(h);
+}
+
+/* Sends the held event, or the next one, unless one is in flight. */
+static void
+webhook_send(struct webhook *h)
+{
+	struct evhttp_request *req;
+	struct evkeyvalq *hd;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0, i;
+	char sig[7 + 2 * EVP_MAX_MD_SIZE + 1], id[24];
+
+	if (h->in_flight || evtimer_pending(h->retry_ev, NULL))
+		return;
+	if (h->cur == NULL) {
+		if ((h->cur = TAILQ_FIRST(&h->fifo)) == NULL)
+			return;
+		TAILQ_REMOVE(&h->fifo, h->cur, link);
+		h->nfifo--;
+	}
+	if ((req = evhttp_request_new(webhook_done_cb, h)) == NULL) {
+		webhook_failed(h, "out of memory");
+		return;
+	}
+	hd = evhttp_request_get_output_headers(req);
+	evhttp_add_header(hd, "Host", h->host);
+	evhttp_add_header(hd, "Content-Type", "application/json");
+	evhttp_add_header(hd, "User-Agent", "csqd/" CSQ_VERSION);
+	snprintf(id, sizeof(id), "%" PRIu64, h->cur->id);
+	evhttp_add_header(hd, "X-Csq-Event-Id", id);
+	if (h->cfg.secret[0] != '\0') {
+		HMAC(EVP_sha256(), h->cfg.secret, (int)strlen(h->cfg.secret),
+		     (const unsigned char *)h->cur->body, h->cur->len, md,
+		     &mdlen);
+		memcpy(sig, "sha256=", 7);
+		for (i = 0; i < mdlen; i++)
+			snprintf(sig + 7 + 2 * i, 3, "%02x", md[i]);
+		sig[7 + 2 * mdlen] = '\0';
+		evhttp_add_header(hd, "X-Csq-Signature", sig);
+	}
+	evbuffer_add(evhttp_request_get_output_buffer(req), h->cur->body,
+	             h->cur->len);
+	if (evhttp_make_request(h->conn, req, EVHTTP_REQ_POST, h->path) != 0) {
+		/* evhttp_make_request frees req on failure. */
+		webhook_failed(h, "cannot make the request");
+		return;
+	}
+	h->in_flight = 1;
+}
+
+static int
+webhook_init(struct webhooks *w, struct webhook *h,
+             const struct config_webhook *c)
+{
+	struct evhttp_uri *u;
+	const char *p, *q;
+	struct timeval tv;
+
+	memset(h, 0, sizeof(*h));
+	h->all = w;
+	h->cfg = *c;
+	TAILQ_INIT(&h->fifo);
+	if ((u = evhttp_uri_parse(c->url)) == NULL)
+		return -1;
+	snprintf(h->host, sizeof(h->host), "%s", evhttp_uri_get_host(u));
+	h->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
+	p = evhttp_uri_get_path(u);
+	q = evhttp_uri_get_query(u);
+	snprintf(h->path, sizeof(h->path), "%s%s%s",
+	         p != NULL && p[0] != '\0' ? p : "/", q != NULL ? "?" : "",
+	         q != NULL ? q : "");
+	evhttp_uri_free(u);
+	h->conn = evhttp_connection_base_new(w->base, NULL, h->host,
+	                                     (unsigned short)h->port);
+	h->retry_ev = evtimer_new(w->base, webhook_retry_cb, h);
+	if (h->conn == NULL || h->retry_ev == NULL)
+		return -1;
+	tv.tv_sec = (time_t)(c->timeout_ms / 1000);
+	tv.tv_usec = (suseconds_t)(c->timeout_ms % 1000) * 1000;
+	evhttp_connection_set_timeout_tv(h->conn, &tv);
+	evhttp_connection_set_retries(h->conn, 0);
+	return 0;
+}
+
+struct webhooks *
+webhooks_new(struct event_base *base, const struct config *cfg)
+{
+	struct webhooks *w;
+	int i;
+
+	if (cfg->nwebhooks == 0)
+		return NULL;
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		fatal("calloc");
+	w->base = base;
+	for (i = 0; i < cfg->nwebhooks; i++) {
+		w->n = i + 1;
+		if (webhook_init(w, &w->hooks[i], &cfg->webhooks[i]) != 0)
+			fatalx("webhook %s: cannot set up its connection",
+			       cfg->webhooks[i].url);
+		log_info("webhook %s: events of channels \"%s\"",
+		         cfg->webhooks[i].url, cfg->webhooks[i].channels);
+	}
+	return w;
+}
+
+void
+webhooks_free(struct webhooks *w)
+{
+	struct webhook_item *it;
+	struct webhook *h;
+	int i;
+
+	if (w == NULL)
+		return;
+	for (i = 0; i < w->n; i++) {
+		h = &w->hooks[i];
+		/* Frees a request in flight without its callback. */
+		if (h->conn != NULL)
+			evhttp_connection_free(h->conn);
+		if (h->retry_ev != NULL)
+			event_free(h->retry_ev);
+		while ((it = TAILQ_FIRST(&h->fifo)) != NULL) {
+			TAILQ_REMOVE(&h->fifo, it, link);
+			free(it);
+		}
+		free(h->cur);
+	}
+	free(w);
+}
+
+static int
+webhook_wants(const struct webhook *h,
+              char channels[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX], int n)
+{
+	size_t plen = strlen(h->cfg.channels);
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (csq_glob(h->cfg.channels, plen, channels[i],
+		             strlen(channels[i])))
+			return 1;
+	return 0;
+}
+
+void
+webhooks_event(struct webhooks *w, const struct csq_event *ev)
+{
+	char channels[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX];
+	char json[WEBHOOK_JSON_MAX];
+	struct webhook_item *it;
+	struct webhook *h;
+	int i, n, len = -1;
+
+	if (w == NULL)
+		return;
+	n = csq_event_channels(ev, channels);
+	for (i = 0; i < w->n; i++) {
+		h = &w->hooks[i];
+		if (!webhook_wants(h, channels, n))
+			continue;
+		if (len < 0) {
+			len = csq_event_json(ev, json, sizeof(json));
+			if (len < 0 || (size_t)len >= sizeof(json)) {
+				log_warnx("event %s too long for a webhook",
+				          csq_event_name(ev->type));
+				return;
+			}
+		}
+		if (h->nfifo >= (size_t)h->cfg.max_backlog) {
+			it = TAILQ_FIRST(&h->fifo);
+			TAILQ_REMOVE(&h->fifo, it, link);
+			h->nfifo--;
+			free(it);
+			h->dropped++;
+			if (!h->dropping)
+				log_warnx("webhook %s: backlog full "
+				          "(max_backlog %" PRId64
+				          "); dropping the oldest events",
+				          h->cfg.url, h->cfg.max_backlog);
+			h->dropping = 1;
+		}
+		if ((it = malloc(sizeof(*it) + (size_t)len)) == NULL)
+			fatal("malloc");
+		it->id = ev->id;
+		it->len = (size_t)len;
+		memcpy(it->body, json, (size_t)len);
+		TAILQ_INSERT_TAIL(&h->fifo, it, link);
+		h->nfifo++;
+		webhook_send(h);
+	}
+}
+
+/* A label value: backslash, quote and newline escaped. */
+static void
+webhook_label(struct evbuffer *out, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			evbuffer_add_printf(out, "\\%c", *s);
+		else if (*s == '\n')
+			evbuffer_add(out, "\\n", 2);
+		else
+			evbuffer_add(out, s, 1);
+	}
+}
+
+static void
+webhook_family(const struct webhooks *w, struct evbuffer *out, const char *name,
+               const char *type, const char *help, size_t field)
+{
+	const struct webhook *h;
+	int i;
+
+	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+	                    name, type);
+	for (i = 0; i < w->n; i++) {
+		h = &w->hooks[i];
+		evbuffer_add_printf(out, "%s{url=\"", name);
+		webhook_label(out, h->cfg.url);
+		evbuffer_add_printf(
+		    out, "\"} %" PRIu64 "\n",
+		    field == (size_t)-1
+		        ? (uint64_t)h->nfifo + (h->cur != NULL)
+		        : *(const uint64_t *)((const char *)h + field));
+	}
+}
+
+void
+webhooks_render(const struct webhooks *w, struct evbuffer *out)
+{
+	if (w == NULL)
+		return;
+	webhook_family(w, out, "csq_webhook_delivered_total", "counter",
+	               "Events a webhook's URL answered with a 2xx.",
+	               offsetof(struct webhook, delivered));
+	webhook_family(w, out, "csq_webhook_failed_attempts_total", "counter",
+	               "POSTs to a webhook's URL that failed (no connection, "
+	               "timeout, not 2xx); each is retried.",
+	               offsetof(struct webhook, failed));
+	webhook_family(w, out, "csq_webhook_dropped_total", "counter",
+	               "Events dropped undelivered because the URL's backlog "
+	               "was full (max_backlog), the oldest first.",
+	               offsetof(struct webhook, dropped));
+	webhook_family(w, out, "csq_webhook_backlog", "gauge",
+	               "Events waiting for a webhook's URL, the one in flight "
+	               "included.",
+	               (size_t)-1);
+}
