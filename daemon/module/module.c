@@ -270,18 +270,22 @@ state_open(RedisModuleCtx *ctx, RedisModuleString *name, int create,
 
 /* One operation's answer: its result as bytes, into the reply. */
 struct call_reply {
-	RedisModuleCtx *ctx;
+	struct module_state *st;
 	enum csq_opcode code;
 	struct csq_wbuf buf;
 };
 
+/* The answer is the call's, not the state's: its bytes are charged to
+ * nobody (they are freed once the reply is written, outside the run). */
 static void
 call_answer(void *arg, const struct csq_result *res)
 {
 	struct call_reply *cr = arg;
 
+	module_alloc_charge(NULL);
 	cr->buf.len = 0;
 	csq_result_encode(cr->code, res, &cr->buf);
+	module_alloc_charge(cr->st);
 }
 
 static int
@@ -342,7 +346,7 @@ cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
 	struct csq_record_strings *strs;
 	struct csq_op limits_op, *ops;
-	struct call_reply cr = {ctx, 0, {0}};
+	struct call_reply cr = {NULL, 0, {0}};
 	struct module_state *st;
 	RedisModuleKey *key;
 	struct csq_wbuf msg = {0};
@@ -396,6 +400,7 @@ cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 		return RM_OK;
 	}
 	module_state_begin(st, ctx, now);
+	cr.st = st;
 	if (!limits_equal(&limits_op.limits,
 	                  csq_get_limits(csq_engine_memory_state(st->engine))))
 		st->engine->ops->set_limits(st->engine, &limits_op.limits);
