@@ -117,7 +117,7 @@ matcher_best_user(const struct csq_servicer *s)
 		for (j = 0; s->nskills > 0 && j < s->queues[i]->nnls; j++) {
 			nl = s->queues[i]->nls[j];
 			if (csq_line_len(nl->line) > 0 &&
-			    csq_skills_satisfy(s, nl->set, NULL))
+			    csq_may_take(s, nl->set))
 				best = matcher_better(nl->line, best);
 		}
 	}

@@ -78,7 +78,7 @@ navail_place(struct csq *c, struct csq_servicer *s, struct csq_needline *nl)
 	struct csq_navail *n;
 	uint64_t key, tie;
 
-	if (!csq_skills_satisfy(s, nl->set, NULL))
+	if (!csq_may_take(s, nl->set))
 		return;
 	n = navail_take(s, nl);
 	csq_navail_key(c, s, nl, &key, &tie);
@@ -277,7 +277,7 @@ csq_needline_servable(const struct csq_servicer *s, const struct csq_queue *q)
 		return 1;
 	for (j = 0; s->nskills > 0 && j < q->nnls; j++)
 		if (csq_line_len(q->nls[j]->line) > 0 &&
-		    csq_skills_satisfy(s, q->nls[j]->set, NULL))
+		    csq_may_take(s, q->nls[j]->set))
 			return 1;
 	return 0;
 }

@@ -364,16 +364,53 @@ csq_needset_get(struct csq *c, const struct csq_skill_list *l, uint16_t *index)
 	return CSQ_OK;
 }
 
+/* The memo's slot of text (len bytes): FNV-1a. */
+static struct csq_needs_memo *
+needs_memo_slot(struct csq *c, const char *text, size_t len)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (uint8_t)text[i]) * 16777619u;
+	return &c->needs_memo[h % CSQ_NEEDS_MEMO];
+}
+
+/*
+ * NEEDS text as sent to its need-set. A text seen before, whose need-set
+ * is still the one in that slot (its gen), skips the parse; the answer
+ * is the same either way, so nothing depends on what the memo holds.
+ */
 enum csq_status
 csq_needs_resolve(struct csq *c, const char *text, uint16_t *index)
 {
+	struct csq_needs_memo *m = NULL;
 	struct csq_skill_list l;
 	enum csq_status st;
+	size_t len;
 
 	*index = 0;
+	len = text != NULL ? strnlen(text, CSQ_NEEDS_MEMO_TEXT) : 0;
+	if (text != NULL && len < CSQ_NEEDS_MEMO_TEXT) {
+		m = needs_memo_slot(c, text, len);
+		if (m->gen != 0 && m->len == len &&
+		    memcmp(m->text, text, len) == 0 &&
+		    c->needsets[m->index] != NULL &&
+		    c->needsets[m->index]->gen == m->gen) {
+			*index = m->index;
+			return CSQ_OK;
+		}
+	}
 	if ((st = csq_skills_parse(text, CSQ_USER_NEEDS, &l)) != CSQ_OK)
 		return st;
-	return csq_needset_get(c, &l, index);
+	if ((st = csq_needset_get(c, &l, index)) != CSQ_OK || *index == 0 ||
+	    m == NULL)
+		return st;
+	m->gen = c->needsets[*index]->gen;
+	m->index = *index;
+	m->len = (uint8_t)len;
+	memcpy(m->text, text, len);
+	return CSQ_OK;
 }
 
 void

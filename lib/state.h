@@ -67,6 +67,9 @@ struct csq_skill {
 
 struct csq_needline;
 
+#define CSQ_NEEDS_MEMO      64 /* NEEDS texts remembered (a hash each) */
+#define CSQ_NEEDS_MEMO_TEXT 48 /* the longest remembered, its bytes */
+
 /*
  * A need-set: a user's needs taken as a set, interned (skill.c) and
  * numbered 1..CSQ_NEEDSETS_MAX (0: no needs), the number a user holds.
@@ -304,6 +307,14 @@ struct csq {
 	struct csq_needset *needsets[CSQ_NEEDSETS_MAX + 1];
 	struct csq_dict *needset_texts; /* canonical text -> set */
 	uint32_t needset_gen;           /* the last need-set's gen */
+	/* NEEDS texts as sent and the need-set each resolved to (skill.c):
+	 * frontends send the same few, so most ENQUEUEs skip the parse. */
+	struct csq_needs_memo {
+		uint32_t gen; /* the need-set's; 0: empty */
+		uint16_t index;
+		uint8_t len;
+		char text[CSQ_NEEDS_MEMO_TEXT];
+	} needs_memo[CSQ_NEEDS_MEMO];
 	/* The queue policies, sorted by name (policy.c). */
 	struct csq_policy *policies;
 	size_t npolicies;
@@ -521,6 +532,15 @@ void csq_servicer_sat_free(struct csq_servicer *); /* s is going */
  * sum of s's levels on them. */
 int csq_skills_satisfy(const struct csq_servicer *, const struct csq_needset *,
                        uint32_t *sum);
+/* csq_skills_satisfy without a sum: the memo's answer inline when it
+ * has one (a match asks it for every need-line of its queues). */
+static inline int
+csq_may_take(const struct csq_servicer *s, const struct csq_needset *n)
+{
+	if (s->sat != NULL && s->sat[n->index] >> 1 == n->gen)
+		return (int)(s->sat[n->index] & 1);
+	return csq_skills_satisfy(s, n, NULL);
+}
 /* The need-set of list (interned, not yet held): its number in *index,
  * 0 for the empty list; CSQ_ENEEDSETS when none is free. */
 enum csq_status csq_needset_get(struct csq *, const struct csq_skill_list *,
