@@ -31,6 +31,8 @@
 #define CONFIG_RESERVED_FDS_MAX  10000       /* reserved_fds */
 #define CONFIG_CACHE_MS_MAX      60000       /* http.cache_ms */
 
+#define CONFIG_KEEP_DAYS_MAX 36500 /* record.keep_days */
+
 #define CONFIG_USERS_MAX        64     /* entries of users */
 #define CONFIG_IDS_MAX          16     /* globs of a user's ids */
 #define CONFIG_ID_GLOB_MAX      129    /* bytes of one, with its NUL */
@@ -113,6 +115,12 @@ struct config {
 	int64_t reserved_fds;
 	char journal[CONFIG_STR_MAX];
 	enum config_fsync fsync;
+	/* The record of the day (event_record.h); "" = none. */
+	char record_path[CONFIG_STR_MAX];
+	enum config_fsync record_fsync;
+	int64_t record_rotate_size; /* bytes; 0: by day only */
+	int record_rotate_daily;
+	int64_t record_keep_days; /* rotated files; 0: kept for ever */
 	char redis_host[CONFIG_STR_MAX];
 	int64_t redis_port;
 	char redis_password[CONFIG_STR_MAX];

@@ -14,10 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "engine_redis.h"
+#include "event_record.h"
 #include "http.h"
 #include "journal.h"
 #include "listener.h"
@@ -187,6 +189,8 @@ server_emit(void *arg, const struct csq_event *ev)
 	char channels[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX];
 	int n, len, i;
 
+	if (s->record != NULL)
+		event_record_event(s->record, ev);
 	metrics_event(s->metrics, ev);
 	server_log_event(s, ev);
 	http_event(s, ev);
@@ -245,7 +249,8 @@ void
 server_hold_output(struct server *s, struct client *c)
 {
 	if (c->held || c->state == CLIENT_DEAD ||
-	    !journal_uncommitted(s->journal))
+	    (!journal_uncommitted(s->journal) &&
+	     !event_record_pending(s->record)))
 		return;
 	c->held = 1;
 	client_ref(c);
@@ -257,22 +262,51 @@ server_hold_output(struct server *s, struct client *c)
 	s->held[s->nheld++] = c;
 }
 
-/* The journal is on disk: what waited for it may leave. */
+/*
+ * What held output waited for is done: it may leave. An active client's
+ * goes out now, as client.c's flush would have sent it, so that a hold
+ * costs no turn of the loop and no epoll_ctl pair to switch EV_WRITE on
+ * and off (the record of the day holds every reply that follows an
+ * event); what the socket does not take, or an error, is left to the
+ * bufferevent.
+ */
 static void
-server_committed(void *arg)
+server_release(struct server *s)
 {
-	struct server *s = arg;
+	struct evbuffer *bout;
 	struct client *c;
 	size_t i;
+	int n;
 
 	for (i = 0; i < s->nheld; i++) {
 		c = s->held[i];
 		c->held = 0;
-		if (c->state != CLIENT_DEAD)
+		if (c->state == CLIENT_ACTIVE && !c->tls && c->killed == NULL) {
+			/* The bufferevent keeps its output's front frozen
+			 * against drains but its own. */
+			bout = bufferevent_get_output(c->bev);
+			evbuffer_unfreeze(bout, 1);
+			n = evbuffer_write(bout, bufferevent_getfd(c->bev));
+			evbuffer_freeze(bout, 1);
+			if (n < 0 || evbuffer_get_length(bout) > 0)
+				bufferevent_enable(c->bev, EV_WRITE);
+		} else if (c->state != CLIENT_DEAD)
 			bufferevent_enable(c->bev, EV_WRITE);
 		client_unref(c);
 	}
 	s->nheld = 0;
+}
+
+/* The journal is on disk, or the record written: once both are, what
+ * waited for them leaves. */
+static void
+server_committed(void *arg)
+{
+	struct server *s = arg;
+
+	if (!journal_uncommitted(s->journal) &&
+	    !event_record_pending(s->record))
+		server_release(s);
 }
 
 void
@@ -468,6 +502,13 @@ server_reload(struct server *s)
 		server_note_key(later, sizeof(later), "engine");
 	if (strcmp(next.journal, cur->journal) != 0 || next.fsync != cur->fsync)
 		server_note_key(later, sizeof(later), "memory");
+	if (strcmp(next.record_path, cur->record_path) != 0)
+		server_note_key(later, sizeof(later), "record.path");
+	if (next.record_fsync != cur->record_fsync ||
+	    next.record_rotate_size != cur->record_rotate_size ||
+	    next.record_rotate_daily != cur->record_rotate_daily ||
+	    next.record_keep_days != cur->record_keep_days)
+		server_note_key(changed, sizeof(changed), "record");
 	if (strcmp(next.redis_host, cur->redis_host) != 0 ||
 	    next.redis_port != cur->redis_port ||
 	    strcmp(next.redis_password, cur->redis_password) != 0 ||
@@ -529,6 +570,12 @@ server_reload(struct server *s)
 	cur->http_cache_ms = next.http_cache_ms;
 	cur->http_max_event_streams = next.http_max_event_streams;
 	cur->http_event_stream_buffer = next.http_event_stream_buffer;
+	cur->record_fsync = next.record_fsync;
+	cur->record_rotate_size = next.record_rotate_size;
+	cur->record_rotate_daily = next.record_rotate_daily;
+	cur->record_keep_days = next.record_keep_days;
+	if (s->record != NULL)
+		event_record_reconfigure(s->record, cur);
 	/* A lower cap applies now, not at the next big client. */
 	if (cur->max_output_memory > 0)
 		event_active(s->weigh_ev, EV_TIMEOUT, 0);
@@ -701,6 +748,13 @@ server_run(const struct config *cfg, const char *config_path)
 	evsignal_add(s->sig_int, NULL);
 	evsignal_add(s->sig_hup, NULL);
 
+	/* Before the engine, whose first events (the Redis engine's
+	 * subscription) the record must not miss. */
+	if (s->cfg.record_path[0] != '\0') {
+		if ((s->record = event_record_open(s->base, &s->cfg)) == NULL)
+			goto out;
+		event_record_set_flush_cb(s->record, server_committed, s);
+	}
 	if ((s->engine = server_engine(s)) == NULL)
 		goto out;
 	server_wait_engine(s);
@@ -736,8 +790,9 @@ out:
 	notify_close();
 	while ((c = TAILQ_FIRST(&s->clients)) != NULL)
 		client_close(c, "server stopping");
-	server_committed(s);
+	server_release(s);
 	journal_close(s->journal);
+	event_record_close(s->record);
 	free(s->held);
 	if (s->engine != NULL)
 		s->engine->ops->free(s->engine);

@@ -33,8 +33,10 @@ struct server {
 	struct config cfg;
 	const char *config_path; /* NULL: built-in defaults */
 	struct csq_engine *engine;
-	struct journal *journal; /* memory engine with memory.journal */
-	struct client **held;    /* output waiting for the journal's fsync */
+	struct journal *journal;     /* memory engine with memory.journal */
+	struct event_record *record; /* record.path: the record of the day */
+	struct client **held; /* output waiting for the journal's fsync, or
+	                         the record's write */
 	size_t nheld, capheld;
 	struct pubsub *pubsub;
 	struct listener *listeners;
@@ -68,7 +70,8 @@ uint64_t server_now_ms(void);
 void server_arm_deadline(struct server *);
 /*
  * Output of c that tells of journal records not yet synced (fsync =
- * "always") stays in its buffer until the group commit; no-op otherwise.
+ * "always"), or of events not yet in the record of the day, stays in its
+ * buffer until the group commit and the record's write; no-op otherwise.
  */
 void server_hold_output(struct server *, struct client *);
 /* A client went away (for a stop waiting on the last one). */

@@ -197,6 +197,35 @@ test_every_key(void **state)
 	assert_int_equal(cfg.log_level, LOG_LVL_DEBUG);
 }
 
+/* The record of the day: its defaults, every key, and bad values. */
+static void
+test_record_keys(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(load(&cfg, ""), 0);
+	assert_string_equal(cfg.record_path, "");
+	assert_int_equal(cfg.record_fsync, CONFIG_FSYNC_EVERYSEC);
+	assert_int_equal(cfg.record_rotate_size, 256LL << 20);
+	assert_int_equal(cfg.record_rotate_daily, 1);
+	assert_int_equal(cfg.record_keep_days, 30);
+	assert_int_equal(load(&cfg, "record: { path = \"/var/lib/csq/day\";"
+	                            " fsync = \"always\"; rotate_size = 0;"
+	                            " rotate_daily = false; keep_days = 0; };"),
+	                 0);
+	assert_string_equal(cfg.record_path, "/var/lib/csq/day");
+	assert_int_equal(cfg.record_fsync, CONFIG_FSYNC_ALWAYS);
+	assert_int_equal(cfg.record_rotate_size, 0);
+	assert_int_equal(cfg.record_rotate_daily, 0);
+	assert_int_equal(cfg.record_keep_days, 0);
+	assert_one_error("record: { fsync = \"sometimes\"; };", "fsync");
+	assert_one_error("record: { rotate_size = -1; };", "rotate_size");
+	assert_one_error("record: { keep_days = 36501; };", "keep_days");
+	assert_one_error("record: { path = 3; };", "path");
+	assert_one_error("record: { paht = \"x\"; };", "paht");
+}
+
 /* Routing's keys (protocol-v2 sections 1 to 3): ranges, the strategy's
  * values, and the Redis engine, which has none of them yet. */
 static void
@@ -1051,6 +1080,7 @@ main(void)
 	    cmocka_unit_test(test_sample_file),
 	    cmocka_unit_test(test_every_key),
 	    cmocka_unit_test(test_routing_keys),
+	    cmocka_unit_test(test_record_keys),
 	    cmocka_unit_test(test_list_syntax),
 	    cmocka_unit_test(test_enum_values),
 	    cmocka_unit_test(test_int_edges),

@@ -1,0 +1,532 @@
+/*
+ * The record of the day (event_record.h): a buffer of JSON lines written
+ * with one write(2) per loop turn, the file it goes to, its rotation and
+ * its retention.
+ */
+#include "event_record.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "util.h"
+
+#define RECORD_LINE_MAX    4096 /* csq_event_json's longest, with room */
+#define RECORD_DAY_MS      86400000ULL
+#define RECORD_SYNC_S      1           /* fsync = "everysec", and retries */
+#define RECORD_BUFFER_MAX  (64u << 20) /* kept while writes fail */
+#define RECORD_FAILURE_MAX 128
+#define RECORD_HEAD_MAX    8192 /* bytes read for the first line */
+#define RECORD_STAMP       "%Y%m%d-%H%M%S"
+#define RECORD_STAMP_LEN   15 /* 20261129-014500 */
+
+/*
+ * fsync = "everysec": the once-a-second fdatasync runs in a thread of its
+ * own, on a duplicate of the descriptor, as Redis's bio does for its
+ * append-only file: in the loop it took from 1 to over 100 ms a second on
+ * a busy disk, and every client waited. One sync at a time; a second
+ * whose sync finds the last one still running skips its turn.
+ */
+struct record_syncer {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int fd;   /* to sync and close; -1: none */
+	int busy; /* a sync runs */
+	int stop;
+	int error; /* errno of the last failed sync; 0: none */
+};
+
+struct event_record {
+	int fd;
+	char *path;
+	enum config_fsync fsync;
+	uint64_t rotate_size; /* 0: no rotation by size */
+	int rotate_daily;
+	uint64_t keep_days; /* 0: every rotated file is kept */
+	char *buf;          /* lines not written yet */
+	size_t len, cap;
+	uint64_t size;     /* of the file */
+	uint64_t first_ts; /* the file's first event's time; 0: empty */
+	uint64_t day_end;  /* the first ms of the UTC day after first_ts's */
+	int dirty;         /* written since the last fdatasync */
+	int pending;       /* the flush of this turn is due */
+	struct event *flush_ev;
+	struct event *timer;
+	void (*flushed)(void *);
+	void *flushed_arg;
+	char failed[RECORD_FAILURE_MAX]; /* why the last write failed */
+	uint64_t lost;                   /* lines dropped over the buffer */
+	struct record_syncer sync;
+};
+
+static void *
+record_sync_thread(void *arg)
+{
+	struct record_syncer *y = arg;
+	int fd, err;
+
+	pthread_mutex_lock(&y->mu);
+	for (;;) {
+		while (y->fd < 0 && !y->stop)
+			pthread_cond_wait(&y->cv, &y->mu);
+		if (y->fd < 0)
+			break;
+		fd = y->fd;
+		y->fd = -1;
+		y->busy = 1;
+		pthread_mutex_unlock(&y->mu);
+		err = fdatasync(fd) != 0 ? errno : 0;
+		close(fd);
+		pthread_mutex_lock(&y->mu);
+		y->busy = 0;
+		if (err != 0)
+			y->error = err;
+	}
+	pthread_mutex_unlock(&y->mu);
+	return NULL;
+}
+
+/* Hands the file to the thread for an fdatasync, unless one runs. */
+static void
+record_sync_later(struct event_record *r)
+{
+	struct record_syncer *y = &r->sync;
+	int fd, err;
+
+	pthread_mutex_lock(&y->mu);
+	err = y->error;
+	y->error = 0;
+	if (r->dirty && !y->busy && y->fd < 0 &&
+	    (fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
+		y->fd = fd;
+		r->dirty = 0;
+		pthread_cond_signal(&y->cv);
+	}
+	pthread_mutex_unlock(&y->mu);
+	if (err != 0)
+		log_warnx("record %s: fdatasync: %s", r->path, strerror(err));
+}
+
+static void
+record_failed(struct event_record *r, const char *what)
+{
+	if (r->failed[0] == '\0')
+		log_warnx("record %s: %s: %s; events are kept in memory (%u "
+		          "MiB at most) and written when it can be again",
+		          r->path, what, strerror(errno),
+		          RECORD_BUFFER_MAX >> 20);
+	snprintf(r->failed, sizeof(r->failed), "%s: %s", what, strerror(errno));
+}
+
+/*
+ * Writes the buffer at the end of the file. A write that fails half way
+ * is cut back, so that the file holds whole lines only; the buffer is
+ * kept for the next try. 0 when everything was written.
+ */
+static int
+record_write(struct event_record *r)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < r->len) {
+		if ((n = write(r->fd, r->buf + off, r->len - off)) < 0) {
+			if (errno == EINTR)
+				continue;
+			record_failed(r, "write");
+			if (off > 0 && ftruncate(r->fd, (off_t)r->size) != 0)
+				fatal("record %s: cannot cut a partial write",
+				      r->path);
+			if (r->len > RECORD_BUFFER_MAX) {
+				size_t i, lines = 0;
+
+				for (i = 0; i < r->len; i++)
+					lines += r->buf[i] == '\n';
+				r->lost += lines;
+				r->len = 0;
+				log_error(
+				    "record %s: %zu events dropped (%" PRIu64
+				    " so far): the disk took none for too "
+				    "long",
+				    r->path, lines, r->lost);
+			}
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	r->size += r->len;
+	r->len = 0;
+	r->dirty = 1;
+	if (r->failed[0] != '\0') {
+		r->failed[0] = '\0';
+		log_info("record %s: writable again", r->path);
+	}
+	return 0;
+}
+
+static void
+record_sync(struct event_record *r)
+{
+	if (!r->dirty)
+		return;
+	if (fdatasync(r->fd) != 0) {
+		log_warn("record %s: fdatasync", r->path);
+		return;
+	}
+	r->dirty = 0;
+}
+
+static void
+record_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct event_record *r = arg;
+
+	(void)fd, (void)what;
+	r->pending = 0;
+	if (record_write(r) == 0 && r->fsync == CONFIG_FSYNC_ALWAYS)
+		record_sync(r);
+	if (r->flushed != NULL)
+		r->flushed(r->flushed_arg);
+}
+
+static void
+record_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct event_record *r = arg;
+
+	(void)fd, (void)what;
+	if (r->len > 0 && !r->pending)
+		(void)record_write(r);
+	if (r->fsync == CONFIG_FSYNC_EVERYSEC)
+		record_sync_later(r);
+}
+
+static void
+record_set_first(struct event_record *r, uint64_t ts)
+{
+	r->first_ts = ts;
+	r->day_end = ts - ts % RECORD_DAY_MS + RECORD_DAY_MS;
+}
+
+/* The directory of the record, and its file name in it. */
+static void
+record_split(const char *path, char *dir, size_t len, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL) {
+		snprintf(dir, len, ".");
+		*base = path;
+	} else if (slash == path) {
+		snprintf(dir, len, "/");
+		*base = slash + 1;
+	} else {
+		snprintf(dir, len, "%.*s", (int)(slash - path), path);
+		*base = slash + 1;
+	}
+}
+
+static void
+record_sync_dir(const char *path)
+{
+	char dir[CONFIG_STR_MAX];
+	const char *base;
+	int dfd;
+
+	record_split(path, dir, sizeof(dir), &base);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+}
+
+/* The time in a rotated file's name (base.YYYYmmdd-HHMMSS[-n]), in ms;
+ * 0 when name is not one of this record's rotated files. */
+static uint64_t
+record_rotated_ms(const char *name, const char *base)
+{
+	size_t blen = strlen(base);
+	struct tm tm;
+	const char *end;
+	time_t t;
+
+	if (strncmp(name, base, blen) != 0 || name[blen] != '.')
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(name + blen + 1, RECORD_STAMP, &tm);
+	if (end == NULL || end != name + blen + 1 + RECORD_STAMP_LEN ||
+	    (*end != '\0' && *end != '-'))
+		return 0;
+	if ((t = timegm(&tm)) < 0)
+		return 0;
+	return (uint64_t)t * 1000;
+}
+
+/* Removes the rotated files whose first event is over keep_days older
+ * than now (an event's time). */
+static void
+record_prune(struct event_record *r, uint64_t now)
+{
+	char dir[CONFIG_STR_MAX], victim[2 * CONFIG_STR_MAX];
+	uint64_t keep = r->keep_days * RECORD_DAY_MS, ms;
+	const char *base;
+	struct dirent *de;
+	DIR *d;
+
+	if (r->keep_days == 0 || now < keep)
+		return;
+	record_split(r->path, dir, sizeof(dir), &base);
+	if ((d = opendir(dir)) == NULL) {
+		log_warn("record %s: retention: opendir %s", r->path, dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if ((ms = record_rotated_ms(de->d_name, base)) == 0 ||
+		    ms >= now - keep)
+			continue;
+		snprintf(victim, sizeof(victim), "%s/%s", dir, de->d_name);
+		if (unlink(victim) == 0)
+			log_info("record %s: removed %s (older than %" PRIu64
+			         " days)",
+			         r->path, victim, r->keep_days);
+		else
+			log_warn("record %s: retention: unlink %s", r->path,
+			         victim);
+	}
+	closedir(d);
+}
+
+static int
+record_open_fd(const char *path)
+{
+	return open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+}
+
+/*
+ * The file so far is renamed after its first event (path.YYYYmmdd-HHMMSS,
+ * -1, -2... when that name is taken) and a new one begins. What is
+ * buffered goes to the old file first. A rotation that fails keeps
+ * writing to the file it has.
+ */
+static void
+record_rotate(struct event_record *r, uint64_t now)
+{
+	char to[CONFIG_STR_MAX + 32];
+	struct tm tm;
+	time_t t = (time_t)(r->first_ts / 1000);
+	size_t off;
+	int fd, n;
+
+	if (record_write(r) != 0)
+		return;
+	record_sync(r);
+	gmtime_r(&t, &tm);
+	off = (size_t)snprintf(to, sizeof(to), "%s.", r->path);
+	strftime(to + off, sizeof(to) - off, RECORD_STAMP, &tm);
+	off = strlen(to);
+	for (n = 1; access(to, F_OK) == 0 && n < 1000; n++)
+		snprintf(to + off, sizeof(to) - off, "-%d", n);
+	if (rename(r->path, to) != 0) {
+		log_warn("record %s: rotation: rename to %s", r->path, to);
+		return;
+	}
+	if ((fd = record_open_fd(r->path)) < 0) {
+		/* Renamed, the old descriptor still writes to it. */
+		log_warn("record %s: rotation: open", r->path);
+		return;
+	}
+	close(r->fd);
+	r->fd = fd;
+	r->size = 0;
+	r->first_ts = 0;
+	r->dirty = 0;
+	record_sync_dir(r->path);
+	log_info("record %s: rotated to %s", r->path, to);
+	record_prune(r, now);
+}
+
+void
+event_record_event(struct event_record *r, const struct csq_event *ev)
+{
+	int n;
+
+	if (r->size + r->len > 0 &&
+	    ((r->rotate_daily && ev->ts_ms >= r->day_end) ||
+	     (r->rotate_size > 0 && r->size + r->len >= r->rotate_size)))
+		record_rotate(r, ev->ts_ms);
+	if (r->size + r->len == 0)
+		record_set_first(r, ev->ts_ms);
+	if (r->cap - r->len < RECORD_LINE_MAX + 1) {
+		r->cap = r->cap * 2 > r->len + RECORD_LINE_MAX + 1
+		             ? r->cap * 2
+		             : r->len + RECORD_LINE_MAX + 1;
+		r->buf = csq_xrealloc(r->buf, r->cap);
+	}
+	n = csq_event_json(ev, r->buf + r->len, r->cap - r->len);
+	if (n <= 0 || (size_t)n >= RECORD_LINE_MAX) {
+		log_warnx("record %s: event %" PRIu64
+		          " (%s) too long to record",
+		          r->path, ev->id, csq_event_name(ev->type));
+		return;
+	}
+	r->len += (size_t)n;
+	r->buf[r->len++] = '\n';
+	if (!r->pending) {
+		r->pending = 1;
+		event_active(r->flush_ev, EV_TIMEOUT, 0);
+	}
+}
+
+int
+event_record_pending(const struct event_record *r)
+{
+	return r != NULL && r->pending;
+}
+
+void
+event_record_set_flush_cb(struct event_record *r, void (*cb)(void *), void *arg)
+{
+	r->flushed = cb;
+	r->flushed_arg = arg;
+}
+
+void
+event_record_reconfigure(struct event_record *r, const struct config *cfg)
+{
+	r->fsync = cfg->record_fsync;
+	r->rotate_size = (uint64_t)cfg->record_rotate_size;
+	r->rotate_daily = cfg->record_rotate_daily;
+	r->keep_days = (uint64_t)cfg->record_keep_days;
+}
+
+/*
+ * A file that csqd wrote before: a last line without its newline is what
+ * a crash in the middle of a write leaves, and is cut; the first line
+ * gives the day the file began. -1 for a file that is not a record.
+ */
+static int
+record_resume(struct event_record *r)
+{
+	char chunk[RECORD_HEAD_MAX + 1], *ts;
+	struct stat st;
+	off_t end, at;
+	ssize_t n, i;
+
+	if (fstat(r->fd, &st) != 0) {
+		log_error("record %s: fstat: %s", r->path, strerror(errno));
+		return -1;
+	}
+	end = st.st_size;
+	/* Back from the end to the last newline. */
+	while (end > 0) {
+		at = end > RECORD_HEAD_MAX ? end - RECORD_HEAD_MAX : 0;
+		if ((n = pread(r->fd, chunk, (size_t)(end - at), at)) <= 0) {
+			log_error("record %s: read: %s", r->path,
+			          strerror(errno));
+			return -1;
+		}
+		for (i = n - 1; i >= 0 && chunk[i] != '\n'; i--)
+			;
+		if (i >= 0) {
+			end = at + i + 1;
+			break;
+		}
+		end = at;
+	}
+	if (end != st.st_size) {
+		log_warnx("record %s: cut a torn last line of %jd bytes",
+		          r->path, (intmax_t)(st.st_size - end));
+		if (ftruncate(r->fd, end) != 0) {
+			log_error("record %s: ftruncate: %s", r->path,
+			          strerror(errno));
+			return -1;
+		}
+	}
+	r->size = (uint64_t)end;
+	if (end == 0)
+		return 0;
+	if ((n = pread(r->fd, chunk, RECORD_HEAD_MAX, 0)) <= 0) {
+		log_error("record %s: read: %s", r->path, strerror(errno));
+		return -1;
+	}
+	chunk[n] = '\0';
+	if (strncmp(chunk, "{\"event\":", 9) != 0 ||
+	    (ts = strstr(chunk, ",\"ts\":")) == NULL ||
+	    memchr(chunk, '\n', (size_t)(ts - chunk)) != NULL) {
+		log_error("record %s: its first line is not an event; csqd "
+		          "appends only to a record of its own",
+		          r->path);
+		return -1;
+	}
+	record_set_first(r, strtoull(ts + 6, NULL, 10));
+	log_info("record %s: continuing after %" PRIu64 " bytes", r->path,
+	         r->size);
+	return 0;
+}
+
+struct event_record *
+event_record_open(struct event_base *base, const struct config *cfg)
+{
+	struct event_record *r = csq_xcalloc(1, sizeof(*r));
+	struct timeval tv = {RECORD_SYNC_S, 0};
+
+	r->path = csq_xstrndup(cfg->record_path, strlen(cfg->record_path));
+	event_record_reconfigure(r, cfg);
+	if ((r->fd = record_open_fd(r->path)) < 0) {
+		log_error("record %s: open: %s", r->path, strerror(errno));
+		free(r->path);
+		free(r);
+		return NULL;
+	}
+	if (record_resume(r) != 0) {
+		close(r->fd);
+		free(r->path);
+		free(r);
+		return NULL;
+	}
+	r->sync.fd = -1;
+	pthread_mutex_init(&r->sync.mu, NULL);
+	pthread_cond_init(&r->sync.cv, NULL);
+	if ((errno = pthread_create(&r->sync.thread, NULL, record_sync_thread,
+	                            &r->sync)) != 0)
+		fatal("record %s: pthread_create", r->path);
+	r->flush_ev = event_new(base, -1, 0, record_flush_cb, r);
+	r->timer = event_new(base, -1, EV_PERSIST, record_timer_cb, r);
+	event_add(r->timer, &tv);
+	return r;
+}
+
+void
+event_record_close(struct event_record *r)
+{
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&r->sync.mu);
+	r->sync.stop = 1;
+	pthread_cond_signal(&r->sync.cv);
+	pthread_mutex_unlock(&r->sync.mu);
+	pthread_join(r->sync.thread, NULL);
+	pthread_mutex_destroy(&r->sync.mu);
+	pthread_cond_destroy(&r->sync.cv);
+	(void)record_write(r);
+	if (r->fsync != CONFIG_FSYNC_NO)
+		record_sync(r);
+	close(r->fd);
+	event_free(r->flush_ev);
+	event_free(r->timer);
+	free(r->buf);
+	free(r->path);
+	free(r);
+}
