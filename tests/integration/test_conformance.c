@@ -24,8 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
+#include "record_audit.h"
 
 #define OPS       2400
 #define BATCH     40 /* requests between two comparisons of the events */
@@ -74,6 +76,7 @@ struct side {
 	struct csqd *d;
 	redisContext *c;   /* requests */
 	redisContext *sub; /* SUBSCRIBE events */
+	char record[128];  /* its record of the day */
 };
 
 static struct redisd *redis;
@@ -595,10 +598,22 @@ sides_start(const char *prefix, const char *extra)
 	char c[1024];
 	int k;
 
-	snprintf(c, sizeof(c), "%s%s", extra != NULL ? timed_conf : conf,
-	         extra != NULL ? extra : "");
+	for (k = 0; k < 2; k++) {
+		snprintf(sides[k].record, sizeof(sides[k].record),
+		         "/tmp/csq-conformance-%s-%d-%d.jsonl", prefix, k,
+		         (int)getpid());
+		unlink(sides[k].record);
+	}
+	/* Each side keeps its record of the day, which the fairness audit
+	 * reads at the end (teardown). */
+	snprintf(c, sizeof(c), "%s%srecord: { path = \"%s\"; };\n",
+	         extra != NULL ? timed_conf : conf, extra != NULL ? extra : "",
+	         sides[0].record);
 	sides[0].name = "memory";
 	sides[0].d = csqd_start(c);
+	snprintf(c, sizeof(c), "%s%srecord: { path = \"%s\"; };\n",
+	         extra != NULL ? timed_conf : conf, extra != NULL ? extra : "",
+	         sides[1].record);
 	sides[1].name = "redis";
 	sides[1].d = csqd_start_redis(redis, prefix, c);
 	for (k = 0; k < 2; k++) {
@@ -637,6 +652,10 @@ teardown(void **state)
 		redisFree(sides[k].c);
 		redisFree(sides[k].sub);
 		assert_int_equal(csqd_stop(sides[k].d), 0);
+	}
+	for (k = 0; k < 2; k++) {
+		assert_true(record_audit(sides[k].record, NULL) > 0);
+		unlink(sides[k].record);
 	}
 	return 0;
 }

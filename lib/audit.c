@@ -1,0 +1,701 @@
+/*
+ * The fairness audit (audit.h): a model of every user (its state, its
+ * room, its line and its arrival), of every room, and of the waiting
+ * lines of each queue and tier in arrival order, moved by the events as
+ * csq moves its own state.
+ */
+#include "audit.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dict.h"
+#include "event_parse.h"
+#include "util.h"
+
+#define AUDIT_SEED 0x6373712d61756469ULL /* any: the ids are not hostile */
+
+enum au_state { AU_GONE, AU_WAITING, AU_OFFERED, AU_ASSIGNED, AU_MOVING };
+
+struct au_line;
+
+struct au_user {
+	char id[CSQ_ID_MAX + 1];
+	enum au_state st;
+	char queue[CSQ_ID_MAX + 1];
+	uint32_t tier;
+	uint64_t arrival; /* the id of the event it arrived with */
+	uint64_t placed;  /* the id of the event that put it in its room */
+	char room[CSQ_ROOM_MAX + 1];
+	unsigned excuses; /* 1 << enum csq_audit_excuse, this life */
+	struct au_line *line;
+	struct au_user *prev, *next; /* in line, in arrival order */
+};
+
+/* The waiting users of one queue and tier, oldest arrival first. */
+struct au_line {
+	struct au_user *head, *tail;
+};
+
+struct au_room {
+	char servicer[CSQ_ID_MAX + 1];
+	struct au_user *user; /* NULL: free */
+	uint64_t placed;
+};
+
+/* An overtake not excused yet: a later prefer_ended may excuse it. */
+struct au_pending {
+	struct au_user *early, *late;
+	uint64_t early_arrival, late_arrival, at;
+	char queue[CSQ_ID_MAX + 1];
+	uint32_t tier;
+	char servicer[CSQ_ID_MAX + 1];
+	int excused;
+};
+
+struct csq_audit {
+	struct csq_dict *users, *rooms, *lines;
+	struct csq_audit_summary sum;
+	struct csq_audit_finding *found;
+	size_t nfound, capfound;
+	struct au_pending *pending;
+	size_t npending, cappending;
+	int ended;
+};
+
+static const char *const kind_names[CSQ_AUDIT_KINDS] = {
+    [CSQ_AUDIT_OVERTAKEN] = "overtaken",   [CSQ_AUDIT_TWO_USERS] = "two_users",
+    [CSQ_AUDIT_TWO_OFFERS] = "two_offers", [CSQ_AUDIT_LOST] = "lost",
+    [CSQ_AUDIT_STRAY] = "stray",           [CSQ_AUDIT_GAP] = "gap",
+};
+
+static const char *const excuse_names[CSQ_EXCUSES] = {
+    [CSQ_EXCUSE_PREFER] = "preferred servicer",
+    [CSQ_EXCUSE_AGING] = "aging",
+    [CSQ_EXCUSE_OVERFLOW] = "overflow",
+    [CSQ_EXCUSE_TRANSFER] = "transfer",
+    [CSQ_EXCUSE_DECLINED] = "declined or missed offer",
+    [CSQ_EXCUSE_REQUEUE] = "requeue",
+    [CSQ_EXCUSE_BEFORE] = "arrived before the record began",
+};
+
+const char *
+csq_audit_kind_name(enum csq_audit_kind k)
+{
+	return (unsigned)k < CSQ_AUDIT_KINDS ? kind_names[k] : "unknown";
+}
+
+const char *
+csq_audit_excuse_name(enum csq_audit_excuse e)
+{
+	return (unsigned)e < CSQ_EXCUSES ? excuse_names[e] : "unknown";
+}
+
+struct csq_audit *
+csq_audit_new(void)
+{
+	struct csq_audit *a = csq_xcalloc(1, sizeof(*a));
+
+	a->users = csq_dict_new(AUDIT_SEED);
+	a->rooms = csq_dict_new(AUDIT_SEED);
+	a->lines = csq_dict_new(AUDIT_SEED);
+	return a;
+}
+
+static void
+audit_free_val(void *arg, const char *key, size_t len, void *val)
+{
+	(void)arg, (void)key, (void)len;
+	free(val);
+}
+
+void
+csq_audit_free(struct csq_audit *a)
+{
+	if (a == NULL)
+		return;
+	csq_dict_each(a->users, audit_free_val, NULL);
+	csq_dict_each(a->rooms, audit_free_val, NULL);
+	csq_dict_each(a->lines, audit_free_val, NULL);
+	csq_dict_free(a->users);
+	csq_dict_free(a->rooms);
+	csq_dict_free(a->lines);
+	free(a->found);
+	free(a->pending);
+	free(a);
+}
+
+static void audit_find(struct csq_audit *, enum csq_audit_kind, int nids,
+                       const uint64_t *ids, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void
+audit_find(struct csq_audit *a, enum csq_audit_kind kind, int nids,
+           const uint64_t *ids, const char *fmt, ...)
+{
+	struct csq_audit_finding *f;
+	va_list ap;
+
+	if (a->nfound == a->capfound) {
+		a->capfound = a->capfound ? a->capfound * 2 : 16;
+		a->found =
+		    csq_xrealloc(a->found, a->capfound * sizeof(*a->found));
+	}
+	f = &a->found[a->nfound++];
+	memset(f, 0, sizeof(*f));
+	f->kind = kind;
+	f->nids = nids < CSQ_AUDIT_IDS ? nids : CSQ_AUDIT_IDS;
+	memcpy(f->ids, ids, (size_t)f->nids * sizeof(*ids));
+	va_start(ap, fmt);
+	vsnprintf(f->text, sizeof(f->text), fmt, ap);
+	va_end(ap);
+	a->sum.findings[kind]++;
+}
+
+/* The line of queue q, tier t: "q" NUL-free key "q\x1ft". */
+static struct au_line *
+audit_line(struct csq_audit *a, const char *q, uint32_t t)
+{
+	char key[CSQ_ID_MAX + 16];
+	int n = snprintf(key, sizeof(key), "%s\x1f%" PRIu32, q, t);
+	struct au_line *l = csq_dict_get(a->lines, key, (size_t)n);
+
+	if (l == NULL) {
+		l = csq_xcalloc(1, sizeof(*l));
+		csq_dict_put(a->lines, key, (size_t)n, l);
+	}
+	return l;
+}
+
+static void
+line_remove(struct au_user *u)
+{
+	struct au_line *l = u->line;
+
+	if (l == NULL)
+		return;
+	if (u->prev != NULL)
+		u->prev->next = u->next;
+	else
+		l->head = u->next;
+	if (u->next != NULL)
+		u->next->prev = u->prev;
+	else
+		l->tail = u->prev;
+	u->prev = u->next = NULL;
+	u->line = NULL;
+}
+
+/* Into the line of its queue and tier, at its arrival: from the tail,
+ * where new arrivals go. */
+static void
+line_insert(struct csq_audit *a, struct au_user *u)
+{
+	struct au_line *l = audit_line(a, u->queue, u->tier);
+	struct au_user *at = l->tail;
+
+	line_remove(u);
+	while (at != NULL && at->arrival > u->arrival)
+		at = at->prev;
+	u->line = l;
+	u->prev = at;
+	u->next = at != NULL ? at->next : l->head;
+	if (u->next != NULL)
+		u->next->prev = u;
+	else
+		l->tail = u;
+	if (at != NULL)
+		at->next = u;
+	else
+		l->head = u;
+}
+
+static struct au_user *
+audit_user(struct csq_audit *a, const char *id)
+{
+	size_t len = strlen(id);
+	struct au_user *u = csq_dict_get(a->users, id, len);
+
+	if (u == NULL) {
+		u = csq_xcalloc(1, sizeof(*u));
+		memcpy(u->id, id, len + 1);
+		csq_dict_put(a->users, u->id, len, u);
+	}
+	return u;
+}
+
+static struct au_room *
+audit_room(struct csq_audit *a, const char *id, const char *servicer)
+{
+	size_t len = strlen(id);
+	struct au_room *r = csq_dict_get(a->rooms, id, len);
+
+	if (r == NULL) {
+		r = csq_xcalloc(1, sizeof(*r));
+		csq_dict_put(a->rooms, id, len, r);
+		snprintf(r->servicer, sizeof(r->servicer), "%s", servicer);
+	}
+	return r;
+}
+
+/* A user's life begins: a fresh arrival, or one the record began after. */
+static void
+user_arrive(struct csq_audit *a, struct au_user *u, const struct csq_event *ev,
+            int before)
+{
+	u->arrival = ev->id;
+	u->excuses = before ? 1u << CSQ_EXCUSE_BEFORE : 0;
+	u->room[0] = '\0';
+	if (before)
+		a->sum.before++;
+	else
+		a->sum.arrivals++;
+}
+
+static void
+user_wait(struct csq_audit *a, struct au_user *u, const struct csq_event *ev)
+{
+	snprintf(u->queue, sizeof(u->queue), "%s", ev->queue);
+	u->tier = ev->tier;
+	u->st = AU_WAITING;
+	u->room[0] = '\0';
+	line_insert(a, u);
+}
+
+static void
+user_gone(struct au_user *u)
+{
+	line_remove(u);
+	u->st = AU_GONE;
+	u->room[0] = '\0';
+}
+
+/* The room a user held is free again. */
+static void
+room_free(struct csq_audit *a, struct au_user *u)
+{
+	struct au_room *r;
+
+	if (u->room[0] == '\0')
+		return;
+	r = csq_dict_get(a->rooms, u->room, strlen(u->room));
+	if (r != NULL && r->user == u)
+		r->user = NULL;
+	u->room[0] = '\0';
+}
+
+/* The first excuse of a pair of users, or -1. */
+static int
+audit_excuse(unsigned bits)
+{
+	int e;
+
+	for (e = 0; e < CSQ_EXCUSES; e++)
+		if (bits & (1u << e))
+			return e;
+	return -1;
+}
+
+/*
+ * u is offered or matched by ev's servicer: whoever of its queue and tier
+ * arrived before it and is still waiting was overtaken. Excused at once
+ * when either has a reason; else kept pending, for a prefer_ended later
+ * in the record may say that the earlier one was held for a servicer.
+ */
+static void
+audit_order(struct csq_audit *a, struct au_user *u, const struct csq_event *ev)
+{
+	struct au_line *l = audit_line(a, ev->queue, ev->tier);
+	struct au_user *y;
+	struct au_pending *p;
+	int e;
+
+	a->sum.checked++;
+	for (y = l->head; y != NULL && y->arrival < u->arrival; y = y->next) {
+		if (y == u || y->st != AU_WAITING)
+			continue;
+		if ((e = audit_excuse(y->excuses | u->excuses)) >= 0) {
+			a->sum.excused[e]++;
+			continue;
+		}
+		if (a->npending == a->cappending) {
+			a->cappending = a->cappending ? a->cappending * 2 : 16;
+			a->pending = csq_xrealloc(
+			    a->pending, a->cappending * sizeof(*a->pending));
+		}
+		p = &a->pending[a->npending++];
+		memset(p, 0, sizeof(*p));
+		p->early = y;
+		p->late = u;
+		p->early_arrival = y->arrival;
+		p->late_arrival = u->arrival;
+		p->at = ev->id;
+		p->tier = ev->tier;
+		snprintf(p->queue, sizeof(p->queue), "%s", ev->queue);
+		snprintf(p->servicer, sizeof(p->servicer), "%s", ev->servicer);
+	}
+}
+
+/* A user's life ends or it was held for a servicer: pending overtakes of
+ * this life that it excuses are settled now. */
+static void
+audit_settle(struct csq_audit *a, struct au_user *u)
+{
+	struct au_pending *p;
+	size_t i;
+	int e;
+
+	for (i = 0; i < a->npending; i++) {
+		p = &a->pending[i];
+		if (p->excused ||
+		    !((p->early == u && p->early_arrival == u->arrival) ||
+		      (p->late == u && p->late_arrival == u->arrival)))
+			continue;
+		if ((e = audit_excuse(u->excuses)) >= 0) {
+			p->excused = 1;
+			a->sum.excused[e]++;
+		}
+	}
+}
+
+static void
+audit_stray(struct csq_audit *a, const struct au_user *u,
+            const struct csq_event *ev, const char *why)
+{
+	uint64_t ids[2] = {u->placed ? u->placed : u->arrival, ev->id};
+
+	audit_find(a, CSQ_AUDIT_STRAY, 2, ids, "%s of user %s: %s",
+	           csq_event_name(ev->type), u->id, why);
+}
+
+/* ev offers or matches u into ev's room. */
+static void
+audit_place(struct csq_audit *a, struct au_user *u, const struct csq_event *ev,
+            int offer)
+{
+	struct au_room *r = audit_room(a, ev->room, ev->servicer);
+	uint64_t ids[2];
+
+	if (u->st == AU_OFFERED || u->st == AU_ASSIGNED) {
+		ids[0] = u->placed;
+		ids[1] = ev->id;
+		audit_find(a, CSQ_AUDIT_TWO_OFFERS, 2, ids,
+		           "user %s %s room %s while %s room %s", u->id,
+		           offer ? "offered" : "matched into", ev->room,
+		           u->st == AU_OFFERED ? "offered" : "in", u->room);
+		room_free(a, u);
+	} else if (u->st == AU_GONE) {
+		user_arrive(a, u, ev, 0);
+	}
+	if (r->user != NULL && r->user != u) {
+		ids[0] = r->placed;
+		ids[1] = ev->id;
+		audit_find(a, CSQ_AUDIT_TWO_USERS, 2, ids,
+		           "room %s given to %s while %s holds it", ev->room,
+		           u->id, r->user->id);
+		r->user->room[0] = '\0';
+		user_gone(r->user);
+	}
+	if (ev->from_queue[0] != '\0')
+		u->excuses |= 1u << CSQ_EXCUSE_OVERFLOW;
+	audit_order(a, u, ev);
+	line_remove(u);
+	snprintf(u->queue, sizeof(u->queue), "%s", ev->queue);
+	u->tier = ev->tier;
+	u->st = offer ? AU_OFFERED : AU_ASSIGNED;
+	u->placed = ev->id;
+	snprintf(u->room, sizeof(u->room), "%s", ev->room);
+	r->user = u;
+	r->placed = ev->id;
+	if (!offer)
+		a->sum.matched++;
+}
+
+static void
+audit_matched(struct csq_audit *a, struct au_user *u,
+              const struct csq_event *ev)
+{
+	/* ACCEPT: the offer becomes the conversation. */
+	if (u->st == AU_OFFERED && strcmp(u->room, ev->room) == 0) {
+		u->st = AU_ASSIGNED;
+		u->placed = ev->id;
+		a->sum.matched++;
+		return;
+	}
+	audit_place(a, u, ev, 0);
+}
+
+/* Back in line at its old place (requeued, declined, transferred). */
+static void
+audit_back(struct csq_audit *a, struct au_user *u, const struct csq_event *ev,
+           enum csq_audit_excuse why)
+{
+	if (u->st == AU_GONE)
+		user_arrive(a, u, ev, 1);
+	room_free(a, u);
+	u->excuses |= 1u << why;
+	user_wait(a, u, ev);
+}
+
+/* The rooms of a servicer that went: any user still in one is lost. */
+struct au_down {
+	struct csq_audit *a;
+	const struct csq_event *ev;
+};
+
+static void
+audit_down_room(void *arg, const char *key, size_t len, void *val)
+{
+	struct au_down *d = arg;
+	struct au_room *r = val;
+	struct au_user *u = r->user;
+	uint64_t ids[2];
+
+	(void)key, (void)len;
+	if (u == NULL || strcmp(r->servicer, d->ev->servicer) != 0)
+		return;
+	ids[0] = r->placed;
+	ids[1] = d->ev->id;
+	audit_find(d->a, CSQ_AUDIT_LOST, 2, ids,
+	           "user %s in room %s went with servicer %s, never requeued",
+	           u->id, u->room, d->ev->servicer);
+	r->user = NULL;
+	u->room[0] = '\0';
+	user_gone(u);
+}
+
+static void
+audit_ids(struct csq_audit *a, uint64_t id)
+{
+	uint64_t ids[2] = {a->sum.last_id, id};
+
+	if (a->sum.events == 0)
+		a->sum.first_id = id;
+	else if (id != a->sum.last_id + 1)
+		audit_find(a, CSQ_AUDIT_GAP, 2, ids,
+		           id > a->sum.last_id
+		               ? "%" PRIu64 " events missing between these"
+		               : "ids went back (%" PRIu64 " after)",
+		           id > a->sum.last_id ? id - a->sum.last_id - 1
+		                               : a->sum.last_id);
+	a->sum.events++;
+	a->sum.last_id = id;
+}
+
+void
+csq_audit_unknown(struct csq_audit *a, uint64_t id)
+{
+	audit_ids(a, id);
+	a->sum.unknown_events++;
+}
+
+/* The fields the audit needs of each type: a line without them (not
+ * csqd's) is a finding, and changes nothing else. */
+static const char *
+audit_missing(const struct csq_event *ev)
+{
+	switch (ev->type) {
+	case CSQ_EV_OFFERED:
+	case CSQ_EV_MATCHED:
+	case CSQ_EV_DECLINED:
+	case CSQ_EV_RELEASED:
+		if (ev->room[0] == '\0' || ev->servicer[0] == '\0')
+			return "room";
+		/* FALLTHROUGH */
+	case CSQ_EV_QUEUED:
+	case CSQ_EV_RESCORED:
+	case CSQ_EV_OVERFLOWED:
+	case CSQ_EV_REQUEUED:
+	case CSQ_EV_TRANSFERRED:
+	case CSQ_EV_LEFT:
+	case CSQ_EV_PREFER_ENDED:
+		if (ev->user[0] == '\0')
+			return "user";
+		if (ev->queue[0] == '\0')
+			return "queue";
+		return NULL;
+	case CSQ_EV_SERVICER_DOWN:
+		return ev->servicer[0] == '\0' ? "servicer" : NULL;
+	default:
+		return NULL;
+	}
+}
+
+void
+csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
+{
+	struct au_user *u = NULL;
+	struct au_down down = {a, ev};
+	const char *missing;
+
+	audit_ids(a, ev->id);
+	if ((missing = audit_missing(ev)) != NULL) {
+		audit_find(a, CSQ_AUDIT_STRAY, 1, &ev->id, "%s without a %s",
+		           csq_event_name(ev->type), missing);
+		return;
+	}
+	if (ev->user[0] != '\0')
+		u = audit_user(a, ev->user);
+	switch (ev->type) {
+	case CSQ_EV_QUEUED:
+	case CSQ_EV_RESCORED:
+	case CSQ_EV_OVERFLOWED:
+		if (u->st == AU_GONE)
+			user_arrive(a, u, ev,
+			            ev->type != CSQ_EV_QUEUED ||
+			                ev->from_queue[0] != '\0');
+		else if (u->st != AU_WAITING) {
+			audit_stray(a, u, ev, "not waiting");
+			room_free(a, u);
+		}
+		if (ev->type == CSQ_EV_OVERFLOWED)
+			u->excuses |= 1u << CSQ_EXCUSE_OVERFLOW;
+		if (ev->type == CSQ_EV_RESCORED &&
+		    ev->reason == CSQ_REASON_AGING)
+			u->excuses |= 1u << CSQ_EXCUSE_AGING;
+		user_wait(a, u, ev);
+		break;
+	case CSQ_EV_OFFERED:
+		audit_place(a, u, ev, 1);
+		break;
+	case CSQ_EV_MATCHED:
+		audit_matched(a, u, ev);
+		break;
+	case CSQ_EV_DECLINED:
+		if (u->st != AU_OFFERED || strcmp(u->room, ev->room) != 0)
+			audit_stray(a, u, ev, "no such offer");
+		audit_back(a, u, ev, CSQ_EXCUSE_DECLINED);
+		break;
+	case CSQ_EV_REQUEUED:
+		if (u->st != AU_OFFERED && u->st != AU_ASSIGNED &&
+		    u->st != AU_GONE)
+			audit_stray(a, u, ev, "not in a room");
+		audit_back(a, u, ev, CSQ_EXCUSE_REQUEUE);
+		break;
+	case CSQ_EV_TRANSFERRED:
+		if (u->st != AU_MOVING && u->st != AU_GONE)
+			audit_stray(a, u, ev, "not released by a transfer");
+		audit_back(a, u, ev, CSQ_EXCUSE_TRANSFER);
+		break;
+	case CSQ_EV_PREFER_ENDED:
+		if (u->st == AU_GONE) {
+			user_arrive(a, u, ev, 1);
+			user_wait(a, u, ev);
+		}
+		u->excuses |= 1u << CSQ_EXCUSE_PREFER;
+		audit_settle(a, u);
+		break;
+	case CSQ_EV_LEFT:
+		if (u->st == AU_GONE)
+			a->sum.before++;
+		else if (u->st == AU_ASSIGNED || u->st == AU_MOVING)
+			audit_stray(a, u, ev, "left from a room");
+		if (ev->reason == CSQ_REASON_TIMEOUT)
+			a->sum.expired++;
+		else
+			a->sum.left++;
+		room_free(a, u);
+		user_gone(u);
+		break;
+	case CSQ_EV_RELEASED:
+		if (u->st == AU_GONE) {
+			a->sum.before++;
+			a->sum.matched++;
+		} else if (u->st != AU_ASSIGNED ||
+		           strcmp(u->room, ev->room) != 0)
+			audit_stray(a, u, ev, "not in that room");
+		room_free(a, u);
+		user_gone(u);
+		if (ev->reason == CSQ_REASON_BY_TRANSFER)
+			u->st = AU_MOVING;
+		break;
+	case CSQ_EV_SERVICER_DOWN:
+		csq_dict_each(a->rooms, audit_down_room, &down);
+		break;
+	case CSQ_EV_SERVICER_UP:
+	case CSQ_EV_SERVICER_PAUSED:
+	case CSQ_EV_SERVICER_RESUMED:
+	case CSQ_EV_WRAPUP:
+	case CSQ_EV_READY:
+		break;
+	}
+}
+
+static void
+audit_count_end(void *arg, const char *key, size_t len, void *val)
+{
+	struct csq_audit *a = arg;
+	struct au_user *u = val;
+	uint64_t ids[1] = {u->placed};
+
+	(void)key, (void)len;
+	if (u->st == AU_WAITING)
+		a->sum.still_waiting++;
+	else if (u->st == AU_OFFERED || u->st == AU_ASSIGNED)
+		a->sum.in_rooms++;
+	else if (u->st == AU_MOVING)
+		audit_find(a, CSQ_AUDIT_LOST, 1, ids,
+		           "user %s released by a transfer, never placed again",
+		           u->id);
+}
+
+void
+csq_audit_end(struct csq_audit *a)
+{
+	struct au_pending *p;
+	size_t i;
+	uint64_t ids[3];
+
+	if (a->ended)
+		return;
+	a->ended = 1;
+	csq_dict_each(a->users, audit_count_end, a);
+	for (i = 0; i < a->npending; i++) {
+		p = &a->pending[i];
+		if (p->excused)
+			continue;
+		ids[0] = p->early_arrival;
+		ids[1] = p->late_arrival;
+		ids[2] = p->at;
+		audit_find(a, CSQ_AUDIT_OVERTAKEN, 3, ids,
+		           "%s (arrived at event %" PRIu64
+		           ") was waiting in %s tier %" PRIu32
+		           " when %s, who arrived after, went to %s",
+		           p->early->id, p->early_arrival, p->queue, p->tier,
+		           p->late->id, p->servicer);
+	}
+}
+
+const struct csq_audit_summary *
+csq_audit_summary(const struct csq_audit *a)
+{
+	return &a->sum;
+}
+
+const struct csq_audit_finding *
+csq_audit_findings(const struct csq_audit *a, size_t *n)
+{
+	*n = a->nfound;
+	return a->found;
+}
+
+int
+csq_audit_line(struct csq_audit *a, const char *line, size_t len, char *err)
+{
+	struct csq_event ev;
+
+	switch (csq_event_parse(line, len, &ev, err)) {
+	case CSQ_PARSE_OK:
+		csq_audit_event(a, &ev);
+		return 0;
+	case CSQ_PARSE_UNKNOWN:
+		csq_audit_unknown(a, ev.id);
+		return 0;
+	case CSQ_PARSE_ERROR:
+		break;
+	}
+	return -1;
+}

@@ -1,0 +1,74 @@
+#!/bin/sh
+# csq-day audit, the program (docs/day.md): the shipped sample record of a
+# real csqd passes; each deliberate fault of tests/day/faults (an
+# out-of-order match, a double offer, a lost user) is caught with the ids
+# of its events (exit 1); a line that is not an event is reported with
+# its place (exit 1); an unreadable file exits 2, a usage error 64; and a
+# benchmark-style run (csq-bench match with offers, 10 servicers) on a
+# csqd with the record passes the audit.
+#
+# usage: csq_day.sh SOURCE_DIR CSQ_DAY CSQD CSQ_BENCH
+set -u
+
+src=$1 day=$2 csqd=$3 bench=$4
+tmp=$(mktemp -d /tmp/csq-day.XXXXXX) || exit 1
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+status=0
+
+fail()
+{
+	echo "FAIL: $*" >&2
+	status=1
+}
+
+# expect STATUS TEXT FILE...: csq-day audit FILE... exits STATUS and
+# prints TEXT.
+expect()
+{
+	want=$1 text=$2
+	shift 2
+	"$day" audit "$@" >"$tmp/out" 2>&1
+	got=$?
+	[ "$got" -eq "$want" ] || fail "audit $*: exit $got, not $want: $(cat "$tmp/out")"
+	grep -qF -- "$text" "$tmp/out" || fail "audit $*: no \"$text\" in: $(cat "$tmp/out")"
+}
+
+expect 0 "audit: OK" "$src/tests/day/sample.jsonl"
+expect 1 "overtaken: events 2 3 4: c001" "$src/tests/day/faults/out_of_order.jsonl"
+expect 1 "two_offers: events 3 4: user c001" "$src/tests/day/faults/double_offer.jsonl"
+expect 1 "lost: events 2 3: user c001" "$src/tests/day/faults/lost_user.jsonl"
+# Read as one record with the sample: the ids go back, which is a finding.
+expect 1 "gap: events" "$src/tests/day/sample.jsonl" "$src/tests/day/faults/lost_user.jsonl"
+printf '{"event":"queued","id":1,"ts":1}\nnot json\n' >"$tmp/bad.jsonl"
+expect 1 "bad.jsonl:2: not an event" "$tmp/bad.jsonl"
+expect 2 "No such file" "$tmp/none.jsonl"
+"$day" >/dev/null 2>&1
+[ $? -eq 64 ] || fail "no arguments: not exit 64"
+"$day" audit - <"$src/tests/day/sample.jsonl" | grep -q "audit: OK" ||
+	fail "standard input"
+
+# A benchmark-style run: csq-bench's match scenario with offers.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$tmp/csqd.conf" <<EOC
+listen = ["127.0.0.1:$port"];
+http: { listen = ""; };
+record: { path = "$tmp/day.jsonl"; };
+EOC
+"$csqd" -c "$tmp/csqd.conf" >"$tmp/csqd.log" 2>&1 &
+pid=$!
+i=0
+until "$bench" -p "$port" ping -c 1 -d 0 >/dev/null 2>&1 || [ $i -ge 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+"$bench" -p "$port" match --servicers 10 --offer 5 -d 2 >"$tmp/bench.out" 2>&1 ||
+	fail "csq-bench match: $(cat "$tmp/bench.out")"
+kill "$pid"
+wait "$pid"
+pid=
+n=$(wc -l <"$tmp/day.jsonl")
+[ "$n" -gt 100 ] || fail "the benchmark run recorded $n events"
+expect 0 "audit: OK" "$tmp/day.jsonl"
+echo "benchmark-style run: $n events audited" >&2
+exit $status

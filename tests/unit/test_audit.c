@@ -1,0 +1,336 @@
+/*
+ * The fairness audit (lib/audit.h) on records written by hand, each line
+ * as csqd writes it: a fair day passes; an out-of-order match, a double
+ * offer, a room given twice, a user lost with its servicer, a transfer
+ * that never arrives, and missing ids are each caught, with the ids of
+ * the events involved; documented reasons excuse an overtake and are
+ * named, a preference window's end even after the fact.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "audit.h"
+#include "csq.h"
+#include "event_parse.h"
+
+/* Audits the lines (NULL-terminated); returns the audit, ended. */
+static struct csq_audit *
+run(const char *const *lines)
+{
+	struct csq_audit *a = csq_audit_new();
+	char err[CSQ_PARSE_ERR_MAX];
+	struct csq_event ev;
+
+	for (; *lines != NULL; lines++) {
+		enum csq_event_parse r =
+		    csq_event_parse(*lines, strlen(*lines), &ev, err);
+
+		if (r == CSQ_PARSE_ERROR)
+			fail_msg("%s: %s", *lines, err);
+		if (r == CSQ_PARSE_UNKNOWN)
+			csq_audit_unknown(a, ev.id);
+		else
+			csq_audit_event(a, &ev);
+	}
+	csq_audit_end(a);
+	return a;
+}
+
+/* Exactly one finding, of kind, naming these ids. */
+static void
+assert_one(struct csq_audit *a, enum csq_audit_kind kind, int nids, ...)
+{
+	const struct csq_audit_finding *f;
+	va_list ap;
+	size_t n;
+	int i;
+
+	f = csq_audit_findings(a, &n);
+	if (n != 1)
+		fail_msg("%zu findings, the first: %s", n,
+		         n > 0 ? f[0].text : "");
+	assert_string_equal(csq_audit_kind_name(f[0].kind),
+	                    csq_audit_kind_name(kind));
+	assert_int_equal(f[0].nids, nids);
+	va_start(ap, nids);
+	for (i = 0; i < nids; i++)
+		assert_int_equal(f[0].ids[i], va_arg(ap, int));
+	va_end(ap);
+	assert_true(f[0].text[0] != '\0');
+}
+
+static void
+assert_none(struct csq_audit *a)
+{
+	const struct csq_audit_finding *f;
+	size_t n;
+
+	f = csq_audit_findings(a, &n);
+	if (n != 0)
+		fail_msg("%zu findings, the first: %s", n, f[0].text);
+}
+
+#define UP(id, s)                                                              \
+	"{\"event\":\"servicer_up\",\"id\":" #id ",\"ts\":1,\"servicer\":\"" s \
+	"\",\"capacity\":1,\"queues\":[\"q\"]}"
+#define QUEUED(id, u)                                                          \
+	"{\"event\":\"queued\",\"id\":" #id ",\"ts\":1,\"user\":\"" u          \
+	"\",\"queue\":\"q\",\"tier\":0,\"position\":1}"
+#define MATCHED(id, u, s)                                                      \
+	"{\"event\":\"matched\",\"id\":" #id ",\"ts\":1,\"user\":\"" u         \
+	"\",\"queue\":\"q\",\"tier\":0,\"servicer\":\"" s "\",\"room\":\"" s   \
+	"/0\",\"waited_ms\":0}"
+#define OFFERED(id, u, s)                                                      \
+	"{\"event\":\"offered\",\"id\":" #id ",\"ts\":1,\"user\":\"" u         \
+	"\",\"queue\":\"q\",\"tier\":0,\"servicer\":\"" s "\",\"room\":\"" s   \
+	"/0\",\"expires_ms\":9}"
+#define RELEASED(id, u, s)                                                     \
+	"{\"event\":\"released\",\"id\":" #id ",\"ts\":1,\"user\":\"" u        \
+	"\",\"queue\":\"q\",\"servicer\":\"" s "\",\"room\":\"" s              \
+	"/0\",\"by\":\"servicer\"}"
+#define DOWN(id, s)                                                            \
+	"{\"event\":\"servicer_down\",\"id\":" #id                             \
+	",\"ts\":1,\"servicer\":\"" s "\",\"reason\":\"lost\"}"
+
+static void
+test_fair_day(void **state)
+{
+	static const char *const day[] = {
+	    UP(1, "s1"),
+	    QUEUED(2, "u1"),
+	    QUEUED(3, "u2"),
+	    UP(4, "s2"),
+	    MATCHED(5, "u1", "s2"),
+	    RELEASED(6, "u1", "s2"),
+	    MATCHED(7, "u2", "s2"),
+	    "{\"event\":\"left\",\"id\":8,\"ts\":1,\"user\":\"u3\",\"queue\":"
+	    "\"q\",\"reason\":\"timeout\"}",
+	    QUEUED(9, "u4"),
+	    "{\"event\":\"relaxed\",\"id\":10,\"ts\":1,\"user\":\"u4\"}",
+	    NULL};
+	struct csq_audit *a = run(day);
+	const struct csq_audit_summary *s = csq_audit_summary(a);
+
+	(void)state;
+	assert_none(a);
+	assert_int_equal(s->events, 10);
+	assert_int_equal(s->unknown_events, 1);
+	assert_int_equal(s->arrivals, 3);
+	assert_int_equal(s->before, 1); /* u3: only its end is here */
+	assert_int_equal(s->matched, 2);
+	assert_int_equal(s->expired, 1);
+	assert_int_equal(s->still_waiting, 1);
+	assert_int_equal(s->in_rooms, 1);
+	csq_audit_free(a);
+}
+
+/* u2 arrived after u1, same queue and tier, and s1 took u2. */
+static void
+test_out_of_order_match(void **state)
+{
+	static const char *const day[] = {QUEUED(1, "u1"), QUEUED(2, "u2"),
+	                                  UP(3, "s1"), MATCHED(4, "u2", "s1"),
+	                                  NULL};
+	struct csq_audit *a = run(day);
+
+	(void)state;
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 3, 1, 2, 4);
+	csq_audit_free(a);
+}
+
+/* The same, through an offer. */
+static void
+test_out_of_order_offer(void **state)
+{
+	static const char *const day[] = {QUEUED(1, "u1"), QUEUED(2, "u2"),
+	                                  UP(3, "s1"), OFFERED(4, "u2", "s1"),
+	                                  NULL};
+	struct csq_audit *a = run(day);
+
+	(void)state;
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 3, 1, 2, 4);
+	csq_audit_free(a);
+}
+
+static void
+test_double_offer(void **state)
+{
+	static const char *const day[] = {UP(1, "s1"), UP(2, "s2"),
+	                                  OFFERED(3, "u1", "s1"),
+	                                  OFFERED(4, "u1", "s2"), NULL};
+	struct csq_audit *a = run(day);
+
+	(void)state;
+	assert_one(a, CSQ_AUDIT_TWO_OFFERS, 2, 3, 4);
+	csq_audit_free(a);
+}
+
+static void
+test_room_given_twice(void **state)
+{
+	static const char *const day[] = {UP(1, "s1"), MATCHED(2, "u1", "s1"),
+	                                  MATCHED(3, "u2", "s1"), NULL};
+	struct csq_audit *a = run(day);
+
+	(void)state;
+	assert_one(a, CSQ_AUDIT_TWO_USERS, 2, 2, 3);
+	csq_audit_free(a);
+}
+
+/* s1 lost with u1 in its room, and no requeued for u1. */
+static void
+test_lost_user(void **state)
+{
+	static const char *const day[] = {UP(1, "s1"), MATCHED(2, "u1", "s1"),
+	                                  DOWN(3, "s1"), NULL};
+	static const char *const fair[] = {
+	    UP(1, "s1"), MATCHED(2, "u1", "s1"),
+	    "{\"event\":\"requeued\",\"id\":3,\"ts\":1,\"user\":\"u1\","
+	    "\"queue\":\"q\",\"tier\":0,\"position\":1,\"servicer\":\"s1\","
+	    "\"room\":\"s1/0\",\"reason\":\"lost\"}",
+	    DOWN(4, "s1"), NULL};
+	struct csq_audit *a = run(day);
+
+	(void)state;
+	assert_one(a, CSQ_AUDIT_LOST, 2, 2, 3);
+	csq_audit_free(a);
+	a = run(fair);
+	assert_none(a);
+	assert_int_equal(csq_audit_summary(a)->still_waiting, 1);
+	csq_audit_free(a);
+}
+
+/* Released by a transfer, and never placed again. */
+static void
+test_lost_in_transfer(void **state)
+{
+	static const char *const day[] = {
+	    UP(1, "s1"), MATCHED(2, "u1", "s1"),
+	    "{\"event\":\"released\",\"id\":3,\"ts\":1,\"user\":\"u1\","
+	    "\"queue\":\"q\",\"servicer\":\"s1\",\"room\":\"s1/0\",\"by\":"
+	    "\"transfer\"}",
+	    NULL};
+	struct csq_audit *a = run(day);
+
+	(void)state;
+	assert_one(a, CSQ_AUDIT_LOST, 1, 2);
+	csq_audit_free(a);
+}
+
+static void
+test_gap(void **state)
+{
+	static const char *const day[] = {UP(1, "s1"), QUEUED(2, "u1"),
+	                                  QUEUED(5, "u2"), NULL};
+	struct csq_audit *a = run(day);
+
+	(void)state;
+	assert_one(a, CSQ_AUDIT_GAP, 2, 2, 5);
+	csq_audit_free(a);
+}
+
+/* An earlier user that declined an offer, or was held for a servicer
+ * (known only from its prefer_ended, later), may be passed: named. */
+static void
+test_excuses_named(void **state)
+{
+	static const char *const declined[] = {
+	    UP(1, "s1"),
+	    QUEUED(2, "u1"),
+	    QUEUED(3, "u2"),
+	    OFFERED(4, "u1", "s1"),
+	    "{\"event\":\"declined\",\"id\":5,\"ts\":1,\"user\":\"u1\","
+	    "\"queue\":\"q\",\"tier\":0,\"servicer\":\"s1\",\"room\":\"s1/0\","
+	    "\"by\":\"servicer\",\"position\":1}",
+	    UP(6, "s2"),
+	    MATCHED(7, "u2", "s2"),
+	    NULL};
+	static const char *const prefer[] = {
+	    UP(1, "s1"),
+	    QUEUED(2, "u1"),
+	    QUEUED(3, "u2"),
+	    UP(4, "s2"),
+	    MATCHED(5, "u2", "s2"),
+	    "{\"event\":\"prefer_ended\",\"id\":6,\"ts\":1,\"user\":\"u1\","
+	    "\"queue\":\"q\",\"servicer\":\"s1\",\"reason\":\"timeout\"}",
+	    NULL};
+	struct csq_audit *a = run(declined);
+
+	(void)state;
+	assert_none(a);
+	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_DECLINED], 1);
+	csq_audit_free(a);
+	a = run(prefer);
+	assert_none(a);
+	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_PREFER], 1);
+	csq_audit_free(a);
+}
+
+/* The other tiers and queues are not "the same queue and tier". */
+static void
+test_other_tier_not_overtaken(void **state)
+{
+	static const char *const day[] = {
+	    QUEUED(1, "u1"),
+	    "{\"event\":\"queued\",\"id\":2,\"ts\":1,\"user\":\"vip\","
+	    "\"queue\":"
+	    "\"q\",\"tier\":5,\"position\":1}",
+	    UP(3, "s1"),
+	    "{\"event\":\"matched\",\"id\":4,\"ts\":1,\"user\":\"vip\","
+	    "\"queue\":"
+	    "\"q\",\"tier\":5,\"servicer\":\"s1\",\"room\":\"s1/0\","
+	    "\"waited_ms\":0}",
+	    NULL};
+	struct csq_audit *a = run(day);
+
+	(void)state;
+	assert_none(a);
+	csq_audit_free(a);
+}
+
+/* Lines that parse but lack what the audit needs: a finding each, and
+ * nothing else moves (no crash on garbage). */
+static void
+test_missing_fields(void **state)
+{
+	static const char *const day[] = {
+	    "{\"event\":\"queued\",\"id\":1,\"ts\":1}",
+	    "{\"event\":\"matched\",\"id\":2,\"ts\":1,\"user\":\"u\","
+	    "\"queue\":\"q\"}",
+	    "{\"event\":\"servicer_down\",\"id\":3,\"ts\":1}", NULL};
+	struct csq_audit *a = run(day);
+	size_t n;
+
+	(void)state;
+	csq_audit_findings(a, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(csq_audit_summary(a)->findings[CSQ_AUDIT_STRAY], 3);
+	assert_int_equal(csq_audit_summary(a)->arrivals, 0);
+	csq_audit_free(a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fair_day),
+	    cmocka_unit_test(test_out_of_order_match),
+	    cmocka_unit_test(test_out_of_order_offer),
+	    cmocka_unit_test(test_double_offer),
+	    cmocka_unit_test(test_room_given_twice),
+	    cmocka_unit_test(test_lost_user),
+	    cmocka_unit_test(test_lost_in_transfer),
+	    cmocka_unit_test(test_gap),
+	    cmocka_unit_test(test_excuses_named),
+	    cmocka_unit_test(test_other_tier_not_overtaken),
+	    cmocka_unit_test(test_missing_fields),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
