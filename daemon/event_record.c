@@ -465,8 +465,9 @@ record_resume(struct event_record *r)
 	if (strncmp(chunk, "{\"event\":", 9) != 0 ||
 	    (ts = strstr(chunk, ",\"ts\":")) == NULL ||
 	    memchr(chunk, '\n', (size_t)(ts - chunk)) != NULL) {
-		log_error("record %s: its first line is not an event; csqd "
-		          "appends only to a record of its own",
+		log_error("record %s: its first line is not an event; not "
+		          "starting: csqd appends only to a record of its own: "
+		          "move the file away or change record.path",
 		          r->path);
 		return -1;
 	}
@@ -485,7 +486,10 @@ event_record_open(struct event_base *base, const struct config *cfg)
 	r->path = csq_xstrndup(cfg->record_path, strlen(cfg->record_path));
 	event_record_reconfigure(r, cfg);
 	if ((r->fd = record_open_fd(r->path)) < 0) {
-		log_error("record %s: open: %s", r->path, strerror(errno));
+		log_error(
+		    "record %s: open: %s; not starting: fix the file or its "
+		    "directory, or change record.path",
+		    r->path, strerror(errno));
 		free(r->path);
 		free(r);
 		return NULL;
