@@ -4,7 +4,12 @@
  */
 #include "admin_page.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -14,6 +19,12 @@
 #include "log.h"
 
 #define ADMIN_PAGE_INDEX  "index.html"
+#define ADMIN_PAGE_REPORT "/report"
+/* csq-day's page: one file, its styles inline, nothing to load. */
+#define ADMIN_REPORT_CSP                                                       \
+	"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "       \
+	"base-uri 'none'; frame-ancestors 'none'"
+#define ADMIN_REPORT_MAX  (64 << 20) /* bytes: a report, not a disk */
 #define ADMIN_PAGE_ASSETS "/assets/"
 /* Everything from csqd itself; uPlot sets styles through the DOM, which
  * style-src does not govern. */
@@ -46,6 +57,59 @@ admin_type(const char *path)
 	return "text/plain; charset=utf-8";
 }
 
+/* record.report, as the configuration in force has it. */
+static char admin_report[256];
+
+void
+admin_page_set_report(const char *path)
+{
+	snprintf(admin_report, sizeof(admin_report), "%s", path);
+}
+
+/*
+ * The last day's report: the file record.report names, as it is now (a
+ * timer's csq-day report rewrites it), read with one sendfile-able
+ * reference; 404 with what to do when there is none.
+ */
+static void
+admin_page_report(struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct evbuffer *b;
+	struct stat st;
+	char why[512];
+	int fd = -1;
+
+	if (admin_report[0] == '\0' ||
+	    (fd = open(admin_report, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > ADMIN_REPORT_MAX) {
+		snprintf(
+		    why, sizeof(why),
+		    "no report%s%s%s: csq-day report -f html -o FILE "
+		    "writes one, and record.report names it (docs/day.md)\n",
+		    admin_report[0] != '\0' ? " in " : "", admin_report,
+		    admin_report[0] != '\0' && fd < 0 ? " yet" : "");
+		if (fd >= 0)
+			close(fd);
+		http_text(req, HTTP_NOTFOUND, "Not Found", why);
+		return;
+	}
+	if ((b = evbuffer_new()) == NULL)
+		fatalx("out of memory for an HTTP answer");
+	/* The buffer owns fd from here, also when it fails. */
+	if (evbuffer_add_file(b, fd, 0, st.st_size) != 0) {
+		evbuffer_free(b);
+		http_text(req, HTTP_INTERNAL, "Internal Server Error",
+		          "the report could not be read\n");
+		return;
+	}
+	evhttp_add_header(h, "Content-Security-Policy", ADMIN_REPORT_CSP);
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	http_reply(req, HTTP_OK, "OK", "text/html; charset=utf-8", b);
+	evbuffer_free(b);
+}
+
 static const struct admin_asset *
 admin_find(const char *path)
 {
@@ -64,6 +128,10 @@ admin_page_serve(struct evhttp_request *req, const char *path)
 	const struct admin_asset *a = NULL;
 	struct evbuffer *b;
 
+	if (strcmp(path, ADMIN_PAGE_REPORT) == 0) {
+		admin_page_report(req);
+		return 1;
+	}
 	if (strcmp(path, "/") == 0)
 		a = admin_find(ADMIN_PAGE_INDEX);
 	else if (strncmp(path, ADMIN_PAGE_ASSETS, strlen(ADMIN_PAGE_ASSETS)) ==

@@ -19,8 +19,12 @@ struct admin_asset {
 /* Every file, in path order; the last entry's path is NULL. */
 extern const struct admin_asset admin_assets[];
 
-/* The page (path "/") or one of its files ("/assets/<path>"): 1 when
- * answered, 0 when path names none of them. */
+/* The page (path "/"), one of its files ("/assets/<path>"), or the last
+ * day's report ("/report", admin_page_set_report): 1 when answered, 0
+ * when path names none of them. */
 int admin_page_serve(struct evhttp_request *, const char *path);
+/* The file /report serves (record.report: csq-day report's HTML page);
+ * "" for none. Copied. */
+void admin_page_set_report(const char *path);
 
 #endif

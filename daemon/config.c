@@ -212,6 +212,7 @@ static const struct config_key config_keys[] = {
     KEY_BOOL("record.rotate_daily", record_rotate_daily, 1),
     KEY_INT("record.keep_days", CONFIG_F_I64, record_keep_days, 0,
             CONFIG_KEEP_DAYS_MAX, 30),
+    KEY_STR("record.report", record_report, "", NULL),
     KEY_STR("redis.host", redis_host, "127.0.0.1", config_check_nonempty),
     KEY_INT("redis.port", CONFIG_F_I64, redis_port, 1, CONFIG_PORT_MAX, 6379),
     KEY_STR("redis.password", redis_password, "", NULL),

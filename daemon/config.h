@@ -121,6 +121,7 @@ struct config {
 	int64_t record_rotate_size; /* bytes; 0: by day only */
 	int record_rotate_daily;
 	int64_t record_keep_days; /* rotated files; 0: kept for ever */
+	char record_report[CONFIG_STR_MAX]; /* served at /report; "" none */
 	char redis_host[CONFIG_STR_MAX];
 	int64_t redis_port;
 	char redis_password[CONFIG_STR_MAX];

@@ -18,6 +18,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "admin_page.h"
 #include "engine_redis.h"
 #include "event_record.h"
 #include "http.h"
@@ -507,7 +508,8 @@ server_reload(struct server *s)
 	if (next.record_fsync != cur->record_fsync ||
 	    next.record_rotate_size != cur->record_rotate_size ||
 	    next.record_rotate_daily != cur->record_rotate_daily ||
-	    next.record_keep_days != cur->record_keep_days)
+	    next.record_keep_days != cur->record_keep_days ||
+	    strcmp(next.record_report, cur->record_report) != 0)
 		server_note_key(changed, sizeof(changed), "record");
 	if (strcmp(next.redis_host, cur->redis_host) != 0 ||
 	    next.redis_port != cur->redis_port ||
@@ -574,6 +576,9 @@ server_reload(struct server *s)
 	cur->record_rotate_size = next.record_rotate_size;
 	cur->record_rotate_daily = next.record_rotate_daily;
 	cur->record_keep_days = next.record_keep_days;
+	memcpy(cur->record_report, next.record_report,
+	       sizeof(cur->record_report));
+	admin_page_set_report(cur->record_report);
 	if (s->record != NULL)
 		event_record_reconfigure(s->record, cur);
 	/* A lower cap applies now, not at the next big client. */
@@ -748,6 +753,7 @@ server_run(const struct config *cfg, const char *config_path)
 	evsignal_add(s->sig_int, NULL);
 	evsignal_add(s->sig_hup, NULL);
 
+	admin_page_set_report(s->cfg.record_report);
 	/* Before the engine, whose first events (the Redis engine's
 	 * subscription) the record must not miss. */
 	if (s->cfg.record_path[0] != '\0') {

@@ -5,9 +5,12 @@ chromium, chromium-driver and python3-selenium, as test_admin_page.py
 drives them): its period, its table's cells, a chart per queue whose bars
 carry the figures with heights in proportion and whose service-level
 points sit where the rates say, and no error in the browser's console.
-Then bad arguments: a usage error (64) and an unreadable file (2).
+Then bad arguments: a usage error (64) and an unreadable file (2). And
+the admin page's link to the last day's report: csqd serves the page
+record.report names at /report, the admin page links to it, and without
+one /report says what to do.
 
-usage: test_day_report.py CSQ_DAY SOURCE_DIR"""
+usage: test_day_report.py CSQ_DAY SOURCE_DIR CSQD"""
 import csv
 import io
 import json
@@ -23,8 +26,11 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+import admin_harness as h
+
 DAY = sys.argv[1]
 SRC = sys.argv[2]
+CSQD = sys.argv[3]
 SAMPLE = os.path.join(SRC, "tests", "day", "sample.jsonl")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -188,6 +194,46 @@ class DayReportTest(unittest.TestCase):
         d.save_screenshot(os.path.join(
             os.environ.get("CSQ_SCREENSHOT_DIR", self.dir),
             "day-report.png"))
+
+    def test_admin_page_links_to_the_report(self):
+        page = os.path.join(self.dir, "last-day.html")
+        self.assertEqual(run("report", "-f", "html", "-o", page,
+                             SAMPLE).returncode, 0)
+        d = h.tempdir("csq-day-report-csqd-")
+        csqd = h.Csqd(CSQD, d, extra='record: { report = "%s"; };' % page)
+        try:
+            b = self.chromium
+            b.get("http://127.0.0.1:%d/" % csqd.http_port)
+            link = b.find_element(By.ID, "report-link")
+            self.assertEqual(link.text, "last day's report")
+            link.click()
+            h.wait_until("the report page", lambda: "csq report" in b.title)
+            self.assertEqual(
+                b.find_element(By.ID, "period").text,
+                "2026-11-27 09:00 to 2026-11-27 11:00 UTC, per 60 min")
+            self.assertEqual(len(b.find_elements(
+                By.CSS_SELECTOR, "svg.volume rect.bar")), 18)
+            errors = [m for m in b.get_log("browser")
+                      if m["level"] == "SEVERE"]
+            self.assertEqual(errors, [])
+            # A report rewritten by the next day's timer is served as it
+            # is now.
+            with open(page, "w") as f:
+                f.write("<!DOCTYPE html><title>csq report next</title>")
+            b.get("http://127.0.0.1:%d/report" % csqd.http_port)
+            self.assertEqual(b.title, "csq report next")
+        finally:
+            self.assertEqual(csqd.stop(), 0)
+        # Without record.report: a 404 that says what to do.
+        csqd = h.Csqd(CSQD, d)
+        try:
+            status, _, body = h.Http(csqd.http_port).request("GET",
+                                                             "/report")
+            self.assertEqual(status, 404)
+            self.assertIn(b"csq-day report -f html", body)
+        finally:
+            self.assertEqual(csqd.stop(), 0)
+            h.rmtree(d)
 
     def test_bad_arguments(self):
         self.assertEqual(run("report").returncode, 64)
