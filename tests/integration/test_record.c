@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,9 +27,11 @@
 
 #include "harness.h"
 
-#define KILL_USERS 2000
-#define LINE_MAX_  4096
-#define ROTATE_N   60
+#define KILL_USERS  2000
+#define LINE_MAX_   4096
+#define ROTATE_N    60
+#define FULL_BEFORE 200 /* lines before the disk is full */
+#define FULL_DURING 50
 
 /* A command whose reply is not an error. */
 #define OK(c, ...)                                                             \
@@ -451,6 +454,58 @@ test_rotation_by_size(void **state)
 	lines_free(&all);
 }
 
+/*
+ * A full disk, simulated by the file size limit (as test_http.c does for
+ * the journal): csqd's RLIMIT_FSIZE at the record's size makes its writes
+ * fail (EFBIG). The record is a report, not the state: replies keep
+ * coming, the failure is logged once, the lines wait in memory, and once
+ * the limit is lifted they are all written, in order, within a second.
+ */
+static void
+test_full_disk_loses_nothing(void **state)
+{
+	struct rfx *f = *state;
+	struct csqd *d = csqd_start(f->conf);
+	redisContext *c = csqd_connect(d);
+	struct rlimit was, full;
+	struct lines l;
+	struct stat st;
+	int i;
+
+	/* A record larger than csqd's log, whose lines must still go to
+	 * its file under the same limit. */
+	for (i = 0; i < FULL_BEFORE; i++)
+		redisAppendCommand(c, "ENQUEUE before%d TTL 0", i);
+	for (i = 0; i < FULL_BEFORE; i++) {
+		redisReply *r;
+
+		assert_int_equal(redisGetReply(c, (void **)&r), REDIS_OK);
+		freeReplyObject(r);
+	}
+	wait_lines(f->path, FULL_BEFORE, &l);
+	lines_free(&l);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(prlimit(d->pid, RLIMIT_FSIZE, NULL, &was), 0);
+	full.rlim_cur = (rlim_t)st.st_size;
+	full.rlim_max = was.rlim_max;
+	assert_int_equal(prlimit(d->pid, RLIMIT_FSIZE, &full, NULL), 0);
+	for (i = 0; i < FULL_DURING; i++)
+		OK(c, "ENQUEUE full%d TTL 0", i);
+	csqd_wait_log(d, "events are kept in memory");
+	lines_read(f->path, &l);
+	assert_int_equal(l.n, FULL_BEFORE);
+	lines_free(&l);
+	assert_int_equal(prlimit(d->pid, RLIMIT_FSIZE, &was, NULL), 0);
+	csqd_wait_log(d, "writable again");
+	wait_lines(f->path, FULL_BEFORE + FULL_DURING, &l);
+	assert_int_equal(l.n, FULL_BEFORE + FULL_DURING);
+	assert_ids_follow(&l, 1);
+	assert_non_null(strstr(l.v[l.n - 1], "\"user\":\"full49\""));
+	lines_free(&l);
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
 #ifdef CSQ_TEST_CLOCK
 #define DAY_MS 86400000ULL
 /* 2026-11-29T10:00:00Z */
@@ -507,6 +562,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(
 	        test_torn_tail_cut_and_foreign_file_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rotation_by_size, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_full_disk_loses_nothing, setup,
 	                                    teardown),
 #ifdef CSQ_TEST_CLOCK
 	    cmocka_unit_test_setup_teardown(test_rotation_by_day_and_retention,
