@@ -74,6 +74,7 @@ static const char *const kind_names[CSQ_AUDIT_KINDS] = {
 
 static const char *const excuse_names[CSQ_EXCUSES] = {
     [CSQ_EXCUSE_PREFER] = "preferred servicer",
+    [CSQ_EXCUSE_SKILLS] = "skills",
     [CSQ_EXCUSE_AGING] = "aging",
     [CSQ_EXCUSE_OVERFLOW] = "overflow",
     [CSQ_EXCUSE_TRANSFER] = "transfer",
@@ -512,6 +513,7 @@ audit_missing(const struct csq_event *ev)
 	case CSQ_EV_TRANSFERRED:
 	case CSQ_EV_LEFT:
 	case CSQ_EV_PREFER_ENDED:
+	case CSQ_EV_RELAXED:
 		if (ev->user[0] == '\0')
 			return "user";
 		if (ev->queue[0] == '\0')
@@ -581,11 +583,17 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		audit_back(a, u, ev, CSQ_EXCUSE_TRANSFER);
 		break;
 	case CSQ_EV_PREFER_ENDED:
+	case CSQ_EV_RELAXED:
 		if (u->st == AU_GONE) {
 			user_arrive(a, u, ev, 1);
 			user_wait(a, u, ev);
 		}
-		u->excuses |= 1u << CSQ_EXCUSE_PREFER;
+		/* Held for a servicer, or in need of skills that some
+		 * servicers lack: passed by others of its line rightly, as
+		 * this event says only now (audit_settle). */
+		u->excuses |=
+		    1u << (ev->type == CSQ_EV_RELAXED ? CSQ_EXCUSE_SKILLS
+		                                      : CSQ_EXCUSE_PREFER);
 		audit_settle(a, u);
 		break;
 	case CSQ_EV_LEFT:

@@ -10,8 +10,9 @@
  * - no user overtaken: when a servicer is offered or matched a user of a
  *   queue and tier, nobody of that queue and tier who arrived earlier is
  *   still waiting, unless a documented reason excuses it, which is named
- *   (a preferred servicer, aging, overflow, a transfer, a declined or
- *   missed offer, a requeue, an arrival before the record began);
+ *   (a preferred servicer, skills, aging, overflow, a transfer, a
+ *   declined or missed offer, a requeue, an arrival before the record
+ *   began);
  * - no event lost: the ids follow one another.
  *
  * Users and rooms that the record first shows in the middle of their
@@ -39,6 +40,7 @@ enum csq_audit_kind {
 /* The reasons an overtake may have, as counted in the summary. */
 enum csq_audit_excuse {
 	CSQ_EXCUSE_PREFER,
+	CSQ_EXCUSE_SKILLS,
 	CSQ_EXCUSE_AGING,
 	CSQ_EXCUSE_OVERFLOW,
 	CSQ_EXCUSE_TRANSFER,

@@ -338,18 +338,38 @@ parse_id(struct parse *ps, char *out, size_t cap, int room)
 	return 0;
 }
 
+/* A skill list as relaxed carries it ("de:5,fr"): [A-Za-z0-9._:,-],
+ * maybe empty. */
+static int
+parse_skills(struct parse *ps, char *out, size_t cap)
+{
+	long len, i;
+
+	if ((len = parse_string(ps, out, cap)) < 0)
+		return -1;
+	for (i = 0; i < len; i++)
+		if (!csq_valid_id(out + i, 1) && out[i] != ',') {
+			parse_fail(ps, "bad skill list");
+			return -1;
+		}
+	return 0;
+}
+
 static int
 parse_num_field(struct parse *ps, const char *key, struct csq_event *ev)
 {
 	uint64_t v;
 
-	if (strcmp(key, "tier") == 0 || strcmp(key, "capacity") == 0) {
+	if (strcmp(key, "tier") == 0 || strcmp(key, "capacity") == 0 ||
+	    strcmp(key, "lowered") == 0) {
 		if (parse_u64(ps, UINT32_MAX, &v) != 0)
 			return -1;
 		if (key[0] == 't')
 			ev->tier = (uint32_t)v;
-		else
+		else if (key[0] == 'c')
 			ev->capacity = (uint32_t)v;
+		else
+			ev->lowered = (uint32_t)v;
 		return 0;
 	}
 	if (parse_u64(ps, UINT64_MAX, &v) != 0)
@@ -373,8 +393,8 @@ parse_num_field(struct parse *ps, const char *key, struct csq_event *ev)
 }
 
 static const char *const parse_numbers[] = {
-    "id",         "ts",         "tier",     "position", "waited_ms",
-    "offered_ms", "expires_ms", "until_ms", "capacity", NULL};
+    "id",         "ts",       "tier",     "position", "waited_ms", "offered_ms",
+    "expires_ms", "until_ms", "capacity", "lowered",  NULL};
 
 static int
 parse_is(const char *key, const char *const *names)
@@ -415,6 +435,10 @@ parse_member(struct parse *ps, const char *key, struct csq_event *ev,
 		return parse_reason(ps, &ev->reason);
 	if (strcmp(key, "queues") == 0)
 		return parse_queues(ps, ev->queues, sizeof(ev->queues));
+	if (strcmp(key, "needs") == 0)
+		return parse_skills(ps, ev->needs, sizeof(ev->needs));
+	if (strcmp(key, "dropped") == 0)
+		return parse_skills(ps, ev->dropped, sizeof(ev->dropped));
 	return parse_skip(ps, 1);
 }
 

@@ -347,6 +347,7 @@ csq_report_event(struct csq_report *r, const struct csq_event *ev)
 	case CSQ_EV_TRANSFERRED:
 	case CSQ_EV_DECLINED:
 	case CSQ_EV_PREFER_ENDED:
+	case CSQ_EV_RELAXED:
 	case CSQ_EV_SERVICER_PAUSED:
 	case CSQ_EV_SERVICER_RESUMED:
 		break;

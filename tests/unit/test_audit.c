@@ -112,7 +112,7 @@ test_fair_day(void **state)
 	    "{\"event\":\"left\",\"id\":8,\"ts\":1,\"user\":\"u3\",\"queue\":"
 	    "\"q\",\"reason\":\"timeout\"}",
 	    QUEUED(9, "u4"),
-	    "{\"event\":\"relaxed\",\"id\":10,\"ts\":1,\"user\":\"u4\"}",
+	    "{\"event\":\"unwound\",\"id\":10,\"ts\":1,\"user\":\"u4\"}",
 	    NULL};
 	struct csq_audit *a = run(day);
 	const struct csq_audit_summary *s = csq_audit_summary(a);
@@ -260,6 +260,16 @@ test_excuses_named(void **state)
 	    "{\"event\":\"prefer_ended\",\"id\":6,\"ts\":1,\"user\":\"u1\","
 	    "\"queue\":\"q\",\"servicer\":\"s1\",\"reason\":\"timeout\"}",
 	    NULL};
+	/* u1 needs a skill s2 lacks: its relax step says so, later. */
+	static const char *const relaxed[] = {
+	    QUEUED(1, "u1"),
+	    QUEUED(2, "u2"),
+	    UP(3, "s2"),
+	    MATCHED(4, "u2", "s2"),
+	    "{\"event\":\"relaxed\",\"id\":5,\"ts\":1,\"user\":\"u1\","
+	    "\"queue\":\"q\",\"tier\":0,\"needs\":\"de:5\",\"dropped\":"
+	    "\"billing\",\"lowered\":0,\"position\":1}",
+	    NULL};
 	struct csq_audit *a = run(declined);
 
 	(void)state;
@@ -269,6 +279,10 @@ test_excuses_named(void **state)
 	a = run(prefer);
 	assert_none(a);
 	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_PREFER], 1);
+	csq_audit_free(a);
+	a = run(relaxed);
+	assert_none(a);
+	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_SKILLS], 1);
 	csq_audit_free(a);
 }
 

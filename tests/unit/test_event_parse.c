@@ -41,6 +41,9 @@ ev_full(struct csq_event *ev, enum csq_event_type t, enum csq_reason r)
 	ev->until_ms = 1795946460123ULL;
 	ev->capacity = 4294967295U;
 	strcpy(ev->queues, "a,b,sales");
+	strcpy(ev->needs, "de:5,fr");
+	strcpy(ev->dropped, "billing");
+	ev->lowered = 2;
 	ev->reason = r;
 }
 
@@ -77,6 +80,7 @@ test_round_trip_every_type_and_reason(void **state)
 				ev.from_queue[0] = '\0';
 			ev.has_offered_ms = 0;
 			ev.queues[0] = '\0';
+			ev.needs[0] = ev.dropped[0] = '\0';
 			if (t != CSQ_EV_LEFT)
 				assert_round_trip(&ev);
 			ev.servicer[0] = ev.room[0] = '\0';
@@ -100,7 +104,7 @@ test_newer_fields_and_types(void **state)
 	(void)state;
 	/* A newer csq's fields, of every JSON kind, in any order. */
 	assert_int_equal(
-	    parse(" { \"needs\" : [\"fr\", {\"x\": [1, -2.5e3, true, null]}],"
+	    parse(" { \"wants\" : [\"fr\", {\"x\": [1, -2.5e3, true, null]}],"
 	          "\"ts\":5,\"skills\":{},\"event\":\"queued\",\"id\":3,"
 	          "\"user\":\"u\\u0031\",\"queue\":\"q\",\"x\":\"\\\"\\\\\\/"
 	          "\\b\\f\\n\\r\\t\"} ",
@@ -111,8 +115,8 @@ test_newer_fields_and_types(void **state)
 	assert_int_equal(ev.ts_ms, 5);
 	assert_string_equal(ev.user, "u1");
 	/* A newer type: well formed, reported as unknown, id and ts kept. */
-	assert_int_equal(parse("{\"event\":\"relaxed\",\"id\":9,\"ts\":1,"
-	                       "\"user\":\"u\",\"needs\":[\"fr\"]}",
+	assert_int_equal(parse("{\"event\":\"unwound\",\"id\":9,\"ts\":1,"
+	                       "\"user\":\"u\",\"wants\":[\"fr\"]}",
 	                       &ev, err),
 	                 CSQ_PARSE_UNKNOWN);
 	assert_int_equal(ev.id, 9);
