@@ -600,12 +600,13 @@ sides_start(const char *prefix, const char *extra)
 
 	for (k = 0; k < 2; k++) {
 		snprintf(sides[k].record, sizeof(sides[k].record),
-		         "/tmp/csq-conformance-%s-%d-%d.jsonl", prefix, k,
+		         "/tmp/csq-conformance-%s-%d-%d.events", prefix, k,
 		         (int)getpid());
 		unlink(sides[k].record);
 	}
 	/* Each side keeps its record of the day, which the fairness audit
-	 * reads at the end (teardown). */
+	 * reads at the end (teardown). Not named *.jsonl: the harness takes
+	 * "json" in a configuration for log.format's. */
 	snprintf(c, sizeof(c), "%s%srecord: { path = \"%s\"; };\n",
 	         extra != NULL ? timed_conf : conf, extra != NULL ? extra : "",
 	         sides[0].record);

@@ -54,7 +54,7 @@ setup(void **state)
 
 	snprintf(f->dir, sizeof(f->dir), "/tmp/csq-record-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/day.jsonl", f->dir);
+	snprintf(f->path, sizeof(f->path), "%s/day.events", f->dir);
 	snprintf(f->conf, sizeof(f->conf),
 	         "record: { path = \"%s\"; fsync = \"everysec\"; };\n",
 	         f->path);
@@ -403,7 +403,7 @@ all_lines(struct rfx *f, struct lines *all, int *rotated)
 	n = scandir(f->dir, &names, NULL, alphasort);
 	assert_true(n >= 0);
 	for (i = 0; i < n; i++) {
-		if (strncmp(names[i]->d_name, "day.jsonl.", 10) == 0) {
+		if (strncmp(names[i]->d_name, "day.events.", 11) == 0) {
 			snprintf(p, sizeof(p), "%s/%s", f->dir,
 			         names[i]->d_name);
 			lines_read(p, &l);
