@@ -38,6 +38,7 @@ struct au_user {
 /* The waiting users of one queue and tier, oldest arrival first. */
 struct au_line {
 	struct au_user *head, *tail;
+	uint64_t n; /* users in it */
 };
 
 struct au_room {
@@ -63,6 +64,7 @@ struct csq_audit {
 	size_t nfound, capfound;
 	struct au_pending *pending;
 	size_t npending, cappending;
+	uint32_t max_tier; /* the highest seen in a line */
 	int ended;
 };
 
@@ -188,6 +190,7 @@ line_remove(struct au_user *u)
 		l->tail = u->prev;
 	u->prev = u->next = NULL;
 	u->line = NULL;
+	l->n--;
 }
 
 /* Into the line of its queue and tier, at its arrival: from the tail,
@@ -212,6 +215,9 @@ line_insert(struct csq_audit *a, struct au_user *u)
 		at->next = u;
 	else
 		l->head = u;
+	l->n++;
+	if (u->tier > a->max_tier)
+		a->max_tier = u->tier;
 }
 
 static struct au_user *
@@ -493,6 +499,48 @@ csq_audit_unknown(struct csq_audit *a, uint64_t id)
 	a->sum.unknown_events++;
 }
 
+static void audit_settle(struct csq_audit *, struct au_user *);
+
+/*
+ * A new arrival's position says how many users its queue's line holds
+ * ahead of it: those of a higher tier and its own tier's earlier ones.
+ * When the model holds more, some of them are not in that line (held for
+ * a preferred servicer, or the arrival itself is, its position being in
+ * that servicer's line): the record says which only when a window ends
+ * (prefer_ended), so all of them are excused as held, and counted so.
+ * Lenient where the record is silent, never a false finding.
+ */
+static void
+audit_position(struct csq_audit *a, struct au_user *x,
+               const struct csq_event *ev)
+{
+	char key[CSQ_ID_MAX + 16];
+	struct au_line *l;
+	struct au_user *y;
+	uint64_t ahead = 0;
+	uint32_t t;
+	int n;
+
+	for (t = ev->tier; t <= a->max_tier && t >= ev->tier; t++) {
+		n = snprintf(key, sizeof(key), "%s\x1f%" PRIu32, ev->queue, t);
+		if ((l = csq_dict_get(a->lines, key, (size_t)n)) != NULL)
+			ahead += l->n - (x->line == l ? 1 : 0);
+	}
+	if (ev->position == 0 || ahead <= ev->position - 1)
+		return;
+	x->excuses |= 1u << CSQ_EXCUSE_PREFER;
+	for (t = ev->tier; t <= a->max_tier && t >= ev->tier; t++) {
+		n = snprintf(key, sizeof(key), "%s\x1f%" PRIu32, ev->queue, t);
+		if ((l = csq_dict_get(a->lines, key, (size_t)n)) == NULL)
+			continue;
+		for (y = l->head; y != NULL; y = y->next)
+			if (y != x && !(y->excuses & 1u << CSQ_EXCUSE_PREFER)) {
+				y->excuses |= 1u << CSQ_EXCUSE_PREFER;
+				audit_settle(a, y);
+			}
+	}
+}
+
 /* The fields the audit needs of each type: a line without them (not
  * csqd's) is a finding, and changes nothing else. */
 static const char *
@@ -559,6 +607,9 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		    ev->reason == CSQ_REASON_AGING)
 			u->excuses |= 1u << CSQ_EXCUSE_AGING;
 		user_wait(a, u, ev);
+		if (ev->type == CSQ_EV_QUEUED && ev->from_queue[0] == '\0' &&
+		    u->arrival == ev->id)
+			audit_position(a, u, ev);
 		break;
 	case CSQ_EV_OFFERED:
 		audit_place(a, u, ev, 1);

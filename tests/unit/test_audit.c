@@ -79,9 +79,10 @@ assert_none(struct csq_audit *a)
 #define UP(id, s)                                                              \
 	"{\"event\":\"servicer_up\",\"id\":" #id ",\"ts\":1,\"servicer\":\"" s \
 	"\",\"capacity\":1,\"queues\":[\"q\"]}"
+/* Its position: its id, never fewer than the users ahead of it. */
 #define QUEUED(id, u)                                                          \
 	"{\"event\":\"queued\",\"id\":" #id ",\"ts\":1,\"user\":\"" u          \
-	"\",\"queue\":\"q\",\"tier\":0,\"position\":1}"
+	"\",\"queue\":\"q\",\"tier\":0,\"position\":" #id "}"
 #define MATCHED(id, u, s)                                                      \
 	"{\"event\":\"matched\",\"id\":" #id ",\"ts\":1,\"user\":\"" u         \
 	"\",\"queue\":\"q\",\"tier\":0,\"servicer\":\"" s "\",\"room\":\"" s   \
@@ -260,6 +261,13 @@ test_excuses_named(void **state)
 	    "{\"event\":\"prefer_ended\",\"id\":6,\"ts\":1,\"user\":\"u1\","
 	    "\"queue\":\"q\",\"servicer\":\"s1\",\"reason\":\"timeout\"}",
 	    NULL};
+	/* u2 arrives after u1 at position 1: u1 is not in the queue's
+	 * line (held for a servicer), as the positions show. */
+	static const char *const held[] = {
+	    QUEUED(1, "u1"),
+	    "{\"event\":\"queued\",\"id\":2,\"ts\":1,\"user\":\"u2\","
+	    "\"queue\":\"q\",\"tier\":0,\"position\":1}",
+	    UP(3, "s2"), MATCHED(4, "u2", "s2"), NULL};
 	/* u1 needs a skill s2 lacks: its relax step says so, later. */
 	static const char *const relaxed[] = {
 	    QUEUED(1, "u1"),
@@ -277,6 +285,10 @@ test_excuses_named(void **state)
 	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_DECLINED], 1);
 	csq_audit_free(a);
 	a = run(prefer);
+	assert_none(a);
+	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_PREFER], 1);
+	csq_audit_free(a);
+	a = run(held);
 	assert_none(a);
 	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_PREFER], 1);
 	csq_audit_free(a);
