@@ -793,6 +793,8 @@ enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
 	csq_user_deadline(c, u, now);
 	user_move(c, u, q, a->has_tier ? a->tier : csq_user_tier(u),
 	          a->has_needs ? needs : u->needs, want, window, now);
+	/* NEEDS started the steps again: those due come now. */
+	csq_policy_settle(c, u, now);
 	return CSQ_OK;
 }
 

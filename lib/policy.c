@@ -344,13 +344,15 @@ policy_arm_after(struct csq *c, struct csq_user *u, uint64_t t)
 		k = (t >= w->joined_ms ? (t - w->joined_ms) / every : 0) + 1;
 		aging = w->joined_ms + k * every;
 	}
-	/* The next relax step: a due one (a reload's) at the next pass. */
+	/* The next relax step: a due one (a reload's, a NEEDS's) at t, which
+	 * the operation that armed it acts on before it ends
+	 * (csq_policy_settle, csq_set_policies). */
 	if (policy_relax_pending(u)) {
 		relax = w->joined_ms + csq_ms(p->relax[w->relax_step].after_s);
 		if (relax < t)
 			relax = t;
 	}
-	/* A due overflow (a reload made it so) waits for the next pass. */
+	/* A due overflow (a reload made it so): the same. */
 	if (overflow < t)
 		overflow = t;
 	/* On a tie: relax, then aging, then overflow (csq_policy_act). */
@@ -602,6 +604,34 @@ csq_policy_act(struct csq *c, struct csq_user *u, uint64_t now)
 		policy_arm_after(c, u, now);
 }
 
+/*
+ * u's clock, if the operation under way left it due (a NEEDS that starts
+ * the steps again, measured from when u joined its line): its steps act
+ * now, inside the operation. Left to the next pass of the deadlines, what
+ * came of them would depend on when that pass runs (the memory engine's
+ * timer or the next DEBUG CLOCK, csq.so's timer or csqd's reaper), and a
+ * journal's replay, the module and the memory engine could part.
+ */
+void
+csq_policy_settle(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	struct csq_wait *w = u->wait;
+
+	if (u->state != CSQ_USER_WAITING || (u->flags & CSQ_USER_PREFERRING) ||
+	    w == NULL || !csq_deadline_running(&w->clock) ||
+	    w->clock.node.key > now)
+		return;
+	switch (csq_deadline_kind(&w->clock)) {
+	case CSQ_DL_OVERFLOW:
+	case CSQ_DL_AGING:
+	case CSQ_DL_RELAX:
+		csq_policy_act(c, u, now);
+		break;
+	default:
+		break;
+	}
+}
+
 /* Each queue's policy pointer into v, and the lines of those whose
  * clocks changed armed anew. */
 static int
@@ -651,7 +681,10 @@ policy_cmp(const void *a, const void *b)
  * then every queue gets its new policy, and those whose clocks changed
  * have their users' clocks armed anew (one walk of their lines, once per
  * reload); the old policies' references go last, so that no queue in
- * both is freed in between.
+ * both is freed in between. The steps the new policies make due (a
+ * shorter overflow_after, a relax step passed already) act last, inside
+ * the reload, as a pass of the deadlines at now would (in its order):
+ * never at whatever time the next pass comes (csq_policy_settle).
  */
 enum csq_status
 csq_set_policies(struct csq *c, uint64_t now, const struct csq_policy *v,
@@ -707,5 +740,6 @@ csq_set_policies(struct csq *c, uint64_t now, const struct csq_policy *v,
 		csq_queue_unref(
 		    c, csq_queue_get(c, old[i].name, strlen(old[i].name), 0));
 	free(old);
+	csq_expire(c, now);
 	return CSQ_OK;
 }

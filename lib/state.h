@@ -490,6 +490,8 @@ int csq_policy_clock_fits(const struct csq_queue *, uint64_t joined,
 void csq_policy_start(struct csq *, struct csq_user *, uint64_t now);
 /* u's overflow or aging deadline passed: the step (an event, a move). */
 void csq_policy_act(struct csq *, struct csq_user *, uint64_t now);
+/* u's queue clock, when the operation under way left it due: acted on. */
+void csq_policy_settle(struct csq *, struct csq_user *, uint64_t now);
 int csq_policy_overflowed_from(const struct csq *, const struct csq_user *,
                                const char *named, size_t len);
 

@@ -20,6 +20,13 @@
  * With one clock nothing needs setting aside: every reply and every
  * event, its id, its times and its wait estimates (eta_ms) included, must
  * be the same byte for byte.
+ *
+ * With csq.so on the Redis side (libcsq on both), the requests add
+ * SKILLS, NEEDS and relax steps (protocol.md 3c), and a run fails unless
+ * users with needs were matched and, with policies, relax steps acted.
+ * What this found: a step that an operation left due (a NEEDS, a reload)
+ * waited for the next pass of the deadlines, which each side ran at a
+ * moment of its own between requests (csqd's timer, its reaper of csq.so).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,12 +71,37 @@ struct timed {
 	"  { name = \"q1\"; overflow_after = 9; overflow_to = \"q2\";\n"       \
 	"    aging_every = 3; aging_max_tier = 3; },\n"                        \
 	"  { name = \"q2\"; overflow_after = 5; overflow_to = \"q3\";\n"       \
-	"    max_length = 3; strategy = %s; },\n"                              \
-	"  { name = \"q3\"; aging_every = 3; max_length = 8; }\n"              \
+	"    max_length = 3; strategy = %s;%s },\n"                            \
+	"  { name = \"q3\"; aging_every = 3; max_length = 8;%s }\n"            \
 	");\n"
 
 /* The events of the memory side that policies made, in a timed run. */
-static int seen_overflowed, seen_aging;
+/* With the module on the Redis side (both sides libcsq): a skill order
+ * in q2, and q3's needs relaxing as its users wait (protocol.md 3c). */
+#define TIMED_SKILL_ORDER " skill_order = \"level\";"
+#define TIMED_RELAX                                                            \
+	" relax = ( { after = 4; drop = \"billing\"; },"                       \
+	" { after = 7; lower = 2; }, { after = 12; drop = \"*\"; } );"
+
+/* The events of the memory side that policies made, in a timed run. */
+static int seen_overflowed, seen_aging, seen_relaxed;
+
+/*
+ * Skills (SKILLS, NEEDS, relax): only when the Redis side runs csq.so,
+ * whose rules are libcsq's; the Lua refuses them. They draw on the
+ * random sequence only then, so the Lua's runs are what they were.
+ * skill_matches counts the memory side's replies of a user with needs
+ * in a room (offered or assigned): a run must see some, and relaxed
+ * events, or it did not test what it says.
+ */
+static int skills_on;
+static int skill_matches;
+static const char *const skill_lists[] = {
+    "de:5,billing:3", "de:2", "billing:1", "de:1,fr:4", "fr:2,billing:2", "",
+};
+static const char *const need_lists[] = {
+    "de", "billing:2", "de:3,billing", "fr", "de:9", "",
+};
 
 struct side {
 	const char *name;
@@ -195,6 +227,11 @@ timed_request(char buf[16][80], const char **argv)
 		if (strcmp(cmd, "TRANSFER") == 0) {
 			snprintf(buf[argc++], 80, "%s", queue_names[rnd(4)]);
 			argc = maybe_prefer(buf, argv, argc);
+			if (skills_on && rnd(3) == 0) {
+				snprintf(buf[argc++], 80, "NEEDS");
+				snprintf(buf[argc++], 80, "%s",
+				         need_lists[rnd(6)]);
+			}
 		}
 	} else if (k < 19) {
 		snprintf(buf[argc++], 80, "HEARTBEAT");
@@ -217,6 +254,10 @@ timed_request(char buf[16][80], const char **argv)
 			snprintf(buf[argc++], 80, "QUEUES");
 			snprintf(buf[argc++], 80, "%s,%s", queue_names[rnd(4)],
 			         queue_names[rnd(4)]);
+		}
+		if (skills_on && rnd(2)) {
+			snprintf(buf[argc++], 80, "SKILLS");
+			snprintf(buf[argc++], 80, "%s", skill_lists[rnd(6)]);
 		}
 	} else if (k == 19) {
 		/* A queue's numbers and estimate (protocol-v2 section 6). */
@@ -270,6 +311,10 @@ random_request(char buf[16][80], const char **argv)
 			ARG("TTL");
 			ARG("%u", rnd(3) == 0 ? 0 : 3600);
 		}
+		if (skills_on && rnd(2)) {
+			ARG("SKILLS");
+			ARG("%s", skill_lists[rnd(6)]);
+		}
 		break;
 	case 3:
 		ARG(rnd(2) ? "PAUSE" : "RESUME");
@@ -300,6 +345,10 @@ random_request(char buf[16][80], const char **argv)
 			ARG("%u", rnd(5));
 		}
 		argc = maybe_prefer(buf, argv, argc);
+		if (skills_on && rnd(2)) {
+			ARG("NEEDS");
+			ARG("%s", need_lists[rnd(6)]);
+		}
 		break;
 	case 12:
 		ARG("TOUCH");
@@ -367,7 +416,7 @@ normalize(redisReply *r, const char *cmd)
 		if (e->type == REDIS_REPLY_ARRAY && e->elements > 4 &&
 		    strcmp(cmd, "SERVICERS") == 0)
 			e->element[4]->integer = 0;
-		if (e->type == REDIS_REPLY_ARRAY && e->elements == 8 &&
+		if (e->type == REDIS_REPLY_ARRAY && e->elements >= 8 &&
 		    strcmp(cmd, "ROOMS") == 0)
 			e->element[7]->integer = 0;
 	}
@@ -396,6 +445,31 @@ note_estimates(const redisReply *r)
 		    r->element[i + 1]->integer >= 0)
 			qstats_seen++;
 	}
+}
+
+/* Counts r (the memory side's reply) if it shows a user with needs in a
+ * room (offered or assigned): a match that its needs restricted. */
+static void
+note_skill_match(const redisReply *r)
+{
+	int needs = 0, in_room = 0;
+	size_t i;
+
+	if (!skills_on || r->type != REDIS_REPLY_ARRAY)
+		return;
+	for (i = 0; i + 1 < r->elements; i++) {
+		if (r->element[i]->type != REDIS_REPLY_STRING ||
+		    r->element[i + 1]->type != REDIS_REPLY_STRING)
+			continue;
+		if (strcmp(r->element[i]->str, "needs") == 0 &&
+		    r->element[i + 1]->len > 0)
+			needs = 1;
+		if (strcmp(r->element[i]->str, "state") == 0 &&
+		    (strcmp(r->element[i + 1]->str, "assigned") == 0 ||
+		     strcmp(r->element[i + 1]->str, "offered") == 0))
+			in_room = 1;
+	}
+	skill_matches += needs && in_room;
 }
 
 /* Times in events: the digits after "ts": and "waited_ms":. */
@@ -439,6 +513,8 @@ compare_events(int op, int norm)
 		    strstr(m[0].m[i].payload, "\"overflowed\"") != NULL;
 		seen_aging +=
 		    strstr(m[0].m[i].payload, "\"reason\":\"aging\"") != NULL;
+		seen_relaxed +=
+		    strstr(m[0].m[i].payload, "\"event\":\"relaxed\"") != NULL;
 		if (strstr(m[0].m[i].payload, "\"event\":\"prefer_ended\"") ==
 		        NULL ||
 		    json_value(m[0].m[i].payload, "reason", why, sizeof(why)) !=
@@ -500,6 +576,7 @@ run_requests(int nops, int (*gen)(char[16][80], const char **), int norm)
 			if (k == 0) {
 				note_room(r);
 				note_estimates(r);
+				note_skill_match(r);
 			}
 			freeReplyObject(r);
 		}
@@ -518,6 +595,7 @@ same_everywhere(void **state)
 	int errors;
 
 	(void)state;
+	skill_matches = 0;
 	errors = run_requests(OPS, random_request, 1);
 	/* The run did exercise what it claims to. */
 	r = CMD(sides[0].c, "STATS");
@@ -525,6 +603,10 @@ same_everywhere(void **state)
 	assert_true(FIELD_INT(r, "requeued_total") > 5);
 	freeReplyObject(r);
 	assert_true(errors > OPS / 20);
+	if (skills_on) {
+		fprintf(stderr, "matched with needs %d\n", skill_matches);
+		assert_true(skill_matches > 0);
+	}
 }
 
 /* A timed run (state: its struct timed): both daemons on one clock. */
@@ -544,7 +626,7 @@ timed_everywhere(void **state)
 	clock_ms = T0;
 	nrecent = 0;
 	estimates = qstats_seen = 0;
-	seen_overflowed = seen_aging = 0;
+	seen_overflowed = seen_aging = seen_relaxed = skill_matches = 0;
 	prefer_on = 1;
 	prefer_ended = 0;
 	memset(prefer_by, 0, sizeof(prefer_by));
@@ -587,6 +669,13 @@ timed_everywhere(void **state)
 		assert_true(seen_overflowed > 0);
 		assert_true(seen_aging > 0);
 	}
+	if (skills_on) {
+		fprintf(stderr, "seed %u: relaxed %d, matched with needs %d\n",
+		        (unsigned)t->seed, seen_relaxed, skill_matches);
+		assert_true(skill_matches > 0);
+		if (t->policies)
+			assert_true(seen_relaxed > 0);
+	}
 }
 
 /* The two daemons, with conf, or timed_conf and extra; the Redis one on a
@@ -595,7 +684,7 @@ static void
 sides_start(const char *prefix, const char *extra)
 {
 	static const char *events[] = {"events"};
-	char c[1024];
+	char c[2048];
 	int k;
 
 	for (k = 0; k < 2; k++) {
@@ -687,7 +776,7 @@ main(int argc, char **argv)
 {
 	/* The timed runs: their seeds, strategies, retries, missed offers,
 	 * and offers and wrap-ups from the configuration or HEARTBEAT. */
-	static char queues_11[512], queues_33[512];
+	static char queues_11[1024], queues_33[1024];
 	static struct timed runs[] = {
 	    {11, queues_11, 1},
 	    {22,
@@ -704,14 +793,18 @@ main(int argc, char **argv)
 	    {55, "user_ttl = 60;\nservicer_ttl = 5;\nwrapup = 3;\n", 0},
 	};
 
+	skills_on = harness_module() != NULL;
+	record_audit_skills = skills_on;
 	snprintf(queues_11, sizeof(queues_11),
 	         "user_ttl = 20;\nservicer_ttl = 30;\n" TIMED_QUEUES,
-	         "\"least_busy\"");
+	         "\"least_busy\"", skills_on ? TIMED_SKILL_ORDER : "",
+	         skills_on ? TIMED_RELAX : "");
 	snprintf(queues_33, sizeof(queues_33),
 	         "strategy = \"least_busy\";\noffer_timeout = 2;\n"
 	         "wrapup = 2;\noffer_retry = 3;\noffer_max_missed = "
 	         "2;\n" TIMED_QUEUES,
-	         "\"longest_idle\"");
+	         "\"longest_idle\"", skills_on ? TIMED_SKILL_ORDER : "",
+	         skills_on ? TIMED_RELAX : "");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(same_everywhere, setup, teardown),
 	    cmocka_unit_test_prestate_setup_teardown(

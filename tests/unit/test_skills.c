@@ -551,6 +551,64 @@ test_relax_and_overflow(void **state)
 	assert_string_equal(u.needs, "");
 }
 
+/*
+ * A step that an operation leaves due acts inside that operation: a NEEDS
+ * that starts the steps again (measured from when the user joined its
+ * line), a reload that shortens them. Before, such a step waited for the
+ * next pass of the deadlines, so what came of it (a match, its position)
+ * depended on when that pass ran: on the memory engine at the next DEBUG
+ * CLOCK, on csq.so when csqd's reaper or the module's timer came, and the
+ * two engines of the differential test parted.
+ */
+static void
+test_relax_due_in_operation(void **state)
+{
+	struct fixture *f = *state;
+	const struct csq_event *ev;
+	struct csq_user_info u;
+	struct csq_policy p[2];
+	size_t from;
+
+	relax_policy(&p[0], "q");
+	p[0].aging_every_s = 1000; /* u has its clock without needs */
+	memset(&p[1], 0, sizeof(p[1]));
+	strcpy(p[1].name, "r");
+	p[1].aging_every_s = 1000; /* v's clock runs from its ENQUEUE */
+	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	enqn(f, "u", "q", -1, NULL, NULL);
+	enqn(f, "v", "r", -1, "billing:2,de:5", NULL);
+	hbs(f, "s1", 1, "r", "de:5");
+	f->now = T0 + 35000;
+	csq_expire(f->csq, f->now);
+	/* NEEDS at 35 s: the 30 s step is due, and acts in the ENQUEUE. */
+	from = f->nevents;
+	enqn(f, "u", NULL, -1, "billing:2,de:5", &u);
+	ev = event_of(f, from, CSQ_EV_RELAXED, "u");
+	assert_non_null(ev);
+	assert_string_equal(ev->dropped, "billing");
+	assert_string_equal(u.needs, "de:5");
+	assert_int_equal(u.relax_ms, 25000);
+	assert_true(csq_next_deadline(f->csq) > f->now);
+	/* A reload that gives r the steps: v's first is due, acts in the
+	 * reload, and s1 (de:5) takes v at once. */
+	relax_policy(&p[1], "r");
+	p[1].aging_every_s = 1000;
+	from = f->nevents;
+	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	check(f);
+	assert_string_equal(events_since(f, from), "relaxed,matched");
+	assert_string_equal(room_of(f, "v"), "s1/0");
+	assert_true(csq_next_deadline(f->csq) > f->now);
+	/* A reload that makes q overflow at once moves u in it. */
+	p[0].overflow_after_s = 20;
+	strcpy(p[0].overflow_to, "r");
+	from = f->nevents;
+	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	check(f);
+	assert_non_null(event_of(f, from, CSQ_EV_OVERFLOWED, "u"));
+	assert_true(csq_next_deadline(f->csq) > f->now);
+}
+
 /* The randomized run: skills, needs, transfers, policies and the clock,
  * every invariant after each operation. */
 #define RAND_OPS      20000
@@ -691,6 +749,10 @@ test_randomized(void **state)
 		}
 		if (csq_check(f->csq, why, sizeof(why)) != 0)
 			fail_msg("after operation %d: %s", op, why);
+		/* Every operation runs at a time the pass has reached (case
+		 * 7): none may leave a deadline due for the next pass. */
+		if (csq_next_deadline(f->csq) <= f->now)
+			fail_msg("after operation %d: a deadline left due", op);
 		/* The fixture keeps the first events: count them, then
 		 * forget them. */
 		for (; seen < f->nevents; seen++)
@@ -722,6 +784,8 @@ main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_relax_steps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_relax_and_overflow, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_relax_due_in_operation, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
 	};
