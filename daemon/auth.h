@@ -67,6 +67,11 @@ int auth_check(const struct config *, const char *user, size_t userlen,
 int auth_login(struct client *, const char *user, size_t userlen,
                const char *password, size_t passlen);
 
+/* The same with a user's token (the users' token key: the HTTP API's
+ * bearer token, http_api.h), compared in constant time with every
+ * user's: 0, or -1 when no user has it. */
+int auth_login_token(struct client *, const char *token, size_t len);
+
 /* c as a new connection is (RESET): authenticated only when nothing is
  * required. */
 void auth_reset(struct client *);

@@ -416,6 +416,11 @@ client_wake_cb(evutil_socket_t fd, short what, void *arg)
 	struct client *c = arg;
 
 	(void)fd, (void)what;
+	if (c->local) {
+		if (c->state == CLIENT_ACTIVE && client_local_whole(c))
+			c->local_done(c, c->local_arg);
+		return;
+	}
 	if (c->killed != NULL)
 		client_close(c, c->killed);
 	else
@@ -691,6 +696,11 @@ void
 client_resume(struct client *c)
 {
 	c->inflight--;
+	if (c->local) {
+		if (c->state == CLIENT_ACTIVE)
+			client_wake(c);
+		return;
+	}
 	if (c->state == CLIENT_ACTIVE && !c->reading)
 		client_wake(c);
 	else if (c->state == CLIENT_CLOSING)
@@ -1027,4 +1037,53 @@ client_new(struct server *s, evutil_socket_t fd, int tls)
 	}
 	client_log(LOG_LVL_DEBUG, c, "laddr", c->laddr, "client connected");
 	return c;
+}
+
+struct client *
+client_new_local(struct server *s, const char *addr,
+                 void (*done)(struct client *, void *), void *arg)
+{
+	struct client *c = csq_xcalloc(1, sizeof(*c));
+
+	c->server = s;
+	c->local = 1;
+	c->local_done = done;
+	c->local_arg = arg;
+	if ((c->out = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	c->cur = c->out;
+	TAILQ_INIT(&c->slots);
+	c->wake = event_new(s->base, -1, 0, client_wake_cb, c);
+	c->id = ++s->next_client_id;
+	snprintf(c->addr, sizeof(c->addr), "%s", addr);
+	snprintf(c->laddr, sizeof(c->laddr), "http");
+	c->created_ms = c->last_ms = server_now_ms();
+	c->refs = 1;
+	auth_reset(c);
+	c->proto = 3; /* maps are maps: the HTTP API's JSON objects */
+	c->state = CLIENT_ACTIVE;
+	return c;
+}
+
+int
+client_local_whole(const struct client *c)
+{
+	return c->inflight == 0 && !c->held && TAILQ_EMPTY(&c->slots);
+}
+
+void
+client_local_release(struct client *c)
+{
+	if (c->state == CLIENT_ACTIVE)
+		client_wake(c);
+}
+
+void
+client_local_free(struct client *c)
+{
+	/* Not client_set_state: a local client is not in nclients. */
+	c->state = CLIENT_DEAD;
+	event_free(c->wake);
+	c->wake = NULL;
+	client_unref(c);
 }

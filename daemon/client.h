@@ -98,12 +98,36 @@ struct client {
 	char addr[CLIENT_ADDR_MAX], laddr[CLIENT_ADDR_MAX];
 	uint64_t created_ms, last_ms;
 	const char *last_cmd, *last_sub; /* the command table's names */
+	/* A client without a connection (client_new_local): no bev, no
+	 * socket, not in the server's list; done is called when its
+	 * replies are whole. */
+	int local;
+	void (*local_done)(struct client *, void *);
+	void *local_arg;
 };
 
 TAILQ_HEAD(client_list, client);
 
 /* tls: the connection came to a TLS port (server.tls's context). */
 struct client *client_new(struct server *, evutil_socket_t fd, int tls);
+/*
+ * A client with no connection, for a request that comes another way (the
+ * HTTP API, http_api.h): it runs through command_dispatch as a
+ * connection's would, its replies (RESP3) gather in client_output, and
+ * done(c, arg) is called from the loop once no engine call is in flight
+ * and nothing is held for the journal. addr names the peer in logs.
+ * client_local_free ends it (its calls in flight then answer nobody).
+ */
+struct client *client_new_local(struct server *, const char *addr,
+                                void (*done)(struct client *, void *),
+                                void *arg);
+/* 1 when the replies of a local client are whole. */
+int client_local_whole(const struct client *);
+void client_local_free(struct client *);
+/* Held output may leave (server.c's release): for a local client,
+ * done comes. */
+void client_local_release(struct client *);
+
 /* Tears the connection down now (errors, EOF, stop); why is logged. */
 void client_close(struct client *, const char *why);
 /* Sends what is in the output buffer, then closes gracefully. */

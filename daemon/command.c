@@ -186,7 +186,7 @@ command_measure(struct client *c, const char *name, uint64_t start,
 	struct evbuffer *out;
 	int error = 0;
 
-	if (c->state != CLIENT_DEAD && c->bev != NULL) {
+	if (c->state != CLIENT_DEAD && (c->bev != NULL || c->local)) {
 		out = client_output(c);
 		/* Peeked, not copied out: a bufferevent's output buffer is
 		 * frozen at its start, and copyout refuses such a buffer. */

@@ -837,6 +837,19 @@ config_user(struct config_report *r, const config_setting_t *e,
 		} else if (strcmp(field, "ids") == 0) {
 			bad |= config_user_ids(r, f, u);
 			have |= 8;
+		} else if (strcmp(field, "token") == 0) {
+			/* A token alone logs in: too short is guessed. */
+			if (config_user_str(r, f, field, sizeof(u->token),
+			                    u->token) != 0)
+				bad = 1;
+			else if (strlen(u->token) < CONFIG_TOKEN_MIN) {
+				config_error(r, f,
+				             "users: token must be %d to %d "
+				             "bytes",
+				             CONFIG_TOKEN_MIN,
+				             CONFIG_STR_MAX - 1);
+				bad = 1;
+			}
 		} else {
 			config_error(r, f, "users: unknown key %s", field);
 			bad = 1;
@@ -898,6 +911,13 @@ config_set_users(struct config_report *r, struct config *cfg,
 			if (strcmp(cfg->users[j].name, u->name) == 0) {
 				config_error(r, e, "users: \"%s\" twice",
 				             u->name);
+				bad = 1;
+			} else if (u->token[0] != '\0' &&
+			           strcmp(cfg->users[j].token, u->token) == 0) {
+				config_error(r, e,
+				             "users: \"%s\" has the token of "
+				             "\"%s\"",
+				             u->name, cfg->users[j].name);
 				bad = 1;
 			}
 	}

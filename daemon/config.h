@@ -18,6 +18,7 @@
 #define CONFIG_REPLICAS_MAX      16    /* redis.wait_replicas */
 #define CONFIG_WAIT_TIMEOUT_MAX  60000 /* ms, redis.wait_timeout_ms */
 #define CONFIG_STR_MAX           256
+#define CONFIG_TOKEN_MIN         16          /* bytes of a user's token */
 #define CONFIG_BUSY_POLL_MAX     10000       /* us */
 #define CONFIG_OUTPUT_MEMORY_MAX (1LL << 40) /* bytes */
 #define CONFIG_INPUT_MEMORY_MAX  (1LL << 40) /* bytes */
@@ -49,6 +50,8 @@ enum config_role {
 struct config_user {
 	char name[CSQ_ID_MAX + 1];
 	char password[CONFIG_STR_MAX];
+	/* The HTTP API's bearer token (http_api.h); "": none. */
+	char token[CONFIG_STR_MAX];
 	enum config_role role;
 	/* The ids it may act for (auth.h): servicer ids for a servicer,
 	 * user ids for a frontend, as globs; none: any (as before). */

@@ -30,6 +30,7 @@
 #include "admin_page.h"
 #include "engine.h"
 #include "engine_redis.h"
+#include "http_api.h"
 #include "http_auth.h"
 #include "http_cache.h"
 #include "journal.h"
@@ -44,7 +45,6 @@
 #define HTTP_RECHECK_MS   100   /* a connection shut down: freed yet? */
 #define HTTP_LOG_MS       10000 /* refusals and timeouts: a line at most */
 #define HTTP_HEADERS_MAX  8192  /* bytes of request headers */
-#define HTTP_BODY_MAX     1024  /* GET needs none */
 #define HTTP_BACKLOG      128
 #define HTTP_METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define HTTP_API_QUEUE    "/api/queue/"
@@ -108,6 +108,7 @@ struct http {
 	struct admin_events *events;
 	struct admin_history *history;
 	struct http_cache *metrics; /* /metrics' answer, shared */
+	struct http_api *cmds;      /* POST /api/v1/<command> */
 };
 
 void
@@ -386,6 +387,12 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	}
 	if (path == NULL)
 		path = "";
+	/* Frontends and agents, under their own users (http_api.h). */
+	if (strncmp(path, HTTP_API_PREFIX, strlen(HTTP_API_PREFIX)) == 0) {
+		http_api_serve(s->http->cmds, req,
+		               path + strlen(HTTP_API_PREFIX));
+		return;
+	}
 	/* For load balancers and Prometheus: never behind the password. */
 	if (strcmp(path, "/metrics") != 0 && strcmp(path, "/healthz") != 0) {
 		http_admin(s, req, path);
@@ -689,7 +696,7 @@ http_open(struct server *s)
 		fatalx("cannot create the HTTP server");
 	evhttp_set_timeout(h->evh, HTTP_TIMEOUT_S);
 	evhttp_set_max_headers_size(h->evh, HTTP_HEADERS_MAX);
-	evhttp_set_max_body_size(h->evh, HTTP_BODY_MAX);
+	evhttp_set_max_body_size(h->evh, HTTP_API_BODY_MAX);
 	/* Every method reaches the callback, which answers 405 for the
 	 * ones it does not serve (evhttp itself would say 501). */
 	evhttp_set_allowed_methods(h->evh, HTTP_ALL_METHODS);
@@ -711,6 +718,7 @@ http_open(struct server *s)
 	h->metrics = http_cache_new(s, HTTP_METRICS_TYPE);
 	h->history = admin_history_new(s->base, s->engine);
 	h->api = admin_api_new(s, h->history);
+	h->cmds = http_api_new(s);
 	h->events = admin_events_new(s->base, &s->cfg, s->engine);
 	s->http = h;
 	log_info("http listening on %s", s->cfg.http_listen);
@@ -733,6 +741,7 @@ http_close(struct server *s)
 	http_cache_free(h->metrics);
 	/* Before evhttp frees their connections. */
 	admin_api_free(h->api);
+	http_api_free(h->cmds);
 	admin_events_free(h->events);
 	admin_history_free(h->history);
 	accept_guard_free(h->guard); /* before evhttp frees its listener */

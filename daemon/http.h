@@ -2,7 +2,8 @@
  * The HTTP endpoint on http.listen (libevent's evhttp): GET /healthz for
  * load balancers and supervisors, GET /metrics for Prometheus, and the
  * admin view (admin_page.h, admin_api.h, admin_events.h) behind HTTP
- * Basic auth when a password is set (http_auth.h).
+ * Basic auth when a password is set (http_auth.h), and POST /api/v1/ for
+ * frontends and agents under their own users (http_api.h).
  */
 #ifndef CSQD_HTTP_H
 #define CSQD_HTTP_H

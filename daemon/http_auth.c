@@ -35,8 +35,7 @@ http_auth_b64(int c)
 	return -1;
 }
 
-/* Decodes base64 (padding optional) into out; its length, or -1. */
-static int
+int
 http_auth_decode(const char *in, char *out, size_t cap)
 {
 	unsigned bits = 0, nbits = 0;

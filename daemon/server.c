@@ -255,7 +255,8 @@ server_hold_output(struct server *s, struct client *c)
 		return;
 	c->held = 1;
 	client_ref(c);
-	bufferevent_disable(c->bev, EV_WRITE);
+	if (!c->local)
+		bufferevent_disable(c->bev, EV_WRITE);
 	if (s->nheld == s->capheld) {
 		s->capheld = s->capheld ? s->capheld * 2 : 64;
 		s->held = csq_xrealloc(s->held, s->capheld * sizeof(*s->held));
@@ -282,7 +283,10 @@ server_release(struct server *s)
 	for (i = 0; i < s->nheld; i++) {
 		c = s->held[i];
 		c->held = 0;
-		if (c->state == CLIENT_ACTIVE && !c->tls && c->killed == NULL) {
+		if (c->local)
+			client_local_release(c);
+		else if (c->state == CLIENT_ACTIVE && !c->tls &&
+		         c->killed == NULL) {
 			/* The bufferevent keeps its output's front frozen
 			 * against drains but its own. */
 			bout = bufferevent_get_output(c->bev);

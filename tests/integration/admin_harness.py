@@ -69,9 +69,13 @@ class Redisd:
                     raise
 
     def _start(self):
+        # csq.so, when the test runs on the module (CSQ_TEST_REDIS_MODULE,
+        # as the C harness): csqd is told so (Csqd, redis.module).
+        module = os.environ.get("CSQ_TEST_REDIS_MODULE")
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self.d],
+             "--save", "", "--appendonly", "no", "--dir", self.d]
+            + (["--loadmodule", module] if module else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until("redis-server answers", self._ping)
 
@@ -108,7 +112,9 @@ class Csqd:
         engine = 'engine = "memory";\n'
         if redisd is not None:
             engine = ('engine = "redis";\nredis: { port = %d; prefix = '
-                      '"%s"; };\n' % (redisd.port, prefix or "admin"))
+                      '"%s";%s };\n' % (redisd.port, prefix or "admin",
+                                       " module = true;" if os.environ.get(
+                                           "CSQ_TEST_REDIS_MODULE") else ""))
         # Every answer fresh, as the tests compare them with what they
         # just did (http.cache_ms, which shares one for a second by
         # default, has its own cases).

@@ -1067,6 +1067,31 @@ test_users(void **state)
 	                            "});"),
 	                 1);
 	assert_printed("users: ids must be ids or globs of ids");
+	/* token (issue 38): the HTTP API's bearer token, long enough not
+	 * to be guessed, no two users the same. */
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; token = "
+	                            "\"0123456789abcdef\"; });"),
+	                 0);
+	assert_string_equal(cfg.users[0].token, "0123456789abcdef");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; token = "
+	                            "\"0123456789abcde\"; });"),
+	                 1);
+	assert_printed("users: token must be 16 to 255 bytes");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; token = "
+	                            "16; });"),
+	                 1);
+	assert_printed("users: token must be a string");
+	assert_int_equal(load(&cfg, "users = ({ name = \"a\"; password = "
+	                            "\"p\"; role = \"servicer\"; token = "
+	                            "\"0123456789abcdef\"; },\n"
+	                            "{ name = \"b\"; password = \"p\"; "
+	                            "role = \"frontend\"; token = "
+	                            "\"0123456789abcdef\"; });"),
+	                 1);
+	assert_printed("users: \"b\" has the token of \"a\"");
 }
 
 int
