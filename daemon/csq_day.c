@@ -6,6 +6,15 @@
  *	               [-o OUT] FILE...
  *	                         per queue and interval (lib/report.h), as a
  *	                         table, CSV or an HTML page with charts
+ *	csq-day replay [-c CONF] [-C CONF] [--strategy S] [--add SPEC]...
+ *	               [--remove SPEC]... [--capacity [ID=]N]...
+ *	               [--queues ID=Q,Q]... [--offer [ID=]S]...
+ *	               [--wrapup [ID=]S]... [-s SEED] [-b record|replay]
+ *	               [-i INTERVAL] [-t ...] [-f FORMAT] [-o OUT] FILE...
+ *	                         the record played again through libcsq
+ *	                         under a changed configuration
+ *	                         (lib/replay_day.h), the report of both
+ *	                         side by side
  *
  * FILE is a record or a rotated part of one, "-" standard input; several
  * are read as one record, in the order given (rotated parts sort by name
@@ -20,10 +29,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "audit.h"
+#include "config.h"
 #include "day_report.h"
 #include "event_parse.h"
+#include "replay_day.h"
 #include "report.h"
 
 #define DAY_EX_FOUND 1
@@ -55,15 +67,36 @@ day_usage(FILE *out)
 	        "queue or of\n"
 	        "          QUEUE (default 20, as csqd's service_level)\n"
 	        "  -f      table (default), csv or html; -o the file to write\n"
+	        "  replay  the record played again through libcsq under a "
+	        "changed\n"
+	        "          configuration; the report of both runs side by "
+	        "side:\n"
+	        "  -c CONF       the csqd.conf the record ran under (queue "
+	        "policies,\n"
+	        "                strategy); -C CONF the what-if's\n"
+	        "  --strategy S  longest_idle or least_busy, in the what-if\n"
+	        "  --add ID@HH:MM-HH:MM     a servicer logged in over that "
+	        "range\n"
+	        "  --remove ID[@HH:MM-HH:MM] a servicer logged out over it\n"
+	        "  --capacity [ID=]N, --queues ID=Q,Q, --offer [ID=]S, "
+	        "--wrapup [ID=]S\n"
+	        "                at every login of ID (of every servicer "
+	        "without ID=)\n"
+	        "  -s SEED       of the draws (default 1); -b record "
+	        "(default) or\n"
+	        "                replay: the left column, what happened or the "
+	        "replay\n"
+	        "                under -c alone\n"
 	        "FILE: a record of the day or its rotated parts, in order; - "
 	        "is standard input\n"
 	        "(docs/day.md)\n");
 }
 
-/* What reads a record: the audit, or a report. */
+/* What reads a record: the audit, or a report, and a replay's day. */
 struct day_reader {
 	struct csq_audit *audit;
 	struct csq_report *report;
+	struct csq_replay_day *day;
 };
 
 /* One line to the reader; -1 with err set when it is not an event. */
@@ -76,8 +109,10 @@ day_line(struct day_reader *rd, const char *line, size_t len, char *err)
 	if (rd->audit != NULL)
 		return csq_audit_line(rd->audit, line, len, err);
 	r = csq_event_parse(line, len, &ev, err);
-	if (r == CSQ_PARSE_OK)
+	if (r == CSQ_PARSE_OK && rd->report != NULL)
 		csq_report_event(rd->report, &ev);
+	if (r == CSQ_PARSE_OK && rd->day != NULL)
+		csq_replay_day_event(rd->day, &ev);
 	return r == CSQ_PARSE_ERROR ? -1 : 0;
 }
 
@@ -152,7 +187,7 @@ static int
 day_audit(int argc, char **argv)
 {
 	struct csq_audit *a = csq_audit_new();
-	struct day_reader rd = {a, NULL};
+	struct day_reader rd = {a, NULL, NULL};
 	const struct csq_audit_finding *f;
 	uint64_t bad = 0;
 	size_t n, i;
@@ -235,7 +270,7 @@ day_report(int argc, char **argv)
 	struct csq_report_config cfg = {.interval_ms = 3600000};
 	const char *format = "table", *outpath = NULL;
 	const struct csq_report_row *rows;
-	struct day_reader rd = {NULL, NULL};
+	struct day_reader rd = {NULL, NULL, NULL};
 	uint64_t bad = 0;
 	FILE *out = stdout;
 	size_t n;
@@ -295,6 +330,383 @@ usage:
 	return DAY_EX_USAGE;
 }
 
+/* The replay's options that need the record first (times of day). */
+struct day_whatif {
+	const char *base_conf, *whatif_conf, *strategy, *left, *events;
+	const char *add[CSQ_REPLAY_CHANGES_MAX],
+	    *remove[CSQ_REPLAY_CHANGES_MAX];
+	int nadd, nremove;
+	struct csq_replay_override overrides[CSQ_REPLAY_CHANGES_MAX];
+	int noverrides;
+	uint64_t seed;
+};
+
+/* "[ID=]N" into an override of ID (or every servicer); which: 'c'
+ * capacity, 'o' offer, 'w' wrap-up, 'q' queues (ID= required). */
+static int
+day_override(struct day_whatif *w, const char *s, int which)
+{
+	const char *eq = strchr(s, '=');
+	const char *val = eq != NULL ? eq + 1 : s;
+	struct csq_replay_override *o;
+	unsigned long v = 0;
+	char *end;
+
+	if (w->noverrides == CSQ_REPLAY_CHANGES_MAX)
+		return -1;
+	o = &w->overrides[w->noverrides];
+	memset(o, 0, sizeof(*o));
+	if (eq != NULL) {
+		if (!csq_valid_id(s, (size_t)(eq - s)))
+			return -1;
+		snprintf(o->servicer, sizeof(o->servicer), "%.*s",
+		         (int)(eq - s), s);
+	} else if (which == 'q')
+		return -1;
+	if (which == 'q') {
+		if (*val == '\0' || strlen(val) >= sizeof(o->queues))
+			return -1;
+		for (const char *p = val; *p != '\0';) {
+			size_t len = strcspn(p, ",");
+			if (!csq_valid_id(p, len))
+				return -1;
+			p += len + (p[len] == ',');
+		}
+		snprintf(o->queues, sizeof(o->queues), "%s", val);
+		o->has_queues = 1;
+		w->noverrides++;
+		return 0;
+	}
+	if (*val < '0' || *val > '9')
+		return -1;
+	v = strtoul(val, &end, 10);
+	if (*end != '\0')
+		return -1;
+	if (which == 'c') {
+		if (v < 1 || v > CSQ_CAPACITY_MAX)
+			return -1;
+		o->has_capacity = 1;
+		o->capacity = (uint32_t)v;
+	} else if (which == 'o') {
+		if (v > CSQ_OFFER_MAX)
+			return -1;
+		o->has_offer = 1;
+		o->offer_s = (uint32_t)v;
+	} else {
+		if (v > CSQ_WRAPUP_MAX)
+			return -1;
+		o->has_wrapup = 1;
+		o->wrapup_s = (uint32_t)v;
+	}
+	w->noverrides++;
+	return 0;
+}
+
+/* "HH:MM" or "HH:MM:SS" (hours up to 999: the days after) into ms
+ * after the day's midnight; -1 when it is neither. */
+static int64_t
+day_clock(const char *s, size_t len)
+{
+	unsigned h = 0, m = 0, sec = 0;
+	char buf[16], tail;
+	int n;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	n = sscanf(buf, "%3u:%2u:%2u%c", &h, &m, &sec, &tail);
+	if (n == 2 && strlen(buf) <= 6)
+		sec = 0;
+	else if (n != 3)
+		return -1;
+	if (m > 59 || sec > 59 || buf[0] < '0' || buf[0] > '9')
+		return -1;
+	return ((int64_t)h * 3600 + m * 60 + sec) * 1000;
+}
+
+/* "ID[@FROM-TO]" into a change of kind; times on the record's first
+ * day (UTC); without a range: the whole record. */
+static int
+day_change(struct csq_replay_change *ch, const char *s,
+           enum csq_replay_change_kind kind, uint64_t midnight, uint64_t first,
+           uint64_t last)
+{
+	const char *at = strchr(s, '@'), *dash;
+	size_t idlen = at != NULL ? (size_t)(at - s) : strlen(s);
+	int64_t from, to;
+
+	memset(ch, 0, sizeof(*ch));
+	if (!csq_valid_id(s, idlen))
+		return -1;
+	snprintf(ch->servicer, sizeof(ch->servicer), "%.*s", (int)idlen, s);
+	ch->kind = kind;
+	ch->capacity = 1;
+	if (at == NULL) {
+		ch->from_ms = first;
+		ch->to_ms = last + 1;
+		return 0;
+	}
+	if ((dash = strchr(at + 1, '-')) == NULL ||
+	    (from = day_clock(at + 1, (size_t)(dash - at - 1))) < 0 ||
+	    (to = day_clock(dash + 1, strlen(dash + 1))) < 0 || to <= from)
+		return -1;
+	ch->from_ms = midnight + (uint64_t)from;
+	ch->to_ms = midnight + (uint64_t)to;
+	return 0;
+}
+
+/* A csqd.conf's queue policies and limits; -1 when it does not load. */
+static int
+day_conf(const char *path, struct config *cfg)
+{
+	int n = config_load(cfg, path, stderr);
+
+	if (n != 0) {
+		fprintf(stderr, "csq-day: %s: %d error%s\n", path, n,
+		        n == 1 ? "" : "s");
+		return -1;
+	}
+	return 0;
+}
+
+/* Where a replay's events go: its report, and a record of them. */
+struct day_sink {
+	struct csq_report *report;
+	FILE *events; /* NULL: none */
+};
+
+static void
+day_collect(void *arg, const struct csq_event *ev)
+{
+	struct day_sink *sink = arg;
+	char line[8192];
+	int n;
+
+	csq_report_event(sink->report, ev);
+	if (sink->events != NULL &&
+	    (n = csq_event_json(ev, line, sizeof(line))) > 0 &&
+	    (size_t)n < sizeof(line))
+		fprintf(sink->events, "%s\n", line);
+}
+
+/* One replay into a new report; NULL when the configuration is refused. */
+static struct csq_report *
+day_play(const struct csq_replay_day *day, const struct csq_replay_config *rc,
+         const struct csq_report_config *cfg, struct csq_replay_stats *st,
+         double *cpu_s, FILE *events)
+{
+	struct csq_report *rep = csq_report_new(cfg);
+	struct day_sink sink = {rep, events};
+	clock_t t0 = clock();
+
+	if (csq_replay_day_run(day, rc, day_collect, &sink, st) != CSQ_OK) {
+		csq_report_free(rep);
+		return NULL;
+	}
+	*cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+	csq_report_end(rep);
+	return rep;
+}
+
+static int
+day_replay(int argc, char **argv)
+{
+	static struct config base, whatif; /* large: not on the stack */
+	static struct day_whatif w;
+	static struct csq_replay_change changes[CSQ_REPLAY_CHANGES_MAX];
+	struct csq_report_config cfg = {.interval_ms = 3600000};
+	struct csq_replay_config rb, rw;
+	struct csq_replay_stats stb, stw;
+	struct day_reader rd = {NULL, NULL, NULL};
+	struct csq_report *left = NULL, *right = NULL;
+	struct day_run runs[2];
+	const char *format = "table", *outpath = NULL, *opt, *val;
+	uint64_t bad = 0, midnight, first, last;
+	size_t nchanges = 0;
+	double cpu_b = 0, cpu_w = 0;
+	FILE *out = stdout, *events = NULL;
+	char *end;
+	int k, i, status = 0;
+
+	memset(&w, 0, sizeof(w));
+	w.seed = 1;
+	w.left = "record";
+	for (k = 0; k < argc && argv[k][0] == '-' && argv[k][1] != '\0';
+	     k += 2) {
+		if (k + 1 >= argc)
+			goto usage;
+		opt = argv[k];
+		val = argv[k + 1];
+		if (strcmp(opt, "-i") == 0) {
+			if ((cfg.interval_ms = day_interval(val)) == 0)
+				goto usage;
+		} else if (strcmp(opt, "-t") == 0) {
+			if (day_target(&cfg, val) != 0)
+				goto usage;
+		} else if (strcmp(opt, "-f") == 0) {
+			format = val;
+			if (strcmp(format, "table") != 0 &&
+			    strcmp(format, "csv") != 0 &&
+			    strcmp(format, "html") != 0)
+				goto usage;
+		} else if (strcmp(opt, "-o") == 0)
+			outpath = val;
+		else if (strcmp(opt, "-c") == 0)
+			w.base_conf = val;
+		else if (strcmp(opt, "-C") == 0)
+			w.whatif_conf = val;
+		else if (strcmp(opt, "--strategy") == 0) {
+			if (strcmp(val, "longest_idle") != 0 &&
+			    strcmp(val, "least_busy") != 0)
+				goto usage;
+			w.strategy = val;
+		} else if (strcmp(opt, "--add") == 0 ||
+		           strcmp(opt, "--remove") == 0) {
+			if (w.nadd + w.nremove == CSQ_REPLAY_CHANGES_MAX)
+				goto usage;
+			if (opt[2] == 'a')
+				w.add[w.nadd++] = val;
+			else
+				w.remove[w.nremove++] = val;
+		} else if (strcmp(opt, "--capacity") == 0 ||
+		           strcmp(opt, "--offer") == 0 ||
+		           strcmp(opt, "--wrapup") == 0 ||
+		           strcmp(opt, "--queues") == 0) {
+			if (day_override(&w, val, opt[2]) != 0)
+				goto usage;
+		} else if (strcmp(opt, "-s") == 0) {
+			if (*val < '0' || *val > '9')
+				goto usage;
+			errno = 0;
+			w.seed = strtoull(val, &end, 10);
+			if (*end != '\0' || errno != 0)
+				goto usage;
+		} else if (strcmp(opt, "-e") == 0)
+			w.events = val;
+		else if (strcmp(opt, "-b") == 0) {
+			if (strcmp(val, "record") != 0 &&
+			    strcmp(val, "replay") != 0)
+				goto usage;
+			w.left = val;
+		} else
+			goto usage;
+	}
+	if (k >= argc)
+		goto usage;
+	config_default(&base);
+	if (w.base_conf != NULL && day_conf(w.base_conf, &base) != 0)
+		return DAY_EX_USAGE;
+	whatif = base;
+	if (w.whatif_conf != NULL && day_conf(w.whatif_conf, &whatif) != 0)
+		return DAY_EX_USAGE;
+	if (w.strategy != NULL)
+		whatif.limits.strategy = strcmp(w.strategy, "least_busy") == 0
+		                             ? CSQ_STRATEGY_LEAST_BUSY
+		                             : CSQ_STRATEGY_LONGEST_IDLE;
+
+	rd.report = csq_report_new(&cfg);
+	rd.day = csq_replay_day_new();
+	for (; k < argc; k++)
+		if (day_read(argv[k], &rd, &bad) != 0) {
+			status = DAY_EX_IO;
+			goto out;
+		}
+	csq_report_end(rd.report);
+	csq_replay_day_end(rd.day);
+	/* The changes' times are of the record's first day (UTC). */
+	csq_replay_day_period(rd.day, &first, &last);
+	midnight = first - first % 86400000;
+	for (i = 0; i < w.nadd + w.nremove; i++) {
+		int add = i < w.nadd;
+		const char *spec = add ? w.add[i] : w.remove[i - w.nadd];
+
+		if (day_change(&changes[nchanges++], spec,
+		               add ? CSQ_REPLAY_ADD : CSQ_REPLAY_REMOVE,
+		               midnight, first, last) != 0) {
+			fprintf(stderr, "csq-day: %s %s: not ID%s\n",
+			        add ? "--add" : "--remove", spec,
+			        add ? "@HH:MM-HH:MM" : "[@HH:MM-HH:MM]");
+			status = DAY_EX_USAGE;
+			goto out;
+		}
+	}
+	memset(&rb, 0, sizeof(rb));
+	rb.limits = base.limits;
+	rb.policies = base.policies;
+	rb.npolicies = (size_t)base.npolicies;
+	rb.seed = w.seed;
+	rw = rb;
+	rw.limits = whatif.limits;
+	rw.policies = whatif.policies;
+	rw.npolicies = (size_t)whatif.npolicies;
+	rw.changes = changes;
+	rw.nchanges = nchanges;
+	rw.overrides = w.overrides;
+	rw.noverrides = (size_t)w.noverrides;
+	if (strcmp(w.left, "replay") == 0 &&
+	    (left = day_play(rd.day, &rb, &cfg, &stb, &cpu_b, NULL)) == NULL) {
+		fprintf(stderr, "csq-day: the configuration is refused\n");
+		status = DAY_EX_USAGE;
+		goto out;
+	}
+	if (w.events != NULL && (events = fopen(w.events, "w")) == NULL) {
+		fprintf(stderr, "csq-day: %s: %s\n", w.events, strerror(errno));
+		status = DAY_EX_IO;
+		goto out;
+	}
+	right = day_play(rd.day, &rw, &cfg, &stw, &cpu_w, events);
+	if (events != NULL && fclose(events) != 0) {
+		fprintf(stderr, "csq-day: %s: %s\n", w.events, strerror(errno));
+		status = DAY_EX_IO;
+		goto out;
+	}
+	if (right == NULL) {
+		fprintf(stderr, "csq-day: a change is out of its range\n");
+		status = DAY_EX_USAGE;
+		goto out;
+	}
+	fprintf(stderr,
+	        "replay: %" PRIu64 " stays, %" PRIu64
+	        " patiences drawn (censored), %" PRIu64
+	        " conversations and %" PRIu64 " offer answers drawn, %" PRIu64
+	        " arrivals refused; %.2f recorded hours in %.3f s of CPU\n",
+	        stw.visits, stw.drawn_patience, stw.drawn_handle,
+	        stw.drawn_offers, stw.refused,
+	        (double)(stw.end_ms - stw.start_ms) / 3600000.0, cpu_w);
+	runs[0].label = left != NULL ? "replay" : "record";
+	runs[0].rows =
+	    csq_report_rows(left != NULL ? left : rd.report, &runs[0].n);
+	runs[1].label = "what-if";
+	runs[1].rows = csq_report_rows(right, &runs[1].n);
+	if (outpath != NULL && (out = fopen(outpath, "w")) == NULL) {
+		fprintf(stderr, "csq-day: %s: %s\n", outpath, strerror(errno));
+		status = DAY_EX_IO;
+		goto out;
+	}
+	if (strcmp(format, "csv") == 0)
+		day_report_csv_runs(out, runs, 2);
+	else if (strcmp(format, "html") == 0)
+		day_report_html_runs(out, runs, 2, cfg.interval_ms);
+	else
+		day_report_table_runs(out, runs, 2);
+	if (out != stdout && fclose(out) != 0) {
+		fprintf(stderr, "csq-day: %s: %s\n", outpath, strerror(errno));
+		status = DAY_EX_IO;
+	}
+	if (bad > 0 && status == 0)
+		status = DAY_EX_FOUND;
+out:
+	csq_report_free(rd.report);
+	csq_report_free(left);
+	csq_report_free(right);
+	csq_replay_day_free(rd.day);
+	return status;
+usage:
+	day_usage(stderr);
+	return DAY_EX_USAGE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -307,6 +719,8 @@ main(int argc, char **argv)
 		return day_audit(argc - 2, argv + 2);
 	if (argc >= 3 && strcmp(argv[1], "report") == 0)
 		return day_report(argc - 2, argv + 2);
+	if (argc >= 3 && strcmp(argv[1], "replay") == 0)
+		return day_replay(argc - 2, argv + 2);
 	day_usage(stderr);
 	return DAY_EX_USAGE;
 }

@@ -91,23 +91,23 @@ static const char *const day_columns[] = {
     "expired",    "sl_pct",  "sl_target_s",   "wait_p50_s",    "wait_p90_s",
     "wait_max_s", "handled", "handle_mean_s", "occupancy_pct", NULL};
 
-void
-day_report_csv(FILE *out, const struct csq_report_row *rows, size_t n)
+/* The CSV lines of one run's rows; run NULL: no run column. */
+static void
+day_csv_rows(FILE *out, const char *run, const struct csq_report_row *rows,
+             size_t n)
 {
 	struct day_cells c;
 	char target[16];
 	size_t i;
-	int k;
 
-	for (k = 0; day_columns[k] != NULL; k++)
-		fprintf(out, "%s%s", k ? "," : "", day_columns[k]);
-	fputc('\n', out);
 	for (i = 0; i < n; i++) {
 		const struct csq_report_row *r = &rows[i];
 
 		day_cells(&c, r, DAY_ISO);
 		/* The "all queues" row has no target of its own. */
 		snprintf(target, sizeof(target), "%" PRIu32, r->target_s);
+		if (run != NULL)
+			fprintf(out, "%s,", run);
 		fprintf(out,
 		        "%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 		        ",%s,%s,%s,%s,%s,%" PRIu64 ",%s,%s\n",
@@ -115,6 +115,35 @@ day_report_csv(FILE *out, const struct csq_report_row *rows, size_t n)
 		        r->expired, c.sl, r->queue[0] != '\0' ? target : "",
 		        c.p50, c.p90, c.max, r->handled, c.h, c.occ);
 	}
+}
+
+static void
+day_csv_header(FILE *out, int with_run)
+{
+	int k;
+
+	if (with_run)
+		fprintf(out, "run,");
+	for (k = 0; day_columns[k] != NULL; k++)
+		fprintf(out, "%s%s", k ? "," : "", day_columns[k]);
+	fputc('\n', out);
+}
+
+void
+day_report_csv(FILE *out, const struct csq_report_row *rows, size_t n)
+{
+	day_csv_header(out, 0);
+	day_csv_rows(out, NULL, rows, n);
+}
+
+void
+day_report_csv_runs(FILE *out, const struct day_run *runs, int nruns)
+{
+	int k;
+
+	day_csv_header(out, 1);
+	for (k = 0; k < nruns; k++)
+		day_csv_rows(out, runs[k].label, runs[k].rows, runs[k].n);
 }
 
 void
@@ -280,86 +309,273 @@ static const char day_html_style[] =
     "th{background:#f4f4f4}td.q,td.t{text-align:left}"
     "tr.all td{font-weight:600;background:#fafafa}";
 
-void
-day_report_html(FILE *out, const struct csq_report_row *rows, size_t n,
-                uint64_t interval_ms)
+/* The key of a row in the rows' order: by interval, then queue, "" last. */
+static int
+day_row_cmp(const struct csq_report_row *x, const struct csq_report_row *y)
 {
-	const struct csq_report_row **mine = NULL;
-	struct day_cells c;
-	char from[32], to[32];
-	size_t i, j, m;
+	if (x->start_ms != y->start_ms)
+		return x->start_ms < y->start_ms ? -1 : 1;
+	if ((x->queue[0] == '\0') != (y->queue[0] == '\0'))
+		return x->queue[0] == '\0' ? 1 : -1;
+	return strcmp(x->queue, y->queue);
+}
 
-	day_time(from, sizeof(from), n ? rows[0].start_ms : 0, DAY_DATE_TIME);
-	day_time(to, sizeof(to), n ? rows[n - 1].start_ms + interval_ms : 0,
-	         DAY_DATE_TIME);
+/*
+ * The next key of the runs' rows merged (each run's rows are in order):
+ * at[k] is run k's row of that key or NULL; 0 when every run is done.
+ */
+static int
+day_merge_next(const struct day_run *runs, int nruns, size_t *pos,
+               const struct csq_report_row **at)
+{
+	const struct csq_report_row *least = NULL;
+	int k;
+
+	for (k = 0; k < nruns; k++)
+		if (pos[k] < runs[k].n &&
+		    (least == NULL ||
+		     day_row_cmp(&runs[k].rows[pos[k]], least) < 0))
+			least = &runs[k].rows[pos[k]];
+	if (least == NULL)
+		return 0;
+	for (k = 0; k < nruns; k++) {
+		at[k] = NULL;
+		if (pos[k] < runs[k].n &&
+		    day_row_cmp(&runs[k].rows[pos[k]], least) == 0)
+			at[k] = &runs[k].rows[pos[k]];
+	}
+	for (k = 0; k < nruns; k++)
+		if (at[k] != NULL)
+			pos[k]++;
+	return 1;
+}
+
+void
+day_report_table_runs(FILE *out, const struct day_run *runs, int nruns)
+{
+	static const char *const heads[] = {"arrived",  "matched", "abandoned",
+	                                    "expired",  "SL %",    "wait p50",
+	                                    "wait p90", "handle",  "occ %"};
+	const struct csq_report_row *at[DAY_RUNS_MAX];
+	size_t pos[DAY_RUNS_MAX] = {0};
+	struct day_cells c;
+	char cell[9][DAY_RUNS_MAX][32], when[32];
+	const char *queue = "";
+	int k, f;
+
+	if (nruns > DAY_RUNS_MAX)
+		nruns = DAY_RUNS_MAX;
+	fprintf(out, "%-16s %-12s", "", "");
+	for (f = 0; f < 9; f++)
+		fprintf(out, " %*s", 9 * nruns - 1, heads[f]);
+	fprintf(out, "\n%-16s %-12s", "interval (UTC)", "queue");
+	for (f = 0; f < 9; f++)
+		for (k = 0; k < nruns; k++)
+			fprintf(out, " %8.8s", runs[k].label);
+	fputc('\n', out);
+	while (day_merge_next(runs, nruns, pos, at)) {
+		for (k = 0; k < nruns; k++) {
+			const struct csq_report_row *r = at[k];
+
+			if (r == NULL) {
+				for (f = 0; f < 9; f++)
+					snprintf(cell[f][k], 32, "-");
+				continue;
+			}
+			day_cells(&c, r, DAY_DATE_TIME);
+			snprintf(when, sizeof(when), "%s", c.when);
+			queue = day_queue(r);
+			snprintf(cell[0][k], 32, "%" PRIu64, r->arrivals);
+			snprintf(cell[1][k], 32, "%" PRIu64, r->matched);
+			snprintf(cell[2][k], 32, "%" PRIu64, r->abandoned);
+			snprintf(cell[3][k], 32, "%" PRIu64, r->expired);
+			snprintf(cell[4][k], 32, "%s", c.sl);
+			snprintf(cell[5][k], 32, "%s", c.p50);
+			snprintf(cell[6][k], 32, "%s", c.p90);
+			snprintf(cell[7][k], 32, "%s", c.h);
+			snprintf(cell[8][k], 32, "%s", c.occ);
+		}
+		fprintf(out, "%-16s %-12s", when, queue);
+		for (f = 0; f < 9; f++)
+			for (k = 0; k < nruns; k++)
+				fprintf(out, " %8s", cell[f][k]);
+		fputc('\n', out);
+	}
+	fprintf(out, "(each figure:");
+	for (k = 0; k < nruns; k++)
+		fprintf(out, " %s", runs[k].label);
+	fprintf(out, "; SL %%: matched within the queue's target over matched "
+	             "and abandoned and expired; waits and handle in s)\n");
+}
+
+static void
+day_html_head(FILE *out, const char *title, const char *from, const char *to,
+              uint64_t interval_ms)
+{
 	fprintf(out,
 	        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
-	        "charset=\"utf-8\">\n<title>csq report %s to %s UTC</title>\n"
-	        "<style>%s</style>\n</head>\n<body>\n<h1>csq report</h1>\n"
+	        "charset=\"utf-8\">\n<title>csq %s %s to %s UTC</title>\n"
+	        "<style>%s</style>\n</head>\n<body>\n<h1>csq %s</h1>\n"
 	        "<p class=\"period\" id=\"period\">%s to %s UTC, per %" PRIu64
 	        " min</p>\n<p class=\"legend\"><span><i style=\"background:"
 	        "#7aa6d8\"></i>arrived</span><span><i style=\"background:"
 	        "#3c8a4a\"></i>matched</span><span><i style=\"background:"
 	        "#d0603a\"></i>abandoned or expired</span><span><i "
 	        "style=\"background:#6a3d9a\"></i>service level</span></p>\n",
-	        from, to, day_html_style, from, to, interval_ms / 60000);
-	mine = calloc(n ? n : 1, sizeof(*mine));
-	/* A section per queue, "(all)" last, in the rows' order. */
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < i; j++)
-			if (strcmp(rows[j].queue, rows[i].queue) == 0)
-				break;
-		if (j < i)
-			continue;
-		for (m = 0, j = i; j < n; j++)
-			if (strcmp(rows[j].queue, rows[i].queue) == 0)
-				mine[m++] = &rows[j];
-		if (rows[i].queue[0] == '\0')
-			continue;
+	        title, from, to, day_html_style, title, from, to,
+	        interval_ms / 60000);
+}
+
+/* The rows of run whose queue is q, in order, into mine; their count. */
+static size_t
+day_rows_of(const struct day_run *run, const char *q,
+            const struct csq_report_row **mine)
+{
+	size_t j, m = 0;
+
+	for (j = 0; j < run->n; j++)
+		if (strcmp(run->rows[j].queue, q) == 0)
+			mine[m++] = &run->rows[j];
+	return m;
+}
+
+/* One queue's section: each run's charts side by side. */
+static void
+day_html_section(FILE *out, const struct day_run *runs, int nruns,
+                 const char *q, uint32_t target_s,
+                 const struct csq_report_row **mine)
+{
+	size_t m;
+	int k;
+
+	if (q[0] != '\0')
 		fprintf(out,
 		        "<section class=\"queue\" data-queue=\"%s\">\n<h2>%s "
 		        "<small>(service level target %" PRIu32
 		        " s)</small></h2>\n<div class=\"charts\">\n",
-		        rows[i].queue, rows[i].queue, rows[i].target_s);
-		day_html_chart(out, rows[i].queue, mine, m);
-		fprintf(out, "</div>\n</section>\n");
-	}
-	for (m = 0, j = 0; j < n; j++)
-		if (rows[j].queue[0] == '\0')
-			mine[m++] = &rows[j];
-	if (m > 0) {
+		        q, q, target_s);
+	else
 		fprintf(out, "<section class=\"queue\" data-queue=\"\">\n<h2>"
 		             "All queues</h2>\n<div class=\"charts\">\n");
-		day_html_chart(out, "", mine, m);
-		fprintf(out, "</div>\n</section>\n");
+	for (k = 0; k < nruns; k++) {
+		m = day_rows_of(&runs[k], q, mine);
+		if (nruns > 1)
+			fprintf(
+			    out,
+			    "<div class=\"run\" data-run=\"%s\"><h3>%s</h3>\n",
+			    runs[k].label, runs[k].label);
+		day_html_chart(out, q, mine, m);
+		if (nruns > 1)
+			fprintf(out, "</div>\n");
 	}
-	free(mine);
-	fprintf(out, "<table id=\"report\">\n<thead><tr><th>interval "
-	             "(UTC)</th><th>queue</th><th>arrived</th><th>matched"
-	             "</th><th>abandoned</th><th>expired</th><th>service "
-	             "level %%</th><th>wait p50 s</th><th>wait p90 s</th>"
-	             "<th>wait max s</th><th>handle s</th><th>occupancy %%"
-	             "</th></tr></thead>\n<tbody>\n");
-	for (i = 0; i < n; i++) {
-		const struct csq_report_row *r = &rows[i];
+	fprintf(out, "</div>\n</section>\n");
+}
 
-		day_cells(&c, r, DAY_DATE_TIME);
-		fprintf(
-		    out,
-		    "<tr%s data-queue=\"%s\" data-start=\"%" PRIu64
-		    "\"><td class=\"t\">%s</td><td "
-		    "class=\"q\">%s</td><td>%" PRIu64 "</td><td>%" PRIu64
-		    "</td><td>%" PRIu64 "</td><td>%" PRIu64
-		    "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s"
-		    "</td><td>%s</td></tr>\n",
-		    r->queue[0] == '\0' ? " class=\"all\"" : "", r->queue,
-		    r->start_ms, c.when, day_queue(r), r->arrivals, r->matched,
-		    r->abandoned, r->expired, c.sl, c.p50, c.p90, c.max, c.h,
-		    c.occ);
+void
+day_report_html(FILE *out, const struct csq_report_row *rows, size_t n,
+                uint64_t interval_ms)
+{
+	struct day_run run = {NULL, rows, n};
+
+	day_report_html_runs(out, &run, 1, interval_ms);
+}
+
+void
+day_report_html_runs(FILE *out, const struct day_run *runs, int nruns,
+                     uint64_t interval_ms)
+{
+	const struct csq_report_row **mine = NULL;
+	const struct csq_report_row *at[DAY_RUNS_MAX];
+	size_t pos[DAY_RUNS_MAX] = {0}, i, j, most = 1;
+	uint64_t first = UINT64_MAX, last = 0;
+	struct day_cells c;
+	char from[32], to[32];
+	int k, kk, any_all = 0;
+
+	if (nruns > DAY_RUNS_MAX)
+		nruns = DAY_RUNS_MAX;
+	for (k = 0; k < nruns; k++) {
+		if (runs[k].n > most)
+			most = runs[k].n;
+		if (runs[k].n > 0 && runs[k].rows[0].start_ms < first)
+			first = runs[k].rows[0].start_ms;
+		if (runs[k].n > 0 &&
+		    runs[k].rows[runs[k].n - 1].start_ms + interval_ms > last)
+			last =
+			    runs[k].rows[runs[k].n - 1].start_ms + interval_ms;
 	}
+	day_time(from, sizeof(from), first != UINT64_MAX ? first : 0,
+	         DAY_DATE_TIME);
+	day_time(to, sizeof(to), last, DAY_DATE_TIME);
+	day_html_head(out, nruns > 1 ? "replay" : "report", from, to,
+	              interval_ms);
+	mine = calloc(most, sizeof(*mine));
+	/* A section per queue, in the order of their first rows, "(all)"
+	 * last. */
+	for (k = 0; k < nruns; k++)
+		for (i = 0; i < runs[k].n; i++) {
+			const struct csq_report_row *r = &runs[k].rows[i];
+			int seen = 0;
+
+			if (r->queue[0] == '\0') {
+				any_all = 1;
+				continue;
+			}
+			for (kk = 0; kk <= k && !seen; kk++)
+				for (j = 0; j < (kk < k ? runs[kk].n : i); j++)
+					if (strcmp(runs[kk].rows[j].queue,
+					           r->queue) == 0) {
+						seen = 1;
+						break;
+					}
+			if (!seen)
+				day_html_section(out, runs, nruns, r->queue,
+				                 r->target_s, mine);
+		}
+	if (any_all)
+		day_html_section(out, runs, nruns, "", 0, mine);
+	free(mine);
+	fprintf(out,
+	        "<table id=\"report\">\n<thead><tr>%s<th>interval "
+	        "(UTC)</th><th>queue</th><th>arrived</th><th>matched"
+	        "</th><th>abandoned</th><th>expired</th><th>service "
+	        "level %%</th><th>wait p50 s</th><th>wait p90 s</th>"
+	        "<th>wait max s</th><th>handle s</th><th>occupancy %%"
+	        "</th></tr></thead>\n<tbody>\n",
+	        nruns > 1 ? "<th>run</th>" : "");
+	while (day_merge_next(runs, nruns, pos, at))
+		for (k = 0; k < nruns; k++) {
+			const struct csq_report_row *r = at[k];
+
+			if (r == NULL)
+				continue;
+			day_cells(&c, r, DAY_DATE_TIME);
+			fprintf(out,
+			        "<tr%s data-queue=\"%s\" data-start=\"%" PRIu64
+			        "\"",
+			        r->queue[0] == '\0' ? " class=\"all\"" : "",
+			        r->queue, r->start_ms);
+			if (nruns > 1)
+				fprintf(out,
+				        " data-run=\"%s\"><td class=\"q\">%s"
+				        "</td",
+				        runs[k].label, runs[k].label);
+			fprintf(out,
+			        "><td class=\"t\">%s</td><td "
+			        "class=\"q\">%s</td><td>%" PRIu64
+			        "</td><td>%" PRIu64 "</td><td>%" PRIu64
+			        "</td><td>%" PRIu64
+			        "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</"
+			        "td><td>%s"
+			        "</td><td>%s</td></tr>\n",
+			        c.when, day_queue(r), r->arrivals, r->matched,
+			        r->abandoned, r->expired, c.sl, c.p50, c.p90,
+			        c.max, c.h, c.occ);
+		}
 	fprintf(out,
 	        "</tbody>\n</table>\n<p class=\"period\">Service level: "
 	        "matched within the queue's target over matched, "
-	        "abandoned and expired. Made by csq-day report from a "
-	        "record of the day (docs/day.md).</p>\n</body>\n</html>\n");
+	        "abandoned and expired. Made by csq-day %s from a "
+	        "record of the day (docs/day.md).</p>\n</body>\n</html>\n",
+	        nruns > 1 ? "replay" : "report");
 }

@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Makes a record of a simulated day on a real csqd (a test build, for
+DEBUG CLOCK), driven by redis-py from a fixed seed, and the csqd.conf it
+ran under: the days on which csq-day replay is validated
+(tests/integration/test_replay_day.py, scripts/bench-replay; docs/day.md,
+"What-if replay").
+
+    tests/day/make_day.py CSQD RECORD CONF [--shape steady|peak|burst]
+        [--strategy longest_idle|least_busy] [--overflow] [--offers]
+        [--hours H] [--rate PER_HOUR] [--seed N] [--without AGENT]
+
+Two queues, sales and support, from 09:00 UTC on 2026-11-27:
+  - customers arrive at RATE an hour in each queue (steady), or rising to
+    2.5 times that at the middle of the day and back (peak), or at RATE
+    with a burst of four times RATE for the first ten minutes of every
+    hour (burst); one in ten is a VIP at tier 1; each has a patience of 1
+    to 15 minutes and leaves (LEAVE) when it runs out while waiting; a
+    conversation lasts 1 to 7 minutes;
+  - a1 serves both queues all day; a2 both, and is lost (no heartbeat)
+    for 20 minutes at a third of the day; a3 support only, with 30 s of
+    wrap-up, and with --offers takes its users by offer (OFFER 20),
+    declining one in four and letting one in ten run out; a4 sales only,
+    from a quarter of the day, paused for half an hour at the middle (its
+    lunch) and logged out (LOGOUT) at five sixths;
+  - --overflow: a sales customer waiting 2 minutes goes to support;
+  - --without AGENT: that agent never logs in.
+The clock moves in steps of 10 s; every action happens on a step. Each
+customer's tier, patience and conversations, and each answer to an
+offer, are drawn from a generator of its own (seeded by the seed and the
+customer's number), and the arrivals from another: the same seed without
+an agent is the same day with one agent fewer, the what-if that
+csq-day replay --remove models (scripts/bench-replay compares them)."""
+import argparse
+import os
+import random
+import socket
+import subprocess
+import tempfile
+import time
+
+import redis
+
+T0 = 1795770000000  # 2026-11-27T09:00:00Z
+STEP_MS = 10000
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def rate_at(shape, rate, frac, minute_of_hour):
+    """Arrivals an hour in one queue at a fraction of the day."""
+    if shape == "peak":
+        return rate * (1 + 1.5 * (1 - abs(2 * frac - 1)))
+    if shape == "burst":
+        return rate * (4 if minute_of_hour < 10 else 1)
+    return rate
+
+
+def config_text(port, record, strategy, overflow):
+    text = ('listen = ["127.0.0.1:%d"];\nhttp: { listen = ""; };\n'
+            'servicer_ttl = 60;\nuser_ttl = 0;\nstrategy = "%s";\n'
+            'record: { path = "%s"; };\n' % (port, strategy, record))
+    if overflow:
+        text += ('queues = ( { name = "sales"; overflow_after = 120; '
+                 'overflow_to = "support"; } );\n')
+    return text
+
+
+def make_day(csqd, record_out, conf_out, shape="steady",
+             strategy="longest_idle", overflow=False, offers=False, hours=2,
+             rate=20, seed=1, without=()):
+    """Runs the day; writes the record to record_out and the
+    configuration (without its listen and record lines' meaning) to
+    conf_out. Returns the number of customers."""
+    rnd = random.Random(seed)
+    users = {}  # user -> its own generator
+    answers = {}  # user -> offers answered so far
+    tmp = tempfile.mkdtemp()
+    port = free_port()
+    path = os.path.join(tmp, "day.record")
+    conf = os.path.join(tmp, "csqd.conf")
+    text = config_text(port, path, strategy, overflow)
+    with open(conf, "w") as f:
+        f.write(text)
+    proc = subprocess.Popen([csqd, "-c", conf], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    day_ms = int(hours * 3600000)
+    n = 0
+    try:
+        r = redis.Redis(port=port, decode_responses=True)
+        for _ in range(200):
+            try:
+                r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        now = T0
+        r.execute_command("DEBUG", "CLOCK", now)
+        agents = {"a1": "sales,support", "a2": "sales,support",
+                  "a3": "support", "a4": "sales"}
+        talking = {}   # room -> end ms
+        waiting = {}   # user -> give-up ms
+        a4_out = False
+        while now < T0 + day_ms:
+            frac = (now - T0) / day_ms
+            p = r.pipeline(transaction=False)
+            for a, qs in agents.items():
+                if a in without:
+                    continue
+                if a == "a2" and 1 / 3 <= frac < 1 / 3 + 1200000 / day_ms:
+                    continue  # lost, back 20 minutes later
+                if a == "a4" and (frac < 0.25 or a4_out):
+                    continue
+                args = ["HEARTBEAT", a, "CAPACITY", 2 if a == "a1" else 1,
+                        "TTL", 60,
+                        "QUEUES", qs]
+                if a == "a3":
+                    args += ["WRAPUP", 30]
+                    if offers:
+                        args += ["OFFER", 20]
+                p.execute_command(*args)
+            p.execute()
+            lunch = T0 + day_ms // 2
+            if "a4" not in without:
+                if now == lunch - lunch % STEP_MS:
+                    r.execute_command("PAUSE", "a4")
+                if now == lunch - lunch % STEP_MS + 1800000:
+                    r.execute_command("RESUME", "a4")
+                if not a4_out and frac >= 5 / 6:
+                    r.execute_command("LOGOUT", "a4")
+                    a4_out = True
+            minute = ((now - T0) // 60000) % 60
+            for q in ("sales", "support"):
+                per_step = rate_at(shape, rate, frac, minute) * STEP_MS / 3.6e6
+                if rnd.random() < per_step:
+                    n += 1
+                    u = "c%04d" % n
+                    users[u] = ru = random.Random(seed * 1000003 + n)
+                    tier = 1 if ru.random() < 0.1 else 0
+                    r.execute_command("ENQUEUE", u, "QUEUE", q, "TIER", tier)
+                    waiting[u] = now + ru.randint(60, 900) * 1000
+            for room, end in list(talking.items()):
+                if now >= end:
+                    del talking[room]
+                    try:
+                        r.execute_command("RELEASE", room)
+                    except redis.ResponseError:
+                        pass
+            for u, give_up in list(waiting.items()):
+                w = r.execute_command("WHERE", u)
+                info = dict(zip(w[::2], w[1::2]))
+                state = info.get("state")
+                if state == "assigned":
+                    talking[info["room"]] = (now +
+                                             users[u].randint(60, 420) * 1000)
+                    del waiting[u]
+                elif state == "offered":
+                    k = answers[u] = answers.get(u, 0) + 1
+                    x = random.Random("%d %s %d" % (seed, u, k)).random()
+                    if x < 0.25:
+                        r.execute_command("DECLINE", info["room"])
+                    elif x >= 0.35:
+                        r.execute_command("ACCEPT", info["room"])
+                elif state == "waiting" and now >= give_up:
+                    r.execute_command("LEAVE", u)
+                    del waiting[u]
+                elif state not in ("waiting", "offered"):
+                    del waiting[u]
+            now += STEP_MS
+            r.execute_command("DEBUG", "CLOCK", now)
+        proc.terminate()
+        proc.wait(10)
+        with open(path) as f, open(record_out, "w") as o:
+            o.write(f.read())
+        with open(conf_out, "w") as o:
+            o.write(config_text(port, path, strategy, overflow))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csqd")
+    ap.add_argument("record")
+    ap.add_argument("conf")
+    ap.add_argument("--shape", choices=("steady", "peak", "burst"),
+                    default="steady")
+    ap.add_argument("--strategy", choices=("longest_idle", "least_busy"),
+                    default="longest_idle")
+    ap.add_argument("--overflow", action="store_true")
+    ap.add_argument("--offers", action="store_true")
+    ap.add_argument("--hours", type=float, default=2)
+    ap.add_argument("--rate", type=float, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--without", action="append", default=[],
+                    choices=("a1", "a2", "a3", "a4"))
+    a = ap.parse_args()
+    n = make_day(a.csqd, a.record, a.conf, a.shape, a.strategy, a.overflow,
+                 a.offers, a.hours, a.rate, a.seed, tuple(a.without))
+    print("%d customers" % n)
+
+
+if __name__ == "__main__":
+    main()

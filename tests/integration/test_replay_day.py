@@ -1,0 +1,161 @@
+"""csq-day replay (docs/day.md, "What-if replay") on a day recorded from a
+real csqd: tests/day/make_day.py drives a test build (DEBUG CLOCK) with
+redis-py through 90 simulated minutes of two queues under least_busy,
+with an overflow, a servicer taking users by offer (declining some), a
+wrap-up, a lunch pause, a lost servicer and a LOGOUT with users in its
+rooms (the unit test, tests/unit/test_replay_day.c, has a requeue).
+Replayed under its own configuration (-c, the csqd.conf it ran
+under), the report must agree with the record's within 5 % on every
+queue's service level, wait p50 and p90, and abandons (it agrees exactly
+today: the replay plays every recorded input back). Then what-ifs: a
+servicer added for an hour serves more and loses fewer; the what-if's own
+events (-e) are a record that csq-day audit passes; the page has both
+runs. And bad arguments: usage errors (64), nothing written.
+
+usage: test_replay_day.py CSQ_DAY SOURCE_DIR CSQD"""
+import csv
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+DAY = sys.argv[1]
+SRC = sys.argv[2]
+CSQD = sys.argv[3]
+sys.path.insert(0, os.path.join(SRC, "tests", "day"))
+import make_day  # noqa: E402
+
+TOLERANCE = 0.05
+
+
+def replay(*args):
+    p = subprocess.run([DAY, "replay"] + list(args), capture_output=True,
+                       text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def rows_of(text):
+    """(run, queue) -> the row, of a one-interval CSV."""
+    return {(r["run"], r["queue"]): r
+            for r in csv.DictReader(io.StringIO(text))}
+
+
+def close(a, b):
+    a, b = float(a), float(b)
+    return abs(a - b) <= TOLERANCE * abs(a)
+
+
+class ReplayDay(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.record = os.path.join(cls.tmp, "day.record")
+        cls.conf = os.path.join(cls.tmp, "csqd.conf")
+        cls.customers = make_day.make_day(
+            CSQD, cls.record, cls.conf, shape="burst",
+            strategy="least_busy", overflow=True, offers=True, hours=1.5,
+            rate=14, seed=11)
+
+    @classmethod
+    def tearDownClass(cls):
+        for name in os.listdir(cls.tmp):
+            os.unlink(os.path.join(cls.tmp, name))
+        os.rmdir(cls.tmp)
+
+    def test_own_configuration(self):
+        with open(self.record) as f:
+            text = f.read()
+        # The day has what the replay must model.
+        for kind in ("offered", "declined", "overflowed", "left", "wrapup",
+                     "servicer_paused", "servicer_down"):
+            self.assertTrue('"event":"%s"' % kind in text, kind)
+        code, out, err = replay("-c", self.conf, "-i", "24h", "-f", "csv",
+                                self.record)
+        self.assertEqual(code, 0, err)
+        rows = rows_of(out)
+        queues = sorted({q for (_, q) in rows})
+        self.assertEqual(queues, ["", "sales", "support"])
+        for q in queues:
+            rec, rep = rows[("record", q)], rows[("what-if", q)]
+            self.assertEqual(rec["arrivals"], rep["arrivals"])
+            self.assertGreater(int(rec["abandoned"]), 0)
+            for col in ("sl_pct", "wait_p50_s", "wait_p90_s", "abandoned",
+                        "matched"):
+                self.assertTrue(close(rec[col], rep[col]),
+                                "%s %s: record %s, replay %s"
+                                % (q or "(all)", col, rec[col], rep[col]))
+        self.assertIn("recorded hours in", err)
+        # -b replay: the replay on the left too, the same figures.
+        code, out2, _ = replay("-c", self.conf, "-b", "replay", "-i", "24h",
+                               "-f", "csv", self.record)
+        self.assertEqual(code, 0)
+        self.assertEqual(out2.replace("replay,", "record,"), out)
+
+    def test_added_servicer(self):
+        code, out, err = replay("-c", self.conf, "--add", "x9@09:15-10:15",
+                                "--capacity", "x9=2", "-i", "24h", "-f",
+                                "csv", "-e", os.path.join(self.tmp, "ev"),
+                                self.record)
+        self.assertEqual(code, 0, err)
+        rows = rows_of(out)
+        rec, rep = rows[("record", "")], rows[("what-if", "")]
+        self.assertGreater(int(rep["matched"]), int(rec["matched"]))
+        self.assertLess(int(rep["abandoned"]), int(rec["abandoned"]))
+        with open(os.path.join(self.tmp, "ev")) as f:
+            events = f.read()
+        self.assertIn('"servicer":"x9","capacity":2', events)
+        audit = subprocess.run([DAY, "audit", os.path.join(self.tmp, "ev")],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(audit.returncode, 0, audit.stdout)
+        self.assertIn("audit: OK", audit.stdout)
+
+    def test_what_ifs_change_something(self):
+        _, base, _ = replay("-c", self.conf, "-i", "24h", "-f", "csv",
+                            self.record)
+        for args in (["--remove", "a1@09:30-10:00"],
+                     ["--strategy", "longest_idle", "--capacity", "a2=2"],
+                     ["--offer", "0", "--wrapup", "0"],
+                     ["-C", os.path.join(SRC, "conf", "csqd.conf")]):
+            code, out, err = replay(*(["-c", self.conf] + args +
+                                      ["-i", "24h", "-f", "csv",
+                                       self.record]))
+            self.assertEqual(code, 0, err)
+            self.assertNotEqual(out, base, args)
+
+    def test_forms(self):
+        code, out, _ = replay("-c", self.conf, "--add", "x9@09:00-09:30",
+                              self.record)
+        self.assertEqual(code, 0)
+        lines = out.splitlines()
+        self.assertIn("record  what-if", lines[1])
+        page = os.path.join(self.tmp, "replay.html")
+        code, _, _ = replay("-c", self.conf, "-f", "html", "-o", page,
+                            self.record)
+        self.assertEqual(code, 0)
+        with open(page) as f:
+            html = f.read()
+        self.assertIn('data-run="record"', html)
+        self.assertIn('data-run="what-if"', html)
+        self.assertIn("<h1>csq replay</h1>", html)
+
+    def test_bad_arguments(self):
+        out = os.path.join(self.tmp, "never")
+        for args in (["--add", "x@10:00"], ["--add", "x@10:00-09:00"],
+                     ["--add", "bad id@09:00-10:00"],
+                     ["--remove", "a1@9-10"], ["--strategy", "fastest"],
+                     ["--capacity", "0"], ["--capacity", "a1=1001"],
+                     ["--offer", "601"], ["--wrapup", "x=-1"],
+                     ["--queues", "sales"], ["-s", "-1"],
+                     ["-b", "neither"], ["-c", os.path.join(self.tmp, "no")],
+                     ["--capacity"]):
+            code, _, err = replay(*(args + ["-o", out, self.record]))
+            self.assertEqual(code, 64, "%s: %s" % (args, err))
+            self.assertFalse(os.path.exists(out), args)
+        code, _, _ = replay(os.path.join(self.tmp, "missing"))
+        self.assertEqual(code, 2)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
