@@ -9,7 +9,8 @@
  *	csq-day replay [-c CONF] [-C CONF] [--strategy S] [--add SPEC]...
  *	               [--remove SPEC]... [--capacity [ID=]N]...
  *	               [--queues ID=Q,Q]... [--offer [ID=]S]...
- *	               [--wrapup [ID=]S]... [-s SEED] [-b record|replay]
+ *	               [--wrapup [ID=]S]... [-s SEED] [-n RUNS] [-e EVENTS]
+ *	               [-b record|replay]
  *	               [-i INTERVAL] [-t ...] [-f FORMAT] [-o OUT] FILE...
  *	                         the record played again through libcsq
  *	                         under a changed configuration
@@ -44,6 +45,7 @@
 
 #define DAY_INTERVAL_MAX_MS (7ULL * 86400000) /* a week */
 #define DAY_TARGET_MAX_S    86400             /* as csqd's service_level */
+#define DAY_RUNS_MAX_N      1000              /* replay -n */
 
 static void
 day_usage(FILE *out)
@@ -82,6 +84,10 @@ day_usage(FILE *out)
 	        "--wrapup [ID=]S\n"
 	        "                at every login of ID (of every servicer "
 	        "without ID=)\n"
+	        "  -n RUNS       the what-if RUNS times, seeds SEED, SEED+1, "
+	        "...: the\n"
+	        "                means of their figures\n"
+	        "  -e EVENTS     the what-if's events, as a record\n"
 	        "  -s SEED       of the draws (default 1); -b record "
 	        "(default) or\n"
 	        "                replay: the left column, what happened or the "
@@ -333,6 +339,7 @@ usage:
 /* The replay's options that need the record first (times of day). */
 struct day_whatif {
 	const char *base_conf, *whatif_conf, *strategy, *left, *events;
+	int runs; /* -n: replays averaged */
 	const char *add[CSQ_REPLAY_CHANGES_MAX],
 	    *remove[CSQ_REPLAY_CHANGES_MAX];
 	int nadd, nremove;
@@ -509,6 +516,157 @@ day_play(const struct csq_replay_day *day, const struct csq_replay_config *rc,
 	return rep;
 }
 
+/* A row's sums over runs, for the mean. */
+struct day_acc {
+	struct csq_report_row row; /* key, and the counts' sums */
+	double sl, occ;
+	uint64_t p50, p90, max;
+	int nsl, nocc, nwait;
+};
+
+static int
+day_cmp_row(const void *a, const void *b)
+{
+	const struct csq_report_row *x = a, *y = b;
+
+	if (x->start_ms != y->start_ms)
+		return x->start_ms < y->start_ms ? -1 : 1;
+	if ((x->queue[0] == '\0') != (y->queue[0] == '\0'))
+		return x->queue[0] == '\0' ? 1 : -1;
+	return strcmp(x->queue, y->queue);
+}
+
+static uint64_t
+day_div(uint64_t sum, int n)
+{
+	return (sum + (uint64_t)n / 2) / (uint64_t)n;
+}
+
+/*
+ * The mean of nrep reports' rows, key by key (interval, queue): counts
+ * over every run (a run without the row counts zeros), rounded; rates
+ * and waits over the runs that have them. The caller frees it.
+ */
+static struct csq_report_row *
+day_mean_rows(struct csq_report *const *reps, int nrep, size_t *nout)
+{
+	struct day_acc *acc = NULL;
+	struct csq_report_row *out;
+	const struct csq_report_row *rows, *r;
+	size_t n = 0, cap = 0, nr, i, j;
+	int k;
+
+	for (k = 0; k < nrep; k++) {
+		rows = csq_report_rows(reps[k], &nr);
+		for (i = 0; i < nr; i++) {
+			struct day_acc *a;
+
+			r = &rows[i];
+			for (j = 0; j < n; j++)
+				if (day_cmp_row(&acc[j].row, r) == 0)
+					break;
+			if (j == n) {
+				if (n == cap) {
+					cap = cap ? cap * 2 : 64;
+					acc = realloc(acc, cap * sizeof(*acc));
+					if (acc == NULL)
+						abort();
+				}
+				memset(&acc[n], 0, sizeof(acc[n]));
+				memcpy(acc[n].row.queue, r->queue,
+				       sizeof(r->queue));
+				acc[n].row.start_ms = r->start_ms;
+				acc[n].row.target_s = r->target_s;
+				n++;
+			}
+			a = &acc[j];
+			a->row.arrivals += r->arrivals;
+			a->row.matched += r->matched;
+			a->row.abandoned += r->abandoned;
+			a->row.expired += r->expired;
+			a->row.within += r->within;
+			a->row.handled += r->handled;
+			a->row.handle_sum_ms += r->handle_sum_ms;
+			if (r->service_level >= 0) {
+				a->sl += r->service_level;
+				a->nsl++;
+			}
+			if (r->occupancy >= 0) {
+				a->occ += r->occupancy;
+				a->nocc++;
+			}
+			if (r->matched > 0) {
+				a->p50 += r->wait_p50_ms;
+				a->p90 += r->wait_p90_ms;
+				a->max += r->wait_max_ms;
+				a->nwait++;
+			}
+		}
+	}
+	out = calloc(n ? n : 1, sizeof(*out));
+	if (out == NULL)
+		abort();
+	for (j = 0; j < n; j++) {
+		struct day_acc *a = &acc[j];
+
+		out[j] = a->row;
+		out[j].arrivals = day_div(a->row.arrivals, nrep);
+		out[j].matched = day_div(a->row.matched, nrep);
+		out[j].abandoned = day_div(a->row.abandoned, nrep);
+		out[j].expired = day_div(a->row.expired, nrep);
+		out[j].within = day_div(a->row.within, nrep);
+		/* the mean handle time stays the runs' pooled mean */
+		out[j].service_level = a->nsl ? a->sl / a->nsl : -1;
+		out[j].occupancy = a->nocc ? a->occ / a->nocc : -1;
+		out[j].wait_p50_ms = a->nwait ? day_div(a->p50, a->nwait) : 0;
+		out[j].wait_p90_ms = a->nwait ? day_div(a->p90, a->nwait) : 0;
+		out[j].wait_max_ms = a->nwait ? day_div(a->max, a->nwait) : 0;
+	}
+	free(acc);
+	if (n > 1)
+		qsort(out, n, sizeof(*out), day_cmp_row);
+	*nout = n;
+	return out;
+}
+
+/*
+ * runs replays of day under rc, seeds rc->seed, rc->seed + 1, ...: their
+ * mean rows (the caller frees them), the first run's events to events,
+ * the stats of the first and the CPU of all; NULL when rc is refused.
+ */
+static struct csq_report_row *
+day_play_runs(const struct csq_replay_day *day, struct csq_replay_config *rc,
+              const struct csq_report_config *cfg, int runs,
+              struct csq_replay_stats *st, double *cpu_s, FILE *events,
+              size_t *n)
+{
+	struct csq_report **reps = calloc((size_t)runs, sizeof(*reps));
+	struct csq_report_row *rows = NULL;
+	struct csq_replay_stats one;
+	uint64_t seed = rc->seed;
+	double cpu;
+	int k;
+
+	if (reps == NULL)
+		abort();
+	*cpu_s = 0;
+	for (k = 0; k < runs; k++) {
+		rc->seed = seed + (uint64_t)k;
+		reps[k] = day_play(day, rc, cfg, k ? &one : st, &cpu,
+		                   k ? NULL : events);
+		if (reps[k] == NULL)
+			goto out;
+		*cpu_s += cpu;
+	}
+	rows = day_mean_rows(reps, runs, n);
+out:
+	rc->seed = seed;
+	for (k = 0; k < runs; k++)
+		csq_report_free(reps[k]);
+	free(reps);
+	return rows;
+}
+
 static int
 day_replay(int argc, char **argv)
 {
@@ -519,7 +677,7 @@ day_replay(int argc, char **argv)
 	struct csq_replay_config rb, rw;
 	struct csq_replay_stats stb, stw;
 	struct day_reader rd = {NULL, NULL, NULL};
-	struct csq_report *left = NULL, *right = NULL;
+	struct csq_report_row *left = NULL, *right = NULL;
 	struct day_run runs[2];
 	const char *format = "table", *outpath = NULL, *opt, *val;
 	uint64_t bad = 0, midnight, first, last;
@@ -531,6 +689,7 @@ day_replay(int argc, char **argv)
 
 	memset(&w, 0, sizeof(w));
 	w.seed = 1;
+	w.runs = 1;
 	w.left = "record";
 	for (k = 0; k < argc && argv[k][0] == '-' && argv[k][1] != '\0';
 	     k += 2) {
@@ -582,6 +741,13 @@ day_replay(int argc, char **argv)
 			w.seed = strtoull(val, &end, 10);
 			if (*end != '\0' || errno != 0)
 				goto usage;
+		} else if (strcmp(opt, "-n") == 0) {
+			unsigned long v = strtoul(val, &end, 10);
+
+			if (*val < '0' || *val > '9' || *end != '\0' || v < 1 ||
+			    v > DAY_RUNS_MAX_N)
+				goto usage;
+			w.runs = (int)v;
 		} else if (strcmp(opt, "-e") == 0)
 			w.events = val;
 		else if (strcmp(opt, "-b") == 0) {
@@ -645,7 +811,8 @@ day_replay(int argc, char **argv)
 	rw.overrides = w.overrides;
 	rw.noverrides = (size_t)w.noverrides;
 	if (strcmp(w.left, "replay") == 0 &&
-	    (left = day_play(rd.day, &rb, &cfg, &stb, &cpu_b, NULL)) == NULL) {
+	    (left = day_play_runs(rd.day, &rb, &cfg, w.runs, &stb, &cpu_b, NULL,
+	                          &runs[0].n)) == NULL) {
 		fprintf(stderr, "csq-day: the configuration is refused\n");
 		status = DAY_EX_USAGE;
 		goto out;
@@ -655,7 +822,8 @@ day_replay(int argc, char **argv)
 		status = DAY_EX_IO;
 		goto out;
 	}
-	right = day_play(rd.day, &rw, &cfg, &stw, &cpu_w, events);
+	right = day_play_runs(rd.day, &rw, &cfg, w.runs, &stw, &cpu_w, events,
+	                      &runs[1].n);
 	if (events != NULL && fclose(events) != 0) {
 		fprintf(stderr, "csq-day: %s: %s\n", w.events, strerror(errno));
 		status = DAY_EX_IO;
@@ -670,15 +838,18 @@ day_replay(int argc, char **argv)
 	        "replay: %" PRIu64 " stays, %" PRIu64
 	        " patiences drawn (censored), %" PRIu64
 	        " conversations and %" PRIu64 " offer answers drawn, %" PRIu64
-	        " arrivals refused; %.2f recorded hours in %.3f s of CPU\n",
+	        " arrivals refused; %.2f recorded hours in %.3f s of CPU%s\n",
 	        stw.visits, stw.drawn_patience, stw.drawn_handle,
 	        stw.drawn_offers, stw.refused,
-	        (double)(stw.end_ms - stw.start_ms) / 3600000.0, cpu_w);
+	        (double)(stw.end_ms - stw.start_ms) / 3600000.0, cpu_w / w.runs,
+	        w.runs > 1 ? " (a run; the first run's draws)" : "");
 	runs[0].label = left != NULL ? "replay" : "record";
-	runs[0].rows =
-	    csq_report_rows(left != NULL ? left : rd.report, &runs[0].n);
+	if (left != NULL)
+		runs[0].rows = left;
+	else
+		runs[0].rows = csq_report_rows(rd.report, &runs[0].n);
 	runs[1].label = "what-if";
-	runs[1].rows = csq_report_rows(right, &runs[1].n);
+	runs[1].rows = right;
 	if (outpath != NULL && (out = fopen(outpath, "w")) == NULL) {
 		fprintf(stderr, "csq-day: %s: %s\n", outpath, strerror(errno));
 		status = DAY_EX_IO;
@@ -698,8 +869,8 @@ day_replay(int argc, char **argv)
 		status = DAY_EX_FOUND;
 out:
 	csq_report_free(rd.report);
-	csq_report_free(left);
-	csq_report_free(right);
+	free(left);
+	free(right);
 	csq_replay_day_free(rd.day);
 	return status;
 usage:

@@ -928,8 +928,18 @@ rd_emit(void *arg, const struct csq_event *ev)
 		l->gen++;
 		rd_offered(r, v, idx, l, ev);
 		break;
-	case CSQ_EV_DECLINED:
 	case CSQ_EV_REQUEUED:
+		if (l == NULL)
+			break;
+		l->gen++;
+		/* Back in line after its patience ran out in the room: it
+		 * goes now (patience counts from the arrival). */
+		if (l->patience_ms != RD_NEVER &&
+		    ev->ts_ms >= v->arrive_ms + l->patience_ms)
+			rd_push(r, RD_A_GIVE_UP, ev->ts_ms, rd_drawn_tie(r), idx, 0,
+			        NULL);
+		break;
+	case CSQ_EV_DECLINED:
 	case CSQ_EV_TRANSFERRED:
 		if (l != NULL)
 			l->gen++;

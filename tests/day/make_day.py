@@ -64,7 +64,8 @@ def rate_at(shape, rate, frac, minute_of_hour):
 def config_text(port, record, strategy, overflow):
     text = ('listen = ["127.0.0.1:%d"];\nhttp: { listen = ""; };\n'
             'servicer_ttl = 60;\nuser_ttl = 0;\nstrategy = "%s";\n'
-            'record: { path = "%s"; };\n' % (port, strategy, record))
+            'record: { path = "%s"; rotate_daily = false; };\n'
+            % (port, strategy, record))
     if overflow:
         text += ('queues = ( { name = "sales"; overflow_after = 120; '
                  'overflow_to = "support"; } );\n')
@@ -103,8 +104,9 @@ def make_day(csqd, record_out, conf_out, shape="steady",
         r.execute_command("DEBUG", "CLOCK", now)
         agents = {"a1": "sales,support", "a2": "sales,support",
                   "a3": "support", "a4": "sales"}
-        talking = {}   # room -> end ms
+        talking = {}   # user -> (room, end ms)
         waiting = {}   # user -> give-up ms
+        give_up = {}   # user -> give-up ms
         a4_out = False
         while now < T0 + day_ms:
             frac = (now - T0) / day_ms
@@ -143,21 +145,28 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                     users[u] = ru = random.Random(seed * 1000003 + n)
                     tier = 1 if ru.random() < 0.1 else 0
                     r.execute_command("ENQUEUE", u, "QUEUE", q, "TIER", tier)
-                    waiting[u] = now + ru.randint(60, 900) * 1000
-            for room, end in list(talking.items()):
-                if now >= end:
-                    del talking[room]
-                    try:
+                    waiting[u] = give_up[u] = now + ru.randint(60, 900) * 1000
+            # A conversation ends when its time is up; a customer whose
+            # agent went (requeued) is back in line with its patience,
+            # and one matched again talks again.
+            for u, (room, end) in list(talking.items()):
+                w = r.execute_command("WHERE", u)
+                info = dict(zip(w[::2], w[1::2]))
+                if info.get("state") == "assigned" and info["room"] == room:
+                    if now >= end:
+                        del talking[u]
                         r.execute_command("RELEASE", room)
-                    except redis.ResponseError:
-                        pass
-            for u, give_up in list(waiting.items()):
+                    continue
+                del talking[u]
+                if info.get("state") in ("waiting", "offered", "assigned"):
+                    waiting[u] = give_up[u]
+            for u in list(waiting):
                 w = r.execute_command("WHERE", u)
                 info = dict(zip(w[::2], w[1::2]))
                 state = info.get("state")
                 if state == "assigned":
-                    talking[info["room"]] = (now +
-                                             users[u].randint(60, 420) * 1000)
+                    talking[u] = (info["room"],
+                                  now + users[u].randint(60, 420) * 1000)
                     del waiting[u]
                 elif state == "offered":
                     k = answers[u] = answers.get(u, 0) + 1
@@ -166,7 +175,7 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                         r.execute_command("DECLINE", info["room"])
                     elif x >= 0.35:
                         r.execute_command("ACCEPT", info["room"])
-                elif state == "waiting" and now >= give_up:
+                elif state == "waiting" and now >= waiting[u]:
                     r.execute_command("LEAVE", u)
                     del waiting[u]
                 elif state not in ("waiting", "offered"):

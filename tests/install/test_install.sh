@@ -27,9 +27,15 @@ rm -f "$dest.log"
 [ -x "$dest$prefix/sbin/csqd" ] || fail "no executable $prefix/sbin/csqd"
 [ -f "$dest$unitdir/csqd.service" ] || fail "no $unitdir/csqd.service"
 [ -f "$dest$confdir/csqd.conf" ] || fail "no $confdir/csqd.conf"
-for f in README.md operations.md protocol.md design.md examples/csqd.conf; do
+for f in README.md operations.md protocol.md design.md day.md examples/csqd.conf; do
 	[ -f "$dest$docdir/$f" ] || fail "no $docdir/$f"
 done
+# csq-day, the record's tool, and its page in section 1.
+[ -x "$dest$prefix/bin/csq-day" ] || fail "no executable $prefix/bin/csq-day"
+"$dest$prefix/bin/csq-day" -h | grep -q '^usage: csq-day audit' ||
+	fail "the installed csq-day -h"
+cmp -s "$dest$mandir/man1/csq-day.1" "$(dirname "$0")/../../docs/csq-day.1" ||
+	fail "no $mandir/man1/csq-day.1, or not docs/csq-day.1"
 # The manual page, where man looks for section 8, as written.
 cmp -s "$dest$mandir/man8/csqd.8" "$(dirname "$0")/../../docs/csqd.8" ||
 	fail "no $mandir/man8/csqd.8, or not docs/csqd.8"

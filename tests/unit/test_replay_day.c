@@ -532,17 +532,16 @@ test_remove_range(void **state)
 		}
 	assert_int_equal(ups, 2);
 	/* With 3 rooms, u0, u1 and u2 were all in rooms at 09:02 and back
-	 * in line; u1's recorded patience had run out in its room, so it
-	 * waits on, and is served at 09:30. */
+	 * in line; u1's recorded patience (100 s) had run out in its room,
+	 * so it goes at once; u2's, drawn beyond 280 s, had not. */
 	ev = find(&a, CSQ_EV_MATCHED, "u1", "s");
 	assert_non_null(ev);
 	assert_int_equal(ev->ts_ms, T0 + 10 * SEC);
-	for (i = 0; i < a.n; i++)
-		if (a.v[i].type == CSQ_EV_MATCHED &&
-		    a.v[i].ts_ms == T0 + 30 * MIN)
-			break;
-	assert_true(i < a.n);
-	assert_string_equal(a.v[i].user, "u1");
+	ev = find(&a, CSQ_EV_LEFT, "u1", NULL);
+	assert_non_null(ev);
+	assert_int_equal(ev->ts_ms, T0 + 2 * MIN);
+	ev = find(&a, CSQ_EV_LEFT, "u2", NULL);
+	assert_true(ev == NULL || ev->ts_ms > T0 + 300 * SEC);
 	free(a.v);
 	csq_replay_day_free(d);
 }
