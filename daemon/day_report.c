@@ -191,20 +191,22 @@ day_peak(const struct csq_report_row *const *rows, size_t n)
 
 /*
  * One queue's charts: per interval three bars (arrived, matched,
- * abandoned and expired) on a scale of the queue's peak, and the service
- * level as a line on 0..100 %, the intervals in order. Every bar and point
- * has its figure as a data attribute and a <title> (its tooltip).
+ * abandoned and expired) on a scale of peak (the queue's, over every run
+ * shown, so that runs side by side compare), and the service level as a
+ * line on 0..100 %, the intervals in order. Every bar and point has its
+ * figure as a data attribute and a <title> (its tooltip).
  */
 static void
 day_html_chart(FILE *out, const char *queue,
-               const struct csq_report_row *const *rows, size_t n)
+               const struct csq_report_row *const *rows, size_t n,
+               uint64_t peak)
 {
 	static const char *const series[] = {"arrivals", "matched",
 	                                     "abandoned"};
 	double plot_w = CHART_W - CHART_LEFT - 8;
 	double plot_h = CHART_H - CHART_BOTTOM - CHART_TOP;
 	double slot = n > 0 ? plot_w / (double)n : plot_w, bar = slot / 4;
-	uint64_t peak = day_peak(rows, n), v;
+	uint64_t v;
 	char when[32];
 	size_t i;
 	int k;
@@ -307,7 +309,9 @@ static const char day_html_style[] =
     "table{border-collapse:collapse;margin-top:16px}"
     "th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}"
     "th{background:#f4f4f4}td.q,td.t{text-align:left}"
-    "tr.all td{font-weight:600;background:#fafafa}";
+    "tr.all td{font-weight:600;background:#fafafa}"
+    ".run{display:flex;flex-direction:column;gap:8px}"
+    ".run h3{font-size:15px;margin:0}";
 
 /* The key of a row in the rows' order: by interval, then queue, "" last. */
 static int
@@ -445,6 +449,7 @@ day_html_section(FILE *out, const struct day_run *runs, int nruns,
                  const char *q, uint32_t target_s,
                  const struct csq_report_row **mine)
 {
+	uint64_t peak = 1, v;
 	size_t m;
 	int k;
 
@@ -459,12 +464,17 @@ day_html_section(FILE *out, const struct day_run *runs, int nruns,
 		             "All queues</h2>\n<div class=\"charts\">\n");
 	for (k = 0; k < nruns; k++) {
 		m = day_rows_of(&runs[k], q, mine);
+		if ((v = day_peak(mine, m)) > peak)
+			peak = v;
+	}
+	for (k = 0; k < nruns; k++) {
+		m = day_rows_of(&runs[k], q, mine);
 		if (nruns > 1)
 			fprintf(
 			    out,
 			    "<div class=\"run\" data-run=\"%s\"><h3>%s</h3>\n",
 			    runs[k].label, runs[k].label);
-		day_html_chart(out, q, mine, m);
+		day_html_chart(out, q, mine, m, peak);
 		if (nruns > 1)
 			fprintf(out, "</div>\n");
 	}

@@ -9,17 +9,25 @@ under), the report must agree with the record's within 5 % on every
 queue's service level, wait p50 and p90, and abandons (it agrees exactly
 today: the replay plays every recorded input back). Then what-ifs: a
 servicer added for an hour serves more and loses fewer; the what-if's own
-events (-e) are a record that csq-day audit passes; the page has both
-runs. And bad arguments: usage errors (64), nothing written.
+events (-e) are a record that csq-day audit passes; the page, in
+headless Chromium (as test_day_report.py), has each queue's charts of
+both runs side by side, each bar its run's figure. And bad arguments: usage errors (64), nothing written.
 
 usage: test_replay_day.py CSQ_DAY SOURCE_DIR CSQD"""
 import csv
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 
 DAY = sys.argv[1]
 SRC = sys.argv[2]
@@ -28,6 +36,8 @@ sys.path.insert(0, os.path.join(SRC, "tests", "day"))
 import make_day  # noqa: E402
 
 TOLERANCE = 0.05
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 
 def replay(*args):
@@ -60,9 +70,7 @@ class ReplayDay(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for name in os.listdir(cls.tmp):
-            os.unlink(os.path.join(cls.tmp, name))
-        os.rmdir(cls.tmp)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def test_own_configuration(self):
         with open(self.record) as f:
@@ -139,6 +147,72 @@ class ReplayDay(unittest.TestCase):
         self.assertIn('data-run="record"', html)
         self.assertIn('data-run="what-if"', html)
         self.assertIn("<h1>csq replay</h1>", html)
+
+    def test_page_in_chromium(self):
+        """Each queue's charts of both runs side by side, each bar the
+        figure of its run's CSV, the table with a row per run."""
+        args = ["-c", self.conf, "--add", "x9@09:15-10:15", "--capacity",
+                "x9=2", "-i", "30m"]
+        _, text, _ = replay(*(args + ["-f", "csv", self.record]))
+        want = {}
+        for r in csv.DictReader(io.StringIO(text)):
+            want[(r["run"], r["queue"], r["interval"])] = r
+        page = os.path.join(self.tmp, "whatif.html")
+        code, _, _ = replay(*(args + ["-f", "html", "-o", page,
+                                      self.record]))
+        self.assertEqual(code, 0)
+        o = Options()
+        o.binary_location = CHROMIUM
+        for arg in ("--headless", "--no-sandbox", "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--no-first-run", "--window-size=1400,1100",
+                    "--user-data-dir=" + os.path.join(self.tmp, "profile")):
+            o.add_argument(arg)
+        o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        d = webdriver.Chrome(service=Service(CHROMEDRIVER), options=o)
+        try:
+            d.get("file://" + page)
+            for q in ("sales", "support", ""):
+                sec = d.find_element(
+                    By.CSS_SELECTOR, "section[data-queue='%s']" % q)
+                runs = sec.find_elements(By.CSS_SELECTOR, "div.run")
+                self.assertEqual([r.get_attribute("data-run") for r in runs],
+                                 ["record", "what-if"])
+                boxes = []
+                for run in runs:
+                    label = run.get_attribute("data-run")
+                    svg = run.find_element(By.CSS_SELECTOR, "svg.volume")
+                    self.assertTrue(svg.is_displayed())
+                    boxes.append(svg.rect)
+                    bars = svg.find_elements(By.CSS_SELECTOR, "rect.bar")
+                    self.assertGreater(len(bars), 0)
+                    for b in bars:
+                        start = int(b.get_attribute("data-start")) // 1000
+                        iso = time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                            time.gmtime(start))
+                        row = want[(label, q, iso)]
+                        kind = b.get_attribute("class").split()[1]
+                        v = int(row[kind]) if kind != "abandoned" else \
+                            int(row["abandoned"]) + int(row["expired"])
+                        self.assertEqual(int(b.get_attribute("data-value")),
+                                         v, (label, q, iso, kind))
+                # Side by side: the what-if's chart right of the record's.
+                self.assertEqual(boxes[0]["y"], boxes[1]["y"])
+                self.assertGreater(boxes[1]["x"],
+                                   boxes[0]["x"] + boxes[0]["width"] - 1)
+            trs = d.find_elements(By.CSS_SELECTOR, "#report tbody tr")
+            self.assertEqual(len(trs), len(want))
+            self.assertEqual({t.get_attribute("data-run") for t in trs},
+                             {"record", "what-if"})
+            errors = [m for m in d.get_log("browser")
+                      if m["level"] == "SEVERE"]
+            self.assertEqual(errors, [])
+            d.save_screenshot(os.path.join(
+                os.environ.get("CSQ_SCREENSHOT_DIR", self.tmp),
+                "day-replay.png"))
+        finally:
+            d.quit()
 
     def test_bad_arguments(self):
         out = os.path.join(self.tmp, "never")
