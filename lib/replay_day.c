@@ -409,10 +409,19 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		if (ev->user[0] == '\0' || ev->queue[0] == '\0' ||
 		    ev->servicer[0] == '\0')
 			break;
-		if (v == NULL)
+		if (v == NULL) {
 			v = rd_arrive(d, ev,
 			              ev->from_queue[0] != '\0' ? ev->from_queue
 			                                        : ev->queue);
+			/* Matched after a wait the record did not see (it
+			 * began later): it arrived when its wait began, or
+			 * at the record's start. */
+			if (ev->type == CSQ_EV_MATCHED && ev->waited_ms > 0)
+				v->arrive_ms =
+				    ev->ts_ms - d->first_ms > ev->waited_ms
+				        ? ev->ts_ms - ev->waited_ms
+				        : d->first_ms;
+		}
 		s = rd_servicer(d, ev->servicer);
 		if (ev->type == CSQ_EV_OFFERED) {
 			if ((o = rd_pending_offer(v)) != NULL)
@@ -936,8 +945,8 @@ rd_emit(void *arg, const struct csq_event *ev)
 		 * goes now (patience counts from the arrival). */
 		if (l->patience_ms != RD_NEVER &&
 		    ev->ts_ms >= v->arrive_ms + l->patience_ms)
-			rd_push(r, RD_A_GIVE_UP, ev->ts_ms, rd_drawn_tie(r), idx, 0,
-			        NULL);
+			rd_push(r, RD_A_GIVE_UP, ev->ts_ms, rd_drawn_tie(r),
+			        idx, 0, NULL);
 		break;
 	case CSQ_EV_DECLINED:
 	case CSQ_EV_TRANSFERRED:

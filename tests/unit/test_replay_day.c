@@ -696,6 +696,9 @@ static const char *const holes[] = {
     "\"room\":\"s/0\",\"reason\":\"lost\"}",
     "{\"event\":\"servicer_up\",\"id\":10,\"ts\":1795770005000,"
     "\"servicer\":\"s\",\"capacity\":1,\"queues\":[]}",
+    "{\"event\":\"matched\",\"id\":11,\"ts\":1795770010000,\"user\":"
+    "\"m\",\"queue\":\"q\",\"tier\":0,\"servicer\":\"t\",\"room\":"
+    "\"t/0\",\"waited_ms\":600000}",
     NULL};
 
 static void
@@ -713,6 +716,9 @@ test_holes(void **state)
 	assert_non_null(find(&a, CSQ_EV_LEFT, "u", NULL));
 	/* The second stay, served by s (the default queue's) or not. */
 	assert_non_null(find(&a, CSQ_EV_QUEUED, "u:2", NULL));
+	/* m, matched after 10 minutes of a wait the record began during,
+	 * arrives at the record's start. */
+	assert_int_equal(find(&a, CSQ_EV_QUEUED, "m", NULL)->ts_ms, T0);
 	csq_replay_day_queues(d, queues, sizeof(queues));
 	assert_string_equal(queues, "q");
 	free(a.v);
