@@ -52,6 +52,9 @@ struct rd_conv {
 	uint64_t end_id; /* the released's id: the order of its release */
 	char queue[CSQ_ID_MAX + 1];
 	int cut, open;
+	/* The wrap-up after it: from its wrapup to its ready; wrap_ms
+	 * RD_NEVER when the record has none (or no end of it). */
+	uint64_t wrap_start, wrap_ms, wrap_id;
 };
 
 struct rd_offer {
@@ -108,6 +111,8 @@ struct rd_queue {
 	size_t npat, cappat;
 	uint64_t *handle; /* completed conversations, sorted at the end */
 	size_t nhandle, caphandle;
+	uint64_t *wrap; /* wrap-ups with their end */
+	size_t nwrap, capwrap;
 	/* Kaplan-Meier: the distinct times of leaving and the share still
 	 * waiting just after each. */
 	uint64_t *km_t;
@@ -126,12 +131,13 @@ struct csq_replay_day {
 	size_t nservicers, capservicers;
 	struct rd_sv_action *sv;
 	size_t nsv, capsv;
-	struct csq_dict *sv_by_id;     /* id -> index + 1 */
-	struct csq_dict *active;       /* user id -> visit index + 1 */
-	struct csq_dict *away;         /* users transferred: not replayed */
-	struct csq_dict *seen;         /* user id -> stays so far */
-	struct csq_dict *queues;       /* name -> struct rd_queue */
-	struct rd_queue all;           /* every queue's conversations */
+	struct csq_dict *sv_by_id;  /* id -> index + 1 */
+	struct csq_dict *active;    /* user id -> visit index + 1 */
+	struct csq_dict *away;      /* users transferred: not replayed */
+	struct csq_dict *seen;      /* user id -> stays so far */
+	struct csq_dict *queues;    /* name -> struct rd_queue */
+	struct csq_dict *room_conv; /* room -> its last conversation, packed */
+	struct rd_queue all;        /* every queue's conversations */
 	struct rd_answer_rec *answers; /* every servicer's */
 	size_t nanswers, capanswers;
 	uint64_t first_ms, last_ms;
@@ -156,7 +162,15 @@ csq_replay_day_new(void)
 	d->away = csq_dict_new(RD_SEED);
 	d->seen = csq_dict_new(RD_SEED);
 	d->queues = csq_dict_new(RD_SEED);
+	d->room_conv = csq_dict_new(RD_SEED);
 	return d;
+}
+
+static void
+rd_free_val(void *arg, const char *key, size_t len, void *val)
+{
+	(void)arg, (void)key, (void)len;
+	free(val);
 }
 
 static void
@@ -167,6 +181,7 @@ rd_free_queue(void *arg, const char *key, size_t len, void *val)
 	(void)arg, (void)key, (void)len;
 	free(q->pat);
 	free(q->handle);
+	free(q->wrap);
 	free(q->km_t);
 	free(q->km_s);
 	free(q);
@@ -193,6 +208,7 @@ csq_replay_day_free(struct csq_replay_day *d)
 	csq_dict_free(d->active);
 	csq_dict_free(d->away);
 	csq_dict_free(d->seen);
+	csq_dict_free(d->room_conv);
 	free(d->all.handle);
 	free(d->visits);
 	free(d->servicers);
@@ -372,6 +388,22 @@ rd_note_queues(struct csq_replay_day *d, const char *list)
 	}
 }
 
+/* A conversation as a dict value: (visit index + 1) << 24 | its index. */
+#define RD_CONV_BITS 24
+#define RD_PACK(v, k)                                                          \
+	((void *)(uintptr_t)((((uint64_t)(v) + 1) << RD_CONV_BITS) | (k)))
+
+static struct rd_conv *
+rd_unpack(const struct csq_replay_day *d, void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+	uint64_t v = x >> RD_CONV_BITS, k = x & ((1u << RD_CONV_BITS) - 1);
+
+	if (v == 0 || v > d->nvisits || k >= d->visits[v - 1].nconvs)
+		return NULL;
+	return &d->visits[v - 1].convs[k];
+}
+
 void
 csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 {
@@ -451,6 +483,7 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		memset(cv, 0, sizeof(*cv));
 		cv->start_ms = ev->ts_ms;
 		cv->open = 1;
+		cv->wrap_ms = RD_NEVER;
 		snprintf(cv->queue, sizeof(cv->queue), "%s", ev->queue);
 		v->censor_ms = ev->ts_ms - v->arrive_ms;
 		break;
@@ -468,6 +501,10 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 	case CSQ_EV_RELEASED:
 		if (v == NULL)
 			break;
+		if (rd_open_conv(v) != NULL && ev->room[0] != '\0' &&
+		    v->nconvs < (1u << RD_CONV_BITS))
+			csq_dict_put(d->room_conv, ev->room, strlen(ev->room),
+			             RD_PACK(v - d->visits, v->nconvs - 1));
 		rd_end_conv(v, ev, 0);
 		rd_close(d, v, ev->user, RD_SERVED, ev);
 		if (ev->reason == CSQ_REASON_BY_TRANSFER)
@@ -508,6 +545,10 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 	case CSQ_EV_WRAPUP:
 		if (ev->servicer[0] == '\0')
 			break;
+		if (ev->room[0] != '\0' &&
+		    (cv = rd_unpack(d, csq_dict_get(d->room_conv, ev->room,
+		                                    strlen(ev->room)))) != NULL)
+			cv->wrap_start = ev->ts_ms;
 		s = rd_servicer(d, ev->servicer);
 		if (!d->servicers[s].has_wrapup && ev->until_ms >= ev->ts_ms) {
 			d->servicers[s].has_wrapup = 1;
@@ -515,12 +556,22 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 			    (uint32_t)((ev->until_ms - ev->ts_ms + 500) / 1000);
 		}
 		break;
+	case CSQ_EV_READY:
+		/* The wrap-up's length: READY early, or its deadline. */
+		if (ev->room[0] != '\0' &&
+		    (cv = rd_unpack(d, csq_dict_del(d->room_conv, ev->room,
+		                                    strlen(ev->room)))) !=
+		        NULL &&
+		    cv->wrap_start != 0 && ev->ts_ms >= cv->wrap_start) {
+			cv->wrap_ms = ev->ts_ms - cv->wrap_start;
+			cv->wrap_id = ev->id;
+		}
+		break;
 	case CSQ_EV_TRANSFERRED:
 	case CSQ_EV_RESCORED:
 	case CSQ_EV_OVERFLOWED:
 	case CSQ_EV_PREFER_ENDED:
 	case CSQ_EV_RELAXED:
-	case CSQ_EV_READY:
 		/* The configuration's doing, or not replayed (docs/day.md). */
 		break;
 	}
@@ -621,12 +672,18 @@ csq_replay_day_end(struct csq_replay_day *d)
 			       1);
 		else
 			rd_obs(rd_queue(d, v->queue), v->censor_ms, 0);
-		for (k = 0; k < v->nconvs; k++)
+		for (k = 0; k < v->nconvs; k++) {
+			struct rd_queue *q = rd_queue(d, v->convs[k].queue);
+
 			if (!v->convs[k].cut) {
-				rd_handle_obs(rd_queue(d, v->convs[k].queue),
-				              v->convs[k].len_ms);
+				rd_handle_obs(q, v->convs[k].len_ms);
 				rd_handle_obs(&d->all, v->convs[k].len_ms);
 			}
+			if (v->convs[k].wrap_ms != RD_NEVER) {
+				RD_GROW(q->wrap, q->nwrap, q->capwrap);
+				q->wrap[q->nwrap++] = v->convs[k].wrap_ms;
+			}
+		}
 	}
 	csq_dict_each(d->queues, rd_km, NULL);
 	if (d->all.nhandle > 1)
@@ -702,6 +759,7 @@ enum rd_act_kind {
 	RD_A_ADD,       /* change idx: logged in */
 	RD_A_ADD_END,   /* change idx: logged out */
 	RD_A_KEEPALIVE, /* every servicer heartbeats */
+	RD_A_READY,     /* room: its wrap-up ends early */
 };
 
 struct rd_act {
@@ -710,6 +768,12 @@ struct rd_act {
 	uint32_t idx;
 	uint32_t gen; /* RELEASE, ACCEPT, DECLINE: the stay's state then */
 	char room[CSQ_ROOM_MAX + 1];
+};
+
+/* The conversation a room last ended, for the wrap-up after it. */
+struct rd_ended {
+	uint32_t idx, k; /* the stay, and its conversation */
+	char queue[CSQ_ID_MAX + 1];
 };
 
 /* What the run knows of a stay. */
@@ -736,6 +800,7 @@ struct rd_run {
 	uint64_t seq, now;
 	struct rd_live *live;
 	struct csq_dict *byuser; /* replay id -> visit index + 1 */
+	struct csq_dict *ended;  /* room -> struct rd_ended, its last */
 	struct rd_svstate *sv;
 	csq_emit_fn *emit;
 	void *arg;
@@ -909,6 +974,52 @@ rd_offered(struct rd_run *r, const struct rd_visit *v, uint32_t idx,
 	/* RD_TIMEOUT: csq runs the offer out. */
 }
 
+/* A wrap-up began in ev's room: it ends as the record's after that
+ * conversation did, or as one of the queue's drawn, when that is before
+ * its deadline (the servicer's READY); else csq ends it. */
+static void
+rd_wrapup(struct rd_run *r, const struct csq_event *ev)
+{
+	const struct rd_ended *e =
+	    csq_dict_get(r->ended, ev->room, strlen(ev->room));
+	const struct rd_visit *v;
+	const struct rd_queue *q;
+	uint64_t len, tie;
+
+	if (e == NULL || ev->until_ms <= ev->ts_ms)
+		return;
+	v = &r->d->visits[e->idx];
+	if (e->k < v->nconvs && v->convs[e->k].wrap_ms != RD_NEVER) {
+		len = v->convs[e->k].wrap_ms;
+		tie = v->convs[e->k].wrap_id << 1;
+	} else {
+		q = rd_queue_of(r->d, e->queue);
+		if (q == NULL || q->nwrap == 0)
+			return;
+		len = q->wrap[(size_t)(rd_draw(r, v->user, 4, e->k) *
+		                       (double)q->nwrap)];
+		tie = rd_drawn_tie(r);
+		r->st.drawn_wrapups++;
+	}
+	if (ev->ts_ms + len < ev->until_ms)
+		rd_push(r, RD_A_READY, ev->ts_ms + len, tie, 0, 0, ev->room);
+}
+
+static void
+rd_note_ended(struct rd_run *r, const struct csq_event *ev, uint32_t idx,
+              uint32_t k)
+{
+	struct rd_ended *e = csq_dict_get(r->ended, ev->room, strlen(ev->room));
+
+	if (e == NULL) {
+		e = csq_xcalloc(1, sizeof(*e));
+		csq_dict_put(r->ended, ev->room, strlen(ev->room), e);
+	}
+	e->idx = idx;
+	e->k = k;
+	snprintf(e->queue, sizeof(e->queue), "%s", ev->queue);
+}
+
 static void
 rd_emit(void *arg, const struct csq_event *ev)
 {
@@ -953,10 +1064,17 @@ rd_emit(void *arg, const struct csq_event *ev)
 		if (l != NULL)
 			l->gen++;
 		break;
+	case CSQ_EV_WRAPUP:
+		if (ev->room[0] != '\0')
+			rd_wrapup(r, ev);
+		break;
 	case CSQ_EV_RELEASED:
 	case CSQ_EV_LEFT:
 		if (l == NULL)
 			break;
+		if (ev->type == CSQ_EV_RELEASED && ev->room[0] != '\0' &&
+		    l->matches > 0)
+			rd_note_ended(r, ev, idx, l->matches - 1);
 		l->gen++;
 		l->done = 1;
 		if (ev->type == CSQ_EV_LEFT && r->leaving_expired &&
@@ -1204,6 +1322,9 @@ rd_act(struct rd_run *r, struct rd_act *a)
 	case RD_A_ADD_END:
 		rd_logout(r, r->cfg->changes[a->idx].servicer);
 		break;
+	case RD_A_READY:
+		(void)csq_ready(r->c, r->now, a->room, &done);
+		break;
 	case RD_A_KEEPALIVE:
 		rd_keepalive(r);
 		if (r->now + RD_KEEPALIVE <= r->d->last_ms)
@@ -1335,6 +1456,7 @@ csq_replay_day_run(const struct csq_replay_day *d,
 		return CSQ_ERANGE;
 	}
 	r.byuser = csq_dict_new(RD_SEED);
+	r.ended = csq_dict_new(RD_SEED);
 	r.live = csq_xcalloc(d->nvisits ? d->nvisits : 1, sizeof(*r.live));
 	r.sv = csq_xcalloc(d->nservicers ? d->nservicers : 1, sizeof(*r.sv));
 	csq_replay_day_queues(d, r.every_queue, sizeof(r.every_queue));
@@ -1364,6 +1486,8 @@ csq_replay_day_run(const struct csq_replay_day *d,
 	}
 	rd_free_acts(&r.heap);
 	csq_free(r.c);
+	csq_dict_each(r.ended, rd_free_val, NULL);
+	csq_dict_free(r.ended);
 	csq_dict_free(r.byuser);
 	free(r.live);
 	free(r.sv);

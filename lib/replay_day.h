@@ -77,6 +77,7 @@ struct csq_replay_stats {
 	uint64_t drawn_patience;   /* censored: drawn beyond the censoring */
 	uint64_t drawn_handle;     /* conversations the record lacks */
 	uint64_t drawn_offers;     /* answers to offers the record lacks */
+	uint64_t drawn_wrapups;    /* wrap-ups after those, ended early */
 	uint64_t refused;          /* arrivals csq refused (a full queue) */
 	uint64_t actions;          /* actions played */
 	uint64_t events;           /* events emitted */

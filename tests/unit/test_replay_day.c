@@ -5,9 +5,11 @@
  * configuration gives the same events and the same report; a censored
  * patience is drawn beyond its censoring point, the same for the same
  * seed; a conversation the record lacks lasts one of its queue's; offers
- * are answered as recorded; servicers added and removed over a range log
- * in and out at its ends; a change out of its range is refused with
- * nothing played; records with holes and reused ids do not break it.
+ * are answered as recorded; a wrap-up ends when the record's did (READY
+ * early), one the record lacks as one of its queue's; servicers added and
+ * removed over a range log in and out at its ends; a change out of its range is
+ * refused with nothing played; records with holes and reused ids do not break
+ * it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -611,6 +613,80 @@ test_offers(void **state)
 	csq_replay_day_free(d);
 }
 
+/* s wraps up 60 s after each conversation, but says READY after 20 s
+ * (u1); u2 leaves unserved. The replay ends s's wrap-up when the record
+ * did; x, added with 60 s of wrap-up, serves u2 for a drawn time and is
+ * READY after 20 s too, the queue's only recorded wrap-up. */
+static const char *const wrap_day[] = {
+    "{\"event\":\"servicer_up\",\"id\":1,\"ts\":1795770000000,"
+    "\"servicer\":\"s\",\"capacity\":1,\"queues\":[\"q\"]}",
+    "{\"event\":\"matched\",\"id\":2,\"ts\":1795770000000,\"user\":\"u1\","
+    "\"queue\":\"q\",\"tier\":0,\"servicer\":\"s\",\"room\":\"s/0\","
+    "\"waited_ms\":0}",
+    "{\"event\":\"queued\",\"id\":3,\"ts\":1795770010000,\"user\":\"u2\","
+    "\"queue\":\"q\",\"tier\":0,\"position\":1}",
+    "{\"event\":\"left\",\"id\":4,\"ts\":1795770050000,\"user\":\"u2\","
+    "\"queue\":\"q\",\"reason\":\"leave\"}",
+    "{\"event\":\"released\",\"id\":5,\"ts\":1795770100000,\"user\":\"u1\","
+    "\"queue\":\"q\",\"servicer\":\"s\",\"room\":\"s/0\",\"by\":"
+    "\"servicer\"}",
+    "{\"event\":\"wrapup\",\"id\":6,\"ts\":1795770100000,\"servicer\":"
+    "\"s\",\"room\":\"s/0\",\"until_ms\":1795770160000}",
+    "{\"event\":\"ready\",\"id\":7,\"ts\":1795770120000,\"servicer\":\"s\","
+    "\"room\":\"s/0\"}",
+    "{\"event\":\"servicer_down\",\"id\":8,\"ts\":1795770600000,"
+    "\"servicer\":\"s\",\"reason\":\"logout\"}",
+    NULL};
+
+static void
+test_wrapup(void **state)
+{
+	struct csq_replay_day *d = day_of_lines(wrap_day);
+	struct csq_replay_change ch;
+	struct csq_replay_override o;
+	struct csq_replay_config cfg;
+	const struct csq_event *ev, *rel;
+	struct events a;
+	size_t i;
+
+	(void)state;
+	rp_config(&cfg);
+	a = play(d, &cfg);
+	ev = find(&a, CSQ_EV_WRAPUP, NULL, "s");
+	assert_non_null(ev);
+	assert_int_equal(ev->until_ms - ev->ts_ms, 60 * SEC);
+	ev = find(&a, CSQ_EV_READY, NULL, "s");
+	assert_non_null(ev);
+	assert_int_equal(ev->ts_ms, T0 + 120 * SEC);
+	free(a.v);
+
+	memset(&ch, 0, sizeof(ch));
+	ch.kind = CSQ_REPLAY_ADD;
+	snprintf(ch.servicer, sizeof(ch.servicer), "x");
+	ch.from_ms = T0 + 20 * SEC;
+	ch.to_ms = T0 + 590 * SEC;
+	ch.capacity = 1;
+	memset(&o, 0, sizeof(o));
+	snprintf(o.servicer, sizeof(o.servicer), "x");
+	o.has_wrapup = 1;
+	o.wrapup_s = 60;
+	cfg.changes = &ch;
+	cfg.nchanges = 1;
+	cfg.overrides = &o;
+	cfg.noverrides = 1;
+	a = play(d, &cfg);
+	rel = find(&a, CSQ_EV_RELEASED, "u2", "x");
+	assert_non_null(rel);
+	for (i = 0; i < a.n; i++)
+		if (a.v[i].type == CSQ_EV_READY &&
+		    strcmp(a.v[i].servicer, "x") == 0)
+			break;
+	assert_true(i < a.n);
+	assert_int_equal(a.v[i].ts_ms, rel->ts_ms + 20 * SEC);
+	free(a.v);
+	csq_replay_day_free(d);
+}
+
 /* How it was broken: a change out of range, an empty or reversed range,
  * a bad id, an override out of range: refused, nothing emitted. */
 static void
@@ -741,6 +817,7 @@ main(void)
 	    cmocka_unit_test(test_drawn_handle),
 	    cmocka_unit_test(test_remove_range),
 	    cmocka_unit_test(test_offers),
+	    cmocka_unit_test(test_wrapup),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_holes),
 	};
