@@ -18,7 +18,8 @@ Two queues, sales and support, from 09:00 UTC on 2026-11-27:
     conversation lasts 1 to 7 minutes;
   - a1 serves both queues all day; a2 both, and is lost (no heartbeat)
     for 20 minutes at a third of the day; a3 support only, with 30 s of
-    wrap-up, and with --offers takes its users by offer (OFFER 20),
+    wrap-up (ended early, READY after 10 s, one time in three), and
+    with --offers takes its users by offer (OFFER 20),
     declining one in four and letting one in ten run out; a4 sales only,
     from a quarter of the day, paused for half an hour at the middle (its
     lunch) and logged out (LOGOUT) at five sixths;
@@ -107,6 +108,7 @@ def make_day(csqd, record_out, conf_out, shape="steady",
         talking = {}   # user -> (room, end ms)
         waiting = {}   # user -> give-up ms
         give_up = {}   # user -> give-up ms
+        readies = {}   # room -> when its wrap-up ends early
         a4_out = False
         while now < T0 + day_ms:
             frac = (now - T0) / day_ms
@@ -146,6 +148,10 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                     tier = 1 if ru.random() < 0.1 else 0
                     r.execute_command("ENQUEUE", u, "QUEUE", q, "TIER", tier)
                     waiting[u] = give_up[u] = now + ru.randint(60, 900) * 1000
+            for room, t in list(readies.items()):
+                if now >= t:
+                    del readies[room]
+                    r.execute_command("READY", room)
             # A conversation ends when its time is up; a customer whose
             # agent went (requeued) is back in line with its patience,
             # and one matched again talks again.
@@ -156,6 +162,11 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                     if now >= end:
                         del talking[u]
                         r.execute_command("RELEASE", room)
+                        # a3 ends one wrap-up in three early: READY
+                        # after 10 s of its 30.
+                        if room.startswith("a3/") and random.Random(
+                                "%d ready %s" % (seed, u)).random() < 1 / 3:
+                            readies[room] = now + 10000
                     continue
                 del talking[u]
                 if info.get("state") in ("waiting", "offered", "assigned"):

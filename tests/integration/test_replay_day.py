@@ -2,9 +2,9 @@
 real csqd: tests/day/make_day.py drives a test build (DEBUG CLOCK) with
 redis-py through 90 simulated minutes of two queues under least_busy,
 with an overflow, a servicer taking users by offer (declining some), a
-wrap-up, a lunch pause, a lost servicer and a LOGOUT with users in its
-rooms (the unit test, tests/unit/test_replay_day.c, has a requeue).
-Replayed under its own configuration (-c, the csqd.conf it ran
+wrap-up (ended early by READY at times), a lunch pause, a lost servicer
+and a LOGOUT (the unit test, tests/unit/test_replay_day.c, has a
+requeue). Replayed under its own configuration (-c, the csqd.conf it ran
 under), the report must agree with the record's within 5 % on every
 queue's service level, wait p50 and p90, and abandons (it agrees exactly
 today: the replay plays every recorded input back). Then what-ifs: a
@@ -77,7 +77,7 @@ class ReplayDay(unittest.TestCase):
             text = f.read()
         # The day has what the replay must model.
         for kind in ("offered", "declined", "overflowed", "left", "wrapup",
-                     "servicer_paused", "servicer_down"):
+                     "ready", "servicer_paused", "servicer_down"):
             self.assertTrue('"event":"%s"' % kind in text, kind)
         code, out, err = replay("-c", self.conf, "-i", "24h", "-f", "csv",
                                 self.record)
