@@ -223,7 +223,7 @@ static const struct config_key config_keys[] = {
     KEY_STR("redis.master", redis_master, "", NULL),
     KEY_INT("redis.wait_replicas", CONFIG_F_I64, redis_wait_replicas, 0,
             CONFIG_REPLICAS_MAX, 0),
-    KEY_BOOL("redis.module", redis_module, 0),
+    KEY_BOOL("redis.module", redis_module, 1),
     KEY_INT("redis.wait_timeout_ms", CONFIG_F_I64, redis_wait_timeout_ms, 1,
             CONFIG_WAIT_TIMEOUT_MAX, 1000),
     KEY_STR("http.listen", http_listen, "127.0.0.1:7879", config_check_http),
@@ -1454,17 +1454,6 @@ config_check_queues(struct config_report *r, const struct config *cfg,
 			    r, config_setting_get_elem(queues, (unsigned)at[i]),
 			    "queues: \"%s\": %s", ok[i].name,
 			    csq_policy_error_text(e));
-		/* Skills' keys are libcsq's rules, which the Redis engine
-		 * runs only as the module (protocol.md 3c, 11b). */
-		else if ((ok[i].skill_order != CSQ_SKILL_ORDER_STRATEGY ||
-		          ok[i].nrelax > 0) &&
-		         strcmp(cfg->engine, "redis") == 0 && !cfg->redis_module)
-			config_error(
-			    r, config_setting_get_elem(queues, (unsigned)at[i]),
-			    "queues: \"%s\": %s needs engine = \"memory\" or "
-			    "redis.module = true",
-			    ok[i].name,
-			    ok[i].nrelax > 0 ? "relax" : "skill_order");
 	}
 }
 
@@ -1496,6 +1485,16 @@ config_apply(struct config *cfg, config_t *lc, int ok, const char *name,
 		config_error(&r, config_lookup(lc, "redis"),
 		             "redis.sentinels and redis.master go together: "
 		             "give both or neither");
+	/* The Lua engine is gone (issue 34): engine "redis" is csq.so, and
+	 * redis.module stays only as true, for configurations that set it. */
+	if (r.errors == 0 && !cfg->redis_module &&
+	    strcmp(cfg->engine, "redis") == 0)
+		config_error(
+		    &r, config_lookup(lc, "redis.module"),
+		    "redis.module = false: the Lua engine is gone; "
+		    "engine \"redis\" runs on csq.so, which "
+		    "redis-server must load (`loadmodule " CSQ_MODULE_PATH
+		    "`, docs/operations.md): remove the key");
 	if (r.errors == 0)
 		config_check_tls(&r, cfg, lc);
 	config_check_queues(&r, cfg, lc);

@@ -74,11 +74,6 @@ redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 	 * an unreachable Redis gets TRYAGAIN at once: nothing half done.
 	 * At once, unless earlier calls are still to answer: then in turn. */
 	if ((res.status = csq_op_validate(op, &r->limits)) != CSQ_OK ||
-	    /* Skills are libcsq's rules, which the Lua script does not
-	     * have; the module is libcsq (protocol.md 3c, 11b). */
-	    (res.status = !r->module && csq_op_uses_skills(op)
-	                      ? CSQ_EUNSUPPORTED
-	                      : CSQ_OK) != CSQ_OK ||
 	    (res.status = r->up ? CSQ_OK : CSQ_ETRYAGAIN) != CSQ_OK ||
 	    redis_call_build(r, op, cb, arg, &k) != 0) {
 		if (res.status == CSQ_OK)

@@ -24,7 +24,6 @@ set(CSQ_TEST_COSTS
   install.systemd 52
   fuzz.build 51
   integration.redis.sentinel 39
-  integration.redis_evalsha.robustness 37
   integration.redis.robustness 36
   integration.redis.admin_http 32
   integration.journal 31
@@ -34,12 +33,10 @@ set(CSQ_TEST_COSTS
   integration.redis.http 18
   integration.ttl 17
   integration.redis.ttl 17
-  integration.redis_evalsha.ttl 17
   examples.frontend_js 15
   examples.redis.frontend_js 15
   integration.reload 13
   integration.redis.reload 13
-  integration.redis_evalsha.reload 13
   integration.redis.clients.redispy 10
   integration.redis.events 10
   unit.test_matcher 10
@@ -49,8 +46,7 @@ set(CSQ_TEST_COSTS
   integration.clients.redispy 7
   examples.agent_python 7
   examples.redis.agent_python 7
-  integration.redis.multi 6
-  integration.redis_evalsha.events 6)
+  integration.redis.multi 6)
 
 set(_costs ${CSQ_TEST_COSTS})
 while(_costs)

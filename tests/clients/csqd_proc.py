@@ -49,6 +49,17 @@ def wait_answer(port, line, good, auth=None):
     raise RuntimeError(f"port {port}: no good reply to {line!r} (last {last!r})")
 
 
+def redis_module_args():
+    """The Redis engine is csq.so: redis-server loads the module that
+    $CSQ_TEST_REDIS_MODULE names (ctest sets it)."""
+    path = os.environ.get("CSQ_TEST_REDIS_MODULE", "")
+    if not path:
+        raise AssertionError("CSQ_TEST_REDIS_MODULE names no csq.so "
+                             "(ctest sets it): the Redis engine is "
+                             "the module")
+    return ["--loadmodule", path]
+
+
 class RedisServer:
     """redis-server with an append-only file, so that a restart keeps the
     state: an outage test can then tell "not applied" from "lost"."""
@@ -64,7 +75,7 @@ class RedisServer:
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-             "--dir", self.dir],
+             "--dir", self.dir] + redis_module_args(),
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_answer(self.port, "PING", lambda r: r == "+PONG")
 

@@ -52,8 +52,18 @@ def wait_until(what, fn, timeout=10.0, step=0.02):
         time.sleep(step)
 
 
+def redis_module_args():
+    """The Redis engine is csq.so: redis-server loads the module that
+    $CSQ_TEST_REDIS_MODULE names (ctest sets it)."""
+    path = os.environ.get("CSQ_TEST_REDIS_MODULE", "")
+    if not path:
+        raise AssertionError("CSQ_TEST_REDIS_MODULE names no csq.so")
+    return ["--loadmodule", path]
+
+
 class Redisd:
-    """A private redis-server for the Redis engine, on a free port."""
+    """A private redis-server for the Redis engine, on a free port, with
+    csq.so loaded."""
 
     def __init__(self, d):
         self.d = d
@@ -69,13 +79,10 @@ class Redisd:
                     raise
 
     def _start(self):
-        # csq.so, when the test runs on the module (CSQ_TEST_REDIS_MODULE,
-        # as the C harness): csqd is told so (Csqd, redis.module).
-        module = os.environ.get("CSQ_TEST_REDIS_MODULE")
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.d]
-            + (["--loadmodule", module] if module else []),
+            + redis_module_args(),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until("redis-server answers", self._ping)
 
@@ -112,9 +119,7 @@ class Csqd:
         engine = 'engine = "memory";\n'
         if redisd is not None:
             engine = ('engine = "redis";\nredis: { port = %d; prefix = '
-                      '"%s";%s };\n' % (redisd.port, prefix or "admin",
-                                       " module = true;" if os.environ.get(
-                                           "CSQ_TEST_REDIS_MODULE") else ""))
+                      '"%s"; };\n' % (redisd.port, prefix or "admin"))
         # Every answer fresh, as the tests compare them with what they
         # just did (http.cache_ms, which shares one for a second by
         # default, has its own cases).

@@ -76,7 +76,7 @@ void csqd_kill9(struct csqd *);
  */
 #define REDISD_UNIX     0x1 /* also a Unix socket: unix_path */
 #define REDISD_PASS     0x2 /* requirepass REDISD_PASSWORD */
-/* With CSQ_TEST_REDIS_MODULE, every server loads csq.so with the clock of
+/* Every server loads csq.so (CSQ_TEST_REDIS_MODULE) with the clock of
  * DEBUG CLOCK; these load it with Redis's own clock (its deadlines on its
  * timer), or not at all. */
 #define REDISD_MODULE_CLOCK 0x4
@@ -117,12 +117,8 @@ void redisd_kill9(struct redisd *);
 void redisd_restart(struct redisd *);
 /* Kills it if running, removes its directory, frees it. */
 void redisd_free(struct redisd *);
-/* ACL: the default user may not run FUNCTION (csqd then uses EVALSHA). */
-void redisd_forbid_functions(struct redisd *);
-/* CSQ_TEST_REDIS_FUNCTIONS=off: the suite runs with functions forbidden. */
-int harness_no_functions(void);
-/* CSQ_TEST_REDIS_MODULE=<csq.so>: every redis-server loads the module
- * (with debug-clock) and every csqd on Redis calls it (redis.module). */
+/* CSQ_TEST_REDIS_MODULE=<csq.so> (ctest sets it): every redis-server loads
+ * the module (with debug-clock, unless REDISD_MODULE_CLOCK). */
 const char *harness_module(void);
 /* A synchronous connection over TCP, authenticated when needed. */
 redisContext *redisd_connect(struct redisd *);

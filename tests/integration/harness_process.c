@@ -139,44 +139,17 @@ csqd_init(int argc, char **argv)
 		redisd_shared = redisd_start(0);
 		snprintf(port, sizeof(port), "%d", redisd_shared->port);
 		setenv("CSQ_TEST_REDIS_PORT", port, 1);
-		if (harness_no_functions())
-			redisd_forbid_functions(redisd_shared);
 	}
 }
 
-/*
- * CSQ_TEST_REDIS_FUNCTIONS=off: the suite runs with csqd calling its
- * script by EVALSHA, as on a Redis without functions, because the shared
- * redis-server's ACL forbids FUNCTION (csqd's FUNCTION LOAD then fails).
- */
+/* CSQ_TEST_REDIS_MODULE=<csq.so>, which ctest sets (the tests'
+ * CMakeLists.txt): every redis-server started for csqd loads it. */
 const char *
 harness_module(void)
 {
 	const char *e = getenv("CSQ_TEST_REDIS_MODULE");
 
 	return e != NULL && *e != '\0' ? e : NULL;
-}
-
-int
-harness_no_functions(void)
-{
-	const char *e = getenv("CSQ_TEST_REDIS_FUNCTIONS");
-
-	return e != NULL && strcmp(e, "off") == 0;
-}
-
-void
-redisd_forbid_functions(struct redisd *r)
-{
-	redisContext *c = redisd_connect(r);
-	redisReply *rep =
-	    cmd_at(__FILE__, __LINE__, c, "ACL SETUSER default -function");
-
-	if (rep->type != REDIS_REPLY_STATUS || strcmp(rep->str, "OK") != 0)
-		fail_at(__FILE__, __LINE__, "ACL SETUSER default -function: %s",
-		        rep->str != NULL ? rep->str : "?");
-	freeReplyObject(rep);
-	redisFree(c);
 }
 
 const char *
@@ -396,9 +369,8 @@ start_on_redis(struct redisd *r, const char *prefix, const char *extra_conf,
 
 	snprintf(redis, sizeof(redis),
 	         "redis: { host = \"127.0.0.1\"; port = %d; password = \"%s\"; "
-	         "db = 0; prefix = \"%s\";%s };\n",
-	         r->port, r->password, prefix,
-	         harness_module() != NULL ? " module = true;" : "");
+	         "db = 0; prefix = \"%s\"; };\n",
+	         r->port, r->password, prefix);
 	return harness_start(extra_conf, flags, "redis", redis);
 }
 
@@ -556,11 +528,9 @@ again:
 		rport = getenv("CSQ_TEST_REDIS_PORT");
 		if (asprintf(&redis,
 		             "redis: { host = \"127.0.0.1\"; port = %s; "
-		             "prefix = \"csqit%ldx%d\";%s };\n",
+		             "prefix = \"csqit%ldx%d\"; };\n",
 		             rport != NULL ? rport : "6379", (long)getpid(),
-		             harness_started,
-		             harness_module() != NULL ? " module = true;"
-		                                      : "") == -1)
+		             harness_started) == -1)
 			abort();
 	}
 	snprintf(d->base_conf, sizeof(d->base_conf),
@@ -635,22 +605,6 @@ again:
 	/* csqd answers PING before its Redis engine is connected. */
 	if (strcmp(engine, "redis") == 0 && !(flags & HARNESS_NO_WAIT)) {
 		csqd_wait_engine(d);
-		/* The line's field, in text or in JSON (log.format): the
-		 * run calls what it says it calls. */
-		const char *calls = harness_module() != NULL ? "MODULE"
-		                    : harness_no_functions() ? "EVALSHA"
-		                                             : NULL;
-		char line[64];
-		int json =
-		    strstr(d->base_conf, "json") != NULL ||
-		    (extra_conf != NULL && strstr(extra_conf, "json") != NULL);
-
-		if (calls != NULL &&
-		    (redis_conf == NULL || harness_module() != NULL)) {
-			snprintf(line, sizeof(line),
-			         json ? "\"calls\":\"%s\"" : "calls=%s", calls);
-			csqd_wait_log(d, line);
-		}
 	}
 	return d;
 }
@@ -966,7 +920,11 @@ redisd_spawn(struct redisd *r)
 		argv[argc++] = "--requirepass";
 		argv[argc++] = r->password;
 	}
-	if (harness_module() != NULL && !(r->flags & REDISD_NO_MODULE)) {
+	if (!(r->flags & REDISD_NO_MODULE)) {
+		if (harness_module() == NULL)
+			fail_at(__FILE__, __LINE__,
+			        "CSQ_TEST_REDIS_MODULE names no csq.so (ctest "
+			        "sets it): the Redis engine is the module");
 		/* csq.so, with the clock that DEBUG CLOCK sets. */
 		argv[argc++] = "--loadmodule";
 		argv[argc++] = harness_module();

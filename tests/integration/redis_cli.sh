@@ -64,14 +64,18 @@ random_port() {
 	echo $(( 20000 + ($$ * 7 + $1 * 7919 + $(date +%N | sed 's/^0*//;s/^$/0/') ) % 40000 ))
 }
 
-# The Redis engine: a private redis-server on a free port.
+# The Redis engine: a private redis-server on a free port, loading csq.so
+# (CSQ_TEST_REDIS_MODULE, which ctest sets).
 redisconf=
 if [ "$ENGINE" = "redis" ]; then
 	command -v redis-server >/dev/null 2>&1 || fail "redis-server not found"
+	[ -n "${CSQ_TEST_REDIS_MODULE:-}" ] ||
+		fail "CSQ_TEST_REDIS_MODULE names no csq.so"
 	for attempt in 1 2 3 4 5 6 7 8; do
 		rport=$(random_port "$attempt")
 		redis-server --port "$rport" --bind 127.0.0.1 --save "" \
-		    --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
+		    --appendonly no --dir "$tmp" \
+		    --loadmodule "$CSQ_TEST_REDIS_MODULE" >"$tmp/redis.log" 2>&1 &
 		redispid=$!
 		i=0
 		while [ $i -lt 50 ]; do

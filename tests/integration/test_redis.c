@@ -1258,249 +1258,8 @@ reaped_once(void **state)
 	}
 }
 
-/*
- * Many operations at once go to Redis in one script call. An operation
- * that fails inside it (here: a user whose record someone wrote by hand,
- * which the script cannot read) gets TRYAGAIN, in the words of a command
- * that may have been applied (csqd cannot tell how far a failing
- * operation got), and here changes nothing, while the operations sent beside
- * it, from other connections in the same instant, stand with their replies and
- * events.
- */
-#define SIDE_USERS 16
-
-static void
-failed_operation_alone(void **state)
-{
-	struct rfx *fx = *state;
-	const char *ch[] = {"events"};
-	redisContext *c[SIDE_USERS + 1], *sub, *rc;
-	struct msgs m;
-	redisReply *r;
-	int i, queued = 0;
-
-	fx_daemon(fx, 0, "");
-	sub = csqd_connect(fx->d[0]);
-	SUBSCRIBE(sub, 1, ch);
-	rc = redisd_connect(fx->r);
-	freeReplyObject(CMD(rc, "HSET {" PREFIX "}:users bad not-a-record"));
-	for (i = 0; i <= SIDE_USERS; i++)
-		c[i] = csqd_connect(fx->d[0]);
-	/* Written all before any reply is read: one turn of csqd's loop
-	 * reads them together. */
-	for (i = 0; i <= SIDE_USERS; i++) {
-		if (i == SIDE_USERS / 2)
-			redisAppendCommand(c[i], "ENQUEUE bad");
-		else
-			redisAppendCommand(c[i], "ENQUEUE side%d", i);
-		flush_pipeline(c[i]);
-	}
-	for (i = 0; i <= SIDE_USERS; i++) {
-		r = GET_REPLY(c[i]);
-		if (i == SIDE_USERS / 2)
-			assert_repr(r, UNSURE_TEXT);
-		else
-			assert_string_equal(FIELD_STR(r, "state"), "waiting");
-		freeReplyObject(r);
-	}
-	r = CMD(c[0], "STATS");
-	assert_int_equal(FIELD_INT(r, "waiting"), SIDE_USERS);
-	assert_int_equal(FIELD_INT(r, "enqueued_total"), SIDE_USERS);
-	freeReplyObject(r);
-	/* bad's state cannot be read either; its record is as it was. */
-	/* (A read fails the same way, and certainly wrote nothing.) */
-	CHECK(c[0], NOTHING_TEXT, "WHERE bad");
-	r = CMD(rc, "HGET {" PREFIX "}:users bad");
-	assert_reply_bulk(r, "not-a-record");
-	freeReplyObject(r);
-	MSGS_COLLECT(sub, &m);
-	for (i = 0; i < m.n; i++) {
-		if (strstr(m.m[i].payload, "\"bad\"") != NULL)
-			fail_msg("an event of the failed ENQUEUE: %s",
-			         m.m[i].payload);
-		if (strstr(m.m[i].payload, "\"event\":\"queued\"") != NULL)
-			queued++;
-	}
-	assert_int_equal(queued, SIDE_USERS);
-	msgs_free(&m);
-	assert_true(file_contains(fx->d[0]->log_path,
-	                          "the record of user bad is not csq's"));
-	/* The next ENQUEUE of a good user works as ever. */
-	r = CMD(c[0], "ENQUEUE after");
-	assert_int_equal(FIELD_INT(r, "position"), SIDE_USERS + 1);
-	freeReplyObject(r);
-	for (i = 0; i <= SIDE_USERS; i++)
-		redisFree(c[i]);
-	redisFree(sub);
-	redisFree(rc);
-}
-
-/*
- * A RELEASE reads the leaving user's record with a pattern of its own
- * (room_release in common.lua): a record someone wrote over by hand gets
- * TRYAGAIN there too, and nothing changes: the room stays busy, the
- * counters stay, no event goes out. With the record back, the same
- * RELEASE ends the conversation.
- */
-static void
-release_of_a_foreign_record(void **state)
-{
-	struct rfx *fx = *state;
-	const char *ch[] = {"events"};
-	redisContext *c, *sub, *rc;
-	struct msgs m;
-	redisReply *r, *rec;
-	char *saved;
-	int i;
-
-	fx_daemon(fx, 0, "");
-	c = csqd_connect(fx->d[0]);
-	sub = csqd_connect(fx->d[0]);
-	SUBSCRIBE(sub, 1, ch);
-	rc = redisd_connect(fx->r);
-	freeReplyObject(CMD(c, "ENQUEUE u1"));
-	freeReplyObject(CMD(c, "HEARTBEAT s1 TTL 3600"));
-	r = CMD(c, "WHERE u1");
-	assert_string_equal(FIELD_STR(r, "state"), "assigned");
-	freeReplyObject(r);
-	rec = CMD(rc, "HGET {" PREFIX "}:users u1");
-	assert_int_equal(rec->type, REDIS_REPLY_STRING);
-	saved = strdup(rec->str);
-	freeReplyObject(rec);
-	MSGS_COLLECT(sub, &m); /* the events so far: not checked here */
-	msgs_free(&m);
-
-	/* Tried with three kinds of garbage: not a record at all, a record
-	 * cut short, and one whose state is not a word. */
-	const char *bad[] = {"not-a-record", "default 1 2",
-	                     "default 1 2 0 4ssigned s1 0 3"};
-	for (i = 0; i < 3; i++) {
-		r = redisCommand(rc, "HSET {" PREFIX "}:users u1 %s", bad[i]);
-		freeReplyObject(r);
-		r = CMD(c, "RELEASE s1/0");
-		assert_true(is_tryagain(r));
-		freeReplyObject(r);
-		r = CMD(rc, "HGET {" PREFIX "}:users u1");
-		assert_reply_bulk(r, bad[i]);
-		freeReplyObject(r);
-	}
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "rooms_busy"), 1);
-	assert_int_equal(FIELD_INT(r, "rooms_free"), 0);
-	assert_int_equal(FIELD_INT(r, "matched_total"), 1);
-	freeReplyObject(r);
-	r = CMD(rc, "HGET {" PREFIX "}:S2R:s1 0");
-	assert_reply_bulk(r, "u1");
-	freeReplyObject(r);
-	MSGS_COLLECT(sub, &m);
-	for (i = 0; i < m.n; i++)
-		fail_msg("an event of a failed RELEASE: %s", m.m[i].payload);
-	msgs_free(&m);
-	assert_true(file_contains(fx->d[0]->log_path,
-	                          "the record of user u1 is not csq's"));
-
-	/* The record back: the RELEASE works, and u1 is gone. */
-	r = redisCommand(rc, "HSET {" PREFIX "}:users u1 %s", saved);
-	freeReplyObject(r);
-	free(saved);
-	r = CMD(c, "RELEASE s1/0");
-	assert_reply_integer(r, 1);
-	freeReplyObject(r);
-	r = CMD(c, "WHERE u1");
-	assert_string_equal(FIELD_STR(r, "state"), "none");
-	freeReplyObject(r);
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "rooms_busy"), 0);
-	assert_int_equal(FIELD_INT(r, "rooms_free"), 1);
-	freeReplyObject(r);
-	redisFree(sub);
-	redisFree(c);
-	redisFree(rc);
-}
-
-/*
- * A state that a csqd from before routing wrote (servicers without OFFER,
- * WRAPUP, missed offers or retry windows; STATS without waiting, which was
- * derived) goes on under this one: its counters read as they were, its
- * servicer takes offers once told to, its conversation ends as before.
- */
-static void
-state_before_routing(void **state)
-{
-	struct rfx *fx = *state;
-	redisContext *c, *rc;
-	redisReply *r;
-	long long now = (long long)time(NULL) * 1000;
-
-	fx_daemon(fx, 0, "");
-	c = csqd_connect(fx->d[0]);
-	rc = redisd_connect(fx->r);
-	/* s1 serves default, u1 in its room 0, room 1 free; u2 waits in a
-	 * queue that nobody serves. Keys: tier 0, sequences 1 and 2. */
-	freeReplyObject(redisCommand(
-	    rc,
-	    "HSET {" PREFIX "}:servicer:s1 status ready capacity 2 ttl 3600 "
-	    "active 1 queues default last_order 2 last_ms %lld",
-	    now));
-	freeReplyObject(redisCommand(rc, "HSET {" PREFIX "}:S2R:s1 0 u1"));
-	freeReplyObject(redisCommand(
-	    rc, "HSET {" PREFIX "}:users u1 %s",
-	    "default 8444249301319681 1000 120 assigned s1 0 2000"));
-	freeReplyObject(redisCommand(rc, "HSET {" PREFIX "}:users u2 %s",
-	                             "other 8444249301319682 1000 0 waiting"));
-	freeReplyObject(redisCommand(rc, "ZADD {" PREFIX
-	                                 "}:queue:other 8444249301319682 u2"));
-	freeReplyObject(redisCommand(rc, "ZADD {" PREFIX "}:servicers 0 s1"));
-	freeReplyObject(
-	    redisCommand(rc, "ZADD {" PREFIX "}:free:default 2 s1"));
-	freeReplyObject(redisCommand(
-	    rc, "ZADD {" PREFIX "}:deadlines %lld s:s1", now + 3600000));
-	freeReplyObject(redisCommand(
-	    rc, "HSET {" PREFIX "}:stats seq 2 order 2 servicers 1 "
-	        "rooms_busy 1 rooms_free 1 matched_total 1 event_id 5"));
-
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "waiting"), 1);
-	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
-	assert_int_equal(FIELD_INT(r, "offers_total"), 0);
-	freeReplyObject(r);
-	r = CMD(c, "SERVICERS");
-	assert_int_equal(r->elements, 1);
-	assert_int_equal(r->element[0]->elements, 9);
-	assert_reply_integer(r->element[0]->element[6], 0); /* OFFER */
-	assert_reply_integer(r->element[0]->element[7], 0); /* WRAPUP */
-	assert_reply_integer(r->element[0]->element[8], 0); /* missed */
-	freeReplyObject(r);
-	CHECK(c,
-	      "['servicer','s1','status','ready','capacity',:2,'active',:1,"
-	      "'ttl',:3600]",
-	      "HEARTBEAT s1 OFFER 30");
-	r = CMD(c, "ENQUEUE u3");
-	assert_string_equal(FIELD_STR(r, "state"), "offered");
-	assert_string_equal(FIELD_STR(r, "room"), "s1/1");
-	freeReplyObject(r);
-	CHECK(c, ":1", "ACCEPT s1/1");
-	CHECK(c, ":1", "RELEASE s1/0");
-	CHECK(c,
-	      "['state','waiting','queue','other','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE u2");
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "waiting"), 1);
-	assert_int_equal(FIELD_INT(r, "matched_total"), 2);
-	assert_int_equal(FIELD_INT(r, "offers_total"), 1);
-	assert_int_equal(FIELD_INT(r, "rooms_busy"), 1);
-	assert_int_equal(FIELD_INT(r, "rooms_free"), 1);
-	freeReplyObject(r);
-	/* waiting is kept now. */
-	r = redisCommand(rc, "HGET {" PREFIX "}:stats waiting");
-	assert_reply_bulk(r, "1");
-	freeReplyObject(r);
-	redisFree(rc);
-	redisFree(c);
-}
-
-/* How many times Redis ran cmd ("fcall", "evalsha", "eval"), from INFO
- * commandstats; 0 when it never did. */
+/* How many times Redis ran cmd ("csq.call"), from INFO commandstats; 0
+ * when it never did. */
 static long long
 cmd_calls(redisContext *rc, const char *cmd)
 {
@@ -1551,12 +1310,12 @@ wait_healthz(struct csqd *d, int code)
 }
 
 /*
- * A key of csq's made a string under a running csqd (the deadlines' sorted
- * set; eviction or a mistyped command can do as much): every call that
- * reads it fails. /healthz must then say 503 (it said 200: the health
- * check's error was ignored), and the reaper, whose deadline is past, must
- * not send its expire again at once (it did, about 250 times a second; an
- * audit counted 773 calls in 5 s). Both are right again once the key is.
+ * csq's key made a string under a running csqd (the module's state;
+ * eviction or a mistyped command can do as much): every call fails. /healthz
+ * must then say 503 (it said 200: the health check's error was ignored), and
+ * the reaper, whose deadline is past, must not send its expire again at once
+ * (it did, about 250 times a second; an audit counted 773 calls in 5 s). Both
+ * are right again once the key is.
  */
 static void
 broken_key(void **state)
@@ -1569,162 +1328,21 @@ broken_key(void **state)
 	c = csqd_connect(fx->d[0]);
 	freeReplyObject(CMD(c, "ENQUEUE u1 TTL 1"));
 	wait_healthz(fx->d[0], 200);
-	freeReplyObject(CMD(rc, "SET {%s}:deadlines oops", PREFIX));
+	freeReplyObject(CMD(rc, "SET {%s}:state oops", PREFIX));
 	wait_healthz(fx->d[0], 503);
 	assert_true(
 	    file_contains(fx->d[0]->log_path, "reporting the engine down"));
 	sleep_ms(1200); /* u1's deadline is past */
-	n0 = cmd_calls(rc, "fcall") + cmd_calls(rc, "evalsha") +
-	     cmd_calls(rc, "eval");
+	n0 = cmd_calls(rc, "csq.call");
 	sleep_ms(2000);
-	n1 = cmd_calls(rc, "fcall") + cmd_calls(rc, "evalsha") +
-	     cmd_calls(rc, "eval");
-	print_message("broken key: %lld script calls in 2 s\n", n1 - n0);
+	n1 = cmd_calls(rc, "csq.call");
+	print_message("broken key: %lld calls in 2 s\n", n1 - n0);
 	assert_true(n1 - n0 <= 10);
-	freeReplyObject(CMD(rc, "DEL {%s}:deadlines", PREFIX));
+	freeReplyObject(CMD(rc, "DEL {%s}:state", PREFIX));
 	wait_healthz(fx->d[0], 200);
 	assert_true(file_contains(fx->d[0]->log_path,
 	                          "health check is answered again"));
 	CHECK(c, "+PONG", "PING");
-	redisFree(c);
-	redisFree(rc);
-}
-
-/* Whether Redis holds csq's function library. */
-static int
-library_loaded(redisContext *rc)
-{
-	redisReply *r = CMD(rc, "FUNCTION LIST LIBRARYNAME csq_*");
-	int n;
-
-	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-	n = (int)r->elements;
-	freeReplyObject(r);
-	return n;
-}
-
-/*
- * The script is a function library: the first daemon loads it, the second
- * finds it there, and both call it by FCALL, never EVALSHA. Then the
- * library (FUNCTION FLUSH) and the script cache (SCRIPT FLUSH) are
- * emptied under them: a call that Redis refuses goes again by EVALSHA,
- * then, after the NOSCRIPT, by EVAL, and the library is loaded again.
- * Clients notice nothing, with one operation at a time and with many at
- * once, in two rounds; after them, calls are FCALLs again.
- */
-static void
-script_flushed(void **state)
-{
-	struct rfx *fx = *state;
-	redisContext *c[SIDE_USERS], *rc, *c2;
-	redisReply *r;
-	long long fcalls;
-	int round, i;
-
-	fx_daemon(fx, 0, "");
-	fx_daemon(fx, 1, "");
-	rc = redisd_connect(fx->r);
-	for (i = 0; i < SIDE_USERS; i++)
-		c[i] = csqd_connect(fx->d[0]);
-	c2 = csqd_connect(fx->d[1]);
-	assert_int_equal(library_loaded(rc), 1);
-	csqd_wait_log(fx->d[0], "calls=FCALL");
-	csqd_wait_log(fx->d[1], "calls=FCALL");
-	CHECK(c2, ":0", "QLEN default");
-	assert_true(cmd_calls(rc, "fcall") > 0);
-	assert_int_equal(cmd_calls(rc, "evalsha"), 0);
-	for (round = 0; round < 2; round++) {
-		r = CMD(rc, "FUNCTION FLUSH");
-		assert_reply_status(r, "OK");
-		freeReplyObject(r);
-		r = CMD(rc, "SCRIPT FLUSH");
-		assert_reply_status(r, "OK");
-		freeReplyObject(r);
-		assert_int_equal(library_loaded(rc), 0);
-		r = CMD(c[0], "ENQUEUE one%d", round);
-		assert_int_equal(FIELD_INT(r, "position"),
-		                 round * (SIDE_USERS + 2) + 1);
-		freeReplyObject(r);
-		r = CMD(rc, "FUNCTION FLUSH");
-		freeReplyObject(r);
-		r = CMD(rc, "SCRIPT FLUSH");
-		freeReplyObject(r);
-		for (i = 0; i < SIDE_USERS; i++) {
-			redisAppendCommand(c[i], "ENQUEUE many%d.%d", round, i);
-			flush_pipeline(c[i]);
-		}
-		redisAppendCommand(c2, "ENQUEUE other%d", round);
-		flush_pipeline(c2);
-		for (i = 0; i < SIDE_USERS; i++) {
-			r = GET_REPLY(c[i]);
-			assert_string_equal(FIELD_STR(r, "state"), "waiting");
-			freeReplyObject(r);
-		}
-		r = GET_REPLY(c2);
-		assert_string_equal(FIELD_STR(r, "state"), "waiting");
-		freeReplyObject(r);
-	}
-	assert_true(cmd_calls(rc, "eval") > 0);
-	assert_int_equal(library_loaded(rc), 1);
-	fcalls = cmd_calls(rc, "fcall");
-	r = CMD(c[0], "QLEN default");
-	assert_reply_integer(r, 2 * (SIDE_USERS + 2));
-	freeReplyObject(r);
-	CHECK(c2, ":0", "LEAVE nobody");
-	assert_true(cmd_calls(rc, "fcall") >= fcalls + 2);
-	for (i = 0; i < SIDE_USERS; i++)
-		redisFree(c[i]);
-	redisFree(c2);
-	redisFree(rc);
-}
-
-/*
- * A Redis whose ACL forbids FUNCTION (as some managed services do): csqd
- * says so once, calls the script by EVALSHA, and behaves the same: a
- * match with its events, a release that refills the room, a requeue on
- * LOGOUT, and a SCRIPT FLUSH under it.
- */
-static void
-functions_forbidden(void **state)
-{
-	struct rfx *fx = *state;
-	redisContext *c, *rc, *sub;
-	redisReply *r;
-	char *ev;
-
-	rc = redisd_connect(fx->r);
-	redisd_forbid_functions(fx->r);
-	fx_daemon(fx, 0, "");
-	csqd_wait_log(fx->d[0], "calls=EVALSHA");
-	csqd_wait_log(fx->d[0], "FUNCTION LOAD: NOPERM");
-	c = csqd_connect(fx->d[0]);
-	sub = csqd_connect(fx->d[0]);
-	freeReplyObject(CMD(sub, "SUBSCRIBE user:u1"));
-	CHECK(
-	    c,
-	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	    "ENQUEUE u1");
-	freeReplyObject(CMD(c, "ENQUEUE u2"));
-	r = CMD(c, "HEARTBEAT s1 CAPACITY 1");
-	assert_int_equal(FIELD_INT(r, "active"), 1);
-	freeReplyObject(r);
-	ev = WAIT_EVENT(sub, "matched");
-	assert_non_null(strstr(ev, "\"room\":\"s1/0\""));
-	free(ev);
-	r = CMD(rc, "SCRIPT FLUSH");
-	freeReplyObject(r);
-	CHECK(c, ":1", "RELEASE s1/0");
-	r = CMD(c, "WHERE u2");
-	assert_string_equal(FIELD_STR(r, "room"), "s1/0");
-	freeReplyObject(r);
-	CHECK(c, ":1", "LOGOUT s1");
-	r = CMD(c, "WHERE u2");
-	assert_string_equal(FIELD_STR(r, "state"), "waiting");
-	freeReplyObject(r);
-	assert_int_equal(cmd_calls(rc, "fcall"), 0);
-	assert_true(cmd_calls(rc, "evalsha") > 0);
-	assert_true(cmd_calls(rc, "eval") > 0);
-	redisFree(sub);
 	redisFree(c);
 	redisFree(rc);
 }
@@ -1991,10 +1609,11 @@ stalled_unsure(void **state)
 }
 
 /*
- * Redis full, with maxmemory-policy noeviction: every command that would
- * add to the state answers TRYAGAIN and changes nothing, reads go on, a
- * LEAVE (which frees memory) goes through, the log says OOM without a line
- * per refusal, and once Redis has room again everything works.
+ * Redis full, with maxmemory-policy noeviction: CSQ.CALL is deny-oom, so
+ * Redis refuses every call before it runs (reads too: one command carries
+ * them all) and each answers TRYAGAIN with nothing changed; the log says
+ * OOM without a line per refusal, and once Redis has room again
+ * everything works, on the state as it was.
  */
 #define OOM_TRIES 50
 
@@ -2016,25 +1635,13 @@ redis_out_of_memory(void **state)
 	assert_reply_status(r, "OK");
 	freeReplyObject(r);
 
-	/* Refused before it wrote anything: the plain TRYAGAIN, not the
-	 * "may have been applied" of a call lost in flight. */
+	/* Refused before it ran: the plain TRYAGAIN, not the "may have
+	 * been applied" of a call lost in flight. */
 	for (i = 0; i < OOM_TRIES; i++)
 		CHECK(c, NOTHING_TEXT, "ENQUEUE new%d", i);
-	r = CMD(c, "HEARTBEAT s1");
-	assert_true(is_tryagain(r));
-	freeReplyObject(r);
-	r = CMD(c, "WHERE u2");
-	assert_string_equal(FIELD_STR(r, "state"), "waiting");
-	assert_int_equal(FIELD_INT(r, "position"), 2);
-	freeReplyObject(r);
-	CHECK(c, ":2", "QLEN default");
-	CHECK(c, "[]", "SERVICERS");
-	CHECK(c, ":1", "LEAVE u1");
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "waiting"), 1);
-	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
-	assert_int_equal(FIELD_INT(r, "servicers"), 0);
-	freeReplyObject(r);
+	CHECK(c, NOTHING_TEXT, "HEARTBEAT s1");
+	CHECK(c, NOTHING_TEXT, "LEAVE u1");
+	CHECK(c, NOTHING_TEXT, "WHERE u2");
 	/* One line, not one per refusal (all came within a second or so). */
 	assert_true(lines_with(fx->d[0]->log_path, "OOM") >= 1);
 	assert_true(lines_with(fx->d[0]->log_path, "OOM") <= 3);
@@ -2045,117 +1652,20 @@ redis_out_of_memory(void **state)
 
 	r = CMD(rc, "CONFIG SET maxmemory 0");
 	freeReplyObject(r);
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), 2);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
+	assert_int_equal(FIELD_INT(r, "servicers"), 0);
+	freeReplyObject(r);
 	CHECK(
 	    c,
-	    "['state','waiting','queue','default','position',:2,'eta_ms',:-1]",
+	    "['state','waiting','queue','default','position',:3,'eta_ms',:-1]",
 	    "ENQUEUE new0");
 	CHECK(c,
 	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
 	      "'ttl',:30]",
 	      "HEARTBEAT s1");
 	CHECK(c, "['state','none']", "WHERE new1");
-	redisFree(c);
-	redisFree(rc);
-}
-
-/*
- * The order key's sequence running out: the call that takes the last one
- * writes it once at its end, and a new user after it, in the same call or
- * a later one, gets the error and changes nothing; a user already waiting
- * may still change tier. (The sequence is kept in the script for the call
- * since it is no longer incremented in Redis per user.)
- */
-#define SEQ_LAST "562949953421311" /* 2^49 - 1 (lib/orderkey.h) */
-
-static void
-sequence_exhausted(void **state)
-{
-	struct rfx *fx = *state;
-	redisContext *c, *rc;
-	redisReply *r;
-
-	fx_daemon(fx, 0, "");
-	rc = redisd_connect(fx->r);
-	freeReplyObject(CMD(rc, "HSET {" PREFIX "}:stats seq 562949953421310"));
-	c = csqd_connect(fx->d[0]);
-	redisAppendCommand(c, "ENQUEUE x1");
-	redisAppendCommand(c, "ENQUEUE x2 TIER 3");
-	redisAppendCommand(c, "STATS");
-	r = GET_REPLY(c);
-	assert_string_equal(FIELD_STR(r, "state"), "waiting");
-	assert_int_equal(FIELD_INT(r, "position"), 1);
-	freeReplyObject(r);
-	r = GET_REPLY(c);
-	assert_reply_error(r, "ERR order key sequence exhausted");
-	freeReplyObject(r);
-	r = GET_REPLY(c);
-	assert_int_equal(FIELD_INT(r, "enqueued_total"), 562949953421311LL);
-	freeReplyObject(r);
-	CHECK(c, "-ERR order key sequence exhausted", "ENQUEUE x3");
-	CHECK(c, "['state','none']", "WHERE x2");
-	CHECK(c, ":1", "QLEN default");
-	freeReplyObject(CMD(c, "ENQUEUE x1 TIER 2"));
-	r = CMD(c, "QUEUE default");
-	assert_int_equal(r->elements, 1);
-	assert_reply_bulk(r->element[0]->element[0], "x1");
-	assert_reply_integer(r->element[0]->element[1], 2);
-	freeReplyObject(r);
-	CHECK(rc, "'" SEQ_LAST "'", "HGET {" PREFIX "}:stats seq");
-	redisFree(rc);
-	redisFree(c);
-}
-
-/*
- * Redis full, with work that needs no room beside work that does: an
- * ENQUEUE of a user already in a room answers its room (protocol.md:
- * nothing changes), and a refused new user takes no sequence, even when
- * another operation of the same call writes (a LEAVE frees memory, and
- * Redis lets a script that has written go on writing), so the counters
- * stay true. Before, the new user's HSETNX came first and the refusal of
- * it failed the first case, and the second counted the refused user.
- */
-static void
-out_of_memory_in_one_call(void **state)
-{
-	struct rfx *fx = *state;
-	redisContext *c, *rc;
-	redisReply *r;
-
-	fx_daemon(fx, 0, "");
-	c = csqd_connect(fx->d[0]);
-	rc = redisd_connect(fx->r);
-	freeReplyObject(CMD(c, "HEARTBEAT s1"));
-	freeReplyObject(CMD(c, "ENQUEUE a"));
-	freeReplyObject(CMD(c, "ENQUEUE b"));
-	freeReplyObject(CMD(rc, "CONFIG SET maxmemory-policy noeviction"));
-	freeReplyObject(CMD(rc, "CONFIG SET maxmemory 1"));
-
-	r = CMD(c, "ENQUEUE a");
-	assert_string_equal(FIELD_STR(r, "state"), "assigned");
-	assert_string_equal(FIELD_STR(r, "room"), "s1/0");
-	freeReplyObject(r);
-	redisAppendCommand(c, "ENQUEUE c");
-	redisAppendCommand(c, "LEAVE b");
-	redisAppendCommand(c, "STATS");
-	r = GET_REPLY(c);
-	assert_true(is_tryagain(r));
-	freeReplyObject(r);
-	r = GET_REPLY(c);
-	assert_reply_integer(r, 1);
-	freeReplyObject(r);
-	r = GET_REPLY(c);
-	assert_int_equal(FIELD_INT(r, "waiting"), 0);
-	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
-	freeReplyObject(r);
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "waiting"), 0);
-	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
-	freeReplyObject(r);
-	freeReplyObject(CMD(rc, "CONFIG SET maxmemory 0"));
-	CHECK(
-	    c,
-	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
-	    "ENQUEUE c");
 	redisFree(c);
 	redisFree(rc);
 }
@@ -2616,167 +2126,6 @@ storm_two_daemons(void **state)
 }
 
 /*
- * A servicer's hash deleted behind csq's back (by hand, or evicted) while
- * its rooms and its place among the servicers stay. Before, its next
- * HEARTBEAT logged it in afresh and put the waiting u3 into room s1/0,
- * which u1 still held (two users in one room, and u1 never requeued); a
- * servicer that never came back kept its users in rooms nobody served,
- * for good; a LEAVE of such a user failed; and an ENQUEUE into a queue of
- * its failed on its free-room entry. Now what is left of it is declared
- * lost: its users go back in line at their places, and nobody is put in
- * two places or lost.
- */
-static void
-servicer_hash_lost(void **state)
-{
-	static struct msgs m;
-	const char *wch[] = {"user:w1", "user:w2"};
-	struct rfx *fx = *state;
-	redisContext *c, *rc, *sub;
-	redisReply *r;
-	int64_t deadline;
-	char seen[256], ev[32];
-	size_t n;
-	int i, st;
-
-	fx_daemon(fx, 0, "");
-	c = csqd_connect(fx->d[0]);
-	rc = redisd_connect(fx->r);
-
-	/* Logged in again by its next HEARTBEAT. */
-	freeReplyObject(CMD(c, "HEARTBEAT s1 CAPACITY 2"));
-	freeReplyObject(CMD(c, "ENQUEUE u1"));
-	freeReplyObject(CMD(c, "ENQUEUE u2"));
-	freeReplyObject(CMD(c, "ENQUEUE u3"));
-	where_is(c, "u2", "assigned s1/1");
-	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s1"));
-	CHECK(c,
-	      "['servicer','s1','status','ready','capacity',:1,'active',:1,"
-	      "'ttl',:30]",
-	      "HEARTBEAT s1");
-	where_is(c, "u1", "assigned s1/0");
-	where_is(c, "u2", "waiting 1");
-	where_is(c, "u3", "waiting 2");
-	CHECK(c, ":1", "RELEASE s1/0");
-	where_is(c, "u2", "assigned s1/0");
-	where_is(c, "u3", "waiting 1");
-
-	/* Never back: its deadline requeues its user. */
-	freeReplyObject(CMD(c, "HEARTBEAT s2 TTL 1 QUEUES qb"));
-	freeReplyObject(CMD(c, "ENQUEUE v1 QUEUE qb"));
-	where_is(c, "v1", "assigned s2/0");
-	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s2"));
-	deadline = now_ms() + 10000;
-	for (;;) {
-		r = CMD(c, "WHERE v1");
-		st = strcmp(FIELD_STR(r, "state"), "waiting") == 0;
-		freeReplyObject(r);
-		if (st)
-			break;
-		if (now_ms() > deadline)
-			fail_msg("v1 never went back in line");
-		sleep_ms(50);
-	}
-	where_is(c, "v1", "waiting 1");
-
-	/* LEAVE of a user in its room: it is released, as from any room
-	 * (before: requeued, then left); the other goes back in line. Its
-	 * free room, counted in its lost hash, is counted no more. */
-	freeReplyObject(CMD(c, "HEARTBEAT s3 CAPACITY 3 QUEUES qc"));
-	freeReplyObject(CMD(c, "ENQUEUE w1 QUEUE qc"));
-	freeReplyObject(CMD(c, "ENQUEUE w2 QUEUE qc"));
-	sub = csqd_connect(fx->d[0]);
-	SUBSCRIBE(sub, 2, wch);
-	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s3"));
-	CHECK(c, ":1", "LEAVE w1");
-	MSGS_COLLECT(sub, &m);
-	seen[0] = '\0';
-	for (i = 0; i < m.n; i++) {
-		n = strlen(seen);
-		json_value(m.m[i].payload, "event", ev, sizeof(ev));
-		snprintf(seen + n, sizeof(seen) - n, "%s%s %s", n ? ", " : "",
-		         m.m[i].channel, ev);
-	}
-	assert_string_equal(seen, "user:w1 \"released\", user:w2 \"requeued\"");
-	assert_json_str(m.m[0].payload, "by", "user");
-	assert_json_str(m.m[0].payload, "room", "s3/0");
-	msgs_free(&m);
-	redisFree(sub);
-	where_is(c, "w1", "none");
-	where_is(c, "w2", "waiting 1");
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "rooms_free"), 0);
-	freeReplyObject(r);
-
-	/* Its free room's entry in the index is not trusted, nor counted;
-	 * s5's free room is. */
-	freeReplyObject(CMD(c, "HEARTBEAT s4 QUEUES qd"));
-	freeReplyObject(CMD(c, "HEARTBEAT s5 QUEUES qe"));
-	freeReplyObject(CMD(rc, "DEL {" PREFIX "}:servicer:s4"));
-	CHECK(c, "['state','waiting','queue','qd','position',:1,'eta_ms',:-1]",
-	      "ENQUEUE x1 QUEUE qd");
-
-	/* The counters agree: u2 in a room; u3, v1, w2 and x1 waiting. */
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "waiting"), 4);
-	assert_int_equal(FIELD_INT(r, "rooms_busy"), 1);
-	assert_int_equal(FIELD_INT(r, "rooms_free"), 1);
-	assert_int_equal(FIELD_INT(r, "servicers"), 3); /* s1, s4, s5 */
-	assert_int_equal(FIELD_INT(r, "servicers_lost_total"), 3);
-	freeReplyObject(r);
-	redisFree(c);
-	redisFree(rc);
-}
-
-/*
- * A user's record deleted behind csq's back while its id stays in line.
- * Before, QUEUE of that line failed, and so did every HEARTBEAT, RELEASE
- * or RESUME that filled a room of that queue: the line was stuck for
- * good. Now the listing leaves the id out, and a fill drops it from the
- * line and takes the next user.
- */
-static void
-orphan_in_line(void **state)
-{
-	struct rfx *fx = *state;
-	redisContext *c, *rc;
-	redisReply *r;
-
-	fx_daemon(fx, 0, "");
-	c = csqd_connect(fx->d[0]);
-	rc = redisd_connect(fx->r);
-	freeReplyObject(CMD(c, "ENQUEUE o1 QUEUE qo"));
-	freeReplyObject(CMD(c, "ENQUEUE o2 QUEUE qo"));
-	freeReplyObject(CMD(c, "ENQUEUE o3 QUEUE qo"));
-	freeReplyObject(CMD(rc, "HDEL {" PREFIX "}:users o1"));
-	r = CMD(c, "QUEUE qo");
-	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-	assert_int_equal(r->elements, 2);
-	freeReplyObject(r);
-	CHECK(c,
-	      "['servicer','so','status','ready','capacity',:1,'active',:1,"
-	      "'ttl',:30]",
-	      "HEARTBEAT so QUEUES qo");
-	where_is(c, "o2", "assigned so/0");
-	where_is(c, "o3", "waiting 1");
-	CHECK(c, ":1", "QLEN qo");
-	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "waiting"), 1);
-	freeReplyObject(r);
-
-	/* The record of a user in a room gone: RELEASE frees the room all
-	 * the same (it failed with TRYAGAIN until the servicer went). */
-	freeReplyObject(CMD(c, "HEARTBEAT sz QUEUES qz"));
-	freeReplyObject(CMD(c, "ENQUEUE z1 QUEUE qz"));
-	freeReplyObject(CMD(c, "ENQUEUE z2 QUEUE qz"));
-	freeReplyObject(CMD(rc, "HDEL {" PREFIX "}:users z1"));
-	CHECK(c, ":1", "RELEASE sz/0");
-	where_is(c, "z2", "assigned sz/0");
-	redisFree(c);
-	redisFree(rc);
-}
-
-/*
  * A client pipelines faster than Redis answers (here Redis is stopped):
  * the requests beyond the calls in flight wait in csqd, and csqd stops
  * reading the client once a megabyte of them is in. Before, it read all
@@ -2838,27 +2187,13 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(keys_under_prefix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(reaped_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(storm_two_daemons, setup, teardown),
-	    cmocka_unit_test_setup_teardown(failed_operation_alone, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(release_of_a_foreign_record, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(script_flushed, setup, teardown),
-	    cmocka_unit_test_setup_teardown(functions_forbidden, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(sequence_exhausted, setup,
-	                                    teardown),
 	    cmocka_unit_test_setup_teardown(foreign_messages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(stalled_redis, setup, teardown),
 	    cmocka_unit_test_setup_teardown(stalled_unsure, setup, teardown),
 	    cmocka_unit_test_setup_teardown(redis_out_of_memory, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(broken_key, setup, teardown),
-	    cmocka_unit_test_setup_teardown(out_of_memory_in_one_call, setup,
-	                                    teardown),
 	    cmocka_unit_test_setup_teardown(state_went_back, setup, teardown),
-	    cmocka_unit_test_setup_teardown(servicer_hash_lost, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(orphan_in_line, setup, teardown),
 	    cmocka_unit_test_setup_teardown(held_input_bounded, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(reads_wait_for_others_events, setup,
@@ -2870,8 +2205,6 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(split_reap_doomed_rooms, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(split_reap_login, setup, teardown),
-	    cmocka_unit_test_setup_teardown(state_before_routing, setup,
-	                                    teardown),
 	};
 
 	if (redisd_binary() == NULL) {

@@ -112,13 +112,18 @@ class Certs:
 
 
 class Redisd:
-    """A private redis-server for the Redis engine."""
+    """A private redis-server for the Redis engine, loading csq.so (which
+    $CSQ_TEST_REDIS_MODULE names: ctest sets it)."""
 
     def __init__(self, d):
         self.port = free_port()
+        module = os.environ.get("CSQ_TEST_REDIS_MODULE", "")
+        if not module:
+            raise AssertionError("CSQ_TEST_REDIS_MODULE names no csq.so")
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", d],
+             "--save", "", "--appendonly", "no", "--dir", d,
+             "--loadmodule", module],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + START_TIMEOUT
         while True:

@@ -707,6 +707,26 @@ test_sentinels(void **state)
 	                 "redis.sentinels");
 }
 
+/* The Redis engine is csq.so: redis.module is true by default, and false
+ * is refused on engine "redis" with how to load the module (the Lua
+ * engine is gone); the memory engine ignores it, as every redis key. */
+static void
+test_redis_module(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(load(&cfg, "engine = \"redis\";"), 0);
+	assert_int_equal(cfg.redis_module, 1);
+	assert_int_equal(
+	    load(&cfg, "engine = \"redis\"; redis: { module = true; };"), 0);
+	assert_one_error("engine = \"redis\";\nredis: { module = false; };",
+	                 "t.conf:2: redis.module = false: the Lua engine is "
+	                 "gone; engine \"redis\" runs on csq.so, which "
+	                 "redis-server must load (`loadmodule ");
+	assert_int_equal(load(&cfg, "redis: { module = false; };"), 0);
+}
+
 static void
 test_syntax_error(void **state)
 {
@@ -1118,6 +1138,7 @@ main(void)
 	    cmocka_unit_test(test_listen_errors),
 	    cmocka_unit_test(test_string_checks),
 	    cmocka_unit_test(test_sentinels),
+	    cmocka_unit_test(test_redis_module),
 	    cmocka_unit_test(test_syntax_error),
 	    cmocka_unit_test(test_many_errors),
 	    cmocka_unit_test(test_load_file),
