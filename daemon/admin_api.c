@@ -32,9 +32,8 @@
 #define ADMIN_JSON_TYPE  "application/json"
 #define ADMIN_INT_DIGITS 19 /* of an offset or a count, at most */
 
-/* The calls of a snapshot, in order. QSTATS last: an engine without
- * estimates refuses it (the Redis engine's scripts), and the rest stands
- * without them. */
+/* The calls of a snapshot, in order. QSTATS last: should it fail, the
+ * rest stands without the estimates. */
 enum {
 	SNAP_STATS,
 	SNAP_QUEUES,

@@ -139,8 +139,8 @@ struct config {
 	 * this long; 0 replicas: no WAIT. */
 	int64_t redis_wait_replicas;
 	int64_t redis_wait_timeout_ms;
-	/* Calls go to csq.so, the Redis module, instead of the Lua script
-	 * (daemon/module/). */
+	/* Always 1 with engine "redis": the Redis engine is csq.so (the Lua
+	 * engine that 0 chose is gone; config.c refuses it). */
 	int redis_module;
 	char http_listen[CONFIG_STR_MAX]; /* "" = off */
 	int http_tls; /* the HTTP endpoint over TLS, with tls's certificate */

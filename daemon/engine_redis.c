@@ -1,7 +1,7 @@
 /*
  * The Redis engine: the interface of engine.h over Redis (its parts are
  * listed in redis_engine.h). Every operation is checked here as the memory
- * engine checks it, then goes to Redis as a call of the script; a tick
+ * engine checks it, then goes to Redis as a call of csq.so; a tick
  * once a second checks Redis's health and learns the earliest deadline,
  * which another daemon may have set, and the reaper acts on deadlines
  * passed.
@@ -46,9 +46,7 @@ redis_engine_update_up(struct redis_engine *r)
 	{
 		struct log_kv kv[] = {
 		    LOG_STR("addr", r->addr),
-		    LOG_STR("calls", r->module ? "MODULE"
-		                     : r->fn   ? "FCALL"
-		                               : "EVALSHA"),
+		    LOG_STR("calls", "MODULE"),
 		};
 
 		if (up)
@@ -82,7 +80,7 @@ redis_call(struct csq_engine *e, const struct csq_op *op, csq_engine_cb *cb,
 			cb(arg, &res);
 			return;
 		}
-		k = redis_call_new(r, "refused", op->code, cb, arg);
+		k = redis_call_new(r, op->code, cb, arg);
 		k->res = res;
 		TAILQ_INSERT_TAIL(&r->order, k, order);
 		redis_call_ready(k, 0);
@@ -172,7 +170,7 @@ peek_send(struct redis_engine *r)
 {
 	r->peek_sent_us = metrics_now_us();
 	redis_call_send(r,
-	                redis_call_new(r, "peek", CSQ_OP_LIMITS, peek_done, r));
+	                redis_call_new(r, CSQ_OP_LIMITS, peek_done, r));
 }
 
 static void
@@ -312,13 +310,10 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 		snprintf(r->addr, sizeof(r->addr), "%s:%d", r->host, r->port);
 	snprintf(r->password, sizeof(r->password), "%s", cfg->redis_password);
 	r->db = cfg->redis_db;
-	snprintf(r->stats_key, sizeof(r->stats_key), "{%s}:stats",
-	         cfg->redis_prefix);
 	snprintf(r->channel, sizeof(r->channel), "{%s}:events",
 	         cfg->redis_prefix);
 	snprintf(r->state_key, sizeof(r->state_key), "{%s}:state",
 	         cfg->redis_prefix);
-	r->module = cfg->redis_module;
 	engine_sentinels(r, cfg);
 	r->wait_replicas = cfg->redis_wait_replicas;
 	r->wait_timeout_ms = cfg->redis_wait_timeout_ms;

@@ -1,8 +1,9 @@
 /*
  * The Redis engine: the state lives in Redis, so that several csqd daemons
- * serve the same queues. Every operation is one Lua script (daemon/lua/),
- * atomic across daemons; the events the scripts publish come back on a
- * second connection and go to this daemon's subscribers.
+ * serve the same queues. redis-server runs every operation with libcsq
+ * itself (csq.so, daemon/module/), atomic across daemons; the events the
+ * module publishes come back on a second connection and go to this
+ * daemon's subscribers.
  */
 #ifndef CSQD_ENGINE_REDIS_H
 #define CSQD_ENGINE_REDIS_H

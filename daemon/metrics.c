@@ -798,7 +798,7 @@ metrics_render(const struct metrics *m, const struct metrics_scrape *sc,
 	if (sc->redis_rtt_us >= 0) {
 		metrics_head(out, "csq_redis_rtt_seconds", "gauge",
 		             "Round trip of the Redis engine's last health "
-		             "check (a script call).");
+		             "check (a call of csq.so).");
 		evbuffer_add_printf(out, "csq_redis_rtt_seconds %.6f\n",
 		                    (double)sc->redis_rtt_us / 1e6);
 	}

@@ -1,8 +1,8 @@
 /*
- * A reader of the MessagePack that Redis's cmsgpack writes: what the Redis
- * engine's scripts send as their events (redis_subscription.c). Only what
- * cmsgpack makes of csq's values: integers, strings, arrays, nil and
- * booleans; a float (a script's bug) is refused.
+ * The MessagePack of csq's events as csq.so publishes them (the form the
+ * Lua engine's cmsgpack wrote, kept): a reader, for csqd's subscription
+ * (redis_subscription.c), and the writer the module uses. Only integers,
+ * strings, arrays, nil and booleans; a float is refused.
  */
 #ifndef CSQD_MSGPACK_H
 #define CSQD_MSGPACK_H

@@ -5,7 +5,7 @@
  * engine command), and hands it here to be queued. EXEC runs the block:
  * each command through its own handler, in order, its reply into a buffer
  * of its own; the engine calls of the block form one group (engine.h), so
- * that on the Redis engine they are one script call, which no other
+ * that on the Redis engine they are one CSQ.CALL, which no other
  * call, of this daemon or another, can come between. The array is written
  * when the last call has answered.
  */

@@ -1,16 +1,8 @@
 /*
- * The Redis engine's script calls. Operations are batched: those that
- * arrive in one loop turn go together, in order, in one call of the one
- * script (batch.lua); when BATCH_INFLIGHT calls are in flight, the next
- * waits for a reply. A busy daemon so pays Redis's cost of a script call
- * once for many operations.
- *
- * A call is an FCALL of the script loaded as a function library, where
- * Redis has functions (7.0 and later) and lets this daemon load them: the
- * library's functions are built once, not on every call as with EVALSHA.
- * Else, and for a call that Redis refuses before running it (the library
- * is gone, or Redis is out of memory, which refuses a whole FCALL but only
- * the writes of an EVALSHA), it is an EVALSHA; after a NOSCRIPT, an EVAL.
+ * The Redis engine's calls of csq.so. Operations are batched: those that
+ * arrive in one loop turn go together, in order, in one CSQ.CALL; when
+ * BATCH_INFLIGHT calls are in flight, the next waits for a reply. A busy
+ * daemon so pays Redis's cost of a command once for many operations.
  */
 #include "redis_engine.h"
 
@@ -21,15 +13,12 @@
 #include "debug_clock.h"
 #include "log.h"
 #include "record.h"
-#include "redis_scripts.h"
 #include "util.h"
 
-/* Operations in one script call; a MULTI block larger than this goes
- * alone, whole (max_multi_commands bounds it). */
+/* Operations in one CSQ.CALL; a MULTI block larger than this goes alone,
+ * whole (max_multi_commands bounds it). */
 #define BATCH_MAX      128
-#define BATCH_INFLIGHT 8 /* script calls in flight at once */
-/* ARGV[1..10]: the limits, and the time (common.lua). */
-#define BATCH_LIMITS 10
+#define BATCH_INFLIGHT 8 /* calls in flight at once */
 
 static void batch_write(struct redis_batch *);
 static void batch_reply_cb(redisAsyncContext *, void *, void *);
@@ -157,32 +146,6 @@ batch_wait(struct redis_batch *b)
 	}
 }
 
-/*
- * Whether Redis refused b's call before running it, in a way that the
- * next kind of call (enum batch_how) gets past: then b is sent again that
- * way. A call that ran and failed is never sent again, since it may have
- * written. Redis appends " script: ..." to the errors that a script
- * raises, never to its refusals.
- */
-static int
-batch_refused(struct redis_batch *b, const char *err)
-{
-	switch (b->how) {
-	case HOW_FCALL:
-		if (strcmp(err, "ERR Function not found") == 0) {
-			redis_conn_function_reload(b->r);
-			return 1;
-		}
-		return strncmp(err, "OOM ", 4) == 0 &&
-		       strstr(err, " script: ") == NULL;
-	case HOW_EVALSHA:
-		/* The script cache was flushed: the source itself, once. */
-		return strncmp(err, "NOSCRIPT", 8) == 0;
-	default:
-		return 0;
-	}
-}
-
 static void
 batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 {
@@ -190,17 +153,10 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	struct redis_engine *r = b->r;
 	redisReply *reply = reply_;
 	struct redis_call *k;
-	redisReply view;
 	int64_t last;
 	size_t i = 5;
 
 	(void)ac;
-	if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
-	    batch_refused(b, reply->str)) {
-		b->how++;
-		batch_write(b);
-		return;
-	}
 	r->inflight--;
 	if (reply == NULL) {
 		/* The link went while the call was out: it may have run. */
@@ -213,9 +169,10 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 			redisAsyncDisconnect(r->cmd.ac);
 			redis_sentinel_ask(r, "the master answers READONLY");
 		}
-		batch_fail(b, strstr(reply->str, " script: ") != NULL
-		                  ? CSQ_EUNSURE
-		                  : CSQ_ETRYAGAIN);
+		/* csq.so reads every record before it runs any, and Redis
+		 * refuses a call (OOM, a wrong key type) before the module
+		 * runs: an error reply changed nothing. */
+		batch_fail(b, CSQ_ETRYAGAIN);
 	} else if ((last = redis_reply_header(r, reply)) < 0) {
 		log_warnx("engine redis: a reply of an unexpected shape");
 		batch_fail(b, CSQ_EUNSURE);
@@ -225,13 +182,7 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		redis_subscription_reply(r, reply->element[4]);
 		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
 			TAILQ_REMOVE(&b->calls, k, entry);
-			if (b->how == HOW_MODULE)
-				redis_reply_module(k, reply, i++,
-				                   (uint64_t)last);
-			else
-				redis_reply_call(
-				    k, redis_reply_op(reply, &i, &view),
-				    (uint64_t)last);
+			redis_reply_module(k, reply, i++, (uint64_t)last);
 		}
 		free(b);
 	}
@@ -266,7 +217,7 @@ batch_command(struct redis_batch *b, int argc, const char **argv,
  * has none, as the limits again (the module answers it with nothing).
  */
 static void
-batch_write_module(struct redis_batch *b)
+batch_write(struct redis_batch *b)
 {
 	struct redis_engine *r = b->r;
 	uint8_t limits[CSQ_RECORD_MAX];
@@ -294,9 +245,9 @@ batch_write_module(struct redis_batch *b)
 	argv[argc] = (const char *)limits, argvlen[argc++] = limits_len;
 	argv[argc] = now, argvlen[argc++] = strlen(now);
 	TAILQ_FOREACH(k, &b->calls, entry) {
-		if (k->argc > 0) {
-			argv[argc] = k->argv[0];
-			argvlen[argc++] = k->argvlen[0];
+		if (k->reclen > 0) {
+			argv[argc] = (const char *)k->rec;
+			argvlen[argc++] = k->reclen;
 		} else { /* the health check */
 			argv[argc] = (const char *)limits;
 			argvlen[argc++] = limits_len;
@@ -307,87 +258,8 @@ batch_write_module(struct redis_batch *b)
 	free(argvlen);
 }
 
-/* Sends b as b->how says, with the limits and b's operations. */
-static void
-batch_write(struct redis_batch *b)
-{
-	struct redis_engine *r = b->r;
-	char limits[BATCH_LIMITS][24], (*counts)[12];
-	const char **argv;
-	size_t *argvlen;
-	struct redis_call *k;
-	int argc = 0, n = 5 + BATCH_LIMITS, i, j = 0;
-
-	TAILQ_FOREACH(k, &b->calls, entry)
-		n += 2 + k->argc;
-	counts = csq_xmalloc((size_t)(b->ncalls + 1) * sizeof(*counts));
-	argv = csq_xmalloc((size_t)n * sizeof(*argv));
-	argvlen = csq_xmalloc((size_t)n * sizeof(*argvlen));
-#define ARG(s, len) (argv[argc] = (s), argvlen[argc++] = (len))
-	switch (b->how) {
-	case HOW_FCALL:
-		ARG("FCALL", 5);
-		ARG(redis_lua_function, strlen(redis_lua_function));
-		break;
-	case HOW_EVALSHA:
-		ARG("EVALSHA", 7);
-		ARG(r->sha, strlen(r->sha));
-		break;
-	case HOW_EVAL:
-		ARG("EVAL", 4);
-		ARG(redis_lua_source, strlen(redis_lua_source));
-		break;
-	case HOW_MODULE:
-		free(argv);
-		free(argvlen);
-		free(counts);
-		batch_write_module(b);
-		return;
-	}
-	ARG("1", 1);
-	ARG(r->stats_key, strlen(r->stats_key));
-	snprintf(limits[0], sizeof(limits[0]), "%u", r->limits.servicer_ttl_s);
-	snprintf(limits[1], sizeof(limits[1]), "%u", r->limits.user_ttl_s);
-	snprintf(limits[2], sizeof(limits[2]), "%u", r->limits.max_tier);
-	snprintf(limits[3], sizeof(limits[3]), "%llu",
-	         (unsigned long long)r->limits.max_queue_length);
-	snprintf(limits[4], sizeof(limits[4]), "%u", r->limits.offer_timeout_s);
-	snprintf(limits[5], sizeof(limits[5]), "%u",
-	         r->limits.offer_max_missed);
-	snprintf(limits[6], sizeof(limits[6]), "%u", r->limits.offer_retry_s);
-	snprintf(limits[7], sizeof(limits[7]), "%u", r->limits.wrapup_s);
-	snprintf(limits[8], sizeof(limits[8]), "%u",
-	         (unsigned)r->limits.strategy);
-	/* The time the script runs at: Redis's (TIME), unless a test set
-	 * its clock (debug_clock.h). */
-	limits[9][0] = '\0';
-#ifdef CSQ_TEST_CLOCK
-	if (debug_clock_ms() != 0)
-		snprintf(limits[9], sizeof(limits[9]), "%llu",
-		         (unsigned long long)debug_clock_ms());
-#endif
-	for (i = 0; i < BATCH_LIMITS; i++)
-		ARG(limits[i], strlen(limits[i]));
-	snprintf(counts[j], sizeof(counts[j]), "%d", b->ncalls);
-	ARG(counts[j], strlen(counts[j]));
-	j++;
-	TAILQ_FOREACH(k, &b->calls, entry) {
-		ARG(k->name, strlen(k->name));
-		snprintf(counts[j], sizeof(counts[j]), "%d", k->argc);
-		ARG(counts[j], strlen(counts[j]));
-		j++;
-		for (i = 0; i < k->argc; i++)
-			ARG(k->argv[i], k->argvlen[i]);
-	}
-#undef ARG
-	batch_command(b, argc, argv, argvlen);
-	free(argv);
-	free(argvlen);
-	free(counts);
-}
-
-/* Sends up to BATCH_MAX pending operations as one script call, a
- * group (MULTI) whole. */
+/* Sends up to BATCH_MAX pending operations as one CSQ.CALL, a group
+ * (MULTI) whole. */
 static void
 batch_send(struct redis_engine *r)
 {
@@ -399,7 +271,6 @@ batch_send(struct redis_engine *r)
 		return;
 	b = csq_xcalloc(1, sizeof(*b));
 	b->r = r;
-	b->how = r->module ? HOW_MODULE : r->fn ? HOW_FCALL : HOW_EVALSHA;
 	b->sub_gen = r->sub.ready ? r->sub_gen : 0;
 	TAILQ_INIT(&b->calls);
 	while ((k = TAILQ_FIRST(&r->pending)) != NULL) {

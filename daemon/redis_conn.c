@@ -1,10 +1,9 @@
 /*
- * The Redis engine's two connections: one for the scripts, one subscribed
- * to the events channel. hiredis 0.14 has neither a connect timeout nor a
+ * The Redis engine's two connections: one for the calls of csq.so, one
+ * subscribed to the events channel. hiredis 0.14 has neither a connect timeout nor a
  * reconnect, so each connection keeps a timer that does both: a fresh
  * context for every attempt, a capped exponential backoff between them.
- * The handshake (AUTH, SELECT, SCRIPT LOAD and FUNCTION LOAD, or
- * SUBSCRIBE) is sent at once; the connection serves when it is answered.
+ * The handshake (AUTH, SELECT and CSQ.VERSION, or SUBSCRIBE) is sent at once; the connection serves when it is answered.
  */
 #include "redis_engine.h"
 
@@ -16,7 +15,6 @@
 
 #include "log.h"
 #include "redis_event.h"
-#include "redis_scripts.h"
 #include "result.h"
 
 #define BACKOFF_MIN_MS  100
@@ -188,83 +186,7 @@ handshake_select_cb(redisAsyncContext *ac, void *reply, void *priv)
 }
 
 /*
- * The answer to FUNCTION LOAD: the library's name, or an error that says
- * it is there already (from an earlier connection, or another daemon of
- * this build), and calls go by FCALL. Any other error (Redis before 7.0,
- * an ACL without FUNCTION, out of memory) leaves them to EVALSHA, which
- * serves as well, a little slower. The "up" line of the log says which;
- * the reason is logged once for each kind of error in a row.
- */
-static void
-function_loaded(struct redis_engine *r, const redisReply *reply)
-{
-	r->fn = reply->type != REDIS_REPLY_ERROR ||
-	        strstr(reply->str, "already exists") != NULL;
-	if (r->fn) {
-		r->fn_error[0] = '\0';
-	} else if (strncmp(r->fn_error, reply->str, sizeof(r->fn_error) - 1)) {
-		snprintf(r->fn_error, sizeof(r->fn_error), "%s", reply->str);
-		log_info("engine redis: FUNCTION LOAD: %s; calls go by EVALSHA",
-		         reply->str);
-	}
-}
-
-static void
-function_reload_cb(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct redis_conn *c = ac->data;
-
-	(void)priv;
-	if (c != NULL && reply != NULL)
-		function_loaded(c->r, reply);
-}
-
-/* The library is gone (FUNCTION FLUSH, a Redis that restarted empty):
- * calls go by EVALSHA until it is loaded again. */
-void
-redis_conn_function_reload(struct redis_engine *r)
-{
-	if (!r->fn || r->cmd.ac == NULL)
-		return;
-	r->fn = 0;
-	redisAsyncCommand(r->cmd.ac, function_reload_cb, NULL,
-	                  "FUNCTION LOAD %s", redis_lua_library);
-}
-
-static void
-handshake_function_cb(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct redis_conn *c = ac->data;
-
-	(void)priv;
-	if (c == NULL || reply == NULL)
-		return;
-	function_loaded(c->r, reply);
-	redis_conn_ready(c);
-}
-
-static void
-handshake_load_cb(redisAsyncContext *ac, void *reply_, void *priv)
-{
-	struct redis_conn *c = ac->data;
-	redisReply *reply = reply_;
-
-	(void)priv;
-	if (redis_conn_error(ac, reply, "SCRIPT LOAD"))
-		return;
-	if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-		redis_conn_failed(c, "SCRIPT LOAD: unexpected reply");
-		redisAsyncDisconnect(ac);
-		return;
-	}
-	memcpy(c->r->sha, reply->str, 40);
-	c->r->sha[40] = '\0';
-	redisAsyncCommand(ac, handshake_function_cb, NULL, "FUNCTION LOAD %s",
-	                  redis_lua_library);
-}
-
-/*
- * The module's handshake (redis.module): CSQ.VERSION names csq.so and the
+ * The handshake with csq.so: CSQ.VERSION names the module and the
  * version of the calls it takes. A Redis without the module, or with one
  * of other calls, is an error of the configuration, logged as one each
  * time the link is tried (once per outage), and the engine stays down.
@@ -387,11 +309,7 @@ redis_conn_start(struct redis_conn *c)
 	if (r->db != 0)
 		redisAsyncCommand(ac, handshake_select_cb, NULL, "SELECT %lld",
 		                  (long long)r->db);
-	if (r->module)
-		redisAsyncCommand(ac, handshake_module_cb, NULL, "CSQ.VERSION");
-	else
-		redisAsyncCommand(ac, handshake_load_cb, NULL, "SCRIPT LOAD %s",
-		                  redis_lua_source);
+	redisAsyncCommand(ac, handshake_module_cb, NULL, "CSQ.VERSION");
 }
 
 void

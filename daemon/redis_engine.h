@@ -3,8 +3,9 @@
  * they share and what each offers the others. engine_redis.c is the
  * interface; redis_conn.c the connections and their handshake;
  * redis_call.c the operations, from a struct csq_op to their answers in
- * order; redis_batch.c the script calls that carry them; redis_reply.c
- * the decoding of a call's reply; redis_subscription.c the events.
+ * order; redis_batch.c the calls of csq.so (CSQ.CALL) that carry them;
+ * redis_reply.c the decoding of a call's reply; redis_subscription.c the
+ * events.
  */
 #ifndef CSQD_REDIS_ENGINE_H
 #define CSQD_REDIS_ENGINE_H
@@ -19,10 +20,9 @@
 #include "config.h"
 #include "engine.h"
 #include "metrics.h"
+#include "record.h"
 
-#define CALL_ARGS  48 /* HEARTBEAT: 10 and up to 32 queues */
-#define CALL_STORE 4200 /* a journal record (CSQ_RECORD_MAX) fits */
-#define ECHO_MAX   64 /* messages taken from replies, not yet echoed */
+#define ECHO_MAX 64 /* messages taken from replies, not yet echoed */
 
 struct redis_engine;
 
@@ -37,30 +37,19 @@ struct redis_conn {
 	struct event *timer; /* connect timeout, or the next attempt */
 };
 
-/* One operation: its arguments, kept until its batch is answered (a
- * NOSCRIPT resend needs them), and its result while it waits for its
- * events. */
+/* One operation: its record, kept until its batch is sent, and its
+ * result while it waits for its events. */
 struct redis_call {
 	TAILQ_ENTRY(redis_call) entry;
 	struct redis_engine *r;
-	const char *name; /* OPS.<name> in the script */
 	enum csq_opcode code;
 	csq_engine_cb *cb;
 	void *arg;
-	int argc;
-	const char *argv[CALL_ARGS];
-	size_t argvlen[CALL_ARGS];
-	char store[CALL_STORE];
-	size_t used;
-	char sid[CSQ_ID_MAX + 1]; /* HEARTBEAT: the servicer in the reply */
+	uint8_t rec[CSQ_RECORD_MAX];
+	size_t reclen; /* 0: the health check, which has no operation */
 	struct csq_result res;
-	struct csq_queue_entry *entries;
-	struct csq_servicer_info *servicers;
-	struct csq_queue_info *queues;
-	struct csq_room_info *rooms;
-	struct csq_queue_stats *qstats;
-	void *owned; /* the module's answer's array */
-	uint64_t wait_event; /* the last event id of the script */
+	void *owned;         /* the module's answer's array */
+	uint64_t wait_event; /* the last event id of the call */
 	uint64_t parked_ms;
 	TAILQ_ENTRY(redis_call) order; /* in redis_engine.order */
 	int ready;                     /* res is the answer */
@@ -70,20 +59,11 @@ struct redis_call {
 
 TAILQ_HEAD(redis_call_list, redis_call);
 
-/* How a batch is sent: the first of these that Redis takes. */
-enum batch_how {
-	HOW_FCALL,   /* the function, when loaded (redis_engine.fn) */
-	HOW_EVALSHA, /* the script, by the hash that SCRIPT LOAD gave */
-	HOW_EVAL,    /* the script's source, after a NOSCRIPT */
-	HOW_MODULE   /* CSQ.CALL of csq.so, the Redis module (redis.module) */
-};
-
-/* The operations of one script call, in the order they were sent. */
+/* The operations of one CSQ.CALL, in the order they were sent. */
 struct redis_batch {
 	struct redis_engine *r;
 	struct redis_call_list calls;
 	int ncalls;
-	enum batch_how how;
 	uint64_t sub_gen;  /* the subscription it was made under (0 none) */
 	uint64_t wait_seq; /* the WAIT after its call; 0: none */
 };
@@ -97,7 +77,6 @@ struct redis_engine {
 	char addr[2 * CONFIG_STR_MAX + 32]; /* for the log */
 	char password[CONFIG_STR_MAX];
 	int64_t db;
-	char stats_key[CONFIG_STR_MAX + 16]; /* KEYS[1]: "{prefix}:stats" */
 	char channel[CONFIG_STR_MAX + 16];   /* "{prefix}:events" */
 	struct csq_limits limits;
 	csq_clock_fn *clock; /* this daemon's time, for deadlines */
@@ -109,11 +88,7 @@ struct redis_engine {
 
 	struct redis_conn cmd, sub;
 	int up;             /* both connections ready */
-	char sha[41];       /* of redis_lua_source */
-	int fn;             /* redis_lua_library is loaded: calls are FCALLs */
-	int module;         /* redis.module: calls are CSQ.CALLs of csq.so */
-	char state_key[CONFIG_STR_MAX + 16]; /* the module's: "{prefix}:state" */
-	char fn_error[128]; /* FUNCTION LOAD's last error, as logged */
+	char state_key[CONFIG_STR_MAX + 16]; /* csq.so's: "{prefix}:state" */
 
 	struct redis_call_list pending; /* not sent yet */
 	/* Between group_begin and group_end: the group's calls so far,
@@ -171,11 +146,9 @@ struct redis_engine {
 	uint64_t wait_seq;
 
 	/* Queue policies (redis_policy.c): this daemon's `queues`, written
-	 * to Redis when the link comes up and at each change, under its
-	 * writer's name. */
+	 * to Redis when the link comes up and at each change. */
 	struct csq_policy *policies;
 	size_t npolicies;
-	char writer[48];
 };
 
 /* Milliseconds of a clock that only goes forward, for waits and logs. */
@@ -204,8 +177,6 @@ void redis_conn_close(struct redis_conn *);
 /* A reply of the handshake: an error ends the attempt, with its reason;
  * 1 when it did (or the reply is gone), 0 when reply is no error. */
 int redis_conn_error(redisAsyncContext *, redisReply *, const char *what);
-/* The library is gone: calls go by EVALSHA until it is loaded again. */
-void redis_conn_function_reload(struct redis_engine *);
 /* Connects c at once unless it is connected or connecting (it may be
  * waiting for its next attempt). */
 void redis_conn_now(struct redis_conn *);
@@ -217,8 +188,6 @@ enum csq_status redis_policy_set(struct redis_engine *,
                                  const struct csq_policy *, size_t n);
 /* The daemon's policies to Redis, in one call. */
 void redis_policy_send(struct redis_engine *);
-/* One policy as the script reads it, into buf. */
-void redis_policy_pack(const struct csq_policy *, char *buf, size_t cap);
 
 /* redis_sentinel.c */
 /* The sentinel connection's handshake: ask for the master, then hear of
@@ -232,15 +201,14 @@ void redis_sentinel_address(struct redis_conn *, char *host, size_t cap,
 void redis_sentinel_ask(struct redis_engine *, const char *why);
 
 /* redis_call.c */
-struct redis_call *redis_call_new(struct redis_engine *, const char *name,
-                                  enum csq_opcode, csq_engine_cb *, void *arg);
-/* The script of an operation and its arguments; -1 for none. */
-void redis_call_record(struct redis_call *, const struct csq_op *);
+struct redis_call *redis_call_new(struct redis_engine *, enum csq_opcode,
+                                  csq_engine_cb *, void *arg);
+/* The call of an operation, its record; -1 for none. */
 int redis_call_build(struct redis_engine *, const struct csq_op *,
                      csq_engine_cb *, void *arg, struct redis_call **out);
 /* Queues k for the next batch. */
 void redis_call_send(struct redis_engine *, struct redis_call *);
-/* The calls sent between these go to Redis in one script call. */
+/* The calls sent between these go to Redis in one CSQ.CALL. */
 void redis_call_group_begin(struct redis_engine *);
 void redis_call_group_end(struct redis_engine *);
 void redis_call_ready(struct redis_call *, uint64_t wait_event);
@@ -254,11 +222,8 @@ void redis_batch_fail_pending(struct redis_engine *);
 void redis_batch_flush_cb(evutil_socket_t, short, void *);
 
 /* redis_reply.c */
-int64_t redis_reply_int(const redisReply *, size_t i);
+/* The header of a CSQ.CALL's reply: the last event id, or -1. */
 int64_t redis_reply_header(struct redis_engine *, const redisReply *);
-const redisReply *redis_reply_op(const redisReply *, size_t *i,
-                                 redisReply *view);
-void redis_reply_call(struct redis_call *, const redisReply *, uint64_t last);
 /* The module's answer to k, element i of the call's reply (result.h). */
 void redis_reply_module(struct redis_call *k, const redisReply *reply,
                         size_t i, uint64_t last);

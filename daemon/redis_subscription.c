@@ -17,7 +17,7 @@
 #define WENT_BACK_POLICY_MS 1000  /* the policies written again at most */
 
 /*
- * A message holds the events of one script call (batch.lua), as
+ * A message holds the events of one CSQ.CALL (csq.so publishes them), as
  * MessagePack: the last event's id, the time, then an array of the events,
  * each an array of its kind and its fields (event_fact.h). The events' ids
  * are those up to the last, in order.
@@ -28,7 +28,7 @@ struct redis_msg {
 	struct msgpack_in in; /* at the first event */
 };
 
-/* 0 with m's head read, or -1 for a message that is not batch.lua's. */
+/* 0 with m's head read, or -1 for a message that is not csq.so's. */
 static int
 msg_open(struct redis_msg *m, const char *msg, size_t len)
 {
@@ -46,7 +46,7 @@ msg_open(struct redis_msg *m, const char *msg, size_t len)
 
 /*
  * Every reply waits for the events before it, its own or, when it has
- * none, every one published until its call ran (batch.lua), so that a
+ * none, every one published until its call ran, so that a
  * reply that reads what another daemon's call changed never reaches its
  * client before that change's event reaches this daemon's subscribers.
  * The events published before a subscription began will never come: the
@@ -89,7 +89,7 @@ msg_event(struct redis_engine *r, struct redis_msg *m, uint32_t index)
 	if (msgpack_array(&m->in, &n) != 0 || n < 1 ||
 	    msgpack_str(&m->in, &kind, &klen) != 0)
 		return -1;
-	/* Fields past the most a kind has are a newer script's: read past. */
+	/* Fields past the most a kind has are a newer module's: read past. */
 	for (i = 0; i + 1 < n; i++)
 		if (msgpack_fact_value(
 		        &m->in, i < CSQ_FACT_FIELDS_MAX ? &v[i] : &past) != 0)

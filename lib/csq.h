@@ -73,7 +73,8 @@ enum csq_status {
 	CSQ_ENOCONV,      /* TRANSFER of a room that holds no assigned user */
 	CSQ_ESKILL,       /* a SKILLS or NEEDS list that is not one */
 	CSQ_ENEEDSETS,    /* CSQ_NEEDSETS_MAX distinct need-sets in use */
-	CSQ_EUNSUPPORTED, /* SKILLS, NEEDS on an engine without them */
+	CSQ_EUNSUPPORTED, /* the Lua engine's refusal of skills: none now;
+	                   * kept, as results number the statuses */
 };
 
 const char *csq_status_text(enum csq_status);
@@ -355,10 +356,6 @@ enum csq_status csq_skills_parse(const char *s, uint32_t max,
 /* The canonical text: "a:1,b:3", sorted by name; "" for none. */
 void csq_skills_text(const struct csq_skill_list *,
                      char out[CSQ_SKILLS_TEXT_MAX]);
-/* 1 when op carries SKILLS or NEEDS (an engine without skills refuses
- * it with CSQ_EUNSUPPORTED). */
-struct csq_op;
-int csq_op_uses_skills(const struct csq_op *);
 
 /*
  * A queue's policy (protocol-v2 section 4), the configuration's `queues`

@@ -60,21 +60,6 @@ validate_needs(int has_needs, const char *needs,
 	return CSQ_OK;
 }
 
-int
-csq_op_uses_skills(const struct csq_op *op)
-{
-	switch (op->code) {
-	case CSQ_OP_HEARTBEAT:
-		return op->heartbeat.has_skills;
-	case CSQ_OP_ENQUEUE:
-		return op->enqueue.has_needs;
-	case CSQ_OP_TRANSFER:
-		return op->transfer.has_needs;
-	default:
-		return 0;
-	}
-}
-
 static enum csq_status
 validate_enqueue(const struct csq_enqueue_args *a,
                  const struct csq_limits *limits)

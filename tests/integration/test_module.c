@@ -4,8 +4,8 @@
  * replica byte for byte, its deadlines acted on by the master with no csqd
  * connected and taken over by a promoted replica, a clear error when it is
  * missing, and garbage refused without a crash or a change. The protocol
- * itself runs on the module in integration.redis_module.* and the timed
- * differential runs (integration.redis_module.conformance).
+ * itself runs on the module in integration.redis.* and the timed
+ * differential runs (integration.redis.conformance).
  *
  * Every server here loads the module with Redis's own clock (its timer
  * acts on the deadlines), unless said otherwise.

@@ -1,6 +1,6 @@
 /*
- * Events as facts (lib/event_fact.c): each kind, given as the Redis
- * engine's scripts give it (daemon/lua/), becomes exactly the JSON that
+ * Events as facts (lib/event_fact.c): each kind, given as csq.so
+ * publishes it (the Redis engine's events), becomes exactly the JSON that
  * the memory engine's event of the same kind is; a fact that is not one
  * is refused.
  */
@@ -127,8 +127,8 @@ test_each_kind(void **state)
 	          "{\"event\":\"servicer_paused\",\"id\":7,\"ts\":5,"
 	          "\"servicer\":\"s\",\"reason\":\"missed_offers\"}",
 	          S("s"), S("missed_offers"));
-	/* Routing (protocol-v2 sections 1, 1a, 2): the facts the Lua port
-	 * is to give, in these orders. */
+	/* Routing (protocol-v2 sections 1, 1a, 2): the facts in these
+	 * orders. */
 	FACT_JSON("offered",
 	          "{\"event\":\"offered\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s\","
