@@ -464,6 +464,25 @@ if [ "$mode" = deb ]; then
 	done
 	[ "$(in_ns redis-cli -p 7390 CSQ.VERSION 2>&1 | head -n 1)" = csq ] ||
 		fail "redis-server did not load csq.so: $(in_ns cat /tmp/redis-module.log)"
+	# The installed csqd on that redis-server, engine "redis" (the
+	# module): a user it enqueues is in csq.so's key.
+	in_ns sh -c 'printf "%s\n" "listen = [ \"127.0.0.1:7391\" ];" \
+		"engine = \"redis\";" "http: { listen = \"\"; };" \
+		"redis: { host = \"127.0.0.1\"; port = 7390; };" \
+		>/tmp/csqd-redis.conf'
+	in_ns systemd-run --unit=csqd-redis /usr/sbin/csqd \
+		-c /tmp/csqd-redis.conf >/dev/null 2>&1 ||
+		fail "systemd-run csqd on engine redis"
+	for _ in $(seq 1 $((WAIT_S * 10))); do
+		[ "$(in_ns redis-cli -p 7391 ENQUEUE r1 2>/dev/null | head -n 2 |
+			tail -n 1)" = waiting ] && break
+		sleep 0.1
+	done
+	[ "$(in_ns redis-cli -p 7391 WHERE r1 | head -n 2 | tail -n 1)" = waiting ] ||
+		fail "csqd on engine redis: r1 not waiting: $(in_ns journalctl -u csqd-redis --no-pager | tail -n 5)"
+	[ "$(in_ns redis-cli -p 7390 EXISTS '{csq}:state')" = 1 ] ||
+		fail "csqd on engine redis: no {csq}:state in redis-server"
+	in_ns systemctl stop csqd-redis
 	in_ns redis-cli -p 7390 SHUTDOWN NOSAVE >/dev/null 2>&1
 fi
 
