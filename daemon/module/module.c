@@ -7,6 +7,11 @@
  *   CSQ.DUMP <key>                           the state's records
  *   CSQ.APPLY <key> <seed> <record>          replication and AOF only
  *   CSQ.LOAD <key> <seed> <dump>             AOF rewrite only
+ *   CSQ.IMPORT <key> [DRYRUN] [REPLACE] [DELETE]  the Lua engine's state
+ *                                            (module_import.c)
+ *   CSQ.ENQUEUE, CSQ.LEAVE, CSQ.WHERE, CSQ.QLEN, CSQ.RELEASE <key> ...
+ *                                            csqd's commands, as text
+ *                                            (module_text.c)
  *
  * An operation travels as a journal record (lib/record.h); a change is
  * applied by libcsq at the master's time and replicated as its record with
@@ -253,7 +258,7 @@ state_open(RedisModuleCtx *ctx, RedisModuleString *name, int create,
 		return NULL;
 	}
 	if (RM_KeyType(key) == RM_KEYTYPE_EMPTY) {
-		if (!create)
+		if (!create || module_import_refuse(ctx, name))
 			return NULL;
 		if (seed == 0 &&
 		    getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
@@ -266,6 +271,13 @@ state_open(RedisModuleCtx *ctx, RedisModuleString *name, int create,
 	}
 	module_state_name(st, ctx, name, RM_GetSelectedDb(ctx));
 	return st;
+}
+
+struct module_state *
+module_state_open(RedisModuleCtx *ctx, RedisModuleString *name, int create,
+                  RedisModuleKey **keyp)
+{
+	return state_open(ctx, name, create, 0, keyp);
 }
 
 /* One operation's answer: its result as bytes, into the reply. */
@@ -667,7 +679,10 @@ RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	    RM_CreateCommand(ctx, "csq.digest", cmd_digest, "readonly", 1, 1,
 	                     1) != RM_OK ||
 	    RM_CreateCommand(ctx, "csq.dump", cmd_dump, "readonly", 1, 1, 1) !=
-	        RM_OK)
+	        RM_OK ||
+	    RM_CreateCommand(ctx, "csq.import", module_cmd_import,
+	                     "write deny-oom", 1, 1, 1) != RM_OK ||
+	    module_text_register(ctx) != RM_OK)
 		return RM_ERR;
 	RM_SubscribeToServerEvent(ctx, role, server_event);
 	RM_SubscribeToServerEvent(ctx, loading, server_event);

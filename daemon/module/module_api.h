@@ -25,6 +25,13 @@
 #define RM_KEYTYPE_EMPTY  0
 #define RM_KEYTYPE_MODULE 6
 
+/* RedisModule_CallReplyType (RESP2 replies: the ones csq.so asks for). */
+#define RM_REPLY_STRING  0
+#define RM_REPLY_ERROR   1
+#define RM_REPLY_INTEGER 2
+#define RM_REPLY_ARRAY   3
+#define RM_REPLY_NULL    4
+
 /* RedisModule_GetContextFlags */
 #define RM_CTX_FLAGS_MASTER     (1 << 2)
 #define RM_CTX_FLAGS_SLAVE      (1 << 3)
@@ -43,6 +50,7 @@ typedef struct RedisModuleString RedisModuleString;
 typedef struct RedisModuleIO RedisModuleIO;
 typedef struct RedisModuleType RedisModuleType;
 typedef struct RedisModuleDigest RedisModuleDigest;
+typedef struct RedisModuleCallReply RedisModuleCallReply;
 typedef uint64_t RedisModuleTimerID;
 
 typedef int (*rm_cmd_fn)(RedisModuleCtx *, RedisModuleString **, int);
@@ -136,7 +144,17 @@ struct rm_type_methods {
 	X(int, GetDbIdFromIO, (RedisModuleIO *))                               \
 	X(void, DigestAddStringBuffer,                                         \
 	  (RedisModuleDigest *, const char *, size_t))                         \
-	X(void, DigestEndSequence, (RedisModuleDigest *))
+	X(void, DigestEndSequence, (RedisModuleDigest *))                      \
+	X(RedisModuleCallReply *, Call,                                        \
+	  (RedisModuleCtx *, const char *, const char *, ...))                 \
+	X(int, CallReplyType, (RedisModuleCallReply *))                        \
+	X(size_t, CallReplyLength, (RedisModuleCallReply *))                   \
+	X(RedisModuleCallReply *, CallReplyArrayElement,                       \
+	  (RedisModuleCallReply *, size_t))                                    \
+	X(const char *, CallReplyStringPtr,                                    \
+	  (RedisModuleCallReply *, size_t *))                                  \
+	X(long long, CallReplyInteger, (RedisModuleCallReply *))               \
+	X(void, FreeCallReply, (RedisModuleCallReply *))
 
 #define MODULE_API_DECLARE(ret, name, args) extern ret(*RM_##name) args;
 MODULE_API_FUNCS(MODULE_API_DECLARE)

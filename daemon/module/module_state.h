@@ -74,6 +74,23 @@ void module_alloc_charge(struct module_state *);
  * master without debug-clock; stops it elsewhere. */
 void module_timer_update(RedisModuleCtx *);
 
+/* The state of a key open for writing, made (a new seed) when the key is
+ * empty and create is set; NULL with an error replied for a key of
+ * another type (or, made, beside a state of the Lua engine), and NULL
+ * with no reply for an empty key not to make. The caller closes *keyp. */
+struct module_state *module_state_open(RedisModuleCtx *, RedisModuleString *,
+                                       int create, RedisModuleKey **keyp);
+
+/* module_text.c: CSQ.ENQUEUE and csqd's other commands as text. */
+int module_text_register(RedisModuleCtx *);
+
+/* module_import.c: CSQ.IMPORT, a state of the Lua engine's keys. */
+int module_cmd_import(RedisModuleCtx *, RedisModuleString **, int);
+/* 1, with the error replied, when the prefix of an empty key
+ * "{<prefix>}:state" holds the Lua engine's state ({<prefix>}:stats):
+ * a client's call makes no new state beside it (replication may). */
+int module_import_refuse(RedisModuleCtx *, RedisModuleString *key);
+
 /* module_type.c */
 int module_type_register(RedisModuleCtx *);
 
