@@ -395,10 +395,24 @@ class Model:
 
 def drain(port, path, seconds):
     """An event stream read as fast as the socket gives it, into path,
-    for seconds: a reader in a process of its own, which no thread of
-    the test's holds up."""
+    for at most seconds or until a file path + ".stop" exists: a reader
+    in a process of its own, which no thread of the test's holds up.
+    A test that needs a count of frames waits for it (drain_until) and
+    then stops the reader: on a loaded machine the frames may take far
+    longer than they do alone, so the reader's time is only a bound."""
     return subprocess.Popen([sys.executable, os.path.abspath(__file__),
                              "drain", str(port), path, str(seconds)])
+
+
+def drain_until(proc, path, count, timeout):
+    """Waits until the drain into path has count frames, then stops it."""
+    try:
+        wait_until("%d frames on the drained stream" % count,
+                   lambda: len(drain_frames(path)) >= count,
+                   timeout=timeout, step=0.25)
+    finally:
+        open(path + ".stop", "w").close()
+        proc.wait(30)
 
 
 def drain_frames(path):
@@ -425,7 +439,7 @@ if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "drain":
     _end = time.time() + float(sys.argv[4])
     with open(sys.argv[3], "wb") as _out:
         _s.sock.settimeout(0.1)
-        while time.time() < _end:
+        while time.time() < _end and not os.path.exists(sys.argv[3] + ".stop"):
             try:
                 _data = _s.sock.recv(1 << 20)
             except socket.timeout:
