@@ -615,8 +615,15 @@ server_reload(struct server *s)
 		log_set_level(next.log_level);
 	if (cur->nwebhooks != next.nwebhooks ||
 	    memcmp(cur->webhooks, next.webhooks,
-	           (size_t)next.nwebhooks * sizeof(next.webhooks[0])) != 0)
-		server_note_key(later, sizeof(later), "webhooks");
+	           (size_t)next.nwebhooks * sizeof(next.webhooks[0])) != 0) {
+		/* Unchanged entries go on as they were (webhook.h). */
+		cur->nwebhooks = next.nwebhooks;
+		memcpy(cur->webhooks, next.webhooks,
+		       (size_t)next.nwebhooks * sizeof(next.webhooks[0]));
+		s->webhooks = webhooks_reload(s->webhooks, s->base, cur);
+		metrics_set_webhooks(s->metrics, s->webhooks);
+		server_note_key(changed, sizeof(changed), "webhooks");
+	}
 	if (later[0] != '\0')
 		log_warnx("reload: %s changed; that takes effect at the next "
 		          "start",

@@ -52,10 +52,13 @@ struct webhook {
 	uint64_t delivered, failed, dropped;
 };
 
+/* Each hook on its own, so that a reload can hand one over to the next
+ * set as it is (its connection, its backlog, the callbacks that point at
+ * it). */
 struct webhooks {
 	struct event_base *base;
 	int n;
-	struct webhook hooks[CONFIG_WEBHOOKS_MAX];
+	struct webhook *hooks[CONFIG_WEBHOOKS_MAX];
 };
 
 const char *
@@ -197,7 +200,6 @@ webhook_init(struct webhooks *w, struct webhook *h,
 	const char *p, *q;
 	struct timeval tv;
 
-	memset(h, 0, sizeof(*h));
 	h->all = w;
 	h->cfg = *c;
 	TAILQ_INIT(&h->fifo);
@@ -223,6 +225,38 @@ webhook_init(struct webhooks *w, struct webhook *h,
 	return 0;
 }
 
+/* A hook of entry c, or a fatal error (config.c checked its URL). */
+static struct webhook *
+webhook_new(struct webhooks *w, const struct config_webhook *c)
+{
+	struct webhook *h = calloc(1, sizeof(*h));
+
+	if (h == NULL)
+		fatal("calloc");
+	if (webhook_init(w, h, c) != 0)
+		fatalx("webhook %s: cannot set up its connection", c->url);
+	log_info("webhook %s: events of channels \"%s\"", c->url, c->channels);
+	return h;
+}
+
+/* Frees h, a request in flight without its callback, and its backlog. */
+static void
+webhook_free(struct webhook *h)
+{
+	struct webhook_item *it;
+
+	if (h->conn != NULL)
+		evhttp_connection_free(h->conn);
+	if (h->retry_ev != NULL)
+		event_free(h->retry_ev);
+	while ((it = TAILQ_FIRST(&h->fifo)) != NULL) {
+		TAILQ_REMOVE(&h->fifo, it, link);
+		free(it);
+	}
+	free(h->cur);
+	free(h);
+}
+
 struct webhooks *
 webhooks_new(struct event_base *base, const struct config *cfg)
 {
@@ -236,11 +270,55 @@ webhooks_new(struct event_base *base, const struct config *cfg)
 	w->base = base;
 	for (i = 0; i < cfg->nwebhooks; i++) {
 		w->n = i + 1;
-		if (webhook_init(w, &w->hooks[i], &cfg->webhooks[i]) != 0)
-			fatalx("webhook %s: cannot set up its connection",
-			       cfg->webhooks[i].url);
-		log_info("webhook %s: events of channels \"%s\"",
-		         cfg->webhooks[i].url, cfg->webhooks[i].channels);
+		w->hooks[i] = webhook_new(w, &cfg->webhooks[i]);
+	}
+	return w;
+}
+
+struct webhooks *
+webhooks_reload(struct webhooks *old, struct event_base *base,
+                const struct config *cfg)
+{
+	struct webhooks *w;
+	struct webhook *h;
+	int i, j;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		fatal("calloc");
+	w->base = base;
+	for (i = 0; i < cfg->nwebhooks; i++) {
+		h = NULL;
+		/* An entry the reload did not change goes on as it was:
+		 * its backlog, its event in flight, its counters. */
+		for (j = 0; old != NULL && j < old->n && h == NULL; j++)
+			if (old->hooks[j] != NULL &&
+			    memcmp(&old->hooks[j]->cfg, &cfg->webhooks[i],
+			           sizeof(cfg->webhooks[i])) == 0) {
+				h = old->hooks[j];
+				old->hooks[j] = NULL;
+				h->all = w;
+			}
+		w->hooks[i] = h != NULL ? h : webhook_new(w, &cfg->webhooks[i]);
+		w->n = i + 1;
+	}
+	/* The others go, with what they still held. */
+	for (j = 0; old != NULL && j < old->n; j++)
+		if ((h = old->hooks[j]) != NULL) {
+			if (h->nfifo + (h->cur != NULL) > 0)
+				log_warnx("webhook %s: removed by the reload, "
+				          "%zu event(s) undelivered",
+				          h->cfg.url,
+				          h->nfifo + (h->cur != NULL));
+			else
+				log_info("webhook %s: removed by the reload",
+				         h->cfg.url);
+			webhook_free(h);
+			old->hooks[j] = NULL;
+		}
+	free(old);
+	if (w->n == 0) {
+		free(w);
+		return NULL;
 	}
 	return w;
 }
@@ -248,25 +326,13 @@ webhooks_new(struct event_base *base, const struct config *cfg)
 void
 webhooks_free(struct webhooks *w)
 {
-	struct webhook_item *it;
-	struct webhook *h;
 	int i;
 
 	if (w == NULL)
 		return;
-	for (i = 0; i < w->n; i++) {
-		h = &w->hooks[i];
-		/* Frees a request in flight without its callback. */
-		if (h->conn != NULL)
-			evhttp_connection_free(h->conn);
-		if (h->retry_ev != NULL)
-			event_free(h->retry_ev);
-		while ((it = TAILQ_FIRST(&h->fifo)) != NULL) {
-			TAILQ_REMOVE(&h->fifo, it, link);
-			free(it);
-		}
-		free(h->cur);
-	}
+	for (i = 0; i < w->n; i++)
+		if (w->hooks[i] != NULL)
+			webhook_free(w->hooks[i]);
 	free(w);
 }
 
@@ -297,7 +363,7 @@ webhooks_event(struct webhooks *w, const struct csq_event *ev)
 		return;
 	n = csq_event_channels(ev, channels);
 	for (i = 0; i < w->n; i++) {
-		h = &w->hooks[i];
+		h = w->hooks[i];
 		if (!webhook_wants(h, channels, n))
 			continue;
 		if (len < 0) {
@@ -356,7 +422,7 @@ webhook_family(const struct webhooks *w, struct evbuffer *out, const char *name,
 	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
 	                    name, type);
 	for (i = 0; i < w->n; i++) {
-		h = &w->hooks[i];
+		h = w->hooks[i];
 		evbuffer_add_printf(out, "%s{url=\"", name);
 		webhook_label(out, h->cfg.url);
 		evbuffer_add_printf(

@@ -18,6 +18,15 @@ struct webhooks;
 
 /* NULL when cfg has no webhooks; the entries were checked by config.c. */
 struct webhooks *webhooks_new(struct event_base *, const struct config *cfg);
+/*
+ * The webhooks of cfg after a reload (SIGHUP), in place of old (freed;
+ * NULL is fine): an entry the reload did not change keeps its connection,
+ * its backlog, the event in flight and its counters; a new or changed one
+ * starts empty; one no longer there goes, with what it held (logged).
+ * NULL when cfg has none.
+ */
+struct webhooks *webhooks_reload(struct webhooks *old, struct event_base *,
+                                 const struct config *cfg);
 /* Pending deliveries are abandoned. NULL is fine. */
 void webhooks_free(struct webhooks *);
 /* One event, from the emit path: queued for each matching URL. */

@@ -209,14 +209,38 @@ class Webhooks(unittest.TestCase):
             capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
-        # A SIGHUP keeps the running webhooks and says a change waits.
+        # A SIGHUP applies a change of the webhooks (issue 38): hook 4
+        # changed (a new one, its counters from 0), hook 1 removed, the
+        # others go on as they were (hook 0's count goes on).
         with open(self.csqd.conf) as f:
             conf = f.read()
+        conf = conf.replace("max_backlog = 3;", "max_backlog = 4;")
+        conf = conf.replace('  { url = "%s"; channels = "queue:sales"; },\n'
+                            % self.urls[1], "")
         with open(self.csqd.conf, "w") as f:
-            f.write(conf.replace("max_backlog = 3;", "max_backlog = 4;"))
+            f.write(conf)
         self.csqd.proc.send_signal(signal.SIGHUP)
-        wait_until("reload logged", lambda: "reload: webhooks changed; that "
-                   "takes effect at the next start" in self.csqd.read_log())
+        wait_until("reload logged", lambda: re.search(
+            r"configuration reloaded.*changed=[^ ]*webhooks",
+            self.csqd.read_log()))
+        self.assertNotIn("takes effect at the next start",
+                         self.csqd.read_log())
+        self.assertIn("webhook %s: removed by the reload" % self.urls[1],
+                      self.csqd.read_log())
+        text = self.scrape()
+        self.assertIsNone(metric(text, "csq_webhook_delivered_total",
+                                 self.urls[1]))
+        self.assertEqual(metric(text, "csq_webhook_delivered_total",
+                                self.urls[0]), total)
+        self.assertEqual(metric(text, "csq_webhook_delivered_total",
+                                self.urls[4]), 0)
+        # And the kept ones deliver on, in order.
+        c.execute_command("ENQUEUE", "after-reload", "QUEUE", "vip")
+        wait_until("hook 0 after the reload",
+                   lambda: len(self.rx[0].got) == total + 1)
+        self.assertEqual(self.rx[0].events()[-1]["user"], "after-reload")
+        wait_until("hook 4, new, delivers", lambda: metric(
+            self.scrape(), "csq_webhook_delivered_total", self.urls[4]) == 1)
 
         # A stop with a POST in flight (hook 4 stalls again) and a retry
         # pending (hook 3 answers 500): csqd stops cleanly, under ASan's
