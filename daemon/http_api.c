@@ -890,11 +890,13 @@ http_api_serve(struct http_api *api, struct evhttp_request *req,
 		           "ERR unknown command '%.64s'", name);
 		goto out;
 	}
-	len = evbuffer_get_length(body);
-	j.start = j.p = (const char *)evbuffer_pullup(body, (ev_ssize_t)len);
+	/* No body is an empty one (pullup gives NULL for it). */
+	if ((len = evbuffer_get_length(body)) == 0)
+		j.start = j.p = "";
+	else
+		j.start = j.p =
+		    (const char *)evbuffer_pullup(body, (ev_ssize_t)len);
 	j.end = j.p + len;
-	if (len == 0)
-		j.start = j.p = j.end = "";
 	if (api_parse(&j, cmd, vals) != 0) {
 		api_errorf(req, 0, NULL, "%s", j.err);
 		goto out;

@@ -3,11 +3,11 @@
  * reaches it: each input is the bytes of one connection, sent to the
  * endpoint that http_open sets up, with csqd's limits and handlers (the
  * metrics, the health check, the admin view's page, API and event
- * stream), over a memory engine that holds a few servicers, queues and
- * users so that they have something to say. The connection is closed for
- * writing after the input; the endpoint must then answer and close it
- * too (an event stream, once started, is left by the client), with
- * nothing but HTTP responses, and never crash.
+ * stream, the HTTP API's commands), over a memory engine that holds a few
+ * servicers, queues and users so that they have something to say. The
+ * connection is closed for writing after the input; the endpoint must then
+ * answer and close it too (an event stream, once started, is left by the
+ * client), with nothing but HTTP responses, and never crash.
  *
  * The endpoint listens on 127.0.0.1 at a port free when the target starts.
  */
@@ -56,6 +56,15 @@ emit(void *arg, const struct csq_event *ev)
 {
 	(void)arg;
 	metrics_event(srv.metrics, ev);
+}
+
+/* The deadline timer a command arms (server_arm_deadline): the commands
+ * of the HTTP API (http_api.h) run here as in csqd; the deadlines
+ * themselves are left to their end, as this clock never moves. */
+static void
+deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what, (void)arg;
 }
 
 static void
@@ -129,6 +138,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	config_default(&srv.cfg);
 	srv.base = event_base_new();
 	srv.metrics = metrics_new(1, 1000);
+	srv.deadline_ev = evtimer_new(srv.base, deadline_cb, NULL);
+	srv.deadline_armed = UINT64_MAX;
 	csq_limits_default(&limits);
 	srv.engine =
 	    csq_engine_memory_new(&limits, 1, fixed_clock, NULL, emit, NULL);
