@@ -743,9 +743,16 @@ static void
 api_done(struct client *c, void *arg)
 {
 	struct api_call *x = arg;
+	struct evhttp_request *req = x->req;
 
-	if (x->req != NULL)
-		api_answer(x->req, c);
+	/* The request is no longer x's to watch once answered: evhttp may
+	 * free it with its connection after the answer. */
+	if (req != NULL) {
+		evhttp_connection_set_closecb(
+		    evhttp_request_get_connection(req), NULL, NULL);
+		x->req = NULL;
+		api_answer(req, c);
+	}
 	api_call_free(x);
 }
 
