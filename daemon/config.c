@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <libconfig.h>
 
@@ -996,6 +997,9 @@ config_webhook(struct config_report *r, const config_setting_t *e,
 		else if (strcmp(field, "secret") == 0)
 			bad |= -config_webhook_str(
 			    r, f, field, 1, sizeof(h->secret), h->secret);
+		else if (strcmp(field, "ca") == 0)
+			bad |= -config_webhook_str(r, f, field, 0,
+			                           sizeof(h->ca), h->ca);
 		else if (strcmp(field, "max_backlog") == 0)
 			bad |= -config_webhook_int(r, f, field, 1,
 			                           CONFIG_WEBHOOK_BACKLOG_MAX,
@@ -1011,6 +1015,16 @@ config_webhook(struct config_report *r, const config_setting_t *e,
 	}
 	if (config_setting_get_member(e, "url") == NULL) {
 		config_error(r, e, "webhooks: an entry needs a url");
+		bad = 1;
+	} else if (h->ca[0] != '\0' &&
+	           strncasecmp(h->url, "https://", 8) != 0) {
+		config_error(r, e, "webhooks: ca is for an https:// url");
+		bad = 1;
+	} else if (h->ca[0] != '\0' && access(h->ca, R_OK) != 0) {
+		/* Here, so that a reload with a bad one keeps the running
+		 * webhooks rather than stop csqd. */
+		config_error(r, e, "webhooks: ca \"%s\": %s", h->ca,
+		             strerror(errno));
 		bad = 1;
 	}
 	return bad ? -1 : 0;

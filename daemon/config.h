@@ -65,11 +65,14 @@ struct config_user {
 
 /* An entry of webhooks (webhook.h). */
 struct config_webhook {
-	char url[CONFIG_STR_MAX];      /* http:// only */
+	char url[CONFIG_STR_MAX];      /* http:// or https:// */
 	char channels[CONFIG_STR_MAX]; /* a glob; default "*" */
-	char secret[CONFIG_STR_MAX];   /* "": no signature */
-	int64_t max_backlog;           /* events waiting, in flight aside */
-	int64_t timeout_ms;            /* of one POST */
+	/* https: the CA certificates (PEM) the receiver's is checked
+	 * against; "": the system's. */
+	char ca[CONFIG_STR_MAX];
+	char secret[CONFIG_STR_MAX]; /* "": no signature */
+	int64_t max_backlog;         /* events waiting, in flight aside */
+	int64_t timeout_ms;          /* of one POST */
 };
 
 enum config_fsync {

@@ -11,8 +11,14 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +46,9 @@ struct webhook {
 	char host[CONFIG_STR_MAX];
 	char path[CONFIG_STR_MAX];
 	int port;
+	/* https: the client context, and a connection per POST (evhttp
+	 * 2.1 cannot connect an OpenSSL bufferevent again once it closed). */
+	SSL_CTX *tls;
 	struct evhttp_connection *conn;
 	struct event *retry_ev;
 	struct webhook_fifo fifo; /* waiting, oldest first */
@@ -67,13 +76,12 @@ webhooks_check_url(const char *url)
 	struct evhttp_uri *u;
 	const char *why = NULL, *scheme;
 
-	if (strncasecmp(url, "https://", 8) == 0)
-		return "https is not supported yet: use http://";
 	if ((u = evhttp_uri_parse(url)) == NULL)
-		return "not a URL, http://host[:port]/path";
+		return "not a URL, http(s)://host[:port]/path";
 	scheme = evhttp_uri_get_scheme(u);
-	if (scheme == NULL || strcasecmp(scheme, "http") != 0)
-		why = "only http:// URLs are supported";
+	if (scheme == NULL || (strcasecmp(scheme, "http") != 0 &&
+	                       strcasecmp(scheme, "https") != 0))
+		why = "only http:// and https:// URLs are supported";
 	else if (evhttp_uri_get_host(u) == NULL ||
 	         evhttp_uri_get_host(u)[0] == '\0')
 		why = "the URL has no host";
@@ -86,6 +94,7 @@ webhooks_check_url(const char *url)
 }
 
 static void webhook_send(struct webhook *);
+static int webhook_connect(struct webhook *);
 
 static void
 webhook_retry_cb(evutil_socket_t fd, short what, void *arg)
@@ -141,7 +150,12 @@ webhook_done_cb(struct evhttp_request *req, void *arg)
 	h->dropping = 0;
 	free(h->cur);
 	h->cur = NULL;
-	webhook_send(h);
+	/* https: the next POST needs a new connection, which may not be
+	 * made inside this one's callback: from the loop, at once. */
+	if (h->tls != NULL)
+		event_active(h->retry_ev, EV_TIMEOUT, 0);
+	else
+		webhook_send(h);
 }
 
 /* Sends the held event, or the next one, unless one is in flight. */
@@ -162,6 +176,10 @@ webhook_send(struct webhook *h)
 		TAILQ_REMOVE(&h->fifo, h->cur, link);
 		h->nfifo--;
 	}
+	if (h->tls != NULL && webhook_connect(h) != 0) {
+		webhook_failed(h, "cannot set up TLS");
+		return;
+	}
 	if ((req = evhttp_request_new(webhook_done_cb, h)) == NULL) {
 		webhook_failed(h, "out of memory");
 		return;
@@ -170,6 +188,8 @@ webhook_send(struct webhook *h)
 	evhttp_add_header(hd, "Host", h->host);
 	evhttp_add_header(hd, "Content-Type", "application/json");
 	evhttp_add_header(hd, "User-Agent", "csqd/" CSQ_VERSION);
+	if (h->tls != NULL)
+		evhttp_add_header(hd, "Connection", "close");
 	snprintf(id, sizeof(id), "%" PRIu64, h->cur->id);
 	evhttp_add_header(hd, "X-Csq-Event-Id", id);
 	if (h->cfg.secret[0] != '\0') {
@@ -192,6 +212,76 @@ webhook_send(struct webhook *h)
 	h->in_flight = 1;
 }
 
+/* The client context of an https hook: TLS 1.2 and later, the
+ * receiver's certificate checked against c's CAs (or the system's). */
+static SSL_CTX *
+webhook_tls_ctx(const struct config_webhook *c)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	if (ctx == NULL)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if ((c->ca[0] != '\0' ? SSL_CTX_load_verify_locations(ctx, c->ca, NULL)
+	                      : SSL_CTX_set_default_verify_paths(ctx)) != 1) {
+		log_warnx("webhook %s: cannot load the CA certificates%s%s",
+		          c->url, c->ca[0] != '\0' ? " of " : "", c->ca);
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+/*
+ * A new connection for the next POST of an https hook, the one before
+ * freed (its POST is answered: nothing of it runs any more). The name in
+ * the URL is sent (SNI) and must be the certificate's, as a browser
+ * checks it (an IP address, its IP).
+ */
+static int
+webhook_connect(struct webhook *h)
+{
+	struct bufferevent *bev;
+	struct in6_addr ip;
+	struct timeval tv;
+	SSL *ssl;
+
+	if (h->conn != NULL)
+		evhttp_connection_free(h->conn);
+	h->conn = NULL;
+	if ((ssl = SSL_new(h->tls)) == NULL)
+		return -1;
+	if (inet_pton(AF_INET, h->host, &ip) == 1 ||
+	    inet_pton(AF_INET6, h->host, &ip) == 1)
+		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), h->host);
+	else {
+		SSL_set_tlsext_host_name(ssl, h->host);
+		SSL_set1_host(ssl, h->host);
+	}
+	bev = bufferevent_openssl_socket_new(
+	    h->all->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (bev == NULL) {
+		SSL_free(ssl);
+		return -1;
+	}
+	/* A receiver that closes without close_notify has still answered:
+	 * its answer is whole by its length. */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	h->conn = evhttp_connection_base_bufferevent_new(
+	    h->all->base, NULL, bev, h->host, (unsigned short)h->port);
+	if (h->conn == NULL) {
+		bufferevent_free(bev);
+		return -1;
+	}
+	tv.tv_sec = (time_t)(h->cfg.timeout_ms / 1000);
+	tv.tv_usec = (suseconds_t)(h->cfg.timeout_ms % 1000) * 1000;
+	evhttp_connection_set_timeout_tv(h->conn, &tv);
+	evhttp_connection_set_retries(h->conn, 0);
+	return 0;
+}
+
 static int
 webhook_init(struct webhooks *w, struct webhook *h,
              const struct config_webhook *c)
@@ -199,6 +289,7 @@ webhook_init(struct webhooks *w, struct webhook *h,
 	struct evhttp_uri *u;
 	const char *p, *q;
 	struct timeval tv;
+	int https;
 
 	h->all = w;
 	h->cfg = *c;
@@ -206,17 +297,24 @@ webhook_init(struct webhooks *w, struct webhook *h,
 	if ((u = evhttp_uri_parse(c->url)) == NULL)
 		return -1;
 	snprintf(h->host, sizeof(h->host), "%s", evhttp_uri_get_host(u));
-	h->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
+	https = strcasecmp(evhttp_uri_get_scheme(u), "https") == 0;
+	h->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u)
+	          : https                    ? 443
+	                                     : 80;
 	p = evhttp_uri_get_path(u);
 	q = evhttp_uri_get_query(u);
 	snprintf(h->path, sizeof(h->path), "%s%s%s",
 	         p != NULL && p[0] != '\0' ? p : "/", q != NULL ? "?" : "",
 	         q != NULL ? q : "");
 	evhttp_uri_free(u);
+	h->retry_ev = evtimer_new(w->base, webhook_retry_cb, h);
+	if (h->retry_ev == NULL)
+		return -1;
+	if (https) /* a connection per POST (webhook_connect) */
+		return (h->tls = webhook_tls_ctx(c)) != NULL ? 0 : -1;
 	h->conn = evhttp_connection_base_new(w->base, NULL, h->host,
 	                                     (unsigned short)h->port);
-	h->retry_ev = evtimer_new(w->base, webhook_retry_cb, h);
-	if (h->conn == NULL || h->retry_ev == NULL)
+	if (h->conn == NULL)
 		return -1;
 	tv.tv_sec = (time_t)(c->timeout_ms / 1000);
 	tv.tv_usec = (suseconds_t)(c->timeout_ms % 1000) * 1000;
@@ -249,6 +347,8 @@ webhook_free(struct webhook *h)
 		evhttp_connection_free(h->conn);
 	if (h->retry_ev != NULL)
 		event_free(h->retry_ev);
+	if (h->tls != NULL)
+		SSL_CTX_free(h->tls);
 	while ((it = TAILQ_FIRST(&h->fifo)) != NULL) {
 		TAILQ_REMOVE(&h->fifo, it, link);
 		free(it);

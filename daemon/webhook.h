@@ -33,7 +33,8 @@ void webhooks_free(struct webhooks *);
 void webhooks_event(struct webhooks *, const struct csq_event *);
 /* The csq_webhook_* families of /metrics; nothing for NULL. */
 void webhooks_render(const struct webhooks *, struct evbuffer *);
-/* "https" and the like are refused: NULL when url can be used, else why. */
+/* http:// and https:// URLs (with a host, no user:password@, no
+ * #fragment): NULL when url can be used, else why. */
 const char *webhooks_check_url(const char *url);
 
 #endif

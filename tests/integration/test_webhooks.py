@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,8 @@ class Receiver:
     """An HTTP server on port that records each POST (headers, body). Its
     answer is self.status; while self.stall is clear, a POST waits."""
 
-    def __init__(self, port):
+    def __init__(self, port, tls=None):
+        """tls: (certificate, key) files: an https receiver."""
         self.got = []
         self.status = 200
         self.stall = threading.Event()
@@ -66,6 +68,11 @@ class Receiver:
         self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", port),
                                                    Handler)
         self.srv.daemon_threads = True
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.srv.socket = ctx.wrap_socket(self.srv.socket,
+                                              server_side=True)
         self.thread = threading.Thread(target=self.srv.serve_forever,
                                        daemon=True)
         self.thread.start()
@@ -271,10 +278,12 @@ class BadConfig(unittest.TestCase):
         self.assertIn(want, r.stdout + r.stderr)
 
     def test_bad(self):
-        self.check('webhooks = ( { url = "https://a.example/x"; } );',
-                   "https is not supported yet")
         self.check('webhooks = ( { url = "ftp://a.example/x"; } );',
-                   "only http:// URLs are supported")
+                   "only http:// and https:// URLs are supported")
+        self.check('webhooks = ( { url = "http://a/"; ca = "/etc/hosts"; '
+                   '} );', "ca is for an https:// url")
+        self.check('webhooks = ( { url = "https://a/"; ca = "/nonexistent";'
+                   ' } );', 'ca "/nonexistent": No such file or directory')
         self.check('webhooks = ( { url = "not a url"; } );', "not a URL")
         self.check('webhooks = ( { channels = "*"; } );',
                    "an entry needs a url")
@@ -298,6 +307,64 @@ class BadConfig(unittest.TestCase):
             r = subprocess.run([CSQD, "-n", "-c", f.name],
                                capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+class Https(unittest.TestCase):
+    """https:// URLs (issue 38): a receiver whose certificate the entry's
+    ca vouches for gets every event, in order, signed; one whose
+    certificate nothing vouches for (the system's CAs do not know it)
+    gets none, and the attempts fail and are counted."""
+
+    def test_https(self):
+        d = tempfile.mkdtemp(prefix="csq-webhooks-tls-")
+        certs = []
+        for name in ("good", "unknown"):
+            crt, key = (os.path.join(d, name + ".crt"),
+                        os.path.join(d, name + ".key"))
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                 "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                 "-addext", "subjectAltName=IP:127.0.0.1",
+                 "-keyout", key, "-out", crt],
+                check=True, capture_output=True)
+            certs.append((crt, key))
+        ports = free_ports(2)
+        urls = ["https://127.0.0.1:%d/hook" % p for p in ports]
+        rx = [Receiver(ports[i], tls=certs[i]) for i in range(2)]
+        conf = ('webhooks = (\n'
+                '  { url = "%s"; ca = "%s"; secret = "%s"; },\n'
+                '  { url = "%s"; timeout_ms = 2000; }\n'
+                ');\n' % (urls[0], certs[0][0], SECRET, urls[1]))
+        csqd = Csqd(CSQD, d, extra=conf)
+        try:
+            c = csqd.client()
+            for i in range(5):
+                c.execute_command("ENQUEUE", "t%d" % i, "QUEUE", "sales")
+            wait_until("the https receiver has all",
+                       lambda: len(rx[0].got) == 5)
+            self.assertEqual([e["user"] for e in rx[0].events()],
+                             ["t%d" % i for i in range(5)])
+            for h, body in rx[0].got:
+                want = hmac.new(SECRET.encode(), body, hashlib.sha256)
+                self.assertEqual(h["X-Csq-Signature"],
+                                 "sha256=" + want.hexdigest())
+            u = "http://127.0.0.1:%d/metrics" % csqd.http_port
+            scrape = lambda: urllib.request.urlopen(u, timeout=10).read() \
+                .decode()
+            wait_until("the unknown certificate refused", lambda: (metric(
+                scrape(), "csq_webhook_failed_attempts_total", urls[1])
+                or 0) >= 2)
+            self.assertEqual(rx[1].got, [])
+            self.assertEqual(metric(scrape(), "csq_webhook_delivered_total",
+                                    urls[1]), 0)
+            self.assertIn("webhook %s: delivery of event" % urls[1],
+                          csqd.read_log())
+        finally:
+            rc = csqd.stop()
+            for r in rx:
+                r.close()
+        self.assertEqual(rc, 0, csqd.read_log())
+        self.assertNotIn("AddressSanitizer", csqd.read_log())
 
 
 if __name__ == "__main__":
