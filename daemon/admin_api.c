@@ -176,7 +176,9 @@ admin_qstats_of(const struct csq_queue_stats *v, size_t n, size_t hint,
                 const char *name)
 {
 	static const struct csq_queue_stats none = {.eta_ms = -1,
-	                                            .service_level_pct = -1};
+	                                            .service_level_pct = -1,
+	                                            .nobody_ms =
+	                                                CSQ_QSTATS_NO_NOBODY};
 	size_t i;
 
 	if (v == NULL)

@@ -168,13 +168,19 @@ reply_qstats(struct evbuffer *out, int proto, const struct csq_queue_stats *q)
 	    {"abandoned_timeout_total", (int64_t)q->abandoned_timeout},
 	};
 	size_t i, n = sizeof(f) / sizeof(f[0]);
+	int nobody = q->nobody_ms != CSQ_QSTATS_NO_NOBODY;
 
-	resp_map(out, proto, (int64_t)n + 1 + (q->ngroups > 0));
+	resp_map(out, proto, (int64_t)n + 1 + nobody + (q->ngroups > 0));
 	resp_bulk_str(out, "queue");
 	resp_bulk_str(out, q->queue);
 	for (i = 0; i < n; i++) {
 		resp_bulk_str(out, f[i].name);
 		resp_integer(out, f[i].value);
+	}
+	/* Section 3c: a queue with a nobody policy, its spell of nobody. */
+	if (nobody) {
+		resp_bulk_str(out, "nobody_ms");
+		resp_integer(out, q->nobody_ms);
 	}
 	if (q->ngroups == 0)
 		return;

@@ -1252,6 +1252,102 @@ config_relax(struct config_report *r, const config_setting_t *f,
 	return bad ? -1 : 0;
 }
 
+/*
+ * nobody = { counts; when_nobody; fallback; at_nobody; grace; move_to; }
+ * (protocol.md 3c, "Nobody there"): each key known and of its type;
+ * what they say together (fallback with "fallback", grace with "move" or
+ * "release", a cycle) is libcsq's check, at config_check_queues.
+ */
+static int
+config_nobody(struct config_report *r, const config_setting_t *g,
+              struct csq_nobody_policy *b)
+{
+	static const struct {
+		const char *key, *names[4];
+		size_t off;
+	} enums[] = {
+	    {"counts",
+	     {"logged_in", "ready", NULL, NULL},
+	     offsetof(struct csq_nobody_policy, counts)},
+	    {"when_nobody",
+	     {"wait", "refuse", "fallback", NULL},
+	     offsetof(struct csq_nobody_policy, when_nobody)},
+	    {"at_nobody",
+	     {"keep", "move", "release", NULL},
+	     offsetof(struct csq_nobody_policy, at_nobody)},
+	};
+	const config_setting_t *f;
+	const char *field, *v;
+	int i, n, bad = 0;
+	size_t j, k;
+	long long secs;
+
+	memset(b, 0, sizeof(*b));
+	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+		config_error(r, g,
+		             "queues: nobody must be a group, { when_nobody = "
+		             "\"refuse\"; … }");
+		return -1;
+	}
+	b->on = 1;
+	n = config_setting_length(g);
+	for (i = 0; i < n; i++) {
+		f = config_setting_get_elem(g, (unsigned)i);
+		field = config_setting_name(f);
+		v = config_setting_type(f) == CONFIG_TYPE_STRING
+		        ? config_setting_get_string(f)
+		        : "";
+		for (j = 0; j < sizeof(enums) / sizeof(enums[0]); j++)
+			if (strcmp(field, enums[j].key) == 0)
+				break;
+		if (j < sizeof(enums) / sizeof(enums[0])) {
+			for (k = 0; enums[j].names[k] != NULL; k++)
+				if (strcmp(v, enums[j].names[k]) == 0)
+					break;
+			if (enums[j].names[k] == NULL) {
+				config_error(
+				    r, f,
+				    "queues: nobody: %s must be \"%s\", "
+				    "\"%s\"%s%s%s",
+				    field, enums[j].names[0], enums[j].names[1],
+				    enums[j].names[2] != NULL ? " or \"" : "",
+				    enums[j].names[2] != NULL
+				        ? enums[j].names[2]
+				        : "",
+				    enums[j].names[2] != NULL ? "\"" : "");
+				bad = 1;
+			} else
+				*(uint32_t *)((char *)b + enums[j].off) =
+				    (uint32_t)k;
+		} else if (strcmp(field, "fallback") == 0) {
+			bad |= config_queue_id(r, f, "nobody: fallback",
+			                       b->fallback) != 0;
+		} else if (strcmp(field, "move_to") == 0) {
+			bad |= config_queue_id(r, f, "nobody: move_to",
+			                       b->move_to) != 0;
+		} else if (strcmp(field, "grace") == 0) {
+			secs =
+			    config_setting_type(f) == CONFIG_TYPE_INT ||
+			            config_setting_type(f) == CONFIG_TYPE_INT64
+			        ? config_setting_get_int64(f)
+			        : -1;
+			if (secs < 1 || secs > CSQ_POLICY_SECONDS_MAX) {
+				config_error(r, f,
+				             "queues: nobody: grace must be an "
+				             "integer of seconds, 1..%d",
+				             CSQ_POLICY_SECONDS_MAX);
+				bad = 1;
+			} else
+				b->grace_s = (uint32_t)secs;
+		} else {
+			config_error(r, f, "queues: nobody: unknown key %s",
+			             field);
+			bad = 1;
+		}
+	}
+	return bad ? -1 : 0;
+}
+
 /* One entry of queues: every key known and in range. 0 when valid. */
 static int
 config_queue(struct config_report *r, const config_setting_t *e,
@@ -1300,6 +1396,8 @@ config_queue(struct config_report *r, const config_setting_t *e,
 			}
 		} else if (strcmp(field, "relax") == 0) {
 			bad |= config_relax(r, f, p) != 0;
+		} else if (strcmp(field, "nobody") == 0) {
+			bad |= config_nobody(r, f, &p->nobody) != 0;
 		} else if (strcmp(field, "skill_order") == 0) {
 			/* Section 3c: which eligible servicer first. */
 			v = config_setting_type(f) == CONFIG_TYPE_STRING

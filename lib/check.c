@@ -19,6 +19,7 @@ struct check {
 	uint64_t timed; /* waiting and offered users with a TTL */
 	uint64_t offers, wrapups, retries; /* room and window deadlines */
 	uint64_t clocks;     /* users' overflow, aging and window deadlines */
+	uint64_t graces;     /* queues' nobody graces */
 	uint64_t preferring; /* users in servicers' prefer lines */
 };
 
@@ -419,6 +420,42 @@ check_counts(struct check *k, const struct csq_queue *q)
 		           q->name, n->within, within);
 }
 
+/*
+ * A queue's nobody state (section 3c) is what its policy and counters
+ * say, once the operation settled: a spell exactly while nobody is
+ * there, a grace only in one not fired, and none with at_nobody keep.
+ */
+static void
+check_nobody(struct check *k, const struct csq_queue *q)
+{
+	const struct csq_nobody *d = q->nobody;
+	int running;
+
+	if ((d != NULL) != (q->policy != NULL && q->policy->nobody.on)) {
+		check_fail(k,
+		           "queue %s: nobody state without its policy, or "
+		           "the reverse",
+		           q->name);
+		return;
+	}
+	if (d == NULL)
+		return;
+	running = csq_deadline_running(&d->grace);
+	k->graces += running;
+	if (d->queue != q || (d->since != 0) != csq_nobody_there(q) ||
+	    (running && (!deadline_is(&d->grace, CSQ_DL_NOBODY) || d->fired ||
+	                 d->since == 0 ||
+	                 q->policy->nobody.at_nobody == CSQ_NOBODY_KEEP)) ||
+	    (!running && d->since != 0 && !d->fired &&
+	     q->policy->nobody.at_nobody != CSQ_NOBODY_KEEP))
+		check_fail(k,
+		           "queue %s: nobody since %" PRIu64
+		           ", fired %u, grace %s, nobody there %d",
+		           q->name, d->since, d->fired,
+		           running ? "running" : "not running",
+		           csq_nobody_there(q));
+}
+
 static void
 check_queue(void *arg, const char *key, size_t len, void *val)
 {
@@ -480,6 +517,7 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 		           ", free %" PRIu64 "/%" PRIu64,
 		           q->name, q->nservicers, r.servicers, q->rooms_ready,
 		           r.rooms_ready, q->rooms_free, r.rooms_free);
+	check_nobody(k, q);
 }
 
 int
@@ -515,11 +553,11 @@ csq_check(const struct csq *c, char *buf, size_t len)
 		check_fail(&k, "users dict holds %zu, placed %" PRIu64,
 		           csq_dict_len(c->users),
 		           k.waiting + k.offered + k.assigned);
-	if (c->deadlines.len !=
-	    k.servicers + k.timed + k.offers + k.wrapups + k.retries + k.clocks)
+	if (c->deadlines.len != k.servicers + k.timed + k.offers + k.wrapups +
+	                            k.retries + k.clocks + k.graces)
 		check_fail(&k, "%zu deadlines, expected %" PRIu64,
 		           c->deadlines.len,
 		           k.servicers + k.timed + k.offers + k.wrapups +
-		               k.retries + k.clocks);
+		               k.retries + k.clocks + k.graces);
 	return k.failed ? -1 : 0;
 }

@@ -86,6 +86,7 @@ csq_queue_unref(struct csq *c, struct csq_queue *q)
 	if (q->refs > 0 && --q->refs > 0)
 		return;
 	csq_dict_del(c->queues, q->name, q->namelen);
+	csq_nobody_free(c, q);
 	queue_destroy(c, q);
 }
 
@@ -284,6 +285,8 @@ static void
 free_queue(void *arg, const char *key, size_t len, void *val)
 {
 	(void)key, (void)len;
+	/* The heap goes whole: the nobody state, not its deadline. */
+	free(((struct csq_queue *)val)->nobody);
 	queue_destroy(arg, val);
 }
 
@@ -301,6 +304,7 @@ csq_free(struct csq *c)
 	csq_heap_free(&c->deadlines);
 	csq_skills_free(c);
 	free(c->policies);
+	free(c->nobody_dirty);
 	free(c);
 }
 
@@ -552,6 +556,7 @@ csq_resume(struct csq *c, uint64_t now, const char *sid)
 		csq_emit(c, &ev);
 	}
 	csq_match_servicer(c, s, now);
+	csq_nobody_settle(c, now);
 	return CSQ_OK;
 }
 
@@ -768,10 +773,14 @@ enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
 	struct csq_servicer *want = NULL;
 	struct csq_queue *q;
 	uint32_t window = 0;
+	enum csq_status st;
 
 	if (a->has_queue && !(u->flags & CSQ_USER_TRANSFERRED) &&
 	    !csq_policy_overflowed_from(c, u, a->queue, qlen)) {
 		q = csq_queue_get(c, a->queue, qlen, 1);
+		/* Nobody there: a queue's own users stay (section 3c). */
+		if (q != u->queue && (st = csq_nobody_route(c, &q)) != CSQ_OK)
+			return st;
 		if (q != u->queue &&
 		    queue_length(q) >= csq_queue_max_length(c, q)) {
 			queue_drop_unused(c, q);
@@ -844,6 +853,10 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	else
 		q = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
 		                  strlen(CSQ_DEFAULT_QUEUE), 0);
+	/* Nobody there (section 3c): one that refuses has a policy, so it
+	 * exists; nothing to drop. */
+	if ((st = csq_nobody_route(c, &q)) != CSQ_OK)
+		return st;
 	if (queue_length(q) >= csq_queue_max_length(c, q)) {
 		queue_drop_unused(c, q);
 		return CSQ_EFULL;
@@ -1056,6 +1069,7 @@ csq_queue_stats(struct csq *c, uint64_t now, const char *qname,
 	out->eta_ms = -1;
 	out->service_level_s = CSQ_DEFAULT_SERVICE_LEVEL;
 	out->service_level_pct = -1;
+	out->nobody_ms = CSQ_QSTATS_NO_NOBODY;
 	return CSQ_OK;
 }
 

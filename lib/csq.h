@@ -75,6 +75,7 @@ enum csq_status {
 	CSQ_ENEEDSETS,    /* CSQ_NEEDSETS_MAX distinct need-sets in use */
 	CSQ_EUNSUPPORTED, /* the Lua engine's refusal of skills: none now;
 	                   * kept, as results number the statuses */
+	CSQ_ENOBODY,      /* nobody serves the queue, which refuses (3c) */
 };
 
 const char *csq_status_text(enum csq_status);
@@ -141,6 +142,7 @@ enum csq_reason {
 	CSQ_REASON_ENQUEUE,       /* rescored by ENQUEUE */
 	CSQ_REASON_AGING,         /* rescored by the queue's aging */
 	CSQ_REASON_QUEUES,        /* prefer_ended: the queue no longer served */
+	CSQ_REASON_NOBODY, /* left, overflowed: nobody served the queue */
 };
 
 /*
@@ -388,7 +390,31 @@ struct csq_policy {
 		uint32_t drop_all;
 		char drop[CSQ_RELAX_DROP_MAX];
 	} relax[CSQ_RELAX_STEPS];
+	/* When nobody serves the queue (section 3c, nobody.c): on = 0, the
+	 * defaults (arrivals wait, users waiting stay). */
+	struct csq_nobody_policy {
+		uint32_t on;
+		uint32_t counts;      /* CSQ_NOBODY_LOGGED_IN, _READY */
+		uint32_t when_nobody; /* CSQ_NOBODY_WAIT, _REFUSE, _FALLBACK */
+		uint32_t at_nobody;   /* CSQ_NOBODY_KEEP, _MOVE, _RELEASE */
+		uint32_t grace_s;     /* at_nobody not keep: 1..86400 */
+		char fallback[CSQ_ID_MAX + 1]; /* when_nobody fallback */
+		char move_to[CSQ_ID_MAX + 1];  /* at_nobody move */
+	} nobody;
 };
+#define CSQ_QSTATS_NO_NOBODY (-2)
+/* Who counts as somebody: a servicer serving the queue logged in, or
+ * one that is ready (logged in, not paused). */
+#define CSQ_NOBODY_LOGGED_IN 0
+#define CSQ_NOBODY_READY     1
+/* An arrival (ENQUEUE, a move by ENQUEUE, TRANSFER) while nobody: */
+#define CSQ_NOBODY_WAIT     0 /* waits, as always */
+#define CSQ_NOBODY_REFUSE   1 /* refused, CSQ_ENOBODY */
+#define CSQ_NOBODY_FALLBACK 2 /* goes to the fallback queue */
+/* The users waiting when nobody has been there for grace_s: */
+#define CSQ_NOBODY_KEEP          0 /* stay */
+#define CSQ_NOBODY_MOVE          1 /* move to move_to (overflowed, nobody) */
+#define CSQ_NOBODY_RELEASE       2 /* leave (left, nobody) */
 #define CSQ_SKILL_ORDER_STRATEGY 0 /* the queue's strategy alone */
 #define CSQ_SKILL_ORDER_LEVEL    1 /* the highest levels first */
 
@@ -408,6 +434,9 @@ enum csq_policy_error {
 	CSQ_POLICY_SERVICE_LEVEL,  /* out of range */
 	CSQ_POLICY_SKILL_ORDER,    /* not one of CSQ_SKILL_ORDER_* */
 	CSQ_POLICY_RELAX,          /* a relax step out of its ranges */
+	CSQ_POLICY_NOBODY,         /* nobody: a value out of its range, a
+	                              queue missing, bad or the queue itself */
+	CSQ_POLICY_NOBODY_CYCLE,   /* nobody's fallbacks come back */
 };
 
 const char *csq_policy_error_text(enum csq_policy_error);
@@ -429,6 +458,10 @@ struct csq_queue_stats {
 	uint32_t service_level_s;
 	int32_t service_level_pct;          /* 0..100, -1 before the first */
 	uint32_t outcomes, outcomes_within; /* in the ring: the share's parts */
+	/* Section 3c, a queue with a nobody policy: how long nobody (as
+	 * it counts) has served it, -1 while somebody does; the others
+	 * CSQ_QSTATS_NO_NOBODY (not shown). */
+	int64_t nobody_ms;
 	/* Users with needs waiting, by need-set: the largest groups, at
 	 * most CSQ_QSTATS_GROUPS, sorted by need-set. */
 	uint32_t ngroups;
@@ -516,8 +549,8 @@ struct csq_queue_stats *csq_queues_stats(struct csq *, uint64_t now_ms,
  * index of its entry. set: replaces every policy (check first: an error
  * changes nothing); users already waiting in a queue whose overflow or
  * aging changed get their clocks from the new policy, measured from when
- * they joined their line; overflows already due happen at the next
- * csq_expire.
+ * they joined their line; the steps that makes due (an overflow, a
+ * relax step, a nobody's grace) act in the set, before it returns.
  */
 enum csq_policy_error csq_policies_check(const struct csq_policy *, size_t n,
                                          const struct csq_limits *,

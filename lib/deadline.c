@@ -87,6 +87,7 @@ due_collect(void *arg, struct csq_heap_node *node)
 	const struct csq_user *u;
 	const struct csq_servicer *s;
 	const struct csq_room *r;
+	const struct csq_queue *q;
 	struct due *e;
 
 	if (l->n == l->cap) {
@@ -120,6 +121,10 @@ due_collect(void *arg, struct csq_heap_node *node)
 	case CSQ_DL_WRAPUP:
 		r = csq_container_of(d, struct csq_room, deadline);
 		csq_room_name(r->servicer, r->index, e->name);
+		break;
+	case CSQ_DL_NOBODY:
+		q = csq_container_of(d, struct csq_nobody, grace)->queue;
+		memcpy(e->name, q->name, q->namelen + 1);
 		break;
 	case CSQ_DL_KINDS:
 		abort();
@@ -160,6 +165,7 @@ due_find(const struct csq *c, const struct due *e, uint64_t now)
 {
 	struct csq_deadline *d = NULL;
 	struct csq_servicer *s;
+	struct csq_queue *q;
 	struct csq_user *u;
 	struct csq_room *r;
 	uint32_t idx;
@@ -190,6 +196,10 @@ due_find(const struct csq *c, const struct due *e, uint64_t now)
 		if (csq_room_lookup(c, e->name, &s, &idx) == CSQ_OK &&
 		    idx < s->nrooms && (r = s->rooms[idx]) != NULL)
 			d = &r->deadline;
+		break;
+	case CSQ_DL_NOBODY:
+		q = csq_dict_get(c->queues, e->name, strlen(e->name));
+		d = q != NULL && q->nobody != NULL ? &q->nobody->grace : NULL;
 		break;
 	case CSQ_DL_KINDS:
 		break;
@@ -237,6 +247,10 @@ due_act(struct csq *c, struct csq_deadline *d, uint64_t now,
 		csq_prefer_expire(
 		    c, csq_container_of(d, struct csq_wait, clock)->user, now);
 		break;
+	case CSQ_DL_NOBODY:
+		csq_nobody_act(c, csq_container_of(d, struct csq_nobody, grace),
+		               now);
+		break;
 	case CSQ_DL_KINDS:
 		abort();
 	}
@@ -256,8 +270,8 @@ due_act(struct csq *c, struct csq_deadline *d, uint64_t now,
  * count a user who has already timed out.
  *
  * Then the late kinds, which move a waiting user (an overflow, an aging
- * step, a preference window's end): each acts, and matches, as an
- * operation of its own would, in deadline order. They come after the
+ * step, a preference window's end, a nobody's grace): each acts, and matches,
+ * as an operation of its own would, in deadline order. They come after the
  * settling so that every free room they may meet is one that nobody
  * better waits for: an overflowed user takes a free room of its new
  * queue at once, with matched (from_queue) instead of overflowed.
@@ -283,6 +297,7 @@ csq_expire(struct csq *c, uint64_t now)
 		if ((d = due_find(c, &l.v[i], now)) != NULL)
 			due_act(c, d, now, &st);
 	free(l.v);
+	csq_nobody_settle(c, now);
 }
 
 /*
@@ -388,6 +403,8 @@ csq_rearm_deadlines(struct csq *c, uint64_t now)
 	all = sorted_values(c->queues, queue_name_cmp, &n);
 	for (i = 0; i < n; i++) {
 		q = all[i];
+		/* Its spell of nobody too, from now. */
+		csq_nobody_rearm(c, q, now);
 		for (j = 0; (l = csq_needline_line(q, j)) != NULL; j++)
 			for (node = csq_line_first(l); node != NULL;
 			     node = csq_line_next(node)) {

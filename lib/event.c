@@ -63,6 +63,8 @@ reason_name(enum csq_reason r)
 		return "aging";
 	case CSQ_REASON_QUEUES:
 		return "queues";
+	case CSQ_REASON_NOBODY:
+		return "nobody";
 	case CSQ_REASON_NONE:
 		break;
 	}
@@ -217,6 +219,9 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_str(&j, "queue", ev->queue);
 		json_u64(&j, "tier", ev->tier);
 		json_u64(&j, "position", ev->position);
+		/* Moved by a queue's nobody policy (section 3c). */
+		if (ev->reason != CSQ_REASON_NONE)
+			json_str(&j, "reason", reason_name(ev->reason));
 		break;
 	case CSQ_EV_PREFER_ENDED:
 		json_str(&j, "user", ev->user);

@@ -99,10 +99,11 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
                             F_ROOM, F_POSITION},
     [CSQ_EV_WRAPUP] = {F_SERVICER, F_ROOM, F_UNTIL_MS},
     [CSQ_EV_READY] = {F_SERVICER, F_ROOM},
-    [CSQ_EV_OVERFLOWED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_POSITION},
+    [CSQ_EV_OVERFLOWED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_POSITION,
+                           F_REASON},
     [CSQ_EV_PREFER_ENDED] = {F_USER, F_QUEUE, F_SERVICER, F_REASON},
-    [CSQ_EV_RELAXED] = {F_USER, F_QUEUE, F_TIER, F_NEEDS, F_DROPPED,
-                        F_LOWERED, F_POSITION},
+    [CSQ_EV_RELAXED] = {F_USER, F_QUEUE, F_TIER, F_NEEDS, F_DROPPED, F_LOWERED,
+                        F_POSITION},
 };
 /* A kind without its line here has no fact: the module could not tell
  * it to csqd. */

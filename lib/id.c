@@ -100,6 +100,8 @@ csq_status_text(enum csq_status st)
 		return "ERR too many distinct need-sets (at most 256)";
 	case CSQ_EUNSUPPORTED:
 		return "ERR SKILLS and NEEDS need the memory engine";
+	case CSQ_ENOBODY:
+		return "NOBODY nobody serves the queue now";
 	}
 	return "ERR unknown status";
 }

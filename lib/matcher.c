@@ -210,4 +210,6 @@ csq_settle(struct csq *c, struct csq_settle *st, uint64_t now)
 	free(st->back.v);
 	free(st->refill);
 	memset(st, 0, sizeof(*st));
+	/* Servicers came or went: spells of nobody begin or end. */
+	csq_nobody_settle(c, now);
 }

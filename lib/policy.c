@@ -52,6 +52,14 @@ csq_policy_error_text(enum csq_policy_error e)
 		return "relax: at most 4 steps, after growing (1..86400), each "
 		       "with drop (skill names, at most 99 bytes, or \"*\") or "
 		       "lower (1..100)";
+	case CSQ_POLICY_NOBODY:
+		return "nobody: counts \"logged_in\" or \"ready\"; "
+		       "when_nobody \"wait\", \"refuse\" or \"fallback\" "
+		       "(with fallback, a queue id not the queue itself); "
+		       "at_nobody \"keep\", \"move\" or \"release\" (with "
+		       "grace 1..86400, and move_to with \"move\")";
+	case CSQ_POLICY_NOBODY_CYCLE:
+		return "nobody: fallback leads back to this queue (a cycle)";
 	}
 	return "unknown error";
 }
@@ -185,7 +193,7 @@ csq_policy_check_entry(const struct csq_policy *v, size_t n, size_t i,
 		return CSQ_POLICY_DUPLICATE;
 	if (policy_cycles(v, n, i))
 		return CSQ_POLICY_CYCLE;
-	return CSQ_POLICY_OK;
+	return csq_nobody_check(v, n, i);
 }
 
 enum csq_policy_error
@@ -266,7 +274,25 @@ policy_relax_pending(const struct csq_user *u)
 	const struct csq_policy *p = u->queue->policy;
 	uint32_t step = u->wait != NULL ? u->wait->relax_step : 0;
 
+	if (u->wait == NULL && (u->flags & CSQ_USER_RELAXED))
+		return 0; /* past them all, its wait gone with them */
 	return p != NULL && u->needs != 0 && step < p->nrelax;
+}
+
+/*
+ * u's wait goes (no clock of its queue is left for it). One that passed
+ * every relax step with needs still in force says so in its flags: with
+ * no wait to count its steps, it would look as if it had passed none.
+ */
+static void
+policy_wait_drop(struct csq *c, struct csq_user *u)
+{
+	const struct csq_policy *p = u->queue->policy;
+
+	if (u->wait != NULL && p != NULL && u->needs != 0 && p->nrelax > 0 &&
+	    u->wait->relax_step >= p->nrelax)
+		u->flags |= CSQ_USER_RELAXED;
+	csq_user_wait_free(c, u);
 }
 
 int
@@ -369,6 +395,7 @@ policy_arm_after(struct csq *c, struct csq_user *u, uint64_t t)
 void
 csq_policy_start(struct csq *c, struct csq_user *u, uint64_t now)
 {
+	u->flags &= (uint8_t)~CSQ_USER_RELAXED; /* a new line's steps */
 	if (!csq_policy_user_clocks(u)) {
 		csq_user_wait_free(c, u);
 		return;
@@ -386,7 +413,7 @@ static void
 policy_rearm(struct csq *c, struct csq_user *u, uint64_t now)
 {
 	if (!csq_policy_user_clocks(u))
-		csq_user_wait_free(c, u);
+		policy_wait_drop(c, u);
 	else if (u->wait == NULL)
 		csq_policy_start(c, u, now);
 	else
@@ -398,6 +425,7 @@ csq_policy_refresh(struct csq *c, struct csq_user *u, uint64_t now)
 {
 	if (u->wait != NULL)
 		u->wait->relax_step = 0;
+	u->flags &= (uint8_t)~CSQ_USER_RELAXED; /* new needs: every step */
 	policy_rearm(c, u, now);
 }
 
@@ -449,15 +477,16 @@ policy_age(struct csq *c, struct csq_user *u, uint64_t now)
 }
 
 /*
- * u moves to its queue's overflow queue with its key, whatever the
- * target's length; its clocks start again there. A free room there takes
- * it at once (matched or offered, with from_queue); else overflowed.
+ * u moves to queue name with its key, whatever the target's length; its
+ * clocks start again there. A free room there takes it at once (matched
+ * or offered, with from_queue); else overflowed (with reason nobody for
+ * a nobody policy's move, section 3c).
  */
-static void
-policy_overflow(struct csq *c, struct csq_user *u, uint64_t now)
+void
+csq_policy_move(struct csq *c, struct csq_user *u, const char *name,
+                enum csq_reason reason, uint64_t now)
 {
 	struct csq_queue *from = u->queue, *to;
-	const char *name = from->policy->overflow_to;
 	struct csq_event ev;
 	uint64_t pos;
 
@@ -477,9 +506,18 @@ policy_overflow(struct csq *c, struct csq_user *u, uint64_t now)
 		csq_event_user(&ev, u);
 		memcpy(ev.from_queue, from->name, from->namelen + 1);
 		ev.position = pos;
+		ev.reason = reason;
 		csq_emit(c, &ev);
 	}
 	csq_queue_unref(c, from);
+}
+
+/* u's overflow: to its queue's overflow_to. */
+static void
+policy_overflow(struct csq *c, struct csq_user *u, uint64_t now)
+{
+	csq_policy_move(c, u, u->queue->policy->overflow_to, CSQ_REASON_NONE,
+	                now);
 }
 
 /*
@@ -562,7 +600,7 @@ csq_policy_act(struct csq *c, struct csq_user *u, uint64_t now)
 	uint32_t max;
 
 	if (!csq_policy_user_clocks(u) || w == NULL) {
-		csq_user_wait_free(c, u);
+		policy_wait_drop(c, u);
 		return;
 	}
 	at = w->clock.node.key;
@@ -578,7 +616,7 @@ csq_policy_act(struct csq *c, struct csq_user *u, uint64_t now)
 		if (policy_relax(c, u, now))
 			return;
 	if (!csq_policy_user_clocks(u)) {
-		csq_user_wait_free(c, u);
+		policy_wait_drop(c, u);
 		return;
 	}
 	/* The first aging point not acted on: the clock's, or after a
@@ -726,6 +764,7 @@ csq_set_policies(struct csq *c, uint64_t now, const struct csq_policy *v,
 			rekey = 1;
 		if (csq_queue_service_level(q) != q->counts.within_s)
 			csq_qstats_relevel(q);
+		csq_nobody_policy(c, q, now);
 		if (!clocks_differ(was, q->policy))
 			continue;
 		for (j = 0; (l = csq_needline_line(q, j)) != NULL; j++)

@@ -198,4 +198,10 @@ csq_qstats_fill(const struct csq *c, const struct csq_queue *q, uint64_t now,
 	out->service_level_pct =
 	    k->ring_len > 0 ? (int32_t)((uint64_t)k->within * 100 / k->ring_len)
 	                    : -1;
+	/* Section 3c: a nobody policy's spell, -1 while somebody serves. */
+	out->nobody_ms = CSQ_QSTATS_NO_NOBODY;
+	if (q->nobody != NULL)
+		out->nobody_ms = q->nobody->since != 0
+		                     ? (int64_t)elapsed(now, q->nobody->since)
+		                     : -1;
 }

@@ -191,6 +191,16 @@ put_policy(struct cursor *c, const struct csq_policy *p)
 		put_u64(c, p->relax[i].drop_all, 1);
 		put_text(c, p->relax[i].drop);
 	}
+	/* Nobody there (section 3c): its tail, or a 0. */
+	put_u64(c, p->nobody.on, 1);
+	if (!p->nobody.on)
+		return;
+	put_u64(c, p->nobody.counts, 1);
+	put_u64(c, p->nobody.when_nobody, 1);
+	put_u64(c, p->nobody.at_nobody, 1);
+	put_u64(c, p->nobody.grace_s, 4);
+	put_str(c, p->nobody.fallback);
+	put_str(c, p->nobody.move_to);
 }
 
 /* -1 for a policy that no configuration passes (the set's check, which
@@ -227,6 +237,18 @@ get_policy(struct cursor *c, struct csq_policy *p)
 			p->relax[i].drop_all = (uint32_t)get_u64(c, 1);
 			get_text(c, p->relax[i].drop, sizeof(p->relax[i].drop));
 		}
+	}
+	/* Written before nobody policies: none. */
+	p->nobody.on = c->left > 0 ? (uint32_t)get_u64(c, 1) : 0;
+	if (p->nobody.on > 1)
+		return -1;
+	if (p->nobody.on) {
+		p->nobody.counts = (uint32_t)get_u64(c, 1);
+		p->nobody.when_nobody = (uint32_t)get_u64(c, 1);
+		p->nobody.at_nobody = (uint32_t)get_u64(c, 1);
+		p->nobody.grace_s = (uint32_t)get_u64(c, 4);
+		get_str(c, p->nobody.fallback, sizeof(p->nobody.fallback));
+		get_str(c, p->nobody.move_to, sizeof(p->nobody.move_to));
 	}
 	if (flags > 7 || p->skill_order > CSQ_SKILL_ORDER_LEVEL ||
 	    p->strategy > CSQ_STRATEGY_LEAST_BUSY ||
@@ -624,6 +646,13 @@ put_queue(struct cursor *c, const struct csq_snap_queue *q)
 		put_u64(c, q->gap_ms[t], 8);
 		put_u64(c, q->arrivals[t], 4);
 	}
+	put_u64(c, q->has_nobody, 1); /* section 3c: its tail, or a 0 */
+	if (!q->has_nobody)
+		return;
+	put_u64(c, q->nobody_fired, 1);
+	put_u64(c, q->nobody_since, 8);
+	put_u64(c, q->nobody_grace, 8);
+	put_u64(c, q->nobody_grace_tie, 8);
 }
 
 static void
@@ -647,6 +676,14 @@ get_queue(struct cursor *c, struct csq_snap_queue *q)
 		q->gap_ms[t] = get_u64(c, 8);
 		q->arrivals[t] = (uint32_t)get_u64(c, 4);
 	}
+	/* Written before nobody policies: none. */
+	q->has_nobody = c->left > 0 ? (uint32_t)get_u64(c, 1) : 0;
+	if (!q->has_nobody)
+		return;
+	q->nobody_fired = (uint32_t)get_u64(c, 1);
+	q->nobody_since = get_u64(c, 8);
+	q->nobody_grace = get_u64(c, 8);
+	q->nobody_grace_tie = get_u64(c, 8);
 }
 
 static void

@@ -7,7 +7,7 @@
 #include "util.h"
 
 /* The last status there is (csq.h): a result of another is no result. */
-#define CSQ_STATUS_LAST CSQ_EUNSUPPORTED
+#define CSQ_STATUS_LAST CSQ_ENOBODY
 
 /* The fewest bytes an array's entry takes: a count beyond what the bytes
  * left could hold is refused before anything is allocated. */
@@ -190,6 +190,7 @@ put_qstats(struct csq_wbuf *w, const struct csq_queue_stats *q)
 	csq_put_uint(w, (uint32_t)q->service_level_pct, 4);
 	csq_put_uint(w, q->outcomes, 4);
 	csq_put_uint(w, q->outcomes_within, 4);
+	csq_put_uint(w, (uint64_t)q->nobody_ms, 8);
 	csq_put_uint(w, q->ngroups, 1);
 	for (i = 0; i < q->ngroups && i < CSQ_QSTATS_GROUPS; i++) {
 		csq_put_str(w, q->groups[i].needs);
@@ -219,6 +220,7 @@ get_qstats(struct csq_rbuf *r, struct csq_queue_stats *q)
 	q->service_level_pct = (int32_t)(uint32_t)csq_get_uint(r, 4);
 	q->outcomes = (uint32_t)csq_get_uint(r, 4);
 	q->outcomes_within = (uint32_t)csq_get_uint(r, 4);
+	q->nobody_ms = (int64_t)csq_get_uint(r, 8);
 	q->ngroups = (uint32_t)csq_get_uint(r, 1);
 	if (q->ngroups > CSQ_QSTATS_GROUPS)
 		r->bad = 1;

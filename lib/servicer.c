@@ -72,6 +72,7 @@ csq_servicer_unaccount(struct csq *c, struct csq_servicer *s)
 	for (i = 0; i < s->nqueues; i++) {
 		s->queues[i]->rooms_ready -= ready;
 		s->queues[i]->rooms_free -= free;
+		csq_nobody_touch(c, s->queues[i]);
 		if (csq_heap_contains(&s->avail[i].node))
 			csq_heap_remove(&s->queues[i]->avail,
 			                &s->avail[i].node);
@@ -99,6 +100,7 @@ csq_servicer_account(struct csq *c, struct csq_servicer *s)
 	for (i = 0; i < s->nqueues; i++) {
 		s->queues[i]->rooms_ready += ready;
 		s->queues[i]->rooms_free += free;
+		csq_nobody_touch(c, s->queues[i]);
 	}
 	if (!csq_servicer_has_free(s))
 		return;

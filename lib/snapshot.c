@@ -145,6 +145,8 @@ queue_has_numbers(const struct csq_queue *q)
 	    k->overflowed || k->ring_len || e->holds || e->wait_area_ms ||
 	    e->abandons)
 		return 1;
+	if (q->nobody != NULL) /* its spell of nobody goes with it */
+		return 1;
 	for (t = 0; t < CSQ_TIERS; t++)
 		if (e->arrivals[t])
 			return 1;
@@ -183,6 +185,15 @@ snap_queue(void *arg, const char *key, size_t len, void *val)
 	       sizeof(o->last_arrival_ms));
 	memcpy(o->gap_ms, e->gap_ms, sizeof(o->gap_ms));
 	memcpy(o->arrivals, e->arrivals, sizeof(o->arrivals));
+	if (q->nobody != NULL) {
+		o->has_nobody = 1;
+		o->nobody_fired = q->nobody->fired;
+		o->nobody_since = q->nobody->since;
+		if (csq_deadline_running(&q->nobody->grace)) {
+			o->nobody_grace = q->nobody->grace.node.key;
+			o->nobody_grace_tie = q->nobody->grace.node.tie;
+		}
+	}
 	w->fn(w->arg, &it);
 	for (off = 0; off < k->ring_len; off += r->n) {
 		memset(&it, 0, sizeof(it));
@@ -339,7 +350,8 @@ restore_wrapup(struct csq *c, const struct csq_snap_room *o)
 }
 
 #define USER_FLAGS                                                             \
-	(CSQ_USER_TRANSFERRED | CSQ_USER_OVERFLOWED | CSQ_USER_PREFERRING)
+	(CSQ_USER_TRANSFERRED | CSQ_USER_OVERFLOWED | CSQ_USER_PREFERRING |    \
+	 CSQ_USER_RELAXED)
 
 /*
  * A waiting user's wait: a window for a servicer that serves its queue
@@ -368,7 +380,8 @@ restore_wait_fits(struct csq *c, const struct csq_snap_user *o,
 	}
 	/* Relax steps to come, for a user with needs (section 3c). */
 	relax = q->policy != NULL && o->needs[0] != '\0' &&
-	        o->relax_step < q->policy->nrelax;
+	        o->relax_step < q->policy->nrelax &&
+	        !(!o->has_wait && (o->flags & CSQ_USER_RELAXED));
 	if (!o->has_wait)
 		return csq_policy_has_clocks(q) || relax ? -1 : 0;
 	if (o->relax_step > CSQ_RELAX_STEPS ||
@@ -497,6 +510,37 @@ restore_user(struct csq *c, const struct csq_snap_user *o)
 	return 0;
 }
 
+/*
+ * A queue's spell of nobody (section 3c), over what its policy's set
+ * made of it when the policies came first: only what its policy and its
+ * servicers (restored before) allow: a spell while nobody is there, a
+ * grace only in one, not fired, when the users waiting are to go.
+ */
+static int
+restore_nobody(struct csq *c, struct csq_queue *q,
+               const struct csq_snap_queue *o)
+{
+	struct csq_nobody *d = q->nobody;
+
+	if (!o->has_nobody)
+		return 0; /* older, or no policy then: the set's state stays */
+	if (d == NULL || o->nobody_fired > 1 ||
+	    (o->nobody_since != 0) != csq_nobody_there(q) ||
+	    (o->nobody_grace != 0 &&
+	     (o->nobody_since == 0 || o->nobody_fired ||
+	      q->policy->nobody.at_nobody == CSQ_NOBODY_KEEP ||
+	      o->nobody_grace_tie > c->tie)) ||
+	    (o->nobody_fired && o->nobody_since == 0))
+		return -1;
+	d->since = o->nobody_since;
+	d->fired = (uint8_t)o->nobody_fired;
+	csq_deadline_clear(c, &d->grace);
+	if (o->nobody_grace != 0)
+		csq_heap_set(&c->deadlines, &d->grace.node, o->nobody_grace,
+		             o->nobody_grace_tie);
+	return 0;
+}
+
 /* A queue's numbers, into a queue that exists (its users, servicers
  * or policy came before); its ring follows in RING items. */
 static int
@@ -524,7 +568,7 @@ restore_queue(struct csq *c, const struct csq_snap_queue *o)
 	       sizeof(e->last_arrival_ms));
 	memcpy(e->gap_ms, o->gap_ms, sizeof(e->gap_ms));
 	memcpy(e->arrivals, o->arrivals, sizeof(e->arrivals));
-	return 0;
+	return restore_nobody(c, q, o);
 }
 
 /* The next part of a queue's ring, in order. */

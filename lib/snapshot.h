@@ -79,6 +79,10 @@ struct csq_snap_queue {
 	uint64_t last_arrival_ms[CSQ_TIER_LIMIT + 1];
 	uint64_t gap_ms[CSQ_TIER_LIMIT + 1];
 	uint32_t arrivals[CSQ_TIER_LIMIT + 1];
+	/* Its nobody policy's state (section 3c), has_nobody: the spell's
+	 * start (0: somebody there), its grace (0: not running), fired. */
+	uint32_t has_nobody, nobody_fired;
+	uint64_t nobody_since, nobody_grace, nobody_grace_tie;
 };
 
 /* Outcomes offset .. offset + n - 1 of a queue's ring. */

@@ -132,6 +132,8 @@ struct csq_queue {
 	/* Kept by csq_servicer_account: servicers serving it, the capacity
 	 * of the ready ones, and the free rooms that would take its user. */
 	uint64_t nservicers, rooms_ready, rooms_free;
+	/* Its nobody policy's state (nobody.c), NULL without one. */
+	struct csq_nobody *nobody;
 	struct csq_queue_counts counts;
 	struct csq_estimate est;
 	size_t namelen;
@@ -157,12 +159,28 @@ enum csq_deadline_kind {
 	CSQ_DL_AGING,    /* the user's tier grows (and maybe overflow) */
 	CSQ_DL_PREFER,   /* the preference window runs out */
 	CSQ_DL_RELAX,    /* the user's needs widen (then maybe the rest) */
+	CSQ_DL_NOBODY,   /* a queue's grace with nobody runs out (nobody.c) */
 	CSQ_DL_KINDS
 };
 
 /* A deadline, embedded in what it belongs to; its kind is the node's tag. */
 struct csq_deadline {
 	struct csq_heap_node node; /* key = deadline in ms */
+};
+
+/*
+ * A queue's state under its nobody policy (section 3c), while it has
+ * one: since when nobody (as the policy counts) has served it, 0 while
+ * somebody does; the grace deadline, running from since while nobody is
+ * there and the users waiting are to go; fired once it ran out in this
+ * spell of nobody. dirty: in c->nobody_dirty, its counters changed in
+ * the operation under way (csq_nobody_settle looks again).
+ */
+struct csq_nobody {
+	struct csq_deadline grace;
+	struct csq_queue *queue;
+	uint64_t since;
+	uint8_t fired, dirty;
 };
 
 struct csq_servicer;
@@ -180,6 +198,9 @@ struct csq_avail {
 	0x02                     /* ENQUEUE naming a queue it overflowed       \
 	                            from keeps its queue */
 #define CSQ_USER_PREFERRING 0x04 /* waiting in a servicer's prefer line */
+/* In line with needs, past every relax step of its queue: no struct
+ * csq_wait is kept for them (policy.c); cleared when it joins a line. */
+#define CSQ_USER_RELAXED 0x08
 
 struct csq_user;
 
@@ -318,6 +339,10 @@ struct csq {
 	/* The queue policies, sorted by name (policy.c). */
 	struct csq_policy *policies;
 	size_t npolicies;
+	/* Queues with a nobody policy whose servicers changed in the
+	 * operation under way (nobody.c). */
+	struct csq_nobody **nobody_dirty;
+	size_t nnobody_dirty, capnobody_dirty;
 };
 
 /*
@@ -492,6 +517,32 @@ void csq_policy_start(struct csq *, struct csq_user *, uint64_t now);
 void csq_policy_act(struct csq *, struct csq_user *, uint64_t now);
 /* u's queue clock, when the operation under way left it due: acted on. */
 void csq_policy_settle(struct csq *, struct csq_user *, uint64_t now);
+/* Waiting u (in its queue's line) moves to queue to with its key: an
+ * overflow (reason none) or nobody's move (reason nobody). A free room
+ * there takes it (matched or offered, from_queue), else overflowed. */
+void csq_policy_move(struct csq *, struct csq_user *, const char *to,
+                     enum csq_reason, uint64_t now);
+
+/* nobody.c (section 3c) */
+enum csq_policy_error csq_nobody_check(const struct csq_policy *v, size_t n,
+                                       size_t i);
+/* Nobody (as q's policy counts) serves q now. */
+int csq_nobody_there(const struct csq_queue *);
+/* q's servicer counters changed: looked at again by csq_nobody_settle. */
+void csq_nobody_touch(struct csq *, struct csq_queue *);
+/* The queues touched in this operation: their spells of nobody begin or
+ * end (the grace armed or cleared). No event. */
+void csq_nobody_settle(struct csq *, uint64_t now);
+/* q's policy is now p's (NULL: none): its state made, kept or freed. */
+void csq_nobody_policy(struct csq *, struct csq_queue *, uint64_t now);
+void csq_nobody_free(struct csq *, struct csq_queue *);
+/* The grace ran out: the users waiting move or leave, one event each. */
+void csq_nobody_act(struct csq *, struct csq_nobody *, uint64_t now);
+/* Where an arrival in *q goes while nobody serves *q: *q (wait), its
+ * fallback (followed), or CSQ_ENOBODY. */
+enum csq_status csq_nobody_route(struct csq *, struct csq_queue **q);
+/* A restart: every spell of nobody begins now, its grace from now. */
+void csq_nobody_rearm(struct csq *, struct csq_queue *, uint64_t now);
 int csq_policy_overflowed_from(const struct csq *, const struct csq_user *,
                                const char *named, size_t len);
 

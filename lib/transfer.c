@@ -40,10 +40,14 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 	if ((r = csq_room_find(c, a->room, CSQ_ROOM_ASSIGNED, &status)) == NULL)
 		return status != CSQ_OK ? status : CSQ_ENOCONV;
 
-	memset(&st, 0, sizeof(st));
 	u = r->user;
 	from = u->queue;
 	to = csq_queue_get(c, a->queue, qlen, 1);
+	/* Nobody there (section 3c): into it as an arrival would go (a
+	 * queue that refuses has a policy: it exists, nothing to drop). */
+	if (to != from && (status = csq_nobody_route(c, &to)) != CSQ_OK)
+		return status;
+	memset(&st, 0, sizeof(st));
 	csq_event_begin(&ev, CSQ_EV_TRANSFERRED, now);
 	csq_event_room(&ev, r);
 	csq_room_end(c, r, now, CSQ_REASON_BY_TRANSFER, &st);

@@ -44,6 +44,19 @@ relax_tail(const struct csq_op *op)
 	return n;
 }
 
+/* A POLICY's nobody tail (section 3c), after the relax steps. */
+static size_t
+nobody_tail(const struct csq_op *op)
+{
+	const struct csq_nobody_policy *b = &op->policy.nobody;
+
+	if (op->code != CSQ_OP_POLICY || op->count == 0)
+		return 0;
+	return 1 + (b->on ? 1 + 1 + 1 + 4 + 1 + strlen(b->fallback) + 1 +
+	                        strlen(b->move_to)
+	                  : 0);
+}
+
 static size_t
 skills_tail(const struct csq_op *op)
 {
@@ -55,7 +68,7 @@ skills_tail(const struct csq_op *op)
 		return op->transfer.has_needs ? 3 + strlen(op->transfer.needs)
 		                              : 1;
 	case CSQ_OP_POLICY:
-		return op->count > 0 ? 1 + relax_tail(op) : 0;
+		return op->count > 0 ? 1 + relax_tail(op) + nobody_tail(op) : 0;
 	default:
 		return 0;
 	}
@@ -66,8 +79,10 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
                   struct csq_record_strings *st, size_t legacy)
 {
 	size_t tail = skills_tail(op);
-	size_t relax =
-	    op->code == CSQ_OP_POLICY && op->count > 0 ? relax_tail(op) : 0;
+	size_t nobody = nobody_tail(op);
+	size_t relax = op->code == CSQ_OP_POLICY && op->count > 0
+	                   ? relax_tail(op) + nobody
+	                   : 0;
 	uint8_t buf[CSQ_RECORD_MAX];
 	uint64_t got;
 	uint32_t len;
@@ -90,7 +105,10 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
 		    (legacy != 0 && len == legacy) ||
 		            (tail != 0 &&
 		             len == n - CSQ_RECORD_HEADER - tail) ||
-		            (relax != 0 && len == n - CSQ_RECORD_HEADER - relax)
+		            (relax != 0 &&
+		             len == n - CSQ_RECORD_HEADER - relax) ||
+		            (nobody != 0 &&
+		             len == n - CSQ_RECORD_HEADER - nobody)
 		        ? 0
 		        : -1);
 	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
@@ -592,7 +610,7 @@ test_skills_records(void **state)
 	memset(op.policy.relax, 0, sizeof(op.policy.relax));
 	/* A skill_order no csqd writes is no record. */
 	n = csq_record_encode(&op, 10, rec);
-	rec[n - 2] = 2; /* skill_order, before nrelax */
+	rec[n - 3] = 2; /* skill_order, before nrelax and nobody */
 	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
 	                                   n - CSQ_RECORD_HEADER, &bop, &got,
 	                                   &st),
@@ -627,10 +645,64 @@ test_skills_records(void **state)
 	assert_memory_equal(&back.u.user, &it.u.user, sizeof(it.u.user));
 }
 
+/* Nobody there (protocol.md 3c): a POLICY's tail and a queue item's,
+ * each read back whole, each optional (written before: none). */
+static void
+test_nobody_records(void **state)
+{
+	struct csq_record_strings st;
+	struct csq_snap_item it, back;
+	struct csq_op op, bop;
+	uint8_t rec[CSQ_RECORD_MAX];
+	uint64_t got;
+	size_t n;
+
+	(void)state;
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_POLICY;
+	op.count = 1;
+	strcpy(op.policy.name, "support");
+	op.policy.nobody.on = 1;
+	op.policy.nobody.counts = CSQ_NOBODY_READY;
+	op.policy.nobody.when_nobody = CSQ_NOBODY_FALLBACK;
+	op.policy.nobody.at_nobody = CSQ_NOBODY_MOVE;
+	op.policy.nobody.grace_s = CSQ_POLICY_SECONDS_MAX;
+	memset(op.policy.nobody.fallback, 'f', CSQ_ID_MAX);
+	strcpy(op.policy.nobody.move_to, "general");
+	round_trip(&op, 10, &bop, &st);
+	assert_memory_equal(&bop.policy, &op.policy, sizeof(op.policy));
+	/* An on that is not 0 or 1 is no record. */
+	n = csq_record_encode(&op, 10, rec);
+	rec[n - (4 + 1 + CSQ_ID_MAX + 1 + strlen("general")) - 4] = 2;
+	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &bop, &got,
+	                                   &st),
+	                 -1);
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_QUEUE;
+	strcpy(it.u.queue.name, "support");
+	it.u.queue.has_nobody = 1;
+	it.u.queue.nobody_fired = 0;
+	it.u.queue.nobody_since = 1700000000000ULL;
+	it.u.queue.nobody_grace = 1700000030000ULL;
+	it.u.queue.nobody_grace_tie = 77;
+	snap_round_trip(&it, &back);
+	assert_memory_equal(&back.u.queue, &it.u.queue, sizeof(it.u.queue));
+	/* Written before nobody policies: none. */
+	n = csq_record_encode_snap(&it, rec);
+	assert_int_equal(csq_record_decode_snap(
+	                     rec + CSQ_RECORD_HEADER,
+	                     n - CSQ_RECORD_HEADER - (1 + 1 + 3 * 8), &back),
+	                 0);
+	assert_int_equal(back.u.queue.has_nobody, 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_nobody_records),
 	    cmocka_unit_test(test_crc32c),
 	    cmocka_unit_test(test_every_operation),
 	    cmocka_unit_test(test_legacy_limits),

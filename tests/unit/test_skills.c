@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "snapshot.h"
 #include "scale.h"
 
 /* HEARTBEAT with QUEUES and SKILLS (NULL: left out). */
@@ -609,6 +610,74 @@ test_relax_due_in_operation(void **state)
 	assert_true(csq_next_deadline(f->csq) > f->now);
 }
 
+/* A snapshot's item into another state. */
+static void
+restore_into(void *arg, const struct csq_snap_item *it)
+{
+	assert_int_equal(csq_restore(arg, it), 0);
+}
+
+/*
+ * Past every relax step with needs still in force, in a queue with no
+ * other clock: its wait goes, and it must not look as if it had passed
+ * none (csq_check said "in line without its clocks", and a snapshot of
+ * it was refused at restore, so a restart on the journal failed). A
+ * return to a line starts the steps again; a NEEDS too.
+ */
+static void
+test_relax_done(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_user_info u;
+	struct csq_policy p;
+	struct csq_limits l;
+	struct csq *b;
+	size_t from;
+
+	relax_policy(&p, "q");
+	p.nrelax = 2; /* drop billing, lower 2: de:3 stays */
+	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_OK);
+	enqn(f, "u", "q", -1, "de:5,billing:2", NULL);
+	f->now += 60000;
+	csq_expire(f->csq, f->now);
+	check(f);
+	where(f, "u", &u);
+	assert_string_equal(u.needs, "de:3");
+	assert_int_equal(u.relax_ms, -1);
+	/* The state as a restart's snapshot takes it, and restores it. */
+	csq_limits_default(&l);
+	b = csq_new(&l, 7, NULL, NULL);
+	assert_int_equal(csq_set_policies(b, f->now, &p, 1), CSQ_OK);
+	csq_snapshot(f->csq, restore_into, b);
+	assert_int_equal(csq_restore_end(b), 0);
+	assert_int_equal(csq_where(b, f->now, "u", &u), CSQ_OK);
+	assert_string_equal(u.needs, "de:3");
+	assert_int_equal(u.relax_ms, -1);
+	csq_free(b);
+	/* A servicer that takes it, and gives it back: the steps again,
+	 * from the needs in force. */
+	hbs(f, "s", 1, "q", "de:3");
+	where(f, "u", &u);
+	assert_int_equal(u.state, CSQ_USER_ASSIGNED);
+	assert_int_equal(csq_logout(f->csq, f->now, "s", &(uint64_t){0}),
+	                 CSQ_OK);
+	check(f);
+	where(f, "u", &u);
+	assert_int_equal(u.relax_ms, 30000); /* the first step, again */
+	from = f->nevents;
+	f->now += 60000;
+	csq_expire(f->csq, f->now);
+	check(f);
+	assert_string_equal(events_since(f, from), "relaxed");
+	where(f, "u", &u);
+	assert_string_equal(u.needs, "de:1");
+	/* NEEDS again, with no clock left to measure from: every step,
+	 * from now (as test_relax_and_overflow's). */
+	enqn(f, "u", NULL, -1, "billing:4", &u);
+	assert_string_equal(u.needs, "billing:4");
+	assert_int_equal(u.relax_ms, 30000);
+}
+
 /* The randomized run: skills, needs, transfers, policies and the clock,
  * every invariant after each operation. */
 #define RAND_OPS      20000
@@ -787,6 +856,7 @@ main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_relax_due_in_operation, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_relax_done, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
 	};
 

@@ -109,6 +109,22 @@ random_policies(struct csq *c, uint64_t now)
 			v[n].relax[1].after_s = 3;
 			v[n].relax[1].lower = 1 + rnd2(2);
 		}
+		/* Nobody there (protocol.md 3c): a grace that moves to the
+		 * next queue or releases, arrivals that wait or go on. */
+		if (rnd2(2) == 0) {
+			v[n].nobody.on = 1;
+			v[n].nobody.counts = rnd2(2);
+			v[n].nobody.at_nobody = rnd2(3);
+			if (v[n].nobody.at_nobody != CSQ_NOBODY_KEEP)
+				v[n].nobody.grace_s = 1 + rnd2(3);
+			if (v[n].nobody.at_nobody == CSQ_NOBODY_MOVE)
+				strcpy(v[n].nobody.move_to,
+				       queues[(i + 1) % 3]);
+			if (i < 2 && rnd2(2)) {
+				v[n].nobody.when_nobody = CSQ_NOBODY_FALLBACK;
+				strcpy(v[n].nobody.fallback, queues[i + 1]);
+			}
+		}
 		n++;
 	}
 	assert_int_equal(csq_set_policies(c, now, v, n), CSQ_OK);
@@ -249,6 +265,8 @@ struct dump {
 static unsigned seen_offered, seen_wrapup, seen_retry;
 static unsigned seen_clocks, seen_preferring, seen_queues, seen_rings;
 static unsigned seen_skills, seen_needs, seen_relax;
+/* Queues' nobody policies, their spells, their graces. */
+static unsigned seen_nobody_policy, seen_nobody, seen_graces;
 
 static void
 dump_item(void *arg, const struct csq_snap_item *it)
@@ -359,6 +377,16 @@ dump_item(void *arg, const struct csq_snap_item *it)
 			    (unsigned long long)it->u.queue.last_arrival_ms[i],
 			    (unsigned long long)it->u.queue.gap_ms[i],
 			    it->u.queue.arrivals[i]);
+		/* Its nobody policy's spell (protocol.md 3c). */
+		seen_nobody_policy += it->u.queue.has_nobody;
+		seen_nobody += it->u.queue.nobody_since != 0;
+		seen_graces += it->u.queue.nobody_grace != 0;
+		snprintf(buf + off, sizeof(buf) - off,
+		         " nobody %u %u %llu %llu/%llu", it->u.queue.has_nobody,
+		         it->u.queue.nobody_fired,
+		         (unsigned long long)it->u.queue.nobody_since,
+		         (unsigned long long)it->u.queue.nobody_grace,
+		         (unsigned long long)it->u.queue.nobody_grace_tie);
 		break;
 	case CSQ_SNAP_RING:
 		seen_rings++;
@@ -416,8 +444,12 @@ test_restore_behaves_the_same(void **state)
 		                       : CSQ_STRATEGY_LONGEST_IDLE;
 		la.len = lb.len = 0;
 		a = csq_new(&l, rng, log_event, &la);
-		for (i = 0; i < 2000; i++)
+		for (i = 0; i < 2000; i++) {
 			random_op(a, &now);
+			if (csq_check(a, why, sizeof(why)) != 0)
+				fail_msg("round %d, operation %d: %s", round, i,
+				         why);
+		}
 		/* Another hash seed, as a restart has: no answer and no
 		 * event may depend on the order of the tables. The
 		 * policies first, as the journal writes them. */
@@ -463,10 +495,19 @@ test_restore_behaves_the_same(void **state)
 	}
 	free(la.buf);
 	free(lb.buf);
+	fprintf(stderr, "offered %u, wrap-up %u, retry %u\n", seen_offered,
+	        seen_wrapup, seen_retry);
 	assert_true(seen_offered > 0 && seen_wrapup > 0 && seen_retry > 0);
 	assert_true(seen_clocks > 0 && seen_preferring > 0 && seen_queues > 0 &&
 	            seen_rings > 0);
 	assert_true(seen_skills > 0 && seen_needs > 0 && seen_relax > 0);
+	/* Spells and graces at a round's end: the full run has them (a
+	 * scaled one, valgrind's two rounds, not always). */
+	fprintf(stderr, "nobody: %u policies, %u spells, %u graces\n",
+	        seen_nobody_policy, seen_nobody, seen_graces);
+	assert_true(seen_nobody_policy > 0);
+	assert_true(scale_divisor() > 1 ||
+	            (seen_nobody > 0 && seen_graces > 0));
 }
 
 /* Items that do not fit are refused, not half applied. */
