@@ -167,6 +167,33 @@ json_estimate(struct evbuffer *b, const struct csq_queue_stats *qs)
 	json_key_i64(b, "service_level_pct", qs->service_level_pct);
 }
 
+/* What QSTATS says of who serves a queue and who waits with needs
+ * (protocol.md 3c): its servicers logged in, its spell of nobody (a
+ * queue with a nobody policy), its users with needs by need-set. */
+static void
+json_serving(struct evbuffer *b, const struct csq_queue_stats *qs)
+{
+	uint32_t i;
+
+	if (qs == NULL)
+		return;
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "servicers", qs->servicers);
+	if (qs->nobody_ms != CSQ_QSTATS_NO_NOBODY) {
+		evbuffer_add(b, ",", 1);
+		json_key_i64(b, "nobody_ms", qs->nobody_ms);
+	}
+	evbuffer_add_printf(b, ",\"needs_waiting\":[");
+	for (i = 0; i < qs->ngroups; i++) {
+		evbuffer_add(b, i > 0 ? ",{" : "{", i > 0 ? 2 : 1);
+		json_key_str(b, "needs", qs->groups[i].needs);
+		evbuffer_add(b, ",", 1);
+		json_key_u64(b, "waiting", qs->groups[i].waiting);
+		evbuffer_add(b, "}", 1);
+	}
+	evbuffer_add(b, "]", 1);
+}
+
 /* name's QSTATS among v's n, NULL when the engine has none (v NULL). The
  * one at hint is tried first: QUEUES and QSTATS list the queues in the
  * same order. A queue that QSTATS does not list has its defaults (no
@@ -290,6 +317,7 @@ json_queue(struct evbuffer *b, const struct csq_queue_info *q,
 	evbuffer_add(b, ",", 1);
 	json_key_str(b, "oldest_user", q->oldest_user);
 	json_estimate(b, qs);
+	json_serving(b, qs);
 	evbuffer_add(b, "}", 1);
 }
 
@@ -304,6 +332,8 @@ json_room(struct evbuffer *b, const struct csq_room_info *r)
 	json_key_str(b, "user", r->user);
 	evbuffer_add(b, ",", 1);
 	json_key_u64(b, "since_ms", r->since_ms);
+	evbuffer_add(b, ",", 1);
+	json_key_str(b, "needs", r->needs); /* its user's (3c) */
 	evbuffer_add(b, "}", 1);
 }
 
@@ -330,6 +360,8 @@ json_servicer(struct evbuffer *b, const struct csq_servicer_info *s,
 	json_key_u64(b, "idle_ms", s->idle_ms);
 	evbuffer_add(b, ",\"queues\":", 10);
 	json_list(b, s->queues);
+	evbuffer_add(b, ",", 1);
+	json_key_str(b, "skills", s->skills); /* canonical, "" none (3c) */
 	evbuffer_add(b, ",\"rooms\":[", 10);
 	for (; *rooms < end && strncmp((*rooms)->room, s->id, idlen) == 0 &&
 	       (*rooms)->room[idlen] == '/';
@@ -417,6 +449,8 @@ admin_render_page(struct admin_call *x, struct evbuffer *b)
 		json_key_u64(b, "position", x->offset + i + 1);
 		evbuffer_add(b, ",", 1);
 		json_key_u64(b, "waited_ms", e->waited_ms);
+		evbuffer_add(b, ",", 1);
+		json_key_str(b, "needs", e->needs); /* in force (3c) */
 		evbuffer_add(b, "}", 1);
 	}
 	evbuffer_add(b, "]}\n", 3);

@@ -998,6 +998,7 @@ csq_where(struct csq *c, uint64_t now, const char *uid,
 /* Admin. */
 
 struct range_walk {
+	const struct csq *c;
 	struct csq_queue_entry *out;
 	size_t *n;
 	uint64_t now;
@@ -1012,6 +1013,7 @@ range_one(void *arg, const struct csq_user *u)
 	memcpy(e->user, u->id, csq_user_idlen(u) + 1);
 	e->tier = csq_user_tier(u);
 	e->waited_ms = elapsed(w->now, u->arrival_ms);
+	strcpy(e->needs, csq_needset_text(w->c, u->needs));
 }
 
 enum csq_status
@@ -1029,6 +1031,7 @@ csq_queue_range(struct csq *c, uint64_t now, const char *qname, uint64_t offset,
 		return CSQ_ERANGE;
 	if ((q = csq_queue_get(c, qname, len, 0)) == NULL)
 		return CSQ_OK;
+	w.c = c;
 	w.out = out;
 	w.n = n;
 	w.now = now;

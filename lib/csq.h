@@ -250,6 +250,7 @@ struct csq_queue_entry {
 	char user[CSQ_ID_MAX + 1];
 	uint32_t tier;
 	uint64_t waited_ms;
+	char needs[CSQ_NEEDS_TEXT_MAX]; /* in force (section 3c); "" none */
 };
 
 /* A queue that exists (QUEUES): its name and its line. */

@@ -116,6 +116,7 @@ put_entry(struct csq_wbuf *w, const struct csq_queue_entry *e)
 	csq_put_str(w, e->user);
 	csq_put_uint(w, e->tier, 4);
 	csq_put_uint(w, e->waited_ms, 8);
+	csq_put_str(w, e->needs);
 }
 
 static void
@@ -124,6 +125,7 @@ get_entry(struct csq_rbuf *r, struct csq_queue_entry *e)
 	csq_get_str(r, e->user, sizeof(e->user));
 	e->tier = (uint32_t)csq_get_uint(r, 4);
 	e->waited_ms = csq_get_uint(r, 8);
+	csq_get_str(r, e->needs, sizeof(e->needs));
 }
 
 static void

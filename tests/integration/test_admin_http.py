@@ -83,7 +83,8 @@ class AdminHttpTest(unittest.TestCase):
         snap = api.json("/api/snapshot")
         self.assertEqual(snap["queues"], [dict({
             "name": "default", "waiting": 0, "preferring": 0,
-            "oldest_wait_ms": 0, "oldest_user": ""}, **NO_ESTIMATE)])
+            "oldest_wait_ms": 0, "oldest_user": "", "servicers": 0,
+            "needs_waiting": []}, **NO_ESTIMATE)])
         self.assertEqual(len(snap["history"]), 1)  # a sample at the start
         self.assertEqual(snap["history"][0][1:], [0, None])
         self.assertEqual(snap["servicers"], [])
@@ -120,6 +121,10 @@ class AdminHttpTest(unittest.TestCase):
         # u2 (tier 2) is ahead of u3, and came first.
         self.assertEqual(queues["vip"]["oldest_user"], "u2")
         self.assertEqual(queues["sales"]["waiting"], 0)
+        # Who serves each (protocol.md 3c, issue 38): s2, paused, is
+        # logged in, so it serves vip.
+        self.assertEqual({q: queues[q]["servicers"] for q in queues},
+                         {"default": 1, "sales": 1, "vip": 1})
         s1, s2 = snap["servicers"]
         self.assertEqual((s1["id"], s1["status"], s1["capacity"],
                           s1["active"], s1["queues"]),
@@ -127,9 +132,11 @@ class AdminHttpTest(unittest.TestCase):
         self.assertEqual(s1["rooms"][0]["room"], "s1/0")
         self.assertEqual(s1["rooms"][0]["state"], "assigned")
         self.assertEqual(s1["rooms"][0]["user"], "u1")
+        self.assertEqual((s1["skills"], s1["rooms"][0]["needs"]), ("", ""))
         self.assertGreaterEqual(s1["rooms"][0]["since_ms"], 300)
         self.assertEqual(s1["rooms"][1], {"room": "s1/1", "state": "free",
-                                          "user": "", "since_ms": 0})
+                                          "user": "", "since_ms": 0,
+                                          "needs": ""})
         self.assertEqual((s2["status"], s2["queues"], len(s2["rooms"])),
                          ("paused", ["vip"], 1))
         # Servicers that come and go between snapshots are found.

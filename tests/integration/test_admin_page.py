@@ -83,6 +83,27 @@ for (const k of ['waiting', 'servicers', 'matched', 'id'])
 return out;
 """
 
+# What the page shows of skills and needs (protocol section 3c) and of who
+# serves each queue.
+NEEDS_JS = """
+const out = {servicers: {}, rows: {}, nobody: {}, groups: {}};
+for (const tr of document.querySelectorAll('#servicers tr[data-servicer]'))
+  out.servicers[tr.dataset.servicer] = {
+    skills: tr.children[4].textContent,
+    rooms: Array.from(tr.querySelectorAll('.room')).map(
+      (r) => [r.dataset.user, r.dataset.needs])};
+for (const card of document.querySelectorAll('#queues .queue')) {
+  if (card.hidden) continue;
+  const q = card.dataset.queue;
+  out.nobody[q] = !card.querySelector('.queue-nobody').hidden;
+  out.groups[q] = card.querySelector('.queue-needs').textContent;
+  for (const r of card.querySelectorAll('.row[data-user]'))
+    if (!r.hidden) out.rows[r.dataset.user] =
+      r.querySelector('.needs').textContent;
+}
+return out;
+"""
+
 # Before the page's script: the first event stream it opens asks for the
 # events after window.__rewind instead of after its snapshot's id, as a
 # page whose stream opened long after its snapshot would.
@@ -496,6 +517,45 @@ class AdminPageTest(unittest.TestCase):
         s = self.shows(d)
         self.assertEqual(s["servicers"]["agent1"]["rooms"],
                          [["agent1/0", "free", ""]])
+        self.assertEqual(self.js("return csqAdmin.reloads()"), 0)
+
+    def test_needs_and_skills(self):
+        """Skills and needs (protocol section 3c) on the page: a
+        servicer's skills in its row, a waiting user's needs in its line,
+        an assigned user's needs on its room, the users waiting by
+        need-set; and a queue that no logged-in servicer serves says so
+        (issue 38), as servicers come and go."""
+        if ENGINE != "memory":
+            self.skipTest("skills need libcsq: the memory engine, or "
+                          "csq.so (not this run's Lua)")
+        d = self.start()
+        c = d.client()
+        c.execute_command("HEARTBEAT", "agent1", "QUEUES", "support",
+                          "SKILLS", "de:5,billing:3")
+        c.execute_command("ENQUEUE", "u1", "QUEUE", "support",
+                          "NEEDS", "de:2")
+        c.execute_command("ENQUEUE", "u2", "QUEUE", "support",
+                          "NEEDS", "fr")
+        c.execute_command("ENQUEUE", "u3", "QUEUE", "orphans")
+        self.open_browser()
+        self.open_page(d)
+        self.settled(d)
+        got = self.js(NEEDS_JS)
+        self.assertEqual(got["servicers"]["agent1"],
+                         {"skills": "billing:3, de:5",
+                          "rooms": [["u1", "de:2"]]})
+        self.assertEqual(got["rows"], {"u2": "fr:1", "u3": ""})
+        self.assertEqual(got["groups"]["support"], "1 need fr:1")
+        self.assertEqual(got["nobody"], {"default": True, "support": False,
+                                         "orphans": True})
+        # A servicer for orphans comes (it takes u3), and goes (u3 back
+        # in line): the page follows the events.
+        c.execute_command("HEARTBEAT", "agent2", "QUEUES", "orphans")
+        h.wait_until("orphans served", lambda: self.js(NEEDS_JS)[
+            "nobody"].get("orphans") is False)
+        c.execute_command("LOGOUT", "agent2")
+        h.wait_until("orphans without servicer", lambda: self.js(NEEDS_JS)[
+            "nobody"].get("orphans") is True)
         self.assertEqual(self.js("return csqAdmin.reloads()"), 0)
 
     def estimates(self):

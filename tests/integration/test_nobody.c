@@ -157,7 +157,7 @@ reload(void **state)
 	WHERE_UNTIL(fx->c, "u7", "state", "none");
 }
 
-/* csqd -n: every bad key at its line; the Lua engine refuses them. */
+/* csqd -n: every bad key at its line; both engines take the keys. */
 static void
 check_config(void **state)
 {

@@ -158,7 +158,7 @@
     const len = q.line.length;
     if (position <= len || (position === len + 1 && q.complete)) {
       q.line.splice(position - 1, 0,
-        { user: user, tier: tier, arrival: arrival });
+        { user: user, tier: tier, arrival: arrival, needs: "" });
       q.users.add(user);
     }
     q.complete = q.line.length === q.waiting - q.preferring;
@@ -247,7 +247,7 @@
   function servicer(id) {
     let s = M.servicers.get(id);
     if (s === undefined) {
-      s = { id: id, status: "ready", capacity: 0, queues: [],
+      s = { id: id, status: "ready", capacity: 0, queues: [], skills: "",
         rooms: new Map(), row: null };
       M.servicers.set(id, s);
       M.servicerOrder = true;
@@ -262,8 +262,9 @@
 
   function setRoom(sid, room, state, user, since) {
     const s = servicer(sid);
+    // A user's needs come with snapshots only: events do not carry them.
     s.rooms.set(roomIndex(room), { room: room, state: state, user: user,
-      since: since });
+      since: since, needs: "" });
   }
 
   function freeRoom(sid, room) {
@@ -272,7 +273,8 @@
     if (idx >= s.capacity) {
       s.rooms.delete(idx); // above a lowered capacity: gone when free
     } else {
-      s.rooms.set(idx, { room: room, state: "free", user: "", since: null });
+      s.rooms.set(idx, { room: room, state: "free", user: "", since: null,
+        needs: "" });
     }
   }
 
@@ -393,7 +395,7 @@
         s.rooms = new Map();
         for (let i = 0; i < d.capacity; i++) {
           s.rooms.set(i, { room: d.servicer + "/" + i, state: "free",
-            user: "", since: null });
+            user: "", since: null, needs: "" });
         }
         for (const name of d.queues) queue(name);
         break;
@@ -401,6 +403,8 @@
       case "servicer_down": {
         const s = M.servicers.get(d.servicer);
         if (s !== undefined) {
+          // Its queues may have nobody left to serve them.
+          for (const name of s.queues) queue(name);
           if (s.row !== null) s.row.remove();
           M.servicers.delete(d.servicer);
           M.dirtyServicers.delete(s);
@@ -479,7 +483,8 @@
         const u = p.users[i];
         const arrival = p.ts - u.waited_ms;
         remember(u.user, arrival);
-        q.line.push({ user: u.user, tier: u.tier, arrival: arrival });
+        q.line.push({ user: u.user, tier: u.tier, arrival: arrival,
+          needs: u.needs || "" });
         q.users.add(u.user);
         M.waitingAt.set(u.user, q.name);
       }
@@ -619,6 +624,7 @@
       m.complete = q.waiting === m.preferring;
       m.oldest = q.oldest_user === "" ? null :
         { user: q.oldest_user, arrival: snap.ts - q.oldest_wait_ms };
+      m.needsWaiting = q.needs_waiting || [];
       estimate(m, q);
     }
     for (const s of snap.servicers) {
@@ -626,10 +632,11 @@
       m.status = s.status;
       m.capacity = s.capacity;
       m.queues = s.queues;
+      m.skills = s.skills || "";
       for (const r of s.rooms) {
         m.rooms.set(roomIndex(r.room), { room: r.room, state: r.state,
           user: r.user, since: r.state === "free" ? null :
-            snap.ts - r.since_ms });
+            snap.ts - r.since_ms, needs: r.needs || "" });
       }
     }
     if (snap.history !== undefined) chartHistory(snap.history);
@@ -720,7 +727,12 @@
     // service level, where csqd makes them (not the Redis engine yet).
     const eta = el("b", "queue-eta");
     const sl = el("b", "queue-sl");
-    head.append(name, facts);
+    // Nobody serves it (issue 38): no servicer logged in has it.
+    const nobody = el("span", "queue-nobody", "nobody serves it");
+    nobody.hidden = true;
+    // Its users with needs by need-set, as the last load saw them.
+    const groups = el("span", "queue-needs");
+    head.append(name, nobody, facts, groups);
     if (M.estimates) {
       const est = el("span", "queue-est");
       est.append("new arrival's wait ", eta, " · served in time ", sl);
@@ -733,7 +745,7 @@
     // scrollTop as the last scroll left it: read there, not while
     // drawing, where a read after the writes would force a layout.
     q.card = { root: root, facts: facts, waiting: waiting, oldest: oldest,
-      eta: eta, sl: sl,
+      eta: eta, sl: sl, nobody: nobody, groups: groups,
       view: view, spacer: spacer, rows: [], drawn: {}, scrollTop: 0 };
     view.addEventListener("scroll", () => {
       q.card.scrollTop = view.scrollTop;
@@ -755,14 +767,14 @@
   function makeRow(c) {
     const row = el("div", "row");
     row.append(el("span", "pos"), el("span", "user"), el("span", "tier"),
-      el("span", "wait"));
+      el("span", "wait"), el("span", "needs"));
     row.drawn = {};
     c.spacer.appendChild(row);
     c.rows.push(row);
     return row;
   }
 
-  // A row of the view: top, its kind, and its four texts.
+  // A row of the view: top, its kind, and its five texts.
   function putRow(row, top, more, user, texts) {
     const d = row.drawn;
     const k = row.children;
@@ -773,7 +785,7 @@
       if (v === null) delete row.dataset.user;
       else row.dataset.user = v;
     });
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < 5; i++) {
       put(d, "t" + i, texts[i], (v) => { k[i].textContent = v; });
     }
   }
@@ -797,6 +809,17 @@
       (v) => { c.eta.textContent = v; });
     put(d, "sl", q.sl < 0 ? "–" : q.sl + "%",
       (v) => { c.sl.textContent = v; });
+    let served = false;
+    for (const s of M.servicers.values()) {
+      if (s.queues.indexOf(q.name) >= 0) { served = true; break; }
+    }
+    put(d, "nobody", !served, (v) => {
+      c.nobody.hidden = !v;
+      c.root.dataset.nobody = v ? "1" : "0";
+    });
+    put(d, "groups", (q.needsWaiting || []).map((g) =>
+      g.waiting + " need " + g.needs).join(" · "),
+    (v) => { c.groups.textContent = v; });
     const total = q.line.length + (q.complete ? 0 : 1);
     const inLine = q.waiting - q.preferring;
     put(d, "spacer", Math.max(1, total) * ROW_H,
@@ -814,17 +837,19 @@
       if (i < q.line.length) {
         const e = q.line[i];
         putRow(row, i * ROW_H, false, e.user, [String(i + 1), e.user,
-          "t" + e.tier, e.arrival === null ? "–" : fmtWait(t - e.arrival)]);
+          "t" + e.tier, e.arrival === null ? "–" : fmtWait(t - e.arrival),
+          e.needs]);
       } else {
         putRow(row, i * ROW_H, true, null,
-          ["", "loading " + (inLine - q.line.length) + " more…", "", ""]);
+          ["", "loading " + (inLine - q.line.length) + " more…", "", "",
+            ""]);
       }
       used++;
     }
     if (total === 0) {
       // Nobody in line: one row that says so.
       putRow(c.rows[0] || makeRow(c), 0, true, null,
-        ["", "nobody waits", "", ""]);
+        ["", "nobody waits", "", "", ""]);
       used = 1;
     }
     for (let i = used; i < c.rows.length; i++) {
@@ -842,7 +867,8 @@
       if (s.row === null) {
         s.row = el("tr");
         s.row.dataset.servicer = id;
-        s.row.append(el("td", null, id), el("td"), el("td"), el("td"));
+        s.row.append(el("td", null, id), el("td"), el("td"), el("td"),
+          el("td", "skills"));
       }
       body.appendChild(s.row);
       M.dirtyServicers.add(s);
@@ -855,6 +881,7 @@
     td[1].textContent = s.status;
     td[1].className = "status-" + s.status;
     td[2].textContent = s.queues.join(", ");
+    td[4].textContent = s.skills.split(",").join(", ");
     td[3].textContent = "";
     const t = now();
     for (const idx of Array.from(s.rooms.keys()).sort((a, b) => a - b)) {
@@ -862,10 +889,12 @@
       let text = r.room + " " + r.state;
       if (r.user !== "") text = r.room + " " + r.user;
       if (r.since !== null) text += " " + fmtWait(t - r.since);
+      if (r.needs !== "") text += " needs " + r.needs;
       const chip = el("span", "room room-" + r.state, text);
       chip.dataset.room = r.room;
       chip.dataset.state = r.state;
       chip.dataset.user = r.user;
+      chip.dataset.needs = r.needs;
       td[3].appendChild(chip);
     }
   }
