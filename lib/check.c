@@ -134,6 +134,7 @@ check_user(void *arg, const char *key, size_t len, void *val)
 	struct check *k = arg;
 	const struct csq_user *u = val;
 	struct csq_line_node *node;
+	struct csq_needline *nl;
 	struct csq_line *line;
 	uint64_t rank;
 	int ttl = u->ttl_s > 0 ? CSQ_DL_USER : -1;
@@ -145,7 +146,10 @@ check_user(void *arg, const char *key, size_t len, void *val)
 		check_fail(k, "user %s in an unknown queue", u->id);
 	if (u->key >= CSQ_KEY_LIMIT)
 		check_fail(k, "user %s key out of range", u->id);
-	line = csq_needline_of(NULL, (struct csq_user *)u, 0);
+	nl = u->needs != 0 && k->c->needsets[u->needs] != NULL
+	         ? csq_needline_find(k->c, u->queue, u->needs)
+	         : NULL;
+	line = u->needs == 0 ? u->queue->line : nl != NULL ? nl->line : NULL;
 	rank = line != NULL ? csq_line_rank(line, u->key) : 0;
 	if (u->needs != 0 && (k->c->needsets[u->needs] == NULL ||
 	                      k->c->needsets[u->needs]->refs == 0))

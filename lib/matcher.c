@@ -79,7 +79,7 @@ csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
 		                                           : NULL;
 	else if (u->needs != 0)
 		s = csq_needline_best_servicer(
-		    csq_needline_find(u->queue, u->needs));
+		    csq_needline_find(c, u->queue, u->needs));
 	else
 		s = matcher_best_servicer(u->queue);
 	if (s == NULL)
@@ -170,13 +170,13 @@ user_key_cmp(const void *a, const void *b)
 
 /* A preferring user's line is its prefer line. */
 static int
-heads_its_line(const struct csq_user *u)
+heads_its_line(struct csq *c, const struct csq_user *u)
 {
 	struct csq_line_node *head;
 
 	if (u->flags & CSQ_USER_PREFERRING)
 		return csq_prefer_position(u) == 1;
-	head = csq_line_first(csq_needline_of(NULL, (struct csq_user *)u, 0));
+	head = csq_line_first(csq_needline_of(c, (struct csq_user *)u, 0));
 	return head != NULL && csq_line_node_value(head) == u;
 }
 
@@ -201,7 +201,7 @@ csq_settle(struct csq *c, struct csq_settle *st, uint64_t now)
 		      user_key_cmp);
 	for (i = 0; i < st->back.n; i++) {
 		u = st->back.v[i];
-		if (u->state == CSQ_USER_WAITING && heads_its_line(u))
+		if (u->state == CSQ_USER_WAITING && heads_its_line(c, u))
 			csq_match_user(c, u, NULL, now);
 	}
 	for (i = 0; i < st->nrefill; i++)

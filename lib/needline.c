@@ -21,14 +21,21 @@
 /* The levels' sum, turned so that the highest sorts first. */
 #define LEVEL_SUM_MAX (CSQ_USER_NEEDS * CSQ_SKILL_LEVEL_MAX)
 
+/*
+ * q's need-line of need-set set, by the set's own list of need-lines
+ * (one per queue that has users or free servicers of it): as long as
+ * the queues that share the need-set, not the need-sets of the queue
+ * (up to 256: a walk of q->nls was 180 instructions of an ENQUEUE with
+ * NEEDS, docs/benchmarks.md).
+ */
 struct csq_needline *
-csq_needline_find(const struct csq_queue *q, uint16_t set)
+csq_needline_find(const struct csq *c, const struct csq_queue *q, uint16_t set)
 {
-	uint32_t i;
+	struct csq_needline *nl;
 
-	for (i = 0; i < q->nnls; i++)
-		if (q->nls[i]->set->index == set)
-			return q->nls[i];
+	for (nl = c->needsets[set]->lines; nl != NULL; nl = nl->next_in_set)
+		if (nl->queue == q)
+			return nl;
 	return NULL;
 }
 
@@ -211,7 +218,7 @@ csq_needline_of(struct csq *c, struct csq_user *u, int create)
 
 	if (u->needs == 0)
 		return u->queue->line;
-	if ((nl = csq_needline_find(u->queue, u->needs)) == NULL) {
+	if ((nl = csq_needline_find(c, u->queue, u->needs)) == NULL) {
 		if (!create)
 			return NULL;
 		nl = needline_new(c, u->queue, c->needsets[u->needs]);

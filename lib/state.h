@@ -67,8 +67,8 @@ struct csq_skill {
 
 struct csq_needline;
 
-#define CSQ_NEEDS_MEMO      64 /* NEEDS texts remembered (a hash each) */
-#define CSQ_NEEDS_MEMO_TEXT 48 /* the longest remembered, its bytes */
+#define CSQ_NEEDS_MEMO      256 /* NEEDS texts remembered (a hash each) */
+#define CSQ_NEEDS_MEMO_TEXT 48  /* the longest remembered, its bytes */
 
 /*
  * A need-set: a user's needs taken as a set, interned (skill.c) and
@@ -612,7 +612,8 @@ void csq_servicer_skills_text(const struct csq_servicer *,
 /* The line u waits in, in its queue (not for a preferring user); with
  * create, its need-line is made when missing, else NULL then. */
 struct csq_line *csq_needline_of(struct csq *, struct csq_user *, int create);
-struct csq_needline *csq_needline_find(const struct csq_queue *, uint16_t set);
+struct csq_needline *csq_needline_find(const struct csq *,
+                                       const struct csq_queue *, uint16_t set);
 /* u joins / leaves its line; join returns its position in the queue. */
 uint64_t csq_needline_enter(struct csq *, struct csq_user *);
 void csq_needline_leave(struct csq *, struct csq_user *);
