@@ -525,9 +525,6 @@ class AdminPageTest(unittest.TestCase):
         an assigned user's needs on its room, the users waiting by
         need-set; and a queue that no logged-in servicer serves says so
         (issue 38), as servicers come and go."""
-        if ENGINE != "memory":
-            self.skipTest("skills need libcsq: the memory engine, or "
-                          "csq.so (not this run's Lua)")
         d = self.start()
         c = d.client()
         c.execute_command("HEARTBEAT", "agent1", "QUEUES", "support",

@@ -1,6 +1,6 @@
 /*
  * Nobody there (protocol.md 3c) through a real csqd over TCP, on the
- * memory engine and on csq.so (integration.redis_module.nobody): an
+ * memory engine and on csq.so (integration.redis.nobody): an
  * ENQUEUE refused (and nothing changed) or sent to a fallback while no
  * servicer serves the queue, let in once one logs in; the users waiting
  * moved or released when the grace runs out after the last servicer
@@ -28,17 +28,10 @@
 	"  { name = \"rl\"; nobody = { counts = \"ready\";\n"                  \
 	"    at_nobody = \"release\"; grace = 1; }; } );\n"
 
-/* libcsq's engines: memory, and the Redis engine on csq.so. */
-static int
-libcsq_engine(void)
-{
-	return strcmp(csqd_engine(), "memory") == 0 || harness_module() != NULL;
-}
-
 static int
 nobody_setup(void **state)
 {
-	return csqd_fx_setup(state, libcsq_engine() ? NOBODY_CONF : "");
+	return csqd_fx_setup(state, NOBODY_CONF);
 }
 
 /* QSTATS q's nobody_ms, or -2 when QSTATS has none. */
@@ -70,8 +63,6 @@ arrivals(void **state)
 	redisContext *sub;
 	struct msgs m;
 
-	if (!libcsq_engine())
-		skip();
 	sub = subscriber(fx->d, "events");
 	CHECK(fx->c, ENOBODY, "ENQUEUE u1 QUEUE closed");
 	CHECK(fx->c, "['state','none']", "WHERE u1");
@@ -112,8 +103,6 @@ grace(void **state)
 	struct msgs m;
 	const char *ev;
 
-	if (!libcsq_engine())
-		skip();
 	sub = subscriber(fx->d, "events");
 	FIELD_IS(fx->c, "status", "ready", "HEARTBEAT s2 QUEUES gr");
 	FIELD_IS(fx->c, "state", "assigned", "ENQUEUE u3 QUEUE gr");
@@ -147,8 +136,6 @@ reload(void **state)
 {
 	struct csqd_fx *fx = *state;
 
-	if (!libcsq_engine())
-		skip();
 	FIELD_IS(fx->c, "state", "waiting", "ENQUEUE u7 QUEUE late");
 	csqd_rewrite_conf(fx->d,
 	                  "queues = ( { name = \"late\"; nobody = {\n"
