@@ -358,6 +358,15 @@ json_servicer(struct evbuffer *b, const struct csq_servicer_info *s,
 	json_key_u64(b, "active", s->active);
 	evbuffer_add(b, ",", 1);
 	json_key_u64(b, "idle_ms", s->idle_ms);
+	/* Why it is paused, and how long it rests after a DECLINE (issue
+	 * 38): "" and 0 when neither. */
+	evbuffer_add(b, ",", 1);
+	json_key_str(b, "paused_by",
+	             s->paused_by != CSQ_REASON_NONE
+	                 ? csq_reason_name(s->paused_by)
+	                 : "");
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "resting_ms", s->resting_ms);
 	evbuffer_add(b, ",\"queues\":", 10);
 	json_list(b, s->queues);
 	evbuffer_add(b, ",", 1);

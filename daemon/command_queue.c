@@ -24,11 +24,21 @@
 #define FULL_LOG_QUEUES   64    /* queues whose last "full" line is kept */
 #define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
 
+/* Why a servicer takes no new user (issue 38), as RESP writes it. */
+static const char *
+reply_paused_by(enum csq_reason why)
+{
+	return why != CSQ_REASON_NONE ? csq_reason_name(why) : "";
+}
+
 static void
 reply_servicer(struct evbuffer *out, int proto,
                const struct csq_servicer_info *s)
 {
-	resp_map(out, proto, 5);
+	int paused = s->paused_by != CSQ_REASON_NONE,
+	    resting = s->resting_ms > 0;
+
+	resp_map(out, proto, 5 + paused + resting);
 	resp_bulk_str(out, "servicer");
 	resp_bulk_str(out, s->id);
 	resp_bulk_str(out, "status");
@@ -40,6 +50,14 @@ reply_servicer(struct evbuffer *out, int proto,
 	resp_integer(out, s->active);
 	resp_bulk_str(out, "ttl");
 	resp_integer(out, s->ttl_s);
+	if (paused) {
+		resp_bulk_str(out, "paused_by");
+		resp_bulk_str(out, reply_paused_by(s->paused_by));
+	}
+	if (resting) {
+		resp_bulk_str(out, "resting_ms");
+		resp_integer(out, (int64_t)s->resting_ms);
+	}
 }
 
 /* A user's needs in force (section 3c), for one that has some. */
@@ -207,8 +225,12 @@ reply_servicer_row(struct evbuffer *out, const struct csq_servicer_info *s)
 
 	for (comma = q; (comma = strchr(comma, ',')) != NULL; comma++)
 		n++;
-	/* Section 3c: the skills of one that has some, a 10th. */
-	resp_array(out, s->skills[0] != '\0' ? 10 : 9);
+	/* Section 3c: the skills of one that has some, a 10th; and a
+	 * paused or resting one's why (issue 38), an 11th and a 12th, its
+	 * 10th then "" when it has no skills. */
+	int why = s->paused_by != CSQ_REASON_NONE || s->resting_ms > 0;
+
+	resp_array(out, why ? 12 : s->skills[0] != '\0' ? 10 : 9);
 	resp_bulk_str(out, s->id);
 	resp_bulk_str(out,
 	              s->status == CSQ_SERVICER_READY ? "ready" : "paused");
@@ -225,8 +247,12 @@ reply_servicer_row(struct evbuffer *out, const struct csq_servicer_info *s)
 	resp_integer(out, s->offer_s);
 	resp_integer(out, s->wrapup_s);
 	resp_integer(out, s->missed);
-	if (s->skills[0] != '\0')
+	if (s->skills[0] != '\0' || why)
 		resp_bulk_str(out, s->skills);
+	if (why) {
+		resp_bulk_str(out, reply_paused_by(s->paused_by));
+		resp_integer(out, (int64_t)s->resting_ms);
+	}
 }
 
 /* The names ROOMS gives the states of enum csq_room_state. */
@@ -250,7 +276,12 @@ command_room_state(enum csq_room_state state)
 static void
 reply_room(struct evbuffer *out, int proto, const struct csq_room_info *r)
 {
-	resp_map(out, proto, r->needs[0] != '\0' ? 5 : 4);
+	/* A free room that takes nobody says why (issue 38). */
+	int paused =
+	        r->state == CSQ_ROOM_FREE && r->paused_by != CSQ_REASON_NONE,
+	    resting = r->state == CSQ_ROOM_FREE && r->resting_ms > 0;
+
+	resp_map(out, proto, (r->needs[0] != '\0' ? 5 : 4) + paused + resting);
 	resp_bulk_str(out, "room");
 	resp_bulk_str(out, r->room);
 	resp_bulk_str(out, "state");
@@ -262,6 +293,14 @@ reply_room(struct evbuffer *out, int proto, const struct csq_room_info *r)
 	if (r->needs[0] != '\0') { /* section 3c */
 		resp_bulk_str(out, "needs");
 		resp_bulk_str(out, r->needs);
+	}
+	if (paused) {
+		resp_bulk_str(out, "paused_by");
+		resp_bulk_str(out, reply_paused_by(r->paused_by));
+	}
+	if (resting) {
+		resp_bulk_str(out, "resting_ms");
+		resp_integer(out, (int64_t)r->resting_ms);
 	}
 }
 

@@ -106,6 +106,8 @@ csq_event_begin(struct csq_event *ev, enum csq_event_type type, uint64_t now)
 	ev->reason = CSQ_REASON_NONE;
 	ev->needs[0] = ev->dropped[0] = '\0';
 	ev->lowered = 0;
+	ev->eta_ms = -1;
+	ev->has_eta = 0;
 }
 
 void
@@ -343,7 +345,7 @@ servicer_queue_list(const struct csq_servicer *s, char out[CSQ_QUEUE_LIST_MAX])
 }
 
 static void
-servicer_info(const struct csq_servicer *s, uint64_t now,
+servicer_info(const struct csq *c, const struct csq_servicer *s, uint64_t now,
               struct csq_servicer_info *out)
 {
 	memcpy(out->id, s->id, s->idlen + 1);
@@ -355,6 +357,8 @@ servicer_info(const struct csq_servicer *s, uint64_t now,
 	out->offer_s = s->offer_s;
 	out->wrapup_s = s->wrapup_s;
 	out->missed = s->missed;
+	out->paused_by = csq_servicer_paused_by(c, s);
+	out->resting_ms = csq_servicer_resting_ms(s, now);
 	servicer_queue_list(s, out->queues);
 	csq_servicer_skills_text(s, out->skills);
 }
@@ -506,7 +510,7 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 	/* The users whose windows ended go first, as any put back. */
 	csq_settle_refill(&settle, s);
 	csq_settle(c, &settle, now);
-	servicer_info(s, now, out);
+	servicer_info(c, s, now, out);
 	return CSQ_OK;
 }
 
@@ -638,6 +642,21 @@ user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
 	ev.reason = reason;
 	if (from != NULL)
 		memcpy(ev.from_queue, from->name, from->namelen + 1);
+	csq_emit(c, &ev);
+}
+
+/* A new arrival's queued, with its estimate. */
+static void
+queued_event(struct csq *c, const struct csq_user *u, uint64_t pos,
+             int64_t eta_ms, uint64_t now)
+{
+	struct csq_event ev;
+
+	csq_event_begin(&ev, CSQ_EV_QUEUED, now);
+	csq_event_user(&ev, u);
+	ev.position = pos;
+	ev.eta_ms = eta_ms;
+	ev.has_eta = 1;
 	csq_emit(c, &ev);
 }
 
@@ -817,6 +836,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	struct csq_key k;
 	size_t idlen, qlen = 0;
 	uint64_t pos;
+	int matched;
 	uint16_t needs = 0;
 	enum csq_status st;
 
@@ -893,11 +913,13 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 		pos = csq_user_join_line(c, u, now);
 	c->stats.waiting++;
 	csq_user_deadline(c, u, now);
-	if (!csq_match_user(c, u, NULL, now))
-		user_event(c, CSQ_EV_QUEUED, u, NULL, pos, CSQ_REASON_NONE,
-		           now);
+	matched = csq_match_user(c, u, NULL, now);
 	csq_user_info_at(c, u, now, u->state == CSQ_USER_WAITING ? pos : 0,
 	                 out);
+	/* queued carries the reply's estimate (issue 38): a frontend that
+	 * follows the events shows one from the start. */
+	if (!matched)
+		queued_event(c, u, pos, out->eta_ms, now);
 	return CSQ_OK;
 }
 
@@ -1115,6 +1137,7 @@ csq_queues_stats(struct csq *c, uint64_t now, size_t *n)
 }
 
 struct servicers_walk {
+	const struct csq *c;
 	struct csq_servicer_info *out;
 	size_t n;
 	uint64_t now;
@@ -1126,7 +1149,7 @@ servicers_collect(void *arg, const char *key, size_t len, void *val)
 	struct servicers_walk *w = arg;
 
 	(void)key, (void)len;
-	servicer_info(val, w->now, &w->out[w->n++]);
+	servicer_info(w->c, val, w->now, &w->out[w->n++]);
 }
 
 static int
@@ -1142,6 +1165,7 @@ csq_servicers(struct csq *c, uint64_t now, size_t *n)
 	struct servicers_walk w;
 
 	w.out = csq_xmalloc((csq_dict_len(c->servicers) + 1) * sizeof(*w.out));
+	w.c = c;
 	w.n = 0;
 	w.now = now;
 	csq_dict_each(c->servicers, servicers_collect, &w);

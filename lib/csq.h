@@ -174,6 +174,11 @@ struct csq_event {
 	char needs[CSQ_NEEDS_TEXT_MAX];
 	char dropped[CSQ_NEEDS_TEXT_MAX];
 	uint32_t lowered;
+	/* queued: the user's wait estimate then, as ENQUEUE's reply gives
+	 * it (-1: none yet); has_eta: the event carries one (a record of an
+	 * older csq's does not). */
+	int64_t eta_ms;
+	int has_eta;
 };
 
 typedef void csq_emit_fn(void *arg, const struct csq_event *);
@@ -215,6 +220,13 @@ struct csq_servicer_info {
 	uint32_t offer_s;  /* 0: users are assigned, not offered */
 	uint32_t wrapup_s; /* 0: no wrap-up */
 	uint32_t missed;   /* offers run out in a row */
+	/* Paused: why, CSQ_REASON_PAUSE (by hand) or
+	 * CSQ_REASON_MISSED_OFFERS (offer_max_missed); else
+	 * CSQ_REASON_NONE. */
+	enum csq_reason paused_by;
+	/* Resting after a DECLINE (offer_retry): ms until it takes new
+	 * users again; 0 when it is not resting. */
+	uint64_t resting_ms;
 	char queues[CSQ_QUEUE_LIST_MAX];  /* those it serves: "a,b,c" */
 	char skills[CSQ_SKILLS_TEXT_MAX]; /* canonical; "" for none */
 };
@@ -278,6 +290,10 @@ struct csq_room_info {
 	char user[CSQ_ID_MAX + 1];      /* "" when free or in wrap-up */
 	uint64_t since_ms;              /* time in this state; 0 when free */
 	char needs[CSQ_NEEDS_TEXT_MAX]; /* the user's; "" for none */
+	/* Free: why it takes no user (issue 38), as its servicer's
+	 * csq_servicer_info says: paused_by, resting_ms. */
+	enum csq_reason paused_by;
+	uint64_t resting_ms;
 };
 
 struct csq_stats {

@@ -206,6 +206,14 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_u64(&j, "position", ev->position);
 		if (ev->from_queue[0] != '\0')
 			json_str(&j, "from_queue", ev->from_queue);
+		/* A new arrival's estimate (issue 38), -1: none yet. */
+		if (ev->type == CSQ_EV_QUEUED && ev->has_eta) {
+			json_key(&j, "eta_ms");
+			if (ev->eta_ms < 0)
+				json_raw(&j, "-1", 2);
+			else
+				json_num(&j, (uint64_t)ev->eta_ms);
+		}
 		/* A v1 rescore is ENQUEUE's: a fact without a reason too. */
 		if (ev->type == CSQ_EV_RESCORED)
 			json_str(&j, "reason",

@@ -28,6 +28,7 @@ enum fact_field {
 	F_NEEDS,   /* relaxed: the needs in force */
 	F_DROPPED, /* relaxed: the names dropped */
 	F_LOWERED, /* relaxed: by how much the levels went down */
+	F_ETA_MS,  /* queued: the estimate, -1 none */
 };
 
 enum fact_type {
@@ -39,6 +40,7 @@ enum fact_type {
 	FACT_REASON,     /* a reason's name */
 	FACT_OFFERED_MS, /* an integer whose presence says ACCEPT made it */
 	FACT_SKILLS,     /* a skill list's text, [A-Za-z0-9._:,-] */
+	FACT_ETA,        /* an estimate, -1 or more, whose presence says so */
 };
 
 /* A field's place: its member of struct csq_event. */
@@ -71,13 +73,15 @@ static const struct {
     [F_NEEDS] = FIELD(FACT_SKILLS, needs, 0),
     [F_DROPPED] = FIELD(FACT_SKILLS, dropped, 0),
     [F_LOWERED] = FIELD(FACT_U32, lowered, CSQ_SKILL_LEVEL_MAX),
+    [F_ETA_MS] = FIELD(FACT_ETA, eta_ms, 0),
 };
 
 #define FACT_KIND_FIELDS 8
 
 /* Each kind's fields, in csq_event_json's order. */
 static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
-    [CSQ_EV_QUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE},
+    [CSQ_EV_QUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE,
+                       F_ETA_MS},
     [CSQ_EV_RESCORED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE,
                          F_REASON},
     [CSQ_EV_MATCHED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
@@ -241,6 +245,14 @@ fact_set(struct csq_event *ev, enum fact_field f,
 		                                : (uint32_t)v->n;
 		memcpy(at, &u32, sizeof(u32));
 		return 0;
+	case FACT_ETA:
+		if (v->type == CSQ_FACT_ABSENT)
+			return 0;
+		if (v->type != CSQ_FACT_INT || v->n < -1)
+			return -1;
+		ev->eta_ms = v->n;
+		ev->has_eta = 1;
+		return 0;
 	case FACT_U64:
 	case FACT_OFFERED_MS:
 		if (v->type != CSQ_FACT_INT || v->n < 0)
@@ -262,6 +274,7 @@ csq_event_from_fact(struct csq_event *ev, const char *kind, size_t klen,
 	size_t i;
 
 	memset(ev, 0, sizeof(*ev));
+	ev->eta_ms = -1;
 	if (fact_kind(kind, klen, &ev->type) != 0)
 		return -1;
 	fields = fact_kinds[ev->type];
@@ -307,6 +320,12 @@ csq_event_to_fact(const struct csq_event *ev,
 			memcpy(&u32, at, sizeof(u32));
 			v[i].type = CSQ_FACT_INT;
 			v[i].n = (int64_t)u32;
+			break;
+		case FACT_ETA:
+			if (!ev->has_eta)
+				break;
+			v[i].type = CSQ_FACT_INT;
+			v[i].n = ev->eta_ms;
 			break;
 		case FACT_OFFERED_MS:
 			if (!ev->has_offered_ms)

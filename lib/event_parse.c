@@ -392,6 +392,28 @@ parse_num_field(struct parse *ps, const char *key, struct csq_event *ev)
 	return 0;
 }
 
+/* queued's eta_ms: -1 (none yet) or a number of ms. */
+static int
+parse_eta(struct parse *ps, struct csq_event *ev)
+{
+	uint64_t v;
+
+	if (parse_peek(ps) == '-') {
+		ps->p++;
+		if (parse_u64(ps, 1, &v) != 0 || v != 1) {
+			parse_fail(ps, "bad eta_ms");
+			return -1;
+		}
+		ev->eta_ms = -1;
+	} else {
+		if (parse_u64(ps, INT64_MAX, &v) != 0)
+			return -1;
+		ev->eta_ms = (int64_t)v;
+	}
+	ev->has_eta = 1;
+	return 0;
+}
+
 static const char *const parse_numbers[] = {
     "id",         "ts",       "tier",     "position", "waited_ms", "offered_ms",
     "expires_ms", "until_ms", "capacity", "lowered",  NULL};
@@ -421,6 +443,8 @@ parse_member(struct parse *ps, const char *key, struct csq_event *ev,
 			*seen |= 4;
 		return parse_num_field(ps, key, ev);
 	}
+	if (strcmp(key, "eta_ms") == 0)
+		return parse_eta(ps, ev);
 	if (strcmp(key, "user") == 0)
 		return parse_id(ps, ev->user, sizeof(ev->user), 0);
 	if (strcmp(key, "queue") == 0)
@@ -450,6 +474,7 @@ csq_event_parse(const char *line, size_t len, struct csq_event *ev, char *err)
 	int seen = 0, t;
 
 	memset(ev, 0, sizeof(*ev));
+	ev->eta_ms = -1;
 	err[0] = '\0';
 	type[0] = '\0';
 	if (parse_expect(&ps, '{') != 0)

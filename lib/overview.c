@@ -175,6 +175,8 @@ overview_rooms_of(const struct csq *c, const struct csq_servicer *s,
 		csq_room_name(s, i, r->room);
 		if ((room = s->rooms[i]) == NULL) {
 			r->state = CSQ_ROOM_FREE;
+			r->paused_by = csq_servicer_paused_by(c, s);
+			r->resting_ms = csq_servicer_resting_ms(s, now);
 			continue;
 		}
 		r->state = room->state;

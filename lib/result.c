@@ -13,6 +13,18 @@
  * left could hold is refused before anything is allocated. */
 #define MIN_ENTRY 4
 
+/* Why a servicer is paused: none, by hand, or after missed offers. */
+static enum csq_reason
+get_paused_by(struct csq_rbuf *r)
+{
+	enum csq_reason why = (enum csq_reason)csq_get_uint(r, 1);
+
+	if (why != CSQ_REASON_NONE && why != CSQ_REASON_PAUSE &&
+	    why != CSQ_REASON_MISSED_OFFERS)
+		r->bad = 1;
+	return why;
+}
+
 static void
 put_servicer(struct csq_wbuf *w, const struct csq_servicer_info *s)
 {
@@ -25,6 +37,8 @@ put_servicer(struct csq_wbuf *w, const struct csq_servicer_info *s)
 	csq_put_uint(w, s->offer_s, 4);
 	csq_put_uint(w, s->wrapup_s, 4);
 	csq_put_uint(w, s->missed, 4);
+	csq_put_uint(w, (uint64_t)s->paused_by, 1);
+	csq_put_uint(w, s->resting_ms, 8);
 	csq_put_str(w, s->queues);
 	csq_put_str(w, s->skills);
 }
@@ -43,6 +57,8 @@ get_servicer(struct csq_rbuf *r, struct csq_servicer_info *s)
 	s->offer_s = (uint32_t)csq_get_uint(r, 4);
 	s->wrapup_s = (uint32_t)csq_get_uint(r, 4);
 	s->missed = (uint32_t)csq_get_uint(r, 4);
+	s->paused_by = get_paused_by(r);
+	s->resting_ms = csq_get_uint(r, 8);
 	csq_get_str(r, s->queues, sizeof(s->queues));
 	csq_get_str(r, s->skills, sizeof(s->skills));
 }
@@ -156,6 +172,8 @@ put_room(struct csq_wbuf *w, const struct csq_room_info *m)
 	csq_put_str(w, m->user);
 	csq_put_uint(w, m->since_ms, 8);
 	csq_put_str(w, m->needs);
+	csq_put_uint(w, (uint64_t)m->paused_by, 1);
+	csq_put_uint(w, m->resting_ms, 8);
 }
 
 static void
@@ -168,6 +186,8 @@ get_room(struct csq_rbuf *r, struct csq_room_info *m)
 	csq_get_str(r, m->user, sizeof(m->user));
 	m->since_ms = csq_get_uint(r, 8);
 	csq_get_str(r, m->needs, sizeof(m->needs));
+	m->paused_by = get_paused_by(r);
+	m->resting_ms = csq_get_uint(r, 8);
 }
 
 static void

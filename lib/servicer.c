@@ -233,3 +233,31 @@ csq_servicer_pause(struct csq *c, struct csq_servicer *s, uint64_t now,
 	ev.reason = why;
 	csq_emit(c, &ev);
 }
+
+/*
+ * Why s is paused. The state keeps no reason: a servicer pauses itself
+ * after offer_max_missed offers run out in a row, and only an ACCEPT or
+ * a RESUME sets the count back, neither of which a paused servicer gets
+ * without resuming; so a paused servicer with that many missed was
+ * paused for them, and one with fewer by hand (a limit lowered by a
+ * reload since may tell a PAUSE for the misses: the count is still
+ * true).
+ */
+enum csq_reason
+csq_servicer_paused_by(const struct csq *c, const struct csq_servicer *s)
+{
+	if (s->status != CSQ_SERVICER_PAUSED)
+		return CSQ_REASON_NONE;
+	return c->limits.offer_max_missed > 0 &&
+	               s->missed >= c->limits.offer_max_missed
+	           ? CSQ_REASON_MISSED_OFFERS
+	           : CSQ_REASON_PAUSE;
+}
+
+uint64_t
+csq_servicer_resting_ms(const struct csq_servicer *s, uint64_t now)
+{
+	return csq_deadline_running(&s->retry) && s->retry.node.key > now
+	           ? s->retry.node.key - now
+	           : 0;
+}

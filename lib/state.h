@@ -421,6 +421,13 @@ uint64_t csq_servicer_drop(struct csq *, struct csq_servicer *, uint64_t now,
 /* The same, then matches its users. */
 uint64_t csq_servicer_remove(struct csq *, struct csq_servicer *, uint64_t now,
                              enum csq_reason);
+/* Why s takes no new user (issue 38): paused, by hand (CSQ_REASON_PAUSE)
+ * or after missed offers (CSQ_REASON_MISSED_OFFERS), else
+ * CSQ_REASON_NONE; and resting after a DECLINE, for this many ms more
+ * (0: not resting). */
+enum csq_reason csq_servicer_paused_by(const struct csq *,
+                                       const struct csq_servicer *);
+uint64_t csq_servicer_resting_ms(const struct csq_servicer *, uint64_t now);
 /* PAUSE (reason pause) or an auto-pause (reason missed_offers). */
 void csq_servicer_pause(struct csq *, struct csq_servicer *, uint64_t now,
                         enum csq_reason, struct csq_settle *);

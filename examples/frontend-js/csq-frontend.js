@@ -70,8 +70,12 @@ export class Customer extends EventEmitter {
         // Back in line, or moved in it: requeued (its agent left),
         // declined (an offer refused or missed), overflowed / transferred
         // (another queue) come with the customer's new position.
+        // queued carries the new arrival's estimate (eta_ms, issue 38):
+        // no flicker between "no wait estimate yet" and the refresh's.
         this.update({ state: 'waiting', queue: ev.queue, position: ev.position,
-          servicer: undefined, room: undefined, eta_ms: undefined });
+          servicer: undefined, room: undefined,
+          eta_ms: ev.event === 'queued' && ev.eta_ms !== undefined &&
+            ev.eta_ms >= 0 ? ev.eta_ms : undefined });
         this.frontend.refresh(this);
         break;
       case 'offered':

@@ -445,6 +445,9 @@ class AdminPageTest(unittest.TestCase):
         c.execute_command("ENQUEUE", "u5", "QUEUE", "sales")
         s = self.shows(d)
         self.assertEqual(s["servicers"]["agent1"]["status"], "paused")
+        # And why (issue 38).
+        self.assertEqual(self.text('tr[data-servicer="agent1"] .why'),
+                         "paused by hand")
         self.assertEqual(s["servicers"]["agent1"]["rooms"][1],
                          ["agent1/1", "free", ""])
         self.assertEqual(s["queues"]["sales"], {"waiting": 1,

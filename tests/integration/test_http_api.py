@@ -43,6 +43,7 @@ users = (
   { name = "boss"; password = "bosspw"; role = "admin"; }
 );
 max_queue_length = 3;
+offer_max_missed = 1;
 """ % (WEB_TOKEN, AGENT_TOKEN)
 
 
@@ -466,6 +467,49 @@ class HttpApiTest(unittest.TestCase):
             r = c.getresponse()
             self.assertEqual((r.status, json.loads(r.read())), (200, 0))
         c.close()
+
+    # Visible states (issue 38, item 3) -------------------------------------
+
+    def snapshot_servicer(self, sid):
+        _, _, body = h.Http(self.d.http_port, BOSS).request(
+            "GET", "/api/snapshot")
+        for s in json.loads(body)["servicers"]:
+            if s["id"] == sid:
+                return s
+        self.fail("no %s in the snapshot" % sid)
+
+    def test_visible_states(self):
+        """The snapshot says why a servicer is paused (by hand, or after
+        offer_max_missed offers ran out: 1 here) and how long one rests
+        after a DECLINE (offer_retry, 10 s by default)."""
+        q, a8 = self.q, basic("agent8", "a8pw")
+        self.ok("heartbeat", {"servicer": "agent8", "queues": [q],
+                              "offer": 1}, auth=a8)
+        s = self.snapshot_servicer("agent8")
+        self.assertEqual((s["status"], s["paused_by"], s["resting_ms"]),
+                         ("ready", "", 0))
+        self.assertEqual(self.ok("pause", {"servicer": "agent8"}, auth=a8),
+                         "OK")
+        s = self.snapshot_servicer("agent8")
+        self.assertEqual((s["status"], s["paused_by"]), ("paused", "pause"))
+        self.ok("resume", {"servicer": "agent8"}, auth=a8)
+        # Offered, declined: ready, resting about offer_retry.
+        self.ok("enqueue", {"user": "web-s1", "queue": q})
+        self.assertEqual(self.ok("decline", {"room": "agent8/0"}, auth=a8),
+                         1)
+        s = self.snapshot_servicer("agent8")
+        self.assertEqual((s["status"], s["paused_by"]), ("ready", ""))
+        self.assertTrue(8000 < s["resting_ms"] <= 10000, s)
+        # RESUME ends the rest; the offer then runs out (1 s): paused
+        # after one missed offer.
+        self.ok("resume", {"servicer": "agent8"}, auth=a8)
+        h.wait_until("agent8 paused for its missed offer",
+                     lambda: self.snapshot_servicer("agent8")["status"]
+                     == "paused")
+        s = self.snapshot_servicer("agent8")
+        self.assertEqual(s["paused_by"], "missed_offers")
+        self.ok("leave", {"user": "web-s1"})
+        self.ok("logout", {"servicer": "agent8"}, auth=a8)
 
     @unittest.skipIf(ENGINE != "redis", "the Redis engine's")
     def test_zz_tryagain(self):

@@ -263,9 +263,10 @@ heartbeat_does_not_resume(void **state)
 	      "HEARTBEAT s1");
 	CHECK(fx->c, "+OK", "PAUSE s1");
 	CHECK(fx->c, "+OK", "PAUSE s1");
+	/* A paused one says why (issue 38). */
 	CHECK(fx->c,
 	      "['servicer','s1','status','paused','capacity',:2,'active',:0,"
-	      "'ttl',:30]",
+	      "'ttl',:30,'paused_by','pause']",
 	      "HEARTBEAT s1 CAPACITY 2");
 	CHECK(
 	    fx->c,

@@ -43,6 +43,17 @@ test_json_each_type(void **state)
 	assert_json(&ev, "{\"event\":\"queued\",\"id\":42,\"ts\":1700000000123,"
 	                 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
 	                 "\"position\":3}");
+	/* With its estimate (issue 38): -1 none yet, or ms. */
+	ev.has_eta = 1;
+	ev.eta_ms = -1;
+	assert_json(&ev, "{\"event\":\"queued\",\"id\":42,\"ts\":1700000000123,"
+	                 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
+	                 "\"position\":3,\"eta_ms\":-1}");
+	ev.eta_ms = 95000;
+	assert_json(&ev, "{\"event\":\"queued\",\"id\":42,\"ts\":1700000000123,"
+	                 "\"user\":\"u1\",\"queue\":\"default\",\"tier\":2,"
+	                 "\"position\":3,\"eta_ms\":95000}");
+	ev.has_eta = 0;
 	ev.type = CSQ_EV_RESCORED;
 	strcpy(ev.from_queue, "old");
 	/* A v1 rescore (ENQUEUE's) says so without being told. */

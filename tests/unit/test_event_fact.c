@@ -60,6 +60,17 @@ test_each_kind(void **state)
 	          "{\"event\":\"queued\",\"id\":7,\"ts\":5,\"user\":\"u1\","
 	          "\"queue\":\"default\",\"tier\":2,\"position\":3}",
 	          S("u1"), S("default"), I(2), I(3));
+	/* With its estimate (issue 38), after from_queue. */
+	FACT_JSON("queued",
+	          "{\"event\":\"queued\",\"id\":7,\"ts\":5,\"user\":\"u1\","
+	          "\"queue\":\"default\",\"tier\":2,\"position\":3,"
+	          "\"eta_ms\":-1}",
+	          S("u1"), S("default"), I(2), I(3), ABSENT, I(-1));
+	FACT_JSON("queued",
+	          "{\"event\":\"queued\",\"id\":7,\"ts\":5,\"user\":\"u1\","
+	          "\"queue\":\"default\",\"tier\":2,\"position\":3,"
+	          "\"eta_ms\":61000}",
+	          S("u1"), S("default"), I(2), I(3), ABSENT, I(61000));
 	FACT_JSON("rescored",
 	          "{\"event\":\"rescored\",\"id\":7,\"ts\":5,\"user\":\"u1\","
 	          "\"queue\":\"b\",\"tier\":0,\"position\":1,"

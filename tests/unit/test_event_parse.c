@@ -40,6 +40,8 @@ ev_full(struct csq_event *ev, enum csq_event_type t, enum csq_reason r)
 	ev->expires_ms = 1795946430123ULL;
 	ev->until_ms = 1795946460123ULL;
 	ev->capacity = 4294967295U;
+	ev->eta_ms = INT64_MAX;
+	ev->has_eta = 1;
 	strcpy(ev->queues, "a,b,sales");
 	strcpy(ev->needs, "de:5,fr");
 	strcpy(ev->dropped, "billing");
@@ -83,6 +85,12 @@ test_round_trip_every_type_and_reason(void **state)
 			ev.needs[0] = ev.dropped[0] = '\0';
 			if (t != CSQ_EV_LEFT)
 				assert_round_trip(&ev);
+			/* queued's estimate: none yet, and none at all (a
+			 * record of a csq before issue 38). */
+			ev.eta_ms = -1;
+			assert_round_trip(&ev);
+			ev.has_eta = 0;
+			assert_round_trip(&ev);
 			ev.servicer[0] = ev.room[0] = '\0';
 			if (t == CSQ_EV_LEFT || t == CSQ_EV_QUEUED)
 				assert_round_trip(&ev);

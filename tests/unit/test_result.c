@@ -96,6 +96,8 @@ test_scalars(void **state)
 	r.servicer.offer_s = 600;
 	r.servicer.wrapup_s = 3600;
 	r.servicer.missed = 3;
+	r.servicer.paused_by = CSQ_REASON_MISSED_OFFERS;
+	r.servicer.resting_ms = UINT64_C(1) << 50;
 	memset(r.servicer.queues, 'q', sizeof(r.servicer.queues) - 1);
 	snprintf(r.servicer.skills, sizeof(r.servicer.skills),
 	         "billing:3,de:5");

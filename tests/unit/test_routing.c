@@ -405,6 +405,11 @@ test_retry_window(void **state)
 	where(f, "a", &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
 	assert_int_equal(csq_next_deadline(f->csq), f->now + 10000);
+	/* SERVICERS says it rests, and until when (issue 38): ready, not
+	 * paused, no new user for 10 s. */
+	assert_int_equal(servicer(f, "s")->status, CSQ_SERVICER_READY);
+	assert_int_equal(servicer(f, "s")->paused_by, CSQ_REASON_NONE);
+	assert_int_equal(servicer(f, "s")->resting_ms, 10000);
 	/* A heartbeat or a capacity raised does not end it. */
 	hbx(f, "s", 3, NULL, KEEP, KEEP, NULL);
 	where(f, "a", &u);
@@ -412,9 +417,11 @@ test_retry_window(void **state)
 	pass(f, 9999);
 	where(f, "a", &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
+	assert_int_equal(servicer(f, "s")->resting_ms, 1);
 	first = f->nevents;
 	pass(f, 1);
 	assert_string_equal(events_since(f, first), "offered");
+	assert_int_equal(servicer(f, "s")->resting_ms, 0);
 	assert_string_equal(last_event(f)->room, "s/0");
 
 	/* offer_retry 0: offered again to the same servicer at once. */
@@ -483,6 +490,8 @@ test_missed_offers_pause(void **state)
 	assert_int_equal(servicer(f, "s")->status, CSQ_SERVICER_PAUSED);
 	assert_int_equal(last_event(f)->reason, CSQ_REASON_MISSED_OFFERS);
 	assert_int_equal(servicer(f, "s")->missed, 3);
+	/* Why, as SERVICERS says it (issue 38). */
+	assert_int_equal(servicer(f, "s")->paused_by, CSQ_REASON_MISSED_OFFERS);
 	assert_string_equal(line_of(f, "default"), "b,c");
 	/* RESUME: the count is 0, and offers come at once. */
 	first = f->nevents;
@@ -491,6 +500,13 @@ test_missed_offers_pause(void **state)
 	assert_string_equal(events_since(f, first),
 	                    "servicer_resumed,offered,offered");
 	assert_int_equal(servicer(f, "s")->missed, 0);
+	assert_int_equal(servicer(f, "s")->paused_by, CSQ_REASON_NONE);
+	/* By hand, with a miss counted: paused by PAUSE. */
+	pass(f, 5000);
+	assert_int_equal(servicer(f, "s")->missed, 2);
+	assert_int_equal(csq_pause(f->csq, f->now, "s"), CSQ_OK);
+	check(f);
+	assert_int_equal(servicer(f, "s")->paused_by, CSQ_REASON_PAUSE);
 }
 
 /* An auto-pause withdraws the offers that did not run out (reason pause). */

@@ -248,7 +248,7 @@
     let s = M.servicers.get(id);
     if (s === undefined) {
       s = { id: id, status: "ready", capacity: 0, queues: [], skills: "",
-        rooms: new Map(), row: null };
+        pausedBy: "", restingUntil: null, rooms: new Map(), row: null };
       M.servicers.set(id, s);
       M.servicerOrder = true;
     }
@@ -412,12 +412,20 @@
         }
         break;
       }
-      case "servicer_paused":
-        servicer(d.servicer).status = "paused";
+      case "servicer_paused": {
+        const s = servicer(d.servicer);
+        s.status = "paused";
+        s.pausedBy = d.reason || "pause";
         break;
-      case "servicer_resumed":
-        servicer(d.servicer).status = "ready";
+      }
+      case "servicer_resumed": {
+        // RESUME ends a rest after a DECLINE too.
+        const s = servicer(d.servicer);
+        s.status = "ready";
+        s.pausedBy = "";
+        s.restingUntil = null;
         break;
+      }
       default:
         break; // kinds to come: nothing shown changes
     }
@@ -630,6 +638,8 @@
     for (const s of snap.servicers) {
       const m = servicer(s.id);
       m.status = s.status;
+      m.pausedBy = s.paused_by || "";
+      m.restingUntil = s.resting_ms > 0 ? snap.ts + s.resting_ms : null;
       m.capacity = s.capacity;
       m.queues = s.queues;
       m.skills = s.skills || "";
@@ -875,15 +885,31 @@
     }
   }
 
+  // Why a servicer takes no new user (issue 38): paused by hand or after
+  // missed offers, or resting after a DECLINE until offer_retry ends.
+  function statusWhy(s, t) {
+    if (s.status === "paused") {
+      return s.pausedBy === "missed_offers" ? "paused after missed offers"
+        : "paused by hand";
+    }
+    if (s.restingUntil !== null && s.restingUntil > t) {
+      return "resting after a decline: offers again in " +
+        fmtWait(s.restingUntil - t);
+    }
+    return "";
+  }
+
   function drawServicer(s) {
     if (s.row === null) { M.servicerOrder = true; return; }
     const td = s.row.children;
+    const t = now();
     td[1].textContent = s.status;
     td[1].className = "status-" + s.status;
     td[2].textContent = s.queues.join(", ");
     td[4].textContent = s.skills.split(",").join(", ");
     td[3].textContent = "";
-    const t = now();
+    const why = statusWhy(s, t);
+    if (why !== "") td[3].appendChild(el("span", "why", why));
     for (const idx of Array.from(s.rooms.keys()).sort((a, b) => a - b)) {
       const r = s.rooms.get(idx);
       let text = r.room + " " + r.state;
