@@ -165,6 +165,11 @@ json_estimate(struct evbuffer *b, const struct csq_queue_stats *qs)
 	json_key_i64(b, "eta_ms", qs->eta_ms);
 	evbuffer_add(b, ",", 1);
 	json_key_i64(b, "service_level_pct", qs->service_level_pct);
+	/* The page's abandon rate (issue 38): QSTATS's counters. */
+	evbuffer_add(b, ",", 1);
+	json_key_i64(b, "matched_total", (int64_t)qs->matched_total);
+	evbuffer_add(b, ",", 1);
+	json_key_i64(b, "abandoned_total", (int64_t)qs->abandoned_total);
 }
 
 /* What QSTATS says of who serves a queue and who waits with needs
@@ -367,6 +372,12 @@ json_servicer(struct evbuffer *b, const struct csq_servicer_info *s,
 	                 : "");
 	evbuffer_add(b, ",", 1);
 	json_key_u64(b, "resting_ms", s->resting_ms);
+	/* Conversations it ended since its login, and their time in all
+	 * (the page's handled count and mean handle time, issue 38). */
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "handled_total", s->handled_total);
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "handle_ms_total", s->handle_ms_total);
 	evbuffer_add(b, ",\"queues\":", 10);
 	json_list(b, s->queues);
 	evbuffer_add(b, ",", 1);

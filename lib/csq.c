@@ -359,6 +359,8 @@ servicer_info(const struct csq *c, const struct csq_servicer *s, uint64_t now,
 	out->missed = s->missed;
 	out->paused_by = csq_servicer_paused_by(c, s);
 	out->resting_ms = csq_servicer_resting_ms(s, now);
+	out->handled_total = s->handled;
+	out->handle_ms_total = s->handle_ms;
 	servicer_queue_list(s, out->queues);
 	csq_servicer_skills_text(s, out->skills);
 }

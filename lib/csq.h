@@ -227,6 +227,9 @@ struct csq_servicer_info {
 	/* Resting after a DECLINE (offer_retry): ms until it takes new
 	 * users again; 0 when it is not resting. */
 	uint64_t resting_ms;
+	/* Conversations it ended since its login, and their time in all
+	 * (from the offer or assignment): the mean handle time. */
+	uint64_t handled_total, handle_ms_total;
 	char queues[CSQ_QUEUE_LIST_MAX];  /* those it serves: "a,b,c" */
 	char skills[CSQ_SKILLS_TEXT_MAX]; /* canonical; "" for none */
 };

@@ -746,7 +746,9 @@ csq_record_encode_snap(const struct csq_snap_item *it,
 		for (i = 0; i < s->nqueues; i++)
 			put_str(&c, s->queues[i]);
 		put_servicer_tail(&c, s);
-		put_text(&c, s->skills); /* the skills tail */
+		put_text(&c, s->skills);    /* the skills tail */
+		put_u64(&c, s->handled, 8); /* the counters' tail */
+		put_u64(&c, s->handle_ms, 8);
 		break;
 	case CSQ_SNAP_ROOM:
 		put_str(&c, r->servicer);
@@ -833,6 +835,10 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 			get_servicer_tail(&c, s);
 		if (c.left > 0)
 			get_text(&c, s->skills, sizeof(s->skills));
+		if (c.left > 0) { /* the counters' tail (issue 38) */
+			s->handled = get_u64(&c, 8);
+			s->handle_ms = get_u64(&c, 8);
+		}
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_ROOM:
 		it->kind = CSQ_SNAP_ROOM;

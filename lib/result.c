@@ -39,6 +39,8 @@ put_servicer(struct csq_wbuf *w, const struct csq_servicer_info *s)
 	csq_put_uint(w, s->missed, 4);
 	csq_put_uint(w, (uint64_t)s->paused_by, 1);
 	csq_put_uint(w, s->resting_ms, 8);
+	csq_put_uint(w, s->handled_total, 8);
+	csq_put_uint(w, s->handle_ms_total, 8);
 	csq_put_str(w, s->queues);
 	csq_put_str(w, s->skills);
 }
@@ -59,6 +61,8 @@ get_servicer(struct csq_rbuf *r, struct csq_servicer_info *s)
 	s->missed = (uint32_t)csq_get_uint(r, 4);
 	s->paused_by = get_paused_by(r);
 	s->resting_ms = csq_get_uint(r, 8);
+	s->handled_total = csq_get_uint(r, 8);
+	s->handle_ms_total = csq_get_uint(r, 8);
 	csq_get_str(r, s->queues, sizeof(s->queues));
 	csq_get_str(r, s->skills, sizeof(s->skills));
 }

@@ -18,7 +18,7 @@
 /* The version of this form and of the records csqd sends the Redis
  * module (CSQ.CALL): the module's CSQ.VERSION says it, and csqd refuses
  * a module of another. */
-#define CSQ_MODULE_CALLS 2 /* 2: servicers, rooms: paused_by, resting_ms */
+#define CSQ_MODULE_CALLS 2 /* 2: servicers' why and counters */
 
 void csq_result_encode(enum csq_opcode, const struct csq_result *,
                        struct csq_wbuf *);

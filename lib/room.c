@@ -152,6 +152,8 @@ csq_room_end(struct csq *c, struct csq_room *r, uint64_t now,
 	csq_estimate_hold(&u->queue->est,
 	                  (now > r->taken_ms ? now - r->taken_ms : 0) +
 	                      csq_ms(s->wrapup_s));
+	s->handled++;
+	s->handle_ms += now > r->taken_ms ? now - r->taken_ms : 0;
 	u->room = NULL;
 	csq_servicer_unaccount(c, s);
 	if (wrapup) {

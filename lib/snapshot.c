@@ -71,6 +71,8 @@ snap_servicer(void *arg, const char *key, size_t len, void *val)
 	o->offer_s = s->offer_s;
 	o->wrapup_s = s->wrapup_s;
 	o->missed = s->missed;
+	o->handled = s->handled;
+	o->handle_ms = s->handle_ms;
 	o->has_retry = csq_deadline_running(&s->retry);
 	o->retry_s = s->retry_s;
 	snap_deadline(&s->retry, &o->retry, &o->retry_tie);
@@ -271,6 +273,8 @@ restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
 	s->offer_s = o->offer_s;
 	s->wrapup_s = o->wrapup_s;
 	s->missed = o->missed;
+	s->handled = o->handled;
+	s->handle_ms = o->handle_ms;
 	s->retry_s = o->retry_s;
 	csq_servicer_set_capacity(s, o->capacity);
 	for (i = 0; i < o->nqueues; i++) {

@@ -39,6 +39,7 @@ struct csq_snap_servicer {
 	uint32_t has_retry, retry_s; /* a retry window running */
 	uint64_t retry, retry_tie;
 	char skills[CSQ_SKILLS_TEXT_MAX]; /* canonical; "" none */
+	uint64_t handled, handle_ms;      /* its counters (issue 38) */
 };
 
 struct csq_snap_room {

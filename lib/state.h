@@ -280,6 +280,10 @@ struct csq_servicer {
 	uint32_t wrapup_s; /* 0: a released room is free at once */
 	uint32_t missed;   /* offers run out since the last ACCEPT or RESUME */
 	uint32_t retry_s;  /* the retry window's whole length, for a rearm */
+	/* Conversations it ended since its login, and their time from the
+	 * offer or assignment to the end, all together (issue 38: the page's
+	 * handled count and mean handle time). */
+	uint64_t handled, handle_ms;
 	/* S2R: rooms[i] is room i, NULL when free. nrooms is max(capacity,
 	 * highest busy room + 1): busy rooms above a lowered capacity live on
 	 * until they are free. */

@@ -81,10 +81,12 @@ class AdminHttpTest(unittest.TestCase):
         c = d.client()
         api = h.Http(d.http_port)
         snap = api.json("/api/snapshot")
+        # With QSTATS's counters, the page's abandon rate (issue 38).
         self.assertEqual(snap["queues"], [dict({
             "name": "default", "waiting": 0, "preferring": 0,
             "oldest_wait_ms": 0, "oldest_user": "", "servicers": 0,
-            "needs_waiting": []}, **NO_ESTIMATE)])
+            "needs_waiting": [], "matched_total": 0,
+            "abandoned_total": 0}, **NO_ESTIMATE)])
         self.assertEqual(len(snap["history"]), 1)  # a sample at the start
         self.assertEqual(snap["history"][0][1:], [0, None])
         self.assertEqual(snap["servicers"], [])

@@ -437,6 +437,9 @@ class AdminPageTest(unittest.TestCase):
         # A release frees a room, and the next user takes it.
         c.execute_command("RELEASE", "agent1/0")
         s = self.shows(d)
+        # One conversation handled (issue 38).
+        self.assertTrue(self.text('tr[data-servicer="agent1"] .handled')
+                        .startswith("1 · mean "))
         self.assertEqual(s["servicers"]["agent1"]["rooms"][0],
                          ["agent1/0", "assigned", "u4"])
         self.assertEqual(s["queues"]["sales"], {"waiting": 0, "rows": []})
@@ -571,14 +574,15 @@ class AdminPageTest(unittest.TestCase):
         self.open_browser()
         self.open_page(d)
         self.settled(d)
-        none = "new arrival's wait – · served in time –"
+        none = "new arrival's wait – · served in time – · gave up –"
         self.assertEqual(self.estimates(), {"default": none})
         # A queue first seen in an event is asked at once: a free room.
         c.execute_command("HEARTBEAT", "agent1", "CAPACITY", "2", "QUEUES",
                           "sales")
         self.settled(d)
         h.wait_until("sales's estimate", lambda: self.estimates().get(
-            "sales") == "new arrival's wait 0s · served in time –")
+            "sales") == "new arrival's wait 0s · served in time – · "
+            "gave up –")
         # Two served at once (in time), then both rooms busy and nobody
         # has ended a conversation: no estimate. The page asks again
         # within ESTIMATE_EVERY_MS and the tick.
@@ -586,11 +590,19 @@ class AdminPageTest(unittest.TestCase):
         c.execute_command("ENQUEUE", "u2", "QUEUE", "sales")
         h.wait_until("sales's estimate after the matches", lambda:
                      self.estimates().get("sales") ==
-                     "new arrival's wait – · served in time 100%",
+                     "new arrival's wait – · served in time 100% · "
+                     "gave up 0%",
                      timeout=8)
         qs = c.execute_command("QSTATS", "sales")
         self.assertEqual((qs[qs.index("eta_ms") + 1],
                           qs[qs.index("service_level_pct") + 1]), (-1, 100))
+        # One gives up of three whose wait ended: the abandon rate (issue
+        # 38), from QSTATS's counters.
+        c.execute_command("ENQUEUE", "u3", "QUEUE", "sales")
+        c.execute_command("LEAVE", "u3")
+        h.wait_until("sales's abandon rate", lambda:
+                     self.estimates().get("sales", "").endswith(
+                         "gave up 33%"), timeout=8)
 
     def test_restart(self):
         """csqd stops and starts again on the same ports; the page comes

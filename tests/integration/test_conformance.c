@@ -472,15 +472,17 @@ note_skill_match(const redisReply *r)
 	skill_matches += needs && in_room;
 }
 
-/* Times in events: the digits after "ts": and "waited_ms":. */
+/* Times in events: the digits after "ts":, "waited_ms": and queued's
+ * "eta_ms": (an estimate of the time: -1, none, is the same on both). */
 static void
 normalize_json(char *s)
 {
-	static const char *const keys[] = {"\"ts\":", "\"waited_ms\":"};
+	static const char *const keys[] = {
+	    "\"ts\":", "\"waited_ms\":", "\"eta_ms\":"};
 	char *p, *q;
 	size_t k;
 
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		if ((p = strstr(s, keys[k])) == NULL)
 			continue;
 		p += strlen(keys[k]);

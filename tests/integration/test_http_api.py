@@ -233,6 +233,11 @@ class HttpApiTest(unittest.TestCase):
                                      auth=AGENT), 1)
         self.assertEqual(self.ok("release", {"room": room}, auth=AGENT), 1)
         self.assertEqual(self.ok("release", {"room": room}, auth=AGENT), 0)
+        # Two conversations ended, the transfer's and the release's: the
+        # page's handled count and their time (issue 38).
+        s = self.snapshot_servicer("agent7")
+        self.assertEqual(s["handled_total"], 2)
+        self.assertGreaterEqual(s["handle_ms_total"], 0)
         self.assertEqual(self.ok("ready", {"room": room}, auth=AGENT), 0)
         self.assertEqual(self.ok("where", {"user": "web-1"}),
                          {"state": "none"})

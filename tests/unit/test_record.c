@@ -622,15 +622,26 @@ test_skills_records(void **state)
 	it.u.servicer.nqueues = 1;
 	strcpy(it.u.servicer.queues[0], "q");
 	strcpy(it.u.servicer.skills, big);
+	it.u.servicer.handled = 7;
+	it.u.servicer.handle_ms = UINT64_MAX;
 	snap_round_trip(&it, &back);
 	assert_memory_equal(&back.u.servicer, &it.u.servicer,
 	                    sizeof(it.u.servicer));
-	/* Written before skills: none. */
+	/* Written before the counters (issue 38): none, skills kept. */
 	n = csq_record_encode_snap(&it, rec);
-	assert_int_equal(csq_record_decode_snap(
-	                     rec + CSQ_RECORD_HEADER,
-	                     n - CSQ_RECORD_HEADER - 2 - strlen(big), &back),
+	assert_int_equal(csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
+	                                        n - CSQ_RECORD_HEADER - 16,
+	                                        &back),
 	                 0);
+	assert_string_equal(back.u.servicer.skills, big);
+	assert_int_equal(back.u.servicer.handled, 0);
+	assert_int_equal(back.u.servicer.handle_ms, 0);
+	/* Written before skills: none. */
+	assert_int_equal(
+	    csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
+	                           n - CSQ_RECORD_HEADER - 16 - 2 - strlen(big),
+	                           &back),
+	    0);
 	assert_string_equal(back.u.servicer.skills, "");
 
 	memset(&it, 0, sizeof(it));

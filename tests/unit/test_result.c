@@ -98,6 +98,8 @@ test_scalars(void **state)
 	r.servicer.missed = 3;
 	r.servicer.paused_by = CSQ_REASON_MISSED_OFFERS;
 	r.servicer.resting_ms = UINT64_C(1) << 50;
+	r.servicer.handled_total = 12;
+	r.servicer.handle_ms_total = UINT64_MAX;
 	memset(r.servicer.queues, 'q', sizeof(r.servicer.queues) - 1);
 	snprintf(r.servicer.skills, sizeof(r.servicer.skills),
 	         "billing:3,de:5");

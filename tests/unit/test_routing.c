@@ -386,6 +386,37 @@ test_decline_next_servicer(void **state)
 	assert_string_equal(last_event(f)->servicer, "s");
 }
 
+/* A servicer's handled conversations and their time (issue 38): from the
+ * offer or the assignment to the end, by RELEASE or by the user's LEAVE;
+ * a LOGOUT's requeue is none, and a new login starts from 0. */
+static void
+test_handled_counters(void **state)
+{
+	struct fixture *f = *state;
+	int known;
+	uint64_t n;
+
+	hbx(f, "s", 1, NULL, 0, KEEP, NULL);
+	enq(f, "a", NULL, -1, NULL);
+	pass(f, 4000);
+	assert_int_equal(release(f, "s/0"), 1);
+	assert_int_equal(servicer(f, "s")->handled_total, 1);
+	assert_int_equal(servicer(f, "s")->handle_ms_total, 4000);
+	enq(f, "b", NULL, -1, NULL);
+	pass(f, 1000);
+	assert_int_equal(csq_leave(f->csq, f->now, "b", &known), CSQ_OK);
+	check(f);
+	assert_int_equal(servicer(f, "s")->handled_total, 2);
+	assert_int_equal(servicer(f, "s")->handle_ms_total, 5000);
+	enq(f, "c", NULL, -1, NULL);
+	assert_int_equal(csq_logout(f->csq, f->now, "s", &n), CSQ_OK);
+	check(f);
+	assert_int_equal(n, 1);
+	hbx(f, "s", 1, NULL, 0, KEEP, NULL);
+	assert_int_equal(servicer(f, "s")->handled_total, 0);
+	assert_int_equal(servicer(f, "s")->handle_ms_total, 0);
+}
+
 /* After a decline, offer_retry seconds without offers; 0: at once. */
 static void
 test_retry_window(void **state)
@@ -1194,6 +1225,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_decline_next_servicer, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_retry_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_handled_counters, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_missed_offers_pause, setup,
 	                                    teardown),
 	    cmocka_unit_test(test_missed_pause_withdraws),

@@ -95,7 +95,8 @@
         users: new Set(), complete: true, uncertain: false,
         oldest: null, oldestKnown: true,
         askedOldest: false, loading: false, card: null,
-        eta: -1, sl: -1, estimatedAt: 0, askedEstimate: false };
+        eta: -1, sl: -1, abandonPct: -1, estimatedAt: 0,
+        askedEstimate: false };
       M.queues.set(name, q);
       M.queueOrder = true;
     }
@@ -104,12 +105,21 @@
     return q;
   }
 
+  // The share of the queue's users who gave up waiting, of those whose
+  // wait ended (matched or abandoned), in %; -1 before any (issue 38).
+  function abandonPct(p) {
+    if (p.abandoned_total === undefined) return -1;
+    const ended = p.abandoned_total + p.matched_total;
+    return ended === 0 ? -1 : Math.round(100 * p.abandoned_total / ended);
+  }
+
   // The estimates of csqd's answer p (a snapshot's queue, a page), when
   // its engine makes them (the memory engine's QSTATS).
   function estimate(q, p) {
     if (p.eta_ms === undefined) return;
     q.eta = p.eta_ms;
     q.sl = p.service_level_pct;
+    q.abandonPct = abandonPct(p);
     q.estimatedAt = performance.now();
     q.askedEstimate = false;
     // As of the answer's id: the events before it changed nothing more.
@@ -248,7 +258,8 @@
     let s = M.servicers.get(id);
     if (s === undefined) {
       s = { id: id, status: "ready", capacity: 0, queues: [], skills: "",
-        pausedBy: "", restingUntil: null, rooms: new Map(), row: null };
+        pausedBy: "", restingUntil: null, handled: 0, handleMs: 0,
+        rooms: new Map(), row: null };
       M.servicers.set(id, s);
       M.servicerOrder = true;
     }
@@ -378,9 +389,18 @@
       case "transferred":
         lineInsert(queue(d.queue), d.user, d.tier, d.position);
         break;
-      case "released":
+      case "released": {
+        // A conversation ended: counted for its servicer, with its time
+        // as the page saw it (the next snapshot has csqd's).
+        const s = servicer(d.servicer);
+        const r = s.rooms.get(roomIndex(d.room));
+        s.handled++;
+        if (r !== undefined && r.since !== null) {
+          s.handleMs += Math.max(0, t - r.since);
+        }
         freeRoom(d.servicer, d.room);
         break;
+      }
       case "wrapup":
         setRoom(d.servicer, d.room, "wrapup", "", t);
         break;
@@ -640,6 +660,8 @@
       m.status = s.status;
       m.pausedBy = s.paused_by || "";
       m.restingUntil = s.resting_ms > 0 ? snap.ts + s.resting_ms : null;
+      m.handled = s.handled_total || 0;
+      m.handleMs = s.handle_ms_total || 0;
       m.capacity = s.capacity;
       m.queues = s.queues;
       m.skills = s.skills || "";
@@ -742,10 +764,12 @@
     nobody.hidden = true;
     // Its users with needs by need-set, as the last load saw them.
     const groups = el("span", "queue-needs");
+    const abandon = el("b", "queue-abandon");
     head.append(name, nobody, facts, groups);
     if (M.estimates) {
       const est = el("span", "queue-est");
-      est.append("new arrival's wait ", eta, " · served in time ", sl);
+      est.append("new arrival's wait ", eta, " · served in time ", sl,
+        " · gave up ", abandon);
       head.append(est);
     }
     const view = el("div", "line");
@@ -755,7 +779,7 @@
     // scrollTop as the last scroll left it: read there, not while
     // drawing, where a read after the writes would force a layout.
     q.card = { root: root, facts: facts, waiting: waiting, oldest: oldest,
-      eta: eta, sl: sl, nobody: nobody, groups: groups,
+      eta: eta, sl: sl, nobody: nobody, groups: groups, abandon: abandon,
       view: view, spacer: spacer, rows: [], drawn: {}, scrollTop: 0 };
     view.addEventListener("scroll", () => {
       q.card.scrollTop = view.scrollTop;
@@ -830,6 +854,8 @@
     put(d, "groups", (q.needsWaiting || []).map((g) =>
       g.waiting + " need " + g.needs).join(" · "),
     (v) => { c.groups.textContent = v; });
+    put(d, "abandon", q.abandonPct < 0 ? "–" : q.abandonPct + "%",
+      (v) => { c.abandon.textContent = v; });
     const total = q.line.length + (q.complete ? 0 : 1);
     const inLine = q.waiting - q.preferring;
     put(d, "spacer", Math.max(1, total) * ROW_H,
@@ -878,7 +904,7 @@
         s.row = el("tr");
         s.row.dataset.servicer = id;
         s.row.append(el("td", null, id), el("td"), el("td"), el("td"),
-          el("td", "skills"));
+          el("td", "skills"), el("td", "handled"));
       }
       body.appendChild(s.row);
       M.dirtyServicers.add(s);
@@ -908,6 +934,9 @@
     td[2].textContent = s.queues.join(", ");
     td[4].textContent = s.skills.split(",").join(", ");
     td[3].textContent = "";
+    // Conversations it ended since its login, and their mean time.
+    td[5].textContent = s.handled === 0 ? "0" : s.handled + " · mean " +
+      fmtWait(Math.round(s.handleMs / s.handled));
     const why = statusWhy(s, t);
     if (why !== "") td[3].appendChild(el("span", "why", why));
     for (const idx of Array.from(s.rooms.keys()).sort((a, b) => a - b)) {
