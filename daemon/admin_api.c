@@ -18,6 +18,7 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -31,6 +32,11 @@
 
 #define ADMIN_JSON_TYPE  "application/json"
 #define ADMIN_INT_DIGITS 19 /* of an offset or a count, at most */
+/* Queues of a snapshot per turn of the loop (issue 37): a slice's calls
+ * and its JSON take a few milliseconds, and other clients are served
+ * between two slices. */
+#define ADMIN_SLICE       1000
+#define ADMIN_QUEUE_BYTES 160 /* a queue's JSON, about */
 
 /* The calls of a snapshot, in order. QSTATS last: should it fail, the
  * rest stands without the estimates. */
@@ -74,6 +80,14 @@ struct admin_call {
 	size_t nrooms;
 	struct csq_queue_stats *qstats; /* NULL: the engine has none */
 	size_t nqstats;
+	/* A snapshot made in slices: the answer so far, where the next
+	 * slice begins (after this name), the timer that runs it at the
+	 * loop's next turn, and the queues written. */
+	struct evbuffer *body;
+	char after[CSQ_ID_MAX + 1];
+	int more;
+	struct event *turn;
+	size_t written;
 	char queue[CSQ_ID_MAX + 1]; /* page */
 	uint64_t offset;
 	uint32_t count;
@@ -87,6 +101,8 @@ struct admin_api {
 	TAILQ_HEAD(, admin_call) calls;
 	struct http_cache *snapshots; /* the snapshot's answer, shared */
 };
+
+static void admin_call_free(struct admin_call *);
 
 struct admin_api *
 admin_api_new(struct server *s, struct admin_history *history)
@@ -111,6 +127,9 @@ admin_api_free(struct admin_api *api)
 		TAILQ_REMOVE(&api->calls, x, entry);
 		x->api = NULL;
 		x->req = NULL;
+		/* Between two slices: no engine call will answer it. */
+		if (x->turn != NULL && evtimer_pending(x->turn, NULL))
+			admin_call_free(x);
 	}
 	http_cache_free(api->snapshots);
 	free(api);
@@ -306,23 +325,88 @@ admin_call_error(struct admin_call *x, const char *text)
 	evbuffer_free(b);
 }
 
+/*
+ * The queues of a snapshot are most of its bytes (100,000 of them: 12 MB),
+ * so they are written without printf, into one buffer each: a third of a
+ * snapshot's time was vfprintf and evbuffer_add of small pieces (issue 37).
+ */
+#define JSON_QUEUE_MAX 1024 /* two ids escaped at worst, and the rest */
+
+static char *
+fmt_lit(char *p, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static char *
+fmt_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) > 0);
+	while (n > 0)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *
+fmt_i64(char *p, int64_t v)
+{
+	if (v >= 0)
+		return fmt_u64(p, (uint64_t)v);
+	*p++ = '-';
+	return fmt_u64(p, (uint64_t)0 - (uint64_t)v);
+}
+
+/* A JSON string of at most CSQ_ID_MAX bytes, as json_str writes it. */
+static char *
+fmt_str(char *p, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *c = (const unsigned char *)s;
+	size_t i;
+
+	*p++ = '"';
+	for (i = 0; c[i] != '\0' && i < CSQ_ID_MAX; i++) {
+		if (c[i] == '"' || c[i] == '\\') {
+			*p++ = '\\';
+			*p++ = (char)c[i];
+		} else if (c[i] < 0x20) {
+			p = fmt_lit(p, "\\u00");
+			*p++ = hex[c[i] >> 4];
+			*p++ = hex[c[i] & 15];
+		} else
+			*p++ = (char)c[i];
+	}
+	*p++ = '"';
+	return p;
+}
+
 /* A queue of QUEUES, with its estimate from QSTATS (qs, or NULL). */
 static void
 json_queue(struct evbuffer *b, const struct csq_queue_info *q,
            const struct csq_queue_stats *qs)
 {
-	evbuffer_add(b, "{", 1);
-	json_key_str(b, "name", q->name);
-	evbuffer_add(b, ",", 1);
-	json_key_u64(b, "waiting", q->waiting);
-	evbuffer_add(b, ",", 1);
-	json_key_u64(b, "preferring", q->preferring);
-	evbuffer_add(b, ",", 1);
-	json_key_u64(b, "oldest_wait_ms", q->oldest_wait_ms);
-	evbuffer_add(b, ",", 1);
-	json_key_str(b, "oldest_user", q->oldest_user);
-	json_estimate(b, qs);
-	json_serving(b, qs);
+	char buf[JSON_QUEUE_MAX], *p = buf;
+
+	p = fmt_str(fmt_lit(p, "{\"name\":"), q->name);
+	p = fmt_u64(fmt_lit(p, ",\"waiting\":"), q->waiting);
+	p = fmt_u64(fmt_lit(p, ",\"preferring\":"), q->preferring);
+	p = fmt_u64(fmt_lit(p, ",\"oldest_wait_ms\":"), q->oldest_wait_ms);
+	p = fmt_str(fmt_lit(p, ",\"oldest_user\":"), q->oldest_user);
+	if (qs != NULL) {
+		p = fmt_i64(fmt_lit(p, ",\"eta_ms\":"), qs->eta_ms);
+		p = fmt_i64(fmt_lit(p, ",\"service_level_pct\":"),
+		            qs->service_level_pct);
+	}
+	evbuffer_add(b, buf, (size_t)(p - buf));
+	json_serving(b, qs); /* needs_waiting may be long: not in buf */
 	evbuffer_add(b, "}", 1);
 }
 
@@ -394,10 +478,10 @@ json_servicer(struct evbuffer *b, const struct csq_servicer_info *s,
 	evbuffer_add(b, "]}", 2);
 }
 
+/* A snapshot's head: its id, time and STATS, up to its queues. */
 static void
-admin_render_snapshot(struct admin_call *x, struct evbuffer *b)
+admin_render_head(struct admin_call *x, struct evbuffer *b)
 {
-	const struct csq_room_info *room = x->rooms;
 	struct command_stat f[COMMAND_STATS_MAX];
 	size_t i, n = command_stats(&x->stats, f);
 
@@ -412,13 +496,45 @@ admin_render_snapshot(struct admin_call *x, struct evbuffer *b)
 		json_key_u64(b, f[i].name, f[i].value);
 	}
 	evbuffer_add(b, "},\"queues\":[", 12);
+}
+
+/* The queues of a slice, each with its QSTATS: both lists are in name
+ * order, so one walk pairs them (QSTATS lists every queue that exists,
+ * QUEUES those with someone waiting or serving). */
+static void
+admin_render_queues(struct admin_call *x, struct evbuffer *b)
+{
+	static const struct csq_queue_stats none = {.eta_ms = -1,
+	                                            .service_level_pct = -1};
+	const struct csq_queue_stats *qs;
+	size_t i, j = 0;
+	int cmp = 1;
+
+	/* The slice's bytes in one chain (about 130 per queue): a body of
+	 * a few large chains is cheap to share with every request. */
+	evbuffer_expand(b, x->nqueues * ADMIN_QUEUE_BYTES);
 	for (i = 0; i < x->nqueues; i++) {
-		if (i > 0)
+		if (x->written++ > 0)
 			evbuffer_add(b, ",", 1);
-		json_queue(b, &x->queues[i],
-		           admin_qstats_of(x->qstats, x->nqstats, i,
-		                           x->queues[i].name));
+		qs = NULL;
+		if (x->qstats != NULL) {
+			while (j < x->nqstats &&
+			       (cmp = strcmp(x->qstats[j].queue,
+			                     x->queues[i].name)) < 0)
+				j++;
+			qs = j < x->nqstats && cmp == 0 ? &x->qstats[j] : &none;
+		}
+		json_queue(b, &x->queues[i], qs);
 	}
+}
+
+/* Its tail: servicers with their rooms, and the history. */
+static void
+admin_render_tail(struct admin_call *x, struct evbuffer *b)
+{
+	const struct csq_room_info *room = x->rooms;
+	size_t i;
+
 	evbuffer_add(b, "],\"servicers\":[", 15);
 	for (i = 0; i < x->nservicers; i++) {
 		if (i > 0)
@@ -489,6 +605,10 @@ admin_call_free(struct admin_call *x)
 	free(x->rooms);
 	free(x->qstats);
 	free(x->entries);
+	if (x->body != NULL)
+		evbuffer_free(x->body);
+	if (x->turn != NULL)
+		event_free(x->turn);
 	free(x);
 }
 
@@ -503,6 +623,49 @@ admin_conn_closed(struct evhttp_connection *conn, void *arg)
 	if (evhttp_request_get_connection(x->req) == NULL)
 		evhttp_request_free(x->req);
 	x->req = NULL;
+}
+
+static void admin_slice_round(struct admin_call *);
+
+static void
+admin_turn_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	admin_slice_round(arg);
+}
+
+/*
+ * A slice of a snapshot has come: its queues are written, and the next
+ * slice's calls go at the loop's next turn, so that the clients that
+ * came meanwhile are served first; after the last, the servicers and the
+ * history, and the answer is the cache's.
+ */
+static void
+admin_snapshot_slice(struct admin_call *x)
+{
+	if (x->body == NULL) {
+		if ((x->body = evbuffer_new()) == NULL)
+			fatalx("out of memory for an HTTP answer");
+		admin_render_head(x, x->body);
+	}
+	admin_render_queues(x, x->body);
+	free(x->queues);
+	free(x->qstats);
+	x->queues = NULL;
+	x->qstats = NULL;
+	x->nqueues = x->nqstats = 0;
+	if (x->more) {
+		static const struct timeval now = {0, 0};
+
+		if (x->turn == NULL)
+			x->turn =
+			    evtimer_new(x->api->s->base, admin_turn_cb, x);
+		evtimer_add(x->turn, &now);
+		return;
+	}
+	admin_render_tail(x, x->body);
+	http_cache_fill(x->api->snapshots, HTTP_OK, "OK", x->body);
+	admin_call_free(x);
 }
 
 static void
@@ -523,12 +686,13 @@ admin_done(struct admin_call *x)
 		admin_call_free(x);
 		return;
 	}
+	if (x->kind == ADMIN_SNAPSHOT) {
+		admin_snapshot_slice(x);
+		return;
+	}
 	if ((b = evbuffer_new()) == NULL)
 		fatalx("out of memory for an HTTP answer");
-	if (x->kind == ADMIN_SNAPSHOT) {
-		admin_render_snapshot(x, b);
-		http_cache_fill(x->api->snapshots, HTTP_OK, "OK", b);
-	} else {
+	{
 		admin_render_page(x, b);
 		admin_answer(x, HTTP_OK, "OK", b);
 	}
@@ -567,6 +731,9 @@ admin_snapshot_result(struct admin_call *x, size_t i,
 		x->queues =
 		    admin_copy(r->queues, r->nentries, sizeof(*r->queues));
 		x->nqueues = r->nentries;
+		/* Where the next slice begins (none: this was the last). */
+		if ((x->more = r->next != NULL))
+			snprintf(x->after, sizeof(x->after), "%s", r->next);
 		break;
 	case SNAP_SERVICERS:
 		x->servicers = admin_copy(r->servicers, r->nentries,
@@ -649,23 +816,55 @@ admin_round(struct admin_call *x)
 		x->slots[i].i = i;
 		if (x->kind == ADMIN_PAGE && i == PAGE_QUEUES)
 			admin_op(&op, CSQ_OP_QUEUES, x->queue);
-		else if (admin_is_qstats(x, i))
+		else if (admin_is_qstats(x, i)) {
 			admin_op(&op, CSQ_OP_QSTATS,
 			         x->kind == ADMIN_PAGE ? x->queue : NULL);
-		else if (x->kind == ADMIN_PAGE) {
+			if (x->kind == ADMIN_SNAPSHOT)
+				op.count = ADMIN_SLICE;
+		} else if (x->kind == ADMIN_PAGE) {
 			admin_op(&op, CSQ_OP_QUEUE, x->queue);
 			op.offset = x->offset;
 			op.count = x->count;
 		} else if (i == SNAP_STATS)
 			admin_op(&op, CSQ_OP_STATS, NULL);
-		else if (i == SNAP_QUEUES)
+		else if (i == SNAP_QUEUES) {
 			admin_op(&op, CSQ_OP_QUEUES, NULL);
-		else if (i == SNAP_SERVICERS)
+			op.count = ADMIN_SLICE;
+		} else if (i == SNAP_SERVICERS)
 			admin_op(&op, CSQ_OP_SERVICERS, NULL);
 		else
 			admin_op(&op, CSQ_OP_ROOMS, NULL);
 		csq_engine_call(e, &op, admin_result, &x->slots[i]);
 	}
+	csq_engine_group_end(e);
+	x->issuing = 0;
+	if (x->pending == 0)
+		admin_done(x);
+}
+
+/* The next slice of a snapshot: QUEUES and QSTATS from its cursor, as
+ * one group (the same queues visited by both). */
+static void
+admin_slice_round(struct admin_call *x)
+{
+	struct csq_engine *e = x->api->s->engine;
+	struct csq_op op;
+
+	x->pending = 2;
+	x->issuing = 1;
+	csq_engine_group_begin(e);
+	x->slots[SNAP_QUEUES].x = x;
+	x->slots[SNAP_QUEUES].i = SNAP_QUEUES;
+	admin_op(&op, CSQ_OP_QUEUES, NULL);
+	op.after = x->after;
+	op.count = ADMIN_SLICE;
+	csq_engine_call(e, &op, admin_result, &x->slots[SNAP_QUEUES]);
+	x->slots[SNAP_QSTATS].x = x;
+	x->slots[SNAP_QSTATS].i = SNAP_QSTATS;
+	admin_op(&op, CSQ_OP_QSTATS, NULL);
+	op.after = x->after;
+	op.count = ADMIN_SLICE;
+	csq_engine_call(e, &op, admin_result, &x->slots[SNAP_QSTATS]);
 	csq_engine_group_end(e);
 	x->issuing = 0;
 	if (x->pending == 0)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "client.h"
 #include "command_arg.h"
 #include "engine.h"
@@ -22,6 +24,7 @@
 
 #define QUEUE_LIST_MAX    (CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1))
 #define FULL_LOG_QUEUES   64    /* queues whose last "full" line is kept */
+#define QUEUES_SLICE      1000  /* QUEUES: queues per turn of the loop */
 #define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
 
 /* Why a servicer takes no new user (issue 38), as RESP writes it. */
@@ -496,6 +499,88 @@ done:
 }
 
 /*
+ * QUEUES of every queue, in slices (issue 37): QUEUES_SLICE queues a turn
+ * of the loop from a cursor (the last name of the slice before), other
+ * clients served between two, and one answer with them all at the end,
+ * as one engine call would give (the reply still comes in order: a call
+ * answered later has its slot). The same consistency as a snapshot's
+ * (protocol.md 11a); a single slice is one state, as before.
+ */
+static void op_init(struct csq_op *, enum csq_opcode, const char *id);
+
+struct queues_walk {
+	struct csq_engine *e;
+	struct event *turn;
+	csq_engine_cb *cb;
+	void *arg;
+	struct csq_queue_info *v;
+	size_t n, cap;
+	char after[CSQ_ID_MAX + 1];
+};
+
+static void queues_walk_step(struct queues_walk *);
+
+static void
+queues_walk_turn(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	queues_walk_step(arg);
+}
+
+static void
+queues_walk_result(void *arg, const struct csq_result *r)
+{
+	static const struct timeval now = {0, 0};
+	struct queues_walk *w = arg;
+	struct csq_result all;
+
+	if (r->status == CSQ_OK && r->nentries > 0) {
+		if (w->n + r->nentries > w->cap) {
+			w->cap = 2 * (w->n + r->nentries);
+			w->v = csq_xrealloc(w->v, w->cap * sizeof(*w->v));
+		}
+		memcpy(w->v + w->n, r->queues, r->nentries * sizeof(*w->v));
+		w->n += r->nentries;
+	}
+	if (r->status == CSQ_OK && r->next != NULL) {
+		snprintf(w->after, sizeof(w->after), "%s", r->next);
+		evtimer_add(w->turn, &now);
+		return;
+	}
+	all = *r;
+	all.queues = w->v;
+	all.nentries = r->status == CSQ_OK ? w->n : 0;
+	all.next = NULL;
+	w->cb(w->arg, &all);
+	event_free(w->turn);
+	free(w->v);
+	free(w);
+}
+
+static void
+queues_walk_step(struct queues_walk *w)
+{
+	struct csq_op op;
+
+	op_init(&op, CSQ_OP_QUEUES, NULL);
+	op.after = w->after;
+	op.count = QUEUES_SLICE;
+	csq_engine_call(w->e, &op, queues_walk_result, w);
+}
+
+static void
+queues_walk(struct server *s, csq_engine_cb *cb, void *arg)
+{
+	struct queues_walk *w = csq_xcalloc(1, sizeof(*w));
+
+	w->e = s->engine;
+	w->turn = evtimer_new(s->base, queues_walk_turn, w);
+	w->cb = cb;
+	w->arg = arg;
+	queues_walk_step(w);
+}
+
+/*
  * Hands op to the engine; the reply is written when it answers. queue:
  * for ENQUEUE, the queue it names (or default), else NULL.
  */
@@ -525,7 +610,11 @@ command_call_queue(struct client *c, const struct csq_op *op, const char *queue,
 		multi_exec_called(call->exec);
 	client_ref(c);
 	c->inflight++;
-	csq_engine_call(c->server->engine, op, command_result, call);
+	/* Inside MULTI, one state: the block runs in one go. */
+	if (op->code == CSQ_OP_QUEUES && op->id == NULL && call->exec == NULL)
+		queues_walk(c->server, command_result, call);
+	else
+		csq_engine_call(c->server->engine, op, command_result, call);
 	if (call->answered) {
 		free(call);
 		return;

@@ -171,6 +171,8 @@ static const struct config_key config_keys[] = {
     KEY_INT("max_tier", CONFIG_F_U32, limits.max_tier, 0, CSQ_TIER_LIMIT, 9),
     KEY_INT("max_queue_length", CONFIG_F_U64, limits.max_queue_length, 1,
             CONFIG_QUEUE_MAX, 100000),
+    KEY_INT("max_queues", CONFIG_F_U64, limits.max_queues, 1, CSQ_QUEUES_LIMIT,
+            CSQ_DEFAULT_MAX_QUEUES),
     KEY_INT("offer_timeout", CONFIG_F_U32, limits.offer_timeout_s, 0,
             CSQ_OFFER_MAX, 0),
     KEY_INT("offer_max_missed", CONFIG_F_U32, limits.offer_max_missed, 0,

@@ -58,8 +58,12 @@
 	 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |           \
 	 EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH | HTTP_REQ_UNKNOWN)
 
-/* The engine calls of a scrape, in order; QLEN repeats per queue. */
+/* The engine calls of a scrape, in order; QSTATS repeats per slice of
+ * the queues, QLEN per queue with a series. */
 enum scrape_step { SCRAPE_STATS, SCRAPE_SERVICERS, SCRAPE_QSTATS, SCRAPE_QLEN };
+/* Calls of a scrape per turn of the loop, and queues per QSTATS slice
+ * (issue 37): the clients that come meanwhile are served between two. */
+#define SCRAPE_SLICE 1000
 
 /* One round of a scrape, for every request waiting in the cache. */
 struct scrape {
@@ -67,11 +71,14 @@ struct scrape {
 	struct server *server; /* NULL: orphaned by a stop, just freed */
 	struct metrics_scrape sc;
 	uint64_t *qlen;
-	struct csq_queue_stats *qstats; /* a copy of QSTATS's answer */
 	size_t nqueues;
 	size_t step;  /* next call: SCRAPE_* then QLEN of queue step - 2 */
 	int waiting;  /* a call has not answered yet */
 	int stepping; /* inside scrape_next: no recursion */
+	char after[CSQ_ID_MAX + 1]; /* QSTATS: the next slice's cursor */
+	int more;                   /* QSTATS: a slice is left */
+	size_t calls;               /* made in this turn */
+	struct event *turn;         /* the next turn's calls */
 };
 
 /*
@@ -174,8 +181,10 @@ scrape_finish(struct scrape *x)
 	 * events since then may only have appended more. */
 	if (s != NULL && x->sc.have_stats)
 		metrics_prune(s->metrics, x->qlen, x->nqueues);
+	metrics_scrape_free(&x->sc);
 	free(x->qlen);
-	free(x->qstats);
+	if (x->turn != NULL)
+		event_free(x->turn);
 	free(x);
 }
 
@@ -192,14 +201,14 @@ scrape_result(void *arg, const struct csq_result *r)
 		/* An engine without per-queue numbers (Redis, so far)
 		 * leaves their series out, and nothing else. */
 		if (r->status == CSQ_OK && x->server != NULL) {
-			x->qstats =
-			    csq_xmalloc((r->nentries + 1) * sizeof(*x->qstats));
-			memcpy(x->qstats, r->qstats,
-			       r->nentries * sizeof(*x->qstats));
-			x->sc.qstats = x->qstats;
-			x->sc.nqstats = r->nentries;
-			metrics_note_qstats(x->server->metrics, x->qstats,
-			                    r->nentries);
+			metrics_fold_qstats(x->server->metrics, &x->sc,
+			                    r->qstats, r->nentries);
+			/* Another slice to come: the same step again. */
+			if ((x->more = r->next != NULL)) {
+				snprintf(x->after, sizeof(x->after), "%s",
+				         r->next);
+				x->step = SCRAPE_QSTATS;
+			}
 		}
 	} else if (r->status != CSQ_OK) {
 		/* Half an answer is no answer: leave the engine's series out.
@@ -222,11 +231,23 @@ scrape_result(void *arg, const struct csq_result *r)
 		scrape_next(x);
 }
 
+static void
+scrape_turn_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct scrape *x = arg;
+
+	(void)fd, (void)what;
+	x->calls = 0;
+	scrape_next(x);
+}
+
 /* Issues the calls one after another; an engine answering at once loops
- * here instead of recursing. */
+ * here instead of recursing, SCRAPE_SLICE calls (or one QSTATS slice)
+ * per turn of the loop. */
 static void
 scrape_next(struct scrape *x)
 {
+	static const struct timeval now = {0, 0};
 	struct csq_op op;
 	size_t step;
 
@@ -236,16 +257,30 @@ scrape_next(struct scrape *x)
 			x->step = SCRAPE_QLEN + x->nqueues;
 			break;
 		}
+		if (x->calls >= SCRAPE_SLICE ||
+		    (x->more && x->step == SCRAPE_QSTATS)) {
+			if (x->turn == NULL)
+				x->turn = evtimer_new(x->server->base,
+				                      scrape_turn_cb, x);
+			x->more = 0;
+			evtimer_add(x->turn, &now);
+			x->stepping = 0;
+			return;
+		}
 		step = x->step++;
+		x->calls++;
 		memset(&op, 0, sizeof(op));
 		op.ttl_s = -1;
 		if (step == SCRAPE_STATS)
 			op.code = CSQ_OP_STATS;
 		else if (step == SCRAPE_SERVICERS)
 			op.code = CSQ_OP_SERVICERS;
-		else if (step == SCRAPE_QSTATS)
+		else if (step == SCRAPE_QSTATS) {
 			op.code = CSQ_OP_QSTATS; /* no id: every queue */
-		else {
+			op.after = x->after;
+			op.count = SCRAPE_SLICE;
+			x->calls = SCRAPE_SLICE;
+		} else {
 			op.code = CSQ_OP_QLEN;
 			op.id = metrics_queue(x->server->metrics,
 			                      step - SCRAPE_QLEN);
@@ -603,12 +638,13 @@ http_shed(struct server *s)
 void
 http_weigh_soon(struct server *s, size_t len)
 {
-	struct timeval tv = {0, 10 * 1000};
-
-	/* No weighing without the server's timer (fuzz_http's server). */
-	if (s->weigh_ev != NULL && s->cfg.max_output_memory > 0 && len > 0 &&
-	    !evtimer_pending(s->weigh_ev, NULL))
-		evtimer_add(s->weigh_ev, &tv);
+	/* No weighing without the server's timer (fuzz_http's server). At
+	 * the end of this turn of the loop, once for all its answers, and
+	 * before any of their bytes is written: what csqd holds is counted
+	 * whether the kernel would take it soon or not (an answer made of a
+	 * few large chains goes to the socket in one turn). */
+	if (s->weigh_ev != NULL && s->cfg.max_output_memory > 0 && len > 0)
+		event_active(s->weigh_ev, EV_TIMEOUT, 0);
 }
 
 /* Every connection's bufferevent (http.tls: through OpenSSL, with tls's
@@ -737,6 +773,9 @@ http_close(struct server *s)
 	while ((x = TAILQ_FIRST(&h->scrapes)) != NULL) {
 		TAILQ_REMOVE(&h->scrapes, x, entry);
 		x->server = NULL;
+		/* Between two turns: no engine call will answer it. */
+		if (x->turn != NULL && evtimer_pending(x->turn, NULL))
+			scrape_finish(x);
 	}
 	http_cache_free(h->metrics);
 	/* Before evhttp frees their connections. */

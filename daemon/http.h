@@ -28,7 +28,8 @@ unsigned long long http_output(struct server *, size_t *most);
 /* Closes the HTTP connection with the most output waiting, for
  * max_output_memory; returns how much it had. */
 size_t http_shed(struct server *);
-/* An answer of len bytes was queued: the output is weighed soon. */
+/* An answer of len bytes was queued: the output is weighed at the end of
+ * this turn of the loop, before any of it is written. */
 void http_weigh_soon(struct server *, size_t len);
 /* An event of the engine, for the admin view's streams. */
 void http_event(struct server *, const struct csq_event *);

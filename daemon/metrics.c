@@ -60,6 +60,7 @@ static const uint32_t fine_tail[] = {5400,  7200,  10800, 14400,
 
 struct metrics_queue {
 	char name[CSQ_ID_MAX + 1];
+	size_t slot;     /* its index in metrics' queues */
 	uint32_t served; /* servicers up that named it: kept even when empty */
 	/* Its matched users' waits: buckets (not cumulative, NULL until
 	 * the first), count and sum. Past the last bound: in count only. */
@@ -242,6 +243,7 @@ metrics_note_queue(struct metrics *m, const char *name, size_t len, int served)
 	memcpy(q->name, name, len);
 	q->name[len] = '\0';
 	q->served = (uint32_t)served;
+	q->slot = m->nqueues;
 	m->queues[m->nqueues++] = q;
 	csq_dict_put(m->byname, q->name, len, q);
 	return q;
@@ -385,16 +387,6 @@ metrics_queue(const struct metrics *m, size_t i)
 }
 
 void
-metrics_note_qstats(struct metrics *m, const struct csq_queue_stats *v,
-                    size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		metrics_note_queue(m, v[i].queue, strlen(v[i].queue), 0);
-}
-
-void
 metrics_prune(struct metrics *m, const uint64_t *qlen, size_t n)
 {
 	struct metrics_queue *q;
@@ -408,14 +400,88 @@ metrics_prune(struct metrics *m, const uint64_t *qlen, size_t n)
 			metrics_queue_free(q);
 			continue;
 		}
+		q->slot = j;
 		m->queues[j++] = q;
 	}
 	m->nqueues = j;
 }
 
-/* Rendering. */
+/* A queue's engine numbers, summed over the queues of its label. */
+struct queue_sums {
+	int seen;
+	uint64_t waiting, oldest_ms, matched, leave, timeout, overflowed;
+	uint64_t outcomes, within;
+	uint32_t level;
+};
 
-static size_t metrics_slot(const struct metrics *, const char *name);
+#define METRICS_LEVELS_MAX 64 /* distinct service levels with a bucket */
+
+struct metrics_qsums {
+	struct queue_sums *v; /* by slot of the queues with their own */
+	size_t cap;
+	struct queue_sums other;
+	uint32_t levels[METRICS_LEVELS_MAX]; /* distinct, as they come */
+	size_t nlevels;
+};
+
+void
+metrics_fold_qstats(struct metrics *m, struct metrics_scrape *sc,
+                    const struct csq_queue_stats *v, size_t n)
+{
+	struct metrics_qsums *f = sc->qsums;
+	const struct csq_queue_stats *q;
+	struct metrics_queue *mq;
+	struct queue_sums *k;
+	size_t i, j;
+
+	if (f == NULL)
+		f = sc->qsums = csq_xcalloc(1, sizeof(*f));
+	for (i = 0; i < n; i++) {
+		q = &v[i];
+		mq = metrics_note_queue(m, q->queue, strlen(q->queue), 0);
+		if (mq == NULL || mq == &m->other)
+			k = &f->other;
+		else {
+			if (mq->slot >= f->cap) {
+				j = f->cap;
+				f->cap = mq->slot + 1 > 2 * f->cap
+				             ? mq->slot + 1
+				             : 2 * f->cap;
+				f->v =
+				    csq_xrealloc(f->v, f->cap * sizeof(*f->v));
+				memset(f->v + j, 0,
+				       (f->cap - j) * sizeof(*f->v));
+			}
+			k = &f->v[mq->slot];
+		}
+		k->seen = 1;
+		k->waiting += q->waiting;
+		if (q->oldest_wait_ms > k->oldest_ms)
+			k->oldest_ms = q->oldest_wait_ms;
+		k->matched += q->matched_total;
+		k->leave += q->abandoned_leave;
+		k->timeout += q->abandoned_timeout;
+		k->overflowed += q->overflowed_total;
+		k->outcomes += q->outcomes;
+		k->within += q->outcomes_within;
+		k->level = q->service_level_s;
+		for (j = 0; j < f->nlevels && f->levels[j] != k->level; j++)
+			;
+		if (j == f->nlevels && j < METRICS_LEVELS_MAX)
+			f->levels[f->nlevels++] = k->level;
+	}
+}
+
+void
+metrics_scrape_free(struct metrics_scrape *sc)
+{
+	if (sc->qsums != NULL)
+		free(sc->qsums->v);
+	free(sc->qsums);
+	sc->qsums = NULL;
+}
+
+/* Rendering. */
 
 static void
 metrics_head(struct evbuffer *out, const char *name, const char *type,
@@ -507,12 +573,8 @@ metrics_render_engine(const struct metrics *m, const struct metrics_scrape *sc,
 		    out, "csq_waiting_users{queue=\"%s\"} %llu\n",
 		    m->queues[i]->name, (unsigned long long)sc->qlen[i]);
 	/* The queues past the cap, when the engine tells them all. */
-	for (i = 0, other = 0, any = 0; sc->qstats != NULL && i < sc->nqstats;
-	     i++)
-		if (metrics_slot(m, sc->qstats[i].queue) == m->nqueues) {
-			other += sc->qstats[i].waiting;
-			any = 1;
-		}
+	other = sc->qsums != NULL ? sc->qsums->other.waiting : 0;
+	any = sc->qsums != NULL && sc->qsums->other.seen;
 	if (any)
 		evbuffer_add_printf(out,
 		                    "csq_waiting_users{queue=\"" METRICS_OTHER
@@ -539,29 +601,6 @@ metrics_render_engine(const struct metrics *m, const struct metrics_scrape *sc,
 		            counters[i].v);
 }
 
-/* A queue's engine numbers, summed over the queues of its label. */
-struct queue_sums {
-	int seen;
-	uint64_t waiting, oldest_ms, matched, leave, timeout, overflowed;
-	uint64_t outcomes, within;
-	uint32_t level;
-};
-
-/* The labels' slots: the queues with their own, then _other. */
-static size_t
-metrics_slot(const struct metrics *m, const char *name)
-{
-	const struct metrics_queue *q =
-	    csq_dict_get(m->byname, name, strlen(name));
-	size_t i;
-
-	if (q != NULL)
-		for (i = 0; i < m->nqueues; i++)
-			if (m->queues[i] == q)
-				return i;
-	return m->nqueues;
-}
-
 static const char *
 metrics_slot_name(const struct metrics *m, size_t i)
 {
@@ -576,13 +615,15 @@ queue_bounds(const struct metrics_scrape *sc, uint32_t *out, size_t cap)
 	size_t n = 0, i, j;
 	uint32_t v, t;
 
-	for (i = 0; i < WAIT_BUCKETS + 1 + sc->nqstats; i++) {
+	size_t nlevels = sc->qsums != NULL ? sc->qsums->nlevels : 0;
+
+	for (i = 0; i < WAIT_BUCKETS + 1 + nlevels; i++) {
 		if (i < WAIT_BUCKETS)
 			v = (uint32_t)wait_bounds[i];
 		else if (i == WAIT_BUCKETS)
 			v = CSQ_DEFAULT_SERVICE_LEVEL;
 		else
-			v = sc->qstats[i - WAIT_BUCKETS - 1].service_level_s;
+			v = sc->qsums->levels[i - WAIT_BUCKETS - 1];
 		if (fine_at(v) == FINE_BUCKETS)
 			continue; /* a level between bounds: not a bucket */
 		for (j = 0; j < n && out[j] != v; j++)
@@ -665,8 +706,7 @@ metrics_render_queues(const struct metrics *m, const struct metrics_scrape *sc,
                       struct evbuffer *out)
 {
 	uint32_t bounds[WAIT_BUCKETS + 64];
-	struct queue_sums *sums, *k;
-	const struct csq_queue_stats *q;
+	struct queue_sums *sums;
 	size_t nb, i;
 
 	nb = queue_bounds(sc, bounds, sizeof(bounds) / sizeof(bounds[0]));
@@ -678,24 +718,13 @@ metrics_render_queues(const struct metrics *m, const struct metrics_scrape *sc,
 		queue_histogram(out, m->queues[i], bounds, nb);
 	if (m->other.count > 0)
 		queue_histogram(out, &m->other, bounds, nb);
-	if (sc->qstats == NULL)
+	if (sc->qsums == NULL)
 		return;
+	/* The slots: the queues with their own series, then _other. */
 	sums = csq_xcalloc(m->nqueues + 1, sizeof(*sums));
-	for (i = 0; i < sc->nqstats; i++) {
-		q = &sc->qstats[i];
-		k = &sums[metrics_slot(m, q->queue)];
-		k->seen = 1;
-		k->waiting += q->waiting;
-		if (q->oldest_wait_ms > k->oldest_ms)
-			k->oldest_ms = q->oldest_wait_ms;
-		k->matched += q->matched_total;
-		k->leave += q->abandoned_leave;
-		k->timeout += q->abandoned_timeout;
-		k->overflowed += q->overflowed_total;
-		k->outcomes += q->outcomes;
-		k->within += q->outcomes_within;
-		k->level = q->service_level_s;
-	}
+	for (i = 0; i < m->nqueues && i < sc->qsums->cap; i++)
+		sums[i] = sc->qsums->v[i];
+	sums[m->nqueues] = sc->qsums->other;
 	metrics_head(out, "csq_queue_oldest_wait_seconds", "gauge",
 	             "The longest wait in the queue's line now.");
 	for (i = 0; i <= m->nqueues; i++)

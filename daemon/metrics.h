@@ -17,6 +17,8 @@ struct journal_stats;
 struct metrics;
 
 /* What a scrape asks the engine and the server for. */
+struct metrics_qsums;
+
 struct metrics_scrape {
 	int engine_up;
 	int64_t redis_rtt_us; /* Redis engine's last health check; -1 none */
@@ -32,11 +34,22 @@ struct metrics_scrape {
 	const struct journal_stats *journal; /* NULL: no journal */
 	const uint64_t *qlen; /* per queue of metrics_queue(), or NULL */
 	size_t nqueues;
-	/* QSTATS of every queue the engine has (NULL: the engine has no
-	 * per-queue numbers, the Redis engine's case). */
-	const struct csq_queue_stats *qstats;
-	size_t nqstats;
+	/* QSTATS of every queue the engine has, summed by series as its
+	 * slices come (metrics_fold_qstats); NULL: the engine has no
+	 * per-queue numbers (the Redis engine's Lua script). */
+	struct metrics_qsums *qsums;
 };
+
+/*
+ * Folds a slice of QSTATS into sc (issue 37: a scrape takes every queue
+ * in slices, and keeps only its series' sums, not every queue's numbers):
+ * the queues get their labels (up to the cap), so that a queue with a
+ * policy has its series before its first event.
+ */
+void metrics_fold_qstats(struct metrics *, struct metrics_scrape *,
+                         const struct csq_queue_stats *, size_t n);
+/* Frees what the folds kept. */
+void metrics_scrape_free(struct metrics_scrape *);
 
 /* seed: its hash tables'; max_queues: queues with series of their own,
  * the rest summed under queue="_other". */
@@ -63,12 +76,6 @@ void metrics_event(struct metrics *, const struct csq_event *);
 /* The queues seen so far, for a scrape to ask their lengths. */
 size_t metrics_nqueues(const struct metrics *);
 const char *metrics_queue(const struct metrics *, size_t i);
-/*
- * The queues of a scrape's QSTATS get their labels (up to the cap), so
- * that a queue with a policy has its series before its first event.
- */
-void metrics_note_qstats(struct metrics *, const struct csq_queue_stats *,
-                         size_t n);
 /*
  * After a scrape: a queue that is empty, that no servicer has served and
  * that has no wait counted is forgotten until its next event, so that ids

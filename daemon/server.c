@@ -456,6 +456,8 @@ server_reload(struct server *s)
 		server_note_key(changed, sizeof(changed), "max_tier");
 	if (a->max_queue_length != b->max_queue_length)
 		server_note_key(changed, sizeof(changed), "max_queue_length");
+	if (a->max_queues != b->max_queues)
+		server_note_key(changed, sizeof(changed), "max_queues");
 	if (a->offer_timeout_s != b->offer_timeout_s)
 		server_note_key(changed, sizeof(changed), "offer_timeout");
 	if (a->offer_max_missed != b->offer_max_missed)

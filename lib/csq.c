@@ -60,7 +60,22 @@ csq_queue_get(struct csq *c, const char *name, size_t len, int create)
 	memcpy(q->name, name, len);
 	q->name[len] = '\0';
 	csq_dict_put(c->queues, q->name, len, q);
+	csq_nameset_add(c->queue_names, q->name, q);
 	return q;
+}
+
+/*
+ * The queue of that name, created when it does not exist and fewer than
+ * max_queues do; NULL when it would be one too many (CSQ_EQUEUES).
+ */
+struct csq_queue *
+csq_queue_open(struct csq *c, const char *name, size_t len)
+{
+	struct csq_queue *q = csq_dict_get(c->queues, name, len);
+
+	if (q == NULL && csq_dict_len(c->queues) >= c->limits.max_queues)
+		return NULL;
+	return q != NULL ? q : csq_queue_get(c, name, len, 1);
 }
 
 void
@@ -86,6 +101,7 @@ csq_queue_unref(struct csq *c, struct csq_queue *q)
 	if (q->refs > 0 && --q->refs > 0)
 		return;
 	csq_dict_del(c->queues, q->name, q->namelen);
+	csq_nameset_del(c->queue_names, q->name);
 	csq_nobody_free(c, q);
 	queue_destroy(c, q);
 }
@@ -246,6 +262,7 @@ csq_new(const struct csq_limits *limits, uint64_t seed, csq_emit_fn *emit,
 	                                  offsetof(struct csq_user, id));
 	c->servicers = csq_dict_new(seed ^ SEED_SERVICERS);
 	c->queues = csq_dict_new(seed ^ SEED_QUEUES);
+	c->queue_names = csq_nameset_new(seed ^ SEED_QUEUES);
 	csq_heap_init(&c->deadlines);
 	csq_skills_init(c);
 	/* The default queue exists always: it holds a reference of its own. */
@@ -303,6 +320,7 @@ csq_free(struct csq *c)
 	csq_dict_free(c->users);
 	csq_dict_free(c->servicers);
 	csq_dict_free(c->queues);
+	csq_nameset_free(c->queue_names);
 	csq_heap_free(&c->deadlines);
 	csq_skills_free(c);
 	free(c->policies);
@@ -373,8 +391,9 @@ static enum csq_status
 heartbeat_queues(struct csq *c, const struct csq_heartbeat_args *a,
                  struct csq_queue **out, uint32_t *n)
 {
-	size_t i, j, len[CSQ_SERVICER_QUEUES];
+	size_t i, j, len[CSQ_SERVICER_QUEUES], fresh = 0;
 	uint32_t k = 0;
+	int dup[CSQ_SERVICER_QUEUES];
 
 	if (a->nqueues < 1 || a->nqueues > CSQ_SERVICER_QUEUES)
 		return CSQ_ERANGE;
@@ -386,9 +405,16 @@ heartbeat_queues(struct csq *c, const struct csq_heartbeat_args *a,
 			if (len[j] == len[i] &&
 			    memcmp(a->queues[j], a->queues[i], len[i]) == 0)
 				break;
-		if (j == i)
-			out[k++] = csq_queue_get(c, a->queues[i], len[i], 1);
+		if (!(dup[i] = j < i) &&
+		    csq_dict_get(c->queues, a->queues[i], len[i]) == NULL)
+			fresh++;
 	}
+	/* All of them or none: max_queues counts the new names together. */
+	if (fresh > 0 && csq_dict_len(c->queues) + fresh > c->limits.max_queues)
+		return CSQ_EQUEUES;
+	for (i = 0; i < a->nqueues; i++)
+		if (!dup[i])
+			out[k++] = csq_queue_get(c, a->queues[i], len[i], 1);
 	*n = k;
 	return CSQ_OK;
 }
@@ -798,7 +824,8 @@ enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
 
 	if (a->has_queue && !(u->flags & CSQ_USER_TRANSFERRED) &&
 	    !csq_policy_overflowed_from(c, u, a->queue, qlen)) {
-		q = csq_queue_get(c, a->queue, qlen, 1);
+		if ((q = csq_queue_open(c, a->queue, qlen)) == NULL)
+			return CSQ_EQUEUES;
 		/* Nobody there: a queue's own users stay (section 3c). */
 		if (q != u->queue && (st = csq_nobody_route(c, &q)) != CSQ_OK)
 			return st;
@@ -870,9 +897,10 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 		return CSQ_OK;
 	}
 
-	if (a->has_queue)
-		q = csq_queue_get(c, a->queue, qlen, 1);
-	else
+	if (a->has_queue) {
+		if ((q = csq_queue_open(c, a->queue, qlen)) == NULL)
+			return CSQ_EQUEUES;
+	} else
 		q = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
 		                  strlen(CSQ_DEFAULT_QUEUE), 0);
 	/* Nobody there (section 3c): one that refuses has a policy, so it
@@ -1100,42 +1128,37 @@ csq_queue_stats(struct csq *c, uint64_t now, const char *qname,
 	return CSQ_OK;
 }
 
-struct queues_stats_walk {
-	const struct csq *c;
+/* The same queues as csq_queues_slice visits, from the set of names. */
+struct csq_queue_stats *
+csq_queues_stats_slice(struct csq *c, uint64_t now, const char *after,
+                       size_t count, size_t *n, const char **next)
+{
+	const struct csq_nameset_node *node;
 	struct csq_queue_stats *out;
-	size_t n;
-	uint64_t now;
-};
+	size_t cap = csq_nameset_len(c->queue_names);
 
-static void
-queues_stats_collect(void *arg, const char *key, size_t len, void *val)
-{
-	struct queues_stats_walk *w = arg;
-
-	(void)key, (void)len;
-	csq_qstats_fill(w->c, val, w->now, &w->out[w->n++]);
-}
-
-static int
-queue_stats_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct csq_queue_stats *)a)->queue,
-	              ((const struct csq_queue_stats *)b)->queue);
+	if (count > 0 && count < cap)
+		cap = count;
+	out = csq_xmalloc((cap + 1) * sizeof(*out));
+	*n = 0;
+	*next = NULL;
+	for (node = csq_nameset_after(c->queue_names, after); node != NULL;
+	     node = csq_nameset_next(node)) {
+		if (count > 0 && *n == count) {
+			*next = out[*n - 1].queue;
+			break;
+		}
+		csq_qstats_fill(c, csq_nameset_value(node), now, &out[(*n)++]);
+	}
+	return out;
 }
 
 struct csq_queue_stats *
 csq_queues_stats(struct csq *c, uint64_t now, size_t *n)
 {
-	struct queues_stats_walk w;
+	const char *next;
 
-	w.c = c;
-	w.out = csq_xmalloc((csq_dict_len(c->queues) + 1) * sizeof(*w.out));
-	w.n = 0;
-	w.now = now;
-	csq_dict_each(c->queues, queues_stats_collect, &w);
-	qsort(w.out, w.n, sizeof(*w.out), queue_stats_cmp);
-	*n = w.n;
-	return w.out;
+	return csq_queues_stats_slice(c, now, NULL, 0, n, &next);
 }
 
 struct servicers_walk {

@@ -36,6 +36,8 @@
 #define CSQ_DEFAULT_SERVICE_LEVEL 20   /* seconds */
 #define CSQ_OUTCOMES              1000 /* service_level_pct: the last ones */
 #define CSQ_QUEUE_LENGTH_MAX      100000000 /* max_length at most */
+#define CSQ_QUEUES_LIMIT          100000000 /* max_queues at most */
+#define CSQ_DEFAULT_MAX_QUEUES    100000    /* max_queues */
 #define CSQ_POLICIES_MAX          1000      /* entries of the queues list */
 /* Skills (protocol.md section 3c): "name[:level],..." lists. */
 #define CSQ_SKILL_NAME_MAX  32  /* bytes of a skill's name */
@@ -75,6 +77,7 @@ enum csq_status {
 	CSQ_ENEEDSETS,    /* CSQ_NEEDSETS_MAX distinct need-sets in use */
 	CSQ_EUNSUPPORTED, /* the Lua engine's refusal of skills: none now;
 	                   * kept, as results number the statuses */
+	CSQ_EQUEUES,      /* a new queue beyond max_queues */
 	CSQ_ENOBODY,      /* nobody serves the queue, which refuses (3c) */
 };
 
@@ -102,6 +105,8 @@ struct csq_limits {
 	uint32_t offer_retry_s;    /* 0..CSQ_RETRY_MAX */
 	uint32_t wrapup_s; /* 0..CSQ_WRAPUP_MAX: a new servicer's WRAPUP */
 	enum csq_strategy strategy;
+	uint64_t
+	    max_queues; /* 1..CSQ_QUEUES_LIMIT: queues that exist at once */
 };
 
 void csq_limits_default(struct csq_limits *);
@@ -563,6 +568,15 @@ enum csq_status csq_queue_stats(struct csq *, uint64_t now_ms, const char *q,
  * caller frees the array. */
 struct csq_queue_stats *csq_queues_stats(struct csq *, uint64_t now_ms,
                                          size_t *n);
+/*
+ * A slice of it (issue 37: a view of every queue in bounded steps): the
+ * queues whose names sort after `after` ("" or NULL: from the first), at
+ * most count of them (0: all the rest); *next is the name to resume after,
+ * NULL when none is left (it lives until the state next changes).
+ */
+struct csq_queue_stats *csq_queues_stats_slice(struct csq *, uint64_t now_ms,
+                                               const char *after, size_t count,
+                                               size_t *n, const char **next);
 
 /*
  * Queue policies. check: CSQ_POLICY_OK, or the first error and *bad the
@@ -600,6 +614,11 @@ void csq_stats(const struct csq *, struct csq_stats *);
  * malloc'd array the caller frees, *n its length.
  */
 struct csq_queue_info *csq_queues(struct csq *, uint64_t now_ms, size_t *n);
+/* A slice of it: those listed among the count queues after `after`, as
+ * csq_queues_stats_slice visits them (the same *next). */
+struct csq_queue_info *csq_queues_slice(struct csq *, uint64_t now_ms,
+                                        const char *after, size_t count,
+                                        size_t *n, const char **next);
 /* One queue's line, as csq_queues gives it (nobody waits in a queue that
  * does not exist). */
 enum csq_status csq_queue_info(struct csq *, uint64_t now_ms, const char *q,

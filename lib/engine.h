@@ -54,7 +54,11 @@ struct csq_op {
 	struct csq_transfer_args transfer;
 	int64_t ttl_s;            /* TOUCH: < 0 keeps the TTL */
 	uint64_t offset;          /* QUEUE; POLICY: its index */
-	uint32_t count;           /* QUEUE; POLICY: how many make the set */
+	uint32_t count;           /* QUEUE; POLICY: how many make the set;
+	                             QUEUES, QSTATS of every queue: a slice
+	                             of at most this many (0: all) */
+	const char *after;        /* QUEUES, QSTATS of every queue: the slice's
+	                             queues sort after this name (NULL: the first) */
 	struct csq_limits limits; /* LIMITS */
 	struct csq_policy policy; /* POLICY */
 };
@@ -73,6 +77,9 @@ struct csq_result {
 	const struct csq_room_info *rooms;         /* ROOMS */
 	const struct csq_queue_stats *qstats;      /* QSTATS */
 	size_t nentries;
+	/* QUEUES, QSTATS by slices: the name the next slice goes on after;
+	 * NULL when none is left (or the engine answered all at once). */
+	const char *next;
 	/* The id of the last event of the state the call saw (its own
 	 * events included): a reader that follows the events from there
 	 * misses none and counts none twice. */

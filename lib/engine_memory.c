@@ -20,6 +20,7 @@ struct engine_memory {
 	void *journal_arg;
 	int replaying; /* events of a replay are history: not published */
 	struct csq_queue_entry entries[CSQ_RANGE_COUNT_MAX];
+	char next[CSQ_ID_MAX + 1]; /* a slice's cursor (csq_result's next) */
 	/* The policies of a POLICY sequence so far (memory_policy). */
 	struct csq_policy *staged;
 	size_t nstaged;
@@ -91,15 +92,33 @@ memory_policy(struct engine_memory *m, const struct csq_op *op, uint64_t now)
 	return st;
 }
 
+/* A slice's cursor, kept past the state's next change. */
+static const char *
+memory_next(struct engine_memory *m, const char *next)
+{
+	size_t len;
+
+	if (next == NULL)
+		return NULL;
+	len = strnlen(next, CSQ_ID_MAX);
+
+	memcpy(m->next, next, len);
+	m->next[len] = '\0';
+	return m->next;
+}
+
 /* QSTATS of one queue, or of every queue that exists: *owned. */
 static void
 memory_qstats(struct engine_memory *m, const struct csq_op *op, uint64_t now,
               struct csq_result *r, void **owned)
 {
 	struct csq_queue_stats *v;
+	const char *next;
 
 	if (op->id == NULL) {
-		*owned = v = csq_queues_stats(m->csq, now, &r->nentries);
+		*owned = v = csq_queues_stats_slice(
+		    m->csq, now, op->after, op->count, &r->nentries, &next);
+		r->next = memory_next(m, next);
 		r->status = CSQ_OK;
 	} else {
 		*owned = v = csq_xmalloc(sizeof(*v));
@@ -121,6 +140,7 @@ memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 	struct csq_servicer_info *servicers;
 	struct csq_queue_info *queues;
 	struct csq_room_info *rooms;
+	const char *next;
 	uint64_t u64 = 0;
 	int known = 0;
 
@@ -179,7 +199,10 @@ memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 			r->status = csq_queue_info(m->csq, now, op->id, queues);
 			r->nentries = r->status == CSQ_OK;
 		} else {
-			*owned = queues = csq_queues(m->csq, now, &r->nentries);
+			*owned = queues =
+			    csq_queues_slice(m->csq, now, op->after, op->count,
+			                     &r->nentries, &next);
+			r->next = memory_next(m, next);
 			r->status = CSQ_OK;
 		}
 		r->queues = queues;

@@ -100,6 +100,8 @@ csq_status_text(enum csq_status st)
 		return "ERR too many distinct need-sets (at most 256)";
 	case CSQ_EUNSUPPORTED:
 		return "ERR SKILLS and NEEDS need the memory engine";
+	case CSQ_EQUEUES:
+		return "FULL too many queues (max_queues)";
 	case CSQ_ENOBODY:
 		return "NOBODY nobody serves the queue now";
 	}
@@ -118,4 +120,5 @@ csq_limits_default(struct csq_limits *l)
 	l->offer_retry_s = CSQ_DEFAULT_RETRY;
 	l->wrapup_s = 0;
 	l->strategy = CSQ_STRATEGY_LONGEST_IDLE;
+	l->max_queues = CSQ_DEFAULT_MAX_QUEUES;
 }

@@ -101,56 +101,55 @@ csq_queue_info(struct csq *c, uint64_t now, const char *name,
 	return CSQ_OK;
 }
 
-/* The queues that QUEUES lists, collected from the table. */
-struct overview_walk {
-	const struct csq_queue **v;
-	size_t n;
-};
-
 /*
  * A queue exists while something refers to it, but an assigned user does
  * not make it one that QUEUES lists: a waiting user (in its line, or held
  * for a preferred servicer), a servicer serving it, or a policy does
  * (protocol-v2 section 6); the default queue always.
  */
-static void
-overview_listed(void *arg, const char *key, size_t len, void *val)
-{
-	struct overview_walk *w = arg;
-	const struct csq_queue *q = val;
-
-	(void)key, (void)len;
-	if (csq_needline_count(q) > 0 || q->preferring > 0 ||
-	    q->nservicers > 0 || q->policy != NULL ||
-	    strcmp(q->name, CSQ_DEFAULT_QUEUE) == 0)
-		w->v[w->n++] = q;
-}
-
 static int
-overview_cmp(const void *a, const void *b)
+overview_listed(const struct csq_queue *q)
 {
-	return strcmp((*(const struct csq_queue *const *)a)->name,
-	              (*(const struct csq_queue *const *)b)->name);
+	return csq_needline_count(q) > 0 || q->preferring > 0 ||
+	       q->nservicers > 0 || q->policy != NULL ||
+	       strcmp(q->name, CSQ_DEFAULT_QUEUE) == 0;
 }
 
-/* O(queues), then the sort of those listed. */
+/* From the set of names, in their order: no sort. */
+struct csq_queue_info *
+csq_queues_slice(struct csq *c, uint64_t now, const char *after, size_t count,
+                 size_t *n, const char **next)
+{
+	const struct csq_nameset_node *node;
+	const struct csq_queue *q = NULL;
+	struct csq_queue_info *out;
+	size_t cap = csq_nameset_len(c->queue_names), seen = 0;
+
+	if (count > 0 && count < cap)
+		cap = count;
+	out = csq_xmalloc((cap + 1) * sizeof(*out));
+	*n = 0;
+	*next = NULL;
+	for (node = csq_nameset_after(c->queue_names, after); node != NULL;
+	     node = csq_nameset_next(node)) {
+		if (count > 0 && seen == count) {
+			*next = q->name;
+			break;
+		}
+		q = csq_nameset_value(node);
+		seen++;
+		if (overview_listed(q))
+			overview_queue(q, now, &out[(*n)++]);
+	}
+	return out;
+}
+
 struct csq_queue_info *
 csq_queues(struct csq *c, uint64_t now, size_t *n)
 {
-	struct overview_walk w;
-	struct csq_queue_info *out;
-	size_t i;
+	const char *next;
 
-	w.v = csq_xmalloc((csq_dict_len(c->queues) + 1) * sizeof(*w.v));
-	w.n = 0;
-	csq_dict_each(c->queues, overview_listed, &w);
-	qsort(w.v, w.n, sizeof(*w.v), overview_cmp);
-	out = csq_xmalloc((w.n + 1) * sizeof(*out));
-	for (i = 0; i < w.n; i++)
-		overview_queue(w.v[i], now, &out[i]);
-	free(w.v);
-	*n = w.n;
-	return out;
+	return csq_queues_slice(c, now, NULL, 0, n, &next);
 }
 
 /* Appends the rooms of s to the n of *out (cap of them, grown). */

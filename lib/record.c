@@ -265,6 +265,7 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 	const struct csq_heartbeat_args *h = &op->heartbeat;
 	const struct csq_enqueue_args *e = &op->enqueue;
 	size_t i;
+	int slice;
 
 	put_u64(&c, op->code, 1);
 	put_u64(&c, now, 8);
@@ -325,6 +326,7 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		put_u64(&c, op->limits.offer_retry_s, 4);
 		put_u64(&c, op->limits.wrapup_s, 4);
 		put_u64(&c, (uint64_t)op->limits.strategy, 1);
+		put_u64(&c, op->limits.max_queues, 8);
 		break;
 	case CSQ_OP_EXPIRE:
 	case CSQ_OP_REARM:
@@ -336,12 +338,18 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 		put_u64(&c, op->offset, 8);
 		put_u64(&c, op->count, 4);
 		break;
-	case CSQ_OP_QUEUES: /* no id: every one */
+	case CSQ_OP_QUEUES: /* no id: every one, or a slice of them */
 	case CSQ_OP_ROOMS:
 	case CSQ_OP_QSTATS:
-		put_u64(&c, (uint64_t)(op->id != NULL), 1);
+		slice = op->code != CSQ_OP_ROOMS && op->count > 0;
+		put_u64(&c, (uint64_t)(op->id != NULL) | (uint64_t)slice << 1,
+		        1);
 		if (op->id != NULL)
 			put_str(&c, op->id);
+		if (slice) {
+			put_str(&c, op->after != NULL ? op->after : "");
+			put_u64(&c, op->count, 4);
+		}
 		break;
 	default: /* PAUSE, RESUME, LOGOUT, RELEASE, LEAVE, ACCEPT, DECLINE,
 	            READY, WHERE, QLEN: one id */
@@ -446,6 +454,7 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		/* A journal written before routing: its defaults. */
 		op->limits.offer_max_missed = CSQ_DEFAULT_MAX_MISSED;
 		op->limits.offer_retry_s = CSQ_DEFAULT_RETRY;
+		op->limits.max_queues = CSQ_DEFAULT_MAX_QUEUES;
 		if (c.left == 0)
 			break;
 		op->limits.offer_timeout_s = (uint32_t)get_u64(&c, 4);
@@ -453,7 +462,12 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 		op->limits.offer_retry_s = (uint32_t)get_u64(&c, 4);
 		op->limits.wrapup_s = (uint32_t)get_u64(&c, 4);
 		op->limits.strategy = (enum csq_strategy)get_u64(&c, 1);
-		if (op->limits.offer_timeout_s > CSQ_OFFER_MAX ||
+		/* A record written before max_queues: its default. */
+		if (c.left > 0)
+			op->limits.max_queues = get_u64(&c, 8);
+		if (op->limits.max_queues < 1 ||
+		    op->limits.max_queues > CSQ_QUEUES_LIMIT ||
+		    op->limits.offer_timeout_s > CSQ_OFFER_MAX ||
 		    op->limits.offer_max_missed > CSQ_MISSED_MAX ||
 		    op->limits.offer_retry_s > CSQ_RETRY_MAX ||
 		    op->limits.wrapup_s > CSQ_WRAPUP_MAX ||
@@ -487,8 +501,17 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 	case CSQ_OP_ROOMS:
 	case CSQ_OP_QSTATS:
 		flags = (unsigned)get_u64(&c, 1);
-		if (flags > 1)
+		if (flags > 3 || (op->code == CSQ_OP_ROOMS && flags > 1))
 			return -1;
+		if (flags & 2) { /* a slice: after, count (issue 37) */
+			if (flags & 1)
+				op->id = get_str(&c, st->id, sizeof(st->id));
+			op->after = get_str(&c, st->queue, sizeof(st->queue));
+			op->count = (uint32_t)get_u64(&c, 4);
+			if (op->count == 0)
+				return -1;
+			flags = 0;
+		}
 		if (flags)
 			op->id = get_str(&c, st->id, sizeof(st->id));
 		break;

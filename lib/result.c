@@ -327,6 +327,9 @@ csq_result_encode(enum csq_opcode code, const struct csq_result *res,
 			break;
 		}
 	}
+	/* QUEUES, QSTATS: where the next slice goes on ("": none). */
+	if (code == CSQ_OP_QUEUES || code == CSQ_OP_QSTATS)
+		csq_put_str(w, res->next != NULL ? res->next : "");
 }
 
 /* The array of a result: its count, then each entry into one allocation. */
@@ -339,6 +342,7 @@ get_array(enum csq_opcode code, struct csq_rbuf *r, struct csq_result *res,
 
 	if (r->bad || n > r->left / MIN_ENTRY)
 		return -1;
+	/* One entry more: QUEUES's and QSTATS's cursor is kept there. */
 	v = csq_xcalloc(n + 1, size);
 	for (i = 0; i < n && !r->bad; i++) {
 		switch (code) {
@@ -358,6 +362,10 @@ get_array(enum csq_opcode code, struct csq_rbuf *r, struct csq_result *res,
 			get_qstats(r, (struct csq_queue_stats *)v + i);
 			break;
 		}
+	}
+	if (!r->bad && (code == CSQ_OP_QUEUES || code == CSQ_OP_QSTATS)) {
+		csq_get_str(r, v + n * size, CSQ_ID_MAX + 1);
+		res->next = v[n * size] != '\0' ? v + n * size : NULL;
 	}
 	if (r->bad) {
 		free(v);

@@ -17,6 +17,7 @@
 #include "dict.h"
 #include "heap.h"
 #include "line.h"
+#include "nameset.h"
 
 /*
  * A queue's numbers (QSTATS, qstats.c), kept while the queue exists. The
@@ -320,6 +321,7 @@ struct csq {
 	struct csq_dict *users;
 	struct csq_dict *servicers;
 	struct csq_dict *queues;
+	struct csq_nameset *queue_names; /* the queues by name (views) */
 	struct csq_heap deadlines;
 	uint64_t seed;     /* csq_new's: of the tables and the lines */
 	uint64_t seq;      /* last order-key sequence handed out */
@@ -369,6 +371,7 @@ struct csq_settle {
 /* csq.c */
 struct csq_queue *csq_queue_get(struct csq *, const char *name, size_t len,
                                 int create);
+struct csq_queue *csq_queue_open(struct csq *, const char *name, size_t len);
 void csq_queue_ref(struct csq_queue *);
 void csq_queue_unref(struct csq *, struct csq_queue *);
 void csq_event_begin(struct csq_event *, enum csq_event_type, uint64_t now);

@@ -40,9 +40,10 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 	if ((r = csq_room_find(c, a->room, CSQ_ROOM_ASSIGNED, &status)) == NULL)
 		return status != CSQ_OK ? status : CSQ_ENOCONV;
 
+	if ((to = csq_queue_open(c, a->queue, qlen)) == NULL)
+		return CSQ_EQUEUES;
 	u = r->user;
 	from = u->queue;
-	to = csq_queue_get(c, a->queue, qlen, 1);
 	/* Nobody there (section 3c): into it as an arrival would go (a
 	 * queue that refuses has a policy: it exists, nothing to drop). */
 	if (to != from && (status = csq_nobody_route(c, &to)) != CSQ_OK)

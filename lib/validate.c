@@ -122,12 +122,20 @@ csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
 		return op->count > CSQ_RANGE_COUNT_MAX ? CSQ_ERANGE : CSQ_OK;
 	case CSQ_OP_QLEN:
 		return valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
-	case CSQ_OP_QUEUES:
-		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
+	case CSQ_OP_QUEUES: /* a slice's cursor: a name, or none */
+		return (op->id == NULL || valid(op->id)) &&
+		               (op->after == NULL || op->after[0] == '\0' ||
+		                valid(op->after))
+		           ? CSQ_OK
+		           : CSQ_EQUEUE;
 	case CSQ_OP_ROOMS:
 		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
-	case CSQ_OP_QSTATS: /* no id: every queue */
-		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
+	case CSQ_OP_QSTATS: /* no id: every queue, or a slice */
+		return (op->id == NULL || valid(op->id)) &&
+		               (op->after == NULL || op->after[0] == '\0' ||
+		                valid(op->after))
+		           ? CSQ_OK
+		           : CSQ_EQUEUE;
 	case CSQ_OP_POLICY: /* the set is checked whole when it applies */
 		return op->count <= CSQ_POLICIES_MAX && op->offset < op->count
 		           ? CSQ_OK

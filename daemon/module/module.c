@@ -309,7 +309,8 @@ limits_equal(const struct csq_limits *a, const struct csq_limits *b)
 	       a->offer_timeout_s == b->offer_timeout_s &&
 	       a->offer_max_missed == b->offer_max_missed &&
 	       a->offer_retry_s == b->offer_retry_s &&
-	       a->wrapup_s == b->wrapup_s && a->strategy == b->strategy;
+	       a->wrapup_s == b->wrapup_s && a->strategy == b->strategy &&
+	       a->max_queues == b->max_queues;
 }
 
 /* The time a call runs at: Redis's, or with debug-clock the caller's. */

@@ -643,5 +643,73 @@ class AdminHttpTest(unittest.TestCase):
         self.assertTrue(c.ping())
 
 
+    # Views of every queue in slices (issue 37) ----------------------------
+
+    def test_views_in_slices(self):
+        """2,500 queues: more than one slice (1,000 queues a turn of the
+        loop on the memory engine; one call on the Redis engine's Lua).
+        The snapshot lists each once, in name order, with its line,
+        while users come and go between its slices; /metrics sums the
+        queues past metrics_max_queues under _other; a client that goes
+        away while a snapshot is being made, and csqd stopped while one
+        is, leak nothing (tearDown: ASan's exit status)."""
+        nq = 2500
+        d = self.start()
+        c = d.client()
+        names = ["q%04d" % i for i in range(nq)]
+        p = c.pipeline(transaction=False)
+        for i, q in enumerate(names):
+            p.execute_command("ENQUEUE", "u%d" % i, "QUEUE", q)
+        p.execute()
+        api = h.Http(d.http_port)
+        snap = api.json("/api/snapshot")
+        self.assertEqual([q["name"] for q in snap["queues"]],
+                         ["default"] + names)
+        self.assertEqual(sum(q["waiting"] for q in snap["queues"]), nq)
+        self.assertEqual(snap["queues"][1], dict({
+            "name": "q0000", "waiting": 1, "preferring": 0,
+            "oldest_wait_ms": snap["queues"][1]["oldest_wait_ms"],
+            "oldest_user": "u0", "servicers": 0, "needs_waiting": []},
+            **NO_ESTIMATE))
+        if ENGINE == "memory":
+            _, _, body = api.request("GET", "/metrics")
+            waiting = [line for line in body.decode().splitlines()
+                       if line.startswith("csq_waiting_users{")]
+            self.assertIn('csq_waiting_users{queue="_other"} 1500', waiting)
+            self.assertEqual(sum(int(line.split()[1]) for line in waiting),
+                             nq)
+        # Users come and go between the slices: every snapshot lists
+        # its queues once each, in order.
+        done = threading.Event()
+
+        def churn():
+            w = d.client()
+            k = 0
+            while not done.is_set():
+                w.execute_command("ENQUEUE", "x%d" % k, "QUEUE",
+                                  "r%04d" % (k % 50))
+                w.execute_command("LEAVE", "u%d" % (k % nq))
+                w.execute_command("ENQUEUE", "u%d" % (k % nq), "QUEUE",
+                                  names[k % nq])
+                k += 1
+        t = threading.Thread(target=churn)
+        t.start()
+        try:
+            for _ in range(5):
+                got = [q["name"] for q in api.json("/api/snapshot")["queues"]]
+                self.assertEqual(got, sorted(set(got)))
+                self.assertGreaterEqual(len(got), nq - 1)
+        finally:
+            done.set()
+            t.join()
+        # A client gone before its answer; then csqd stops while the
+        # next is being made.
+        for path in ("/api/snapshot", "/metrics", "/api/snapshot"):
+            s = socket.create_connection(("127.0.0.1", d.http_port))
+            s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" %
+                       path).encode())
+            s.close()
+        self.assertTrue(c.ping())
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -3,6 +3,10 @@
  * queues that exist, and ROOMS, a servicer's rooms with who is in them;
  * and the queues column of SERVICERS. On both engines.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +146,94 @@ in_multi_and_resp3(void **state)
 	                         "$0\r\n\r\n$8\r\nsince_ms\r\n:0\r\n");
 }
 
+#define SLICED_QUEUES 2500 /* more than a slice (1,000) */
+
+/* GET path over HTTP/1.0: the whole answer, NUL-terminated (freed by
+ * the caller). */
+static char *
+http_get(int port, const char *path)
+{
+	struct sockaddr_in a;
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap), req[256];
+	ssize_t n;
+	int fd;
+
+	assert_non_null(buf);
+	assert_true((fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 4096) {
+			cap *= 2;
+			assert_non_null(buf = realloc(buf, cap));
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+/*
+ * Views of every queue in slices (issue 37): with 2,500 queues the
+ * memory engine and csq.so make /api/snapshot and QUEUES 1,000 queues at
+ * a time from a cursor (the Lua script in one call); every queue is
+ * listed once, in name order, with its line.
+ */
+static void
+snapshot_in_slices(void **state)
+{
+	struct csqd *d = csqd_start_http("");
+	redisContext *c = csqd_connect(d);
+	char *body, *p, prev[68] = "", name[68]; /* an id, 64 at most */
+	redisReply *r;
+	int i, n = 0, waiting = 0, w;
+
+	(void)state;
+	for (i = 0; i < SLICED_QUEUES; i++)
+		redisAppendCommand(c, "ENQUEUE u%d QUEUE q%05d", i,
+		                   (i * 7) % SLICED_QUEUES);
+	for (i = 0; i < SLICED_QUEUES; i++)
+		freeReplyObject(GET_REPLY(c));
+	body = http_get(d->http_port, "/api/snapshot");
+	assert_non_null(strstr(body, " 200 "));
+	for (p = body; (p = strstr(p, "{\"name\":\"")) != NULL; p++) {
+		assert_int_equal(sscanf(p,
+		                        "{\"name\":\"%65[^\"]\",\"waiting\":%d",
+		                        name, &w),
+		                 2);
+		assert_true(strcmp(prev, name) < 0);
+		snprintf(prev, sizeof(prev), "%s", name);
+		waiting += w;
+		n++;
+	}
+	assert_int_equal(n, SLICED_QUEUES + 1); /* and default */
+	assert_int_equal(waiting, SLICED_QUEUES);
+	free(body);
+	/* QUEUES too, and a PING pipelined after it answers after it. */
+	redisAppendCommand(c, "QUEUES");
+	redisAppendCommand(c, "PING");
+	r = GET_REPLY(c);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, SLICED_QUEUES + 1);
+	assert_string_equal(r->element[0]->str, "default");
+	for (i = 2; i < (int)r->elements; i++)
+		assert_true(strcmp(r->element[i - 1]->str, r->element[i]->str) <
+		            0);
+	freeReplyObject(r);
+	r = GET_REPLY(c);
+	assert_string_equal(r->str, "PONG");
+	freeReplyObject(r);
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -154,6 +246,7 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(in_multi_and_resp3, setup,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test(snapshot_in_slices),
 	};
 
 	csqd_init(argc, argv);

@@ -23,6 +23,7 @@
 #define NOAUTH     "-NOAUTH Authentication required."
 #define WRONGPASS  "-WRONGPASS invalid username-password pair"
 #define FULL       "-FULL queue is at its maximum length"
+#define QUEUES_MAX "-FULL too many queues (max_queues)"
 #define RANGE      "-ERR value is not an integer or out of range"
 #define MAXCLIENTS "-ERR max number of clients reached\r\n"
 #define RELOADED   "configuration reloaded path="
@@ -243,6 +244,52 @@ limits(void **state)
 	      "['state','waiting','queue','q','position',:4,'eta_ms',:-1]",
 	      "ENQUEUE a4 QUEUE q");
 	CHECK(fx->c, RANGE, "ENQUEUE a5 QUEUE q TIER 10");
+}
+
+/*
+ * max_queues (issue 37): a new queue beyond it is refused, whoever asks
+ * (ENQUEUE, a move, HEARTBEAT), and nothing changes; lowered below the
+ * queues that exist, they stay; raised, new ones come. On both engines.
+ */
+static void
+max_queues(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+
+	RELOAD(fx->d, "max_queues = 3;"); /* default and two more */
+	CHECK(fx->c, HB("s1", 30), "HEARTBEAT s1 QUEUES a");
+	CHECK(fx->c,
+	      "['state','waiting','queue','b','position',:1,'eta_ms',:-1]",
+	      "ENQUEUE u1 QUEUE b");
+	CHECK(fx->c, QUEUES_MAX, "ENQUEUE u2 QUEUE c");
+	CHECK(fx->c, QUEUES_MAX, "ENQUEUE u1 QUEUE c TIER 3");
+	CHECK(fx->c, QUEUES_MAX, "HEARTBEAT s2 QUEUES a,c,c");
+	CHECK(fx->c, QUEUES_MAX, "HEARTBEAT s1 QUEUES c");
+	CHECK(fx->c, "['state','none']", "WHERE u2");
+	r = CMD(fx->c, "WHERE u1");
+	assert_string_equal(FIELD_STR(r, "queue"), "b");
+	assert_int_equal(FIELD_INT(r, "tier"), 0);
+	freeReplyObject(r);
+	r = CMD(fx->c, "QUEUES");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 3);
+	freeReplyObject(r);
+	/* Those that exist take anyone (and s2 takes u1 from b). */
+	CHECK(fx->c,
+	      "['servicer','s2','status','ready','capacity',:1,'active',:1,"
+	      "'ttl',:30]",
+	      "HEARTBEAT s2 QUEUES a,b,default");
+	/* Lowered below what exists: nothing goes, nothing new comes. */
+	RELOAD(fx->d, "max_queues = 1;");
+	assert_true(log_count(fx->d, " changed=max_queues") >= 1);
+	CHECK(fx->c, QUEUES_MAX, "ENQUEUE u3 QUEUE d");
+	/* Raised: new ones come. */
+	RELOAD(fx->d, "max_queues = 4;");
+	CHECK(fx->c,
+	      "['state','waiting','queue','d','position',:1,'eta_ms',:-1]",
+	      "ENQUEUE u3 QUEUE d");
+	CHECK(fx->c, QUEUES_MAX, "ENQUEUE u4 QUEUE e");
 }
 
 /* An AUTH on a new connection: 1 when pw is accepted. */
@@ -994,6 +1041,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(ttl_defaults, csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(limits, csqd_fx_setup_default,
+	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(max_queues, csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(requirepass, csqd_fx_setup_default,
 	                                    csqd_fx_teardown),

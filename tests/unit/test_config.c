@@ -88,6 +88,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg.limits.user_ttl_s, 120);
 	assert_int_equal(cfg.limits.max_tier, 9);
 	assert_int_equal(cfg.limits.max_queue_length, 100000);
+	assert_int_equal(cfg.limits.max_queues, 100000);
 	assert_int_equal(cfg.max_clients, 10000);
 	assert_int_equal(cfg.busy_poll_us, 50);
 	assert_string_equal(cfg.journal, "");
@@ -314,6 +315,7 @@ static const struct int_key {
     {"user_ttl", 0, 86400},
     {"max_tier", 0, 15},
     {"max_queue_length", 1, 100000000},
+    {"max_queues", 1, 100000000},
     {"max_clients", 1, 1000000},
     {"redis.port", 1, 65535},
     {"redis.db", 0, 1000000},
@@ -333,6 +335,8 @@ int_value(const struct config *cfg, const char *name)
 		return cfg->limits.max_tier;
 	if (strcmp(name, "max_queue_length") == 0)
 		return (long long)cfg->limits.max_queue_length;
+	if (strcmp(name, "max_queues") == 0)
+		return (long long)cfg->limits.max_queues;
 	if (strcmp(name, "max_clients") == 0)
 		return cfg->max_clients;
 	if (strcmp(name, "redis.port") == 0)
@@ -1114,11 +1118,25 @@ test_users(void **state)
 	assert_printed("users: \"b\" has the token of \"a\"");
 }
 
+/* max_queues is libcsq's rule: on both engines, any value in range. */
+static void
+test_max_queues_engines(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	assert_int_equal(load(&cfg, "max_queues = 5;"), 0);
+	assert_int_equal(cfg.limits.max_queues, 5);
+	assert_int_equal(load(&cfg, "engine = \"redis\";\nmax_queues = 5;"), 0);
+	assert_int_equal(cfg.limits.max_queues, 5);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_max_queues_engines),
 	    cmocka_unit_test(test_users),
 	    cmocka_unit_test(test_defaults_match_libcsq),
 	    cmocka_unit_test(test_empty_is_defaults),

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "csq.h"
+#include "nameset.h"
 
 #define T0 1700000000000ULL
 
@@ -265,6 +266,146 @@ rooms_states(void **state)
 	free(r);
 }
 
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * The set of names (lib/nameset.c) against a sorted array: random adds
+ * and removals, then "the first after" every name and between names.
+ */
+static void
+nameset_ordered(void **state)
+{
+	enum { N = 3000 };
+	static char names[N][12];
+	const char *sorted[N];
+	struct csq_nameset *set = csq_nameset_new(42);
+	struct csq_nameset_node *node;
+	unsigned char in[N] = {0};
+	uint64_t x = 88172645463325252ULL;
+	size_t i, k, n = 0;
+
+	(void)state;
+	for (i = 0; i < N; i++)
+		snprintf(names[i], sizeof(names[i]), "q%zu", (i * 7919) % N);
+	for (k = 0; k < 4 * N; k++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		i = (size_t)(x % N);
+		if (in[i])
+			csq_nameset_del(set, names[i]);
+		else
+			csq_nameset_add(set, names[i], names[i]);
+		in[i] ^= 1;
+	}
+	csq_nameset_del(set, "absent");
+	for (i = 0; i < N; i++)
+		if (in[i])
+			sorted[n++] = names[i];
+	qsort(sorted, n, sizeof(sorted[0]), name_cmp);
+	assert_int_equal(csq_nameset_check(set), 0);
+	assert_int_equal(csq_nameset_len(set), n);
+	node = csq_nameset_after(set, NULL);
+	for (i = 0; i < n; i++, node = csq_nameset_next(node)) {
+		assert_non_null(node);
+		assert_string_equal(csq_nameset_name(node), sorted[i]);
+		assert_ptr_equal(csq_nameset_value(node), sorted[i]);
+	}
+	assert_null(node);
+	for (i = 0; i + 1 < n; i++) {
+		assert_string_equal(
+		    csq_nameset_name(csq_nameset_after(set, sorted[i])),
+		    sorted[i + 1]);
+	}
+	assert_null(csq_nameset_after(set, sorted[n - 1]));
+	assert_string_equal(csq_nameset_name(csq_nameset_after(set, "")),
+	                    sorted[0]);
+	csq_nameset_free(set);
+}
+
+/*
+ * QUEUES and QSTATS in slices (issue 37): the slices of any size make
+ * the whole list, in name order, and both visit the same queues (one
+ * cursor); a queue made or gone between two slices is listed when it
+ * sorts after the cursor and exists then, and none twice.
+ */
+static void
+queues_in_slices(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_queue_info *all, *part;
+	struct csq_queue_stats *qs;
+	const char *next, *qnext;
+	char after[CSQ_ID_MAX + 1], q[16], u[16];
+	const size_t sizes[] = {1, 7, 1000, 5000};
+	size_t nall, n, nqs, got, i, k;
+	int known;
+
+	for (i = 0; i < 2500; i++) {
+		snprintf(q, sizeof(q), "q%zu", (i * 7) % 2500);
+		snprintf(u, sizeof(u), "u%zu", i);
+		enq(f, u, q, 0);
+	}
+	all = csq_queues(f->csq, f->now, &nall);
+	assert_int_equal(nall, 2501); /* and default */
+	for (i = 1; i < nall; i++)
+		assert_true(strcmp(all[i - 1].name, all[i].name) < 0);
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		got = 0;
+		after[0] = '\0';
+		do {
+			part = csq_queues_slice(f->csq, f->now, after, sizes[k],
+			                        &n, &next);
+			qs = csq_queues_stats_slice(f->csq, f->now, after,
+			                            sizes[k], &nqs, &qnext);
+			assert_true(n <= sizes[k]);
+			assert_int_equal(n, nqs);
+			assert_true((next == NULL) == (qnext == NULL));
+			for (i = 0; i < n; i++) {
+				assert_string_equal(part[i].name,
+				                    all[got + i].name);
+				assert_string_equal(qs[i].queue, part[i].name);
+				assert_int_equal(part[i].waiting,
+				                 all[got + i].waiting);
+			}
+			got += n;
+			if (next != NULL) {
+				assert_string_equal(next, qnext);
+				snprintf(after, sizeof(after), "%s", next);
+			}
+			free(part);
+			free(qs);
+		} while (next != NULL);
+		assert_int_equal(got, nall);
+	}
+	/* Changes between two slices: q1001 (passed) goes, q999 (ahead)
+	 * goes, zz (ahead) comes, a (passed) comes. */
+	part = csq_queues_slice(f->csq, f->now, NULL, 10, &n, &next);
+	assert_string_equal(next, part[9].name);
+	snprintf(after, sizeof(after), "%s", next);
+	free(part);
+	assert_int_equal(csq_leave(f->csq, f->now, "u143", &known), CSQ_OK);
+	assert_int_equal(csq_leave(f->csq, f->now, "u857", &known), CSQ_OK);
+	enq(f, "late1", "zz", 0);
+	enq(f, "late2", "a", 0);
+	got = 10;
+	do {
+		part = csq_queues_slice(f->csq, f->now, after, 1000, &n, &next);
+		for (i = 0; i < n; i++)
+			assert_true(strcmp(part[i].name, after) > 0);
+		got += n;
+		if (next != NULL)
+			snprintf(after, sizeof(after), "%s", next);
+		else
+			assert_string_equal(part[n - 1].name, "zz");
+		free(part);
+	} while (next != NULL);
+	assert_int_equal(got, nall); /* one gone, zz come, a before */
+	free(all);
+}
+
 int
 main(void)
 {
@@ -272,6 +413,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(oldest_across_tiers, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(queues_listed, setup, teardown),
+	    cmocka_unit_test(nameset_ordered),
+	    cmocka_unit_test_setup_teardown(queues_in_slices, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rooms_listed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rooms_states, setup, teardown),
 	};

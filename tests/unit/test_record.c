@@ -83,6 +83,8 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
 	size_t relax = op->code == CSQ_OP_POLICY && op->count > 0
 	                   ? relax_tail(op) + nobody
 	                   : 0;
+	/* LIMITS before max_queues: without its 8 bytes. */
+	size_t maxq = op->code == CSQ_OP_LIMITS ? 8 : 0;
 	uint8_t buf[CSQ_RECORD_MAX];
 	uint64_t got;
 	uint32_t len;
@@ -107,6 +109,7 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
 		             len == n - CSQ_RECORD_HEADER - tail) ||
 		            (relax != 0 &&
 		             len == n - CSQ_RECORD_HEADER - relax) ||
+		            (maxq != 0 && len == n - CSQ_RECORD_HEADER - maxq) ||
 		            (nobody != 0 &&
 		             len == n - CSQ_RECORD_HEADER - nobody)
 		        ? 0
@@ -273,6 +276,7 @@ test_every_operation(void **state)
 	op.limits.offer_retry_s = 0;
 	op.limits.wrapup_s = CSQ_WRAPUP_MAX;
 	op.limits.strategy = CSQ_STRATEGY_LEAST_BUSY;
+	op.limits.max_queues = CSQ_QUEUES_LIMIT;
 	round_trip_legacy(&op, 4, &back, &st, LIMITS_LEGACY);
 	assert_memory_equal(&back.limits, &op.limits, sizeof(op.limits));
 	op.code = CSQ_OP_EXPIRE;
@@ -305,6 +309,13 @@ test_legacy_limits(void **state)
 	                 0);
 	csq_limits_default(&def);
 	assert_memory_equal(&op.limits, &def, sizeof(def));
+	/* One written before max_queues: its default. */
+	op.limits.max_queues = 7;
+	csq_record_encode(&op, 9, buf);
+	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
+	                                   LIMITS_LEGACY + 17, &op, &now, &st),
+	                 0);
+	assert_int_equal(op.limits.max_queues, CSQ_DEFAULT_MAX_QUEUES);
 	/* A strategy csq does not know. */
 	buf[CSQ_RECORD_HEADER + LIMITS_LEGACY + 16] = 2;
 	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
@@ -361,7 +372,7 @@ test_limits_out_of_range(void **state)
 	int i;
 
 	(void)state;
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 7; i++) {
 		memset(&op, 0, sizeof(op));
 		op.code = CSQ_OP_LIMITS;
 		csq_limits_default(&op.limits);
@@ -377,6 +388,12 @@ test_limits_out_of_range(void **state)
 			break;
 		case 4:
 			op.limits.max_queue_length = 0;
+			break;
+		case 5:
+			op.limits.max_queues = 0;
+			break;
+		case 6:
+			op.limits.max_queues = CSQ_QUEUES_LIMIT + 1;
 			break;
 		}
 		n = csq_record_encode(&op, 7, rec);
@@ -656,6 +673,56 @@ test_skills_records(void **state)
 	assert_memory_equal(&back.u.user, &it.u.user, sizeof(it.u.user));
 }
 
+/* QUEUES and QSTATS of a slice (issue 37): the cursor and the count go
+ * with them to the Redis module; ROOMS has none; a count of 0 is none. */
+static void
+test_slices(void **state)
+{
+	const enum csq_opcode codes[] = {CSQ_OP_QUEUES, CSQ_OP_QSTATS};
+	struct csq_record_strings st;
+	struct csq_op op, back;
+	uint8_t rec[CSQ_RECORD_MAX];
+	uint64_t now;
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		memset(&op, 0, sizeof(op));
+		op.code = codes[i];
+		op.after = "q0999";
+		op.count = 1000;
+		round_trip(&op, 9, &back, &st);
+		assert_null(back.id);
+		assert_string_equal(back.after, "q0999");
+		assert_int_equal(back.count, 1000);
+		op.after = NULL; /* the first slice */
+		round_trip(&op, 9, &back, &st);
+		assert_string_equal(back.after, "");
+		op.count = 0; /* every queue at once, as before */
+		round_trip(&op, 9, &back, &st);
+		assert_null(back.after);
+		assert_int_equal(back.count, 0);
+	}
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_QUEUES;
+	op.after = "a";
+	op.count = 1;
+	n = csq_record_encode(&op, 9, rec);
+	rec[CSQ_RECORD_HEADER + 9] = 3; /* an id flag without its id */
+	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &now,
+	                                   &st),
+	                 -1);
+	op.code = CSQ_OP_ROOMS; /* no slice: the count is not sent */
+	n = csq_record_encode(&op, 9, rec);
+	assert_int_equal(n - CSQ_RECORD_HEADER, 10);
+	rec[CSQ_RECORD_HEADER + 9] = 2;
+	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &now,
+	                                   &st),
+	                 -1);
+}
+
 /* Nobody there (protocol.md 3c): a POLICY's tail and a queue item's,
  * each read back whole, each optional (written before: none). */
 static void
@@ -716,6 +783,7 @@ main(void)
 	    cmocka_unit_test(test_nobody_records),
 	    cmocka_unit_test(test_crc32c),
 	    cmocka_unit_test(test_every_operation),
+	    cmocka_unit_test(test_slices),
 	    cmocka_unit_test(test_legacy_limits),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_limits_out_of_range),

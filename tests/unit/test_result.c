@@ -58,6 +58,10 @@ assert_round_trip(enum csq_opcode code, const struct csq_result *r)
 	assert_int_equal(back.status, r->status);
 	assert_true(back.n == r->n);
 	assert_true(back.event_id == r->event_id);
+	/* A slice's cursor (QUEUES, QSTATS). */
+	assert_true((back.next == NULL) == (r->next == NULL));
+	if (r->next != NULL)
+		assert_string_equal(back.next, r->next);
 	free(owned);
 	for (cut = 0; cut < w.len; cut++) {
 		assert_int_equal(
@@ -195,6 +199,10 @@ test_arrays(void **state)
 	r.queues = queues;
 	r.nentries = 2;
 	assert_round_trip(CSQ_OP_QUEUES, &r);
+	r.next = queues[1].name; /* a slice with more after it */
+	assert_round_trip(CSQ_OP_QUEUES, &r);
+	r.nentries = 0;
+	assert_round_trip(CSQ_OP_QUEUES, &r);
 	memset(&r, 0, sizeof(r));
 	r.rooms = rooms;
 	r.nentries = 4;
@@ -202,6 +210,8 @@ test_arrays(void **state)
 	memset(&r, 0, sizeof(r));
 	r.qstats = qstats;
 	r.nentries = 2;
+	assert_round_trip(CSQ_OP_QSTATS, &r);
+	r.next = "q1:@.-";
 	assert_round_trip(CSQ_OP_QSTATS, &r);
 }
 

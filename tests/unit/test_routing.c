@@ -997,6 +997,85 @@ test_transfer_errors(void **state)
 	                    "ERR no conversation in room");
 }
 
+/* Count of the queues that exist (QUEUES). */
+static size_t
+queue_count(struct fixture *f)
+{
+	struct csq_queue_info *all;
+	size_t n;
+
+	all = csq_queues(f->csq, f->now, &n);
+	free(all);
+	return n;
+}
+
+/*
+ * max_queues (issue 37): a request that would make one queue too many
+ * gets CSQ_EQUEUES and changes nothing: ENQUEUE's new user and its move,
+ * a HEARTBEAT whose new names together pass it (none is made), TRANSFER;
+ * queues that exist take anyone, and a gone queue's place is free again.
+ */
+static void
+test_max_queues(void **state)
+{
+	struct csq_heartbeat_args h;
+	struct csq_enqueue_args e;
+	struct csq_servicer_info si;
+	struct csq_user_info u;
+	struct csq_limits l;
+	struct fixture *f;
+	size_t first;
+	int known;
+
+	(void)state;
+	csq_limits_default(&l);
+	l.max_queues = 3; /* default, a, b */
+	f = fixture_new(&l);
+	hbx(f, "s", 2, "a", KEEP, KEEP, NULL);
+	enq(f, "u1", "a", -1, NULL); /* s/0 */
+	enq(f, "u2", "b", -1, NULL);
+	assert_int_equal(queue_count(f), 3);
+	first = f->nevents;
+	memset(&e, 0, sizeof(e));
+	e.user = "u3";
+	e.has_queue = 1;
+	e.queue = "c";
+	assert_int_equal(csq_enqueue(f->csq, f->now, &e, &u), CSQ_EQUEUES);
+	assert_string_equal(csq_status_text(CSQ_EQUEUES),
+	                    "FULL too many queues (max_queues)");
+	e.user = "u2"; /* a move into a new queue */
+	assert_int_equal(csq_enqueue(f->csq, f->now, &e, &u), CSQ_EQUEUES);
+	where(f, "u2", &u);
+	assert_string_equal(u.queue, "b");
+	memset(&h, 0, sizeof(h));
+	h.servicer = "t";
+	h.has_queues = 1;
+	h.nqueues = 3;
+	h.queues[0] = "a";
+	h.queues[1] = "c";
+	h.queues[2] = "c";
+	assert_int_equal(csq_heartbeat(f->csq, f->now, &h, &si), CSQ_EQUEUES);
+	assert_int_equal(transfer(f, "s/0", "c", NULL), CSQ_EQUEUES);
+	assert_int_equal(f->nevents, first);
+	assert_int_equal(queue_count(f), 3);
+	assert_int_equal(stats(f).servicers, 1);
+	check(f);
+	/* A gone queue's place is free again; those that exist take
+	 * anyone. */
+	assert_int_equal(csq_leave(f->csq, f->now, "u2", &known), CSQ_OK);
+	assert_int_equal(queue_count(f), 2);
+	enq(f, "u3", "c", -1, NULL);
+	assert_int_equal(queue_count(f), 3);
+	h.queues[1] = "c";
+	h.queues[2] = "default";
+	assert_int_equal(csq_heartbeat(f->csq, f->now, &h, &si), CSQ_OK);
+	assert_int_equal(transfer(f, "s/0", "c", NULL), CSQ_OK);
+	assert_int_equal(queue_count(f), 3);
+	check(f);
+	csq_free(f->csq);
+	free(f);
+}
+
 /* HEARTBEAT OFFER and WRAPUP: ranges, defaults, omitted keeps. */
 static void
 test_heartbeat_options(void **state)
@@ -1248,6 +1327,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_transfer_errors, setup,
 	                                    teardown),
 	    cmocka_unit_test(test_heartbeat_options),
+	    cmocka_unit_test(test_max_queues),
 	    cmocka_unit_test(test_least_busy),
 	    cmocka_unit_test_setup_teardown(test_event_ids, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_expire_order, setup, teardown),
