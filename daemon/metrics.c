@@ -368,7 +368,7 @@ metrics_event(struct metrics *m, const struct csq_event *ev)
 		}
 	}
 	if (ev->type == CSQ_EV_SERVICER_UP) {
-		csq_dict_put(m->servicers, ev->servicer, len,
+		csq_dict_put(m->servicers, ev->servicer, strlen(ev->servicer),
 		             csq_xstrndup(ev->queues, strlen(ev->queues)));
 		metrics_note_queues(m, ev->queues, 1);
 	}
