@@ -330,7 +330,7 @@ admin_call_error(struct admin_call *x, const char *text)
  * so they are written without printf, into one buffer each: a third of a
  * snapshot's time was vfprintf and evbuffer_add of small pieces (issue 37).
  */
-#define JSON_QUEUE_MAX 1024 /* two ids escaped at worst, and the rest */
+#define JSON_QUEUE_MAX 1280 /* two ids escaped at worst, and the rest */
 
 static char *
 fmt_lit(char *p, const char *s)
@@ -404,6 +404,11 @@ json_queue(struct evbuffer *b, const struct csq_queue_info *q,
 		p = fmt_i64(fmt_lit(p, ",\"eta_ms\":"), qs->eta_ms);
 		p = fmt_i64(fmt_lit(p, ",\"service_level_pct\":"),
 		            qs->service_level_pct);
+		/* The page's abandon rate (issue 38): QSTATS's counters. */
+		p = fmt_u64(fmt_lit(p, ",\"matched_total\":"),
+		            qs->matched_total);
+		p = fmt_u64(fmt_lit(p, ",\"abandoned_total\":"),
+		            qs->abandoned_total);
 	}
 	evbuffer_add(b, buf, (size_t)(p - buf));
 	json_serving(b, qs); /* needs_waiting may be long: not in buf */

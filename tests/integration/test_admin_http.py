@@ -669,8 +669,8 @@ class AdminHttpTest(unittest.TestCase):
         self.assertEqual(snap["queues"][1], dict({
             "name": "q0000", "waiting": 1, "preferring": 0,
             "oldest_wait_ms": snap["queues"][1]["oldest_wait_ms"],
-            "oldest_user": "u0", "servicers": 0, "needs_waiting": []},
-            **NO_ESTIMATE))
+            "oldest_user": "u0", "servicers": 0, "needs_waiting": [],
+            "matched_total": 0, "abandoned_total": 0}, **NO_ESTIMATE))
         if ENGINE == "memory":
             _, _, body = api.request("GET", "/metrics")
             waiting = [line for line in body.decode().splitlines()
