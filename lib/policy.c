@@ -530,15 +530,22 @@ policy_overflow(struct csq *c, struct csq_user *u, uint64_t now)
  * Returns 1 when u was matched (it waits no more).
  */
 static int
+cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int
 policy_relax(struct csq *c, struct csq_user *u, uint64_t now)
 {
 	const struct csq_relax_step *r =
 	    &u->queue->policy->relax[u->wait->relax_step];
 	const struct csq_needset *ns = c->needsets[u->needs];
 	struct csq_skill_list drop, left;
+	const char *gone[CSQ_USER_NEEDS];
 	struct csq_event ev;
 	uint16_t to;
-	uint32_t i, j, lowered = 0;
+	uint32_t i, j, lowered = 0, ngone = 0;
 	size_t off = 0;
 
 	u->wait->relax_step++;
@@ -550,9 +557,7 @@ policy_relax(struct csq *c, struct csq_user *u, uint64_t now)
 			if (strcmp(drop.v[j].name, ns->v[i].name->name) == 0)
 				break;
 		if (r->drop_all || j < drop.n) {
-			off += (size_t)snprintf(
-			    ev.dropped + off, sizeof(ev.dropped) - off, "%s%s",
-			    off > 0 ? "," : "", ns->v[i].name->name);
+			gone[ngone++] = ns->v[i].name->name;
 			continue;
 		}
 		memcpy(left.v[left.n].name, ns->v[i].name->name,
@@ -566,6 +571,14 @@ policy_relax(struct csq *c, struct csq_user *u, uint64_t now)
 		}
 		left.n++;
 	}
+	/* The names dropped in name order, whatever the order of the
+	 * need-set's skills (their ids depend on the order skills were
+	 * first seen, which a restored state does not share: fuzz_csq). */
+	qsort(gone, ngone, sizeof(gone[0]), cmp_name);
+	for (i = 0; i < ngone; i++)
+		off += (size_t)snprintf(ev.dropped + off,
+		                        sizeof(ev.dropped) - off, "%s%s",
+		                        off > 0 ? "," : "", gone[i]);
 	if (off == 0 && lowered == 0)
 		return 0;
 	if (csq_needset_get(c, &left, &to) != CSQ_OK) {
