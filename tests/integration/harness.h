@@ -126,6 +126,15 @@ void redisd_dump_log(struct redisd *);
 /* The server csqd_init started, or NULL. */
 struct redisd *redisd_shared_server(void);
 
+/* csq.so's replication (harness_replica.c), each within 8 s: replica
+ * made a replica of master and its link up; every write of master on its
+ * one replica (WAIT 1); key's CSQ.DIGEST on r into out; the next message
+ * on a subscription that holds both texts (0: none came). */
+void redisd_replica_of(struct redisd *replica, struct redisd *master);
+void redisd_replicated(struct redisd *master);
+void redisd_digest(struct redisd *r, const char *key, char *out, size_t cap);
+int redis_wait_message(redisContext *sub, const char *a, const char *b);
+
 /*
  * csqd with engine "redis" on r (TCP, r's password, db 0) and this key
  * prefix, whatever CSQ_TEST_ENGINE says; two daemons given the same r and

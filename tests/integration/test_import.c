@@ -30,7 +30,6 @@
 #define FIXTURE  CSQ_SOURCE_DIR "/tests/integration/lua_state/"
 #define PREFIX   "lua"
 #define KEY      "{" PREFIX "}:state"
-#define WAIT_MS  8000
 #define REPR_MAX 65536
 
 static char *
@@ -203,50 +202,6 @@ replay(redisContext *c, const char *script)
 	return diffs;
 }
 
-static void
-digest(struct redisd *r, char *out, size_t cap)
-{
-	redisContext *c = redisd_connect(r);
-	redisReply *rep = CMD(c, "CSQ.DIGEST %s", KEY);
-
-	assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-	snprintf(out, cap, "%s", rep->str);
-	freeReplyObject(rep);
-	redisFree(c);
-}
-
-static void
-replica_of(struct redisd *replica, struct redisd *master)
-{
-	redisContext *c = redisd_connect(replica);
-	int64_t deadline = now_ms() + WAIT_MS;
-	redisReply *rep;
-	int up = 0;
-
-	freeReplyObject(CMD(c, "REPLICAOF 127.0.0.1 %d", master->port));
-	while (!up && now_ms() < deadline) {
-		rep = CMD(c, "INFO replication");
-		up = strstr(rep->str, "master_link_status:up") != NULL;
-		freeReplyObject(rep);
-		if (!up)
-			sleep_ms(20);
-	}
-	assert_true(up);
-	redisFree(c);
-}
-
-static void
-replicated(struct redisd *master)
-{
-	redisContext *c = redisd_connect(master);
-	redisReply *rep = CMD(c, "WAIT 1 %d", WAIT_MS);
-
-	assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-	assert_int_equal(rep->integer, 1);
-	freeReplyObject(rep);
-	redisFree(c);
-}
-
 static struct csqd *
 csqd_on(struct redisd *r)
 {
@@ -287,7 +242,7 @@ import_answers_as_the_lua_engine(void **state)
 	struct csqd *d;
 
 	(void)state;
-	replica_of(r, m);
+	redisd_replica_of(r, m);
 	load_fixture(m);
 	d = csqd_on(m);
 	/* The log names the command, and no state is made meanwhile (the
@@ -330,16 +285,16 @@ import_answers_as_the_lua_engine(void **state)
 	assert_error_prefix_at(__FILE__, __LINE__, rep,
 	                       "ERR the key holds a state already");
 	freeReplyObject(rep);
-	digest(m, dm, sizeof(dm));
+	redisd_digest(m, KEY, dm, sizeof(dm));
 	assert_string_equal(dm, done);
 
 	/* The daemon's next call finds the state. */
 	csqd_wait_engine(d);
 	assert_int_equal(replay(c, script), 0);
 
-	replicated(m);
-	digest(m, dm, sizeof(dm));
-	digest(r, dr, sizeof(dr));
+	redisd_replicated(m);
+	redisd_digest(m, KEY, dm, sizeof(dm));
+	redisd_digest(r, KEY, dr, sizeof(dr));
 	assert_string_equal(dm, dr);
 	/* The old keys stay, for a way back. */
 	rep = CMD(rc, "EXISTS {lua}:users {lua}:stats");
@@ -364,7 +319,7 @@ import_replace_delete_restart(void **state)
 	redisReply *rep;
 
 	(void)state;
-	replica_of(r, m);
+	redisd_replica_of(r, m);
 	load_fixture(m);
 	rc = redisd_connect(m);
 	rep = import(rc, " DRYRUN DELETE");
@@ -407,8 +362,8 @@ import_replace_delete_restart(void **state)
 	                       "ERR the Lua engine's state under {lua}: no "
 	                       "such state");
 	freeReplyObject(rep);
-	replicated(m);
-	digest(r, dr, sizeof(dr));
+	redisd_replicated(m);
+	redisd_digest(r, KEY, dr, sizeof(dr));
 	assert_string_equal(dr, d1);
 	rr = redisd_connect(r);
 	rep = CMD(rr, "KEYS {lua}:*");
@@ -418,7 +373,7 @@ import_replace_delete_restart(void **state)
 	/* The AOF: CSQ.LOAD of the same bytes, then the DELs. */
 	redisFree(rc);
 	redisd_restart(m);
-	digest(m, d2, sizeof(d2));
+	redisd_digest(m, KEY, d2, sizeof(d2));
 	assert_string_equal(d1, d2);
 	rc = redisd_connect(m);
 	rep = CMD(rc, "DBSIZE");

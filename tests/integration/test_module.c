@@ -21,19 +21,6 @@
 #define CHANNEL "{" PREFIX "}:events"
 #define WAIT_MS 8000
 
-/* The state's digest on a server (CSQ.DIGEST). */
-static void
-digest(struct redisd *r, char *out, size_t cap)
-{
-	redisContext *c = redisd_connect(r);
-	redisReply *rep = CMD(c, "CSQ.DIGEST %s", KEY);
-
-	assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-	snprintf(out, cap, "%s", rep->str);
-	freeReplyObject(rep);
-	redisFree(c);
-}
-
 /* The state's dump to a file (CSQ_TEST_DUMP: to see what differs). */
 static void
 dump_to(struct redisd *r, const char *path)
@@ -119,40 +106,6 @@ csqd_on(struct redisd *r, const char *more)
 	return d;
 }
 
-/* The replica's link to its master is up. */
-static void
-replica_of(struct redisd *replica, struct redisd *master)
-{
-	redisContext *c = redisd_connect(replica);
-	int64_t deadline = now_ms() + WAIT_MS;
-	redisReply *rep;
-	int up = 0;
-
-	freeReplyObject(CMD(c, "REPLICAOF 127.0.0.1 %d", master->port));
-	while (!up && now_ms() < deadline) {
-		rep = CMD(c, "INFO replication");
-		up = strstr(rep->str, "master_link_status:up") != NULL;
-		freeReplyObject(rep);
-		if (!up)
-			sleep_ms(20);
-	}
-	assert_true(up);
-	redisFree(c);
-}
-
-/* Every write of the master has reached its one replica. */
-static void
-replicated(struct redisd *master)
-{
-	redisContext *c = redisd_connect(master);
-	redisReply *rep = CMD(c, "WAIT 1 %d", WAIT_MS);
-
-	assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-	assert_int_equal(rep->integer, 1);
-	freeReplyObject(rep);
-	redisFree(c);
-}
-
 /* A replica equals its master after a random workload, and after the
  * master's timer acted on deadlines (users who gave up). */
 static void
@@ -166,7 +119,7 @@ replica_equals_master(void **state)
 	int64_t deadline;
 
 	(void)state;
-	replica_of(r, m);
+	redisd_replica_of(r, m);
 	d = csqd_on(m, "wait_replicas = 1;");
 	c = csqd_connect(d);
 	workload(c, 1, 2000);
@@ -190,9 +143,9 @@ replica_equals_master(void **state)
 		assert_true(now_ms() < deadline);
 		sleep_ms(50);
 	}
-	replicated(m);
-	digest(m, dm, sizeof(dm));
-	digest(r, dr, sizeof(dr));
+	redisd_replicated(m);
+	redisd_digest(m, KEY, dm, sizeof(dm));
+	redisd_digest(r, KEY, dr, sizeof(dr));
 	assert_string_equal(dm, dr);
 	assert_string_not_equal(dm, "0:0");
 	redisFree(c);
@@ -247,11 +200,11 @@ aof_and_rdb_restarts(void **state)
 			workload(c, 20 + (unsigned)pass, 100);
 		}
 		redisFree(rc);
-		digest(r, before, sizeof(before));
+		redisd_digest(r, KEY, before, sizeof(before));
 		if (getenv("CSQ_TEST_DUMP") != NULL)
 			dump_to(r, "/tmp/csq-dump-before");
 		redisd_restart(r);
-		digest(r, after, sizeof(after));
+		redisd_digest(r, KEY, after, sizeof(after));
 		if (getenv("CSQ_TEST_DUMP") != NULL)
 			dump_to(r, "/tmp/csq-dump-after");
 		fprintf(stderr, "pass %d: %s\n", pass, after);
@@ -264,33 +217,6 @@ aof_and_rdb_restarts(void **state)
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
 	redisd_free(r);
-}
-
-/* Waits on a subscription for a message that holds every text given. */
-static int
-wait_message(redisContext *sub, const char *a, const char *b)
-{
-	int64_t deadline = now_ms() + WAIT_MS;
-	struct timeval tv = {0, 200000};
-	redisReply *rep;
-	int found = 0;
-
-	redisSetTimeout(sub, tv);
-	while (!found && now_ms() < deadline) {
-		if (redisGetReply(sub, (void **)&rep) != REDIS_OK) {
-			/* A read timeout: the connection goes on. */
-			sub->err = 0;
-			continue;
-		}
-		if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 3 &&
-		    rep->element[2]->type == REDIS_REPLY_STRING)
-			found = memmem(rep->element[2]->str,
-			               rep->element[2]->len, a, strlen(a)) &&
-			        memmem(rep->element[2]->str,
-			               rep->element[2]->len, b, strlen(b));
-		freeReplyObject(rep);
-	}
-	return found;
 }
 
 static redisContext *
@@ -321,7 +247,7 @@ deadlines_without_csqd(void **state)
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
 	sub = subscribe_events(r);
-	assert_true(wait_message(sub, "alone", "timeout"));
+	assert_true(redis_wait_message(sub, "alone", "timeout"));
 	redisFree(sub);
 	redisd_free(r);
 }
@@ -337,7 +263,7 @@ promoted_replica_takes_deadlines(void **state)
 	struct csqd *d;
 
 	(void)state;
-	replica_of(r, m);
+	redisd_replica_of(r, m);
 	d = csqd_on(m, "wait_replicas = 1;");
 	c = csqd_connect(d);
 	CHECK(c,
@@ -350,7 +276,7 @@ promoted_replica_takes_deadlines(void **state)
 	sub = subscribe_events(r);
 	rc = redisd_connect(r);
 	freeReplyObject(CMD(rc, "REPLICAOF NO ONE"));
-	assert_true(wait_message(sub, "orphan", "timeout"));
+	assert_true(redis_wait_message(sub, "orphan", "timeout"));
 	redisFree(rc);
 	redisFree(sub);
 	redisd_free(r);
@@ -399,7 +325,7 @@ garbage_changes_nothing(void **state)
 	d = csqd_start_redis(r, PREFIX, NULL);
 	c = csqd_connect(d);
 	workload(c, 3, 300);
-	digest(r, before, sizeof(before));
+	redisd_digest(r, KEY, before, sizeof(before));
 	rc = redisd_connect(r);
 	rep = CMD(rc, "CSQ.CALL %s", KEY);
 	assert_error_prefix_at(__FILE__, __LINE__, rep, "ERR wrong number");
@@ -441,7 +367,7 @@ garbage_changes_nothing(void **state)
 	rep = CMD(rc, "PING");
 	assert_status_at(__FILE__, __LINE__, rep, "PONG");
 	freeReplyObject(rep);
-	digest(r, after, sizeof(after));
+	redisd_digest(r, KEY, after, sizeof(after));
 	assert_string_equal(before, after);
 	redisFree(rc);
 	redisFree(c);

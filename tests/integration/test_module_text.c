@@ -19,64 +19,6 @@
 #define CHANNEL "{" PREFIX "}:events"
 #define WAIT_MS 8000
 
-static void
-digest(struct redisd *r, char *out, size_t cap)
-{
-	redisContext *c = redisd_connect(r);
-	redisReply *rep = CMD(c, "CSQ.DIGEST %s", KEY);
-
-	assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-	snprintf(out, cap, "%s", rep->str);
-	freeReplyObject(rep);
-	redisFree(c);
-}
-
-static void
-replica_of(struct redisd *replica, struct redisd *master)
-{
-	redisContext *c = redisd_connect(replica);
-	int64_t deadline = now_ms() + WAIT_MS;
-	redisReply *rep;
-	int up = 0;
-
-	freeReplyObject(CMD(c, "REPLICAOF 127.0.0.1 %d", master->port));
-	while (!up && now_ms() < deadline) {
-		rep = CMD(c, "INFO replication");
-		up = strstr(rep->str, "master_link_status:up") != NULL;
-		freeReplyObject(rep);
-		if (!up)
-			sleep_ms(20);
-	}
-	assert_true(up);
-	redisFree(c);
-}
-
-/* The next message on a subscription holds text (or the test fails). */
-static void
-message_with(redisContext *sub, const char *a, const char *b)
-{
-	int64_t deadline = now_ms() + WAIT_MS;
-	struct timeval tv = {0, 200000};
-	redisReply *rep;
-	int found = 0;
-
-	redisSetTimeout(sub, tv);
-	while (!found && now_ms() < deadline) {
-		if (redisGetReply(sub, (void **)&rep) != REDIS_OK) {
-			sub->err = 0;
-			continue;
-		}
-		if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 3 &&
-		    rep->element[2]->type == REDIS_REPLY_STRING)
-			found = memmem(rep->element[2]->str,
-			               rep->element[2]->len, a, strlen(a)) &&
-			        memmem(rep->element[2]->str,
-			               rep->element[2]->len, b, strlen(b));
-		freeReplyObject(rep);
-	}
-	assert_true(found);
-}
-
 /* The reply's repr starts with prefix (since_ms and waits vary). */
 static void
 repr_starts(redisReply *rep, const char *prefix)
@@ -105,7 +47,7 @@ text_commands_share_csqds_state(void **state)
 	struct csqd *d;
 
 	(void)state;
-	replica_of(r, m);
+	redisd_replica_of(r, m);
 	snprintf(conf, sizeof(conf),
 	         "redis: { host = \"127.0.0.1\"; port = %d; prefix = \"%s\"; "
 	         "module = true; wait_replicas = 1; };\n",
@@ -120,7 +62,7 @@ text_commands_share_csqds_state(void **state)
 	CHECK(rc,
 	      "['state','waiting','queue','sales','position',:1,'eta_ms',:-1]",
 	      "CSQ.ENQUEUE %s u1 QUEUE sales TIER 2 TTL 0", KEY);
-	message_with(sub, "u1", "queued");
+	assert_true(redis_wait_message(sub, "u1", "queued"));
 	CHECK(c,
 	      "['state','waiting','queue','sales','position',:1,'eta_ms',:-1]",
 	      "ENQUEUE u1");
@@ -141,7 +83,7 @@ text_commands_share_csqds_state(void **state)
 	            "['state','assigned','queue','sales','room','s1/0',"
 	            "'servicer','s1','since_ms',:");
 	CHECK(rc, ":1", "CSQ.RELEASE %s s1/0", KEY);
-	message_with(sub, "s1", "released");
+	assert_true(redis_wait_message(sub, "s1", "released"));
 	/* u2 took the room. */
 	repr_starts(CMD(c, "WHERE u2"),
 	            "['state','assigned','queue','sales','room','s1/0'");
@@ -161,8 +103,8 @@ text_commands_share_csqds_state(void **state)
 	rep = CMD(rc, "WAIT 1 %d", WAIT_MS);
 	assert_int_equal(rep->integer, 1);
 	freeReplyObject(rep);
-	digest(m, dm, sizeof(dm));
-	digest(r, dr, sizeof(dr));
+	redisd_digest(m, KEY, dm, sizeof(dm));
+	redisd_digest(r, KEY, dr, sizeof(dr));
 	assert_string_equal(dm, dr);
 	redisFree(sub);
 	redisFree(rc);
@@ -217,7 +159,7 @@ text_commands_refuse_garbage(void **state)
 	      "CSQ.ENQUEUE %s u1 TTL 0", KEY);
 	freeReplyObject(CMD(rc, "SET {str}:state x"));
 	freeReplyObject(CMD(rc, "HSET {lua}:stats seq 1"));
-	digest(r, before, sizeof(before));
+	redisd_digest(r, KEY, before, sizeof(before));
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		rep = CMD(rc, bad[i][0]);
 		assert_error_prefix_at(__FILE__, __LINE__, rep, bad[i][1]);
@@ -255,7 +197,7 @@ text_commands_refuse_garbage(void **state)
 	rep = CMD(rc, "PING");
 	assert_status_at(__FILE__, __LINE__, rep, "PONG");
 	freeReplyObject(rep);
-	digest(r, after, sizeof(after));
+	redisd_digest(r, KEY, after, sizeof(after));
 	assert_string_equal(before, after);
 	redisFree(rc);
 	redisd_free(r);
