@@ -166,7 +166,7 @@ api_json_str(struct evbuffer *b, const char *s, size_t len)
 /*
  * HTTP's status for an error's code word (csq decision, section 11c):
  * the request's fault 400, no such servicer or room 404, a full queue
- * 409, credentials 401, a role or an id outside the user's 403, the
+ * or one nobody serves that refuses arrivals 409, credentials 401, a role or an id outside the user's 403, the
  * engine unavailable 503.
  */
 static int
@@ -179,6 +179,7 @@ api_status(const char *code, size_t len, const char **reason)
 	} map[] = {
 	    {"NOTFOUND", HTTP_NOTFOUND, "Not Found"},
 	    {"FULL", 409, "Conflict"},
+	    {"NOBODY", 409, "Conflict"},
 	    {"NOAUTH", 401, "Unauthorized"},
 	    {"WRONGPASS", 401, "Unauthorized"},
 	    {"NOPERM", 403, "Forbidden"},

@@ -44,6 +44,7 @@ users = (
 );
 max_queue_length = 3;
 offer_max_missed = 1;
+queues = ( { name = "unserved"; nobody = { when_nobody = "refuse"; }; } );
 """ % (WEB_TOKEN, AGENT_TOKEN)
 
 
@@ -321,6 +322,14 @@ class HttpApiTest(unittest.TestCase):
         self.assertEqual(self.ok("qlen", {"queue": q}), 3)
         for i in range(3):
             self.ok("leave", {"user": "web-f%d" % i})
+        # A queue nobody serves, whose policy refuses arrivals (section
+        # 3c): 409 as a full one, RESP's -NOBODY, nobody in line.
+        reply, _ = self.err("enqueue", {"user": "web-n0",
+                                        "queue": "unserved"}, 409)
+        self.assertEqual(reply["code"], "NOBODY")
+        self.assertEqual(reply["error"], self.resp_error(
+            "ENQUEUE", "web-n0", "QUEUE", "unserved"))
+        self.assertEqual(self.ok("qlen", {"queue": "unserved"}), 0)
 
     # Trying to break it ----------------------------------------------------
 
