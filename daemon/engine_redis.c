@@ -169,8 +169,7 @@ static void
 peek_send(struct redis_engine *r)
 {
 	r->peek_sent_us = metrics_now_us();
-	redis_call_send(r,
-	                redis_call_new(r, CSQ_OP_LIMITS, peek_done, r));
+	redis_call_send(r, redis_call_new(r, CSQ_OP_LIMITS, peek_done, r));
 }
 
 static void

@@ -166,8 +166,8 @@ api_json_str(struct evbuffer *b, const char *s, size_t len)
 /*
  * HTTP's status for an error's code word (csq decision, section 11c):
  * the request's fault 400, no such servicer or room 404, a full queue
- * or one nobody serves that refuses arrivals 409, credentials 401, a role or an id outside the user's 403, the
- * engine unavailable 503.
+ * or one nobody serves that refuses arrivals 409, credentials 401, a
+ * role or an id outside the user's 403, the engine unavailable 503.
  */
 static int
 api_status(const char *code, size_t len, const char **reason)

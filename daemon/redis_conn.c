@@ -1,9 +1,10 @@
 /*
  * The Redis engine's two connections: one for the calls of csq.so, one
- * subscribed to the events channel. hiredis 0.14 has neither a connect timeout nor a
- * reconnect, so each connection keeps a timer that does both: a fresh
+ * subscribed to the events channel. hiredis 0.14 has neither a connect timeout
+ * nor a reconnect, so each connection keeps a timer that does both: a fresh
  * context for every attempt, a capped exponential backoff between them.
- * The handshake (AUTH, SELECT and CSQ.VERSION, or SUBSCRIBE) is sent at once; the connection serves when it is answered.
+ * The handshake (AUTH, SELECT and CSQ.VERSION, or SUBSCRIBE) is sent at once;
+ * the connection serves when it is answered.
  */
 #include "redis_engine.h"
 

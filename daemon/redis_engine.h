@@ -77,7 +77,7 @@ struct redis_engine {
 	char addr[2 * CONFIG_STR_MAX + 32]; /* for the log */
 	char password[CONFIG_STR_MAX];
 	int64_t db;
-	char channel[CONFIG_STR_MAX + 16];   /* "{prefix}:events" */
+	char channel[CONFIG_STR_MAX + 16]; /* "{prefix}:events" */
 	struct csq_limits limits;
 	csq_clock_fn *clock; /* this daemon's time, for deadlines */
 	void *clock_arg;
@@ -87,7 +87,7 @@ struct redis_engine {
 	void *deadline_arg;
 
 	struct redis_conn cmd, sub;
-	int up;             /* both connections ready */
+	int up;                              /* both connections ready */
 	char state_key[CONFIG_STR_MAX + 16]; /* csq.so's: "{prefix}:state" */
 
 	struct redis_call_list pending; /* not sent yet */
@@ -225,8 +225,8 @@ void redis_batch_flush_cb(evutil_socket_t, short, void *);
 /* The header of a CSQ.CALL's reply: the last event id, or -1. */
 int64_t redis_reply_header(struct redis_engine *, const redisReply *);
 /* The module's answer to k, element i of the call's reply (result.h). */
-void redis_reply_module(struct redis_call *k, const redisReply *reply,
-                        size_t i, uint64_t last);
+void redis_reply_module(struct redis_call *k, const redisReply *reply, size_t i,
+                        uint64_t last);
 void redis_reply_log_error(struct redis_engine *, const char *what);
 void redis_reply_log_flush(struct redis_engine *);
 

@@ -35,8 +35,7 @@ policy_done(void *arg, const struct csq_result *res)
 		          csq_status_text(res->status));
 		return;
 	}
-	log_debug("queues: %zu queue policies in force in Redis",
-	          r->npolicies);
+	log_debug("queues: %zu queue policies in force in Redis", r->npolicies);
 }
 
 static void

@@ -576,9 +576,9 @@ policy_relax(struct csq *c, struct csq_user *u, uint64_t now)
 	 * first seen, which a restored state does not share: fuzz_csq). */
 	qsort(gone, ngone, sizeof(gone[0]), cmp_name);
 	for (i = 0; i < ngone; i++)
-		off += (size_t)snprintf(ev.dropped + off,
-		                        sizeof(ev.dropped) - off, "%s%s",
-		                        off > 0 ? "," : "", gone[i]);
+		off +=
+		    (size_t)snprintf(ev.dropped + off, sizeof(ev.dropped) - off,
+		                     "%s%s", off > 0 ? "," : "", gone[i]);
 	if (off == 0 && lowered == 0)
 		return 0;
 	if (csq_needset_get(c, &left, &to) != CSQ_OK) {

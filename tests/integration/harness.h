@@ -74,14 +74,14 @@ void csqd_kill9(struct csqd *);
  * Each server: 127.0.0.1 on a free port, its own temporary directory,
  * no RDB, append-only file fsynced every second, in the foreground.
  */
-#define REDISD_UNIX     0x1 /* also a Unix socket: unix_path */
-#define REDISD_PASS     0x2 /* requirepass REDISD_PASSWORD */
+#define REDISD_UNIX 0x1 /* also a Unix socket: unix_path */
+#define REDISD_PASS 0x2 /* requirepass REDISD_PASSWORD */
 /* Every server loads csq.so (CSQ_TEST_REDIS_MODULE) with the clock of
  * DEBUG CLOCK; these load it with Redis's own clock (its deadlines on its
  * timer), or not at all. */
 #define REDISD_MODULE_CLOCK 0x4
 #define REDISD_NO_MODULE    0x8
-#define REDISD_PASSWORD "csq-it-secret"
+#define REDISD_PASSWORD     "csq-it-secret"
 
 struct redisd {
 	pid_t pid;

@@ -109,7 +109,8 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
 		             len == n - CSQ_RECORD_HEADER - tail) ||
 		            (relax != 0 &&
 		             len == n - CSQ_RECORD_HEADER - relax) ||
-		            (maxq != 0 && len == n - CSQ_RECORD_HEADER - maxq) ||
+		            (maxq != 0 &&
+		             len == n - CSQ_RECORD_HEADER - maxq) ||
 		            (nobody != 0 &&
 		             len == n - CSQ_RECORD_HEADER - nobody)
 		        ? 0

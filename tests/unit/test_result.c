@@ -175,7 +175,8 @@ test_arrays(void **state)
 	}
 	for (i = 0; i < CSQ_QSTATS_GROUPS; i++) {
 		snprintf(qstats[1].groups[i].needs,
-		         sizeof(qstats[1].groups[i].needs), "s%zu:%zu", i, i + 1);
+		         sizeof(qstats[1].groups[i].needs), "s%zu:%zu", i,
+		         i + 1);
 		qstats[1].groups[i].waiting = i;
 	}
 	for (i = 0; i < 4; i++) {
@@ -183,7 +184,8 @@ test_arrays(void **state)
 		rooms[i].state = (enum csq_room_state)i;
 		rooms[i].since_ms = i;
 		if (i == 2)
-			snprintf(rooms[i].needs, sizeof(rooms[i].needs), "fr:4");
+			snprintf(rooms[i].needs, sizeof(rooms[i].needs),
+			         "fr:4");
 	}
 	memset(&r, 0, sizeof(r));
 	r.entries = entries;
@@ -243,9 +245,8 @@ test_lies(void **state)
 	csq_put_uint(&w, 2, 2); /* an id of two bytes, one of them NUL */
 	csq_put_bytes(&w, "a", 2);
 	csq_put_uint(&w, 0, 32);
-	assert_int_equal(csq_result_decode(CSQ_OP_HEARTBEAT, w.p, w.len, &r,
-	                                   &owned),
-	                 -1);
+	assert_int_equal(
+	    csq_result_decode(CSQ_OP_HEARTBEAT, w.p, w.len, &r, &owned), -1);
 	w.len = 0;
 	csq_put_uint(&w, CSQ_OK, 1);
 	csq_put_uint(&w, 0, 16);
