@@ -501,6 +501,37 @@ test_relax_steps(void **state)
 	assert_string_equal(room_of(f, "c"), "s2/1");
 }
 
+/* A relaxed event names what it dropped in name order, whatever order
+ * the skills were first seen in (their ids; a state restored from a
+ * snapshot numbers them its own way: fuzz_csq saw "fr,de" against
+ * "de,fr"). */
+static void
+test_relax_drop_order(void **state)
+{
+	struct fixture *f = *state;
+	const struct csq_event *ev;
+	struct csq_policy p;
+	size_t from;
+
+	memset(&p, 0, sizeof(p));
+	strcpy(p.name, "q");
+	p.nrelax = 1;
+	p.relax[0].after_s = 30;
+	p.relax[0].drop_all = 1;
+	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_OK);
+	hbs(f, "s1", 1, "other", "zz:1"); /* zz is seen first */
+	hbs(f, "s2", 1, "other", "mm:1,aa:1");
+	enqn(f, "a", "q", -1, "aa,zz,mm", NULL);
+	f->now = T0 + 30000;
+	from = f->nevents;
+	csq_expire(f->csq, f->now);
+	check(f);
+	ev = event_of(f, from, CSQ_EV_RELAXED, "a");
+	assert_non_null(ev);
+	assert_string_equal(ev->dropped, "aa,mm,zz");
+	assert_string_equal(ev->needs, "");
+}
+
 /* Relaxation and overflow combine: each step and each hop its own
  * deadline; in the new queue its steps, from the first. */
 static void
@@ -850,6 +881,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_prefer_needs_skills, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_needset_bound, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_relax_drop_order, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_relax_steps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_relax_and_overflow, setup,
