@@ -245,7 +245,7 @@ class Sse:
             data = self.sock.recv(65536)
         except socket.timeout:
             return False
-        except (ConnectionResetError, BrokenPipeError):
+        except OSError:  # reset, aborted...: the stream is closed
             data = b""
         if not data:
             self.closed = True

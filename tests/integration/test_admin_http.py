@@ -628,7 +628,9 @@ class AdminHttpTest(unittest.TestCase):
                 if not data:
                     break
                 total += len(data)
-        except (ConnectionResetError, socket.timeout):
+        except OSError:
+            # Reset, timed out, aborted: however the closed stream
+            # ends on this machine, what counts is what came before.
             pass
         # It got at most what fits in the cap and the sockets' buffers.
         self.assertLess(total, 8 << 20)

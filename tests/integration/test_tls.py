@@ -315,7 +315,7 @@ class TLSTest(unittest.TestCase):
                 try:
                     s.sendall(payload)
                     got = s.recv(4096)
-                except (ConnectionResetError, BrokenPipeError):
+                except OSError:  # reset, broken pipe, timeout...
                     got = b""
                 # No reply in clear: an alert at most, then the close.
                 self.assertNotIn(b"PONG", got)
@@ -323,7 +323,7 @@ class TLSTest(unittest.TestCase):
                 try:
                     while s.recv(4096):
                         pass
-                except (ConnectionResetError, socket.timeout):
+                except OSError:
                     pass
         # A connection that says nothing is no harm either.
         idle = socket.create_connection(("127.0.0.1", d.tls_port))
