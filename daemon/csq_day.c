@@ -524,18 +524,6 @@ struct day_acc {
 	int nsl, nocc, nwait;
 };
 
-static int
-day_cmp_row(const void *a, const void *b)
-{
-	const struct csq_report_row *x = a, *y = b;
-
-	if (x->start_ms != y->start_ms)
-		return x->start_ms < y->start_ms ? -1 : 1;
-	if ((x->queue[0] == '\0') != (y->queue[0] == '\0'))
-		return x->queue[0] == '\0' ? 1 : -1;
-	return strcmp(x->queue, y->queue);
-}
-
 static uint64_t
 day_div(uint64_t sum, int n)
 {
@@ -563,7 +551,7 @@ day_mean_rows(struct csq_report *const *reps, int nrep, size_t *nout)
 
 			r = &rows[i];
 			for (j = 0; j < n; j++)
-				if (day_cmp_row(&acc[j].row, r) == 0)
+				if (csq_report_row_cmp(&acc[j].row, r) == 0)
 					break;
 			if (j == n) {
 				if (n == cap) {
@@ -624,7 +612,7 @@ day_mean_rows(struct csq_report *const *reps, int nrep, size_t *nout)
 	}
 	free(acc);
 	if (n > 1)
-		qsort(out, n, sizeof(*out), day_cmp_row);
+		qsort(out, n, sizeof(*out), csq_report_row_cmp);
 	*nout = n;
 	return out;
 }

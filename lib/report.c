@@ -379,8 +379,8 @@ rp_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int
-rp_cmp_row(const void *a, const void *b)
+int
+csq_report_row_cmp(const void *a, const void *b)
 {
 	const struct csq_report_row *x = a, *y = b;
 
@@ -453,7 +453,7 @@ csq_report_end(struct csq_report *r)
 		        : -1;
 	}
 	r->nrows = r->nacc;
-	qsort(r->rows, r->nrows, sizeof(*r->rows), rp_cmp_row);
+	qsort(r->rows, r->nrows, sizeof(*r->rows), csq_report_row_cmp);
 }
 
 const struct csq_report_row *

@@ -66,5 +66,8 @@ const struct csq_report_row *csq_report_rows(const struct csq_report *,
                                              size_t *n);
 /* The target of queue q under the configuration, in seconds. */
 uint32_t csq_report_target(const struct csq_report_config *, const char *q);
+/* The rows' order, for qsort: by interval, each interval's queues by
+ * name and its all-queues row ("") last. */
+int csq_report_row_cmp(const void *a, const void *b);
 
 #endif
