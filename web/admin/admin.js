@@ -1087,8 +1087,11 @@
       const q = M === null ? undefined : M.queues.get(name);
       return q === undefined ? 0 : q.waiting;
     },
+    // Settled: nothing on its way and nothing applied but not yet drawn
+    // (a page stitched into the model is on screen only after the next
+    // frame: a test reading the screen waits for that too).
     settled: () => M !== null && inflight === 0 && pages.length === 0 &&
-      inbox.length === 0 && !reloading,
+      inbox.length === 0 && !reloading && !frameAsked,
     applied: () => appliedTotal,
     frameTimes: () => frameTimes.slice(),
     reloads: () => reloadsTotal,
