@@ -249,6 +249,7 @@ static const struct config_key config_keys[] = {
             CONFIG_TIMEOUT_MAX, 10),
     KEY_INT("http.cache_ms", CONFIG_F_I64, http_cache_ms, 0,
             CONFIG_CACHE_MS_MAX, 1000),
+    KEY_STR("http.history", http_history, "", NULL),
     KEY_ENUM("log.level", CONFIG_F_ENUM, log_level, config_levels,
              LOG_LVL_INFO),
     KEY_ENUM("log.format", CONFIG_F_ENUM, log_format, config_formats,

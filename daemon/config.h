@@ -166,6 +166,9 @@ struct config {
 	/* ms an answer of /metrics or /api/snapshot is shared (http_cache.h);
 	 * 0: only with the requests that came while it was made. */
 	int64_t http_cache_ms;
+	/* The admin chart's samples across a restart (admin_history.h); "":
+	 * beside memory.journal when the memory engine has one, else none. */
+	char http_history[CONFIG_STR_MAX];
 	int nwebhooks;
 	struct config_webhook webhooks[CONFIG_WEBHOOKS_MAX];
 	enum log_level log_level;

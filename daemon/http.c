@@ -713,7 +713,7 @@ http_listen(struct server *s, const struct config_addr *addr, const char *name)
 int
 http_open(struct server *s)
 {
-	char name[CONFIG_STR_MAX + 8];
+	char name[CONFIG_STR_MAX + 8], history[CONFIG_STR_MAX + 16] = "";
 	struct config_addr addr;
 	struct evconnlistener *evl;
 	struct http *h;
@@ -739,6 +739,13 @@ http_open(struct server *s)
 	evhttp_set_gencb(h->evh, http_request_cb, s);
 	evhttp_set_bevcb(h->evh, http_bev, s);
 	snprintf(name, sizeof(name), "http %s", s->cfg.http_listen);
+	/* The chart's hour is kept where the state is (admin_history.h). */
+	if (s->cfg.http_history[0] != '\0')
+		snprintf(history, sizeof(history), "%s", s->cfg.http_history);
+	else if (strcmp(s->cfg.engine, "memory") == 0 &&
+	         s->cfg.journal[0] != '\0')
+		snprintf(history, sizeof(history), "%s.history",
+		         s->cfg.journal);
 	if ((evl = http_listen(s, &addr, name)) == NULL ||
 	    evhttp_bind_listener(h->evh, evl) == NULL) {
 		if (evl != NULL) {
@@ -752,7 +759,7 @@ http_open(struct server *s)
 	}
 	h->guard = accept_guard_new(s->base, evl, name);
 	h->metrics = http_cache_new(s, HTTP_METRICS_TYPE);
-	h->history = admin_history_new(s->base, s->engine);
+	h->history = admin_history_new(s->base, s->engine, history);
 	h->api = admin_api_new(s, h->history);
 	h->cmds = http_api_new(s);
 	h->events = admin_events_new(s->base, &s->cfg, s->engine);

@@ -39,6 +39,11 @@ def metric(d, name):
     raise AssertionError("no %s in /metrics" % name)
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 class AdminHttpTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -154,6 +159,103 @@ class AdminHttpTest(unittest.TestCase):
         self.assertGreater(int(headers["Content-Length"]), 100)
 
     # Pages of a line ------------------------------------------------------
+
+    # The chart's hour across a restart (protocol.md section 11a) --------
+
+    def history(self, d):
+        return h.Http(d.http_port, auth=None).json("/api/snapshot")["history"]
+
+    def test_history_kept_across_restart(self):
+        """Where the state is kept (memory with a journal: its samples
+        beside it; csq.so: in http.history), a restarted csqd's chart still
+        has the samples of the csqd before it."""
+        d = self.start()
+        if ENGINE == "memory":
+            kept = 'memory: { journal = "%s/journal"; };' % d.d
+            path, http_extra = d.d + "/journal.history", ""
+        else:
+            kept, path = "", d.d + "/history"
+            http_extra = 'history = "%s";' % path
+        self.assertEqual(d.stop(), 0)
+        self.daemons.remove(d)
+        a = self.start(extra=kept, http_extra=http_extra, prefix="hist")
+        a.client().execute_command("ENQUEUE", "u1", "QUEUE", "q")
+        h.wait_until("a first sample written",
+                     lambda: os.path.exists(path))
+        before = self.history(a)
+        self.assertEqual(len(before), 1)
+        self.assertEqual(a.stop(), 0)
+        self.daemons.remove(a)
+        with open(path) as f:
+            self.assertEqual(f.read().splitlines()[0], "csq-history 1")
+        b = self.start(extra=kept, http_extra=http_extra, prefix="hist")
+        after = self.history(b)
+        self.assertEqual(after[0], before[0])  # the old csqd's sample
+        self.assertGreater(after[-1][0], before[0][0])  # and its own
+        self.assertIn("kept 1 samples of the last hour", b.read_log())
+        # Without a place for it, a restart starts the chart anew.
+        if ENGINE == "memory":
+            self.assertEqual(b.stop(), 0)
+            self.daemons.remove(b)
+            c = self.start()
+            self.assertEqual(len(self.history(c)), 1)
+
+    def test_history_bad_files(self):
+        """How we tried to break it: a history file that csqd did not
+        write (another magic, letters, a sign, times out of order or ahead
+        of now, a line cut short or too long, more than an hour of
+        samples, an empty file, a directory): each is a warning with its
+        line and reason, csqd starts with an empty chart, and the next
+        sample writes the file anew. Samples older than an hour are
+        dropped without a word."""
+        now = int(time.time() * 1000)
+        ok = "csq-history 1\n"
+        cases = [
+            ("csq-history 2\n", "line 1: not a csq history"),
+            (ok + "12 x 3\n", "line 2: not three numbers"),
+            (ok + "-5 1 2\n", "line 2: not three numbers"),
+            (ok + "%d 1 2 \n" % (now - 5000), "line 2: not three numbers"),
+            (ok + "%d 1 2\n%d 1 2\n" % (now - 5000, now - 6000),
+             "line 3: times not in order"),
+            (ok + "%d 1 2\n" % (now + 3600000), "line 2: a time after now"),
+            (ok + "%d 1 2" % (now - 5000), "line 2: line cut short"),
+            (ok + "1" * 200 + "\n", "line 2: line too long"),
+            (ok + "".join("%d 0 0\n" % (now - 400000 + i)
+                          for i in range(400)),
+             "line 363: more samples than an hour holds"),
+            ("", "line 0: empty"),
+            (ok + "99999999999999999999 1 2\n", "line 2: not three numbers"),
+        ]
+        base = self.start()
+        path = base.d + "/hist"
+        http_extra = 'history = "%s";' % path
+        self.assertEqual(base.stop(), 0)
+        self.daemons.remove(base)
+        for text, why in cases:
+            with open(path, "w") as f:
+                f.write(text)
+            c = self.start(http_extra=http_extra, prefix="bad")
+            self.assertIn("admin history %s: %s" % (path, why),
+                          c.read_log())
+            self.assertEqual(len(self.history(c)), 1)
+            first = "csq-history 1\n%d " % self.history(c)[0][0]
+            h.wait_until("the file written anew",
+                         lambda: read(path).startswith(first))
+            self.assertEqual(c.stop(), 0)
+            self.daemons.remove(c)
+        # Older than an hour: dropped; in the hour: kept.
+        with open(path, "w") as f:
+            f.write(ok + "%d 7 1\n%d 8 2\n" % (now - 3700000, now - 5000))
+        c = self.start(http_extra=http_extra, prefix="bad")
+        self.assertEqual(self.history(c)[0], [now - 5000, 8, None])
+        self.assertNotIn("warning: admin history", c.read_log())
+        # A path csqd cannot write: said once, the chart still drawn.
+        os.unlink(path)
+        os.mkdir(path)
+        d = self.start(http_extra=http_extra, prefix="bad")
+        h.wait_until("the warning", lambda: "cannot write it" in
+                     d.read_log())
+        self.assertEqual(len(self.history(d)), 1)
 
     def test_queue_pages(self):
         d = self.start()
