@@ -563,26 +563,29 @@ csq_pause(struct csq *c, uint64_t now, const char *sid)
 /*
  * RESUME says "ready for users now", whatever the status: the missed-offer
  * count starts again and a retry window ends; servicer_resumed only when
- * the status changes.
+ * the status changes or a retry window ends early.
  */
 enum csq_status
 csq_resume(struct csq *c, uint64_t now, const char *sid)
 {
 	struct csq_servicer *s;
 	struct csq_event ev;
-	int was_paused;
+	int tell;
 
 	if (id_len(sid) == 0)
 		return CSQ_ESERVICER;
 	if ((s = csq_servicer_get(c, sid)) == NULL)
 		return CSQ_ENOTFOUND;
-	was_paused = s->status == CSQ_SERVICER_PAUSED;
+	/* A rest that RESUME cuts short is told as a resume: no deadline
+	 * will say that the servicer takes users again. */
+	tell = s->status == CSQ_SERVICER_PAUSED ||
+	       csq_servicer_resting_ms(s, now) > 0;
 	csq_servicer_unaccount(c, s);
 	s->status = CSQ_SERVICER_READY;
 	s->missed = 0;
 	csq_deadline_clear(c, &s->retry);
 	csq_servicer_account(c, s);
-	if (was_paused) {
+	if (tell) {
 		csq_event_begin(&ev, CSQ_EV_SERVICER_RESUMED, now);
 		memcpy(ev.servicer, s->id, s->idlen + 1);
 		csq_emit(c, &ev);

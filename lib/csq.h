@@ -170,7 +170,8 @@ struct csq_event {
 	uint64_t offered_ms; /* matched after an ACCEPT: offer to accept */
 	int has_offered_ms;
 	uint64_t expires_ms; /* offered: epoch ms the offer runs out */
-	uint64_t until_ms;   /* wrapup: epoch ms the wrap-up ends */
+	uint64_t until_ms;   /* wrapup: epoch ms the wrap-up ends; declined:
+	                        the retry window (0: none) */
 	uint32_t capacity;   /* servicer_up */
 	char queues[CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1)]; /* "a,b,c" */
 	enum csq_reason reason;

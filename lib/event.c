@@ -264,6 +264,7 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_user_room(&j, ev);
 		json_str(&j, "by", reason_name(ev->reason));
 		json_u64(&j, "position", ev->position);
+		json_u64(&j, "resting_until_ms", ev->until_ms);
 		break;
 	case CSQ_EV_LEFT:
 		json_str(&j, "user", ev->user);

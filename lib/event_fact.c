@@ -98,7 +98,7 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
     [CSQ_EV_OFFERED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
                         F_EXPIRES_MS, F_FROM_QUEUE},
     [CSQ_EV_DECLINED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM, F_REASON,
-                         F_POSITION},
+                         F_POSITION, F_UNTIL_MS},
     [CSQ_EV_TRANSFERRED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_SERVICER,
                             F_ROOM, F_POSITION},
     [CSQ_EV_WRAPUP] = {F_SERVICER, F_ROOM, F_UNTIL_MS},

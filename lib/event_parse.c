@@ -415,8 +415,9 @@ parse_eta(struct parse *ps, struct csq_event *ev)
 }
 
 static const char *const parse_numbers[] = {
-    "id",         "ts",       "tier",     "position", "waited_ms", "offered_ms",
-    "expires_ms", "until_ms", "capacity", "lowered",  NULL};
+    "id",         "ts",         "tier",     "position",         "waited_ms",
+    "offered_ms", "expires_ms", "until_ms", "resting_until_ms", "capacity",
+    "lowered",    NULL};
 
 static int
 parse_is(const char *key, const char *const *names)

@@ -91,8 +91,9 @@ offer_decline(struct csq *c, struct csq_room *r, uint64_t now,
 	struct csq_servicer *s = r->servicer;
 
 	csq_servicer_unaccount(c, s);
-	csq_room_return(c, r, now, CSQ_EV_DECLINED, by, st);
+	/* Before the event, which says when the window ends. */
 	offer_retry_start(c, s, now);
+	csq_room_return(c, r, now, CSQ_EV_DECLINED, by, st);
 	csq_servicer_account(c, s);
 	csq_settle_refill(st, s);
 }

@@ -110,10 +110,15 @@ csq_room_return(struct csq *c, struct csq_room *r, uint64_t now,
                 struct csq_settle *st)
 {
 	struct csq_user *u = r->user;
+	struct csq_servicer *s = r->servicer;
 	struct csq_event ev;
 
 	csq_event_begin(&ev, type, now);
 	csq_event_room(&ev, r);
+	/* declined: when its servicer's retry window ends (0: none), so that
+	 * a client knows how long it rests without asking. */
+	if (type == CSQ_EV_DECLINED && csq_deadline_running(&s->retry))
+		ev.until_ms = s->retry.node.key;
 	u->room = NULL;
 	csq_room_close(c, r);
 	ev.position = csq_user_requeue(c, u, now);

@@ -496,10 +496,19 @@ class AdminPageTest(unittest.TestCase):
         self.assertEqual(s["servicers"]["agent1"]["rooms"],
                          [["agent1/0", "free", ""]])
         self.assertEqual(s["queues"]["sales"]["rows"], ["u1", "u2"])
+        # Resting, from the declined event's resting_until_ms alone (no
+        # snapshot since: reloads() stays 0), counted down on the page.
+        why = ("const e = document.querySelector("
+               "'tr[data-servicer=\"agent1\"] .why');"
+               "return e === null ? '' : e.textContent")
+        h.wait_until("resting shown", lambda: self.js(why).startswith(
+            "resting after a decline: offers again in "))
         c.execute_command("RESUME", "agent1")
         s = self.shows(d)
         self.assertEqual(s["servicers"]["agent1"]["rooms"],
                          [["agent1/0", "offered", "u1"]])
+        # RESUME ended the rest: servicer_resumed says so.
+        h.wait_until("rest ended", lambda: self.js(why) == "")
         c.execute_command("ACCEPT", "agent1/0")
         s = self.shows(d)
         self.assertEqual(s["servicers"]["agent1"]["rooms"],

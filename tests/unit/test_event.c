@@ -181,7 +181,15 @@ test_json_each_type(void **state)
 	assert_json(&ev, "{\"event\":\"declined\",\"id\":42,\"ts\":"
 	                 "1700000000123,\"user\":\"u1\",\"queue\":\"q\","
 	                 "\"tier\":1,\"servicer\":\"s\",\"room\":\"s/2\","
-	                 "\"by\":\"timeout\",\"position\":4}");
+	                 "\"by\":\"timeout\",\"position\":4,"
+	                 "\"resting_until_ms\":0}");
+	ev.until_ms = 1700000010123; /* resting after it: offer_retry 10 */
+	assert_json(&ev, "{\"event\":\"declined\",\"id\":42,\"ts\":"
+	                 "1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"tier\":1,\"servicer\":\"s\",\"room\":\"s/2\","
+	                 "\"by\":\"timeout\",\"position\":4,"
+	                 "\"resting_until_ms\":1700000010123}");
+	ev.until_ms = 0;
 	ev.type = CSQ_EV_LEFT;
 	ev.reason = CSQ_REASON_LEAVE;
 	assert_json(&ev, "{\"event\":\"left\",\"id\":42,\"ts\":"

@@ -155,8 +155,10 @@ test_each_kind(void **state)
 	FACT_JSON("declined",
 	          "{\"event\":\"declined\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"tier\":0,\"servicer\":\"s\","
-	          "\"room\":\"s/0\",\"by\":\"timeout\",\"position\":3}",
-	          S("u"), S("q"), I(0), S("s"), I(0), S("timeout"), I(3));
+	          "\"room\":\"s/0\",\"by\":\"timeout\",\"position\":3,"
+	          "\"resting_until_ms\":15}",
+	          S("u"), S("q"), I(0), S("s"), I(0), S("timeout"), I(3),
+	          I(15));
 	FACT_JSON("left",
 	          "{\"event\":\"left\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"reason\":\"leave\",\"servicer\":\"s\","

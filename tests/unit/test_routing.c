@@ -464,14 +464,26 @@ test_retry_window(void **state)
 	assert_string_equal(last_event(f)->room, "s/0");
 	assert_string_equal(last_event(f)->user, "a");
 
-	/* RESUME ends a window at once. */
+	/* Without a window the declined event says so: 0. */
+	assert_int_equal(f->events[first].until_ms, 0);
+
+	/* RESUME ends a window at once, and says so with servicer_resumed
+	 * (the status stays ready): no deadline will tell it. */
 	l.offer_retry_s = 10;
 	csq_set_limits(f->csq, &l);
+	first = f->nevents;
 	assert_int_equal(decline(f, "s/0"), 1);
+	/* declined says when the servicer takes users again. */
+	assert_string_equal(f->events[first].room, "s/0");
+	assert_int_equal(f->events[first].until_ms, f->now + 10000);
 	first = f->nevents;
 	assert_int_equal(csq_resume(f->csq, f->now, "s"), CSQ_OK);
 	check(f);
-	assert_string_equal(events_since(f, first), "offered");
+	assert_string_equal(events_since(f, first), "servicer_resumed,offered");
+	/* A RESUME of a servicer neither paused nor resting tells nothing. */
+	first = f->nevents;
+	assert_int_equal(csq_resume(f->csq, f->now, "s"), CSQ_OK);
+	assert_string_equal(events_since(f, first), "");
 }
 
 /* Offers run out: declined by timeout, missed, and a pause at 3. */

@@ -382,6 +382,13 @@
         M.arrivals.delete(d.user);
         break;
       case "declined":
+        // Its servicer rests until resting_until_ms (0: no rest).
+        if (d.resting_until_ms > 0) {
+          servicer(d.servicer).restingUntil = d.resting_until_ms;
+        }
+        freeRoom(d.servicer, d.room);
+        lineInsert(queue(d.queue), d.user, d.tier, d.position);
+        break;
       case "requeued":
         freeRoom(d.servicer, d.room);
         lineInsert(queue(d.queue), d.user, d.tier, d.position);
