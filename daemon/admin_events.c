@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "glob.h"
 #include "http.h"
 #include "log.h"
 #include "util.h"
@@ -45,10 +46,24 @@
 #define ADMIN_RETRY_MS  1000 /* the reconnection delay told browsers */
 #define ADMIN_ID_DIGITS 20   /* of a uint64_t */
 
+/* Whose an event is, for a filtered stream: the ids of its user:<id> and
+ * servicer:<id> channels ("" when it has none). */
+struct admin_whose {
+	char user[CSQ_ID_MAX + 1];
+	char servicer[CSQ_ID_MAX + 1];
+};
+
 struct admin_frame {
 	uint64_t id;
 	char *text;
 	size_t len, cap;
+	struct admin_whose whose;
+};
+
+/* A frame of this turn, in ae->turn. */
+struct admin_turn_frame {
+	size_t off, len;
+	struct admin_whose whose;
 };
 
 struct admin_stream {
@@ -56,6 +71,7 @@ struct admin_stream {
 	struct admin_events *ae;
 	struct evhttp_request *req;
 	struct evhttp_connection *conn;
+	struct admin_filter *filter; /* NULL: every event */
 };
 
 struct admin_events {
@@ -63,8 +79,11 @@ struct admin_events {
 	struct csq_engine *engine;
 	struct admin_frame *ring; /* cap slots; n from head, oldest first */
 	size_t cap, head, n;
-	uint64_t last_id;      /* the last event's; 0 before the first */
-	struct evbuffer *turn; /* frames not yet sent to the streams */
+	uint64_t last_id;            /* the last event's; 0 before the first */
+	struct evbuffer *turn;       /* frames not yet sent to the streams */
+	struct admin_turn_frame *tf; /* where each of them is, whose */
+	size_t ntf, captf;
+	uint64_t nfiltered; /* streams with a filter */
 	struct event *flush_ev, *ping_ev;
 	TAILQ_HEAD(, admin_stream) streams;
 	uint64_t nstreams;
@@ -106,7 +125,10 @@ admin_stream_end(struct admin_stream *st, int abort)
 
 	TAILQ_REMOVE(&ae->streams, st, entry);
 	ae->nstreams--;
+	if (st->filter != NULL)
+		ae->nfiltered--;
 	evhttp_connection_set_closecb(conn, NULL, NULL);
+	free(st->filter);
 	free(st);
 	if (abort)
 		evhttp_connection_free(conn);
@@ -147,6 +169,7 @@ admin_events_free(struct admin_events *ae)
 	for (i = 0; i < ae->cap; i++)
 		free(ae->ring[i].text);
 	free(ae->ring);
+	free(ae->tf);
 	evbuffer_free(ae->turn);
 	event_free(ae->flush_ev);
 	event_free(ae->ping_ev);
@@ -220,6 +243,51 @@ admin_stream_send(struct admin_stream *st, const void *data, size_t len)
 	return 0;
 }
 
+/* 1 when id (a channel's, "" for none) is one f lets through. */
+static int
+admin_filter_id(const struct admin_filter *f, const char *id)
+{
+	size_t len = strlen(id);
+	int i;
+
+	if (len == 0)
+		return 0;
+	if (f->nids == 0)
+		return 1;
+	for (i = 0; i < f->nids; i++)
+		if (csq_glob(f->ids[i], strlen(f->ids[i]), id, len))
+			return 1;
+	return 0;
+}
+
+/* 1 when an event of these channels goes to a stream of f. */
+static int
+admin_filter_pass(const struct admin_filter *f, const struct admin_whose *w)
+{
+	return admin_filter_id(f, f->see == ADMIN_SEE_USERS ? w->user
+	                                                    : w->servicer);
+}
+
+/* The frames of this turn (at data) that st's filter lets through, in one
+ * chunk. */
+static void
+admin_stream_send_whose(struct admin_stream *st, const unsigned char *data)
+{
+	struct admin_events *ae = st->ae;
+	struct evbuffer *b;
+	size_t i;
+
+	if ((b = evbuffer_new()) == NULL)
+		fatalx("out of memory for an event stream");
+	for (i = 0; i < ae->ntf; i++)
+		if (admin_filter_pass(st->filter, &ae->tf[i].whose))
+			evbuffer_add(b, data + ae->tf[i].off, ae->tf[i].len);
+	if (evbuffer_get_length(b) > 0)
+		admin_stream_send(st, evbuffer_pullup(b, -1),
+		                  evbuffer_get_length(b));
+	evbuffer_free(b);
+}
+
 /* The frames of this turn go to every stream. */
 static void
 admin_flush(struct admin_events *ae)
@@ -234,9 +302,13 @@ admin_flush(struct admin_events *ae)
 	data = evbuffer_pullup(ae->turn, -1);
 	for (st = TAILQ_FIRST(&ae->streams); st != NULL; st = next) {
 		next = TAILQ_NEXT(st, entry);
-		admin_stream_send(st, data, len);
+		if (st->filter == NULL)
+			admin_stream_send(st, data, len);
+		else
+			admin_stream_send_whose(st, data);
 	}
 	evbuffer_drain(ae->turn, len);
+	ae->ntf = 0;
 }
 
 static void
@@ -297,6 +369,24 @@ admin_gap(struct admin_events *ae, uint64_t id)
 	}
 }
 
+/* The ids of ev's user:<id> and servicer:<id> channels, the ones that
+ * SUBSCRIBE would hear it on. */
+static void
+admin_whose_of(const struct csq_event *ev, struct admin_whose *w)
+{
+	char ch[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX];
+	int i, n = csq_event_channels(ev, ch);
+
+	w->user[0] = w->servicer[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (strncmp(ch[i], "user:", 5) == 0)
+			snprintf(w->user, sizeof(w->user), "%s", ch[i] + 5);
+		else if (strncmp(ch[i], "servicer:", 9) == 0)
+			snprintf(w->servicer, sizeof(w->servicer), "%s",
+			         ch[i] + 9);
+	}
+}
+
 /* The frame of ev into f; -1 when its JSON does not fit. */
 static int
 admin_frame_make(struct admin_frame *f, const struct csq_event *ev)
@@ -314,6 +404,7 @@ admin_frame_make(struct admin_frame *f, const struct csq_event *ev)
 		f->cap = need;
 	}
 	f->id = ev->id;
+	admin_whose_of(ev, &f->whose);
 	f->len = (size_t)snprintf(f->text, f->cap,
 	                          "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n",
 	                          ev->id, csq_event_name(ev->type), json);
@@ -323,8 +414,9 @@ admin_frame_make(struct admin_frame *f, const struct csq_event *ev)
 void
 admin_events_publish(struct admin_events *ae, const struct csq_event *ev)
 {
-	struct admin_frame *f, spare = {0, NULL, 0, 0};
+	struct admin_frame *f, spare;
 
+	memset(&spare, 0, sizeof(spare));
 	if (ev->id != ae->last_id + 1 && (ae->last_id != 0 || ae->n != 0))
 		admin_gap(ae, ev->id);
 	if (ae->cap == 0)
@@ -341,12 +433,24 @@ admin_events_publish(struct admin_events *ae, const struct csq_event *ev)
 		          csq_event_name(ev->type));
 		f->len = 0;
 	}
+	if (ae->nfiltered > 0) {
+		if (ae->ntf == ae->captf) {
+			ae->captf = ae->captf ? 2 * ae->captf : 64;
+			ae->tf =
+			    csq_xrealloc(ae->tf, ae->captf * sizeof(*ae->tf));
+		}
+		ae->tf[ae->ntf].off = evbuffer_get_length(ae->turn);
+		ae->tf[ae->ntf].len = f->len;
+		ae->tf[ae->ntf++].whose = f->whose;
+	}
 	evbuffer_add(ae->turn, f->text, f->len);
 	free(spare.text);
 	if (!TAILQ_EMPTY(&ae->streams))
 		event_active(ae->flush_ev, EV_TIMEOUT, 0);
-	else
+	else {
 		evbuffer_drain(ae->turn, evbuffer_get_length(ae->turn));
+		ae->ntf = 0;
+	}
 }
 
 /* The client went away (or took nothing for too long): evhttp has let go
@@ -429,13 +533,29 @@ admin_stream_resume(struct admin_events *ae, struct admin_stream *st, int have,
 	}
 	for (i = from; i < ae->n; i++) {
 		f = admin_ring_at(ae, i);
+		if (st->filter != NULL &&
+		    !admin_filter_pass(st->filter, &f->whose))
+			continue;
 		if (admin_stream_send(st, f->text, f->len) != 0)
 			return;
 	}
 }
 
+int
+admin_events_full(const struct admin_events *ae)
+{
+	return ae->nstreams >= (uint64_t)ae->cfg->http_max_event_streams;
+}
+
 void
 admin_events_serve(struct admin_events *ae, struct evhttp_request *req)
+{
+	admin_events_serve_for(ae, req, NULL);
+}
+
+void
+admin_events_serve_for(struct admin_events *ae, struct evhttp_request *req,
+                       const struct admin_filter *filter)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	struct evhttp_connection *conn = evhttp_request_get_connection(req);
@@ -454,7 +574,7 @@ admin_events_serve(struct admin_events *ae, struct evhttp_request *req)
 		evhttp_send_reply(req, HTTP_OK, "OK", NULL);
 		return;
 	}
-	if (ae->nstreams >= (uint64_t)ae->cfg->http_max_event_streams) {
+	if (admin_events_full(ae)) {
 		evhttp_remove_header(h, "Content-Type");
 		http_text(req, HTTP_SERVUNAVAIL, "Service Unavailable",
 		          "too many event streams (http.max_event_streams)\n");
@@ -472,6 +592,13 @@ admin_events_serve(struct admin_events *ae, struct evhttp_request *req)
 	st->ae = ae;
 	st->req = req;
 	st->conn = conn;
+	if (filter != NULL) {
+		/* Where this turn's frames are, from the next one on: those
+		 * already in it have gone out (admin_flush above). */
+		st->filter = csq_xmalloc(sizeof(*st->filter));
+		*st->filter = *filter;
+		ae->nfiltered++;
+	}
 	TAILQ_INSERT_TAIL(&ae->streams, st, entry);
 	ae->nstreams++;
 	evhttp_connection_set_closecb(conn, admin_stream_closed, st);

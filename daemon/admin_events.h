@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "config.h"
 #include "csq.h"
 
 struct admin_events;
@@ -42,6 +43,24 @@ void admin_events_publish(struct admin_events *, const struct csq_event *);
  * "resync". Without either, it starts with the next event.
  */
 void admin_events_serve(struct admin_events *, struct evhttp_request *);
+
+/* Whose events a stream of the HTTP API carries (GET /api/v1/events,
+ * protocol.md section 11c): those on a user:<id> channel (a frontend's)
+ * or a servicer:<id> channel (a servicer's), of an id matching one of
+ * ids (none: every id), as SUBSCRIBE would let the same user hear. */
+enum admin_see { ADMIN_SEE_USERS, ADMIN_SEE_SERVICERS };
+struct admin_filter {
+	enum admin_see see;
+	int nids;
+	char ids[CONFIG_IDS_MAX][CONFIG_ID_GLOB_MAX];
+};
+
+/* 1 when http.max_event_streams are open: another would be refused. */
+int admin_events_full(const struct admin_events *);
+
+/* The same stream, for f's events only (NULL: every event). */
+void admin_events_serve_for(struct admin_events *, struct evhttp_request *,
+                            const struct admin_filter *f);
 
 /* For /metrics: streams open, the bytes they hold that their clients
  * have not taken, and the streams closed so far for not reading. */

@@ -84,6 +84,7 @@ static const char *config_check_http(const char *);
 static const char *config_check_nonempty(const char *);
 static const char *config_check_prefix(const char *);
 static const char *config_check_sentinel(const char *);
+static const char *config_check_origin(const char *);
 static config_load_fn config_set_users;
 static config_load_fn config_set_queues;
 static config_load_fn config_set_webhooks;
@@ -250,6 +251,8 @@ static const struct config_key config_keys[] = {
     KEY_INT("http.cache_ms", CONFIG_F_I64, http_cache_ms, 0,
             CONFIG_CACHE_MS_MAX, 1000),
     KEY_STR("http.history", http_history, "", NULL),
+    KEY_LIST_EMPTY("http.cors_origins", cors_origins, ncors_origins,
+                   CONFIG_CORS_MAX, config_check_origin),
     KEY_ENUM("log.level", CONFIG_F_ENUM, log_level, config_levels,
              LOG_LVL_INFO),
     KEY_ENUM("log.format", CONFIG_F_ENUM, log_format, config_formats,
@@ -1759,6 +1762,27 @@ config_check_sentinel(const char *s)
 
 	if (config_parse_addr(s, &a) != 0 || a.is_unix)
 		return "not host:port or [ipv6]:port";
+	return NULL;
+}
+
+/* An Origin as browsers send it: "http://" or "https://", a host and
+ * maybe a port, nothing after; no wildcard, since the answers it gets
+ * carry credentials. */
+static const char *
+config_check_origin(const char *s)
+{
+	const char *host;
+
+	if (strncmp(s, "https://", 8) == 0)
+		host = s + 8;
+	else if (strncmp(s, "http://", 7) == 0)
+		host = s + 7;
+	else
+		return "not an origin: http://host[:port] or "
+		       "https://host[:port]";
+	if (*host == '\0' || strpbrk(host, "/?#*@ \t") != NULL)
+		return "not an origin: a host and a port at most, no path, no "
+		       "wildcard";
 	return NULL;
 }
 

@@ -31,6 +31,7 @@
 #define CONFIG_PATTERNS_MAX      1000000     /* max_client_patterns */
 #define CONFIG_RESERVED_FDS_MAX  10000       /* reserved_fds */
 #define CONFIG_CACHE_MS_MAX      60000       /* http.cache_ms */
+#define CONFIG_CORS_MAX          16          /* http.cors_origins */
 
 #define CONFIG_KEEP_DAYS_MAX 36500 /* record.keep_days */
 
@@ -169,6 +170,10 @@ struct config {
 	/* The admin chart's samples across a restart (admin_history.h); "":
 	 * beside memory.journal when the memory engine has one, else none. */
 	char http_history[CONFIG_STR_MAX];
+	/* The origins whose browsers may call /api/v1/ (http_api.h's CORS),
+	 * each "scheme://host[:port]" as a browser's Origin header has it. */
+	int ncors_origins;
+	char cors_origins[CONFIG_CORS_MAX][CONFIG_STR_MAX];
 	int nwebhooks;
 	struct config_webhook webhooks[CONFIG_WEBHOOKS_MAX];
 	enum log_level log_level;

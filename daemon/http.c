@@ -761,8 +761,8 @@ http_open(struct server *s)
 	h->metrics = http_cache_new(s, HTTP_METRICS_TYPE);
 	h->history = admin_history_new(s->base, s->engine, history);
 	h->api = admin_api_new(s, h->history);
-	h->cmds = http_api_new(s);
 	h->events = admin_events_new(s->base, &s->cfg, s->engine);
+	h->cmds = http_api_new(s, h->events);
 	s->http = h;
 	log_info("http listening on %s", s->cfg.http_listen);
 	return 0;

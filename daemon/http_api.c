@@ -19,6 +19,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "admin_events.h"
 #include "auth.h"
 #include "client.h"
 #include "command.h"
@@ -30,15 +31,18 @@
 #include "server.h"
 #include "util.h"
 
-#define API_JSON_TYPE   "application/json"
-#define API_FIELDS_MAX  8 /* fields of a command's table row */
-#define API_ARGS_MAX    (1 + 2 * API_FIELDS_MAX)
-#define API_DEPTH_MAX   4    /* nesting of a reply: QSTATS's lists */
-#define API_CRED_MAX    1024 /* bytes of Basic credentials, decoded */
-#define API_ERR_MAX     160  /* a request error's text */
-#define API_LIST_SEP    ','  /* a JSON list of queues: RESP's a,b,c */
-#define API_REALM       "Basic realm=\"csq\", charset=\"UTF-8\""
-#define API_RETRY_AFTER "1" /* s, with a 503: TRYAGAIN's retry */
+#define API_JSON_TYPE    "application/json"
+#define API_FIELDS_MAX   8 /* fields of a command's table row */
+#define API_ARGS_MAX     (1 + 2 * API_FIELDS_MAX)
+#define API_DEPTH_MAX    4    /* nesting of a reply: QSTATS's lists */
+#define API_CRED_MAX     1024 /* bytes of Basic credentials, decoded */
+#define API_ERR_MAX      160  /* a request error's text */
+#define API_LIST_SEP     ','  /* a JSON list of queues: RESP's a,b,c */
+#define API_REALM        "Basic realm=\"csq\", charset=\"UTF-8\""
+#define API_RETRY_AFTER  "1"      /* s, with a 503: TRYAGAIN's retry */
+#define API_EVENTS       "events" /* GET /api/v1/events: a stream */
+#define API_CORS_MAX_AGE "600"    /* s a browser may keep a preflight's */
+#define API_FORBIDDEN    403      /* libevent 2.1 names no HTTP_FORBIDDEN */
 
 /* What a field holds, and so which JSON types it takes. */
 enum api_type {
@@ -114,6 +118,7 @@ struct api_call {
 
 struct http_api {
 	struct server *s;
+	struct admin_events *events;
 	TAILQ_HEAD(, api_call) calls;
 };
 
@@ -132,11 +137,12 @@ struct api_json {
 };
 
 struct http_api *
-http_api_new(struct server *s)
+http_api_new(struct server *s, struct admin_events *events)
 {
 	struct http_api *api = csq_xcalloc(1, sizeof(*api));
 
 	api->s = s;
+	api->events = events;
 	TAILQ_INIT(&api->calls);
 	return api;
 }
@@ -864,6 +870,94 @@ api_peer(struct evhttp_request *req, char *buf, size_t len)
 	         (unsigned)port);
 }
 
+/*
+ * CORS (section 11c): an Origin listed in http.cors_origins, exactly, gets
+ * the headers that let a browser's script read the answer, credentials
+ * and all; any other gets none, and the browser keeps the answer from the
+ * script. A preflight is answered here, before credentials, which a
+ * browser never sends with one: 1 when req was one (answered).
+ */
+static int
+api_cors(struct http_api *api, struct evhttp_request *req)
+{
+	const struct config *cfg = &api->s->cfg;
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	const char *origin = evhttp_find_header(in, "Origin");
+	int i, allowed = 0, preflight;
+
+	preflight =
+	    evhttp_request_get_command(req) == EVHTTP_REQ_OPTIONS &&
+	    origin != NULL &&
+	    evhttp_find_header(in, "Access-Control-Request-Method") != NULL;
+	if (origin != NULL)
+		for (i = 0; i < cfg->ncors_origins && !allowed; i++)
+			allowed = strcmp(cfg->cors_origins[i], origin) == 0;
+	/* Answers differ by Origin: a cache must not share them. */
+	evhttp_add_header(out, "Vary", "Origin");
+	if (allowed) {
+		evhttp_add_header(out, "Access-Control-Allow-Origin", origin);
+		evhttp_add_header(out, "Access-Control-Allow-Credentials",
+		                  "true");
+		evhttp_add_header(out, "Access-Control-Expose-Headers",
+		                  "Retry-After, WWW-Authenticate");
+	}
+	if (!preflight)
+		return 0;
+	if (!allowed) {
+		api_errorf(req, API_FORBIDDEN, "Forbidden",
+		           "ERR origin not allowed (http.cors_origins)");
+		return 1;
+	}
+	evhttp_add_header(out, "Access-Control-Allow-Methods",
+	                  "GET, POST, OPTIONS");
+	evhttp_add_header(out, "Access-Control-Allow-Headers",
+	                  "Authorization, Content-Type, Last-Event-ID");
+	evhttp_add_header(out, "Access-Control-Max-Age", API_CORS_MAX_AGE);
+	evhttp_send_reply(req, HTTP_NOCONTENT, "No Content", NULL);
+	return 1;
+}
+
+/*
+ * GET /api/v1/events for c, logged in: an admin hears every event, as
+ * /api/events; a frontend the events of its users' user:<id> channels,
+ * a servicer those of its servicer:<id> channels, of the ids it is bound
+ * to (auth.h), as SUBSCRIBE would let it hear them.
+ */
+static void
+api_events(struct http_api *api, struct evhttp_request *req,
+           const struct client *c)
+{
+	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+	struct admin_filter f;
+	int i;
+
+	if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		                  "Allow", "GET, HEAD");
+		api_errorf(req, HTTP_BADMETHOD, "Method Not Allowed",
+		           "ERR the event stream takes GET");
+		return;
+	}
+	if (m == EVHTTP_REQ_GET && admin_events_full(api->events)) {
+		api_errorf(req, 0, NULL,
+		           "TRYAGAIN too many event streams "
+		           "(http.max_event_streams)");
+		return;
+	}
+	if (auth_role(c) == CONFIG_ROLE_ADMIN) {
+		admin_events_serve_for(api->events, req, NULL);
+		return;
+	}
+	memset(&f, 0, sizeof(f));
+	f.see = auth_role(c) == CONFIG_ROLE_FRONTEND ? ADMIN_SEE_USERS
+	                                             : ADMIN_SEE_SERVICERS;
+	f.nids = c->nids;
+	for (i = 0; i < c->nids; i++)
+		memcpy(f.ids[i], c->ids[i], sizeof(f.ids[i]));
+	admin_events_serve_for(api->events, req, &f);
+}
+
 void
 http_api_serve(struct http_api *api, struct evhttp_request *req,
                const char *name)
@@ -878,6 +972,8 @@ http_api_serve(struct http_api *api, struct evhttp_request *req,
 	struct api_call *x;
 	struct client *c;
 
+	if (api_cors(api, req))
+		return;
 	api_peer(req, peer, sizeof(peer));
 	x = csq_xcalloc(1, sizeof(*x));
 	x->c = c = client_new_local(api->s, peer, api_done, x);
@@ -886,6 +982,10 @@ http_api_serve(struct http_api *api, struct evhttp_request *req,
 	 * to a client without them. */
 	if (api_login(c, req) != 0)
 		goto out;
+	if (strcmp(name, API_EVENTS) == 0) {
+		api_events(api, req, c);
+		goto out;
+	}
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		                  "Allow", "POST");

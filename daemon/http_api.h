@@ -10,6 +10,7 @@
 #ifndef CSQD_HTTP_API_H
 #define CSQD_HTTP_API_H
 
+struct admin_events;
 struct evhttp_request;
 struct http_api;
 struct server;
@@ -19,10 +20,15 @@ struct server;
 #define HTTP_API_BODY_MAX 8192
 #define HTTP_API_PREFIX   "/api/v1/"
 
-struct http_api *http_api_new(struct server *);
+/* events: the streams GET /api/v1/events joins (admin_events.h). */
+struct http_api *http_api_new(struct server *, struct admin_events *events);
 /* Requests still waiting for the engine are answered no more. */
 void http_api_free(struct http_api *);
-/* A request to HTTP_API_PREFIX + name. */
+/* A request to HTTP_API_PREFIX + name: a command, or "events" (GET: the
+ * events the user may hear, as Server-Sent Events). Every answer carries
+ * CORS headers for an Origin of http.cors_origins, and a preflight
+ * (OPTIONS with Access-Control-Request-Method) is answered without
+ * credentials. */
 void http_api_serve(struct http_api *, struct evhttp_request *,
                     const char *name);
 

@@ -219,18 +219,20 @@ class Sse:
     "event", "id" (or None) and "data" (parsed when JSON)."""
 
     def __init__(self, port, last_event_id=None, query=None, auth=None,
-                 rcvbuf=None):
+                 rcvbuf=None, path="/api/events", headers=None):
         self.sock = socket.socket()
         if rcvbuf is not None:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.connect(("127.0.0.1", port))
-        path = "/api/events" + ("?" + query if query else "")
+        path += "?" + query if query else ""
         req = "GET %s HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n" \
             % path
         if last_event_id is not None:
             req += "Last-Event-ID: %s\r\n" % last_event_id
         if auth is not None:
             req += "Authorization: %s\r\n" % auth
+        for k, v in (headers or {}).items():
+            req += "%s: %s\r\n" % (k, v)
         self.sock.sendall((req + "\r\n").encode())
         self.buf = b""
         self.status = None

@@ -19,6 +19,7 @@ import json
 import os
 import random
 import socket
+import subprocess
 import sys
 import unittest
 import urllib.error
@@ -57,6 +58,7 @@ def bearer(token):
 
 
 WEB = basic("web", "webpw")
+ORIGIN = "https://app.example.com"  # in http.cors_origins
 AGENT = bearer(AGENT_TOKEN)
 BOSS = basic("boss", "bosspw")
 
@@ -78,7 +80,8 @@ class HttpApiTest(unittest.TestCase):
             mods = redis.Redis(port=cls.redisd.port).module_list()
             assert [m for m in mods if m[b"name"] == b"csq"], mods
         cls.d = h.Csqd(CSQD, d, extra=extra, redisd=cls.redisd,
-                       http_extra="request_timeout = 2;",
+                       http_extra="request_timeout = 2; cors_origins = "
+                       "[ \"%s\", \"http://127.0.0.1:8080\" ];" % ORIGIN,
                        user="boss", password="bosspw")
         cls.r = cls.d.client()
         cls.n = 0
@@ -440,6 +443,189 @@ class HttpApiTest(unittest.TestCase):
                              "NOPERM this user has no permissions to act "
                              "for the id '%s'" % the_id)
         self.assertEqual(self.state(), before)
+
+    # Events and CORS (section 11c) ----------------------------------------
+
+    def stream(self, auth, last_event_id=None, headers=None):
+        s = h.Sse(self.d.http_port, path="/api/v1/events", auth=auth,
+                  last_event_id=last_event_id, headers=headers)
+        self.assertEqual(s.head(), 200)
+        self.assertEqual(s.headers["content-type"], "text/event-stream")
+        return s
+
+    def test_events(self):
+        """GET /api/v1/events: a frontend bound to web-* hears its users'
+        events only, a servicer bound to agent7 its own, an admin every
+        event; each resumes after Last-Event-ID with its own events.
+        How we tried to break it: another user's ids, POST and DELETE,
+        no or wrong credentials, an id that is no id."""
+        q, q2 = self.q, self.q + "b"
+        web, agent, boss = (self.stream(WEB), self.stream(AGENT),
+                            self.stream(BOSS))
+        r = self.r
+        r.execute_command("HEARTBEAT", "agent7", "QUEUES", q)
+        r.execute_command("HEARTBEAT", "agent8", "QUEUES", q2)
+        r.execute_command("ENQUEUE", "app-1", "QUEUE", q2)  # not web's
+        r.execute_command("ENQUEUE", "web-1", "QUEUE", q)
+        r.execute_command("LEAVE", "app-1")
+        r.execute_command("LEAVE", "web-1")
+        r.execute_command("LOGOUT", "agent7")
+        r.execute_command("LOGOUT", "agent8")
+
+        def kinds(frames, key):
+            return [(f["event"], f["data"].get(key)) for f in frames]
+
+        got = boss.until(lambda fs: sum(
+            f["event"] == "servicer_down" for f in fs) == 2)
+        # Every event for the admin, as /api/events; each of the others
+        # exactly the admin's frames of its own ids.
+        self.assertEqual({f["data"].get("user") for f in got},
+                         {None, "app-1", "web-1"})
+        mine = [f for f in got if f["data"].get("user") == "web-1"]
+        got_web = web.until(lambda fs: len(fs) >= len(mine))
+        self.assertEqual(got_web, mine)
+        self.assertEqual(kinds(got_web, "user")[-1], ("released", "web-1"))
+        ours = [f for f in got if f["data"].get("servicer") == "agent7"]
+        got_agent = agent.until(lambda fs: len(fs) >= len(ours))
+        self.assertEqual(got_agent, ours)
+        self.assertEqual(kinds(got_agent, "servicer")[0],
+                         ("servicer_up", "agent7"))
+        self.assertIn(("released", "agent7"), kinds(got_agent, "servicer"))
+        # Nothing more came for them: the others' events are not theirs.
+        self.assertEqual(web.frames(0.2), [])
+        self.assertEqual(agent.frames(0.2), [])
+        # The same frames as the admin's, ids and all.
+        by_id = {f["id"]: f for f in got}
+        for f in got_web + got_agent:
+            self.assertEqual(by_id[f["id"]], f)
+        for s in (web, agent, boss):
+            s.close()
+        # Resumed after the first event: only its own again.
+        first = got[0]["id"] - 1
+        again = self.stream(WEB, last_event_id=first)
+        self.assertEqual(again.until(lambda fs: len(fs) >= len(mine)),
+                         got_web)
+        self.assertEqual(again.frames(0.2), [])
+        again.close()
+        # Not an id: resync, as /api/events.
+        bad = self.stream(AGENT, last_event_id="abc")
+        self.assertEqual(bad.until(lambda fs: fs)[0]["event"], "resync")
+        bad.close()
+        # Another method: 405 after the credentials; none: 401.
+        for method in ("POST", "DELETE"):
+            status, headers, reply = self.post("events", {}, method=method,
+                                               auth=WEB)
+            self.assertEqual((status, headers["Allow"]), (405, "GET, HEAD"))
+            self.assertEqual(reply["error"], "ERR the event stream takes GET")
+        for auth in (None, basic("web", "nope"), bearer("x" * 24)):
+            s = h.Sse(self.d.http_port, path="/api/v1/events", auth=auth)
+            self.assertEqual(s.head(), 401)
+            s.close()
+
+    def cors(self, method, cmd, origin, extra=None, auth=None):
+        """(status, headers, body) of a raw request with an Origin."""
+        sock = socket.create_connection(("127.0.0.1", self.d.http_port))
+        req = "%s /api/v1/%s HTTP/1.1\r\nHost: t\r\nOrigin: %s\r\n" % (
+            method, cmd, origin)
+        for k, v in (extra or {}).items():
+            req += "%s: %s\r\n" % (k, v)
+        body = b""
+        if auth is not None:
+            req += "Authorization: %s\r\n" % auth
+        if method == "POST":
+            body = json.dumps({"user": "web-cors"}).encode()
+            req += "Content-Length: %d\r\n" % len(body)
+        req += "Connection: close\r\n\r\n"
+        sock.sendall(req.encode() + body)
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        sock.close()
+        head, _, payload = data.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            k, v = line.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+        return int(lines[0].split()[1]), headers, payload
+
+    def test_cors(self):
+        """An origin of http.cors_origins gets its preflight answered
+        (204, without credentials, as browsers send none) and every answer
+        the headers that let its script read it; any other origin gets a
+        403 preflight and no CORS header. How we tried to break it: an
+        origin with a trailing slash, another case, another port, another
+        scheme, "null", a prefix of a listed one; a non-preflight OPTIONS
+        (credentials first, then 405)."""
+        before = self.state()
+        pre = {"Access-Control-Request-Method": "POST",
+               "Access-Control-Request-Headers": "authorization"}
+        for origin in (ORIGIN, "http://127.0.0.1:8080"):
+            status, hd, _ = self.cors("OPTIONS", "enqueue", origin, pre)
+            self.assertEqual(status, 204)
+            self.assertEqual(hd["access-control-allow-origin"], origin)
+            self.assertEqual(hd["access-control-allow-credentials"], "true")
+            self.assertIn("POST", hd["access-control-allow-methods"])
+            self.assertIn("Authorization", hd["access-control-allow-headers"])
+            self.assertIn("Last-Event-ID", hd["access-control-allow-headers"])
+            self.assertEqual(hd["vary"], "Origin")
+        for origin in (ORIGIN + "/", "https://APP.example.com",
+                       "https://app.example.com:443", "http://app.example.com",
+                       "null", "https://app.example.co",
+                       "http://127.0.0.1:808"):
+            status, hd, body = self.cors("OPTIONS", "enqueue", origin, pre)
+            self.assertEqual(status, 403, origin)
+            self.assertNotIn("access-control-allow-origin", hd)
+            self.assertEqual(json.loads(body)["error"],
+                             "ERR origin not allowed (http.cors_origins)")
+            # A request still runs (CORS binds browsers, not csqd), but its
+            # answer carries no header that lets a page's script read it.
+            status, hd, _ = self.cors("POST", "where", origin, auth=WEB)
+            self.assertEqual(status, 200)
+            self.assertNotIn("access-control-allow-origin", hd)
+        # Not a preflight: credentials first, then the method.
+        status, hd, _ = self.cors("OPTIONS", "enqueue", ORIGIN)
+        self.assertEqual(status, 401)
+        self.assertEqual(hd["access-control-allow-origin"], ORIGIN)
+        status, hd, _ = self.cors("OPTIONS", "enqueue", ORIGIN, auth=WEB)
+        self.assertEqual((status, hd["allow"]), (405, "POST"))
+        # Answers and errors of a listed origin can be read by its script.
+        status, hd, body = self.cors("POST", "where", ORIGIN, auth=WEB)
+        self.assertEqual(status, 200)
+        self.assertEqual(hd["access-control-allow-origin"], ORIGIN)
+        self.assertEqual(json.loads(body), {"state": "none"})
+        status, hd, _ = self.cors("POST", "leave", ORIGIN, auth=AGENT)
+        self.assertEqual(status, 403)
+        self.assertEqual(hd["access-control-allow-origin"], ORIGIN)
+        s = self.stream(WEB, headers={"Origin": ORIGIN})
+        self.assertEqual(s.headers["access-control-allow-origin"], ORIGIN)
+        s.close()
+        self.assertEqual(self.state(), before)
+
+    def test_cors_config(self):
+        """http.cors_origins refuses what is no origin: csqd -n says why,
+        with the line, and exits 78."""
+        path = os.path.join(self.dir, "cors.conf")
+        for bad in ('"*"', '"app.example.com"', '"https://"',
+                    '"https://a.example.com/"', '"https://a.example.com/x"',
+                    '"https://*.example.com"', '"ftp://a.example.com"',
+                    '"https://u@a.example.com"', '"https://a b"'):
+            with open(path, "w") as f:
+                f.write("http: { cors_origins = [ %s ]; };\n" % bad)
+            p = subprocess.run([CSQD, "-n", "-c", path],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 78, bad)
+            self.assertIn("cors_origins", p.stdout + p.stderr)
+            self.assertIn("not an origin", p.stdout + p.stderr)
+        with open(path, "w") as f:
+            f.write('http: { cors_origins = [ "https://a.example.com:8443",'
+                    ' "http://localhost:3000" ]; };\n')
+        p = subprocess.run([CSQD, "-n", "-c", path], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_limits(self):
         """A body over the limit is refused unread (413); a body that
