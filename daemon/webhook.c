@@ -3,6 +3,13 @@
  * client), a FIFO of events waiting and at most one request in flight; the
  * event in flight leaves the FIFO and stays held until a 2xx answers it,
  * so a retry sends the same event again and order holds.
+ *
+ * The connection is kept between POSTs (HTTP/1.1 keep-alive), over TLS
+ * too, where a handshake per event would cost the receiver and csqd more
+ * than the event: evhttp 2.1 reconnects a plain connection by itself, but
+ * cannot connect an OpenSSL bufferevent again once it closed, so an https
+ * hook makes a new connection when the one before closed (the receiver
+ * closed it, idle or after "Connection: close") or failed.
  */
 #include "webhook.h"
 
@@ -12,6 +19,9 @@
 #include <event2/keyvalq_struct.h>
 #include <inttypes.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
@@ -46,10 +56,11 @@ struct webhook {
 	char host[CONFIG_STR_MAX];
 	char path[CONFIG_STR_MAX];
 	int port;
-	/* https: the client context, and a connection per POST (evhttp
-	 * 2.1 cannot connect an OpenSSL bufferevent again once it closed). */
+	/* https: the client context; the connection, kept until it
+	 * closes or fails (stale), then made anew (webhook_connect). */
 	SSL_CTX *tls;
 	struct evhttp_connection *conn;
+	int stale;
 	struct event *retry_ev;
 	struct webhook_fifo fifo; /* waiting, oldest first */
 	size_t nfifo;
@@ -132,6 +143,10 @@ webhook_done_cb(struct evhttp_request *req, void *arg)
 	char why[64];
 
 	h->in_flight = 0;
+	/* No answer: whatever the connection's state, a new one for the
+	 * retry (https; evhttp reconnects a plain one itself). */
+	if (code == 0)
+		h->stale = 1;
 	if (code < 200 || code > 299) {
 		if (code == 0)
 			snprintf(why, sizeof(why), "no answer");
@@ -150,12 +165,25 @@ webhook_done_cb(struct evhttp_request *req, void *arg)
 	h->dropping = 0;
 	free(h->cur);
 	h->cur = NULL;
-	/* https: the next POST needs a new connection, which may not be
-	 * made inside this one's callback: from the loop, at once. */
+	/* https: the next POST may need a new connection (this one closes
+	 * after its answer), which may not be made inside this one's
+	 * callback: from the loop, at once. */
 	if (h->tls != NULL)
 		event_active(h->retry_ev, EV_TIMEOUT, 0);
 	else
 		webhook_send(h);
+}
+
+/* An https hook's connection closed (the receiver, idle or after its
+ * answer; or evhttp, after a failure): the next POST makes a new one.
+ * Inside evhttp's code: only a flag here. */
+static void
+webhook_closed_cb(struct evhttp_connection *conn, void *arg)
+{
+	struct webhook *h = arg;
+
+	(void)conn;
+	h->stale = 1;
 }
 
 /* Sends the held event, or the next one, unless one is in flight. */
@@ -167,6 +195,8 @@ webhook_send(struct webhook *h)
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0, i;
 	char sig[7 + 2 * EVP_MAX_MD_SIZE + 1], id[24];
+	evutil_socket_t fd;
+	int one = 1;
 
 	if (h->in_flight || evtimer_pending(h->retry_ev, NULL))
 		return;
@@ -176,7 +206,8 @@ webhook_send(struct webhook *h)
 		TAILQ_REMOVE(&h->fifo, h->cur, link);
 		h->nfifo--;
 	}
-	if (h->tls != NULL && webhook_connect(h) != 0) {
+	if (h->tls != NULL && (h->conn == NULL || h->stale) &&
+	    webhook_connect(h) != 0) {
 		webhook_failed(h, "cannot set up TLS");
 		return;
 	}
@@ -188,8 +219,6 @@ webhook_send(struct webhook *h)
 	evhttp_add_header(hd, "Host", h->host);
 	evhttp_add_header(hd, "Content-Type", "application/json");
 	evhttp_add_header(hd, "User-Agent", "csqd/" CSQ_VERSION);
-	if (h->tls != NULL)
-		evhttp_add_header(hd, "Connection", "close");
 	snprintf(id, sizeof(id), "%" PRIu64, h->cur->id);
 	evhttp_add_header(hd, "X-Csq-Event-Id", id);
 	if (h->cfg.secret[0] != '\0') {
@@ -210,6 +239,14 @@ webhook_send(struct webhook *h)
 		return;
 	}
 	h->in_flight = 1;
+	/* On a kept connection the request's head and body go out as two
+	 * writes (two TLS records), and Nagle would hold the second until
+	 * the receiver's delayed ACK, 40 ms a POST. The socket exists once
+	 * the request is made (connecting, or connected). */
+	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(h->conn));
+	if (fd >= 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		                 sizeof(one));
 }
 
 /* The client context of an https hook: TLS 1.2 and later, the
@@ -235,7 +272,8 @@ webhook_tls_ctx(const struct config_webhook *c)
 
 /*
  * A new connection for the next POST of an https hook, the one before
- * freed (its POST is answered: nothing of it runs any more). The name in
+ * (closed or failed) freed: its POST is answered, nothing of it runs any
+ * more, and this runs from the loop, never inside its callbacks. The name in
  * the URL is sent (SNI) and must be the certificate's, as a browser
  * checks it (an IP address, its IP).
  */
@@ -279,6 +317,9 @@ webhook_connect(struct webhook *h)
 	tv.tv_usec = (suseconds_t)(h->cfg.timeout_ms % 1000) * 1000;
 	evhttp_connection_set_timeout_tv(h->conn, &tv);
 	evhttp_connection_set_retries(h->conn, 0);
+	evhttp_connection_set_closecb(h->conn, webhook_closed_cb, h);
+	h->stale = 0;
+	log_debug("webhook %s: a new connection", h->cfg.url);
 	return 0;
 }
 

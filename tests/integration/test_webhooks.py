@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -46,10 +47,18 @@ class Receiver:
         self.status = 200
         self.stall = threading.Event()
         self.stall.set()
+        self.connections = 0  # accepted (and, with tls, handshaken)
+        self.close_next = False  # answer the next POST "Connection: close"
+        self.open = []  # the connections' sockets, to cut them
         rec = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                rec.connections += 1
+                rec.open.append(self.connection)
 
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", "0"))
@@ -60,6 +69,10 @@ class Receiver:
                     rec.got.append((dict(self.headers), body))
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
+                if rec.close_next:
+                    rec.close_next = False
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
 
             def log_message(self, *a):
@@ -79,6 +92,16 @@ class Receiver:
 
     def events(self):
         return [json.loads(b) for _, b in self.got]
+
+    def cut(self):
+        """Closes every connection, as a receiver that times idle ones
+        out does."""
+        for sock in self.open:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.open = []
 
     def close(self):
         self.stall.set()
@@ -359,6 +382,25 @@ class Https(unittest.TestCase):
                                     urls[1]), 0)
             self.assertIn("webhook %s: delivery of event" % urls[1],
                           csqd.read_log())
+            # Keep-alive: the five events went over one connection.
+            self.assertEqual(rx[0].connections, 1)
+            # A receiver that answers "Connection: close", then one that
+            # cuts every connection (an idle timeout): csqd connects
+            # again, once each, and loses nothing.
+            rx[0].close_next = True
+            c.execute_command("ENQUEUE", "t5", "QUEUE", "sales")
+            wait_until("t5", lambda: len(rx[0].got) == 6)
+            c.execute_command("ENQUEUE", "t6", "QUEUE", "sales")
+            c.execute_command("ENQUEUE", "t7", "QUEUE", "sales")
+            wait_until("t7", lambda: len(rx[0].got) == 8)
+            self.assertEqual(rx[0].connections, 2)
+            rx[0].cut()
+            for i in range(8, 11):
+                c.execute_command("ENQUEUE", "t%d" % i, "QUEUE", "sales")
+            wait_until("t10", lambda: len(rx[0].got) == 11)
+            self.assertEqual([e["user"] for e in rx[0].events()],
+                             ["t%d" % i for i in range(11)])
+            self.assertEqual(rx[0].connections, 3)
         finally:
             rc = csqd.stop()
             for r in rx:
