@@ -32,11 +32,19 @@ struct csq_line_node {
 	struct line_link level[];
 };
 
+/*
+ * tail[i]: the last node at level i (the header when there is none), so
+ * that an insert after the last key, a queue's usual arrival (its key is
+ * its arrival time), links in without a descent: the descent to the tail
+ * was most of an ENQUEUE's cost, two of them for a user with NEEDS
+ * (docs/benchmarks.md, "Skills").
+ */
 struct csq_line {
 	struct csq_line_node *header;
 	uint64_t length;
 	int level;
 	uint64_t rng;
+	struct csq_line_node *tail[LINE_MAX_LEVEL];
 };
 
 static struct csq_line_node *
@@ -60,6 +68,7 @@ csq_line_new(uint64_t seed)
 	for (i = 0; i < LINE_MAX_LEVEL; i++) {
 		l->header->level[i].forward = NULL;
 		l->header->level[i].span = 0;
+		l->tail[i] = l->header;
 	}
 	l->length = 0;
 	l->level = 1;
@@ -125,6 +134,37 @@ csq_line_insert_rank(struct csq_line *l, uint64_t key, void *value)
 	return rank;
 }
 
+/*
+ * Inserts key after the last key: the tails are the nodes before it, and
+ * the last link of a level spans the nodes after it (to the end), so the
+ * link from a tail to the new node spans one more, and a tail above the
+ * new node's levels has one more node after it.
+ */
+static struct csq_line_node *
+line_append(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
+{
+	struct csq_line_node *x, *t;
+	int i, level = line_random_level(l);
+
+	for (i = l->level; i < level; i++)
+		l->header->level[i].span = l->length; /* tail[i]: the header */
+	if (level > l->level)
+		l->level = level;
+	x = line_node_new(level, key, value);
+	for (i = 0; i < level; i++) {
+		t = l->tail[i];
+		t->level[i].forward = x;
+		t->level[i].span++;
+		x->level[i].forward = NULL;
+		x->level[i].span = 0;
+		l->tail[i] = x;
+	}
+	for (; i < l->level; i++)
+		l->tail[i]->level[i].span++;
+	*out = ++l->length;
+	return x;
+}
+
 static struct csq_line_node *
 line_insert(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
 {
@@ -132,6 +172,8 @@ line_insert(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
 	uint64_t rank[LINE_MAX_LEVEL];
 	int i, level;
 
+	if (l->length > 0 && l->tail[0]->key < key)
+		return line_append(l, key, value, out);
 	for (i = l->level - 1; i >= 0; i--) {
 		rank[i] = i == l->level - 1 ? 0 : rank[i + 1];
 		while (x->level[i].forward != NULL &&
@@ -157,6 +199,8 @@ line_insert(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
 		x->level[i].span =
 		    update[i]->level[i].span - (rank[0] - rank[i]);
 		update[i]->level[i].span = (rank[0] - rank[i]) + 1;
+		if (x->level[i].forward == NULL)
+			l->tail[i] = x;
 	}
 	for (i = level; i < l->level; i++)
 		update[i]->level[i].span++;
@@ -182,6 +226,8 @@ csq_line_remove(struct csq_line *l, uint64_t key)
 	if (x == NULL || x->key != key)
 		return NULL;
 	for (i = 0; i < l->level; i++) {
+		if (l->tail[i] == x)
+			l->tail[i] = update[i];
 		if (update[i]->level[i].forward == x) {
 			update[i]->level[i].span += x->level[i].span - 1;
 			update[i]->level[i].forward = x->level[i].forward;
@@ -222,6 +268,8 @@ csq_line_count_below(const struct csq_line *l, uint64_t key)
 	uint64_t rank = 0;
 	int i;
 
+	if (l->length > 0 && l->tail[0]->key < key)
+		return l->length;
 	for (i = l->level - 1; i >= 0; i--)
 		while (x->level[i].forward != NULL &&
 		       x->level[i].forward->key < key) {
@@ -293,12 +341,14 @@ csq_line_node_value(const struct csq_line_node *n)
  * One walk along level 0, counting positions. At each level, the node that
  * the previous link of that level points at must turn up later in the walk,
  * exactly span positions further on; the last link of a level spans the
- * nodes after it. O(n) plus the total of the node levels.
+ * nodes after it, and the last node met at a level is that level's tail.
+ * O(n) plus the total of the node levels.
  */
 int
 csq_line_check(const struct csq_line *l)
 {
 	const struct csq_line_node *expect[LINE_MAX_LEVEL], *x;
+	const struct csq_line_node *last[LINE_MAX_LEVEL];
 	uint64_t from[LINE_MAX_LEVEL], span[LINE_MAX_LEVEL], pos = 0;
 	int i;
 
@@ -312,6 +362,7 @@ csq_line_check(const struct csq_line *l)
 		expect[i] = l->header->level[i].forward;
 		span[i] = l->header->level[i].span;
 		from[i] = 0;
+		last[i] = l->header;
 	}
 	for (x = l->header->level[0].forward; x != NULL;
 	     x = x->level[0].forward) {
@@ -326,6 +377,7 @@ csq_line_check(const struct csq_line *l)
 			expect[i] = x->level[i].forward;
 			span[i] = x->level[i].span;
 			from[i] = pos;
+			last[i] = x;
 		}
 	}
 	if (pos != l->length)
@@ -333,5 +385,8 @@ csq_line_check(const struct csq_line *l)
 	for (i = 0; i < l->level; i++)
 		if (expect[i] != NULL || span[i] != pos - from[i])
 			return -1;
+	for (i = 0; i < LINE_MAX_LEVEL; i++)
+		if (l->tail[i] != last[i])
+			return -1; /* the tails that an append links to */
 	return 0;
 }

@@ -327,6 +327,93 @@ test_random_model(void **state)
 	free(model);
 }
 
+/*
+ * A queue's life against a sorted array: mostly arrivals after the last
+ * key (the append that links to the tails without a descent), leaving
+ * from the head and from anywhere, now and then an arrival in the middle
+ * (a higher tier) and the line emptied; check() after each, which
+ * compares every level's tail with the last node it meets. How it tries
+ * to break the tails: remove the last node (its tails go back to the
+ * nodes before it), append right after that, append to an empty line.
+ */
+static void
+test_queue_model(void **state)
+{
+	int ops = (int)scale_steps(RANDOM_OPS, RANDOM_OPS_MIN), op, found;
+	uint64_t *model = calloc((size_t)ops + 1, sizeof(*model));
+	struct csq_line *l = csq_line_new(UINT64_C(0xfeed));
+	uint64_t next = 1, key;
+	size_t len = 0, pos;
+
+	(void)state;
+	for (op = 0; op < ops; op++) {
+		switch (rng(10)) {
+		case 0: /* the last one leaves */
+			if (len == 0)
+				break;
+			len--;
+			assert_ptr_equal(csq_line_remove(l, model[len]),
+			                 val(model[len]));
+			break;
+		case 1: /* the head leaves */
+		case 2:
+			if (len == 0)
+				break;
+			assert_ptr_equal(csq_line_remove(l, model[0]),
+			                 val(model[0]));
+			memmove(&model[0], &model[1],
+			        (len - 1) * sizeof(*model));
+			len--;
+			break;
+		case 3: /* anyone leaves */
+			if (len == 0)
+				break;
+			pos = (size_t)rng(len);
+			assert_ptr_equal(csq_line_remove(l, model[pos]),
+			                 val(model[pos]));
+			memmove(&model[pos], &model[pos + 1],
+			        (len - pos - 1) * sizeof(*model));
+			len--;
+			break;
+		case 4: /* an arrival in the middle, when its key is free */
+			key = 1 + rng(next);
+			pos = model_find(model, len, key, &found);
+			if (found)
+				break;
+			assert_int_equal(csq_line_insert_rank(l, key, val(key)),
+			                 pos + 1);
+			memmove(&model[pos + 1], &model[pos],
+			        (len - pos) * sizeof(*model));
+			model[pos] = key;
+			len++;
+			if (key >= next)
+				next = key + 1;
+			break;
+		default: /* an arrival after the last key */
+			key = next + rng(3);
+			next = key + 1;
+			assert_int_equal(csq_line_count_below(l, key), len);
+			assert_int_equal(csq_line_insert_rank(l, key, val(key)),
+			                 len + 1);
+			model[len++] = key;
+			break;
+		}
+		if (len > 0 && rng(500) == 0) { /* emptied */
+			while (len > 0) {
+				len--;
+				csq_line_remove(l, model[len]);
+			}
+		}
+		assert_int_equal(csq_line_check(l), 0);
+		assert_int_equal(csq_line_len(l), len);
+		if (op % 1000 == 0)
+			assert_line_is(l, model, len);
+	}
+	assert_line_is(l, model, len);
+	csq_line_free(l);
+	free(model);
+}
+
 int
 main(void)
 {
@@ -337,6 +424,7 @@ main(void)
 	    cmocka_unit_test_setup(test_edge_keys, setup),
 	    cmocka_unit_test_setup(test_fifo_shape, setup),
 	    cmocka_unit_test_setup(test_random_model, setup),
+	    cmocka_unit_test_setup(test_queue_model, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
