@@ -344,9 +344,13 @@ client_move_out(struct evbuffer *bout, struct evbuffer *out)
 }
 
 /*
- * Sends the replies now, unless they must wait behind what the bufferevent
- * still has to write, for the journal's commit (held: server_committed
- * enables EV_WRITE). What waits, what
+ * Sends the replies now, unless they must wait for the journal's commit
+ * or the record's write (held: server_release lets them go) or behind
+ * what the bufferevent still has to write. Held replies with nothing
+ * ahead of them stay in c->out, to be written from there as unheld ones
+ * are: moved into the bufferevent's buffer, each cost a chain allocated
+ * and freed and a copy, most of what the record of the day cost an
+ * ENQUEUE (docs/benchmarks.md). What waits behind older output, what
  * the socket does not take, or a write error, goes to the bufferevent,
  * which writes when it can or reports the error. A closing client with
  * nothing left to send drains; so this is the last thing a caller does
@@ -356,6 +360,7 @@ static void
 client_flush(struct client *c)
 {
 	struct evbuffer *bout;
+	int direct;
 
 	if (c->state != CLIENT_ACTIVE && c->state != CLIENT_CLOSING)
 		return;
@@ -365,13 +370,14 @@ client_flush(struct client *c)
 	if (evbuffer_get_length(c->out) > 0) {
 		/* TLS: everything goes through the bufferevent, which
 		 * encrypts. */
-		if (!c->held && !c->tls && evbuffer_get_length(bout) == 0) {
+		direct = !c->tls && evbuffer_get_length(bout) == 0;
+		if (direct && !c->held) {
 			/* EV_WRITE may be left on by a commit: nothing for
 			 * it to write now. */
 			bufferevent_disable(c->bev, EV_WRITE);
 			(void)evbuffer_write(c->out, bufferevent_getfd(c->bev));
 		}
-		if (evbuffer_get_length(c->out) > 0) {
+		if (evbuffer_get_length(c->out) > 0 && !(direct && c->held)) {
 			client_move_out(bout, c->out);
 			if (!c->held)
 				bufferevent_enable(c->bev, EV_WRITE);
@@ -380,6 +386,37 @@ client_flush(struct client *c)
 	client_weigh(c, client_pending_peak(c));
 	if (c->state == CLIENT_CLOSING && client_quiet(c))
 		client_drain(c);
+}
+
+void
+client_release_output(struct client *c)
+{
+	struct evbuffer *bout;
+	int n = 0;
+
+	if (c->state == CLIENT_DEAD)
+		return;
+	bout = bufferevent_get_output(c->bev);
+	if (c->state == CLIENT_ACTIVE && !c->tls && c->killed == NULL) {
+		/* The bufferevent keeps its output's front frozen against
+		 * drains but its own. */
+		if (evbuffer_get_length(bout) > 0) {
+			evbuffer_unfreeze(bout, 1);
+			n = evbuffer_write(bout, bufferevent_getfd(c->bev));
+			evbuffer_freeze(bout, 1);
+		}
+		if (n >= 0 && evbuffer_get_length(bout) == 0 &&
+		    evbuffer_get_length(c->out) > 0)
+			n = evbuffer_write(c->out, bufferevent_getfd(c->bev));
+		if (evbuffer_get_length(c->out) > 0)
+			client_move_out(bout, c->out);
+		if (n < 0 || evbuffer_get_length(bout) > 0)
+			bufferevent_enable(c->bev, EV_WRITE);
+		return;
+	}
+	if (c->killed == NULL && evbuffer_get_length(c->out) > 0)
+		client_move_out(bout, c->out);
+	bufferevent_enable(c->bev, EV_WRITE);
 }
 
 static void

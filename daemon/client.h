@@ -127,6 +127,11 @@ void client_local_free(struct client *);
 /* Held output may leave (server.c's release): for a local client,
  * done comes. */
 void client_local_release(struct client *);
+/* Held output may leave (server.c's release), for a connection: an
+ * active one's goes out now, as client_flush would have sent it, from
+ * c->out where it waited with nothing ahead of it; what the socket does
+ * not take, or an error, is left to the bufferevent. */
+void client_release_output(struct client *);
 
 /* Tears the connection down now (errors, EOF, stop); why is logged. */
 void client_close(struct client *, const char *why);

@@ -357,9 +357,11 @@ record_rotate(struct event_record *r, uint64_t now)
 	record_prune(r, now);
 }
 
-void
-event_record_event(struct event_record *r, const struct csq_event *ev)
+const char *
+event_record_event(struct event_record *r, const struct csq_event *ev,
+                   size_t *len)
 {
+	const char *line;
 	int n;
 
 	if (r->size + r->len > 0 &&
@@ -379,14 +381,17 @@ event_record_event(struct event_record *r, const struct csq_event *ev)
 		log_warnx("record %s: event %" PRIu64
 		          " (%s) too long to record",
 		          r->path, ev->id, csq_event_name(ev->type));
-		return;
+		return NULL;
 	}
+	line = r->buf + r->len;
+	*len = (size_t)n;
 	r->len += (size_t)n;
 	r->buf[r->len++] = '\n';
 	if (!r->pending) {
 		r->pending = 1;
 		event_active(r->flush_ev, EV_TIMEOUT, 0);
 	}
+	return line;
 }
 
 int

@@ -22,8 +22,12 @@ struct event_record;
  * reason logged when it cannot be opened or its tail is not a line. */
 struct event_record *event_record_open(struct event_base *,
                                        const struct config *);
-/* Appends ev's line to the buffer; it is written at the end of this turn. */
-void event_record_event(struct event_record *, const struct csq_event *);
+/* Appends ev's line to the buffer; it is written at the end of this turn.
+ * Returns the line (csq_event_json's, without the newline) and its length
+ * in *len, valid until the next call, for the publish to send as it is;
+ * NULL when the line was too long to record. */
+const char *event_record_event(struct event_record *, const struct csq_event *,
+                               size_t *len);
 /* 1 while lines of this loop turn wait to be written (and synced). */
 int event_record_pending(const struct event_record *);
 /* Runs after each write at the end of a turn (the server's release). */

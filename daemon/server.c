@@ -181,17 +181,20 @@ server_log_event(struct server *s, const struct csq_event *ev)
 	log_kv(LOG_LVL_INFO, server_log_message(ev), kv, n);
 }
 
-/* Every event of the engine goes to the channels that want it. */
+/* Every event of the engine goes to the channels that want it, as the
+ * line the record wrote when there is one: formatted once. */
 static void
 server_emit(void *arg, const struct csq_event *ev)
 {
 	struct server *s = arg;
 	char json[EVENT_JSON_MAX];
 	char channels[CSQ_EVENT_CHANNELS][CSQ_CHANNEL_MAX];
+	const char *line = NULL, *msg = json;
+	size_t linelen = 0;
 	int n, len, i;
 
 	if (s->record != NULL)
-		event_record_event(s->record, ev);
+		line = event_record_event(s->record, ev, &linelen);
 	metrics_event(s->metrics, ev);
 	server_log_event(s, ev);
 	http_event(s, ev);
@@ -203,15 +206,19 @@ server_emit(void *arg, const struct csq_event *ev)
 			break;
 	if (i == n)
 		return;
-	len = csq_event_json(ev, json, sizeof(json));
+	if (line != NULL && linelen < sizeof(json)) {
+		msg = line;
+		len = (int)linelen;
+	} else
+		len = csq_event_json(ev, json, sizeof(json));
 	if (len < 0 || (size_t)len >= sizeof(json)) {
 		log_warnx("event %s too long to publish",
 		          csq_event_name(ev->type));
 		return;
 	}
 	for (i = 0; i < n; i++)
-		pubsub_publish(s->pubsub, channels[i], strlen(channels[i]),
-		               json, (size_t)len);
+		pubsub_publish(s->pubsub, channels[i], strlen(channels[i]), msg,
+		               (size_t)len);
 }
 
 void
@@ -266,37 +273,23 @@ server_hold_output(struct server *s, struct client *c)
 
 /*
  * What held output waited for is done: it may leave. An active client's
- * goes out now, as client.c's flush would have sent it, so that a hold
- * costs no turn of the loop and no epoll_ctl pair to switch EV_WRITE on
- * and off (the record of the day holds every reply that follows an
- * event); what the socket does not take, or an error, is left to the
- * bufferevent.
+ * goes out now (client_release_output), so that a hold costs no turn of
+ * the loop and no epoll_ctl pair to switch EV_WRITE on and off (the
+ * record of the day holds every reply that follows an event).
  */
 static void
 server_release(struct server *s)
 {
-	struct evbuffer *bout;
 	struct client *c;
 	size_t i;
-	int n;
 
 	for (i = 0; i < s->nheld; i++) {
 		c = s->held[i];
 		c->held = 0;
 		if (c->local)
 			client_local_release(c);
-		else if (c->state == CLIENT_ACTIVE && !c->tls &&
-		         c->killed == NULL) {
-			/* The bufferevent keeps its output's front frozen
-			 * against drains but its own. */
-			bout = bufferevent_get_output(c->bev);
-			evbuffer_unfreeze(bout, 1);
-			n = evbuffer_write(bout, bufferevent_getfd(c->bev));
-			evbuffer_freeze(bout, 1);
-			if (n < 0 || evbuffer_get_length(bout) > 0)
-				bufferevent_enable(c->bev, EV_WRITE);
-		} else if (c->state != CLIENT_DEAD)
-			bufferevent_enable(c->bev, EV_WRITE);
+		else
+			client_release_output(c);
 		client_unref(c);
 	}
 	s->nheld = 0;
