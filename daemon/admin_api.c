@@ -172,6 +172,18 @@ json_key_i64(struct evbuffer *b, const char *key, int64_t value)
 	evbuffer_add_printf(b, "\"%s\":%" PRId64, key, value);
 }
 
+/* A queue's business hours (protocol.md 3c), when it has them: open now,
+ * and the next change. */
+static void
+json_hours(struct evbuffer *b, const struct csq_queue_stats *qs)
+{
+	if (!qs->hours)
+		return;
+	evbuffer_add_printf(b, ",\"open\":%s", qs->open ? "true" : "false");
+	evbuffer_add(b, ",", 1);
+	json_key_u64(b, "next_change_ms", qs->next_change_ms);
+}
+
 /* The wait estimate and the service level of a queue, as QSTATS has
  * them (-1: none yet), after the fields before them; nothing when the
  * engine has no QSTATS. */
@@ -189,6 +201,7 @@ json_estimate(struct evbuffer *b, const struct csq_queue_stats *qs)
 	json_key_i64(b, "matched_total", (int64_t)qs->matched_total);
 	evbuffer_add(b, ",", 1);
 	json_key_i64(b, "abandoned_total", (int64_t)qs->abandoned_total);
+	json_hours(b, qs);
 }
 
 /* What QSTATS says of who serves a queue and who waits with needs
@@ -216,6 +229,7 @@ json_serving(struct evbuffer *b, const struct csq_queue_stats *qs)
 		evbuffer_add(b, "}", 1);
 	}
 	evbuffer_add(b, "]", 1);
+	json_hours(b, qs);
 }
 
 /* name's QSTATS among v's n, NULL when the engine has none (v NULL). The

@@ -6,9 +6,11 @@
  */
 #include "command_queue.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -191,7 +193,9 @@ reply_qstats(struct evbuffer *out, int proto, const struct csq_queue_stats *q)
 	size_t i, n = sizeof(f) / sizeof(f[0]);
 	int nobody = q->nobody_ms != CSQ_QSTATS_NO_NOBODY;
 
-	resp_map(out, proto, (int64_t)n + 1 + nobody + (q->ngroups > 0));
+	resp_map(out, proto,
+	         (int64_t)n + 1 + nobody + (q->ngroups > 0) +
+	             2 * (q->hours != 0));
 	resp_bulk_str(out, "queue");
 	resp_bulk_str(out, q->queue);
 	for (i = 0; i < n; i++) {
@@ -202,6 +206,12 @@ reply_qstats(struct evbuffer *out, int proto, const struct csq_queue_stats *q)
 	if (nobody) {
 		resp_bulk_str(out, "nobody_ms");
 		resp_integer(out, q->nobody_ms);
+	}
+	if (q->hours) { /* section 3c: business hours */
+		resp_bulk_str(out, "open");
+		resp_integer(out, q->open);
+		resp_bulk_str(out, "next_change_ms");
+		resp_integer(out, (int64_t)q->next_change_ms);
 	}
 	if (q->ngroups == 0)
 		return;
@@ -384,6 +394,25 @@ static struct {
 
 static void command_log_full(struct server *, const char *queue);
 
+/* ENQUEUE or TRANSFER into a closed queue that refuses (section 3c):
+ * when it opens, as ISO 8601 in UTC and epoch ms. */
+static void
+reply_closed(struct evbuffer *out, int64_t opens_ms)
+{
+	char iso[32];
+	time_t t = (time_t)(opens_ms / 1000);
+	struct tm tm;
+
+	if (opens_ms <= 0 || gmtime_r(&t, &tm) == NULL) {
+		resp_error(out, "%s; no opening time is ahead",
+		           csq_status_text(CSQ_ECLOSED));
+		return;
+	}
+	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	resp_error(out, "%s; it opens at %s (%" PRId64 ")",
+	           csq_status_text(CSQ_ECLOSED), iso, opens_ms);
+}
+
 static void
 command_result(void *arg, const struct csq_result *r)
 {
@@ -407,6 +436,10 @@ command_result(void *arg, const struct csq_result *r)
 	if (call->render != NULL) {
 		call->render(c, out, r, call->render_arg);
 		server_hold_output(c->server, c);
+		goto done;
+	}
+	if (r->status == CSQ_ECLOSED) {
+		reply_closed(out, r->n);
 		goto done;
 	}
 	if (r->status != CSQ_OK) {

@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <libconfig.h>
 
 #include "config.h"
+#include "hours.h"
 #include "util.h"
 #include "webhook.h"
 
@@ -1354,6 +1356,170 @@ config_nobody(struct config_report *r, const config_setting_t *g,
 	return bad ? -1 : 0;
 }
 
+/*
+ * Business hours (protocol.md 3c): the zone's TZif file, read from the
+ * system's database ($TZDIR, else /usr/share/zoneinfo) and parsed by
+ * libcsq, which keeps what it needs in the policy.
+ */
+#define CONFIG_ZONEINFO "/usr/share/zoneinfo"
+#define CONFIG_TZIF_MAX (256 * 1024) /* no zone file is near this */
+
+static int
+config_zone(struct config_report *r, const config_setting_t *f,
+            struct csq_tz *z)
+{
+	const char *v = config_setting_type(f) == CONFIG_TYPE_STRING
+	                    ? config_setting_get_string(f)
+	                    : NULL;
+	const char *dir = getenv("TZDIR"), *err = "";
+	static uint8_t buf[CONFIG_TZIF_MAX];
+	char path[PATH_MAX];
+	size_t len = 0;
+	FILE *fp;
+
+	if (v == NULL || !csq_tz_valid_name(v)) {
+		config_error(r, f,
+		             "queues: hours: zone must be a zone name such as "
+		             "\"Europe/Berlin\"");
+		return -1;
+	}
+	if (dir == NULL || dir[0] == '\0')
+		dir = CONFIG_ZONEINFO;
+	snprintf(path, sizeof(path), "%s/%s", dir, v);
+	if ((fp = fopen(path, "rb")) == NULL) {
+		config_error(r, f, "queues: hours: zone \"%s\": %s: %s", v,
+		             path, strerror(errno));
+		return -1;
+	}
+	len = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	if (len == sizeof(buf) || csq_tzif_parse(buf, len, z, &err) != 0) {
+		config_error(r, f, "queues: hours: zone \"%s\": %s: %s", v,
+		             path, len == sizeof(buf) ? "too large" : err);
+		return -1;
+	}
+	memcpy(z->name, v, strlen(v) + 1);
+	return 0;
+}
+
+/* A string key of hours among names: its index, or -1 (reported). */
+static int
+config_hours_enum(struct config_report *r, const config_setting_t *f,
+                  const char *key, const char *const *names)
+{
+	const char *v = config_setting_type(f) == CONFIG_TYPE_STRING
+	                    ? config_setting_get_string(f)
+	                    : "";
+	int i;
+
+	for (i = 0; names[i] != NULL; i++)
+		if (strcmp(v, names[i]) == 0)
+			return i;
+	config_error(r, f, "queues: hours: %s must be \"%s\", \"%s\" or \"%s\"",
+	             key, names[0], names[1], names[2]);
+	return -1;
+}
+
+/* hours = { zone; week; closed; when_closed; fallback; at_close;
+ * move_to; }: 0 when valid. */
+static int
+config_hours(struct config_report *r, const config_setting_t *g,
+             struct csq_hours *h)
+{
+	static const char *const when[] = {"wait", "refuse", "fallback", NULL};
+	static const char *const at[] = {"keep", "move", "release", NULL};
+	const config_setting_t *f, *d;
+	const char *field, *v, *err;
+	int i, j, n, k, bad = 0, zone = 0, week = 0;
+	int32_t day;
+
+	memset(h, 0, sizeof(*h));
+	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+		config_error(r, g,
+		             "queues: hours must be a group, { zone = …; "
+		             "week = …; }");
+		return -1;
+	}
+	h->on = 1;
+	n = config_setting_length(g);
+	for (i = 0; i < n; i++) {
+		f = config_setting_get_elem(g, (unsigned)i);
+		field = config_setting_name(f);
+		v = config_setting_type(f) == CONFIG_TYPE_STRING
+		        ? config_setting_get_string(f)
+		        : NULL;
+		if (strcmp(field, "zone") == 0) {
+			bad |= config_zone(r, f, &h->tz) != 0;
+			zone = 1;
+		} else if (strcmp(field, "week") == 0) {
+			week = 1;
+			if (v == NULL ||
+			    csq_hours_parse_week(v, h, &err) != 0) {
+				config_error(r, f, "queues: hours: week: %s",
+				             v == NULL
+				                 ? "a string, such as "
+				                   "\"mon-fri 09:00-17:00\""
+				                 : err);
+				bad = 1;
+			}
+		} else if (strcmp(field, "closed") == 0) {
+			k = config_setting_length(f);
+			if ((config_setting_type(f) != CONFIG_TYPE_ARRAY &&
+			     config_setting_type(f) != CONFIG_TYPE_LIST) ||
+			    k > CSQ_HOURS_CLOSED) {
+				config_error(r, f,
+				             "queues: hours: closed must be a "
+				             "list of at most %d dates, "
+				             "[\"2026-12-25\", …]",
+				             CSQ_HOURS_CLOSED);
+				bad = 1;
+				continue;
+			}
+			for (j = 0; j < k; j++) {
+				d = config_setting_get_elem(f, (unsigned)j);
+				v = config_setting_type(d) == CONFIG_TYPE_STRING
+				        ? config_setting_get_string(d)
+				        : "";
+				if (csq_hours_parse_date(v, &day) != 0 ||
+				    csq_hours_add_closed(h, day) != 0) {
+					config_error(r, d,
+					             "queues: hours: closed: "
+					             "\"%s\" is not a date "
+					             "YYYY-MM-DD, or is there "
+					             "twice",
+					             v);
+					bad = 1;
+				}
+			}
+		} else if (strcmp(field, "when_closed") == 0) {
+			if ((k = config_hours_enum(r, f, field, when)) < 0)
+				bad = 1;
+			else
+				h->when_closed = (uint32_t)k;
+		} else if (strcmp(field, "at_close") == 0) {
+			if ((k = config_hours_enum(r, f, field, at)) < 0)
+				bad = 1;
+			else
+				h->at_close = (uint32_t)k;
+		} else if (strcmp(field, "fallback") == 0) {
+			bad |= config_queue_id(r, f, "hours: fallback",
+			                       h->fallback) != 0;
+		} else if (strcmp(field, "move_to") == 0) {
+			bad |= config_queue_id(r, f, "hours: move_to",
+			                       h->move_to) != 0;
+		} else {
+			config_error(r, f, "queues: hours: unknown key %s",
+			             field);
+			bad = 1;
+		}
+	}
+	if (!bad && (!zone || !week)) {
+		config_error(r, g, "queues: hours needs zone and week");
+		bad = 1;
+	}
+	return bad ? -1 : 0;
+}
+
 /* One entry of queues: every key known and in range. 0 when valid. */
 static int
 config_queue(struct config_report *r, const config_setting_t *e,
@@ -1402,6 +1568,8 @@ config_queue(struct config_report *r, const config_setting_t *e,
 			}
 		} else if (strcmp(field, "relax") == 0) {
 			bad |= config_relax(r, f, p) != 0;
+		} else if (strcmp(field, "hours") == 0) {
+			bad |= config_hours(r, f, &p->hours) != 0;
 		} else if (strcmp(field, "nobody") == 0) {
 			bad |= config_nobody(r, f, &p->nobody) != 0;
 		} else if (strcmp(field, "skill_order") == 0) {

@@ -186,6 +186,7 @@ api_status(const char *code, size_t len, const char **reason)
 	    {"NOTFOUND", HTTP_NOTFOUND, "Not Found"},
 	    {"FULL", 409, "Conflict"},
 	    {"NOBODY", 409, "Conflict"},
+	    {"CLOSED", 409, "Conflict"}, /* business hours (section 3c) */
 	    {"NOAUTH", 401, "Unauthorized"},
 	    {"WRONGPASS", 401, "Unauthorized"},
 	    {"NOPERM", 403, "Forbidden"},

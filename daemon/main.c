@@ -256,7 +256,7 @@ int
 main(int argc, char *argv[])
 {
 	struct main_args a = {NULL, 0};
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	int errors = 0;
 
 	main_parse(argc, argv, &a);

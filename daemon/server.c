@@ -416,7 +416,10 @@ server_apply_policies(struct server *s, struct csq_engine *e)
 static int
 server_reload(struct server *s)
 {
-	struct config next, *cur = &s->cfg;
+	/* Large (a policy carries its zone): not on the stack; one reload
+	 * at a time. */
+	static struct config next;
+	struct config *cur = &s->cfg;
 	const struct csq_limits *a = &cur->limits, *b = &next.limits;
 	char *report = NULL, changed[256] = "", later[256] = "";
 	size_t reportlen = 0;

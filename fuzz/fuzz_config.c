@@ -77,7 +77,7 @@ check_config(const struct config *c)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	char *text, *errs = NULL;
 	size_t errlen = 0;
 	FILE *err;

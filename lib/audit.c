@@ -679,6 +679,8 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 	case CSQ_EV_SERVICER_RESUMED:
 	case CSQ_EV_WRAPUP:
 	case CSQ_EV_READY:
+	case CSQ_EV_OPENED: /* business hours: a queue's, no user's */
+	case CSQ_EV_CLOSED:
 		break;
 	}
 }

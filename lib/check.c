@@ -21,6 +21,7 @@ struct check {
 	uint64_t clocks;     /* users' overflow, aging and window deadlines */
 	uint64_t graces;     /* queues' nobody graces */
 	uint64_t preferring; /* users in servicers' prefer lines */
+	uint64_t hours;      /* queues' business hours deadlines */
 };
 
 static void check_fail(struct check *k, const char *fmt, ...)
@@ -245,7 +246,8 @@ check_prefer_line(struct check *k, const struct csq_servicer *s, uint32_t i,
 		return;
 	if (csq_line_len(l) == 0 || csq_line_check(l) != 0)
 		check_fail(k, "prefer line of %s is inconsistent", s->id);
-	if (has_free)
+	/* Business hours: nobody of a closed queue is matched. */
+	if (has_free && !csq_queue_closed(s->queues[i]))
 		check_fail(k, "free room of %s beside users who prefer it",
 		           s->id);
 	for (node = csq_line_first(l); node != NULL;
@@ -349,7 +351,8 @@ check_servicer(void *arg, const char *key, size_t len, void *val)
 			           s->queues[i]->name);
 		/* A room in a retry window may sit beside them: it takes
 		 * no one until the window ends. */
-		if (has_free && csq_needline_servable(s, s->queues[i]))
+		if (has_free && !csq_queue_closed(s->queues[i]) &&
+		    csq_needline_servable(s, s->queues[i]))
 			check_fail(k,
 			           "free room of %s beside waiting users of %s",
 			           s->id, s->queues[i]->name);
@@ -484,6 +487,16 @@ check_queue(void *arg, const char *key, size_t len, void *val)
 		    k, "queue %s has %" PRIu64 " preferring, counted %" PRIu64,
 		    q->name, q->preferring, r.preferring);
 	check_counts(k, q);
+	/* Business hours: a deadline, and closed, only with hours. */
+	k->hours += csq_deadline_running(&q->hours);
+	if ((csq_deadline_running(&q->hours) || q->closed) &&
+	    (q->policy == NULL || !q->policy->hours.on))
+		check_fail(k, "queue %s has hours without a policy of them",
+		           q->name);
+	if (!deadline_is(&q->hours, CSQ_DL_HOURS) &&
+	    !deadline_is(&q->hours, -1))
+		check_fail(k, "queue %s hours deadline of another kind",
+		           q->name);
 	for (i = 0; i < q->nnls; i++) {
 		inneeds += csq_line_len(q->nls[i]->line);
 		if (q->nls[i]->queue != q || q->nls[i]->slot != i ||
@@ -558,10 +571,10 @@ csq_check(const struct csq *c, char *buf, size_t len)
 		           csq_dict_len(c->users),
 		           k.waiting + k.offered + k.assigned);
 	if (c->deadlines.len != k.servicers + k.timed + k.offers + k.wrapups +
-	                            k.retries + k.clocks + k.graces)
+	                            k.retries + k.clocks + k.graces + k.hours)
 		check_fail(&k, "%zu deadlines, expected %" PRIu64,
 		           c->deadlines.len,
 		           k.servicers + k.timed + k.offers + k.wrapups +
-		               k.retries + k.clocks + k.graces);
+		               k.retries + k.clocks + k.graces + k.hours);
 	return k.failed ? -1 : 0;
 }

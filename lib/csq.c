@@ -55,6 +55,7 @@ csq_queue_get(struct csq *c, const char *name, size_t len, int create)
 	q = csq_xcalloc(1, sizeof(*q) + len + 1);
 	q->line = csq_line_new(c->seed);
 	csq_heap_init(&q->avail);
+	csq_hours_init(q);
 	q->policy = csq_policy_find(c, name, len);
 	q->namelen = len;
 	memcpy(q->name, name, len);
@@ -103,6 +104,7 @@ csq_queue_unref(struct csq *c, struct csq_queue *q)
 	csq_dict_del(c->queues, q->name, q->namelen);
 	csq_nameset_del(c->queue_names, q->name);
 	csq_nobody_free(c, q);
+	csq_hours_free(c, q);
 	queue_destroy(c, q);
 }
 
@@ -818,7 +820,8 @@ queue_drop_unused(struct csq *c, struct csq_queue *q)
  */
 static enum csq_status
 enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
-              const struct csq_enqueue_args *a, size_t qlen, uint16_t needs)
+              const struct csq_enqueue_args *a, size_t qlen, uint16_t needs,
+              uint64_t *opens_ms)
 {
 	struct csq_servicer *want = NULL;
 	struct csq_queue *q;
@@ -829,7 +832,11 @@ enqueue_again(struct csq *c, uint64_t now, struct csq_user *u,
 	    !csq_policy_overflowed_from(c, u, a->queue, qlen)) {
 		if ((q = csq_queue_open(c, a->queue, qlen)) == NULL)
 			return CSQ_EQUEUES;
-		/* Nobody there: a queue's own users stay (section 3c). */
+		/* Business hours, then nobody there: a queue's own users
+		 * stay (section 3c). */
+		if (q != u->queue &&
+		    (st = csq_hours_route(c, &q, opens_ms)) != CSQ_OK)
+			return st;
 		if (q != u->queue && (st = csq_nobody_route(c, &q)) != CSQ_OK)
 			return st;
 		if (q != u->queue &&
@@ -893,8 +900,8 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 				u->ttl_s = a->ttl_s;
 			csq_user_deadline(c, u, now);
 		} else if (u->state == CSQ_USER_WAITING &&
-		           (st = enqueue_again(c, now, u, a, qlen, needs)) !=
-		               CSQ_OK)
+		           (st = enqueue_again(c, now, u, a, qlen, needs,
+		                               &out->opens_ms)) != CSQ_OK)
 			return st;
 		user_info(c, u, now, out);
 		return CSQ_OK;
@@ -906,8 +913,10 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 	} else
 		q = csq_queue_get(c, CSQ_DEFAULT_QUEUE,
 		                  strlen(CSQ_DEFAULT_QUEUE), 0);
-	/* Nobody there (section 3c): one that refuses has a policy, so it
-	 * exists; nothing to drop. */
+	/* Business hours, then nobody there (section 3c): a queue that
+	 * refuses has a policy, so it exists; nothing to drop. */
+	if ((st = csq_hours_route(c, &q, &out->opens_ms)) != CSQ_OK)
+		return st;
 	if ((st = csq_nobody_route(c, &q)) != CSQ_OK)
 		return st;
 	if (queue_length(q) >= csq_queue_max_length(c, q)) {

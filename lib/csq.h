@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tzif.h"
+
 #define CSQ_VERSION "0.1.0"
 
 #define CSQ_ID_MAX             64 /* bytes in a user, servicer or queue id */
@@ -79,6 +81,7 @@ enum csq_status {
 	                   * kept, as results number the statuses */
 	CSQ_EQUEUES,      /* a new queue beyond max_queues */
 	CSQ_ENOBODY,      /* nobody serves the queue, which refuses (3c) */
+	CSQ_ECLOSED,      /* the queue is closed and refuses (section 3c) */
 };
 
 const char *csq_status_text(enum csq_status);
@@ -130,8 +133,10 @@ enum csq_event_type {
 	CSQ_EV_OVERFLOWED,
 	CSQ_EV_PREFER_ENDED,
 	CSQ_EV_RELAXED, /* section 3c: a user's needs widened */
+	CSQ_EV_OPENED,  /* section 3c: a queue's business hours began */
+	CSQ_EV_CLOSED,  /* ... and ended */
 };
-#define CSQ_EV_TYPES (CSQ_EV_RELAXED + 1)
+#define CSQ_EV_TYPES (CSQ_EV_CLOSED + 1)
 
 enum csq_reason {
 	CSQ_REASON_NONE,
@@ -148,6 +153,7 @@ enum csq_reason {
 	CSQ_REASON_AGING,         /* rescored by the queue's aging */
 	CSQ_REASON_QUEUES,        /* prefer_ended: the queue no longer served */
 	CSQ_REASON_NOBODY, /* left, overflowed: nobody served the queue */
+	CSQ_REASON_CLOSED, /* left, overflowed: the queue closed */
 };
 
 /*
@@ -171,7 +177,8 @@ struct csq_event {
 	int has_offered_ms;
 	uint64_t expires_ms; /* offered: epoch ms the offer runs out */
 	uint64_t until_ms;   /* wrapup: epoch ms the wrap-up ends; declined:
-	                        the retry window (0: none) */
+	                        the retry window (0: none); opened, closed:
+	                        the next change (0: none) */
 	uint32_t capacity;   /* servicer_up */
 	char queues[CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1)]; /* "a,b,c" */
 	enum csq_reason reason;
@@ -264,7 +271,9 @@ struct csq_user_info {
 	uint64_t prefer_ms;
 	int64_t eta_ms; /* waiting: the estimate, -1 none; offered: 0 */
 	char needs[CSQ_NEEDS_TEXT_MAX]; /* in force, canonical; "" none */
-	int64_t relax_ms; /* waiting: until its next relax step; -1 none */
+	int64_t relax_ms;  /* waiting: until its next relax step; -1 none */
+	uint64_t opens_ms; /* CSQ_ECLOSED only: when the queue opens, 0
+	                      never (not in the engines' results: their n) */
 };
 
 struct csq_queue_entry {
@@ -386,6 +395,41 @@ void csq_skills_text(const struct csq_skill_list *,
                      char out[CSQ_SKILLS_TEXT_MAX]);
 
 /*
+ * Business hours (section 3c): when a queue is open, in a time zone, and
+ * what happens while it is closed and when it closes. ranges are minutes
+ * of the week (Monday 00:00 is 0), start < end <= CSQ_WEEK_MINUTES,
+ * sorted and apart; closed are local dates (days since 1970-01-01),
+ * sorted, each once. A queue without hours is always open.
+ */
+#define CSQ_WEEK_MINUTES   10080
+#define CSQ_HOURS_RANGES   28  /* weekly ranges */
+#define CSQ_HOURS_CLOSED   64  /* closed dates */
+#define CSQ_HOURS_WEEK_MAX 512 /* bytes of a week's text */
+enum csq_when_closed {
+	CSQ_CLOSED_WAIT,     /* ENQUEUE waits; nobody is matched */
+	CSQ_CLOSED_REFUSE,   /* ENQUEUE is refused (CSQ_ECLOSED) */
+	CSQ_CLOSED_FALLBACK, /* ENQUEUE goes to the fallback queue */
+};
+enum csq_at_close {
+	CSQ_AT_CLOSE_KEEP,    /* the users waiting stay */
+	CSQ_AT_CLOSE_MOVE,    /* they move to move_to (overflowed, closed) */
+	CSQ_AT_CLOSE_RELEASE, /* they leave (left, closed) */
+};
+struct csq_hours {
+	uint32_t on; /* 0: no hours (the rest is zero) */
+	uint32_t nranges, nclosed;
+	struct {
+		uint16_t start, end;
+	} range[CSQ_HOURS_RANGES];
+	int32_t closed[CSQ_HOURS_CLOSED];
+	uint32_t when_closed;          /* enum csq_when_closed */
+	uint32_t at_close;             /* enum csq_at_close */
+	char fallback[CSQ_ID_MAX + 1]; /* when_closed fallback: the queue */
+	char move_to[CSQ_ID_MAX + 1];  /* at_close move: the queue */
+	struct csq_tz tz;
+};
+
+/*
  * A queue's policy (protocol-v2 section 4), the configuration's `queues`
  * entry. A queue without one has the defaults: the global max length and
  * strategy, no overflow, no aging, a service level of 20 s.
@@ -427,6 +471,7 @@ struct csq_policy {
 		char fallback[CSQ_ID_MAX + 1]; /* when_nobody fallback */
 		char move_to[CSQ_ID_MAX + 1];  /* at_nobody move */
 	} nobody;
+	struct csq_hours hours; /* business hours (section 3c) */
 };
 #define CSQ_QSTATS_NO_NOBODY (-2)
 /* Who counts as somebody: a servicer serving the queue logged in, or
@@ -463,6 +508,9 @@ enum csq_policy_error {
 	CSQ_POLICY_NOBODY,         /* nobody: a value out of its range, a
 	                              queue missing, bad or the queue itself */
 	CSQ_POLICY_NOBODY_CYCLE,   /* nobody's fallbacks come back */
+	CSQ_POLICY_HOURS,          /* hours out of their ranges */
+	CSQ_POLICY_HOURS_QUEUE,    /* fallback or move_to: not a queue id, the
+	                              queue itself, or missing */
 };
 
 const char *csq_policy_error_text(enum csq_policy_error);
@@ -488,6 +536,10 @@ struct csq_queue_stats {
 	 * it counts) has served it, -1 while somebody does; the others
 	 * CSQ_QSTATS_NO_NOBODY (not shown). */
 	int64_t nobody_ms;
+	/* Business hours: 1 when the queue has them; then open (1/0) and
+	 * the next change (epoch ms, 0: none). */
+	uint32_t hours, open;
+	uint64_t next_change_ms;
 	/* Users with needs waiting, by need-set: the largest groups, at
 	 * most CSQ_QSTATS_GROUPS, sorted by need-set. */
 	uint32_t ngroups;

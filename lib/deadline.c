@@ -126,6 +126,10 @@ due_collect(void *arg, struct csq_heap_node *node)
 		q = csq_container_of(d, struct csq_nobody, grace)->queue;
 		memcpy(e->name, q->name, q->namelen + 1);
 		break;
+	case CSQ_DL_HOURS:
+		q = csq_container_of(d, struct csq_queue, hours);
+		memcpy(e->name, q->name, q->namelen + 1);
+		break;
 	case CSQ_DL_KINDS:
 		abort();
 	}
@@ -201,6 +205,10 @@ due_find(const struct csq *c, const struct due *e, uint64_t now)
 		q = csq_dict_get(c->queues, e->name, strlen(e->name));
 		d = q != NULL && q->nobody != NULL ? &q->nobody->grace : NULL;
 		break;
+	case CSQ_DL_HOURS:
+		q = csq_dict_get(c->queues, e->name, strlen(e->name));
+		d = q != NULL ? &q->hours : NULL;
+		break;
 	case CSQ_DL_KINDS:
 		break;
 	}
@@ -250,6 +258,10 @@ due_act(struct csq *c, struct csq_deadline *d, uint64_t now,
 	case CSQ_DL_NOBODY:
 		csq_nobody_act(c, csq_container_of(d, struct csq_nobody, grace),
 		               now);
+		break;
+	case CSQ_DL_HOURS:
+		csq_hours_apply(c, csq_container_of(d, struct csq_queue, hours),
+		                now);
 		break;
 	case CSQ_DL_KINDS:
 		abort();

@@ -166,6 +166,8 @@ memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 		break;
 	case CSQ_OP_ENQUEUE:
 		r->status = csq_enqueue(m->csq, now, &op->enqueue, &r->user);
+		if (r->status == CSQ_ECLOSED) /* when it opens */
+			r->n = (int64_t)r->user.opens_ms;
 		break;
 	case CSQ_OP_TOUCH:
 		r->status = csq_touch(m->csq, now, op->id, op->ttl_s, &known);
@@ -243,6 +245,8 @@ memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 		break;
 	case CSQ_OP_TRANSFER:
 		r->status = csq_transfer(m->csq, now, &op->transfer, &r->user);
+		if (r->status == CSQ_ECLOSED)
+			r->n = (int64_t)r->user.opens_ms;
 		break;
 	case CSQ_OP_POLICY:
 		r->status = memory_policy(m, op, now);

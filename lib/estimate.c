@@ -118,6 +118,10 @@ csq_estimate_line(const struct csq_queue *q, uint64_t pos, uint32_t tier,
 	const struct csq_estimate *e = &q->est;
 	double mu, full, theta = 0, ahead, eta;
 
+	/* Closed by its business hours: its free rooms take nobody, and
+	 * the estimate knows nothing of when it opens (protocol.md 3c). */
+	if (csq_queue_closed(q))
+		return -1;
 	if (q->rooms_free > 0)
 		return 0;
 	if (q->rooms_ready == 0 || e->holds == 0 || e->hold_ms == 0)
@@ -176,6 +180,8 @@ csq_estimate_user(const struct csq_user *u, uint64_t pos, uint64_t now)
 	if (u->state == CSQ_USER_OFFERED)
 		return 0;
 	if (u->state != CSQ_USER_WAITING)
+		return -1;
+	if (csq_queue_closed(u->queue))
 		return -1;
 	if (u->flags & CSQ_USER_PREFERRING)
 		return estimate_preferring(u, now);

@@ -25,6 +25,8 @@ static const char *const event_names[] = {
     [CSQ_EV_OVERFLOWED] = "overflowed",
     [CSQ_EV_PREFER_ENDED] = "prefer_ended",
     [CSQ_EV_RELAXED] = "relaxed",
+    [CSQ_EV_OPENED] = "opened",
+    [CSQ_EV_CLOSED] = "closed",
 };
 
 const char *
@@ -65,6 +67,8 @@ reason_name(enum csq_reason r)
 		return "queues";
 	case CSQ_REASON_NOBODY:
 		return "nobody";
+	case CSQ_REASON_CLOSED:
+		return "closed";
 	case CSQ_REASON_NONE:
 		break;
 	}
@@ -227,9 +231,15 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_str(&j, "queue", ev->queue);
 		json_u64(&j, "tier", ev->tier);
 		json_u64(&j, "position", ev->position);
-		/* Moved by a queue's nobody policy (section 3c). */
+		/* Moved by a queue's nobody policy or at a closing time
+		 * (section 3c): reason nobody or closed. */
 		if (ev->reason != CSQ_REASON_NONE)
 			json_str(&j, "reason", reason_name(ev->reason));
+		break;
+	case CSQ_EV_OPENED: /* section 3c: the next change, 0 none */
+	case CSQ_EV_CLOSED:
+		json_str(&j, "queue", ev->queue);
+		json_u64(&j, "until_ms", ev->until_ms);
 		break;
 	case CSQ_EV_PREFER_ENDED:
 		json_str(&j, "user", ev->user);

@@ -108,6 +108,8 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
     [CSQ_EV_PREFER_ENDED] = {F_USER, F_QUEUE, F_SERVICER, F_REASON},
     [CSQ_EV_RELAXED] = {F_USER, F_QUEUE, F_TIER, F_NEEDS, F_DROPPED, F_LOWERED,
                         F_POSITION},
+    [CSQ_EV_OPENED] = {F_QUEUE, F_UNTIL_MS},
+    [CSQ_EV_CLOSED] = {F_QUEUE, F_UNTIL_MS},
 };
 /* A kind without its line here has no fact: the module could not tell
  * it to csqd. */

@@ -104,6 +104,8 @@ csq_status_text(enum csq_status st)
 		return "FULL too many queues (max_queues)";
 	case CSQ_ENOBODY:
 		return "NOBODY nobody serves the queue now";
+	case CSQ_ECLOSED: /* csqd says when it opens (section 3c) */
+		return "CLOSED queue is closed";
 	}
 	return "ERR unknown status";
 }

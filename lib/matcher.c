@@ -74,6 +74,8 @@ csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
 {
 	struct csq_servicer *s;
 
+	if (csq_queue_closed(u->queue)) /* business hours: nobody now */
+		return 0;
 	if (u->flags & CSQ_USER_PREFERRING)
 		s = csq_servicer_has_free(u->wait->prefer) ? u->wait->prefer
 		                                           : NULL;
@@ -111,6 +113,8 @@ matcher_best_user(const struct csq_servicer *s)
 	uint32_t i, j;
 
 	for (i = 0; i < s->nqueues; i++) {
+		if (csq_queue_closed(s->queues[i]))
+			continue; /* business hours: nobody of it now */
 		best = matcher_better(s->queues[i]->line, best);
 		best = matcher_better(s->prefer[i], best);
 		/* The need-lines it may serve: bounded by the need-sets. */

@@ -11,6 +11,7 @@
  * and its act takes the overflow too, so that the user carries the tier
  * it earned into the next queue. No step scans a line: each is O(log n).
  */
+#include "hours.h"
 #include "orderkey.h"
 #include "state.h"
 #include "util.h"
@@ -60,6 +61,13 @@ csq_policy_error_text(enum csq_policy_error e)
 		       "grace 1..86400, and move_to with \"move\")";
 	case CSQ_POLICY_NOBODY_CYCLE:
 		return "nobody: fallback leads back to this queue (a cycle)";
+	case CSQ_POLICY_HOURS:
+		return "hours: a zone, a week, at most 64 closed dates, "
+		       "when_closed and at_close known";
+	case CSQ_POLICY_HOURS_QUEUE:
+		return "hours: fallback (with when_closed = \"fallback\") or "
+		       "move_to (with at_close = \"move\") is not a queue id, "
+		       "or the queue itself";
 	}
 	return "unknown error";
 }
@@ -160,6 +168,15 @@ policy_check_one(const struct csq_policy *p, const struct csq_limits *l)
 		return CSQ_POLICY_SKILL_ORDER;
 	if (policy_relax_check(p) != 0)
 		return CSQ_POLICY_RELAX;
+	if (p->hours.on && (strcmp(p->hours.fallback, p->name) == 0 ||
+	                    strcmp(p->hours.move_to, p->name) == 0 ||
+	                    (p->hours.when_closed == CSQ_CLOSED_FALLBACK) !=
+	                        (p->hours.fallback[0] != '\0') ||
+	                    (p->hours.at_close == CSQ_AT_CLOSE_MOVE) !=
+	                        (p->hours.move_to[0] != '\0')))
+		return CSQ_POLICY_HOURS_QUEUE;
+	if (csq_hours_check(&p->hours) != 0)
+		return CSQ_POLICY_HOURS;
 	return CSQ_POLICY_OK;
 }
 
@@ -480,7 +497,7 @@ policy_age(struct csq *c, struct csq_user *u, uint64_t now)
  * u moves to queue name with its key, whatever the target's length; its
  * clocks start again there. A free room there takes it at once (matched
  * or offered, with from_queue); else overflowed (with reason nobody for
- * a nobody policy's move, section 3c).
+ * a nobody policy's move, closed at a closing time, section 3c).
  */
 void
 csq_policy_move(struct csq *c, struct csq_user *u, const char *name,
@@ -720,6 +737,13 @@ queues_collect(void *arg, const char *key, size_t len, void *val)
 }
 
 static int
+queue_name_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct csq_queue *const *)a)->name,
+	              (*(struct csq_queue *const *)b)->name);
+}
+
+static int
 policy_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct csq_policy *)a)->name,
@@ -785,9 +809,14 @@ csq_set_policies(struct csq *c, uint64_t now, const struct csq_policy *v,
 			     node = csq_line_next(node))
 				policy_rearm(c, csq_line_node_value(node), now);
 	}
-	free(w.v);
 	if (rekey)
 		csq_servicers_rekey(c);
+	/* Business hours (section 3c), queue by queue in the order of
+	 * their names: open or closed now, with their events. */
+	qsort(w.v, w.n, sizeof(*w.v), queue_name_cmp);
+	for (i = 0; i < w.n; i++)
+		csq_hours_apply(c, w.v[i], now);
+	free(w.v);
 	for (i = 0; i < nold; i++)
 		csq_queue_unref(
 		    c, csq_queue_get(c, old[i].name, strlen(old[i].name), 0));

@@ -194,6 +194,10 @@ csq_qstats_fill(const struct csq *c, const struct csq_queue *q, uint64_t now,
 	out->service_level_s = csq_queue_service_level(q);
 	out->outcomes = k->ring_len;
 	out->outcomes_within = k->within;
+	/* Business hours (section 3c). */
+	out->hours = q->policy != NULL && q->policy->hours.on;
+	out->open = !csq_queue_closed(q);
+	out->next_change_ms = csq_hours_next_ms(q);
 	/* Rounded down: 100 only when every one of them was within. */
 	out->service_level_pct =
 	    k->ring_len > 0 ? (int32_t)((uint64_t)k->within * 100 / k->ring_len)

@@ -1,6 +1,8 @@
 /* Journal records: encoding, decoding and their checksum. */
 #include "record.h"
 
+#include "hours.h"
+
 #include <string.h>
 
 #define CRC32C_POLY 0x82f63b78u /* Castagnoli, reflected */
@@ -164,6 +166,89 @@ get_prefer(struct cursor *c, struct csq_prefer_args *p, char *buf, size_t cap)
 	p->seconds = (uint32_t)get_u64(c, 4);
 }
 
+/* Business hours (section 3c): the policy's last tail, a 0 without. */
+static void
+put_hours(struct cursor *c, const struct csq_hours *h)
+{
+	const struct csq_tz *z = &h->tz;
+	uint32_t i;
+
+	put_u64(c, h->on != 0, 1);
+	if (!h->on)
+		return;
+	put_u64(c, h->nranges, 1);
+	for (i = 0; i < h->nranges && i < CSQ_HOURS_RANGES; i++) {
+		put_u64(c, h->range[i].start, 2);
+		put_u64(c, h->range[i].end, 2);
+	}
+	put_u64(c, h->nclosed, 1);
+	for (i = 0; i < h->nclosed && i < CSQ_HOURS_CLOSED; i++)
+		put_u64(c, (uint32_t)h->closed[i], 4);
+	put_u64(c, h->when_closed, 1);
+	put_u64(c, h->at_close, 1);
+	put_str(c, h->fallback);
+	put_str(c, h->move_to);
+	put_str(c, z->name);
+	put_u64(c, (uint32_t)z->base_off, 4);
+	put_u64(c, z->ntypes, 1);
+	for (i = 0; i < z->ntypes && i < CSQ_TZ_TYPES; i++)
+		put_u64(c, (uint32_t)z->types[i], 4);
+	put_u64(c, z->ntrans, 2);
+	for (i = 0; i < z->ntrans && i < CSQ_TZ_TRANSITIONS; i++) {
+		put_u64(c, z->at[i], 4);
+		put_u64(c, z->type[i], 1);
+	}
+	put_str(c, z->rule_text);
+}
+
+/* -1 for hours that no configuration passes. */
+static int
+get_hours(struct cursor *c, struct csq_hours *h)
+{
+	struct csq_tz *z = &h->tz;
+	uint32_t i;
+
+	memset(h, 0, sizeof(*h));
+	if (c->left == 0) /* written before business hours */
+		return 0;
+	h->on = (uint32_t)get_u64(c, 1);
+	if (h->on == 0)
+		return 0;
+	if ((h->nranges = (uint32_t)get_u64(c, 1)) > CSQ_HOURS_RANGES)
+		return -1;
+	for (i = 0; i < h->nranges; i++) {
+		h->range[i].start = (uint16_t)get_u64(c, 2);
+		h->range[i].end = (uint16_t)get_u64(c, 2);
+	}
+	if ((h->nclosed = (uint32_t)get_u64(c, 1)) > CSQ_HOURS_CLOSED)
+		return -1;
+	for (i = 0; i < h->nclosed; i++)
+		h->closed[i] = (int32_t)(uint32_t)get_u64(c, 4);
+	h->when_closed = (uint32_t)get_u64(c, 1);
+	h->at_close = (uint32_t)get_u64(c, 1);
+	get_str(c, h->fallback, sizeof(h->fallback));
+	get_str(c, h->move_to, sizeof(h->move_to));
+	get_str(c, z->name, sizeof(z->name));
+	z->base_off = (int32_t)(uint32_t)get_u64(c, 4);
+	if ((z->ntypes = (uint32_t)get_u64(c, 1)) > CSQ_TZ_TYPES)
+		return -1;
+	for (i = 0; i < z->ntypes; i++)
+		z->types[i] = (int32_t)(uint32_t)get_u64(c, 4);
+	if ((z->ntrans = (uint32_t)get_u64(c, 2)) > CSQ_TZ_TRANSITIONS)
+		return -1;
+	for (i = 0; i < z->ntrans; i++) {
+		z->at[i] = (uint32_t)get_u64(c, 4);
+		z->type[i] = (uint8_t)get_u64(c, 1);
+	}
+	get_str(c, z->rule_text, sizeof(z->rule_text));
+	if (c->bad)
+		return -1;
+	z->has_rule = z->rule_text[0] != '\0';
+	if (z->has_rule && csq_tz_rule_parse(z->rule_text, &z->rule) != 0)
+		return -1;
+	return csq_hours_check(h);
+}
+
 /* A queue policy (POLICY): its fields, the optional ones flagged. */
 static void
 put_policy(struct cursor *c, const struct csq_policy *p)
@@ -193,14 +278,15 @@ put_policy(struct cursor *c, const struct csq_policy *p)
 	}
 	/* Nobody there (section 3c): its tail, or a 0. */
 	put_u64(c, p->nobody.on, 1);
-	if (!p->nobody.on)
-		return;
-	put_u64(c, p->nobody.counts, 1);
-	put_u64(c, p->nobody.when_nobody, 1);
-	put_u64(c, p->nobody.at_nobody, 1);
-	put_u64(c, p->nobody.grace_s, 4);
-	put_str(c, p->nobody.fallback);
-	put_str(c, p->nobody.move_to);
+	if (p->nobody.on) {
+		put_u64(c, p->nobody.counts, 1);
+		put_u64(c, p->nobody.when_nobody, 1);
+		put_u64(c, p->nobody.at_nobody, 1);
+		put_u64(c, p->nobody.grace_s, 4);
+		put_str(c, p->nobody.fallback);
+		put_str(c, p->nobody.move_to);
+	}
+	put_hours(c, &p->hours); /* after nobody's: its tail, or a 0 */
 }
 
 /* -1 for a policy that no configuration passes (the set's check, which
@@ -250,6 +336,9 @@ get_policy(struct cursor *c, struct csq_policy *p)
 		get_str(c, p->nobody.fallback, sizeof(p->nobody.fallback));
 		get_str(c, p->nobody.move_to, sizeof(p->nobody.move_to));
 	}
+	/* Written before business hours: none (get_hours). */
+	if (get_hours(c, &p->hours) != 0)
+		return -1;
 	if (flags > 7 || p->skill_order > CSQ_SKILL_ORDER_LEVEL ||
 	    p->strategy > CSQ_STRATEGY_LEAST_BUSY ||
 	    p->aging_max_tier > CSQ_TIER_LIMIT)
@@ -670,18 +759,23 @@ put_queue(struct cursor *c, const struct csq_snap_queue *q)
 		put_u64(c, q->arrivals[t], 4);
 	}
 	put_u64(c, q->has_nobody, 1); /* section 3c: its tail, or a 0 */
-	if (!q->has_nobody)
-		return;
-	put_u64(c, q->nobody_fired, 1);
-	put_u64(c, q->nobody_since, 8);
-	put_u64(c, q->nobody_grace, 8);
-	put_u64(c, q->nobody_grace_tie, 8);
+	if (q->has_nobody) {
+		put_u64(c, q->nobody_fired, 1);
+		put_u64(c, q->nobody_since, 8);
+		put_u64(c, q->nobody_grace, 8);
+		put_u64(c, q->nobody_grace_tie, 8);
+	}
+	if (q->has_hours) { /* business hours' tail: only with them */
+		put_u64(c, (uint64_t)(q->has_hours | q->closed << 1), 1);
+		put_u64(c, q->hours_at, 8);
+		put_u64(c, q->hours_tie, 8);
+	}
 }
 
-static void
+static int
 get_queue(struct cursor *c, struct csq_snap_queue *q)
 {
-	uint32_t t;
+	uint32_t t, flags;
 
 	get_str(c, q->name, sizeof(q->name));
 	q->matched = get_u64(c, 8);
@@ -701,12 +795,20 @@ get_queue(struct cursor *c, struct csq_snap_queue *q)
 	}
 	/* Written before nobody policies: none. */
 	q->has_nobody = c->left > 0 ? (uint32_t)get_u64(c, 1) : 0;
-	if (!q->has_nobody)
-		return;
-	q->nobody_fired = (uint32_t)get_u64(c, 1);
-	q->nobody_since = get_u64(c, 8);
-	q->nobody_grace = get_u64(c, 8);
-	q->nobody_grace_tie = get_u64(c, 8);
+	if (q->has_nobody) {
+		q->nobody_fired = (uint32_t)get_u64(c, 1);
+		q->nobody_since = get_u64(c, 8);
+		q->nobody_grace = get_u64(c, 8);
+		q->nobody_grace_tie = get_u64(c, 8);
+	}
+	if (c->left == 0)
+		return 0; /* no business hours */
+	flags = (uint32_t)get_u64(c, 1);
+	q->has_hours = flags & 1;
+	q->closed = (flags >> 1) & 1;
+	q->hours_at = get_u64(c, 8);
+	q->hours_tie = get_u64(c, 8);
+	return flags == 1 || flags == 3 ? 0 : -1; /* written with them */
 }
 
 static void
@@ -901,7 +1003,8 @@ csq_record_decode_snap(const uint8_t *payload, size_t len,
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_QUEUE:
 		it->kind = CSQ_SNAP_QUEUE;
-		get_queue(&c, &it->u.queue);
+		if (get_queue(&c, &it->u.queue) != 0)
+			return -1;
 		break;
 	case CSQ_RECORD_SNAP + CSQ_SNAP_RING:
 		it->kind = CSQ_SNAP_RING;

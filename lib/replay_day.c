@@ -572,6 +572,8 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 	case CSQ_EV_OVERFLOWED:
 	case CSQ_EV_PREFER_ENDED:
 	case CSQ_EV_RELAXED:
+	case CSQ_EV_OPENED: /* business hours: a queue's, no user's */
+	case CSQ_EV_CLOSED:
 		/* The configuration's doing, or not replayed (docs/day.md). */
 		break;
 	}

@@ -350,6 +350,8 @@ csq_report_event(struct csq_report *r, const struct csq_event *ev)
 	case CSQ_EV_RELAXED:
 	case CSQ_EV_SERVICER_PAUSED:
 	case CSQ_EV_SERVICER_RESUMED:
+	case CSQ_EV_OPENED:
+	case CSQ_EV_CLOSED:
 		break;
 	}
 }

@@ -7,7 +7,7 @@
 #include "util.h"
 
 /* The last status there is (csq.h): a result of another is no result. */
-#define CSQ_STATUS_LAST CSQ_ENOBODY
+#define CSQ_STATUS_LAST CSQ_ECLOSED
 
 /* The fewest bytes an array's entry takes: a count beyond what the bytes
  * left could hold is refused before anything is allocated. */
@@ -222,6 +222,8 @@ put_qstats(struct csq_wbuf *w, const struct csq_queue_stats *q)
 		csq_put_str(w, q->groups[i].needs);
 		csq_put_uint(w, q->groups[i].waiting, 8);
 	}
+	csq_put_uint(w, (uint64_t)(q->hours | q->open << 1), 1);
+	csq_put_uint(w, q->next_change_ms, 8);
 }
 
 static void
@@ -254,6 +256,12 @@ get_qstats(struct csq_rbuf *r, struct csq_queue_stats *q)
 		csq_get_str(r, q->groups[i].needs, sizeof(q->groups[i].needs));
 		q->groups[i].waiting = csq_get_uint(r, 8);
 	}
+	i = (uint32_t)csq_get_uint(r, 1); /* business hours */
+	if (i > 3)
+		r->bad = 1;
+	q->hours = i & 1;
+	q->open = (i >> 1) & 1;
+	q->next_change_ms = csq_get_uint(r, 8);
 }
 
 /* The array a result of code carries: its entries' size, 0 for none. */

@@ -155,6 +155,13 @@ queue_has_numbers(const struct csq_queue *q)
 	return 0;
 }
 
+/* Its business hours: its policy has them (a deadline, or closed). */
+static int
+queue_has_hours(const struct csq_queue *q)
+{
+	return q->policy != NULL && q->policy->hours.on;
+}
+
 static void
 snap_queue(void *arg, const char *key, size_t len, void *val)
 {
@@ -168,11 +175,16 @@ snap_queue(void *arg, const char *key, size_t len, void *val)
 	uint32_t off;
 
 	(void)key, (void)len;
-	if (!queue_has_numbers(q))
+	if (!queue_has_numbers(q) && !queue_has_hours(q))
 		return;
 	memset(&it, 0, sizeof(it));
 	it.kind = CSQ_SNAP_QUEUE;
 	memcpy(o->name, q->name, q->namelen + 1);
+	if (queue_has_hours(q)) { /* as it is, not as the policy says now */
+		o->has_hours = 1;
+		o->closed = q->closed;
+		snap_deadline(&q->hours, &o->hours_at, &o->hours_tie);
+	}
 	o->matched = k->matched;
 	o->abandoned_leave = k->abandoned_leave;
 	o->abandoned_timeout = k->abandoned_timeout;
@@ -545,6 +557,31 @@ restore_nobody(struct csq *c, struct csq_queue *q,
 	return 0;
 }
 
+/*
+ * A queue's business hours as they were (closed, the next change with its
+ * tie), over what its policy, replayed before the items at the
+ * snapshot's time, computed: a change due then and not yet acted on
+ * stays due, and acts (with its events, its at_close) at the next pass,
+ * as it would have in the state the snapshot was taken of.
+ */
+static int
+restore_hours(struct csq *c, struct csq_queue *q,
+              const struct csq_snap_queue *o)
+{
+	if (!o->has_hours)
+		return 0;
+	if (o->has_hours > 1 || o->closed > 1 || !queue_has_hours(q) ||
+	    o->hours_tie > c->tie || (o->hours_tie == 0 && o->hours_at != 0))
+		return -1;
+	q->closed = (uint8_t)o->closed;
+	if (o->hours_tie == 0)
+		csq_deadline_clear(c, &q->hours);
+	else
+		csq_heap_set(&c->deadlines, &q->hours.node, o->hours_at,
+		             o->hours_tie);
+	return 0;
+}
+
 /* A queue's numbers, into a queue that exists (its users, servicers
  * or policy came before); its ring follows in RING items. */
 static int
@@ -572,7 +609,9 @@ restore_queue(struct csq *c, const struct csq_snap_queue *o)
 	       sizeof(e->last_arrival_ms));
 	memcpy(e->gap_ms, o->gap_ms, sizeof(e->gap_ms));
 	memcpy(e->arrivals, o->arrivals, sizeof(e->arrivals));
-	return restore_nobody(c, q, o);
+	if (restore_nobody(c, q, o) != 0)
+		return -1;
+	return restore_hours(c, q, o);
 }
 
 /* The next part of a queue's ring, in order. */
@@ -673,9 +712,13 @@ end_servicer(void *arg, const char *key, size_t len, void *val)
 	(void)key, (void)len;
 	if (!csq_servicer_has_free(s))
 		return;
+	/* A queue closed by its business hours (its policy, restored
+	 * before the items, says so at the snapshot's time) matches nobody:
+	 * its users wait beside free rooms rightly. */
 	for (i = 0; i < s->nqueues; i++)
-		if (csq_needline_servable(s, s->queues[i]) ||
-		    s->prefer[i] != NULL)
+		if (!csq_queue_closed(s->queues[i]) &&
+		    (csq_needline_servable(s, s->queues[i]) ||
+		     s->prefer[i] != NULL))
 			r->ok = 0;
 }
 

@@ -84,6 +84,11 @@ struct csq_snap_queue {
 	 * start (0: somebody there), its grace (0: not running), fired. */
 	uint32_t has_nobody, nobody_fired;
 	uint64_t nobody_since, nobody_grace, nobody_grace_tie;
+	/* Business hours (protocol.md 3c): has_hours 1 for a queue whose
+	 * policy has them; then closed, and its next change's deadline
+	 * (hours_tie 0: none ahead). */
+	uint32_t has_hours, closed;
+	uint64_t hours_at, hours_tie;
 };
 
 /* Outcomes offset .. offset + n - 1 of a queue's ring. */

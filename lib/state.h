@@ -112,6 +112,35 @@ struct csq_navail {
 	struct csq_needline *nl;
 };
 
+/*
+ * The kinds of deadlines, all in one heap (struct csq's deadlines). Their
+ * values are the order in which csq_expire acts on the kinds that are due
+ * together (deadline.c); never renumbered, the journal's snapshots hold
+ * them.
+ */
+enum csq_deadline_kind {
+	CSQ_DL_USER,     /* a waiting or offered user's TTL */
+	CSQ_DL_OFFER,    /* an offer runs out (a room) */
+	CSQ_DL_SERVICER, /* a servicer's TTL */
+	CSQ_DL_WRAPUP,   /* a wrap-up ends (a room) */
+	CSQ_DL_RETRY,    /* a servicer's offer-retry window ends */
+	/* The queue's clocks of a user in line (policy.c), and the window of
+	 * one held for a preferred servicer (prefer.c): acted on after the
+	 * kinds above have settled, by deadline. */
+	CSQ_DL_OVERFLOW, /* the user moves to the overflow queue */
+	CSQ_DL_AGING,    /* the user's tier grows (and maybe overflow) */
+	CSQ_DL_PREFER,   /* the preference window runs out */
+	CSQ_DL_RELAX,    /* the user's needs widen (then maybe the rest) */
+	CSQ_DL_NOBODY,   /* a queue's grace with nobody runs out (nobody.c) */
+	CSQ_DL_HOURS,    /* a queue opens or closes (hours.c) */
+	CSQ_DL_KINDS
+};
+
+/* A deadline, embedded in what it belongs to; its kind is the node's tag. */
+struct csq_deadline {
+	struct csq_heap_node node; /* key = deadline in ms */
+};
+
 struct csq_queue {
 	/* Its users without needs, in service order; those with needs are
 	 * in nls, one need-line per need-set. */
@@ -137,36 +166,12 @@ struct csq_queue {
 	struct csq_nobody *nobody;
 	struct csq_queue_counts counts;
 	struct csq_estimate est;
+	/* Business hours (hours.c): closed now, and the next change in
+	 * the deadlines while its policy has hours. */
+	struct csq_deadline hours;
+	uint8_t closed;
 	size_t namelen;
 	char name[];
-};
-
-/*
- * The kinds of deadlines, all in one heap (struct csq's deadlines). Their
- * values are the order in which csq_expire acts on the kinds that are due
- * together (deadline.c); never renumbered, the journal's snapshots hold
- * them.
- */
-enum csq_deadline_kind {
-	CSQ_DL_USER,     /* a waiting or offered user's TTL */
-	CSQ_DL_OFFER,    /* an offer runs out (a room) */
-	CSQ_DL_SERVICER, /* a servicer's TTL */
-	CSQ_DL_WRAPUP,   /* a wrap-up ends (a room) */
-	CSQ_DL_RETRY,    /* a servicer's offer-retry window ends */
-	/* The queue's clocks of a user in line (policy.c), and the window of
-	 * one held for a preferred servicer (prefer.c): acted on after the
-	 * kinds above have settled, by deadline. */
-	CSQ_DL_OVERFLOW, /* the user moves to the overflow queue */
-	CSQ_DL_AGING,    /* the user's tier grows (and maybe overflow) */
-	CSQ_DL_PREFER,   /* the preference window runs out */
-	CSQ_DL_RELAX,    /* the user's needs widen (then maybe the rest) */
-	CSQ_DL_NOBODY,   /* a queue's grace with nobody runs out (nobody.c) */
-	CSQ_DL_KINDS
-};
-
-/* A deadline, embedded in what it belongs to; its kind is the node's tag. */
-struct csq_deadline {
-	struct csq_heap_node node; /* key = deadline in ms */
 };
 
 /*
@@ -532,7 +537,8 @@ void csq_policy_act(struct csq *, struct csq_user *, uint64_t now);
 /* u's queue clock, when the operation under way left it due: acted on. */
 void csq_policy_settle(struct csq *, struct csq_user *, uint64_t now);
 /* Waiting u (in its queue's line) moves to queue to with its key: an
- * overflow (reason none) or nobody's move (reason nobody). A free room
+ * overflow (reason none), nobody's move (reason nobody) or a closing
+ * time (reason closed). A free room
  * there takes it (matched or offered, from_queue), else overflowed. */
 void csq_policy_move(struct csq *, struct csq_user *, const char *to,
                      enum csq_reason, uint64_t now);
@@ -559,6 +565,20 @@ enum csq_status csq_nobody_route(struct csq *, struct csq_queue **q);
 void csq_nobody_rearm(struct csq *, struct csq_queue *, uint64_t now);
 int csq_policy_overflowed_from(const struct csq *, const struct csq_user *,
                                const char *named, size_t len);
+
+/* hours.c */
+void csq_hours_init(struct csq_queue *);
+void csq_hours_free(struct csq *, struct csq_queue *);
+int csq_queue_closed(const struct csq_queue *);
+/* Its next change, epoch ms, 0 for none. */
+uint64_t csq_hours_next_ms(const struct csq_queue *);
+/* q's policy changed, or its deadline passed: open or closed now, its
+ * next change armed; on a change, its event and what it does. */
+void csq_hours_apply(struct csq *, struct csq_queue *, uint64_t now);
+/* Where an arrival in *q goes while *q is closed: *q itself (wait), its
+ * fallback queue (followed), or CSQ_ECLOSED with *opens_ms. */
+enum csq_status csq_hours_route(struct csq *, struct csq_queue **q,
+                                uint64_t *opens_ms);
 
 /* prefer.c */
 int csq_servicer_queue_index(const struct csq_servicer *,

@@ -44,8 +44,12 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 		return CSQ_EQUEUES;
 	u = r->user;
 	from = u->queue;
-	/* Nobody there (section 3c): into it as an arrival would go (a
-	 * queue that refuses has a policy: it exists, nothing to drop). */
+	/* Business hours, then nobody there (section 3c): into it as an
+	 * arrival would go (a queue that refuses has a policy: it exists,
+	 * nothing to drop). */
+	if (to != from &&
+	    (status = csq_hours_route(c, &to, &out->opens_ms)) != CSQ_OK)
+		return status;
 	if (to != from && (status = csq_nobody_route(c, &to)) != CSQ_OK)
 		return status;
 	memset(&st, 0, sizeof(st));

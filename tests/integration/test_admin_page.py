@@ -252,8 +252,9 @@ class AdminPageTest(unittest.TestCase):
                           for r in s["rooms"]]}
         queues = {}
         for q in snap["queues"]:
+            # A queue with business hours is shown for them ("open").
             if q["waiting"] == 0 and q["name"] != "default" and \
-                    q["name"] not in served:
+                    q["name"] not in served and "open" not in q:
                 continue
             page = api.json("/api/queue/%s?offset=0&count=%d" %
                             (q["name"], VIEW_ROWS))
@@ -612,6 +613,49 @@ class AdminPageTest(unittest.TestCase):
         h.wait_until("sales's abandon rate", lambda:
                      self.estimates().get("sales", "").endswith(
                          "gave up 33%"), timeout=8)
+
+    def hours_text(self, queue):
+        """The business hours a queue's card shows, and its data-open."""
+        return self.js(
+            "const c = document.querySelector("
+            "  '.queue[data-queue=\"' + arguments[0] + '\"]');"
+            "if (c === null) return null;"
+            "const h = c.querySelector('.queue-hours');"
+            "return [h.hidden ? '' : h.textContent, c.dataset.open || ''];",
+            queue)
+
+    def test_hours(self):
+        """A queue with business hours shows whether it is open and its
+        next change: from the snapshot, then from the events opened and
+        closed alone, as csqd's clock (DEBUG CLOCK, a test build's)
+        crosses Friday 17:00 in Berlin and Monday 09:00 after the spring
+        forward (07:00Z, not 08:00Z)."""
+        if ENGINE != "memory":
+            self.skipTest("hours are libcsq's: the page's Redis runs Lua")
+        d = self.start('queues = ( { name = "bh"; hours = { zone = '
+                       '"Europe/Berlin"; week = "mon-fri 09:00-17:00"; }; '
+                       '} );')
+        c = d.client()
+        c.execute_command("DEBUG", "CLOCK", "1901028600000")  # 16:30 CET
+        self.open_browser()
+        self.open_page(d)
+        self.settled(d)
+        h.wait_until("bh open", lambda: self.hours_text("bh") ==
+                     ["open · closes 2030-03-29 16:00Z", "true"],
+                     timeout=SHOWN)
+        self.shows(d)
+        c.execute_command("DEBUG", "CLOCK", "1901030400000")  # 17:00 CET
+        h.wait_until("bh closed", lambda: self.hours_text("bh") ==
+                     ["closed · opens 2030-04-01 07:00Z", "false"],
+                     timeout=SHOWN)
+        c.execute_command("DEBUG", "CLOCK", "1901257200000")  # Mon 09:00
+        h.wait_until("bh open again", lambda: self.hours_text("bh") ==
+                     ["open · closes 2030-04-01 15:00Z", "true"],
+                     timeout=SHOWN)
+        # And a queue without hours shows none.
+        self.assertEqual(self.hours_text("default"), ["", ""])
+        self.driver.save_screenshot(os.path.join(SHOTS,
+                                                 "admin-page-hours.png"))
 
     def test_restart(self):
         """csqd stops and starts again on the same ports; the page comes

@@ -22,8 +22,10 @@
  * be the same byte for byte.
  *
  * With csq.so on the Redis side (libcsq on both), the requests add
- * SKILLS, NEEDS and relax steps (protocol.md 3c), and a run fails unless
- * users with needs were matched and, with policies, relax steps acted.
+ * SKILLS, NEEDS and relax steps (protocol.md 3c), q3 has business hours
+ * that open and close it during the run, and a run fails unless users
+ * with needs were matched and, with policies, relax steps acted and q3
+ * closed.
  * What this found: a step that an operation left due (a NEEDS, a reload)
  * waited for the next pass of the deadlines, which each side ran at a
  * moment of its own between requests (csqd's timer, its reaper of csq.so).
@@ -72,7 +74,7 @@ struct timed {
 	"    aging_every = 3; aging_max_tier = 3; },\n"                        \
 	"  { name = \"q2\"; overflow_after = 5; overflow_to = \"q3\";\n"       \
 	"    max_length = 3; strategy = %s;%s },\n"                            \
-	"  { name = \"q3\"; aging_every = 3; max_length = 8;%s }\n"            \
+	"  { name = \"q3\"; aging_every = 3; max_length = 8;%s%s }\n"          \
 	");\n"
 
 /* The events of the memory side that policies made, in a timed run. */
@@ -83,13 +85,26 @@ struct timed {
 	" relax = ( { after = 4; drop = \"billing\"; },"                       \
 	" { after = 7; lower = 2; }, { after = 12; drop = \"*\"; } );"
 
+/* With the module: q3's business hours (protocol.md 3c), in UTC, from
+ * T0 (a Wednesday, 03:33:20Z): closed, open 03:36-03:40, 03:44-03:50 and
+ * from 03:53; at closing its users move to q1 (run 11) or leave (33);
+ * while closed ENQUEUE waits (11) or goes to q2 (33), whose overflow
+ * leads back into q3, closed or not. */
+#define TIMED_HOURS_11                                                         \
+	" hours = { zone = \"UTC\"; week = \"wed 03:36-03:40 03:44-03:50 "     \
+	"03:53-05:00\"; at_close = \"move\"; move_to = \"q1\"; };"
+#define TIMED_HOURS_33                                                         \
+	" hours = { zone = \"UTC\"; week = \"wed 03:36-03:40 03:44-03:50 "     \
+	"03:53-05:00\"; at_close = \"release\"; when_closed = \"fallback\"; "  \
+	"fallback = \"q2\"; };"
+
 /* The events of the memory side that policies made, in a timed run. */
-static int seen_overflowed, seen_aging, seen_relaxed;
+static int seen_overflowed, seen_aging, seen_relaxed, seen_hours;
 
 /*
- * Skills (SKILLS, NEEDS, relax): only when the Redis side runs csq.so,
- * whose rules are libcsq's; the Lua refuses them. They draw on the
- * random sequence only then, so the Lua's runs are what they were.
+ * Skills (SKILLS, NEEDS, relax) and q3's business hours: only when the
+ * Redis side runs csq.so, whose rules are libcsq's. They draw on the
+ * random sequence only then.
  * skill_matches counts the memory side's replies of a user with needs
  * in a room (offered or assigned): a run must see some, and relaxed
  * events, or it did not test what it says.
@@ -517,6 +532,8 @@ compare_events(int op, int norm)
 		    strstr(m[0].m[i].payload, "\"reason\":\"aging\"") != NULL;
 		seen_relaxed +=
 		    strstr(m[0].m[i].payload, "\"event\":\"relaxed\"") != NULL;
+		seen_hours +=
+		    strstr(m[0].m[i].payload, "\"event\":\"closed\"") != NULL;
 		if (strstr(m[0].m[i].payload, "\"event\":\"prefer_ended\"") ==
 		        NULL ||
 		    json_value(m[0].m[i].payload, "reason", why, sizeof(why)) !=
@@ -629,6 +646,7 @@ timed_everywhere(void **state)
 	nrecent = 0;
 	estimates = qstats_seen = 0;
 	seen_overflowed = seen_aging = seen_relaxed = skill_matches = 0;
+	seen_hours = 0;
 	prefer_on = 1;
 	prefer_ended = 0;
 	memset(prefer_by, 0, sizeof(prefer_by));
@@ -672,11 +690,16 @@ timed_everywhere(void **state)
 		assert_true(seen_aging > 0);
 	}
 	if (skills_on) {
-		fprintf(stderr, "seed %u: relaxed %d, matched with needs %d\n",
-		        (unsigned)t->seed, seen_relaxed, skill_matches);
+		fprintf(stderr,
+		        "seed %u: relaxed %d, matched with needs %d, "
+		        "closings %d\n",
+		        (unsigned)t->seed, seen_relaxed, skill_matches,
+		        seen_hours);
 		assert_true(skill_matches > 0);
-		if (t->policies)
+		if (t->policies) {
 			assert_true(seen_relaxed > 0);
+			assert_true(seen_hours > 0);
+		}
 	}
 }
 
@@ -800,13 +823,13 @@ main(int argc, char **argv)
 	snprintf(queues_11, sizeof(queues_11),
 	         "user_ttl = 20;\nservicer_ttl = 30;\n" TIMED_QUEUES,
 	         "\"least_busy\"", skills_on ? TIMED_SKILL_ORDER : "",
-	         skills_on ? TIMED_RELAX : "");
+	         skills_on ? TIMED_RELAX : "", skills_on ? TIMED_HOURS_11 : "");
 	snprintf(queues_33, sizeof(queues_33),
 	         "strategy = \"least_busy\";\noffer_timeout = 2;\n"
 	         "wrapup = 2;\noffer_retry = 3;\noffer_max_missed = "
 	         "2;\n" TIMED_QUEUES,
 	         "\"longest_idle\"", skills_on ? TIMED_SKILL_ORDER : "",
-	         skills_on ? TIMED_RELAX : "");
+	         skills_on ? TIMED_RELAX : "", skills_on ? TIMED_HOURS_33 : "");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(same_everywhere, setup, teardown),
 	    cmocka_unit_test_prestate_setup_teardown(

@@ -45,7 +45,10 @@ users = (
 );
 max_queue_length = 3;
 offer_max_missed = 1;
-queues = ( { name = "unserved"; nobody = { when_nobody = "refuse"; }; } );
+queues = ( { name = "unserved"; nobody = { when_nobody = "refuse"; }; },
+           # A queue never open that refuses (business hours, section 3c).
+           { name = "web-shut"; hours = { zone = "UTC"; week = "";
+                                          when_closed = "refuse"; }; } );
 """ % (WEB_TOKEN, AGENT_TOKEN)
 
 
@@ -333,6 +336,13 @@ class HttpApiTest(unittest.TestCase):
         self.assertEqual(reply["error"], self.resp_error(
             "ENQUEUE", "web-n0", "QUEUE", "unserved"))
         self.assertEqual(self.ok("qlen", {"queue": "unserved"}), 0)
+        # A queue closed by its business hours that refuses: 409 too.
+        reply, _ = self.err("enqueue", {"user": "web-s1",
+                                        "queue": "web-shut"}, 409)
+        self.assertEqual(reply["error"], "CLOSED queue is closed; no "
+                         "opening time is ahead")
+        self.assertEqual(reply["code"], "CLOSED")
+        self.assertEqual(self.ok("qlen", {"queue": "web-shut"}), 0)
 
     # Trying to break it ----------------------------------------------------
 

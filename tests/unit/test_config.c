@@ -64,7 +64,7 @@ assert_printed(const char *needle)
 static void
 assert_one_error(const char *text, const char *needle)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	int n = load(&cfg, text);
 
 	if (n != 1)
@@ -76,7 +76,7 @@ assert_one_error(const char *text, const char *needle)
 static void
 test_defaults(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	config_default(&cfg);
@@ -106,7 +106,7 @@ static void
 test_defaults_match_libcsq(void **state)
 {
 	struct csq_limits l;
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	memset(&l, 0, sizeof(l)); /* the padding too */
@@ -118,7 +118,7 @@ test_defaults_match_libcsq(void **state)
 static void
 test_empty_is_defaults(void **state)
 {
-	struct config def, cfg;
+	static struct config def, cfg; /* large: not on the stack */
 
 	(void)state;
 	config_default(&def);
@@ -133,7 +133,7 @@ test_empty_is_defaults(void **state)
 static void
 test_sample_file(void **state)
 {
-	struct config def, cfg;
+	static struct config def, cfg; /* large: not on the stack */
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -154,7 +154,7 @@ test_sample_file(void **state)
 static void
 test_every_key(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	assert_int_equal(
@@ -202,7 +202,7 @@ test_every_key(void **state)
 static void
 test_record_keys(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	assert_int_equal(load(&cfg, ""), 0);
@@ -232,7 +232,7 @@ test_record_keys(void **state)
 static void
 test_routing_keys(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	assert_int_equal(load(&cfg, "offer_timeout = 600;\n"
@@ -268,7 +268,7 @@ test_routing_keys(void **state)
 static void
 test_list_syntax(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	/* A libconfig list ( ) is as good as an array [ ]. */
@@ -292,7 +292,7 @@ test_enum_values(void **state)
 	    {"log: { level = \"warning\"; };", -1, LOG_LVL_WARNING},
 	    {"log: { level = \"error\"; };", -1, LOG_LVL_ERROR},
 	};
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	size_t i;
 
 	(void)state;
@@ -370,7 +370,7 @@ static void
 test_int_edges(void **state)
 {
 	char text[256], value[64], range[128];
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	size_t i;
 
 	(void)state;
@@ -418,7 +418,7 @@ test_int_edges(void **state)
 static void
 test_int64(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	/* Integers written as 64-bit (L suffix, or too big for int) count. */
@@ -460,7 +460,7 @@ static void
 test_int_wrapped(void **state)
 {
 	char text[256], value[64], want[160];
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	size_t i;
 
 	(void)state;
@@ -513,7 +513,7 @@ test_int_wrapped_included(void **state)
 	char main_path[] = "/tmp/csq-test-config-XXXXXX";
 	char inc_path[] = "/tmp/csq-test-include-XXXXXX";
 	char text[128];
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *err;
@@ -607,7 +607,7 @@ static void
 test_listen_errors(void **state)
 {
 	char text[4096];
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	size_t len;
 	int i;
 
@@ -651,7 +651,7 @@ static void
 test_string_checks(void **state)
 {
 	char text[1024], big[CONFIG_STR_MAX + 1];
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	memset(big, 'x', sizeof(big) - 1);
@@ -682,7 +682,7 @@ test_string_checks(void **state)
 static void
 test_sentinels(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	assert_int_equal(load(&cfg, ""), 0);
@@ -717,7 +717,7 @@ test_sentinels(void **state)
 static void
 test_redis_module(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	assert_int_equal(load(&cfg, "engine = \"redis\";"), 0);
@@ -734,7 +734,7 @@ test_redis_module(void **state)
 static void
 test_syntax_error(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	assert_true(load(&cfg, "servicer_ttl = 5;\nuser_ttl = ;\n") > 0);
@@ -748,7 +748,7 @@ test_syntax_error(void **state)
 static void
 test_many_errors(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	int n;
 
 	(void)state;
@@ -779,7 +779,7 @@ static void
 test_load_file(void **state)
 {
 	char path[] = "/tmp/csq-test-config-XXXXXX";
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *err;
@@ -991,7 +991,7 @@ test_log_levels(void **state)
 static void
 test_users(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	assert_int_equal(load(&cfg,
@@ -1122,7 +1122,7 @@ test_users(void **state)
 static void
 test_max_queues_engines(void **state)
 {
-	struct config cfg;
+	static struct config cfg; /* large: not on the stack */
 
 	(void)state;
 	assert_int_equal(load(&cfg, "max_queues = 5;"), 0);

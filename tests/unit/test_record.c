@@ -57,6 +57,17 @@ nobody_tail(const struct csq_op *op)
 	                  : 0);
 }
 
+/* A POLICY's business hours (its last tail, after nobody's): a 0
+ * without them. */
+static size_t
+hours_tail(const struct csq_op *op)
+{
+	return op->code == CSQ_OP_POLICY && op->count > 0 &&
+	               !op->policy.hours.on
+	           ? 1
+	           : 0;
+}
+
 static size_t
 skills_tail(const struct csq_op *op)
 {
@@ -68,7 +79,9 @@ skills_tail(const struct csq_op *op)
 		return op->transfer.has_needs ? 3 + strlen(op->transfer.needs)
 		                              : 1;
 	case CSQ_OP_POLICY:
-		return op->count > 0 ? 1 + relax_tail(op) + nobody_tail(op) : 0;
+		return op->count > 0 ? 1 + relax_tail(op) + nobody_tail(op) +
+		                           hours_tail(op)
+		                     : 0;
 	default:
 		return 0;
 	}
@@ -79,7 +92,9 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
                   struct csq_record_strings *st, size_t legacy)
 {
 	size_t tail = skills_tail(op);
-	size_t nobody = nobody_tail(op);
+	size_t hours = hours_tail(op);
+	/* Before business hours, nobody's tail was the last: both go. */
+	size_t nobody = nobody_tail(op) != 0 ? nobody_tail(op) + hours : 0;
 	size_t relax = op->code == CSQ_OP_POLICY && op->count > 0
 	                   ? relax_tail(op) + nobody
 	                   : 0;
@@ -112,7 +127,8 @@ round_trip_legacy(const struct csq_op *op, uint64_t now, struct csq_op *back,
 		            (maxq != 0 &&
 		             len == n - CSQ_RECORD_HEADER - maxq) ||
 		            (nobody != 0 &&
-		             len == n - CSQ_RECORD_HEADER - nobody)
+		             len == n - CSQ_RECORD_HEADER - nobody) ||
+		            (hours != 0 && len == n - CSQ_RECORD_HEADER - hours)
 		        ? 0
 		        : -1);
 	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
@@ -752,7 +768,8 @@ test_nobody_records(void **state)
 	assert_memory_equal(&bop.policy, &op.policy, sizeof(op.policy));
 	/* An on that is not 0 or 1 is no record. */
 	n = csq_record_encode(&op, 10, rec);
-	rec[n - (4 + 1 + CSQ_ID_MAX + 1 + strlen("general")) - 4] = 2;
+	rec[n - 1 /* hours' 0 */ -
+	    (4 + 1 + CSQ_ID_MAX + 1 + strlen("general")) - 4] = 2;
 	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
 	                                   n - CSQ_RECORD_HEADER, &bop, &got,
 	                                   &st),
@@ -775,6 +792,21 @@ test_nobody_records(void **state)
 	                     n - CSQ_RECORD_HEADER - (1 + 1 + 3 * 8), &back),
 	                 0);
 	assert_int_equal(back.u.queue.has_nobody, 0);
+	/* With business hours after it: both read back; written before
+	 * hours (nobody's tail the last), none. */
+	it.u.queue.has_hours = 1;
+	it.u.queue.closed = 1;
+	it.u.queue.hours_at = 1700000060000ULL;
+	it.u.queue.hours_tie = 78;
+	snap_round_trip(&it, &back);
+	assert_memory_equal(&back.u.queue, &it.u.queue, sizeof(it.u.queue));
+	n = csq_record_encode_snap(&it, rec);
+	assert_int_equal(
+	    csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
+	                           n - CSQ_RECORD_HEADER - (1 + 2 * 8), &back),
+	    0);
+	assert_int_equal(back.u.queue.has_nobody, 1);
+	assert_int_equal(back.u.queue.has_hours, 0);
 }
 
 int

@@ -33,7 +33,7 @@
   const EVENTS = ["queued", "rescored", "matched", "left", "released",
     "requeued", "servicer_up", "servicer_down", "servicer_paused",
     "servicer_resumed", "offered", "declined", "transferred", "wrapup",
-    "ready", "overflowed", "prefer_ended"];
+    "ready", "overflowed", "prefer_ended", "opened", "closed"];
 
   const $ = (id) => document.getElementById(id);
   // The URL of an API path. Not the bare path: a page opened as
@@ -96,7 +96,7 @@
         oldest: null, oldestKnown: true,
         askedOldest: false, loading: false, card: null,
         eta: -1, sl: -1, abandonPct: -1, estimatedAt: 0,
-        askedEstimate: false };
+        askedEstimate: false, hours: null };
       M.queues.set(name, q);
       M.queueOrder = true;
     }
@@ -116,6 +116,11 @@
   // The estimates of csqd's answer p (a snapshot's queue, a page), when
   // its engine makes them (the memory engine's QSTATS).
   function estimate(q, p) {
+    // Business hours: open now and the next change, for a queue with
+    // them (its events keep them true between answers).
+    if (p.open !== undefined) {
+      q.hours = { open: p.open, next: p.next_change_ms };
+    }
     if (p.eta_ms === undefined) return;
     q.eta = p.eta_ms;
     q.sl = p.service_level_pct;
@@ -453,6 +458,11 @@
         s.restingUntil = null;
         break;
       }
+      case "opened":
+      case "closed":
+        queue(d.queue).hours = { open: ev.name === "opened",
+          next: d.until_ms };
+        break;
       default:
         break; // kinds to come: nothing shown changes
     }
@@ -734,7 +744,9 @@
   // Whether a queue is shown: someone waits in it, a servicer serves it,
   // or it is the default one (as QUEUES lists them).
   function queueShown(q) {
-    if (q.waiting > 0 || q.name === "default") return true;
+    if (q.waiting > 0 || q.name === "default" || q.hours !== null) {
+      return true;
+    }
     for (const s of M.servicers.values()) {
       if (s.queues.indexOf(q.name) >= 0) return true;
     }
@@ -772,7 +784,9 @@
     // Its users with needs by need-set, as the last load saw them.
     const groups = el("span", "queue-needs");
     const abandon = el("b", "queue-abandon");
-    head.append(name, nobody, facts, groups);
+    // Business hours: open or closed, and until when (hidden without).
+    const hours = el("span", "queue-hours");
+    head.append(name, nobody, facts, hours, groups);
     if (M.estimates) {
       const est = el("span", "queue-est");
       est.append("new arrival's wait ", eta, " · served in time ", sl,
@@ -787,6 +801,7 @@
     // drawing, where a read after the writes would force a layout.
     q.card = { root: root, facts: facts, waiting: waiting, oldest: oldest,
       eta: eta, sl: sl, nobody: nobody, groups: groups, abandon: abandon,
+      hours: hours,
       view: view, spacer: spacer, rows: [], drawn: {}, scrollTop: 0 };
     view.addEventListener("scroll", () => {
       q.card.scrollTop = view.scrollTop;
@@ -831,6 +846,17 @@
     }
   }
 
+  // "closed · opens 2030-04-01 07:00Z": a queue's business hours, in
+  // UTC as csqd's errors say them; "" for a queue without hours.
+  function fmtHours(h) {
+    if (h === null) return "";
+    const state = h.open ? "open" : "closed";
+    if (!h.next) return state;
+    const at = new Date(h.next).toISOString().slice(0, 16)
+      .replace("T", " ") + "Z";
+    return state + (h.open ? " · closes " : " · opens ") + at;
+  }
+
   // The queue's facts and the rows of its line that are in view.
   function drawQueue(q) {
     if (q.card === null) { M.queueOrder = true; return; }
@@ -863,6 +889,12 @@
     (v) => { c.groups.textContent = v; });
     put(d, "abandon", q.abandonPct < 0 ? "–" : q.abandonPct + "%",
       (v) => { c.abandon.textContent = v; });
+    put(d, "hours", fmtHours(q.hours), (v) => {
+      c.hours.textContent = v;
+      c.hours.hidden = v === "";
+      if (q.hours === null) delete c.root.dataset.open;
+      else c.root.dataset.open = String(q.hours.open);
+    });
     const total = q.line.length + (q.complete ? 0 : 1);
     const inLine = q.waiting - q.preferring;
     put(d, "spacer", Math.max(1, total) * ROW_H,
