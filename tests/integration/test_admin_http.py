@@ -590,13 +590,19 @@ class AdminHttpTest(unittest.TestCase):
         for t in threads:
             t.start()
         try:
-            time.sleep(0.3)
+            # The snapshot is taken under load, and the load goes on for
+            # 100 events more: counted, not timed (a loaded machine's
+            # churn may be slow, a fixed time would then prove nothing).
             api = h.Http(reader.http_port)
+            start = api.json("/api/snapshot")["id"]
+            h.wait_until("the load under way", lambda: api.json(
+                "/api/snapshot")["id"] > start + 30)
             s1 = api.json("/api/snapshot")
             sse = h.Sse(reader.http_port, last_event_id=s1["id"])
             waiting = {q["name"]: q["waiting"] for q in s1["queues"]}
             frames = sse.frames(0.05)
-            time.sleep(0.7)
+            h.wait_until("100 events after the snapshot", lambda: api.json(
+                "/api/snapshot")["id"] > s1["id"] + 100)
         finally:
             stop.set()
             for t in threads:
