@@ -356,7 +356,9 @@ metrics_event(struct metrics *m, const struct csq_event *ev)
 	q = metrics_note_queue(m, ev->queue, strlen(ev->queue), 0);
 	if (ev->type == CSQ_EV_MATCHED && q != NULL)
 		metrics_queue_wait(q, ev->waited_ms);
+	/* A HEARTBEAT's new queues (servicer_updated) replace the old. */
 	if (ev->type == CSQ_EV_SERVICER_UP ||
+	    ev->type == CSQ_EV_SERVICER_UPDATED ||
 	    ev->type == CSQ_EV_SERVICER_DOWN) {
 		/* (Up twice without a down cannot happen, but then the first
 		 * list stands down too.) */
@@ -367,7 +369,8 @@ metrics_event(struct metrics *m, const struct csq_event *ev)
 			free(was);
 		}
 	}
-	if (ev->type == CSQ_EV_SERVICER_UP) {
+	if (ev->type == CSQ_EV_SERVICER_UP ||
+	    ev->type == CSQ_EV_SERVICER_UPDATED) {
 		csq_dict_put(m->servicers, ev->servicer, strlen(ev->servicer),
 		             csq_xstrndup(ev->queues, strlen(ev->queues)));
 		metrics_note_queues(m, ev->queues, 1);

@@ -606,6 +606,14 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		if (ev->type == CSQ_EV_RESCORED &&
 		    ev->reason == CSQ_REASON_AGING)
 			u->excuses |= 1u << CSQ_EXCUSE_AGING;
+		/* A record that says so (queued's needs and prefer): passed
+		 * over rightly by a servicer without the skills, or by any
+		 * other than the one it waits for (lenient: which servicer
+		 * is not checked). */
+		if (ev->needs[0] != '\0')
+			u->excuses |= 1u << CSQ_EXCUSE_SKILLS;
+		if (ev->prefer[0] != '\0')
+			u->excuses |= 1u << CSQ_EXCUSE_PREFER;
 		user_wait(a, u, ev);
 		if (ev->type == CSQ_EV_QUEUED && ev->from_queue[0] == '\0' &&
 		    u->arrival == ev->id)
@@ -632,6 +640,10 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		if (u->st != AU_MOVING && u->st != AU_GONE)
 			audit_stray(a, u, ev, "not released by a transfer");
 		audit_back(a, u, ev, CSQ_EXCUSE_TRANSFER);
+		if (ev->needs[0] != '\0')
+			u->excuses |= 1u << CSQ_EXCUSE_SKILLS;
+		if (ev->prefer[0] != '\0')
+			u->excuses |= 1u << CSQ_EXCUSE_PREFER;
 		break;
 	case CSQ_EV_PREFER_ENDED:
 	case CSQ_EV_RELAXED:
@@ -675,6 +687,7 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		csq_dict_each(a->rooms, audit_down_room, &down);
 		break;
 	case CSQ_EV_SERVICER_UP:
+	case CSQ_EV_SERVICER_UPDATED:
 	case CSQ_EV_SERVICER_PAUSED:
 	case CSQ_EV_SERVICER_RESUMED:
 	case CSQ_EV_WRAPUP:

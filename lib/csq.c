@@ -126,6 +126,8 @@ csq_event_begin(struct csq_event *ev, enum csq_event_type type, uint64_t now)
 	ev->lowered = 0;
 	ev->eta_ms = -1;
 	ev->has_eta = 0;
+	ev->skills[0] = ev->prefer[0] = '\0';
+	ev->prefer_ms = 0;
 }
 
 void
@@ -134,6 +136,27 @@ csq_event_user(struct csq_event *ev, const struct csq_user *u)
 	memcpy(ev->user, u->id, csq_user_idlen(u) + 1);
 	memcpy(ev->queue, u->queue->name, u->queue->namelen + 1);
 	ev->tier = csq_user_tier(u);
+}
+
+/* What a replay of the record needs of u beyond csq_event_user: its
+ * needs in force (docs/day.md). */
+void
+csq_event_needs(const struct csq *c, struct csq_event *ev,
+                const struct csq_user *u)
+{
+	const char *t = csq_needset_text(c, u->needs);
+
+	memcpy(ev->needs, t, strlen(t) + 1);
+}
+
+/* u's window for its preferred servicer, when it waits in one. */
+void
+csq_event_prefer(struct csq_event *ev, const struct csq_user *u, uint64_t now)
+{
+	if (u->state != CSQ_USER_WAITING || !(u->flags & CSQ_USER_PREFERRING))
+		return;
+	memcpy(ev->prefer, u->wait->prefer->id, u->wait->prefer->idlen + 1);
+	ev->prefer_ms = elapsed(u->wait->clock.node.key, now);
 }
 
 void
@@ -454,16 +477,36 @@ servicer_set_queues(struct csq *c, struct csq_servicer *s,
 	s->nqueues = n;
 }
 
+/* servicer_up at a login; servicer_updated when a HEARTBEAT changed
+ * what a replay of the record needs (capacity, queues, skills). */
 static void
-servicer_up_event(struct csq *c, const struct csq_servicer *s, uint64_t now)
+servicer_event(struct csq *c, enum csq_event_type type,
+               const struct csq_servicer *s, uint64_t now)
 {
 	struct csq_event ev;
 
-	csq_event_begin(&ev, CSQ_EV_SERVICER_UP, now);
+	csq_event_begin(&ev, type, now);
 	memcpy(ev.servicer, s->id, s->idlen + 1);
 	ev.capacity = s->capacity;
 	servicer_queue_list(s, ev.queues);
+	csq_servicer_skills_text(s, ev.skills);
 	csq_emit(c, &ev);
+}
+
+/* What servicer_updated tells of s, to see whether a HEARTBEAT changed
+ * it: computed only for a heartbeat that names one of them. */
+struct servicer_said {
+	uint32_t capacity;
+	char queues[CSQ_QUEUE_LIST_MAX];
+	char skills[CSQ_SKILLS_TEXT_MAX];
+};
+
+static void
+servicer_said(const struct csq_servicer *s, struct servicer_said *out)
+{
+	out->capacity = s->capacity;
+	servicer_queue_list(s, out->queues);
+	csq_servicer_skills_text(s, out->skills);
 }
 
 enum csq_status
@@ -474,9 +517,10 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 	struct csq_servicer *s;
 	struct csq_settle settle;
 	struct csq_skill_list skills;
+	struct servicer_said before, after;
 	size_t idlen;
 	uint32_t nq = 0;
-	int login;
+	int login, said;
 	enum csq_status st;
 
 	if ((idlen = id_len(a->servicer)) == 0)
@@ -518,6 +562,8 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 		c->stats.servicers++;
 	} else
 		csq_servicer_unaccount(c, s);
+	if ((said = !login && (a->has_capacity || nq > 0 || a->has_skills)))
+		servicer_said(s, &before);
 
 	memset(&settle, 0, sizeof(settle));
 	if (a->has_capacity)
@@ -536,7 +582,14 @@ csq_heartbeat(struct csq *c, uint64_t now, const struct csq_heartbeat_args *a,
 	csq_deadline_set(c, &s->deadline, now + csq_ms(s->ttl_s));
 	csq_servicer_account(c, s);
 	if (login)
-		servicer_up_event(c, s, now);
+		servicer_event(c, CSQ_EV_SERVICER_UP, s, now);
+	else if (said) {
+		servicer_said(s, &after);
+		if (before.capacity != after.capacity ||
+		    strcmp(before.queues, after.queues) != 0 ||
+		    strcmp(before.skills, after.skills) != 0)
+			servicer_event(c, CSQ_EV_SERVICER_UPDATED, s, now);
+	}
 	/* The users whose windows ended go first, as any put back. */
 	csq_settle_refill(&settle, s);
 	csq_settle(c, &settle, now);
@@ -671,6 +724,8 @@ user_event(struct csq *c, enum csq_event_type type, const struct csq_user *u,
 
 	csq_event_begin(&ev, type, now);
 	csq_event_user(&ev, u);
+	if (type == CSQ_EV_RESCORED)
+		csq_event_needs(c, &ev, u);
 	ev.position = pos;
 	ev.reason = reason;
 	if (from != NULL)
@@ -687,6 +742,8 @@ queued_event(struct csq *c, const struct csq_user *u, uint64_t pos,
 
 	csq_event_begin(&ev, CSQ_EV_QUEUED, now);
 	csq_event_user(&ev, u);
+	csq_event_needs(c, &ev, u);
+	csq_event_prefer(&ev, u, now);
 	ev.position = pos;
 	ev.eta_ms = eta_ms;
 	ev.has_eta = 1;

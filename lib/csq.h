@@ -135,8 +135,10 @@ enum csq_event_type {
 	CSQ_EV_RELAXED, /* section 3c: a user's needs widened */
 	CSQ_EV_OPENED,  /* section 3c: a queue's business hours began */
 	CSQ_EV_CLOSED,  /* ... and ended */
+	CSQ_EV_SERVICER_UPDATED, /* a HEARTBEAT changed capacity, queues or
+	                            skills */
 };
-#define CSQ_EV_TYPES (CSQ_EV_CLOSED + 1)
+#define CSQ_EV_TYPES (CSQ_EV_SERVICER_UPDATED + 1)
 
 enum csq_reason {
 	CSQ_REASON_NONE,
@@ -192,6 +194,14 @@ struct csq_event {
 	 * older csq's does not). */
 	int64_t eta_ms;
 	int has_eta;
+	/* For the record's readers (docs/day.md): a servicer's skills
+	 * (servicer_up, servicer_updated; canonical, "" for none); a
+	 * waiting user's preferred servicer and its window's time left
+	 * (queued, transferred; "" for none). The user's needs in force
+	 * go in needs (queued, rescored, matched, offered, transferred). */
+	char skills[CSQ_SKILLS_TEXT_MAX];
+	char prefer[CSQ_ID_MAX + 1];
+	uint64_t prefer_ms;
 };
 
 typedef void csq_emit_fn(void *arg, const struct csq_event *);

@@ -27,6 +27,7 @@ static const char *const event_names[] = {
     [CSQ_EV_RELAXED] = "relaxed",
     [CSQ_EV_OPENED] = "opened",
     [CSQ_EV_CLOSED] = "closed",
+    [CSQ_EV_SERVICER_UPDATED] = "servicer_updated",
 };
 
 const char *
@@ -176,6 +177,25 @@ json_queues(struct json *j, const char *list)
 	json_add(j, "]");
 }
 
+/* A user's needs in force, for the record's replay: only when it has
+ * some, so that an event of a user without needs is as before. */
+static void
+json_needs(struct json *j, const struct csq_event *ev)
+{
+	if (ev->needs[0] != '\0')
+		json_str(j, "needs", ev->needs);
+}
+
+/* A waiting user's window for its preferred servicer, when it has one. */
+static void
+json_prefer(struct json *j, const struct csq_event *ev)
+{
+	if (ev->prefer[0] == '\0')
+		return;
+	json_str(j, "prefer", ev->prefer);
+	json_u64(j, "prefer_ms", ev->prefer_ms);
+}
+
 /* The fields every event about a user in a room has, in their order. */
 static void
 json_user_room(struct json *j, const struct csq_event *ev)
@@ -224,6 +244,9 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 			         ev->reason != CSQ_REASON_NONE
 			             ? reason_name(ev->reason)
 			             : reason_name(CSQ_REASON_ENQUEUE));
+		json_needs(&j, ev);
+		if (ev->type == CSQ_EV_QUEUED)
+			json_prefer(&j, ev);
 		break;
 	case CSQ_EV_OVERFLOWED:
 		json_str(&j, "user", ev->user);
@@ -263,12 +286,14 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 			json_str(&j, "from_queue", ev->from_queue);
 		if (ev->has_offered_ms)
 			json_u64(&j, "offered_ms", ev->offered_ms);
+		json_needs(&j, ev);
 		break;
 	case CSQ_EV_OFFERED:
 		json_user_room(&j, ev);
 		json_u64(&j, "expires_ms", ev->expires_ms);
 		if (ev->from_queue[0] != '\0')
 			json_str(&j, "from_queue", ev->from_queue);
+		json_needs(&j, ev);
 		break;
 	case CSQ_EV_DECLINED:
 		json_user_room(&j, ev);
@@ -310,6 +335,8 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_str(&j, "servicer", ev->servicer);
 		json_str(&j, "room", ev->room);
 		json_u64(&j, "position", ev->position);
+		json_needs(&j, ev);
+		json_prefer(&j, ev);
 		break;
 	case CSQ_EV_WRAPUP:
 		json_str(&j, "servicer", ev->servicer);
@@ -321,9 +348,15 @@ csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 		json_str(&j, "room", ev->room);
 		break;
 	case CSQ_EV_SERVICER_UP:
+	case CSQ_EV_SERVICER_UPDATED:
 		json_str(&j, "servicer", ev->servicer);
 		json_u64(&j, "capacity", ev->capacity);
 		json_queues(&j, ev->queues);
+		/* A login without skills is as before; an update says what
+		 * they are now, none included. */
+		if (ev->skills[0] != '\0' ||
+		    ev->type == CSQ_EV_SERVICER_UPDATED)
+			json_str(&j, "skills", ev->skills);
 		break;
 	case CSQ_EV_SERVICER_DOWN:
 		json_str(&j, "servicer", ev->servicer);

@@ -25,10 +25,13 @@ enum fact_field {
 	F_OFFERED_MS,
 	F_EXPIRES_MS,
 	F_UNTIL_MS,
-	F_NEEDS,   /* relaxed: the needs in force */
-	F_DROPPED, /* relaxed: the names dropped */
-	F_LOWERED, /* relaxed: by how much the levels went down */
-	F_ETA_MS,  /* queued: the estimate, -1 none */
+	F_NEEDS,     /* relaxed: the needs in force */
+	F_DROPPED,   /* relaxed: the names dropped */
+	F_LOWERED,   /* relaxed: by how much the levels went down */
+	F_ETA_MS,    /* queued: the estimate, -1 none */
+	F_SKILLS,    /* servicer_up, servicer_updated: the servicer's skills */
+	F_PREFER,    /* queued, transferred: the preferred servicer */
+	F_PREFER_MS, /* and its window's time left */
 };
 
 enum fact_type {
@@ -74,33 +77,36 @@ static const struct {
     [F_DROPPED] = FIELD(FACT_SKILLS, dropped, 0),
     [F_LOWERED] = FIELD(FACT_U32, lowered, CSQ_SKILL_LEVEL_MAX),
     [F_ETA_MS] = FIELD(FACT_ETA, eta_ms, 0),
+    [F_SKILLS] = FIELD(FACT_SKILLS, skills, 0),
+    [F_PREFER] = FIELD(FACT_ID, prefer, 0),
+    [F_PREFER_MS] = FIELD(FACT_U64, prefer_ms, 0),
 };
 
-#define FACT_KIND_FIELDS 8
+#define FACT_KIND_FIELDS 10
 
 /* Each kind's fields, in csq_event_json's order. */
 static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
     [CSQ_EV_QUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE,
-                       F_ETA_MS},
+                       F_ETA_MS, F_NEEDS, F_PREFER, F_PREFER_MS},
     [CSQ_EV_RESCORED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE,
-                         F_REASON},
+                         F_REASON, F_NEEDS},
     [CSQ_EV_MATCHED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
-                        F_WAITED_MS, F_FROM_QUEUE, F_OFFERED_MS},
+                        F_WAITED_MS, F_FROM_QUEUE, F_OFFERED_MS, F_NEEDS},
     /* servicer and room: an offered user's left. */
     [CSQ_EV_LEFT] = {F_USER, F_QUEUE, F_REASON, F_SERVICER, F_ROOM},
     [CSQ_EV_RELEASED] = {F_USER, F_QUEUE, F_SERVICER, F_ROOM, F_REASON},
     [CSQ_EV_REQUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_SERVICER,
                          F_ROOM, F_REASON},
-    [CSQ_EV_SERVICER_UP] = {F_SERVICER, F_CAPACITY, F_QUEUES},
+    [CSQ_EV_SERVICER_UP] = {F_SERVICER, F_CAPACITY, F_QUEUES, F_SKILLS},
     [CSQ_EV_SERVICER_DOWN] = {F_SERVICER, F_REASON},
     [CSQ_EV_SERVICER_PAUSED] = {F_SERVICER, F_REASON},
     [CSQ_EV_SERVICER_RESUMED] = {F_SERVICER},
     [CSQ_EV_OFFERED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
-                        F_EXPIRES_MS, F_FROM_QUEUE},
+                        F_EXPIRES_MS, F_FROM_QUEUE, F_NEEDS},
     [CSQ_EV_DECLINED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM, F_REASON,
                          F_POSITION, F_UNTIL_MS},
     [CSQ_EV_TRANSFERRED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_SERVICER,
-                            F_ROOM, F_POSITION},
+                            F_ROOM, F_POSITION, F_NEEDS, F_PREFER, F_PREFER_MS},
     [CSQ_EV_WRAPUP] = {F_SERVICER, F_ROOM, F_UNTIL_MS},
     [CSQ_EV_READY] = {F_SERVICER, F_ROOM},
     [CSQ_EV_OVERFLOWED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_POSITION,
@@ -110,6 +116,7 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
                         F_POSITION},
     [CSQ_EV_OPENED] = {F_QUEUE, F_UNTIL_MS},
     [CSQ_EV_CLOSED] = {F_QUEUE, F_UNTIL_MS},
+    [CSQ_EV_SERVICER_UPDATED] = {F_SERVICER, F_CAPACITY, F_QUEUES, F_SKILLS},
 };
 /* A kind without its line here has no fact: the module could not tell
  * it to csqd. */

@@ -338,11 +338,13 @@ parse_id(struct parse *ps, char *out, size_t cap, int room)
 	return 0;
 }
 
-/* A skill list as relaxed carries it ("de:5,fr"): [A-Za-z0-9._:,-],
- * maybe empty. */
+/* A skill list as csq writes it ("de:5,fr"): [A-Za-z0-9._:,-], maybe
+ * empty, and a list SKILLS or NEEDS would take, of at most max skills
+ * (a replay hands it to csq as it is). */
 static int
-parse_skills(struct parse *ps, char *out, size_t cap)
+parse_skills(struct parse *ps, char *out, size_t cap, uint32_t max)
 {
+	struct csq_skill_list l;
 	long len, i;
 
 	if ((len = parse_string(ps, out, cap)) < 0)
@@ -352,6 +354,10 @@ parse_skills(struct parse *ps, char *out, size_t cap)
 			parse_fail(ps, "bad skill list");
 			return -1;
 		}
+	if (csq_skills_parse(out, max, &l) != CSQ_OK) {
+		parse_fail(ps, "bad skill list");
+		return -1;
+	}
 	return 0;
 }
 
@@ -387,6 +393,8 @@ parse_num_field(struct parse *ps, const char *key, struct csq_event *ev)
 		ev->has_offered_ms = 1;
 	} else if (strcmp(key, "expires_ms") == 0)
 		ev->expires_ms = v;
+	else if (strcmp(key, "prefer_ms") == 0)
+		ev->prefer_ms = v;
 	else
 		ev->until_ms = v;
 	return 0;
@@ -417,7 +425,7 @@ parse_eta(struct parse *ps, struct csq_event *ev)
 static const char *const parse_numbers[] = {
     "id",         "ts",         "tier",     "position",         "waited_ms",
     "offered_ms", "expires_ms", "until_ms", "resting_until_ms", "capacity",
-    "lowered",    NULL};
+    "lowered",    "prefer_ms",  NULL};
 
 static int
 parse_is(const char *key, const char *const *names)
@@ -461,9 +469,16 @@ parse_member(struct parse *ps, const char *key, struct csq_event *ev,
 	if (strcmp(key, "queues") == 0)
 		return parse_queues(ps, ev->queues, sizeof(ev->queues));
 	if (strcmp(key, "needs") == 0)
-		return parse_skills(ps, ev->needs, sizeof(ev->needs));
+		return parse_skills(ps, ev->needs, sizeof(ev->needs),
+		                    CSQ_USER_NEEDS);
 	if (strcmp(key, "dropped") == 0)
-		return parse_skills(ps, ev->dropped, sizeof(ev->dropped));
+		return parse_skills(ps, ev->dropped, sizeof(ev->dropped),
+		                    CSQ_USER_NEEDS);
+	if (strcmp(key, "skills") == 0)
+		return parse_skills(ps, ev->skills, sizeof(ev->skills),
+		                    CSQ_SERVICER_SKILLS);
+	if (strcmp(key, "prefer") == 0)
+		return parse_id(ps, ev->prefer, sizeof(ev->prefer), 0);
 	return parse_skip(ps, 1);
 }
 

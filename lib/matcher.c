@@ -29,6 +29,7 @@ csq_assign(struct csq *c, struct csq_user *u, struct csq_servicer *s,
 
 	csq_event_begin(&ev, CSQ_EV_MATCHED, now);
 	csq_event_user(&ev, u);
+	csq_event_needs(c, &ev, u);
 	csq_event_room(&ev, r);
 	ev.waited_ms = now > u->arrival_ms ? now - u->arrival_ms : 0;
 	if (from != NULL)

@@ -27,6 +27,7 @@ csq_offer(struct csq *c, struct csq_user *u, struct csq_servicer *s,
 
 	csq_event_begin(&ev, CSQ_EV_OFFERED, now);
 	csq_event_user(&ev, u);
+	csq_event_needs(c, &ev, u);
 	csq_event_room(&ev, r);
 	ev.expires_ms = r->deadline.node.key;
 	if (from != NULL)
@@ -62,6 +63,7 @@ csq_accept(struct csq *c, uint64_t now, const char *room, int *done)
 	csq_qstats_matched(u->queue,
 	                   now > u->arrival_ms ? now - u->arrival_ms : 0);
 	csq_event_user(&ev, u);
+	csq_event_needs(c, &ev, u);
 	csq_event_room(&ev, r);
 	ev.waited_ms = now > u->arrival_ms ? now - u->arrival_ms : 0;
 	csq_emit(c, &ev);

@@ -329,6 +329,7 @@ csq_report_event(struct csq_report *r, const struct csq_event *ev)
 			        ev->ts_ms, 0);
 		break;
 	case CSQ_EV_SERVICER_UP:
+	case CSQ_EV_SERVICER_UPDATED: /* its capacity from now on */
 		if (ev->servicer[0] == '\0')
 			break;
 		s = rp_servicer(r, ev->servicer);

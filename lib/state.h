@@ -381,6 +381,10 @@ void csq_queue_ref(struct csq_queue *);
 void csq_queue_unref(struct csq *, struct csq_queue *);
 void csq_event_begin(struct csq_event *, enum csq_event_type, uint64_t now);
 void csq_event_user(struct csq_event *, const struct csq_user *);
+void csq_event_needs(const struct csq *, struct csq_event *,
+                     const struct csq_user *);
+void csq_event_prefer(struct csq_event *, const struct csq_user *,
+                      uint64_t now);
 void csq_event_room(struct csq_event *, const struct csq_room *);
 /* Gives ev the next event id and hands it to the emit callback. */
 void csq_emit(struct csq *, struct csq_event *);

@@ -77,6 +77,8 @@ csq_transfer(struct csq *c, uint64_t now, const struct csq_transfer_args *a,
 	}
 	c->stats.transferred_total++;
 	csq_event_user(&ev, u);
+	csq_event_needs(c, &ev, u);
+	csq_event_prefer(&ev, u, now);
 	memcpy(ev.from_queue, from->name, from->namelen + 1);
 	csq_emit(c, &ev);
 	if (to != from)

@@ -793,13 +793,16 @@ causal_order_with_waiting(void **state)
 	assert_json_str(m->m[0].payload, "by", "user");
 	EXPECT_MATCH(m, 1, "a5", "s1/0");
 
-	/* A larger capacity: a matched per new room. */
+	/* A larger capacity: servicer_updated (the record's word of it),
+	 * then a matched per new room. */
 	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a6");
 	EXPECT_EVENTS(fx->c, sub, m, "\"queued\"", "ENQUEUE a7");
-	EXPECT_EVENTS(fx->c, sub, m, "\"matched\" \"matched\"",
+	EXPECT_EVENTS(fx->c, sub, m,
+	              "\"servicer_updated\" \"matched\" \"matched\"",
 	              "HEARTBEAT s1 CAPACITY 4");
-	EXPECT_MATCH(m, 0, "a6", "s1/2");
-	EXPECT_MATCH(m, 1, "a7", "s1/3");
+	assert_json_int(m->m[0].payload, "capacity", 4);
+	EXPECT_MATCH(m, 1, "a6", "s1/2");
+	EXPECT_MATCH(m, 2, "a7", "s1/3");
 
 	msgs_free(m);
 	free(m);
@@ -825,8 +828,8 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        psubscribe_patterns, csqd_fx_setup_default, csqd_fx_teardown),
-	    cmocka_unit_test_setup_teardown(
-	        many_subscriptions, setup_many, csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(many_subscriptions, setup_many,
+	                                    csqd_fx_teardown),
 	    cmocka_unit_test_setup_teardown(
 	        nul_in_pattern, csqd_fx_setup_default, csqd_fx_teardown),
 	};

@@ -473,7 +473,8 @@ heartbeat_options(void **state)
 	assert_reply_integer(r->element[0]->element[7], 3600); /* wrapup */
 	assert_reply_integer(r->element[0]->element[8], 0);    /* missed */
 	freeReplyObject(r);
-	EXPECT_EVENTS(fx->c, fx->sub, &fx->m, "\"servicer_up\"", NULL);
+	EXPECT_EVENTS(fx->c, fx->sub, &fx->m,
+	              "\"servicer_up\" \"servicer_updated\"", NULL);
 }
 
 /* TRANSFER: events in order, the reply as WHERE's, STATS. */

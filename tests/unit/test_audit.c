@@ -278,6 +278,15 @@ test_excuses_named(void **state)
 	    "\"queue\":\"q\",\"tier\":0,\"needs\":\"de:5\",\"dropped\":"
 	    "\"billing\",\"lowered\":0,\"position\":1}",
 	    NULL};
+	static const char *const needs[] = {
+	    "{\"event\":\"queued\",\"id\":1,\"ts\":1,\"user\":\"u1\","
+	    "\"queue\":\"q\",\"tier\":0,\"position\":1,\"needs\":\"de:5\"}",
+	    QUEUED(2, "u2"), UP(3, "s2"), MATCHED(4, "u2", "s2"), NULL};
+	static const char *const prefers[] = {
+	    "{\"event\":\"queued\",\"id\":1,\"ts\":1,\"user\":\"u1\","
+	    "\"queue\":\"q\",\"tier\":0,\"position\":1,\"prefer\":\"s1\","
+	    "\"prefer_ms\":60000}",
+	    QUEUED(2, "u2"), UP(3, "s2"), MATCHED(4, "u2", "s2"), NULL};
 	struct csq_audit *a = run(declined);
 
 	(void)state;
@@ -295,6 +304,16 @@ test_excuses_named(void **state)
 	a = run(relaxed);
 	assert_none(a);
 	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_SKILLS], 1);
+	csq_audit_free(a);
+	/* queued's needs and prefer say it at once, without a relax step
+	 * or the window's end. */
+	a = run(needs);
+	assert_none(a);
+	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_SKILLS], 1);
+	csq_audit_free(a);
+	a = run(prefers);
+	assert_none(a);
+	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_PREFER], 1);
 	csq_audit_free(a);
 }
 

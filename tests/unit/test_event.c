@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "csq.h"
+#include "fixture.h"
 
 static void
 ev_init(struct csq_event *ev, enum csq_event_type type)
@@ -358,6 +359,224 @@ test_ids_and_rooms(void **state)
 	assert_int_not_equal(csq_parse_room("b d/0", 5, sid, &idx), 0);
 }
 
+/*
+ * What the record's replay needs (docs/day.md): a user's needs, its
+ * preferred servicer, a servicer's skills and a HEARTBEAT's change. Each
+ * is there only when set, so that an event without them is as before.
+ */
+static void
+test_json_record_fields(void **state)
+{
+	struct csq_event ev;
+
+	(void)state;
+	ev_init(&ev, CSQ_EV_QUEUED);
+	strcpy(ev.user, "u1");
+	strcpy(ev.queue, "q");
+	ev.position = 1;
+	ev.has_eta = 1;
+	ev.eta_ms = -1;
+	strcpy(ev.needs, "billing:2,de:1");
+	strcpy(ev.prefer, "agent7");
+	ev.prefer_ms = 60000;
+	assert_json(&ev, "{\"event\":\"queued\",\"id\":42,\"ts\":1700000000123,"
+	                 "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	                 "\"position\":1,\"eta_ms\":-1,"
+	                 "\"needs\":\"billing:2,de:1\",\"prefer\":\"agent7\","
+	                 "\"prefer_ms\":60000}");
+	/* rescored: needs (a re-ENQUEUE with NEEDS), never a prefer. */
+	ev.type = CSQ_EV_RESCORED;
+	ev.reason = CSQ_REASON_ENQUEUE;
+	assert_json(&ev, "{\"event\":\"rescored\",\"id\":42,"
+	                 "\"ts\":1700000000123,\"user\":\"u1\",\"queue\":\"q\","
+	                 "\"tier\":0,\"position\":1,\"reason\":\"enqueue\","
+	                 "\"needs\":\"billing:2,de:1\"}");
+	ev.type = CSQ_EV_MATCHED;
+	strcpy(ev.servicer, "s");
+	strcpy(ev.room, "s/0");
+	ev.reason = CSQ_REASON_NONE;
+	ev.waited_ms = 5;
+	assert_json(&ev,
+	            "{\"event\":\"matched\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	            "\"servicer\":\"s\",\"room\":\"s/0\",\"waited_ms\":5,"
+	            "\"needs\":\"billing:2,de:1\"}");
+	ev.type = CSQ_EV_OFFERED;
+	ev.expires_ms = 9;
+	assert_json(&ev,
+	            "{\"event\":\"offered\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	            "\"servicer\":\"s\",\"room\":\"s/0\",\"expires_ms\":9,"
+	            "\"needs\":\"billing:2,de:1\"}");
+	ev.type = CSQ_EV_TRANSFERRED;
+	strcpy(ev.from_queue, "p");
+	assert_json(&ev, "{\"event\":\"transferred\",\"id\":42,"
+	                 "\"ts\":1700000000123,\"user\":\"u1\","
+	                 "\"from_queue\":\"p\",\"queue\":\"q\",\"tier\":0,"
+	                 "\"servicer\":\"s\",\"room\":\"s/0\",\"position\":1,"
+	                 "\"needs\":\"billing:2,de:1\",\"prefer\":\"agent7\","
+	                 "\"prefer_ms\":60000}");
+	/* Without needs and window: as before. */
+	ev.needs[0] = ev.prefer[0] = '\0';
+	assert_json(&ev, "{\"event\":\"transferred\",\"id\":42,"
+	                 "\"ts\":1700000000123,\"user\":\"u1\","
+	                 "\"from_queue\":\"p\",\"queue\":\"q\",\"tier\":0,"
+	                 "\"servicer\":\"s\",\"room\":\"s/0\",\"position\":1}");
+
+	ev_init(&ev, CSQ_EV_SERVICER_UP);
+	strcpy(ev.servicer, "s");
+	ev.capacity = 2;
+	strcpy(ev.queues, "a,b");
+	assert_json(&ev, "{\"event\":\"servicer_up\",\"id\":42,"
+	                 "\"ts\":1700000000123,\"servicer\":\"s\","
+	                 "\"capacity\":2,\"queues\":[\"a\",\"b\"]}");
+	strcpy(ev.skills, "billing:3,de:5");
+	assert_json(&ev, "{\"event\":\"servicer_up\",\"id\":42,"
+	                 "\"ts\":1700000000123,\"servicer\":\"s\","
+	                 "\"capacity\":2,\"queues\":[\"a\",\"b\"],"
+	                 "\"skills\":\"billing:3,de:5\"}");
+	/* An update says the skills it leaves, none included. */
+	ev.type = CSQ_EV_SERVICER_UPDATED;
+	ev.skills[0] = '\0';
+	assert_json(&ev, "{\"event\":\"servicer_updated\",\"id\":42,"
+	                 "\"ts\":1700000000123,\"servicer\":\"s\","
+	                 "\"capacity\":2,\"queues\":[\"a\",\"b\"],"
+	                 "\"skills\":\"\"}");
+}
+
+static void
+heartbeat_skills(struct fixture *f, const char *sid, uint32_t capacity,
+                 const char *skills)
+{
+	struct csq_heartbeat_args a;
+	struct csq_servicer_info info;
+
+	memset(&a, 0, sizeof(a));
+	a.servicer = sid;
+	a.has_capacity = capacity > 0;
+	a.capacity = capacity;
+	a.has_skills = skills != NULL;
+	a.skills = skills;
+	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, &info), CSQ_OK);
+	check(f);
+}
+
+/* The operations give the events those fields, and only when set. */
+static void
+test_record_fields_from_operations(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_enqueue_args e;
+	struct csq_transfer_args t;
+	struct csq_user_info info;
+	const struct csq_event *ev;
+	size_t first;
+
+	hb(f, "s1", 1, "q,r", NULL);
+	ev = last_event(f);
+	assert_int_equal(ev->type, CSQ_EV_SERVICER_UP);
+	assert_string_equal(ev->skills, "");
+	heartbeat_skills(f, "s1", 0, "de:5");
+	ev = last_event(f);
+	assert_int_equal(ev->type, CSQ_EV_SERVICER_UPDATED);
+	assert_string_equal(ev->skills, "de:5");
+	hb(f, "s2", 1, "q", NULL);
+	/* A login with skills: servicer_up has them, canonical. */
+	heartbeat_skills(f, "s3", 0, "fr:2,de:5");
+	ev = last_event(f);
+	assert_int_equal(ev->type, CSQ_EV_SERVICER_UP);
+	assert_string_equal(ev->skills, "de:5,fr:2");
+	/* A keep-alive, or one that says again what is so: no event. */
+	first = f->nevents;
+	heartbeat_skills(f, "s3", 0, NULL);
+	heartbeat_skills(f, "s3", 1, "de:5,fr:2");
+	hb(f, "s1", 1, "q,r", NULL);
+	assert_int_equal(f->nevents, first);
+	/* A change of capacity, of queues, of skills: servicer_updated with
+	 * all three as they are now. */
+	heartbeat_skills(f, "s3", 2, NULL);
+	assert_string_equal(events_since(f, first), "servicer_updated");
+	ev = last_event(f);
+	assert_int_equal(ev->capacity, 2);
+	assert_string_equal(ev->queues, "default");
+	assert_string_equal(ev->skills, "de:5,fr:2");
+	heartbeat_skills(f, "s3", 0, "");
+	assert_string_equal(last_event(f)->skills, "");
+	hb(f, "s3", 0, "q", NULL);
+	hb(f, "s2", 0, "q,r", NULL);
+	assert_int_equal(last_event(f)->type, CSQ_EV_SERVICER_UPDATED);
+	assert_string_equal(last_event(f)->queues, "q,r");
+
+	/* Every room taken by users without needs: events as before. */
+	enq(f, "a", "q", -1, NULL);
+	enq(f, "b", "q", -1, NULL);
+	enq(f, "c", "q", -1, NULL);
+	enq(f, "d", "q", -1, NULL);
+	assert_int_equal(last_event(f)->type, CSQ_EV_MATCHED);
+	assert_string_equal(last_event(f)->needs, "");
+	/* A waiting user with needs and a window: queued has both. */
+	memset(&e, 0, sizeof(e));
+	e.user = "u1";
+	e.has_queue = 1;
+	e.queue = "q";
+	e.has_needs = 1;
+	e.needs = "de:2";
+	e.prefer.has_prefer = 1;
+	e.prefer.servicer = "s1";
+	e.prefer.seconds = 90;
+	assert_int_equal(csq_enqueue(f->csq, f->now, &e, &info), CSQ_OK);
+	check(f);
+	ev = last_event(f);
+	assert_int_equal(ev->type, CSQ_EV_QUEUED);
+	assert_string_equal(ev->needs, "de:2");
+	assert_string_equal(ev->prefer, "s1");
+	assert_int_equal(ev->prefer_ms, 90000);
+	/* Without a window, needs alone. */
+	e.user = "u2";
+	e.prefer.has_prefer = 0;
+	e.needs = "fr";
+	assert_int_equal(csq_enqueue(f->csq, f->now, &e, &info), CSQ_OK);
+	check(f);
+	assert_string_equal(last_event(f)->needs, "fr:1");
+	assert_string_equal(last_event(f)->prefer, "");
+	/* s1's room free: it takes u1, whose matched has its needs. */
+	f->now += 1000;
+	release(f, "s1/0");
+	ev = last_event(f);
+	assert_int_equal(ev->type, CSQ_EV_MATCHED);
+	assert_string_equal(ev->user, "u1");
+	assert_string_equal(ev->needs, "de:2");
+	/* s3 (no skills) may not take u2 in its free room, until fr. */
+	release(f, "s3/0");
+	first = f->nevents;
+	heartbeat_skills(f, "s3", 0, "fr:1");
+	assert_string_equal(events_since(f, first), "servicer_updated,matched");
+	assert_string_equal(last_event(f)->user, "u2");
+	assert_string_equal(last_event(f)->needs, "fr:1");
+
+	/* A transfer with NEEDS and PREFER: transferred carries them, and
+	 * s1's freed room takes u1 back (its window is s1's). */
+	f->now += 1000;
+	memset(&t, 0, sizeof(t));
+	t.room = "s1/0";
+	t.queue = "r";
+	t.has_needs = 1;
+	t.needs = "de:1";
+	t.prefer.has_prefer = 1;
+	t.prefer.servicer = "s1";
+	t.prefer.seconds = 30;
+	first = f->nevents;
+	assert_int_equal(csq_transfer(f->csq, f->now, &t, &info), CSQ_OK);
+	check(f);
+	assert_string_equal(events_since(f, first),
+	                    "released,transferred,matched");
+	ev = &f->events[first + 1];
+	assert_string_equal(ev->needs, "de:1");
+	assert_string_equal(ev->prefer, "s1");
+	assert_int_equal(ev->prefer_ms, 30000);
+	assert_string_equal(last_event(f)->needs, "de:1");
+}
+
 int
 main(void)
 {
@@ -366,6 +585,9 @@ main(void)
 	    cmocka_unit_test(test_json_truncates),
 	    cmocka_unit_test(test_channels),
 	    cmocka_unit_test(test_ids_and_rooms),
+	    cmocka_unit_test(test_json_record_fields),
+	    cmocka_unit_test_setup_teardown(test_record_fields_from_operations,
+	                                    setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

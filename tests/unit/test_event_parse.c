@@ -4,7 +4,10 @@
  * and types of a newer csq are skipped; garbage is refused with a reason
  * and never read past its end. How it was tried to break: each line cut
  * at every length, wrong types, ids out of syntax, numbers out of range,
- * deep nesting, escapes.
+ * deep nesting, escapes; and the record's fields for the replay (needs,
+ * prefer, prefer_ms, skills) each with garbage in it: a skill list that
+ * csq would refuse, too many skills, an id out of syntax, a negative or
+ * fractional window, a wrong JSON type.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +49,9 @@ ev_full(struct csq_event *ev, enum csq_event_type t, enum csq_reason r)
 	strcpy(ev->needs, "de:5,fr");
 	strcpy(ev->dropped, "billing");
 	ev->lowered = 2;
+	strcpy(ev->skills, "billing:3,de:100,x.y_z-1:1");
+	strcpy(ev->prefer, "agent_8");
+	ev->prefer_ms = 3600000;
 	ev->reason = r;
 }
 
@@ -83,6 +89,7 @@ test_round_trip_every_type_and_reason(void **state)
 			ev.has_offered_ms = 0;
 			ev.queues[0] = '\0';
 			ev.needs[0] = ev.dropped[0] = '\0';
+			ev.skills[0] = ev.prefer[0] = '\0';
 			if (t != CSQ_EV_LEFT)
 				assert_round_trip(&ev);
 			/* queued's estimate: none yet, and none at all (a
@@ -113,7 +120,7 @@ test_newer_fields_and_types(void **state)
 	/* A newer csq's fields, of every JSON kind, in any order. */
 	assert_int_equal(
 	    parse(" { \"wants\" : [\"fr\", {\"x\": [1, -2.5e3, true, null]}],"
-	          "\"ts\":5,\"skills\":{},\"event\":\"queued\",\"id\":3,"
+	          "\"ts\":5,\"talents\":{},\"event\":\"queued\",\"id\":3,"
 	          "\"user\":\"u\\u0031\",\"queue\":\"q\",\"x\":\"\\\"\\\\\\/"
 	          "\\b\\f\\n\\r\\t\"} ",
 	          &ev, err),
@@ -200,6 +207,90 @@ test_garbage_refused(void **state)
 
 /* Every prefix of a good line is refused, read within its length (ASan
  * would see a byte past a heap copy of exactly that length). */
+/* The fields the replay takes from a record: garbage in any of them is
+ * refused with its reason (csq-day says which line), never handed on. */
+static void
+test_record_fields_garbage(void **state)
+{
+	static const char *const bad[] = {
+	    "\"needs\":\"de::5\"",
+	    "\"needs\":\"de:0\"",
+	    "\"needs\":\"de:101\"",
+	    "\"needs\":\"de:05\"",
+	    "\"needs\":\"de,,fr\"",
+	    "\"needs\":\"de,de:2\"",
+	    "\"needs\":\",de\"",
+	    "\"needs\":\"a,b,c,d,e,f,g,h,i\"", /* 9: a user has 8 */
+	    "\"needs\":\"d e\"",
+	    "\"needs\":\"de@x\"",
+	    "\"needs\":5",
+	    "\"needs\":[\"de\"]",
+	    "\"skills\":\"de:5:5\"",
+	    "\"skills\":\"de:-1\"",
+	    "\"skills\":\"x:1,x:2\"",
+	    "\"skills\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"", /* 33 bytes */
+	    "\"skills\":null",
+	    "\"dropped\":\"de,,\"",
+	    "\"prefer\":\"\"",
+	    "\"prefer\":\"a b\"",
+	    "\"prefer\":\"s1/0\"",
+	    "\"prefer\":7",
+	    "\"prefer_ms\":-1",
+	    "\"prefer_ms\":1.5",
+	    "\"prefer_ms\":1e3",
+	    "\"prefer_ms\":\"60000\"",
+	    "\"prefer_ms\":18446744073709551616",
+	};
+	char line[2600], err[CSQ_PARSE_ERR_MAX], skills[2048];
+	struct csq_event ev;
+	size_t i, off;
+	int k;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(line, sizeof(line),
+		         "{\"event\":\"queued\",\"id\":1,\"ts\":1,"
+		         "\"user\":\"u\",\"queue\":\"q\",%s}",
+		         bad[i]);
+		if (parse(line, &ev, err) != CSQ_PARSE_ERROR)
+			fail_msg("accepted: %s", line);
+		assert_true(err[0] != '\0');
+	}
+	/* The most a servicer has, 32, is read; 33 are not. */
+	for (k = 0, off = 0; k < 33; k++)
+		off += (size_t)snprintf(skills + off, sizeof(skills) - off,
+		                        "%ss%02d:%d", k ? "," : "", k, k + 1);
+	snprintf(line, sizeof(line),
+	         "{\"event\":\"servicer_up\",\"id\":1,\"ts\":1,"
+	         "\"skills\":\"%s\"}",
+	         skills);
+	assert_int_equal(parse(line, &ev, err), CSQ_PARSE_ERROR);
+	*strrchr(skills, ',') = '\0';
+	snprintf(line, sizeof(line),
+	         "{\"event\":\"servicer_up\",\"id\":1,\"ts\":1,"
+	         "\"skills\":\"%s\"}",
+	         skills);
+	assert_int_equal(parse(line, &ev, err), CSQ_PARSE_OK);
+	assert_string_equal(ev.skills, skills);
+	/* Good ones, read as written; empty is none. */
+	assert_int_equal(parse("{\"event\":\"queued\",\"id\":1,\"ts\":1,"
+	                       "\"needs\":\"billing:2,de:1\","
+	                       "\"prefer\":\"s1\",\"prefer_ms\":0}",
+	                       &ev, err),
+	                 CSQ_PARSE_OK);
+	assert_string_equal(ev.needs, "billing:2,de:1");
+	assert_string_equal(ev.prefer, "s1");
+	assert_int_equal(ev.prefer_ms, 0);
+	assert_int_equal(parse("{\"event\":\"servicer_updated\",\"id\":1,"
+	                       "\"ts\":1,\"servicer\":\"s\",\"capacity\":3,"
+	                       "\"queues\":[\"q\"],\"skills\":\"\"}",
+	                       &ev, err),
+	                 CSQ_PARSE_OK);
+	assert_int_equal(ev.type, CSQ_EV_SERVICER_UPDATED);
+	assert_int_equal(ev.capacity, 3);
+	assert_string_equal(ev.skills, "");
+}
+
 static void
 test_every_cut_refused(void **state)
 {
@@ -227,6 +318,7 @@ main(void)
 	    cmocka_unit_test(test_round_trip_every_type_and_reason),
 	    cmocka_unit_test(test_newer_fields_and_types),
 	    cmocka_unit_test(test_garbage_refused),
+	    cmocka_unit_test(test_record_fields_garbage),
 	    cmocka_unit_test(test_every_cut_refused),
 	};
 

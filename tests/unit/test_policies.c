@@ -748,9 +748,12 @@ test_prefer_servicer_gone(void **state)
 	h.queues[0] = "q";
 	assert_int_equal(csq_heartbeat(f->csq, f->now, &h, &si), CSQ_OK);
 	check(f);
-	assert_string_equal(events_since(f, first), "prefer_ended");
-	assert_int_equal(last_event(f)->reason, CSQ_REASON_QUEUES);
-	assert_string_equal(last_event(f)->user, "u2");
+	/* Then the record's word of the change (servicer_updated). */
+	assert_string_equal(events_since(f, first),
+	                    "prefer_ended,servicer_updated");
+	assert_int_equal(f->events[first].reason, CSQ_REASON_QUEUES);
+	assert_string_equal(f->events[first].user, "u2");
+	assert_string_equal(last_event(f)->queues, "q");
 	assert_string_equal(line_of(f, "r"), "u2");
 	assert_string_equal(where_is(f, "u1").prefer, "alice");
 	leave(f, "u2");
