@@ -8,7 +8,8 @@
  *	                         table, CSV or an HTML page with charts
  *	csq-day replay [-c CONF] [-C CONF] [--strategy S] [--add SPEC]...
  *	               [--remove SPEC]... [--capacity [ID=]N]...
- *	               [--queues ID=Q,Q]... [--offer [ID=]S]...
+ *	               [--queues ID=Q,Q]... [--skills [ID=]LIST]...
+ *	               [--offer [ID=]S]...
  *	               [--wrapup [ID=]S]... [-s SEED] [-n RUNS] [-e EVENTS]
  *	               [-b record|replay]
  *	               [-i INTERVAL] [-t ...] [-f FORMAT] [-o OUT] FILE...
@@ -80,8 +81,8 @@ day_usage(FILE *out)
 	        "  --add ID@HH:MM-HH:MM     a servicer logged in over that "
 	        "range\n"
 	        "  --remove ID[@HH:MM-HH:MM] a servicer logged out over it\n"
-	        "  --capacity [ID=]N, --queues ID=Q,Q, --offer [ID=]S, "
-	        "--wrapup [ID=]S\n"
+	        "  --capacity [ID=]N, --queues ID=Q,Q, --skills [ID=]LIST,\n"
+	        "  --offer [ID=]S, --wrapup [ID=]S\n"
 	        "                at every login of ID (of every servicer "
 	        "without ID=)\n"
 	        "  -n RUNS       the what-if RUNS times, seeds SEED, SEED+1, "
@@ -349,7 +350,8 @@ struct day_whatif {
 };
 
 /* "[ID=]N" into an override of ID (or every servicer); which: 'c'
- * capacity, 'o' offer, 'w' wrap-up, 'q' queues (ID= required). */
+ * capacity, 'o' offer, 'w' wrap-up, 'q' queues (ID= required), 's'
+ * skills (a SKILLS list, "" none). */
 static int
 day_override(struct day_whatif *w, const char *s, int which)
 {
@@ -370,6 +372,17 @@ day_override(struct day_whatif *w, const char *s, int which)
 		         (int)(eq - s), s);
 	} else if (which == 'q')
 		return -1;
+	if (which == 's') {
+		struct csq_skill_list l;
+
+		if (strlen(val) >= sizeof(o->skills) ||
+		    csq_skills_parse(val, CSQ_SERVICER_SKILLS, &l) != CSQ_OK)
+			return -1;
+		snprintf(o->skills, sizeof(o->skills), "%s", val);
+		o->has_skills = 1;
+		w->noverrides++;
+		return 0;
+	}
 	if (which == 'q') {
 		if (*val == '\0' || strlen(val) >= sizeof(o->queues))
 			return -1;
@@ -719,6 +732,7 @@ day_replay(int argc, char **argv)
 		} else if (strcmp(opt, "--capacity") == 0 ||
 		           strcmp(opt, "--offer") == 0 ||
 		           strcmp(opt, "--wrapup") == 0 ||
+		           strcmp(opt, "--skills") == 0 ||
 		           strcmp(opt, "--queues") == 0) {
 			if (day_override(&w, val, opt[2]) != 0)
 				goto usage;

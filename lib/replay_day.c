@@ -21,9 +21,17 @@
  *     (accepted or declined after the same delay, or left to run out);
  *     one the record does not have, as one of that servicer's offers
  *     drawn at random (every servicer's, for one the record lacks);
- *   - servicers: logins (capacity, queues), logouts and losses, pauses
- *     and resumes at their recorded times; offer and wrap-up times as the
- *     record shows them (an offered's expires_ms, a wrapup's until_ms).
+ *   - servicers: logins (capacity, queues, skills) and changes of them
+ *     (servicer_updated), logouts and losses, pauses and resumes at their
+ *     recorded times; offer and wrap-up times as the record shows them
+ *     (an offered's expires_ms, a wrapup's until_ms);
+ *   - needs and a preferred servicer: an arrival's as its first event
+ *     carries them; relax steps are the configuration's, so a what-if
+ *     may change them;
+ *   - a transfer: the conversation that the record's agent handed on is
+ *     handed on in the replay too, when it ends, to the queue and with
+ *     the needs and window the record's transferred names; the stay goes
+ *     on there.
  */
 #include "replay_day.h"
 
@@ -55,6 +63,12 @@ struct rd_conv {
 	/* The wrap-up after it: from its wrapup to its ready; wrap_ms
 	 * RD_NEVER when the record has none (or no end of it). */
 	uint64_t wrap_start, wrap_ms, wrap_id;
+	/* Ended by TRANSFER (its released's by): to where, with what. */
+	int xfer;
+	char xfer_queue[CSQ_ID_MAX + 1];
+	char xfer_needs[CSQ_NEEDS_TEXT_MAX];
+	char xfer_prefer[CSQ_ID_MAX + 1];
+	uint32_t xfer_prefer_s;
 };
 
 struct rd_offer {
@@ -67,6 +81,9 @@ struct rd_visit {
 	char user[CSQ_ID_MAX + 1]; /* the replay's id: "u:2" a reused one */
 	char queue[CSQ_ID_MAX + 1];
 	uint32_t tier;
+	char needs[CSQ_NEEDS_TEXT_MAX]; /* at its arrival; "" none */
+	char prefer[CSQ_ID_MAX + 1];    /* its window's servicer; "" */
+	uint32_t prefer_s;              /* and its length */
 	uint64_t arrive_ms, arrive_id;
 	enum rd_end end;
 	uint64_t end_ms, end_id;
@@ -90,14 +107,21 @@ struct rd_servicer {
 	size_t nanswers, capanswers;
 };
 
-enum rd_sv_kind { RD_SV_UP, RD_SV_DOWN, RD_SV_PAUSE, RD_SV_RESUME };
+enum rd_sv_kind {
+	RD_SV_UP,
+	RD_SV_DOWN,
+	RD_SV_PAUSE,
+	RD_SV_RESUME,
+	RD_SV_UPDATE, /* servicer_updated: a HEARTBEAT's change */
+};
 
 struct rd_sv_action {
 	enum rd_sv_kind kind;
 	uint32_t servicer;
 	uint64_t ts, id;
 	uint32_t capacity;
-	char *queues; /* UP: "a,b" */
+	char *queues; /* UP, UPDATE: "a,b" */
+	char *skills; /* UP, UPDATE: "de:5,fr:1"; "" none */
 };
 
 /* A queue's observations: patience (with censoring), conversations. */
@@ -133,7 +157,7 @@ struct csq_replay_day {
 	size_t nsv, capsv;
 	struct csq_dict *sv_by_id;  /* id -> index + 1 */
 	struct csq_dict *active;    /* user id -> visit index + 1 */
-	struct csq_dict *away;      /* users transferred: not replayed */
+	struct csq_dict *away;      /* transferred in a stay the record lacks */
 	struct csq_dict *seen;      /* user id -> stays so far */
 	struct csq_dict *queues;    /* name -> struct rd_queue */
 	struct csq_dict *room_conv; /* room -> its last conversation, packed */
@@ -200,8 +224,10 @@ csq_replay_day_free(struct csq_replay_day *d)
 	}
 	for (i = 0; i < d->nservicers; i++)
 		free(d->servicers[i].answers);
-	for (i = 0; i < d->nsv; i++)
+	for (i = 0; i < d->nsv; i++) {
 		free(d->sv[i].queues);
+		free(d->sv[i].skills);
+	}
 	csq_dict_each(d->queues, rd_free_queue, NULL);
 	csq_dict_free(d->queues);
 	csq_dict_free(d->sv_by_id);
@@ -255,6 +281,18 @@ rd_active(struct csq_replay_day *d, const char *user)
 	return k != 0 ? &d->visits[k - 1] : NULL;
 }
 
+/* A window's seconds from the ms it had left at an event (whole seconds
+ * when it opened), within PREFER's range. */
+static uint32_t
+rd_window_s(uint64_t ms)
+{
+	uint64_t sec = (ms + 999) / 1000;
+
+	return sec < 1                ? 1
+	       : sec > CSQ_PREFER_MAX ? CSQ_PREFER_MAX
+	                              : (uint32_t)sec;
+}
+
 /* A new stay of ev's user, arrived at ev. */
 static struct rd_visit *
 rd_arrive(struct csq_replay_day *d, const struct csq_event *ev,
@@ -281,6 +319,11 @@ rd_arrive(struct csq_replay_day *d, const struct csq_event *ev,
 	csq_dict_put(d->seen, ev->user, len, (void *)(n + 1));
 	snprintf(v->queue, sizeof(v->queue), "%s", queue);
 	v->tier = ev->tier;
+	snprintf(v->needs, sizeof(v->needs), "%s", ev->needs);
+	if (ev->type == CSQ_EV_QUEUED && ev->prefer[0] != '\0') {
+		snprintf(v->prefer, sizeof(v->prefer), "%s", ev->prefer);
+		v->prefer_s = rd_window_s(ev->prefer_ms);
+	}
 	v->arrive_ms = ev->ts_ms;
 	v->arrive_id = ev->id;
 	v->end = RD_OPEN;
@@ -360,9 +403,10 @@ rd_sv_action(struct csq_replay_day *d, enum rd_sv_kind kind,
 	a->servicer = rd_servicer(d, ev->servicer);
 	a->ts = ev->ts_ms;
 	a->id = ev->id;
-	if (kind == RD_SV_UP) {
+	if (kind == RD_SV_UP || kind == RD_SV_UPDATE) {
 		a->capacity = ev->capacity ? ev->capacity : 1;
 		a->queues = csq_xstrndup(ev->queues, strlen(ev->queues));
+		a->skills = csq_xstrndup(ev->skills, strlen(ev->skills));
 	}
 }
 
@@ -505,6 +549,14 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		    v->nconvs < (1u << RD_CONV_BITS))
 			csq_dict_put(d->room_conv, ev->room, strlen(ev->room),
 			             RD_PACK(v - d->visits, v->nconvs - 1));
+		if (ev->reason == CSQ_REASON_BY_TRANSFER &&
+		    (cv = rd_open_conv(v)) != NULL) {
+			/* Handed on: the stay goes on in the new queue
+			 * (transferred, next, says which). */
+			rd_end_conv(v, ev, 0);
+			cv->xfer = 1;
+			break;
+		}
 		rd_end_conv(v, ev, 0);
 		rd_close(d, v, ev->user, RD_SERVED, ev);
 		if (ev->reason == CSQ_REASON_BY_TRANSFER)
@@ -522,9 +574,12 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		         ev);
 		break;
 	case CSQ_EV_SERVICER_UP:
+	case CSQ_EV_SERVICER_UPDATED:
 		if (ev->servicer[0] == '\0')
 			break;
-		rd_sv_action(d, RD_SV_UP, ev);
+		rd_sv_action(
+		    d, ev->type == CSQ_EV_SERVICER_UP ? RD_SV_UP : RD_SV_UPDATE,
+		    ev);
 		rd_note_queues(d, ev->queues);
 		break;
 	case CSQ_EV_SERVICER_DOWN:
@@ -568,6 +623,22 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		}
 		break;
 	case CSQ_EV_TRANSFERRED:
+		/* Where the conversation released by the transfer went. */
+		if (v != NULL && v->nconvs > 0 &&
+		    (cv = &v->convs[v->nconvs - 1])->xfer &&
+		    cv->xfer_queue[0] == '\0' && ev->queue[0] != '\0') {
+			snprintf(cv->xfer_queue, sizeof(cv->xfer_queue), "%s",
+			         ev->queue);
+			snprintf(cv->xfer_needs, sizeof(cv->xfer_needs), "%s",
+			         ev->needs);
+			if (ev->prefer[0] != '\0') {
+				snprintf(cv->xfer_prefer,
+				         sizeof(cv->xfer_prefer), "%s",
+				         ev->prefer);
+				cv->xfer_prefer_s = rd_window_s(ev->prefer_ms);
+			}
+		}
+		break;
 	case CSQ_EV_RESCORED:
 	case CSQ_EV_OVERFLOWED:
 	case CSQ_EV_PREFER_ENDED:
@@ -792,6 +863,7 @@ struct rd_svstate {
 	int up, paused;
 	uint32_t capacity;
 	const char *queues;
+	const char *skills;
 };
 
 struct rd_run {
@@ -1078,7 +1150,10 @@ rd_emit(void *arg, const struct csq_event *ev)
 		    l->matches > 0)
 			rd_note_ended(r, ev, idx, l->matches - 1);
 		l->gen++;
-		l->done = 1;
+		/* A transfer's release: the stay goes on (transferred). */
+		if (!(ev->type == CSQ_EV_RELEASED &&
+		      ev->reason == CSQ_REASON_BY_TRANSFER))
+			l->done = 1;
 		if (ev->type == CSQ_EV_LEFT && r->leaving_expired &&
 		    ev->reason == CSQ_REASON_LEAVE) {
 			/* It went for its TTL in the record: so here. */
@@ -1099,7 +1174,8 @@ rd_emit(void *arg, const struct csq_event *ev)
 /* The settings of servicer sid at a login, after the overrides. */
 static void
 rd_settings(const struct rd_run *r, const char *sid, uint32_t *capacity,
-            uint32_t *offer_s, uint32_t *wrapup_s, const char **queues)
+            uint32_t *offer_s, uint32_t *wrapup_s, const char **queues,
+            const char **skills)
 {
 	const struct csq_replay_override *o;
 	size_t i;
@@ -1116,13 +1192,16 @@ rd_settings(const struct rd_run *r, const char *sid, uint32_t *capacity,
 			*wrapup_s = o->wrapup_s;
 		if (o->has_queues)
 			*queues = o->queues;
+		if (o->has_skills)
+			*skills = o->skills;
 	}
 }
 
-/* A login (or a change) of sid with its queues "a,b", as HEARTBEAT. */
+/* A login (or a change) of sid with its queues "a,b" and skills, as
+ * HEARTBEAT. */
 static void
 rd_login(struct rd_run *r, const char *sid, uint32_t capacity,
-         const char *queues)
+         const char *queues, const char *skills)
 {
 	char names[CSQ_SERVICER_QUEUES][CSQ_ID_MAX + 1];
 	struct csq_heartbeat_args a;
@@ -1144,7 +1223,10 @@ rd_login(struct rd_run *r, const char *sid, uint32_t capacity,
 	                                      : r->cfg->limits.offer_timeout_s;
 	a.wrapup_s =
 	    s != NULL && s->has_wrapup ? s->wrapup_s : r->cfg->limits.wrapup_s;
-	rd_settings(r, sid, &a.capacity, &a.offer_s, &a.wrapup_s, &queues);
+	rd_settings(r, sid, &a.capacity, &a.offer_s, &a.wrapup_s, &queues,
+	            &skills);
+	a.has_skills = 1;
+	a.skills = skills != NULL ? skills : "";
 	p = queues;
 	while (p != NULL && *p != '\0' && a.nqueues < CSQ_SERVICER_QUEUES) {
 		comma = strchr(p, ',');
@@ -1195,12 +1277,17 @@ rd_run_sv(struct rd_run *r, uint32_t i)
 
 	switch (a->kind) {
 	case RD_SV_UP:
+	case RD_SV_UPDATE:
+		/* (An update of a servicer the record never showed log in:
+		 * it was logged in.) */
+		if (a->kind == RD_SV_UP || !s->up)
+			s->paused = 0;
 		s->up = 1;
-		s->paused = 0;
 		s->capacity = a->capacity;
 		s->queues = a->queues;
+		s->skills = a->skills;
 		if (!gone)
-			rd_login(r, sid, a->capacity, a->queues);
+			rd_login(r, sid, a->capacity, a->queues, a->skills);
 		break;
 	case RD_SV_DOWN:
 		s->up = 0;
@@ -1234,7 +1321,7 @@ rd_restore(struct rd_run *r, uint32_t idx)
 	s = &r->sv[si - 1];
 	if (!s->up)
 		return;
-	rd_login(r, sid, s->capacity, s->queues);
+	rd_login(r, sid, s->capacity, s->queues, s->skills);
 	if (s->paused)
 		(void)csq_pause(r->c, r->now, sid);
 }
@@ -1256,6 +1343,40 @@ rd_keepalive(struct rd_run *r)
 	free(all);
 }
 
+/* The end of a's conversation: as the record's (by its index) ended, a
+ * RELEASE, or a TRANSFER to where the record's agent handed it on (a
+ * transfer the replay's csq refuses, a queue that refuses it, is a
+ * RELEASE). */
+static void
+rd_release(struct rd_run *r, const struct rd_act *a, const struct rd_live *l)
+{
+	const struct rd_visit *v = &r->d->visits[a->idx];
+	const struct rd_conv *cv = l->matches > 0 && l->matches - 1 < v->nconvs
+	                               ? &v->convs[l->matches - 1]
+	                               : NULL;
+	struct csq_transfer_args t;
+	struct csq_user_info info;
+	int done;
+
+	if (cv != NULL && cv->xfer && cv->xfer_queue[0] != '\0') {
+		memset(&t, 0, sizeof(t));
+		t.room = a->room;
+		t.queue = cv->xfer_queue;
+		t.has_needs = 1;
+		t.needs = cv->xfer_needs;
+		if (cv->xfer_prefer[0] != '\0') {
+			t.prefer.has_prefer = 1;
+			t.prefer.servicer = cv->xfer_prefer;
+			t.prefer.seconds = cv->xfer_prefer_s;
+		}
+		if (csq_transfer(r->c, r->now, &t, &info) == CSQ_OK) {
+			r->st.transfers++;
+			return;
+		}
+	}
+	(void)csq_release(r->c, r->now, a->room, &done);
+}
+
 static void
 rd_act(struct rd_run *r, struct rd_act *a)
 {
@@ -1275,6 +1396,13 @@ rd_act(struct rd_run *r, struct rd_act *a)
 		e.has_queue = e.has_tier = 1;
 		e.queue = v->queue;
 		e.tier = v->tier;
+		e.has_needs = v->needs[0] != '\0';
+		e.needs = v->needs;
+		if (v->prefer[0] != '\0') {
+			e.prefer.has_prefer = 1;
+			e.prefer.servicer = v->prefer;
+			e.prefer.seconds = v->prefer_s;
+		}
 		csq_dict_put(r->byuser, v->user, strlen(v->user),
 		             (void *)(uintptr_t)(a->idx + 1));
 		if (csq_enqueue(r->c, r->now, &e, &info) != CSQ_OK) {
@@ -1301,7 +1429,7 @@ rd_act(struct rd_run *r, struct rd_act *a)
 		if (l->done || l->gen != a->gen)
 			break;
 		if (a->kind == RD_A_RELEASE)
-			(void)csq_release(r->c, r->now, a->room, &done);
+			rd_release(r, a, l);
 		else if (a->kind == RD_A_ACCEPT)
 			(void)csq_accept(r->c, r->now, a->room, &done);
 		else
@@ -1319,7 +1447,8 @@ rd_act(struct rd_run *r, struct rd_act *a)
 	case RD_A_ADD:
 		ch = &r->cfg->changes[a->idx];
 		rd_login(r, ch->servicer, ch->capacity,
-		         ch->queues[0] != '\0' ? ch->queues : r->every_queue);
+		         ch->queues[0] != '\0' ? ch->queues : r->every_queue,
+		         "");
 		break;
 	case RD_A_ADD_END:
 		rd_logout(r, r->cfg->changes[a->idx].servicer);
@@ -1341,6 +1470,7 @@ rd_check(const struct csq_replay_config *cfg)
 {
 	const struct csq_replay_change *ch;
 	const struct csq_replay_override *o;
+	struct csq_skill_list skills;
 	size_t i;
 
 	if (cfg->nchanges > CSQ_REPLAY_CHANGES_MAX ||
@@ -1362,7 +1492,10 @@ rd_check(const struct csq_replay_config *cfg)
 		     (o->capacity < 1 || o->capacity > CSQ_CAPACITY_MAX)) ||
 		    (o->has_offer && o->offer_s > CSQ_OFFER_MAX) ||
 		    (o->has_wrapup && o->wrapup_s > CSQ_WRAPUP_MAX) ||
-		    (o->has_queues && o->queues[0] == '\0'))
+		    (o->has_queues && o->queues[0] == '\0') ||
+		    (o->has_skills &&
+		     csq_skills_parse(o->skills, CSQ_SERVICER_SKILLS,
+		                      &skills) != CSQ_OK))
 			return -1;
 	}
 	return 0;

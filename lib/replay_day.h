@@ -48,9 +48,10 @@ struct csq_replay_change {
 /* Settings of a servicer ("" every one) at each of its logins. */
 struct csq_replay_override {
 	char servicer[CSQ_ID_MAX + 1];
-	int has_capacity, has_offer, has_wrapup, has_queues;
-	uint32_t capacity;               /* 1..CSQ_CAPACITY_MAX */
-	char queues[CSQ_QUEUE_LIST_MAX]; /* "a,b": those it serves */
+	int has_capacity, has_offer, has_wrapup, has_queues, has_skills;
+	uint32_t capacity;                /* 1..CSQ_CAPACITY_MAX */
+	char queues[CSQ_QUEUE_LIST_MAX];  /* "a,b": those it serves */
+	char skills[CSQ_SKILLS_TEXT_MAX]; /* a SKILLS list; "" none */
 	uint32_t offer_s;  /* 0..CSQ_OFFER_MAX, 0: assigned, not offered */
 	uint32_t wrapup_s; /* 0..CSQ_WRAPUP_MAX */
 };
@@ -79,6 +80,7 @@ struct csq_replay_stats {
 	uint64_t drawn_offers;     /* answers to offers the record lacks */
 	uint64_t drawn_wrapups;    /* wrap-ups after those, ended early */
 	uint64_t refused;          /* arrivals csq refused (a full queue) */
+	uint64_t transfers;        /* conversations handed on as recorded */
 	uint64_t actions;          /* actions played */
 	uint64_t events;           /* events emitted */
 	uint64_t start_ms, end_ms; /* the period played */

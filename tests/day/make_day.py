@@ -8,6 +8,7 @@ ran under: the days on which csq-day replay is validated
     tests/day/make_day.py CSQD RECORD CONF [--shape steady|peak|burst]
         [--strategy longest_idle|least_busy] [--overflow] [--offers]
         [--hours H] [--rate PER_HOUR] [--seed N] [--without AGENT]
+        [--skills]
 
 Two queues, sales and support, from 09:00 UTC on 2026-11-27:
   - customers arrive at RATE an hour in each queue (steady), or rising to
@@ -24,7 +25,15 @@ Two queues, sales and support, from 09:00 UTC on 2026-11-27:
     from a quarter of the day, paused for half an hour at the middle (its
     lunch) and logged out (LOGOUT) at five sixths;
   - --overflow: a sales customer waiting 2 minutes goes to support;
-  - --without AGENT: that agent never logs in.
+  - --without AGENT: that agent never logs in;
+  - --skills (issue 35 in the record, issue 36): a1 has SKILLS de:5,en:3,
+    a2 en:4 (de:3,en:4 from the middle of the day, and a1 a third room
+    then: servicer_updated), a3 de:2, a4 none; a customer NEEDS de, en:2,
+    de:4 or nothing (a quarter each), one sales customer in eight
+    prefers a1 for a minute (PREFER), one sales conversation in six is
+    handed on to support at its end (TRANSFER ... NEEDS de); support
+    relaxes (after 60 s every level lower by 2, after 180 s nothing
+    needed), sales too (after 90 s nothing needed).
 The clock moves in steps of 10 s; every action happens on a step. Each
 customer's tier, patience and conversations, and each answer to an
 offer, are drawn from a generator of its own (seeded by the seed and the
@@ -62,23 +71,34 @@ def rate_at(shape, rate, frac, minute_of_hour):
     return rate
 
 
-def config_text(port, record, strategy, overflow):
+def config_text(port, record, strategy, overflow, skills=False):
     text = ('listen = ["127.0.0.1:%d"];\nhttp: { listen = ""; };\n'
             'servicer_ttl = 60;\nuser_ttl = 0;\nstrategy = "%s";\n'
             'record: { path = "%s"; rotate_daily = false; };\n'
             % (port, strategy, record))
+    sales = []
     if overflow:
-        text += ('queues = ( { name = "sales"; overflow_after = 120; '
-                 'overflow_to = "support"; } );\n')
+        sales.append('overflow_after = 120; overflow_to = "support";')
+    if skills:
+        sales.append('relax = ( { after = 90; drop = "*"; } );')
+    queues = []
+    if sales:
+        queues.append('{ name = "sales"; %s }' % " ".join(sales))
+    if skills:
+        queues.append('{ name = "support"; relax = ( { after = 60; '
+                      'lower = 2; }, { after = 180; drop = "*"; } ); }')
+    if queues:
+        text += 'queues = ( %s );\n' % ", ".join(queues)
     return text
 
 
 def make_day(csqd, record_out, conf_out, shape="steady",
              strategy="longest_idle", overflow=False, offers=False, hours=2,
-             rate=20, seed=1, without=()):
+             rate=20, seed=1, without=(), skills=False, needs_out=None):
     """Runs the day; writes the record to record_out and the
     configuration (without its listen and record lines' meaning) to
-    conf_out. Returns the number of customers."""
+    conf_out. Returns the number of customers. needs_out (a dict): each
+    customer's NEEDS, with --skills."""
     rnd = random.Random(seed)
     users = {}  # user -> its own generator
     answers = {}  # user -> offers answered so far
@@ -86,7 +106,7 @@ def make_day(csqd, record_out, conf_out, shape="steady",
     port = free_port()
     path = os.path.join(tmp, "day.record")
     conf = os.path.join(tmp, "csqd.conf")
-    text = config_text(port, path, strategy, overflow)
+    text = config_text(port, path, strategy, overflow, skills)
     with open(conf, "w") as f:
         f.write(text)
     proc = subprocess.Popen([csqd, "-c", conf], stdout=subprocess.DEVNULL,
@@ -120,9 +140,16 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                     continue  # lost, back 20 minutes later
                 if a == "a4" and (frac < 0.25 or a4_out):
                     continue
-                args = ["HEARTBEAT", a, "CAPACITY", 2 if a == "a1" else 1,
-                        "TTL", 60,
+                cap = 2 if a == "a1" else 1
+                if skills and a == "a1" and frac >= 0.5:
+                    cap = 3
+                args = ["HEARTBEAT", a, "CAPACITY", cap, "TTL", 60,
                         "QUEUES", qs]
+                if skills:
+                    args += ["SKILLS", {
+                        "a1": "de:5,en:3",
+                        "a2": "en:4" if frac < 0.5 else "de:3,en:4",
+                        "a3": "de:2", "a4": ""}[a]]
                 if a == "a3":
                     args += ["WRAPUP", 30]
                     if offers:
@@ -146,7 +173,17 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                     u = "c%04d" % n
                     users[u] = ru = random.Random(seed * 1000003 + n)
                     tier = 1 if ru.random() < 0.1 else 0
-                    r.execute_command("ENQUEUE", u, "QUEUE", q, "TIER", tier)
+                    args = ["ENQUEUE", u, "QUEUE", q, "TIER", tier]
+                    if skills:
+                        # Draws of their own: the day's others stay.
+                        rs = random.Random("%d needs %s" % (seed, u))
+                        needs = rs.choice(("de", "en:2", "de:4", ""))
+                        args += ["NEEDS", needs]
+                        if q == "sales" and rs.random() < 1 / 8:
+                            args += ["PREFER", "a1", 60]
+                        if needs_out is not None:
+                            needs_out[u] = needs
+                    r.execute_command(*args)
                     waiting[u] = give_up[u] = now + ru.randint(60, 900) * 1000
             for room, t in list(readies.items()):
                 if now >= t:
@@ -161,6 +198,13 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                 if info.get("state") == "assigned" and info["room"] == room:
                     if now >= end:
                         del talking[u]
+                        if (skills and info.get("queue") == "sales" and
+                                random.Random("%d hand %s" % (seed, u))
+                                .random() < 1 / 6):
+                            r.execute_command("TRANSFER", room, "support",
+                                              "NEEDS", "de")
+                            waiting[u] = give_up[u]
+                            continue
                         r.execute_command("RELEASE", room)
                         # a3 ends one wrap-up in three early: READY
                         # after 10 s of its 30.
@@ -198,7 +242,7 @@ def make_day(csqd, record_out, conf_out, shape="steady",
         with open(path) as f, open(record_out, "w") as o:
             o.write(f.read())
         with open(conf_out, "w") as o:
-            o.write(config_text(port, path, strategy, overflow))
+            o.write(config_text(port, path, strategy, overflow, skills))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -224,9 +268,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--without", action="append", default=[],
                     choices=("a1", "a2", "a3", "a4"))
+    ap.add_argument("--skills", action="store_true")
     a = ap.parse_args()
     n = make_day(a.csqd, a.record, a.conf, a.shape, a.strategy, a.overflow,
-                 a.offers, a.hours, a.rate, a.seed, tuple(a.without))
+                 a.offers, a.hours, a.rate, a.seed, tuple(a.without),
+                 a.skills)
     print("%d customers" % n)
 
 

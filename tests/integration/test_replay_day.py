@@ -13,9 +13,23 @@ events (-e) are a record that csq-day audit passes; the page, in
 headless Chromium (as test_day_report.py), has each queue's charts of
 both runs side by side, each bar its run's figure. And bad arguments: usage errors (64), nothing written.
 
+A second day (SkillsDay) has skills (issue 35): make_day.py --skills, with
+SKILLS, NEEDS, relax steps, a PREFER, a HEARTBEAT that changes a
+servicer's capacity and skills, TRANSFER ... NEEDS. Its record must carry
+each customer's needs, the servicers' skills, the change
+(servicer_updated), the window and the transfer's needs (protocol.md §6),
+and csq-day replay under its own configuration must give back its report
+within 5 % (exactly today); a what-if without relaxation, or with a
+servicer given skills (--skills), changes it. How it was tried to break:
+a record with garbage in each new field (a skill list csq refuses, a
+level out of range, a window's servicer out of an id's syntax, a negative
+window): csq-day names the file, line and field's fault, exits 1, and
+does not crash; --skills with a bad list is a usage error (64).
+
 usage: test_replay_day.py CSQ_DAY SOURCE_DIR CSQD"""
 import csv
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -214,6 +228,14 @@ class ReplayDay(unittest.TestCase):
         finally:
             d.quit()
 
+    def test_bad_skills_argument(self):
+        out = os.path.join(self.tmp, "never")
+        for args in (["--skills", "a1=de:0"], ["--skills", "a1=de,,en"],
+                     ["--skills", "bad id=de"]):
+            code, _, err = replay(*(args + ["-o", out, self.record]))
+            self.assertEqual(code, 64, "%s: %s" % (args, err))
+            self.assertFalse(os.path.exists(out), args)
+
     def test_bad_arguments(self):
         out = os.path.join(self.tmp, "never")
         for args in (["--add", "x@10:00"], ["--add", "x@10:00-09:00"],
@@ -229,6 +251,118 @@ class ReplayDay(unittest.TestCase):
             self.assertFalse(os.path.exists(out), args)
         code, _, _ = replay(os.path.join(self.tmp, "missing"))
         self.assertEqual(code, 2)
+
+
+class SkillsDay(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.record = os.path.join(cls.tmp, "skills.record")
+        cls.conf = os.path.join(cls.tmp, "csqd.conf")
+        cls.needs = {}
+        make_day.make_day(
+            CSQD, cls.record, cls.conf, shape="burst",
+            strategy="least_busy", overflow=True, offers=True, hours=1.5,
+            rate=14, seed=11, skills=True, needs_out=cls.needs)
+        with open(cls.record) as f:
+            cls.lines = f.read().splitlines()
+        cls.events = [json.loads(line) for line in cls.lines]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_record_has_them(self):
+        canon = {"de": "de:1", "en:2": "en:2", "de:4": "de:4", "": None}
+        first = {}
+        for e in self.events:
+            if e.get("user") and e["user"] not in first:
+                first[e["user"]] = e
+        self.assertEqual(set(first), set(self.needs))
+        for u, need in self.needs.items():
+            # Its first event (queued, or matched / offered at once).
+            self.assertEqual(first[u].get("needs"), canon[need], u)
+        ups = [e for e in self.events if e["event"] == "servicer_up"]
+        a1 = [e for e in ups if e["servicer"] == "a1"]
+        self.assertEqual(a1[0]["skills"], "de:5,en:3")
+        self.assertNotIn("skills", [e for e in ups
+                                    if e["servicer"] == "a4"][0])
+        upd = [e for e in self.events if e["event"] == "servicer_updated"]
+        self.assertTrue(any(e["servicer"] == "a1" and e["capacity"] == 3 and
+                            e["skills"] == "de:5,en:3" for e in upd), upd)
+        xfer = [e for e in self.events if e["event"] == "transferred"]
+        self.assertGreater(len(xfer), 0)
+        for e in xfer:
+            self.assertEqual((e["queue"], e["needs"]), ("support", "de:1"))
+        pref = [e for e in self.events if e.get("prefer")]
+        self.assertGreater(len(pref), 0)
+        for e in pref:
+            self.assertEqual((e["event"], e["prefer"], e["prefer_ms"]),
+                             ("queued", "a1", 60000))
+        self.assertTrue(any(e["event"] == "relaxed" for e in self.events))
+        # The record of a user without needs, of a servicer without
+        # skills, is as before: no empty field (relaxed's needs, the
+        # needs left in force, were there before and may be "").
+        for e in self.events:
+            if e["event"] not in ("servicer_updated", "relaxed"):
+                self.assertNotIn('""', [json.dumps(e.get(k)) for k in
+                                        ("needs", "skills", "prefer")])
+
+    def test_own_configuration(self):
+        code, out, err = replay("-c", self.conf, "-i", "24h", "-f", "csv",
+                                self.record)
+        self.assertEqual(code, 0, err)
+        rows = rows_of(out)
+        for q in ("sales", "support", ""):
+            rec, rep = rows[("record", q)], rows[("what-if", q)]
+            self.assertEqual(rec["arrivals"], rep["arrivals"])
+            for col in ("sl_pct", "wait_p50_s", "wait_p90_s", "abandoned",
+                        "matched", "handled"):
+                self.assertTrue(close(rec[col], rep[col]),
+                                "%s %s: record %s, replay %s"
+                                % (q or "(all)", col, rec[col], rep[col]))
+        self.assertGreater(int(rows[("record", "")]["abandoned"]), 0)
+
+    def test_what_ifs(self):
+        _, base, _ = replay("-c", self.conf, "-i", "24h", "-f", "csv",
+                            self.record)
+        rigid = os.path.join(self.tmp, "rigid.conf")
+        with open(self.conf) as f, open(rigid, "w") as o:
+            o.write(make_day.config_text(7878, "x", "least_busy", True))
+        for args in (["-C", rigid], ["--skills", "a4=de:5,en:5"],
+                     ["--skills", ""]):
+            code, out, err = replay(*(["-c", self.conf] + args +
+                                      ["-i", "24h", "-f", "csv",
+                                       self.record]))
+            self.assertEqual(code, 0, err)
+            self.assertNotEqual(out, base, args)
+
+    def test_garbage_in_new_fields(self):
+        # Each: the first line with the field, its value replaced.
+        for field, bad in (('"needs":"', '"needs":"de::5"'),
+                           ('"needs":"', '"needs":"de:101"'),
+                           ('"skills":"', '"skills":"de:5,de:4"'),
+                           ('"prefer":"', '"prefer":"a 1"'),
+                           ('"prefer_ms":', '"prefer_ms":-1')):
+            at = next(i for i, line in enumerate(self.lines)
+                      if field in line)
+            line = self.lines[at]
+            k = line.index(field)
+            end = line.index(",", k + len(field)) \
+                if "," in line[k + len(field):] else line.index("}", k)
+            if field.endswith('"'):
+                end = line.index('"', k + len(field)) + 1
+            lines = list(self.lines)
+            lines[at] = line[:k] + bad + line[end:]
+            path = os.path.join(self.tmp, "garbage.record")
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            for cmd in ("replay", "report", "audit"):
+                p = subprocess.run([DAY, cmd, path], capture_output=True,
+                                   text=True, timeout=60)
+                self.assertEqual(p.returncode, 1, (bad, cmd, p.stderr))
+                self.assertIn("garbage.record:%d: " % (at + 1),
+                              p.stderr + p.stdout, (bad, cmd))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,12 @@
  * early), one the record lacks as one of its queue's; servicers added and
  * removed over a range log in and out at its ends; a change out of its range is
  * refused with nothing played; records with holes and reused ids do not break
- * it.
+ * it. A day with skills, needs, relaxation, preferred servicers, changes
+ * of capacity and skills by HEARTBEAT and transfers (with NEEDS) is
+ * replayed as it was, and a what-if without relaxation changes it; a
+ * record with garbage in those fields is refused at its line (the
+ * parser: test_event_parse.c), and one whose needs no servicer meets, or
+ * whose transfer goes nowhere, plays without a crash.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,9 +133,71 @@ rnd(uint32_t n)
 struct sim_user {
 	char id[16];
 	uint64_t give_up, talk_end;
-	int waiting, talking;
+	int waiting, talking, moved;
 	char room[CSQ_ROOM_MAX + 1];
 };
+
+/*
+ * One step of the simulated users: a conversation ends at its time (by
+ * TRANSFER to hand_to, one in four, once per user, when hand_to is not
+ * NULL; else by RELEASE), a user put in a room talks 60 s to talk_s
+ * more, an offer is declined one time in three, a waiting user leaves
+ * at its time.
+ */
+static void
+sim_users(struct csq *c, uint64_t now, struct sim_user *u, int n,
+          uint32_t talk_s, const char *hand_to)
+{
+	struct csq_transfer_args ta;
+	struct csq_user_info info;
+	int i, done;
+
+	for (i = 0; i < n; i++) {
+		if (!u[i].waiting && !u[i].talking)
+			continue;
+		assert_int_equal(csq_where(c, now, u[i].id, &info), CSQ_OK);
+		if (u[i].talking && info.state == CSQ_USER_ASSIGNED &&
+		    strcmp(info.room, u[i].room) == 0) {
+			if (now < u[i].talk_end)
+				continue;
+			u[i].talking = 0;
+			if (hand_to != NULL && !u[i].moved && rnd(4) == 0) {
+				memset(&ta, 0, sizeof(ta));
+				ta.room = u[i].room;
+				ta.queue = hand_to;
+				ta.has_needs = 1;
+				ta.needs = "";
+				assert_int_equal(
+				    csq_transfer(c, now, &ta, &info), CSQ_OK);
+				u[i].moved = 1;
+				u[i].waiting = 1;
+				continue;
+			}
+			assert_int_equal(csq_release(c, now, u[i].room, &done),
+			                 CSQ_OK);
+			continue;
+		}
+		u[i].talking = 0; /* its servicer went: requeued */
+		u[i].waiting = 1;
+		if (info.state == CSQ_USER_ASSIGNED) {
+			u[i].waiting = 0;
+			u[i].talking = 1;
+			u[i].talk_end = now + (60 + rnd(talk_s)) * SEC;
+			snprintf(u[i].room, sizeof(u[i].room), "%s", info.room);
+		} else if (info.state == CSQ_USER_OFFERED) {
+			assert_int_equal(
+			    rnd(3) == 0 ? csq_decline(c, now, info.room, &done)
+			                : csq_accept(c, now, info.room, &done),
+			    CSQ_OK);
+			assert_int_equal(done, 1);
+		} else if (info.state == CSQ_USER_WAITING &&
+		           now >= u[i].give_up) {
+			csq_leave(c, now, u[i].id, &done);
+			u[i].waiting = 0;
+		} else if (info.state == CSQ_USER_NONE)
+			u[i].waiting = 0;
+	}
+}
 
 static void
 heartbeat(struct csq *c, uint64_t now, const char *sid, uint32_t capacity,
@@ -169,7 +236,7 @@ make_day(struct events *out, const struct csq_policy *pol, size_t npol,
 	struct csq_enqueue_args ea;
 	struct csq_user_info info;
 	uint64_t now;
-	int n = 0, i, done;
+	int n = 0;
 
 	csq_limits_default(&lim);
 	lim.user_ttl_s = 0;
@@ -203,43 +270,7 @@ make_day(struct events *out, const struct csq_policy *pol, size_t npol,
 			u[n].give_up = now + (60 + rnd(600)) * SEC;
 			n++;
 		}
-		for (i = 0; i < n; i++) {
-			if (!u[i].waiting && !u[i].talking)
-				continue;
-			assert_int_equal(csq_where(c, now, u[i].id, &info),
-			                 CSQ_OK);
-			if (u[i].talking && info.state == CSQ_USER_ASSIGNED &&
-			    strcmp(info.room, u[i].room) == 0) {
-				if (now < u[i].talk_end)
-					continue;
-				u[i].talking = 0;
-				assert_int_equal(
-				    csq_release(c, now, u[i].room, &done),
-				    CSQ_OK);
-				continue;
-			}
-			u[i].talking = 0; /* its servicer went: requeued */
-			u[i].waiting = 1;
-			if (info.state == CSQ_USER_ASSIGNED) {
-				u[i].waiting = 0;
-				u[i].talking = 1;
-				u[i].talk_end = now + (60 + rnd(360)) * SEC;
-				snprintf(u[i].room, sizeof(u[i].room), "%s",
-				         info.room);
-			} else if (info.state == CSQ_USER_OFFERED) {
-				assert_int_equal(
-				    rnd(3) == 0
-				        ? csq_decline(c, now, info.room, &done)
-				        : csq_accept(c, now, info.room, &done),
-				    CSQ_OK);
-				assert_int_equal(done, 1);
-			} else if (info.state == CSQ_USER_WAITING &&
-			           now >= u[i].give_up) {
-				csq_leave(c, now, u[i].id, &done);
-				u[i].waiting = 0;
-			} else if (info.state == CSQ_USER_NONE)
-				u[i].waiting = 0;
-		}
+		sim_users(c, now, u, n, 360, NULL);
 	}
 	csq_free(c);
 }
@@ -808,6 +839,235 @@ test_holes(void **state)
 	csq_replay_day_free(d);
 }
 
+/* ---- Skills, relaxation, windows, transfers. ---- */
+
+static void
+heartbeat_sk(struct csq *c, uint64_t now, const char *sid, uint32_t capacity,
+             const char *queue, const char *skills)
+{
+	struct csq_heartbeat_args a;
+	struct csq_servicer_info info;
+
+	memset(&a, 0, sizeof(a));
+	a.servicer = sid;
+	a.has_capacity = a.has_ttl = a.has_queues = a.has_skills = 1;
+	a.capacity = capacity;
+	a.ttl_s = 60;
+	a.queues[a.nqueues++] = queue;
+	a.skills = skills;
+	assert_int_equal(csq_heartbeat(c, now, &a, &info), CSQ_OK);
+}
+
+/*
+ * An hour and a half in steps of 10 s: k1 (support, de:5), k2 (support,
+ * en:3; from 09:30 two rooms and de:2 too), k3 (billing, no skills).
+ * Support users need de, en:2, fr (nobody has it: relaxation only) or
+ * nothing; one in five prefers k1 for a minute; one support conversation
+ * in four is handed on to billing with NEEDS "" at its end.
+ */
+static void
+make_skills_day(struct events *out, const struct csq_policy *pol, size_t npol)
+{
+	static const char *const needs[] = {"de", "en:2", "fr", ""};
+	struct csq_limits lim;
+	struct csq *c;
+	static struct sim_user u[USERS];
+	struct csq_enqueue_args ea;
+	struct csq_user_info info;
+	uint64_t now;
+	int n = 0;
+
+	csq_limits_default(&lim);
+	lim.user_ttl_s = 0;
+	memset(u, 0, sizeof(u));
+	rng = 0x2545f4914f6cdd1dULL;
+	c = csq_new(&lim, 42, collect, out);
+	assert_int_equal(csq_set_policies(c, T0, pol, npol), CSQ_OK);
+	for (now = T0; now < T0 + 90 * MIN; now += 10 * SEC) {
+		csq_expire(c, now);
+		heartbeat_sk(c, now, "k1", 1, "support", "de:5");
+		if (now < T0 + 30 * MIN)
+			heartbeat_sk(c, now, "k2", 1, "support", "en:3");
+		else
+			heartbeat_sk(c, now, "k2", 2, "support", "de:2,en:3");
+		heartbeat_sk(c, now, "k3", 1, "billing", "");
+		if (rnd(100) < 25 && n < USERS) {
+			snprintf(u[n].id, sizeof(u[n].id), "u%03d", n);
+			memset(&ea, 0, sizeof(ea));
+			ea.user = u[n].id;
+			ea.has_queue = 1;
+			ea.queue = "support";
+			ea.has_needs = 1;
+			ea.needs = needs[rnd(4)];
+			if (rnd(5) == 0) {
+				ea.prefer.has_prefer = 1;
+				ea.prefer.servicer = "k1";
+				ea.prefer.seconds = 60;
+			}
+			assert_int_equal(csq_enqueue(c, now, &ea, &info),
+			                 CSQ_OK);
+			u[n].waiting = 1;
+			u[n].give_up = now + (120 + rnd(900)) * SEC;
+			n++;
+		}
+		sim_users(c, now, u, n, 300, "billing");
+	}
+	csq_free(c);
+}
+
+static size_t
+count(const struct events *e, enum csq_event_type type)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < e->n; i++)
+		n += e->v[i].type == type;
+	return n;
+}
+
+static void
+test_skills_day(void **state)
+{
+	struct csq_policy pol[1];
+	struct events rec = {NULL, 0, 0}, rep;
+	struct csq_replay_config cfg;
+	struct csq_replay_stats st;
+	struct csq_replay_day *d;
+	const struct csq_event *ev;
+
+	(void)state;
+	memset(pol, 0, sizeof(pol));
+	snprintf(pol[0].name, sizeof(pol[0].name), "support");
+	pol[0].nrelax = 2;
+	pol[0].relax[0].after_s = 60;
+	pol[0].relax[0].lower = 2;
+	pol[0].relax[1].after_s = 150;
+	pol[0].relax[1].drop_all = 1;
+	make_skills_day(&rec, pol, 1);
+	/* The day has what the replay must model. */
+	assert_non_null(find(&rec, CSQ_EV_RELAXED, NULL, NULL));
+	assert_non_null(find(&rec, CSQ_EV_TRANSFERRED, NULL, NULL));
+	assert_non_null(find(&rec, CSQ_EV_PREFER_ENDED, NULL, NULL));
+	assert_non_null(ev = find(&rec, CSQ_EV_SERVICER_UPDATED, NULL, "k2"));
+	assert_string_equal(ev->skills, "de:2,en:3");
+	assert_int_equal(ev->capacity, 2);
+	assert_true(count(&rec, CSQ_EV_TRANSFERRED) >= 3);
+
+	/* Under its own configuration: the same day, transfers included. */
+	d = day_of_events(&rec);
+	rp_config(&cfg);
+	cfg.policies = pol;
+	cfg.npolicies = 1;
+	rep = play(d, &cfg);
+	assert_same_users(&rec, &rep);
+	assert_same_reports(&rec, &rep);
+	assert_int_equal(count(&rep, CSQ_EV_RELAXED),
+	                 count(&rec, CSQ_EV_RELAXED));
+	free(rep.v);
+	assert_int_equal(csq_replay_day_run(d, &cfg, NULL, NULL, &st), CSQ_OK);
+	assert_int_equal(st.transfers, count(&rec, CSQ_EV_TRANSFERRED));
+
+	/* What if support did not relax: nothing relaxed, and the users who
+	 * need fr (which nobody has) are never served. */
+	cfg.npolicies = 0;
+	rep = play(d, &cfg);
+	assert_int_equal(count(&rep, CSQ_EV_RELAXED), 0);
+	assert_int_equal(count(&rep, CSQ_EV_QUEUED) + 0 > 0, 1);
+	{
+		size_t i;
+
+		for (i = 0; i < rep.n; i++)
+			if (rep.v[i].type == CSQ_EV_MATCHED)
+				assert_true(strstr(rep.v[i].needs, "fr") ==
+				            NULL);
+	}
+	assert_true(count(&rep, CSQ_EV_MATCHED) < count(&rec, CSQ_EV_MATCHED));
+	free(rep.v);
+
+	/* What if k3 had fr and served support too (an override): it takes
+	 * fr users without waiting for relaxation. */
+	{
+		struct csq_replay_override o;
+
+		memset(&o, 0, sizeof(o));
+		snprintf(o.servicer, sizeof(o.servicer), "k3");
+		o.has_skills = o.has_queues = 1;
+		snprintf(o.skills, sizeof(o.skills), "fr:1");
+		snprintf(o.queues, sizeof(o.queues), "support,billing");
+		cfg.overrides = &o;
+		cfg.noverrides = 1;
+		rep = play(d, &cfg);
+		assert_non_null(ev = find(&rep, CSQ_EV_MATCHED, NULL, "k3"));
+		assert_true(count(&rep, CSQ_EV_MATCHED) >
+		            count(&rec, CSQ_EV_MATCHED) / 2);
+		free(rep.v);
+		/* A skill list csq would refuse: nothing played. */
+		snprintf(o.skills, sizeof(o.skills), "fr:0");
+		assert_int_equal(csq_replay_day_run(d, &cfg, NULL, NULL, NULL),
+		                 CSQ_ERANGE);
+		cfg.overrides = NULL;
+		cfg.noverrides = 0;
+	}
+	csq_replay_day_free(d);
+	free(rec.v);
+}
+
+/* Records a replay must survive: needs nobody meets, a window for a
+ * servicer never seen, a transfer with no transferred (and one to a
+ * queue nobody serves), an update of a servicer never logged in. */
+static const char *const odd_day[] = {
+    "{\"event\":\"servicer_updated\",\"id\":1,\"ts\":1795770000000,"
+    "\"servicer\":\"s\",\"capacity\":2,\"queues\":[\"q\"],"
+    "\"skills\":\"de:3\"}",
+    "{\"event\":\"queued\",\"id\":2,\"ts\":1795770001000,\"user\":\"a\","
+    "\"queue\":\"q\",\"tier\":0,\"position\":1,\"needs\":\"zz:100\"}",
+    "{\"event\":\"queued\",\"id\":3,\"ts\":1795770002000,\"user\":\"b\","
+    "\"queue\":\"q\",\"tier\":0,\"position\":2,\"prefer\":\"ghost\","
+    "\"prefer_ms\":3600000000}",
+    "{\"event\":\"matched\",\"id\":4,\"ts\":1795770003000,\"user\":\"b\","
+    "\"queue\":\"q\",\"tier\":0,\"servicer\":\"s\",\"room\":\"s/0\","
+    "\"waited_ms\":1000,\"needs\":\"de:3\"}",
+    "{\"event\":\"released\",\"id\":5,\"ts\":1795770063000,\"user\":\"b\","
+    "\"queue\":\"q\",\"servicer\":\"s\",\"room\":\"s/0\","
+    "\"by\":\"transfer\"}",
+    "{\"event\":\"matched\",\"id\":6,\"ts\":1795770064000,\"user\":\"c\","
+    "\"queue\":\"q\",\"tier\":0,\"servicer\":\"s\",\"room\":\"s/1\","
+    "\"waited_ms\":0}",
+    "{\"event\":\"released\",\"id\":7,\"ts\":1795770070000,\"user\":\"c\","
+    "\"queue\":\"q\",\"servicer\":\"s\",\"room\":\"s/1\","
+    "\"by\":\"transfer\"}",
+    "{\"event\":\"transferred\",\"id\":8,\"ts\":1795770070000,\"user\":\"c\","
+    "\"from_queue\":\"q\",\"queue\":\"nobody_here\",\"tier\":0,"
+    "\"servicer\":\"s\",\"room\":\"s/1\",\"position\":1,"
+    "\"needs\":\"de:1\",\"prefer\":\"s\",\"prefer_ms\":1}",
+    "{\"event\":\"left\",\"id\":9,\"ts\":1795770600000,\"user\":\"c\","
+    "\"queue\":\"nobody_here\",\"reason\":\"leave\"}",
+    NULL,
+};
+
+static void
+test_odd_records(void **state)
+{
+	struct csq_replay_day *d = day_of_lines(odd_day);
+	struct csq_replay_config cfg;
+	struct events rep;
+	const struct csq_event *ev;
+
+	(void)state;
+	rp_config(&cfg);
+	rep = play(d, &cfg);
+	/* a needs what nobody has: it waits; b goes to s (its window's
+	 * servicer is nobody), c is handed on and leaves from there. */
+	assert_null(find(&rep, CSQ_EV_MATCHED, "a", NULL));
+	assert_non_null(find(&rep, CSQ_EV_MATCHED, "b", "s"));
+	assert_non_null(ev = find(&rep, CSQ_EV_TRANSFERRED, "c", NULL));
+	assert_string_equal(ev->queue, "nobody_here");
+	assert_non_null(ev = find(&rep, CSQ_EV_LEFT, "c", NULL));
+	assert_int_equal(ev->ts_ms, 1795770600000ULL);
+	free(rep.v);
+	csq_replay_day_free(d);
+}
+
 int
 main(void)
 {
@@ -820,6 +1080,8 @@ main(void)
 	    cmocka_unit_test(test_wrapup),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_holes),
+	    cmocka_unit_test(test_skills_day),
+	    cmocka_unit_test(test_odd_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
