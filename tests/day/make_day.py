@@ -103,24 +103,34 @@ def make_day(csqd, record_out, conf_out, shape="steady",
     users = {}  # user -> its own generator
     answers = {}  # user -> offers answered so far
     tmp = tempfile.mkdtemp()
-    port = free_port()
     path = os.path.join(tmp, "day.record")
     conf = os.path.join(tmp, "csqd.conf")
-    text = config_text(port, path, strategy, overflow, skills)
-    with open(conf, "w") as f:
-        f.write(text)
-    proc = subprocess.Popen([csqd, "-c", conf], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
     day_ms = int(hours * 3600000)
     n = 0
+    proc = None
     try:
-        r = redis.Redis(port=port, decode_responses=True)
-        for _ in range(200):
-            try:
-                r.ping()
+        # A free port may be taken by another test before csqd binds it:
+        # csqd then exits, and the day starts again on another port.
+        for _ in range(5):
+            port = free_port()
+            with open(conf, "w") as f:
+                f.write(config_text(port, path, strategy, overflow, skills))
+            proc = subprocess.Popen([csqd, "-c", conf],
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            r = redis.Redis(port=port, decode_responses=True)
+            for _ in range(200):
+                try:
+                    r.ping()
+                    break
+                except redis.ConnectionError:
+                    if proc.poll() is not None:
+                        break
+                    time.sleep(0.05)
+            if proc.poll() is None:
                 break
-            except redis.ConnectionError:
-                time.sleep(0.05)
+            if os.path.exists(path):
+                os.unlink(path)
         now = T0
         r.execute_command("DEBUG", "CLOCK", now)
         agents = {"a1": "sales,support", "a2": "sales,support",
@@ -244,7 +254,7 @@ def make_day(csqd, record_out, conf_out, shape="steady",
         with open(conf_out, "w") as o:
             o.write(config_text(port, path, strategy, overflow, skills))
     finally:
-        if proc.poll() is None:
+        if proc is not None and proc.poll() is None:
             proc.kill()
         for name in os.listdir(tmp):
             os.unlink(os.path.join(tmp, name))

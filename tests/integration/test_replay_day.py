@@ -326,8 +326,9 @@ class SkillsDay(unittest.TestCase):
     def test_what_ifs(self):
         _, base, _ = replay("-c", self.conf, "-i", "24h", "-f", "csv",
                             self.record)
+        # The day's configuration without its relax steps.
         rigid = os.path.join(self.tmp, "rigid.conf")
-        with open(self.conf) as f, open(rigid, "w") as o:
+        with open(rigid, "w") as o:
             o.write(make_day.config_text(7878, "x", "least_busy", True))
         for args in (["-C", rigid], ["--skills", "a4=de:5,en:5"],
                      ["--skills", ""]):
