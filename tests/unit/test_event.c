@@ -249,6 +249,49 @@ test_json_truncates(void **state)
 	assert_memory_equal(buf, full, sizeof(buf) - 1);
 }
 
+/* The longest events there can be fit csqd's 4096 bytes (server.c's
+ * EVENT_JSON_MAX, the record's RECORD_LINE_MAX): a servicer with 32
+ * queues of 64 bytes and 32 skills of 32 bytes at level 100, and a
+ * transferred with every field at its longest. */
+static void
+test_json_longest(void **state)
+{
+	struct csq_event ev;
+	char buf[8192], name[CSQ_ID_MAX];
+	size_t off = 0;
+	int i, n;
+
+	(void)state;
+	ev_init(&ev, CSQ_EV_SERVICER_UPDATED);
+	ev.id = ev.ts_ms = UINT64_MAX;
+	memset(ev.servicer, 's', CSQ_ID_MAX);
+	ev.capacity = CSQ_CAPACITY_MAX;
+	memset(name, 'q', sizeof(name));
+	for (i = 0; i < CSQ_SERVICER_QUEUES; i++)
+		off += (size_t)snprintf(ev.queues + off,
+		                        sizeof(ev.queues) - off, "%s%.*s%02d",
+		                        i ? "," : "", CSQ_ID_MAX - 2, name, i);
+	assert_int_equal(off, sizeof(ev.queues) - 1);
+	for (i = 0, off = 0; i < CSQ_SERVICER_SKILLS; i++)
+		off += (size_t)snprintf(ev.skills + off,
+		                        sizeof(ev.skills) - off, "%s%0*d:100",
+		                        i ? "," : "", CSQ_SKILL_NAME_MAX, i);
+	n = csq_event_json(&ev, buf, sizeof(buf));
+	assert_true(n < 4096);
+	ev.type = CSQ_EV_SERVICER_UP; /* its name 5 bytes shorter */
+	assert_int_equal(csq_event_json(&ev, buf, sizeof(buf)), n - 5);
+	ev_init(&ev, CSQ_EV_TRANSFERRED);
+	ev.id = ev.ts_ms = ev.position = ev.prefer_ms = UINT64_MAX;
+	memset(ev.user, 'u', CSQ_ID_MAX);
+	memset(ev.queue, 'q', CSQ_ID_MAX);
+	memset(ev.from_queue, 'f', CSQ_ID_MAX);
+	memset(ev.servicer, 's', CSQ_ID_MAX);
+	memset(ev.prefer, 'p', CSQ_ID_MAX);
+	memset(ev.room, 'r', CSQ_ROOM_MAX);
+	memset(ev.needs, 'n', sizeof(ev.needs) - 1);
+	assert_true(csq_event_json(&ev, buf, sizeof(buf)) < 4096);
+}
+
 static void
 test_channels(void **state)
 {
@@ -583,6 +626,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_json_each_type),
 	    cmocka_unit_test(test_json_truncates),
+	    cmocka_unit_test(test_json_longest),
 	    cmocka_unit_test(test_channels),
 	    cmocka_unit_test(test_ids_and_rooms),
 	    cmocka_unit_test(test_json_record_fields),
