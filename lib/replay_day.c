@@ -52,7 +52,9 @@
 #define RD_HANDLE_DEF 300000               /* ms, when nothing is known */
 #define RD_USED_BITS  64 /* offers of a stay matched to the record's */
 
-enum rd_end { RD_OPEN, RD_SERVED, RD_LEFT, RD_EXPIRED };
+/* RD_SENT: sent away by its queue's policy (a closing's or nobody's
+ * release): csq's doing, so only a lower bound of its patience. */
+enum rd_end { RD_OPEN, RD_SERVED, RD_LEFT, RD_EXPIRED, RD_SENT };
 enum rd_answer { RD_PENDING, RD_ACCEPT, RD_DECLINE, RD_TIMEOUT };
 
 struct rd_conv {
@@ -568,6 +570,15 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		if ((o = rd_pending_offer(v)) != NULL)
 			rd_answer(d, o, RD_TIMEOUT, ev);
 		rd_end_conv(v, ev, 1);
+		if (ev->reason == CSQ_REASON_CLOSED ||
+		    ev->reason == CSQ_REASON_NOBODY) {
+			/* Released by a policy (business hours, nobody):
+			 * the replay's csq does it again where its policy
+			 * says; the user waited at least this long. */
+			v->censor_ms = ev->ts_ms - v->arrive_ms;
+			rd_close(d, v, ev->user, RD_SENT, ev);
+			break;
+		}
 		rd_close(d, v, ev->user,
 		         ev->reason == CSQ_REASON_TIMEOUT ? RD_EXPIRED
 		                                          : RD_LEFT,

@@ -146,6 +146,51 @@ class ReplayDay(unittest.TestCase):
             self.assertEqual(code, 0, err)
             self.assertNotEqual(out, base, args)
 
+    def test_hours_what_if(self):
+        """Business hours in the what-if (-C): support closes at 09:08
+        (the record's day is a Friday), refusing arrivals and releasing
+        those waiting; or opens only at 09:30, its users waiting till
+        then. The replay's own events say so (closed, opened, left with
+        reason closed), and the report changes."""
+        _, base, _ = replay("-c", self.conf, "-i", "24h", "-f", "csv",
+                            self.record)
+        for week, when, at, kind in (
+                ("fri 00:00-09:08", "refuse", "release", "closed"),
+                ("fri 09:30-23:00", "wait", "keep", "opened")):
+            conf = os.path.join(self.tmp, "hours.conf")
+            with open(conf, "w") as f:
+                f.write('queues = ( { name = "sales"; overflow_after = 120; '
+                        'overflow_to = "support"; }, { name = "support"; '
+                        'hours = { zone = "UTC"; week = "%s"; '
+                        'when_closed = "%s"; at_close = "%s"; }; } );\n'
+                        % (week, when, at))
+            ev = os.path.join(self.tmp, "hours.events")
+            code, out, err = replay("-c", self.conf, "-C", conf, "-e", ev,
+                                    "-i", "24h", "-f", "csv", self.record)
+            self.assertEqual(code, 0, err)
+            self.assertNotEqual(out, base, week)
+            with open(ev) as f:
+                events = [json.loads(line) for line in f]
+            changes = [e for e in events if e["event"] in ("opened",
+                                                           "closed")]
+            # Closed at 09:00 (the replay's start) until 09:30: the
+            # policy takes its state at once, with its event.
+            want = [("closed", "support", 1795770000000 + 8 * 60000)] \
+                if kind == "closed" else \
+                [("closed", "support", 1795770000000),
+                 ("opened", "support", 1795770000000 + 30 * 60000)]
+            self.assertEqual([(e["event"], e["queue"], e["ts"])
+                              for e in changes], want)
+            if kind == "closed":
+                left = [e for e in events if e["event"] == "left" and
+                        e.get("reason") == "closed"]
+                self.assertGreater(len(left), 0)
+                self.assertRegex(err, r"[1-9][0-9]* arrivals refused")
+            else:
+                self.assertFalse(any(
+                    e["event"] == "matched" and e["queue"] == "support" and
+                    e["ts"] < 1795770000000 + 30 * 60000 for e in events))
+
     def test_forms(self):
         code, out, _ = replay("-c", self.conf, "--add", "x9@09:00-09:30",
                               self.record)

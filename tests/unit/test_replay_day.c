@@ -14,7 +14,10 @@
  * replayed as it was, and a what-if without relaxation changes it; a
  * record with garbage in those fields is refused at its line (the
  * parser: test_event_parse.c), and one whose needs no servicer meets, or
- * whose transfer goes nowhere, plays without a crash.
+ * whose transfer goes nowhere, plays without a crash. Business hours in
+ * a what-if close and open the queue in the replay (closed, opened, the
+ * users waiting released, arrivals refused while closed); a user that
+ * the record's closing released is not taken to have given up then.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,8 +31,10 @@
 
 #include "csq.h"
 #include "event_parse.h"
+#include "hours.h"
 #include "replay_day.h"
 #include "report.h"
+#include "tzif.h"
 
 #define T0  1795770000000ULL /* 2026-11-27T09:00:00Z */
 #define SEC 1000ULL
@@ -1068,6 +1073,165 @@ test_odd_records(void **state)
 	csq_replay_day_free(d);
 }
 
+/* ---- Business hours (protocol.md 3c) in a what-if. ---- */
+
+/* Queue q in UTC (the system's zone file, as csqd reads it), open week. */
+static void
+hours_policy(struct csq_policy *p, const char *week, uint32_t when, uint32_t at)
+{
+	static uint8_t buf[1 << 16];
+	const char *err;
+	size_t len;
+	FILE *fp;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "q");
+	p->hours.on = 1;
+	fp = fopen("/usr/share/zoneinfo/UTC", "rb");
+	assert_non_null(fp);
+	len = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	if (csq_tzif_parse(buf, len, &p->hours.tz, &err) != 0)
+		fail_msg("UTC: %s", err);
+	snprintf(p->hours.tz.name, sizeof(p->hours.tz.name), "UTC");
+	if (csq_hours_parse_week(week, &p->hours, &err) != 0)
+		fail_msg("%s: %s", week, err);
+	p->hours.when_closed = when;
+	p->hours.at_close = at;
+	assert_int_equal(csq_hours_check(&p->hours), 0);
+}
+
+/* A Friday morning (T0 is 2026-11-27, a Friday, 09:00 UTC): s serves q
+ * from 09:00, each user talks 10 minutes; arrivals every 4 minutes
+ * from 09:01 to 10:57 (30 users), some waiting. */
+static void
+hours_day(struct events *rec)
+{
+	struct csq_limits lim;
+	struct csq *c;
+	struct csq_enqueue_args ea;
+	struct csq_user_info info;
+	char uid[16], room[CSQ_ROOM_MAX + 1];
+	uint64_t now, ends[64];
+	int n = 0, i, done;
+
+	csq_limits_default(&lim);
+	lim.user_ttl_s = 0;
+	c = csq_new(&lim, 7, collect, rec);
+	heartbeat(c, T0, "s", 2, "q", NULL, 0, 0);
+	memset(ends, 0, sizeof(ends));
+	for (now = T0; now <= T0 + 120 * MIN; now += MIN) {
+		heartbeat(c, now, "s", 2, "q", NULL, 0, 0);
+		for (i = 0; i < n; i++) {
+			snprintf(uid, sizeof(uid), "h%02d", i);
+			if (csq_where(c, now, uid, &info) != CSQ_OK)
+				continue;
+			if (info.state == CSQ_USER_ASSIGNED && ends[i] == 0)
+				ends[i] = now + 10 * MIN;
+			else if (info.state == CSQ_USER_ASSIGNED &&
+			         now >= ends[i]) {
+				snprintf(room, sizeof(room), "%s", info.room);
+				assert_int_equal(
+				    csq_release(c, now, room, &done), CSQ_OK);
+			}
+		}
+		if ((now - T0) % (4 * MIN) == MIN && n < 64) {
+			snprintf(uid, sizeof(uid), "h%02d", n++);
+			memset(&ea, 0, sizeof(ea));
+			ea.user = uid;
+			ea.has_queue = 1;
+			ea.queue = "q";
+			assert_int_equal(csq_enqueue(c, now, &ea, &info),
+			                 CSQ_OK);
+		}
+	}
+	csq_free(c);
+}
+
+static void
+test_hours_what_if(void **state)
+{
+	struct events rec = {NULL, 0, 0}, rep;
+	struct csq_replay_config cfg;
+	struct csq_replay_stats st;
+	struct csq_replay_day *d;
+	struct csq_policy pol;
+	const struct csq_event *ev;
+	size_t i, waiting_left = 0;
+
+	(void)state;
+	hours_day(&rec);
+	assert_null(find(&rec, CSQ_EV_CLOSED, NULL, NULL));
+	d = day_of_events(&rec);
+	rp_config(&cfg);
+	/* What if q closed at 10:00, refusing arrivals and releasing those
+	 * waiting: closed at 10:00 (until Monday 09:00), each user waiting
+	 * then leaves with reason closed, and later arrivals are refused. */
+	hours_policy(&pol, "mon-fri 09:00-10:00", CSQ_CLOSED_REFUSE,
+	             CSQ_AT_CLOSE_RELEASE);
+	cfg.policies = &pol;
+	cfg.npolicies = 1;
+	rep = play(d, &cfg);
+	assert_non_null(ev = find(&rep, CSQ_EV_CLOSED, NULL, NULL));
+	assert_int_equal(ev->ts_ms, T0 + 60 * MIN);
+	assert_string_equal(ev->queue, "q");
+	assert_null(find(&rep, CSQ_EV_OPENED, NULL, NULL));
+	for (i = 0; i < rep.n; i++) {
+		if (rep.v[i].type == CSQ_EV_LEFT) {
+			assert_int_equal(rep.v[i].reason, CSQ_REASON_CLOSED);
+			assert_int_equal(rep.v[i].ts_ms, T0 + 60 * MIN);
+			waiting_left++;
+		}
+		/* Nobody is placed in a room of q while it is closed. */
+		if (rep.v[i].type == CSQ_EV_MATCHED)
+			assert_true(rep.v[i].ts_ms < T0 + 60 * MIN);
+	}
+	assert_true(waiting_left > 0);
+	free(rep.v);
+	assert_int_equal(csq_replay_day_run(d, &cfg, NULL, NULL, &st), CSQ_OK);
+	assert_int_equal(st.refused, 15); /* 10:01, 10:05, ... 10:57 */
+
+	/* Closed until 10:00 with arrivals waiting: opened at 10:00, and s
+	 * takes them then. */
+	hours_policy(&pol, "fri 10:00-18:00", CSQ_CLOSED_WAIT,
+	             CSQ_AT_CLOSE_KEEP);
+	rep = play(d, &cfg);
+	assert_non_null(ev = find(&rep, CSQ_EV_OPENED, NULL, NULL));
+	assert_int_equal(ev->ts_ms, T0 + 60 * MIN);
+	assert_non_null(ev = find(&rep, CSQ_EV_MATCHED, NULL, "s"));
+	assert_int_equal(ev->ts_ms, T0 + 60 * MIN);
+	free(rep.v);
+	csq_replay_day_free(d);
+
+	/* The record's own closing released r1: under a what-if without
+	 * hours, r1 waits on (its patience is only known to be longer) and
+	 * s, back at 09:40, takes it. */
+	{
+		static const char *const closed_day[] = {
+		    "{\"event\":\"queued\",\"id\":1,\"ts\":1795770000000,"
+		    "\"user\":\"r1\",\"queue\":\"q\",\"tier\":0,"
+		    "\"position\":1}",
+		    "{\"event\":\"closed\",\"id\":2,\"ts\":1795771800000,"
+		    "\"queue\":\"q\",\"until_ms\":0}",
+		    "{\"event\":\"left\",\"id\":3,\"ts\":1795771800000,"
+		    "\"user\":\"r1\",\"queue\":\"q\",\"reason\":\"closed\"}",
+		    "{\"event\":\"servicer_up\",\"id\":4,\"ts\":1795772400000,"
+		    "\"servicer\":\"s\",\"capacity\":1,\"queues\":[\"q\"]}",
+		    NULL,
+		};
+
+		d = day_of_lines(closed_day);
+		cfg.npolicies = 0;
+		rep = play(d, &cfg);
+		assert_null(find(&rep, CSQ_EV_LEFT, "r1", NULL));
+		assert_non_null(ev = find(&rep, CSQ_EV_MATCHED, "r1", "s"));
+		assert_int_equal(ev->ts_ms, 1795772400000ULL);
+		free(rep.v);
+		csq_replay_day_free(d);
+	}
+	free(rec.v);
+}
+
 int
 main(void)
 {
@@ -1082,6 +1246,7 @@ main(void)
 	    cmocka_unit_test(test_holes),
 	    cmocka_unit_test(test_skills_day),
 	    cmocka_unit_test(test_odd_records),
+	    cmocka_unit_test(test_hours_what_if),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
