@@ -80,7 +80,7 @@ check_results(const uint8_t *p, size_t len)
 	void *owned;
 	int code;
 
-	for (code = 0; code <= CSQ_OP_QSTATS; code++) {
+	for (code = 0; code < CSQ_OP_COUNT; code++) {
 		if (csq_result_decode((enum csq_opcode)code, p, len, &res,
 		                      &owned) != 0)
 			continue;

@@ -11,39 +11,30 @@
 #define CSQ_ENGINE_H
 
 #include "csq.h"
+#include "op.h"
 
+/*
+ * The operations, numbered as their journal records are (lib/op.h: the
+ * table of operations, one row each, declares them all).
+ */
 enum csq_opcode {
-	CSQ_OP_HEARTBEAT,
-	CSQ_OP_PAUSE,
-	CSQ_OP_RESUME,
-	CSQ_OP_LOGOUT,
-	CSQ_OP_RELEASE,
-	CSQ_OP_ENQUEUE,
-	CSQ_OP_TOUCH,
-	CSQ_OP_LEAVE,
-	CSQ_OP_WHERE,
-	CSQ_OP_QUEUE,
-	CSQ_OP_QLEN,
-	CSQ_OP_SERVICERS,
-	CSQ_OP_STATS,
-	/* Not commands: changes of state that a journal must replay too. */
-	CSQ_OP_EXPIRE, /* act on the deadlines passed */
-	CSQ_OP_LIMITS, /* limits changed (reload) */
-	CSQ_OP_REARM,  /* every deadline anew from now (after a restart) */
-	/* Routing (protocol-v2): numbered after the others, whose numbers
-	 * the journals written before hold. */
-	CSQ_OP_ACCEPT,
-	CSQ_OP_DECLINE,
-	CSQ_OP_READY,
-	CSQ_OP_TRANSFER,
-	/* The admin's overview, after the operations above: the journal's
-	 * records hold their numbers. */
-	CSQ_OP_QUEUES, /* id NULL: every queue that exists; else that one */
-	CSQ_OP_ROOMS,  /* id NULL: every servicer's */
-	/* Queue policies and numbers (protocol-v2 sections 4 to 6). */
-	CSQ_OP_POLICY, /* policy offset of count: the last applies them all */
-	CSQ_OP_QSTATS, /* id: one queue; NULL: every queue that exists */
+#define CSQ_OP_ENUM(code, name, number, ...) CSQ_OP_##code = number,
+	CSQ_OPS(CSQ_OP_ENUM)
+#undef CSQ_OP_ENUM
 };
+
+/* How many operations there are: their numbers are 0 to CSQ_OP_COUNT - 1
+ * (lib/op.c checks that they are). */
+enum {
+#define CSQ_OP_ONE(...) +1
+	CSQ_OP_COUNT = 0 CSQ_OPS(CSQ_OP_ONE)
+#undef CSQ_OP_ONE
+};
+
+/* The row of code, NULL for a number that is no operation. */
+const struct csq_op_def *csq_op_def(enum csq_opcode);
+/* The command of that name (len bytes, any case), -1 for none. */
+int csq_op_lookup(const char *name, size_t len);
 
 /* One request; strings are borrowed for the duration of the call only. */
 struct csq_op {

@@ -41,24 +41,6 @@ memory_emit(void *arg, const struct csq_event *ev)
 		m->emit(m->emit_arg, ev);
 }
 
-int
-csq_op_mutates(enum csq_opcode code)
-{
-	switch (code) {
-	case CSQ_OP_WHERE:
-	case CSQ_OP_QUEUE:
-	case CSQ_OP_QLEN:
-	case CSQ_OP_SERVICERS:
-	case CSQ_OP_STATS:
-	case CSQ_OP_QUEUES:
-	case CSQ_OP_ROOMS:
-	case CSQ_OP_QSTATS:
-		return 0;
-	default:
-		return 1;
-	}
-}
-
 /*
  * One POLICY of a set: a record holds one policy (a set of them would not
  * fit in CSQ_RECORD_MAX), so a set is count POLICY operations, offset 0
@@ -107,10 +89,220 @@ memory_next(struct engine_memory *m, const char *next)
 	return m->next;
 }
 
-/* QSTATS of one queue, or of every queue that exists: *owned. */
+/*
+ * The apply column of the table of operations (op.h): apply_<name> runs
+ * op at now into r. *owned is an array of the result (SERVICERS, QUEUES,
+ * ROOMS, QSTATS) that the caller frees.
+ */
+typedef void apply_fn(struct engine_memory *, const struct csq_op *,
+                      uint64_t now, struct csq_result *, void **owned);
+
 static void
-memory_qstats(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+apply_heartbeat(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+                struct csq_result *r, void **owned)
+{
+	(void)owned;
+	r->status = csq_heartbeat(m->csq, now, &op->heartbeat, &r->servicer);
+}
+
+static void
+apply_pause(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	(void)owned;
+	r->status = csq_pause(m->csq, now, op->id);
+}
+
+static void
+apply_resume(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, void **owned)
+{
+	(void)owned;
+	r->status = csq_resume(m->csq, now, op->id);
+}
+
+static void
+apply_logout(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, void **owned)
+{
+	uint64_t n = 0;
+
+	(void)owned;
+	r->status = csq_logout(m->csq, now, op->id, &n);
+	r->n = (int64_t)n;
+}
+
+/* The operations on one id that answer whether they knew it. */
+typedef enum csq_status known_fn(struct csq *, uint64_t now, const char *id,
+                                 int *known);
+
+static void
+apply_known(known_fn *fn, struct engine_memory *m, const struct csq_op *op,
+            uint64_t now, struct csq_result *r)
+{
+	int known = 0;
+
+	r->status = fn(m->csq, now, op->id, &known);
+	r->n = known;
+}
+
+static void
+apply_release(struct engine_memory *m, const struct csq_op *op, uint64_t now,
               struct csq_result *r, void **owned)
+{
+	(void)owned;
+	apply_known(csq_release, m, op, now, r);
+}
+
+static void
+apply_leave(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	(void)owned;
+	apply_known(csq_leave, m, op, now, r);
+}
+
+static void
+apply_accept(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, void **owned)
+{
+	(void)owned;
+	apply_known(csq_accept, m, op, now, r);
+}
+
+static void
+apply_decline(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+              struct csq_result *r, void **owned)
+{
+	(void)owned;
+	apply_known(csq_decline, m, op, now, r);
+}
+
+static void
+apply_ready(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	(void)owned;
+	apply_known(csq_ready, m, op, now, r);
+}
+
+static void
+apply_enqueue(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+              struct csq_result *r, void **owned)
+{
+	(void)owned;
+	r->status = csq_enqueue(m->csq, now, &op->enqueue, &r->user);
+	if (r->status == CSQ_ECLOSED) /* when it opens */
+		r->n = (int64_t)r->user.opens_ms;
+}
+
+static void
+apply_touch(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	int known = 0;
+
+	(void)owned;
+	r->status = csq_touch(m->csq, now, op->id, op->ttl_s, &known);
+	r->n = known;
+}
+
+static void
+apply_where(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	(void)owned;
+	r->status = csq_where(m->csq, now, op->id, &r->user);
+}
+
+static void
+apply_transfer(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+               struct csq_result *r, void **owned)
+{
+	(void)owned;
+	r->status = csq_transfer(m->csq, now, &op->transfer, &r->user);
+	if (r->status == CSQ_ECLOSED)
+		r->n = (int64_t)r->user.opens_ms;
+}
+
+static void
+apply_queue(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	(void)owned;
+	r->status = csq_queue_range(m->csq, now, op->id, op->offset, op->count,
+	                            m->entries, &r->nentries);
+	r->entries = m->entries;
+}
+
+static void
+apply_qlen(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+           struct csq_result *r, void **owned)
+{
+	uint64_t n = 0;
+
+	(void)now, (void)owned;
+	r->status = csq_qlen(m->csq, op->id, &n);
+	r->n = (int64_t)n;
+}
+
+static void
+apply_servicers(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+                struct csq_result *r, void **owned)
+{
+	struct csq_servicer_info *v;
+
+	(void)op;
+	*owned = v = csq_servicers(m->csq, now, &r->nentries);
+	r->servicers = v;
+	r->status = CSQ_OK;
+}
+
+/* QUEUES of one queue, or of every queue that exists (by slices). */
+static void
+apply_queues(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, void **owned)
+{
+	struct csq_queue_info *v;
+	const char *next;
+
+	if (op->id != NULL) {
+		*owned = v = csq_xmalloc(sizeof(*v));
+		r->status = csq_queue_info(m->csq, now, op->id, v);
+		r->nentries = r->status == CSQ_OK;
+	} else {
+		*owned = v = csq_queues_slice(m->csq, now, op->after, op->count,
+		                              &r->nentries, &next);
+		r->next = memory_next(m, next);
+		r->status = CSQ_OK;
+	}
+	r->queues = v;
+}
+
+static void
+apply_rooms(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	struct csq_room_info *v;
+
+	r->status = csq_rooms(m->csq, now, op->id, &v, &r->nentries);
+	*owned = v;
+	r->rooms = v;
+}
+
+static void
+apply_stats(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	(void)op, (void)now, (void)owned;
+	csq_stats(m->csq, &r->stats);
+	r->status = CSQ_OK;
+}
+
+/* QSTATS of one queue, or of every queue that exists (by slices). */
+static void
+apply_qstats(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, void **owned)
 {
 	struct csq_queue_stats *v;
 	const char *next;
@@ -128,136 +320,60 @@ memory_qstats(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 	r->qstats = v;
 }
 
+static void
+apply_expire(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, void **owned)
+{
+	(void)op, (void)owned;
+	csq_expire(m->csq, now);
+	r->status = CSQ_OK;
+}
+
+static void
+apply_limits(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, void **owned)
+{
+	(void)now, (void)owned;
+	csq_set_limits(m->csq, &op->limits);
+	r->status = CSQ_OK;
+}
+
+static void
+apply_rearm(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+            struct csq_result *r, void **owned)
+{
+	(void)op, (void)owned;
+	csq_rearm_deadlines(m->csq, now);
+	r->status = CSQ_OK;
+}
+
+static void
+apply_policy(struct engine_memory *m, const struct csq_op *op, uint64_t now,
+             struct csq_result *r, void **owned)
+{
+	(void)owned;
+	r->status = memory_policy(m, op, now);
+}
+
+#define APPLY_ROW(code, name, number, arity, roles, mutates, record, check,    \
+                  reply)                                                       \
+	[CSQ_OP_##code] = apply_##name,
+
+static apply_fn *const applies[CSQ_OP_COUNT] = {CSQ_OPS(APPLY_ROW)};
+
 /*
  * Runs op at now. The one dispatcher for calls and replays, so that a
- * replay does exactly what the call did. *owned is an array of the result
- * (SERVICERS, QUEUES, ROOMS, QSTATS) that the caller frees.
+ * replay does exactly what the call did.
  */
 static void
 memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
              struct csq_result *r, void **owned)
 {
-	struct csq_servicer_info *servicers;
-	struct csq_queue_info *queues;
-	struct csq_room_info *rooms;
-	const char *next;
-	uint64_t u64 = 0;
-	int known = 0;
-
 	memset(r, 0, sizeof(*r));
-	switch (op->code) {
-	case CSQ_OP_HEARTBEAT:
-		r->status =
-		    csq_heartbeat(m->csq, now, &op->heartbeat, &r->servicer);
-		break;
-	case CSQ_OP_PAUSE:
-		r->status = csq_pause(m->csq, now, op->id);
-		break;
-	case CSQ_OP_RESUME:
-		r->status = csq_resume(m->csq, now, op->id);
-		break;
-	case CSQ_OP_LOGOUT:
-		r->status = csq_logout(m->csq, now, op->id, &u64);
-		r->n = (int64_t)u64;
-		break;
-	case CSQ_OP_RELEASE:
-		r->status = csq_release(m->csq, now, op->id, &known);
-		r->n = known;
-		break;
-	case CSQ_OP_ENQUEUE:
-		r->status = csq_enqueue(m->csq, now, &op->enqueue, &r->user);
-		if (r->status == CSQ_ECLOSED) /* when it opens */
-			r->n = (int64_t)r->user.opens_ms;
-		break;
-	case CSQ_OP_TOUCH:
-		r->status = csq_touch(m->csq, now, op->id, op->ttl_s, &known);
-		r->n = known;
-		break;
-	case CSQ_OP_LEAVE:
-		r->status = csq_leave(m->csq, now, op->id, &known);
-		r->n = known;
-		break;
-	case CSQ_OP_WHERE:
-		r->status = csq_where(m->csq, now, op->id, &r->user);
-		break;
-	case CSQ_OP_QUEUE:
-		r->status =
-		    csq_queue_range(m->csq, now, op->id, op->offset, op->count,
-		                    m->entries, &r->nentries);
-		r->entries = m->entries;
-		break;
-	case CSQ_OP_QLEN:
-		r->status = csq_qlen(m->csq, op->id, &u64);
-		r->n = (int64_t)u64;
-		break;
-	case CSQ_OP_SERVICERS:
-		*owned = servicers = csq_servicers(m->csq, now, &r->nentries);
-		r->servicers = servicers;
-		r->status = CSQ_OK;
-		break;
-	case CSQ_OP_QUEUES:
-		if (op->id != NULL) {
-			*owned = queues = csq_xmalloc(sizeof(*queues));
-			r->status = csq_queue_info(m->csq, now, op->id, queues);
-			r->nentries = r->status == CSQ_OK;
-		} else {
-			*owned = queues =
-			    csq_queues_slice(m->csq, now, op->after, op->count,
-			                     &r->nentries, &next);
-			r->next = memory_next(m, next);
-			r->status = CSQ_OK;
-		}
-		r->queues = queues;
-		break;
-	case CSQ_OP_ROOMS:
-		r->status =
-		    csq_rooms(m->csq, now, op->id, &rooms, &r->nentries);
-		*owned = rooms;
-		r->rooms = rooms;
-		break;
-	case CSQ_OP_STATS:
-		csq_stats(m->csq, &r->stats);
-		r->status = CSQ_OK;
-		break;
-	case CSQ_OP_EXPIRE:
-		csq_expire(m->csq, now);
-		r->status = CSQ_OK;
-		break;
-	case CSQ_OP_LIMITS:
-		csq_set_limits(m->csq, &op->limits);
-		r->status = CSQ_OK;
-		break;
-	case CSQ_OP_REARM:
-		csq_rearm_deadlines(m->csq, now);
-		r->status = CSQ_OK;
-		break;
-	case CSQ_OP_ACCEPT:
-		r->status = csq_accept(m->csq, now, op->id, &known);
-		r->n = known;
-		break;
-	case CSQ_OP_DECLINE:
-		r->status = csq_decline(m->csq, now, op->id, &known);
-		r->n = known;
-		break;
-	case CSQ_OP_READY:
-		r->status = csq_ready(m->csq, now, op->id, &known);
-		r->n = known;
-		break;
-	case CSQ_OP_TRANSFER:
-		r->status = csq_transfer(m->csq, now, &op->transfer, &r->user);
-		if (r->status == CSQ_ECLOSED)
-			r->n = (int64_t)r->user.opens_ms;
-		break;
-	case CSQ_OP_POLICY:
-		r->status = memory_policy(m, op, now);
-		break;
-	case CSQ_OP_QSTATS:
-		memory_qstats(m, op, now, r, owned);
-		break;
-	default:
+	if ((unsigned)op->code < CSQ_OP_COUNT)
+		applies[op->code](m, op, now, r, owned);
+	else
 		r->status = CSQ_ERANGE;
-		break;
-	}
 	r->event_id = csq_last_event_id(m->csq);
 }
 

@@ -346,105 +346,345 @@ get_policy(struct cursor *c, struct csq_policy *p)
 	return 0;
 }
 
+/*
+ * The arguments of each form of record (the table's record column, op.h):
+ * put_<form> writes them, get_<form> reads them back into op (its strings
+ * into st), -1 when they are no record csqd wrote. Each form grew tails
+ * as csq did: a record written before has none.
+ */
+typedef void put_fn(struct cursor *, const struct csq_op *);
+typedef int get_fn(struct cursor *, struct csq_op *,
+                   struct csq_record_strings *);
+
+static void
+put_none(struct cursor *c, const struct csq_op *op)
+{
+	(void)c, (void)op;
+}
+
+static int
+get_none(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	(void)c, (void)op, (void)st;
+	return 0;
+}
+
+/* PAUSE, RESUME, LOGOUT, RELEASE, LEAVE, ACCEPT, DECLINE, READY; WHERE,
+ * QLEN (reads: the Redis module's calls): one id. */
+static void
+put_id(struct cursor *c, const struct csq_op *op)
+{
+	put_str(c, op->id);
+}
+
+static int
+get_id(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	op->id = get_str(c, st->id, sizeof(st->id));
+	return 0;
+}
+
+static void
+put_heartbeat(struct cursor *c, const struct csq_op *op)
+{
+	const struct csq_heartbeat_args *h = &op->heartbeat;
+	size_t i;
+
+	put_str(c, h->servicer);
+	put_u64(c,
+	        (uint64_t)(h->has_capacity | h->has_queues << 1 |
+	                   h->has_ttl << 2 | h->has_offer << 3 |
+	                   h->has_wrapup << 4 | h->has_skills << 5),
+	        1);
+	put_u64(c, h->capacity, 4);
+	put_u64(c, h->ttl_s, 4);
+	put_u64(c, h->has_queues ? h->nqueues : 0, 1);
+	for (i = 0; h->has_queues && i < h->nqueues; i++)
+		put_str(c, h->queues[i]);
+	/* The routing tail: a record written before has none. */
+	put_u64(c, h->offer_s, 4);
+	put_u64(c, h->wrapup_s, 4);
+	if (h->has_skills) /* the skills tail */
+		put_text(c, h->skills);
+}
+
+static int
+get_heartbeat(struct cursor *c, struct csq_op *op,
+              struct csq_record_strings *st)
+{
+	struct csq_heartbeat_args *h = &op->heartbeat;
+	unsigned flags;
+	size_t i;
+
+	h->servicer = op->id = get_str(c, st->id, sizeof(st->id));
+	flags = (unsigned)get_u64(c, 1);
+	h->has_capacity = flags & 1;
+	h->has_queues = (flags >> 1) & 1;
+	h->has_ttl = (flags >> 2) & 1;
+	h->capacity = (uint32_t)get_u64(c, 4);
+	h->ttl_s = (uint32_t)get_u64(c, 4);
+	h->has_offer = (flags >> 3) & 1;
+	h->has_wrapup = (flags >> 4) & 1;
+	h->has_skills = (flags >> 5) & 1;
+	if (flags > 63)
+		return -1;
+	h->nqueues = (size_t)get_u64(c, 1);
+	if (h->nqueues > CSQ_SERVICER_QUEUES)
+		return -1;
+	for (i = 0; i < h->nqueues; i++)
+		h->queues[i] = get_str(c, st->queues[i], sizeof(st->queues[i]));
+	if (c->left == 0 && !h->has_offer && !h->has_wrapup && !h->has_skills)
+		return 0; /* written before routing */
+	h->offer_s = (uint32_t)get_u64(c, 4);
+	h->wrapup_s = (uint32_t)get_u64(c, 4);
+	if (h->has_skills)
+		h->skills = get_text(c, st->skills, sizeof(st->skills));
+	return 0;
+}
+
+static void
+put_transfer(struct cursor *c, const struct csq_op *op)
+{
+	put_str(c, op->transfer.room);
+	put_str(c, op->transfer.queue);
+	put_prefer(c, &op->transfer.prefer);
+	put_needs(c, op->transfer.has_needs, op->transfer.needs);
+}
+
+static int
+get_transfer(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	op->transfer.room = op->id = get_str(c, st->id, sizeof(st->id));
+	op->transfer.queue = get_str(c, st->queue, sizeof(st->queue));
+	get_prefer(c, &op->transfer.prefer, st->prefer, sizeof(st->prefer));
+	get_needs(c, &op->transfer.has_needs, &op->transfer.needs, st->skills,
+	          sizeof(st->skills));
+	return 0;
+}
+
+static void
+put_policy_set(struct cursor *c, const struct csq_op *op)
+{
+	put_u64(c, op->offset, 4);
+	put_u64(c, op->count, 4);
+	if (op->count > 0)
+		put_policy(c, &op->policy);
+}
+
+static int
+get_policy_set(struct cursor *c, struct csq_op *op,
+               struct csq_record_strings *st)
+{
+	(void)st;
+	op->offset = get_u64(c, 4);
+	op->count = (uint32_t)get_u64(c, 4);
+	if (op->count > CSQ_POLICIES_MAX ||
+	    (op->count > 0 ? op->offset >= op->count : op->offset != 0))
+		return -1;
+	if (op->count > 0 && get_policy(c, &op->policy) != 0)
+		return -1;
+	return 0;
+}
+
+static void
+put_enqueue(struct cursor *c, const struct csq_op *op)
+{
+	const struct csq_enqueue_args *e = &op->enqueue;
+
+	put_str(c, e->user);
+	put_u64(c,
+	        (uint64_t)(e->has_queue | e->has_tier << 1 | e->has_ttl << 2),
+	        1);
+	put_str(c, e->has_queue ? e->queue : "");
+	put_u64(c, e->tier, 4);
+	put_u64(c, e->ttl_s, 4);
+	put_prefer(c, &e->prefer);
+	put_needs(c, e->has_needs, e->needs);
+}
+
+static int
+get_enqueue(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	struct csq_enqueue_args *e = &op->enqueue;
+	unsigned flags;
+
+	e->user = op->id = get_str(c, st->id, sizeof(st->id));
+	flags = (unsigned)get_u64(c, 1);
+	e->has_queue = flags & 1;
+	e->has_tier = (flags >> 1) & 1;
+	e->has_ttl = (flags >> 2) & 1;
+	e->queue = get_str(c, st->queue, sizeof(st->queue));
+	e->tier = (uint32_t)get_u64(c, 4);
+	e->ttl_s = (uint32_t)get_u64(c, 4);
+	get_prefer(c, &e->prefer, st->prefer, sizeof(st->prefer));
+	get_needs(c, &e->has_needs, &e->needs, st->skills, sizeof(st->skills));
+	return 0;
+}
+
+static void
+put_touch(struct cursor *c, const struct csq_op *op)
+{
+	put_str(c, op->id);
+	put_u64(c, (uint64_t)op->ttl_s, 8);
+}
+
+static int
+get_touch(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	op->id = get_str(c, st->id, sizeof(st->id));
+	op->ttl_s = (int64_t)get_u64(c, 8);
+	return 0;
+}
+
+static void
+put_limits(struct cursor *c, const struct csq_op *op)
+{
+	put_u64(c, op->limits.servicer_ttl_s, 4);
+	put_u64(c, op->limits.user_ttl_s, 4);
+	put_u64(c, op->limits.max_tier, 4);
+	put_u64(c, op->limits.max_queue_length, 8);
+	put_u64(c, op->limits.offer_timeout_s, 4);
+	put_u64(c, op->limits.offer_max_missed, 4);
+	put_u64(c, op->limits.offer_retry_s, 4);
+	put_u64(c, op->limits.wrapup_s, 4);
+	put_u64(c, (uint64_t)op->limits.strategy, 1);
+	put_u64(c, op->limits.max_queues, 8);
+}
+
+static int
+get_limits(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	struct csq_limits *l = &op->limits;
+
+	(void)st;
+	l->servicer_ttl_s = (uint32_t)get_u64(c, 4);
+	l->user_ttl_s = (uint32_t)get_u64(c, 4);
+	l->max_tier = (uint32_t)get_u64(c, 4);
+	l->max_queue_length = get_u64(c, 8);
+	/* Limits that no configuration passes are no record csqd wrote: a
+	 * max_tier of 16 would make order keys that do not fit their bits. */
+	if (l->servicer_ttl_s < 1 || l->servicer_ttl_s > CSQ_TTL_MAX ||
+	    l->user_ttl_s > CSQ_TTL_MAX || l->max_tier > CSQ_TIER_LIMIT ||
+	    l->max_queue_length < 1)
+		return -1;
+	/* A journal written before routing: its defaults. */
+	l->offer_max_missed = CSQ_DEFAULT_MAX_MISSED;
+	l->offer_retry_s = CSQ_DEFAULT_RETRY;
+	l->max_queues = CSQ_DEFAULT_MAX_QUEUES;
+	if (c->left == 0)
+		return 0;
+	l->offer_timeout_s = (uint32_t)get_u64(c, 4);
+	l->offer_max_missed = (uint32_t)get_u64(c, 4);
+	l->offer_retry_s = (uint32_t)get_u64(c, 4);
+	l->wrapup_s = (uint32_t)get_u64(c, 4);
+	l->strategy = (enum csq_strategy)get_u64(c, 1);
+	/* A record written before max_queues: its default. */
+	if (c->left > 0)
+		l->max_queues = get_u64(c, 8);
+	if (l->max_queues < 1 || l->max_queues > CSQ_QUEUES_LIMIT ||
+	    l->offer_timeout_s > CSQ_OFFER_MAX ||
+	    l->offer_max_missed > CSQ_MISSED_MAX ||
+	    l->offer_retry_s > CSQ_RETRY_MAX || l->wrapup_s > CSQ_WRAPUP_MAX ||
+	    l->strategy > CSQ_STRATEGY_LEAST_BUSY)
+		return -1;
+	return 0;
+}
+
+/* QUEUE: a queue, an offset and a count. */
+static void
+put_range(struct cursor *c, const struct csq_op *op)
+{
+	put_str(c, op->id);
+	put_u64(c, op->offset, 8);
+	put_u64(c, op->count, 4);
+}
+
+static int
+get_range(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	op->id = get_str(c, st->id, sizeof(st->id));
+	op->offset = get_u64(c, 8);
+	op->count = (uint32_t)get_u64(c, 4);
+	return 0;
+}
+
+/* ROOMS: flags (1: an id), then the id. */
+static void
+put_rooms(struct cursor *c, const struct csq_op *op)
+{
+	put_u64(c, (uint64_t)(op->id != NULL), 1);
+	if (op->id != NULL)
+		put_str(c, op->id);
+}
+
+static int
+get_rooms(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	unsigned flags = (unsigned)get_u64(c, 1);
+
+	if (flags > 1)
+		return -1;
+	if (flags)
+		op->id = get_str(c, st->id, sizeof(st->id));
+	return 0;
+}
+
+/* QUEUES, QSTATS: flags (1: an id, 2: a slice), the id, or the slice's
+ * after and count (issue 37). */
+static void
+put_slice(struct cursor *c, const struct csq_op *op)
+{
+	int slice = op->count > 0;
+
+	put_u64(c, (uint64_t)(op->id != NULL) | (uint64_t)slice << 1, 1);
+	if (op->id != NULL)
+		put_str(c, op->id);
+	if (slice) {
+		put_str(c, op->after != NULL ? op->after : "");
+		put_u64(c, op->count, 4);
+	}
+}
+
+static int
+get_slice(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	unsigned flags = (unsigned)get_u64(c, 1);
+
+	if (flags > 3)
+		return -1;
+	if (flags & 2) {
+		if (flags & 1)
+			op->id = get_str(c, st->id, sizeof(st->id));
+		op->after = get_str(c, st->queue, sizeof(st->queue));
+		op->count = (uint32_t)get_u64(c, 4);
+		return op->count == 0 ? -1 : 0;
+	}
+	if (flags)
+		op->id = get_str(c, st->id, sizeof(st->id));
+	return 0;
+}
+
+#define RECORD_ROW(code, name, number, arity, roles, mutates, record, check,   \
+                   reply)                                                      \
+	[CSQ_OP_##code] = {put_##record, get_##record},
+
+static const struct {
+	put_fn *put;
+	get_fn *get;
+} forms[CSQ_OP_COUNT] = {CSQ_OPS(RECORD_ROW)};
+
 size_t
 csq_record_encode(const struct csq_op *op, uint64_t now,
                   uint8_t buf[CSQ_RECORD_MAX])
 {
 	struct cursor c = {buf + CSQ_RECORD_HEADER, NULL, 0, 0};
-	const struct csq_heartbeat_args *h = &op->heartbeat;
-	const struct csq_enqueue_args *e = &op->enqueue;
-	size_t i;
-	int slice;
 
 	put_u64(&c, op->code, 1);
 	put_u64(&c, now, 8);
-	switch (op->code) {
-	case CSQ_OP_HEARTBEAT:
-		put_str(&c, h->servicer);
-		put_u64(&c,
-		        (uint64_t)(h->has_capacity | h->has_queues << 1 |
-		                   h->has_ttl << 2 | h->has_offer << 3 |
-		                   h->has_wrapup << 4 | h->has_skills << 5),
-		        1);
-		put_u64(&c, h->capacity, 4);
-		put_u64(&c, h->ttl_s, 4);
-		put_u64(&c, h->has_queues ? h->nqueues : 0, 1);
-		for (i = 0; h->has_queues && i < h->nqueues; i++)
-			put_str(&c, h->queues[i]);
-		/* The routing tail: a record written before has none. */
-		put_u64(&c, h->offer_s, 4);
-		put_u64(&c, h->wrapup_s, 4);
-		if (h->has_skills) /* the skills tail */
-			put_text(&c, h->skills);
-		break;
-	case CSQ_OP_TRANSFER:
-		put_str(&c, op->transfer.room);
-		put_str(&c, op->transfer.queue);
-		put_prefer(&c, &op->transfer.prefer);
-		put_needs(&c, op->transfer.has_needs, op->transfer.needs);
-		break;
-	case CSQ_OP_POLICY:
-		put_u64(&c, op->offset, 4);
-		put_u64(&c, op->count, 4);
-		if (op->count > 0)
-			put_policy(&c, &op->policy);
-		break;
-	case CSQ_OP_ENQUEUE:
-		put_str(&c, e->user);
-		put_u64(&c,
-		        (uint64_t)(e->has_queue | e->has_tier << 1 |
-		                   e->has_ttl << 2),
-		        1);
-		put_str(&c, e->has_queue ? e->queue : "");
-		put_u64(&c, e->tier, 4);
-		put_u64(&c, e->ttl_s, 4);
-		put_prefer(&c, &e->prefer);
-		put_needs(&c, e->has_needs, e->needs);
-		break;
-	case CSQ_OP_TOUCH:
+	if ((unsigned)op->code < CSQ_OP_COUNT)
+		forms[op->code].put(&c, op);
+	else /* no operation: as the id form wrote it */
 		put_str(&c, op->id);
-		put_u64(&c, (uint64_t)op->ttl_s, 8);
-		break;
-	case CSQ_OP_LIMITS:
-		put_u64(&c, op->limits.servicer_ttl_s, 4);
-		put_u64(&c, op->limits.user_ttl_s, 4);
-		put_u64(&c, op->limits.max_tier, 4);
-		put_u64(&c, op->limits.max_queue_length, 8);
-		put_u64(&c, op->limits.offer_timeout_s, 4);
-		put_u64(&c, op->limits.offer_max_missed, 4);
-		put_u64(&c, op->limits.offer_retry_s, 4);
-		put_u64(&c, op->limits.wrapup_s, 4);
-		put_u64(&c, (uint64_t)op->limits.strategy, 1);
-		put_u64(&c, op->limits.max_queues, 8);
-		break;
-	case CSQ_OP_EXPIRE:
-	case CSQ_OP_REARM:
-	case CSQ_OP_SERVICERS:
-	case CSQ_OP_STATS:
-		break;
-	case CSQ_OP_QUEUE:
-		put_str(&c, op->id);
-		put_u64(&c, op->offset, 8);
-		put_u64(&c, op->count, 4);
-		break;
-	case CSQ_OP_QUEUES: /* no id: every one, or a slice of them */
-	case CSQ_OP_ROOMS:
-	case CSQ_OP_QSTATS:
-		slice = op->code != CSQ_OP_ROOMS && op->count > 0;
-		put_u64(&c, (uint64_t)(op->id != NULL) | (uint64_t)slice << 1,
-		        1);
-		if (op->id != NULL)
-			put_str(&c, op->id);
-		if (slice) {
-			put_str(&c, op->after != NULL ? op->after : "");
-			put_u64(&c, op->count, 4);
-		}
-		break;
-	default: /* PAUSE, RESUME, LOGOUT, RELEASE, LEAVE, ACCEPT, DECLINE,
-	            READY, WHERE, QLEN: one id */
-		put_str(&c, op->id);
-		break;
-	}
 	return record_seal(buf, &c);
 }
 
@@ -453,160 +693,15 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
                   uint64_t *now, struct csq_record_strings *st)
 {
 	struct cursor c = {NULL, payload, len, 0};
-	struct csq_heartbeat_args *h = &op->heartbeat;
-	struct csq_enqueue_args *e = &op->enqueue;
-	unsigned flags;
-	size_t i;
+	uint64_t code;
 
 	memset(op, 0, sizeof(*op));
 	op->ttl_s = -1;
-	op->code = (enum csq_opcode)get_u64(&c, 1);
+	code = get_u64(&c, 1);
+	op->code = (enum csq_opcode)code;
 	*now = get_u64(&c, 8);
-	switch (op->code) {
-	case CSQ_OP_HEARTBEAT:
-		h->servicer = op->id = get_str(&c, st->id, sizeof(st->id));
-		flags = (unsigned)get_u64(&c, 1);
-		h->has_capacity = flags & 1;
-		h->has_queues = (flags >> 1) & 1;
-		h->has_ttl = (flags >> 2) & 1;
-		h->capacity = (uint32_t)get_u64(&c, 4);
-		h->ttl_s = (uint32_t)get_u64(&c, 4);
-		h->has_offer = (flags >> 3) & 1;
-		h->has_wrapup = (flags >> 4) & 1;
-		h->has_skills = (flags >> 5) & 1;
-		if (flags > 63)
-			return -1;
-		h->nqueues = (size_t)get_u64(&c, 1);
-		if (h->nqueues > CSQ_SERVICER_QUEUES)
-			return -1;
-		for (i = 0; i < h->nqueues; i++)
-			h->queues[i] =
-			    get_str(&c, st->queues[i], sizeof(st->queues[i]));
-		if (c.left == 0 && !h->has_offer && !h->has_wrapup &&
-		    !h->has_skills)
-			break; /* written before routing */
-		h->offer_s = (uint32_t)get_u64(&c, 4);
-		h->wrapup_s = (uint32_t)get_u64(&c, 4);
-		if (h->has_skills)
-			h->skills =
-			    get_text(&c, st->skills, sizeof(st->skills));
-		break;
-	case CSQ_OP_TRANSFER:
-		op->transfer.room = op->id =
-		    get_str(&c, st->id, sizeof(st->id));
-		op->transfer.queue = get_str(&c, st->queue, sizeof(st->queue));
-		get_prefer(&c, &op->transfer.prefer, st->prefer,
-		           sizeof(st->prefer));
-		get_needs(&c, &op->transfer.has_needs, &op->transfer.needs,
-		          st->skills, sizeof(st->skills));
-		break;
-	case CSQ_OP_POLICY:
-		op->offset = get_u64(&c, 4);
-		op->count = (uint32_t)get_u64(&c, 4);
-		if (op->count > CSQ_POLICIES_MAX ||
-		    (op->count > 0 ? op->offset >= op->count : op->offset != 0))
-			return -1;
-		if (op->count > 0 && get_policy(&c, &op->policy) != 0)
-			return -1;
-		break;
-	case CSQ_OP_ENQUEUE:
-		e->user = op->id = get_str(&c, st->id, sizeof(st->id));
-		flags = (unsigned)get_u64(&c, 1);
-		e->has_queue = flags & 1;
-		e->has_tier = (flags >> 1) & 1;
-		e->has_ttl = (flags >> 2) & 1;
-		e->queue = get_str(&c, st->queue, sizeof(st->queue));
-		e->tier = (uint32_t)get_u64(&c, 4);
-		e->ttl_s = (uint32_t)get_u64(&c, 4);
-		get_prefer(&c, &e->prefer, st->prefer, sizeof(st->prefer));
-		get_needs(&c, &e->has_needs, &e->needs, st->skills,
-		          sizeof(st->skills));
-		break;
-	case CSQ_OP_TOUCH:
-		op->id = get_str(&c, st->id, sizeof(st->id));
-		op->ttl_s = (int64_t)get_u64(&c, 8);
-		break;
-	case CSQ_OP_LIMITS:
-		op->limits.servicer_ttl_s = (uint32_t)get_u64(&c, 4);
-		op->limits.user_ttl_s = (uint32_t)get_u64(&c, 4);
-		op->limits.max_tier = (uint32_t)get_u64(&c, 4);
-		op->limits.max_queue_length = get_u64(&c, 8);
-		/* Limits that no configuration passes are no record csqd
-		 * wrote: a max_tier of 16 would make order keys that do not
-		 * fit their bits. */
-		if (op->limits.servicer_ttl_s < 1 ||
-		    op->limits.servicer_ttl_s > CSQ_TTL_MAX ||
-		    op->limits.user_ttl_s > CSQ_TTL_MAX ||
-		    op->limits.max_tier > CSQ_TIER_LIMIT ||
-		    op->limits.max_queue_length < 1)
-			return -1;
-		/* A journal written before routing: its defaults. */
-		op->limits.offer_max_missed = CSQ_DEFAULT_MAX_MISSED;
-		op->limits.offer_retry_s = CSQ_DEFAULT_RETRY;
-		op->limits.max_queues = CSQ_DEFAULT_MAX_QUEUES;
-		if (c.left == 0)
-			break;
-		op->limits.offer_timeout_s = (uint32_t)get_u64(&c, 4);
-		op->limits.offer_max_missed = (uint32_t)get_u64(&c, 4);
-		op->limits.offer_retry_s = (uint32_t)get_u64(&c, 4);
-		op->limits.wrapup_s = (uint32_t)get_u64(&c, 4);
-		op->limits.strategy = (enum csq_strategy)get_u64(&c, 1);
-		/* A record written before max_queues: its default. */
-		if (c.left > 0)
-			op->limits.max_queues = get_u64(&c, 8);
-		if (op->limits.max_queues < 1 ||
-		    op->limits.max_queues > CSQ_QUEUES_LIMIT ||
-		    op->limits.offer_timeout_s > CSQ_OFFER_MAX ||
-		    op->limits.offer_max_missed > CSQ_MISSED_MAX ||
-		    op->limits.offer_retry_s > CSQ_RETRY_MAX ||
-		    op->limits.wrapup_s > CSQ_WRAPUP_MAX ||
-		    op->limits.strategy > CSQ_STRATEGY_LEAST_BUSY)
-			return -1;
-		break;
-	case CSQ_OP_EXPIRE:
-	case CSQ_OP_REARM:
-		break;
-	case CSQ_OP_PAUSE:
-	case CSQ_OP_RESUME:
-	case CSQ_OP_LOGOUT:
-	case CSQ_OP_RELEASE:
-	case CSQ_OP_LEAVE:
-	case CSQ_OP_ACCEPT:
-	case CSQ_OP_DECLINE:
-	case CSQ_OP_READY:
-	case CSQ_OP_WHERE: /* reads: the Redis module's calls */
-	case CSQ_OP_QLEN:
-		op->id = get_str(&c, st->id, sizeof(st->id));
-		break;
-	case CSQ_OP_SERVICERS:
-	case CSQ_OP_STATS:
-		break;
-	case CSQ_OP_QUEUE:
-		op->id = get_str(&c, st->id, sizeof(st->id));
-		op->offset = get_u64(&c, 8);
-		op->count = (uint32_t)get_u64(&c, 4);
-		break;
-	case CSQ_OP_QUEUES:
-	case CSQ_OP_ROOMS:
-	case CSQ_OP_QSTATS:
-		flags = (unsigned)get_u64(&c, 1);
-		if (flags > 3 || (op->code == CSQ_OP_ROOMS && flags > 1))
-			return -1;
-		if (flags & 2) { /* a slice: after, count (issue 37) */
-			if (flags & 1)
-				op->id = get_str(&c, st->id, sizeof(st->id));
-			op->after = get_str(&c, st->queue, sizeof(st->queue));
-			op->count = (uint32_t)get_u64(&c, 4);
-			if (op->count == 0)
-				return -1;
-			flags = 0;
-		}
-		if (flags)
-			op->id = get_str(&c, st->id, sizeof(st->id));
-		break;
-	default:
-		return -1; /* no operation */
-	}
+	if (code >= CSQ_OP_COUNT || forms[code].get(&c, op, st) != 0)
+		return -1; /* no operation, or not one csqd wrote */
 	return c.bad || c.left != 0 ? -1 : 0;
 }
 

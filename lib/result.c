@@ -264,30 +264,49 @@ get_qstats(struct csq_rbuf *r, struct csq_queue_stats *q)
 	q->next_change_ms = csq_get_uint(r, 8);
 }
 
-/* The array a result of code carries: its entries' size, 0 for none. */
-static size_t
-array_entry_size(enum csq_opcode code)
+/* The shape of a result of code (the table's reply column, op.h). */
+static enum csq_reply
+reply_of(enum csq_opcode code)
 {
-	switch (code) {
-	case CSQ_OP_QUEUE:
+	const struct csq_op_def *d = csq_op_def(code);
+
+	return d != NULL ? d->reply : CSQ_REPLY_NONE;
+}
+
+/* The array a result of that shape carries: its entries' size, 0 for
+ * none. */
+static size_t
+array_entry_size(enum csq_reply shape)
+{
+	switch (shape) {
+	case CSQ_REPLY_ENTRIES:
 		return sizeof(struct csq_queue_entry);
-	case CSQ_OP_SERVICERS:
+	case CSQ_REPLY_SERVICERS:
 		return sizeof(struct csq_servicer_info);
-	case CSQ_OP_QUEUES:
+	case CSQ_REPLY_QUEUES:
 		return sizeof(struct csq_queue_info);
-	case CSQ_OP_ROOMS:
+	case CSQ_REPLY_ROOMS:
 		return sizeof(struct csq_room_info);
-	case CSQ_OP_QSTATS:
+	case CSQ_REPLY_QSTATS:
 		return sizeof(struct csq_queue_stats);
 	default:
 		return 0;
 	}
 }
 
+/* QUEUES, QSTATS: the array is a slice, and the next one's cursor
+ * follows it. */
+static int
+has_next(enum csq_reply shape)
+{
+	return shape == CSQ_REPLY_QUEUES || shape == CSQ_REPLY_QSTATS;
+}
+
 void
 csq_result_encode(enum csq_opcode code, const struct csq_result *res,
                   struct csq_wbuf *w)
 {
+	enum csq_reply shape = reply_of(code);
 	struct csq_stats st;
 	size_t i;
 
@@ -296,16 +315,15 @@ csq_result_encode(enum csq_opcode code, const struct csq_result *res,
 	csq_put_uint(w, res->event_id, 8);
 	if (res->status != CSQ_OK)
 		return;
-	switch (code) {
-	case CSQ_OP_HEARTBEAT:
+	switch (shape) {
+	case CSQ_REPLY_SERVICER:
 		put_servicer(w, &res->servicer);
 		return;
-	case CSQ_OP_ENQUEUE:
-	case CSQ_OP_WHERE:
-	case CSQ_OP_TRANSFER:
+	case CSQ_REPLY_USER:
+	case CSQ_REPLY_USER_DETAIL:
 		put_user(w, &res->user);
 		return;
-	case CSQ_OP_STATS:
+	case CSQ_REPLY_STATS:
 		st = res->stats;
 		for (i = 0; stats_field(&st, i) != NULL; i++)
 			csq_put_uint(w, *stats_field(&st, i), 8);
@@ -313,21 +331,21 @@ csq_result_encode(enum csq_opcode code, const struct csq_result *res,
 	default:
 		break;
 	}
-	if (array_entry_size(code) == 0)
+	if (array_entry_size(shape) == 0)
 		return;
 	csq_put_uint(w, res->nentries, 4);
 	for (i = 0; i < res->nentries; i++) {
-		switch (code) {
-		case CSQ_OP_QUEUE:
+		switch (shape) {
+		case CSQ_REPLY_ENTRIES:
 			put_entry(w, &res->entries[i]);
 			break;
-		case CSQ_OP_SERVICERS:
+		case CSQ_REPLY_SERVICERS:
 			put_servicer(w, &res->servicers[i]);
 			break;
-		case CSQ_OP_QUEUES:
+		case CSQ_REPLY_QUEUES:
 			put_queue(w, &res->queues[i]);
 			break;
-		case CSQ_OP_ROOMS:
+		case CSQ_REPLY_ROOMS:
 			put_room(w, &res->rooms[i]);
 			break;
 		default:
@@ -335,17 +353,18 @@ csq_result_encode(enum csq_opcode code, const struct csq_result *res,
 			break;
 		}
 	}
-	/* QUEUES, QSTATS: where the next slice goes on ("": none). */
-	if (code == CSQ_OP_QUEUES || code == CSQ_OP_QSTATS)
+	/* Where the next slice goes on ("": none). */
+	if (has_next(shape))
 		csq_put_str(w, res->next != NULL ? res->next : "");
 }
 
 /* The array of a result: its count, then each entry into one allocation. */
 static int
-get_array(enum csq_opcode code, struct csq_rbuf *r, struct csq_result *res,
+get_array(enum csq_reply shape, struct csq_rbuf *r, struct csq_result *res,
           void **owned)
 {
-	size_t n = (size_t)csq_get_uint(r, 4), size = array_entry_size(code), i;
+	size_t n = (size_t)csq_get_uint(r, 4), size = array_entry_size(shape),
+	       i;
 	char *v;
 
 	if (r->bad || n > r->left / MIN_ENTRY)
@@ -353,17 +372,17 @@ get_array(enum csq_opcode code, struct csq_rbuf *r, struct csq_result *res,
 	/* One entry more: QUEUES's and QSTATS's cursor is kept there. */
 	v = csq_xcalloc(n + 1, size);
 	for (i = 0; i < n && !r->bad; i++) {
-		switch (code) {
-		case CSQ_OP_QUEUE:
+		switch (shape) {
+		case CSQ_REPLY_ENTRIES:
 			get_entry(r, (struct csq_queue_entry *)v + i);
 			break;
-		case CSQ_OP_SERVICERS:
+		case CSQ_REPLY_SERVICERS:
 			get_servicer(r, (struct csq_servicer_info *)v + i);
 			break;
-		case CSQ_OP_QUEUES:
+		case CSQ_REPLY_QUEUES:
 			get_queue(r, (struct csq_queue_info *)v + i);
 			break;
-		case CSQ_OP_ROOMS:
+		case CSQ_REPLY_ROOMS:
 			get_room(r, (struct csq_room_info *)v + i);
 			break;
 		default:
@@ -371,7 +390,7 @@ get_array(enum csq_opcode code, struct csq_rbuf *r, struct csq_result *res,
 			break;
 		}
 	}
-	if (!r->bad && (code == CSQ_OP_QUEUES || code == CSQ_OP_QSTATS)) {
+	if (!r->bad && has_next(shape)) {
 		csq_get_str(r, v + n * size, CSQ_ID_MAX + 1);
 		res->next = v[n * size] != '\0' ? v + n * size : NULL;
 	}
@@ -393,6 +412,7 @@ int
 csq_result_decode(enum csq_opcode code, const uint8_t *p, size_t len,
                   struct csq_result *res, void **owned)
 {
+	enum csq_reply shape = reply_of(code);
 	struct csq_rbuf r = {p, len, 0};
 	uint64_t status;
 	size_t i;
@@ -406,23 +426,22 @@ csq_result_decode(enum csq_opcode code, const uint8_t *p, size_t len,
 		return -1;
 	res->status = (enum csq_status)status;
 	if (res->status == CSQ_OK) {
-		switch (code) {
-		case CSQ_OP_HEARTBEAT:
+		switch (shape) {
+		case CSQ_REPLY_SERVICER:
 			get_servicer(&r, &res->servicer);
 			break;
-		case CSQ_OP_ENQUEUE:
-		case CSQ_OP_WHERE:
-		case CSQ_OP_TRANSFER:
+		case CSQ_REPLY_USER:
+		case CSQ_REPLY_USER_DETAIL:
 			get_user(&r, &res->user);
 			break;
-		case CSQ_OP_STATS:
+		case CSQ_REPLY_STATS:
 			for (i = 0; stats_field(&res->stats, i) != NULL; i++)
 				*stats_field(&res->stats, i) =
 				    csq_get_uint(&r, 8);
 			break;
 		default:
-			if (array_entry_size(code) != 0 &&
-			    get_array(code, &r, res, owned) != 0)
+			if (array_entry_size(shape) != 0 &&
+			    get_array(shape, &r, res, owned) != 0)
 				return -1;
 			break;
 		}

@@ -15,12 +15,18 @@ valid(const char *s)
 	return s != NULL && csq_valid_id(s, strnlen(s, CSQ_ID_MAX + 1));
 }
 
+/* The checks of the table's args column (op.h), one for each form. */
+typedef enum csq_status check_fn(const struct csq_op *,
+                                 const struct csq_limits *);
+
 static enum csq_status
-validate_heartbeat(const struct csq_heartbeat_args *a)
+check_heartbeat(const struct csq_op *op, const struct csq_limits *limits)
 {
+	const struct csq_heartbeat_args *a = &op->heartbeat;
 	struct csq_skill_list skills;
 	size_t i;
 
+	(void)limits;
 	if (!valid(a->servicer))
 		return CSQ_ESERVICER;
 	if (a->has_capacity &&
@@ -61,9 +67,10 @@ validate_needs(int has_needs, const char *needs,
 }
 
 static enum csq_status
-validate_enqueue(const struct csq_enqueue_args *a,
-                 const struct csq_limits *limits)
+check_enqueue(const struct csq_op *op, const struct csq_limits *limits)
 {
+	const struct csq_enqueue_args *a = &op->enqueue;
+
 	if (!valid(a->user))
 		return CSQ_EUSER;
 	if (a->has_queue && !valid(a->queue))
@@ -85,68 +92,111 @@ valid_room(const char *room)
 	       csq_parse_room(room, strlen(room), sid, &idx) == 0;
 }
 
+static enum csq_status
+check_none(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)op, (void)limits;
+	return CSQ_OK;
+}
+
+static enum csq_status
+check_servicer(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	return valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
+}
+
+static enum csq_status
+check_room(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	return valid_room(op->id) ? CSQ_OK : CSQ_EROOM;
+}
+
+static enum csq_status
+check_transfer(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	if (!valid_room(op->transfer.room))
+		return CSQ_EROOM;
+	if (!valid(op->transfer.queue))
+		return CSQ_EQUEUE;
+	return validate_needs(op->transfer.has_needs, op->transfer.needs,
+	                      &op->transfer.prefer);
+}
+
+static enum csq_status
+check_touch(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	if (!valid(op->id))
+		return CSQ_EUSER;
+	return op->ttl_s > CSQ_TTL_MAX ? CSQ_ERANGE : CSQ_OK;
+}
+
+static enum csq_status
+check_user(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	return valid(op->id) ? CSQ_OK : CSQ_EUSER;
+}
+
+static enum csq_status
+check_range(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	if (!valid(op->id))
+		return CSQ_EQUEUE;
+	return op->count > CSQ_RANGE_COUNT_MAX ? CSQ_ERANGE : CSQ_OK;
+}
+
+static enum csq_status
+check_queue(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	return valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
+}
+
+/* QUEUES, QSTATS: one queue, or every one (a slice's cursor: a name, or
+ * none). */
+static enum csq_status
+check_slice(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	return (op->id == NULL || valid(op->id)) &&
+	               (op->after == NULL || op->after[0] == '\0' ||
+	                valid(op->after))
+	           ? CSQ_OK
+	           : CSQ_EQUEUE;
+}
+
+static enum csq_status
+check_rooms(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
+}
+
+/* The set is checked whole when it applies. */
+static enum csq_status
+check_policy(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	return op->count <= CSQ_POLICIES_MAX && op->offset < op->count ? CSQ_OK
+	       : op->count == 0 && op->offset == 0                     ? CSQ_OK
+	                                           : CSQ_ERANGE;
+}
+
+#define CHECK_ROW(code, name, number, arity, roles, mutates, record, args,     \
+                  reply)                                                       \
+	[CSQ_OP_##code] = check_##args,
+
+static check_fn *const checks[CSQ_OP_COUNT] = {CSQ_OPS(CHECK_ROW)};
+
 enum csq_status
 csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
 {
-	switch (op->code) {
-	case CSQ_OP_HEARTBEAT:
-		return validate_heartbeat(&op->heartbeat);
-	case CSQ_OP_PAUSE:
-	case CSQ_OP_RESUME:
-	case CSQ_OP_LOGOUT:
-		return valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
-	case CSQ_OP_RELEASE:
-	case CSQ_OP_ACCEPT:
-	case CSQ_OP_DECLINE:
-	case CSQ_OP_READY:
-		return valid_room(op->id) ? CSQ_OK : CSQ_EROOM;
-	case CSQ_OP_TRANSFER:
-		if (!valid_room(op->transfer.room))
-			return CSQ_EROOM;
-		if (!valid(op->transfer.queue))
-			return CSQ_EQUEUE;
-		return validate_needs(op->transfer.has_needs,
-		                      op->transfer.needs, &op->transfer.prefer);
-	case CSQ_OP_ENQUEUE:
-		return validate_enqueue(&op->enqueue, limits);
-	case CSQ_OP_TOUCH:
-		if (!valid(op->id))
-			return CSQ_EUSER;
-		return op->ttl_s > CSQ_TTL_MAX ? CSQ_ERANGE : CSQ_OK;
-	case CSQ_OP_LEAVE:
-	case CSQ_OP_WHERE:
-		return valid(op->id) ? CSQ_OK : CSQ_EUSER;
-	case CSQ_OP_QUEUE:
-		if (!valid(op->id))
-			return CSQ_EQUEUE;
-		return op->count > CSQ_RANGE_COUNT_MAX ? CSQ_ERANGE : CSQ_OK;
-	case CSQ_OP_QLEN:
-		return valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
-	case CSQ_OP_QUEUES: /* a slice's cursor: a name, or none */
-		return (op->id == NULL || valid(op->id)) &&
-		               (op->after == NULL || op->after[0] == '\0' ||
-		                valid(op->after))
-		           ? CSQ_OK
-		           : CSQ_EQUEUE;
-	case CSQ_OP_ROOMS:
-		return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
-	case CSQ_OP_QSTATS: /* no id: every queue, or a slice */
-		return (op->id == NULL || valid(op->id)) &&
-		               (op->after == NULL || op->after[0] == '\0' ||
-		                valid(op->after))
-		           ? CSQ_OK
-		           : CSQ_EQUEUE;
-	case CSQ_OP_POLICY: /* the set is checked whole when it applies */
-		return op->count <= CSQ_POLICIES_MAX && op->offset < op->count
-		           ? CSQ_OK
-		       : op->count == 0 && op->offset == 0 ? CSQ_OK
-		                                           : CSQ_ERANGE;
-	case CSQ_OP_SERVICERS:
-	case CSQ_OP_STATS:
-	case CSQ_OP_EXPIRE:
-	case CSQ_OP_LIMITS:
-	case CSQ_OP_REARM:
-		return CSQ_OK;
-	}
-	return CSQ_ERANGE;
+	if ((unsigned)op->code >= CSQ_OP_COUNT)
+		return CSQ_ERANGE;
+	return checks[op->code](op, limits);
 }
