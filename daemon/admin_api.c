@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "http.h"
 #include "http_cache.h"
+#include "op_reply.h"
 #include "server.h"
 #include "util.h"
 
@@ -435,7 +436,7 @@ json_room(struct evbuffer *b, const struct csq_room_info *r)
 	evbuffer_add(b, "{", 1);
 	json_key_str(b, "room", r->room);
 	evbuffer_add(b, ",", 1);
-	json_key_str(b, "state", command_room_state(r->state));
+	json_key_str(b, "state", op_reply_room_state(r->state));
 	evbuffer_add(b, ",", 1);
 	json_key_str(b, "user", r->user);
 	evbuffer_add(b, ",", 1);
@@ -501,8 +502,8 @@ json_servicer(struct evbuffer *b, const struct csq_servicer_info *s,
 static void
 admin_render_head(struct admin_call *x, struct evbuffer *b)
 {
-	struct command_stat f[COMMAND_STATS_MAX];
-	size_t i, n = command_stats(&x->stats, f);
+	struct op_reply_stat f[OP_REPLY_STATS_MAX];
+	size_t i, n = op_reply_stats(&x->stats, f);
 
 	evbuffer_add(b, "{", 1);
 	json_key_u64(b, "id", x->event_id);

@@ -27,6 +27,7 @@
 #include "info.h"
 #include "metrics.h"
 #include "multi.h"
+#include "op_args.h"
 #include "resp.h"
 #include "server.h"
 
@@ -49,7 +50,7 @@ struct command {
 	const char *name; /* lower case, as errors quote it */
 	int arity;        /* > 0: exactly; < 0: at least -arity */
 	int flags;
-	command_proc *proc;
+	command_proc *proc; /* NULL: an operation (engine_commands) */
 	int roles;
 };
 
@@ -58,34 +59,21 @@ struct command {
 #define S     AUTH_SERVICER
 #define ALL   AUTH_ALL
 
-/* argc against an arity in Redis's way: n exactly, or -n at least. */
-static int
-arity_ok(int arity, int argc)
-{
-	return arity > 0 ? argc == arity : argc >= -arity;
-}
+/*
+ * The engine's commands are the operations of lib/op.h's table, each with
+ * its name, arity and roles there (an operation of arity 0 is no
+ * command); the others are csqd's own.
+ */
+#define ROLES(r)                                                               \
+	(((r)&CSQ_ROLE_FRONTEND ? AUTH_FRONTEND : 0) |                         \
+	 ((r)&CSQ_ROLE_SERVICER ? AUTH_SERVICER : 0))
+#define ENGINE_ROW(code, name, number, arity, roles, ...)                      \
+	[CSQ_OP_##code] = {#name, arity, CMD_ENGINE, NULL, ROLES(roles)},
+
+static const struct command engine_commands[CSQ_OP_COUNT] = {
+    CSQ_OPS(ENGINE_ROW)};
 
 static const struct command commands[] = {
-    {"heartbeat", -2, CMD_ENGINE, cmd_heartbeat, S},
-    {"enqueue", -2, CMD_ENGINE, cmd_enqueue, F},
-    {"release", 2, CMD_ENGINE, cmd_release, S},
-    {"where", 2, CMD_ENGINE, cmd_where, F | S},
-    {"touch", -2, CMD_ENGINE, cmd_touch, F},
-    {"leave", 2, CMD_ENGINE, cmd_leave, F},
-    {"pause", 2, CMD_ENGINE, cmd_pause, S},
-    {"resume", 2, CMD_ENGINE, cmd_resume, S},
-    {"logout", 2, CMD_ENGINE, cmd_logout, S},
-    {"accept", 2, CMD_ENGINE, cmd_accept, S},
-    {"decline", 2, CMD_ENGINE, cmd_decline, S},
-    {"ready", 2, CMD_ENGINE, cmd_ready, S},
-    {"transfer", -3, CMD_ENGINE, cmd_transfer, S},
-    {"queue", -2, CMD_ENGINE, cmd_queue, S},
-    {"qlen", 2, CMD_ENGINE, cmd_qlen, F | S},
-    {"qstats", 2, CMD_ENGINE, cmd_qstats, F | S},
-    {"servicers", 1, CMD_ENGINE, cmd_servicers, ADMIN},
-    {"stats", 1, CMD_ENGINE, cmd_stats, ADMIN},
-    {"queues", 1, CMD_ENGINE, cmd_queues, ADMIN},
-    {"rooms", 2, CMD_ENGINE, cmd_rooms, S},
     {"ping", -1, CMD_PUBSUB, cmd_ping, ALL},
     {"echo", 2, 0, cmd_echo, ADMIN},
     {"quit", -1, CMD_NOAUTH | CMD_PUBSUB | CMD_TXN, cmd_quit, ALL},
@@ -208,12 +196,28 @@ static const struct command *
 command_lookup(const char *name, size_t len)
 {
 	size_t i;
+	int op = csq_op_lookup(name, len);
 
+	if (op >= 0)
+		return &engine_commands[op];
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strlen(commands[i].name) == len &&
 		    strncasecmp(commands[i].name, name, len) == 0)
 			return &commands[i];
 	return NULL;
+}
+
+/* Runs cmd's handler: its own, or its operation's (engine_commands'
+ * rows are in the order of the opcodes). */
+static void
+command_run(const struct command *cmd, struct client *c,
+            const struct resp_request *req)
+{
+	if (cmd->proc != NULL)
+		cmd->proc(c, req);
+	else
+		command_queue_op(c, req,
+		                 (enum csq_opcode)(cmd - engine_commands));
 }
 
 int
@@ -252,7 +256,7 @@ command_multi_queue(struct client *c, const struct command *cmd,
 
 	if (cmd->flags & CMD_ENGINE) {
 		command_queue_check(1);
-		cmd->proc(c, req);
+		command_run(cmd, c, req);
 		good = command_queue_checked();
 		command_queue_check(0);
 	}
@@ -276,7 +280,7 @@ command_exec_one(struct client *c, const struct resp_request *req,
 	/* Counted in commands_total when it was queued. */
 	command_queue_begin(cmd->name, start);
 	command_queue_exec(x);
-	cmd->proc(c, req);
+	command_run(cmd, c, req);
 	command_queue_exec(NULL);
 	if (!command_queue_later())
 		command_measure(c, cmd->name, start, before);
@@ -305,7 +309,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		           command_arg_echo_len(req, 0), req->argv[0]);
 		goto error;
 	}
-	if (!arity_ok(cmd->arity, req->argc)) {
+	if (!op_args_arity_ok(cmd->arity, req->argc)) {
 		command_arg_arity_error(out, cmd->name);
 		goto error;
 	}
@@ -322,7 +326,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 		snprintf(fullname, sizeof(fullname), "%s|%s", cmd->name,
 		         sub->name);
 		name = fullname;
-		if (!arity_ok(sub->arity, req->argc)) {
+		if (!op_args_arity_ok(sub->arity, req->argc)) {
 			command_arg_arity_error(out, fullname);
 			goto error;
 		}
@@ -367,7 +371,7 @@ command_dispatch(struct client *c, const struct resp_request *req)
 	}
 	command_queue_begin(cmd->name, start);
 	c->server->log_peer = c->addr;
-	cmd->proc(c, req);
+	command_run(cmd, c, req);
 	c->server->log_peer = NULL;
 	/* A call still in flight is measured when its answer comes. */
 	if (!command_queue_later())

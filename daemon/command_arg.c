@@ -9,8 +9,7 @@
 #include "client.h"
 #include "resp.h"
 
-#define NAME_ECHO_MAX    128 /* bytes of an unknown command echoed back */
-#define INT64_DIGITS_MAX 20
+#define NAME_ECHO_MAX 128 /* bytes of an unknown command echoed back */
 
 /* Redis's arity error, for too few arguments, or for more than a
  * command's positional ones when it has no options beside (as LRANGE). */
@@ -35,33 +34,10 @@ command_arg_is(const struct resp_request *req, int i, const char *word)
 	       strncasecmp(req->argv[i], word, req->argvlen[i]) == 0;
 }
 
-/* Strict decimal as Redis parses it: no sign but '-', no leading zero. */
 int
 command_arg_parse_int(const char *s, size_t len, int64_t *out)
 {
-	uint64_t v = 0, limit;
-	size_t i = 0;
-	int neg = 0;
-
-	if (len == 0 || len > INT64_DIGITS_MAX)
-		return -1;
-	if (s[0] == '-') {
-		neg = 1;
-		if (++i == len)
-			return -1;
-	}
-	if (s[i] == '0' && (len - i > 1 || neg))
-		return -1;
-	limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-	for (; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		if (v > (limit - (uint64_t)(s[i] - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
-	return 0;
+	return op_args_parse_int(s, len, out);
 }
 
 /* An integer argument within [min, max]; replies the error otherwise. */

@@ -10,13 +10,11 @@
 #include <stdint.h>
 
 #include "csq.h"
+#include "op_args.h" /* ERR_SYNTAX, ERR_RANGE */
 
 struct client;
 struct evbuffer;
 struct resp_request;
-
-#define ERR_SYNTAX "ERR syntax error"
-#define ERR_RANGE  "ERR value is not an integer or out of range"
 
 /* Redis's arity error, for too few arguments, or for more than a
  * command's positional ones when it has no options beside (as LRANGE). */

@@ -1,15 +1,14 @@
 /*
- * The queue's commands, those the engine answers: servicers (HEARTBEAT,
- * PAUSE, RESUME, LOGOUT, RELEASE, ACCEPT, DECLINE, READY, TRANSFER), users
- * (ENQUEUE, TOUCH, LEAVE, WHERE) and the admin's (QUEUE, QLEN, SERVICERS,
- * STATS, QUEUES, ROOMS).
+ * The queue's commands, those the engine answers: the operations of
+ * lib/op.h's table that are commands (servicers', users' and the
+ * admin's).
  */
 #ifndef CSQD_COMMAND_QUEUE_H
 #define CSQD_COMMAND_QUEUE_H
 
 #include <stdint.h>
 
-#include "csq.h"
+#include "engine.h"
 
 struct client;
 struct csq_op;
@@ -17,36 +16,11 @@ struct csq_result;
 struct evbuffer;
 struct resp_request;
 
-void cmd_heartbeat(struct client *, const struct resp_request *);
-void cmd_pause(struct client *, const struct resp_request *);
-void cmd_resume(struct client *, const struct resp_request *);
-void cmd_logout(struct client *, const struct resp_request *);
-void cmd_release(struct client *, const struct resp_request *);
-void cmd_accept(struct client *, const struct resp_request *);
-void cmd_decline(struct client *, const struct resp_request *);
-void cmd_ready(struct client *, const struct resp_request *);
-void cmd_transfer(struct client *, const struct resp_request *);
-void cmd_enqueue(struct client *, const struct resp_request *);
-void cmd_touch(struct client *, const struct resp_request *);
-void cmd_leave(struct client *, const struct resp_request *);
-void cmd_where(struct client *, const struct resp_request *);
-void cmd_queue(struct client *, const struct resp_request *);
-void cmd_qlen(struct client *, const struct resp_request *);
-void cmd_qstats(struct client *, const struct resp_request *);
-void cmd_servicers(struct client *, const struct resp_request *);
-void cmd_stats(struct client *, const struct resp_request *);
-void cmd_queues(struct client *, const struct resp_request *);
-void cmd_rooms(struct client *, const struct resp_request *);
-/* STATS's fields, by name, in its order (the admin view's too). */
-#define COMMAND_STATS_MAX 32
-struct command_stat {
-	const char *name;
-	uint64_t value;
-};
-size_t command_stats(const struct csq_stats *,
-                     struct command_stat out[COMMAND_STATS_MAX]);
-/* "free", "offered", "assigned", "wrapup": ROOMS's names of the states. */
-const char *command_room_state(enum csq_room_state);
+/* The command of operation code (lib/op.h): its words parsed
+ * (op_args.h), then the engine's call, its reply written when it
+ * answers (op_reply.h). */
+void command_queue_op(struct client *, const struct resp_request *,
+                      enum csq_opcode code);
 
 /*
  * An engine call whose reply the caller writes: render runs when the

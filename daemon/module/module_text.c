@@ -2,49 +2,54 @@
  * The module's text commands, for those who call csq from Redis
  * directly (a script, redis-cli, redis-benchmark) rather than through
  * csqd: CSQ.ENQUEUE, CSQ.LEAVE, CSQ.WHERE, CSQ.QLEN, CSQ.RELEASE, each
- * csqd's command of that name with the state's key first. Each builds
- * the same struct csq_op that csqd sends as a record, checks it with
- * csq_op_validate and applies it with the memory engine, so it is
- * replicated (CSQ.APPLY), published and timed exactly as CSQ.CALL's
- * operations are. The replies are csqd's (docs/protocol.md, 11b).
+ * csqd's command of that name with the state's key first. Each is the
+ * operation of that name in lib/op.h's table: its words are parsed by
+ * csqd's parser (op_args.h), checked with csq_op_validate and applied
+ * with the memory engine, so it is replicated (CSQ.APPLY), published and
+ * timed exactly as CSQ.CALL's operations are; its reply is written by
+ * csqd's writer (op_reply.h), field for field (docs/protocol.md, 11b).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "module_state.h"
 
-#define TEXT_OPTS_MAX 5
+#include "op_args.h"
+#include "op_reply.h"
+#include "util.h"
 
-/* An argument as a C string of at most cap - 1 bytes, no NUL inside. */
-static int
-arg_text(RedisModuleString *arg, char *out, size_t cap)
+#define TEXT_WORDS 16   /* words copied on the stack, at most */
+#define TEXT_BYTES 1024 /* bytes of them */
+
+/* The reply's sink: Redis's reply calls (a map is a flat array). */
+static void
+sink_map(void *ctx, int64_t pairs)
 {
-	size_t len;
-	const char *s = RM_StringPtrLen(arg, &len);
-
-	if (len >= cap || memchr(s, '\0', len) != NULL)
-		return -1;
-	memcpy(out, s, len);
-	out[len] = '\0';
-	return 0;
+	RM_ReplyWithArray(ctx, 2 * (long)pairs);
 }
 
-/* An integer argument in min..max (csqd's error otherwise). */
-static int
-arg_int(RedisModuleString *arg, long long min, long long max, long long *v)
+static void
+sink_array(void *ctx, int64_t n)
 {
-	char buf[24], *end;
-	long long x;
+	RM_ReplyWithArray(ctx, (long)n);
+}
 
-	if (arg_text(arg, buf, sizeof(buf)) != 0 || buf[0] == '\0')
-		return -1;
-	x = strtoll(buf, &end, 10);
-	if (*end != '\0' || buf[0] == '+' || x < min || x > max)
-		return -1;
-	*v = x;
-	return 0;
+static void
+sink_bulk(void *ctx, const char *s, size_t len)
+{
+	RM_ReplyWithStringBuffer(ctx, s, len);
+}
+
+static void
+sink_integer(void *ctx, int64_t v)
+{
+	RM_ReplyWithLongLong(ctx, v);
+}
+
+static void
+sink_simple(void *ctx, const char *s)
+{
+	RM_ReplyWithSimpleString(ctx, s);
 }
 
 /* The answer of one operation, given while it runs: into the reply. */
@@ -54,89 +59,16 @@ struct text_call {
 };
 
 static void
-reply_str(RedisModuleCtx *ctx, const char *s)
+text_reply(RedisModuleCtx *ctx, enum csq_opcode code,
+           const struct csq_result *res)
 {
-	RM_ReplyWithStringBuffer(ctx, s, strlen(s));
-}
+	const struct op_reply o = {ctx,       sink_map,     sink_array,
+	                           sink_bulk, sink_integer, sink_simple};
 
-static void
-reply_int(RedisModuleCtx *ctx, const char *name, long long v)
-{
-	reply_str(ctx, name);
-	RM_ReplyWithLongLong(ctx, v);
-}
-
-/* ENQUEUE's reply, or WHERE's with detail: csqd's (command_queue.c's
- * reply_user), field for field. */
-static void
-reply_user(RedisModuleCtx *ctx, const struct csq_user_info *u, int detail)
-{
-	int prefer = u->prefer[0] != '\0', needs = u->needs[0] != '\0';
-	int relax = needs && u->relax_ms >= 0;
-
-	switch (u->state) {
-	case CSQ_USER_WAITING:
-		RM_ReplyWithArray(ctx, 2 * ((detail ? 6 : 4) +
-		                            (prefer ? 2 : 0) + needs + relax));
-		reply_str(ctx, "state");
-		reply_str(ctx, "waiting");
-		reply_str(ctx, "queue");
-		reply_str(ctx, u->queue);
-		reply_int(ctx, "position", (long long)u->position);
-		if (detail) {
-			reply_int(ctx, "tier", u->tier);
-			reply_int(ctx, "waited_ms", (long long)u->waited_ms);
-		}
-		reply_int(ctx, "eta_ms", u->eta_ms);
-		if (prefer) {
-			reply_str(ctx, "prefer");
-			reply_str(ctx, u->prefer);
-			reply_int(ctx, "prefer_ms", (long long)u->prefer_ms);
-		}
-		break;
-	case CSQ_USER_ASSIGNED:
-		RM_ReplyWithArray(ctx, 2 * ((detail ? 5 : 4) + needs));
-		reply_str(ctx, "state");
-		reply_str(ctx, "assigned");
-		reply_str(ctx, "queue");
-		reply_str(ctx, u->queue);
-		reply_str(ctx, "room");
-		reply_str(ctx, u->room);
-		reply_str(ctx, "servicer");
-		reply_str(ctx, u->servicer);
-		if (detail)
-			reply_int(ctx, "since_ms", (long long)u->since_ms);
-		relax = 0;
-		break;
-	case CSQ_USER_OFFERED:
-		RM_ReplyWithArray(ctx, 2 * ((detail ? 8 : 7) + needs));
-		reply_str(ctx, "state");
-		reply_str(ctx, "offered");
-		reply_str(ctx, "queue");
-		reply_str(ctx, u->queue);
-		reply_int(ctx, "tier", u->tier);
-		reply_str(ctx, "servicer");
-		reply_str(ctx, u->servicer);
-		reply_str(ctx, "room");
-		reply_str(ctx, u->room);
-		reply_int(ctx, "expires_in_ms", (long long)u->expires_in_ms);
-		if (detail)
-			reply_int(ctx, "waited_ms", (long long)u->waited_ms);
-		reply_int(ctx, "eta_ms", u->eta_ms);
-		relax = 0;
-		break;
-	default:
-		RM_ReplyWithArray(ctx, 2);
-		reply_str(ctx, "state");
-		reply_str(ctx, "none");
-		return;
-	}
-	if (needs) {
-		reply_str(ctx, "needs");
-		reply_str(ctx, u->needs);
-	}
-	if (relax)
-		reply_int(ctx, "relax_ms", u->relax_ms);
+	if (res->status != CSQ_OK)
+		RM_ReplyWithError(ctx, csq_status_text(res->status));
+	else
+		op_reply_write(&o, code, res);
 }
 
 static void
@@ -144,21 +76,7 @@ text_answer(void *arg, const struct csq_result *res)
 {
 	struct text_call *tc = arg;
 
-	if (res->status != CSQ_OK) {
-		RM_ReplyWithError(tc->ctx, csq_status_text(res->status));
-		return;
-	}
-	switch (tc->code) {
-	case CSQ_OP_ENQUEUE:
-		reply_user(tc->ctx, &res->user, 0);
-		break;
-	case CSQ_OP_WHERE:
-		reply_user(tc->ctx, &res->user, 1);
-		break;
-	default: /* LEAVE, QLEN, RELEASE */
-		RM_ReplyWithLongLong(tc->ctx, res->n);
-		break;
-	}
+	text_reply(tc->ctx, tc->code, res);
 }
 
 /*
@@ -167,22 +85,18 @@ text_answer(void *arg, const struct csq_result *res)
  * empty state does, without making one.
  */
 static int
-text_run(RedisModuleCtx *ctx, RedisModuleString *name, struct csq_op *op,
-         int writes)
+text_run(RedisModuleCtx *ctx, RedisModuleString *name, struct csq_op *op)
 {
 	struct text_call tc = {ctx, op->code};
+	int writes = csq_op_mutates(op->code);
 	struct module_state *st;
 	RedisModuleKey *key;
 	enum csq_status s;
 
 	if ((st = module_state_open(ctx, name, writes, &key)) == NULL) {
 		/* An error replied, or a read of no state. */
-		if (!writes && RM_KeyType(key) == RM_KEYTYPE_EMPTY) {
-			if (op->code == CSQ_OP_WHERE)
-				reply_user(ctx, &(struct csq_user_info){0}, 1);
-			else
-				RM_ReplyWithLongLong(ctx, 0);
-		}
+		if (!writes && RM_KeyType(key) == RM_KEYTYPE_EMPTY)
+			text_reply(ctx, op->code, &(struct csq_result){0});
 		RM_CloseKey(key);
 		return RM_OK;
 	}
@@ -199,142 +113,87 @@ text_run(RedisModuleCtx *ctx, RedisModuleString *name, struct csq_op *op,
 	return RM_OK;
 }
 
-static void
-op_init(struct csq_op *op, enum csq_opcode code, const char *id)
+/*
+ * CSQ.<op> <key> <words>: csqd's command of that name and arity with the
+ * key first. The words are copied out, each with its NUL, so that the
+ * parser reads C strings whatever Redis's strings are; the TIER a state
+ * takes is its own (csq_op_validate), so the parser takes any tier there
+ * may be.
+ */
+static int
+text_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
+             enum csq_opcode code)
 {
-	memset(op, 0, sizeof(*op));
-	op->code = code;
-	op->id = id;
-	op->ttl_s = -1;
+	char *words[TEXT_WORDS], text[TEXT_BYTES], *t = text;
+	size_t lens[TEXT_WORDS], len, total = 0;
+	struct resp_request req = {argc - 1, words, lens, 0};
+	struct op_args_buf buf;
+	struct csq_op op;
+	const char *err;
+	int i, ret;
+
+	if (!op_args_arity_ok(csq_op_def(code)->arity, argc - 1))
+		return RM_WrongArity(ctx);
+	/* The key's place is the name's: the words follow it. A command's
+	 * usual words fit on the stack; more go to the heap. */
+	if (req.argc > TEXT_WORDS) {
+		req.argv = csq_xmalloc((size_t)req.argc * sizeof(*req.argv));
+		req.argvlen =
+		    csq_xmalloc((size_t)req.argc * sizeof(*req.argvlen));
+	}
+	for (i = 0; i < req.argc; i++) {
+		req.argv[i] = (char *)RM_StringPtrLen(argv[i + 1], &len);
+		req.argvlen[i] = len;
+		total += len + 1;
+	}
+	if (total > TEXT_BYTES)
+		t = csq_xmalloc(total);
+	for (i = 0, total = 0; i < req.argc; i++) {
+		memcpy(t + total, req.argv[i], req.argvlen[i]);
+		t[total + req.argvlen[i]] = '\0';
+		req.argv[i] = t + total;
+		total += req.argvlen[i] + 1;
+	}
+	err = op_args_parse(code, &req, CSQ_TIER_LIMIT, &op, &buf);
+	ret = err != NULL ? RM_ReplyWithError(ctx, err)
+	                  : text_run(ctx, argv[1], &op);
+	if (t != text)
+		free(t);
+	if (req.argv != words) {
+		free(req.argvlen);
+		free(req.argv);
+	}
+	return ret;
 }
 
-/* CSQ.<op> <key> <id>: LEAVE, WHERE, QLEN, RELEASE. */
 static int
-text_one(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
-         enum csq_opcode code, int writes)
+cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-	char id[CSQ_ROOM_MAX + 1];
-	struct csq_op op;
-
-	if (argc != 3)
-		return RM_WrongArity(ctx);
-	if (arg_text(argv[2], id, sizeof(id)) != 0)
-		return RM_ReplyWithError(
-		    ctx, csq_status_text(code == CSQ_OP_QLEN      ? CSQ_EQUEUE
-		                         : code == CSQ_OP_RELEASE ? CSQ_EROOM
-		                                                  : CSQ_EUSER));
-	op_init(&op, code, id);
-	return text_run(ctx, argv[1], &op, writes);
+	return text_command(ctx, argv, argc, CSQ_OP_ENQUEUE);
 }
 
 static int
 cmd_leave(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-	return text_one(ctx, argv, argc, CSQ_OP_LEAVE, 1);
+	return text_command(ctx, argv, argc, CSQ_OP_LEAVE);
 }
 
 static int
 cmd_where(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-	return text_one(ctx, argv, argc, CSQ_OP_WHERE, 0);
+	return text_command(ctx, argv, argc, CSQ_OP_WHERE);
 }
 
 static int
 cmd_qlen(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-	return text_one(ctx, argv, argc, CSQ_OP_QLEN, 0);
+	return text_command(ctx, argv, argc, CSQ_OP_QLEN);
 }
 
 static int
 cmd_release(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-	return text_one(ctx, argv, argc, CSQ_OP_RELEASE, 1);
-}
-
-/* Which option argv[i] names (case-insensitive), or -1. */
-static int
-option_of(RedisModuleString *arg, const char *const *names, int n)
-{
-	size_t len;
-	const char *s = RM_StringPtrLen(arg, &len);
-	int k;
-
-	for (k = 0; k < n; k++)
-		if (strlen(names[k]) == len &&
-		    strncasecmp(s, names[k], len) == 0)
-			return k;
-	return -1;
-}
-
-/*
- * CSQ.ENQUEUE <key> <user> [QUEUE q] [TIER t] [TTL s] [PREFER servicer
- * seconds] [NEEDS list]: csqd's ENQUEUE. Options in any order, the last
- * of a repeated one winning; their ranges are libcsq's (csq_op_validate).
- */
-static int
-cmd_enqueue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
-{
-	static const char *const names[TEXT_OPTS_MAX] = {"queue", "tier", "ttl",
-	                                                 "prefer", "needs"};
-	char user[CSQ_ID_MAX + 2], queue[CSQ_ID_MAX + 2],
-	    prefer[CSQ_ID_MAX + 2], needs[CSQ_SKILLS_TEXT_MAX + 1];
-	struct csq_op op;
-	struct csq_enqueue_args *a = &op.enqueue;
-	long long v;
-	int i, k;
-
-	if (argc < 3)
-		return RM_WrongArity(ctx);
-	if (arg_text(argv[2], user, sizeof(user)) != 0)
-		return RM_ReplyWithError(ctx, csq_status_text(CSQ_EUSER));
-	op_init(&op, CSQ_OP_ENQUEUE, user);
-	a->user = user;
-	for (i = 3; i < argc; i += k == 3 ? 3 : 2) {
-		k = option_of(argv[i], names, TEXT_OPTS_MAX);
-		if (k < 0 || i + (k == 3 ? 2 : 1) >= argc)
-			return RM_ReplyWithError(ctx, "ERR syntax error");
-		switch (k) {
-		case 0:
-			if (arg_text(argv[i + 1], queue, sizeof(queue)) != 0)
-				return RM_ReplyWithError(
-				    ctx, csq_status_text(CSQ_EQUEUE));
-			a->has_queue = 1;
-			a->queue = queue;
-			break;
-		case 1:
-		case 2:
-			if (arg_int(argv[i + 1], 0, CSQ_TTL_MAX, &v) != 0)
-				return RM_ReplyWithError(
-				    ctx, csq_status_text(CSQ_ERANGE));
-			if (k == 1) {
-				a->has_tier = 1;
-				a->tier = (uint32_t)v;
-			} else {
-				a->has_ttl = 1;
-				a->ttl_s = (uint32_t)v;
-			}
-			break;
-		case 3:
-			if (arg_text(argv[i + 1], prefer, sizeof(prefer)) != 0)
-				return RM_ReplyWithError(
-				    ctx, csq_status_text(CSQ_ESERVICER));
-			if (arg_int(argv[i + 2], 1, CSQ_PREFER_MAX, &v) != 0)
-				return RM_ReplyWithError(
-				    ctx, csq_status_text(CSQ_ERANGE));
-			a->prefer.has_prefer = 1;
-			a->prefer.servicer = prefer;
-			a->prefer.seconds = (uint32_t)v;
-			break;
-		default:
-			if (arg_text(argv[i + 1], needs, sizeof(needs)) != 0)
-				return RM_ReplyWithError(
-				    ctx, csq_status_text(CSQ_ESKILL));
-			a->has_needs = 1;
-			a->needs = needs;
-			break;
-		}
-	}
-	return text_run(ctx, argv[1], &op, 1);
+	return text_command(ctx, argv, argc, CSQ_OP_RELEASE);
 }
 
 int
