@@ -165,6 +165,30 @@ peek_done(void *arg, const struct csq_result *res)
 	deadline_moved(r);
 }
 
+/* The limits sent alone have their answer. */
+static void
+limits_done(void *arg, const struct csq_result *res)
+{
+	(void)res;
+	((struct redis_engine *)arg)->limits_out = 0;
+}
+
+/* Limits that no CSQ.CALL has applied yet (a reload, while only reads
+ * came): sent alone, so that the module's deadlines act under them
+ * within a tick, as when the health check carried them. */
+static void
+limits_send(struct redis_engine *r)
+{
+	struct redis_call *k;
+
+	if (r->limits_out || r->limits_applied >= r->limits_gen)
+		return;
+	k = redis_call_new(r, CSQ_OP_LIMITS, limits_done, r);
+	k->limits_only = 1;
+	r->limits_out = 1;
+	redis_call_send(r, k);
+}
+
 static void
 peek_send(struct redis_engine *r)
 {
@@ -182,6 +206,7 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	redis_reply_log_flush(r);
 	if (!r->up)
 		return;
+	limits_send(r);
 	if (r->peek_sent_us == 0)
 		peek_send(r);
 	else if (metrics_now_us() - r->peek_sent_us >
@@ -193,6 +218,7 @@ static void
 redis_set_limits(struct csq_engine *e, const struct csq_limits *limits)
 {
 	redis_engine(e)->limits = *limits;
+	redis_engine(e)->limits_gen++;
 }
 
 static enum csq_status
@@ -317,6 +343,7 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	r->wait_replicas = cfg->redis_wait_replicas;
 	r->wait_timeout_ms = cfg->redis_wait_timeout_ms;
 	r->limits = cfg->limits;
+	r->limits_gen = 1;
 	redis_policy_init(r, cfg->policies, (size_t)cfg->npolicies);
 	r->clock = clock;
 	r->clock_arg = clock_arg;

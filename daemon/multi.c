@@ -39,6 +39,7 @@ struct multi_exec {
 	size_t pending;           /* engine calls not answered yet */
 	size_t calls;             /* engine calls made */
 	size_t tryagain;          /* of those, answered TRYAGAIN: not run */
+	int oom;                  /* one of them for Redis's maxmemory */
 	size_t unsure;            /* answered "may have been applied" */
 	int running;              /* inside cmd_exec: the array waits for it */
 	struct client_slot *slot; /* EXEC's reply, when it comes later */
@@ -196,6 +197,7 @@ multi_exec_reply(struct multi_exec *x, struct evbuffer *out)
 	if (x->calls > 0 && x->tryagain + x->unsure == x->calls) {
 		resp_error(out, "%s",
 		           csq_status_text(x->unsure > 0 ? CSQ_EUNSURE
+		                           : x->oom      ? CSQ_EOOM
 		                                         : CSQ_ETRYAGAIN));
 		return;
 	}
@@ -236,8 +238,10 @@ void
 multi_exec_answered(struct multi_exec *x, enum csq_status status)
 {
 	x->pending--;
-	if (status == CSQ_ETRYAGAIN)
+	if (status == CSQ_ETRYAGAIN || status == CSQ_EOOM)
 		x->tryagain++;
+	if (status == CSQ_EOOM)
+		x->oom = 1;
 	else if (status == CSQ_EUNSURE)
 		x->unsure++;
 	if (x->pending == 0 && !x->running)

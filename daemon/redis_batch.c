@@ -3,6 +3,9 @@
  * arrive in one loop turn go together, in order, in one CSQ.CALL; when
  * BATCH_INFLIGHT calls are in flight, the next waits for a reply. A busy
  * daemon so pays Redis's cost of a command once for many operations.
+ * A run of operations that only read goes as CSQ.READ, which Redis runs
+ * over its maxmemory (CSQ.CALL is deny-oom): reads are answered when
+ * Redis is full, and writes are refused with an error that says so.
  */
 #include "redis_engine.h"
 
@@ -58,11 +61,13 @@ redis_batch_fail_pending(struct redis_engine *r)
 	calls_fail(&r->pending, CSQ_ETRYAGAIN);
 }
 
-/* Whether k may change the state (the health check, a LIMITS, does not). */
+/* Whether k may change the state (the health check, a LIMITS, does not;
+ * the limits sent alone are applied by a CSQ.CALL). */
 static int
 call_writes(const struct redis_call *k)
 {
-	return k->code != CSQ_OP_LIMITS && csq_op_mutates(k->code);
+	return k->code != CSQ_OP_LIMITS ? csq_op_mutates(k->code)
+	                                : k->limits_only;
 }
 
 /* A WAIT sent after a call: which one, for its answer. */
@@ -171,12 +176,17 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		}
 		/* csq.so reads every record before it runs any, and Redis
 		 * refuses a call (OOM, a wrong key type) before the module
-		 * runs: an error reply changed nothing. */
-		batch_fail(b, CSQ_ETRYAGAIN);
+		 * runs: an error reply changed nothing. Over maxmemory only
+		 * changes are refused (reads go as CSQ.READ), and say so. */
+		batch_fail(b, strncmp(reply->str, "OOM", 3) == 0
+		                  ? CSQ_EOOM
+		                  : CSQ_ETRYAGAIN);
 	} else if ((last = redis_reply_header(r, reply)) < 0) {
 		log_warnx("engine redis: a reply of an unexpected shape");
 		batch_fail(b, CSQ_EUNSURE);
 	} else {
+		if (b->writes && b->limits_gen > r->limits_applied)
+			r->limits_applied = b->limits_gen;
 		redis_subscription_sync(r, b, reply->element[4],
 		                        (uint64_t)last);
 		redis_subscription_reply(r, reply->element[4]);
@@ -211,7 +221,8 @@ batch_command(struct redis_batch *b, int argc, const char **argv,
 }
 
 /*
- * CSQ.CALL <state key> <limits> <time> <op>...: the limits as a LIMITS
+ * CSQ.CALL (or CSQ.READ) <state key> <limits> <time> <op>...: the limits
+ * as a LIMITS
  * record, the time empty (the module's) or a test's clock, and each
  * operation as its record (redis_call_record); the health check, which
  * has none, as the limits again (the module answers it with nothing).
@@ -234,13 +245,14 @@ batch_write(struct redis_batch *b)
 	op.code = CSQ_OP_LIMITS;
 	op.limits = r->limits;
 	limits_len = csq_record_encode(&op, 0, limits);
+	b->limits_gen = r->limits_gen;
 	now[0] = '\0';
 #ifdef CSQ_TEST_CLOCK
 	if (debug_clock_ms() != 0)
 		snprintf(now, sizeof(now), "%llu",
 		         (unsigned long long)debug_clock_ms());
 #endif
-	argv[argc] = "CSQ.CALL", argvlen[argc++] = 8;
+	argv[argc] = b->writes ? "CSQ.CALL" : "CSQ.READ", argvlen[argc++] = 8;
 	argv[argc] = r->state_key, argvlen[argc++] = strlen(r->state_key);
 	argv[argc] = (const char *)limits, argvlen[argc++] = limits_len;
 	argv[argc] = now, argvlen[argc++] = strlen(now);
@@ -258,8 +270,20 @@ batch_write(struct redis_batch *b)
 	free(argvlen);
 }
 
-/* Sends up to BATCH_MAX pending operations as one CSQ.CALL, a group
- * (MULTI) whole. */
+/* Whether the operation k (a group's first: the whole group) may change
+ * the state, and so goes in a CSQ.CALL rather than a CSQ.READ. */
+static int
+run_writes(const struct redis_call *k)
+{
+	int n = k->group_len > 1 ? k->group_len : 1, w = 0;
+
+	for (; n > 0 && k != NULL; n--, k = TAILQ_NEXT(k, entry))
+		w |= call_writes(k);
+	return w;
+}
+
+/* Sends up to BATCH_MAX pending operations as one CSQ.CALL (or, when
+ * they only read, one CSQ.READ), a group (MULTI) whole. */
 static void
 batch_send(struct redis_engine *r)
 {
@@ -272,10 +296,12 @@ batch_send(struct redis_engine *r)
 	b = csq_xcalloc(1, sizeof(*b));
 	b->r = r;
 	b->sub_gen = r->sub.ready ? r->sub_gen : 0;
+	b->writes = run_writes(TAILQ_FIRST(&r->pending));
 	TAILQ_INIT(&b->calls);
 	while ((k = TAILQ_FIRST(&r->pending)) != NULL) {
 		take = k->group_len > 1 ? k->group_len : 1;
-		if (b->ncalls > 0 && b->ncalls + take > BATCH_MAX)
+		if (b->ncalls > 0 && (b->ncalls + take > BATCH_MAX ||
+		                      run_writes(k) != b->writes))
 			break;
 		while (take-- > 0) {
 			k = TAILQ_FIRST(&r->pending);

@@ -53,7 +53,8 @@ struct redis_call {
 	uint64_t parked_ms;
 	TAILQ_ENTRY(redis_call) order; /* in redis_engine.order */
 	int ready;                     /* res is the answer */
-	int group_len; /* the first of a group: its calls, all in one batch */
+	int group_len;   /* the first of a group: its calls, all in one batch */
+	int limits_only; /* a LIMITS that goes as CSQ.CALL, to apply them */
 	uint64_t wait_seq; /* held until that WAIT answers; 0: not held */
 };
 
@@ -64,8 +65,10 @@ struct redis_batch {
 	struct redis_engine *r;
 	struct redis_call_list calls;
 	int ncalls;
-	uint64_t sub_gen;  /* the subscription it was made under (0 none) */
-	uint64_t wait_seq; /* the WAIT after its call; 0: none */
+	uint64_t sub_gen;    /* the subscription it was made under (0 none) */
+	uint64_t wait_seq;   /* the WAIT after its call; 0: none */
+	int writes;          /* CSQ.CALL; 0: its operations read (CSQ.READ) */
+	uint64_t limits_gen; /* the limits it carried (CSQ.CALL applies them) */
 };
 
 struct redis_engine {
@@ -79,6 +82,11 @@ struct redis_engine {
 	int64_t db;
 	char channel[CONFIG_STR_MAX + 16]; /* "{prefix}:events" */
 	struct csq_limits limits;
+	/* Each change of limits is a generation; a CSQ.CALL answered applied
+	 * the one it carried (CSQ.READ applies none): until the last is, the
+	 * tick sends them alone (limits_out: on their way). */
+	uint64_t limits_gen, limits_applied;
+	int limits_out;
 	csq_clock_fn *clock; /* this daemon's time, for deadlines */
 	void *clock_arg;
 	csq_emit_fn *emit;

@@ -82,6 +82,8 @@ enum csq_status {
 	CSQ_EQUEUES,      /* a new queue beyond max_queues */
 	CSQ_ENOBODY,      /* nobody serves the queue, which refuses (3c) */
 	CSQ_ECLOSED,      /* the queue is closed and refuses (section 3c) */
+	CSQ_EOOM,         /* the Redis engine's Redis is over its maxmemory:
+	                   * a change refused, nothing changed (reads go on) */
 };
 
 const char *csq_status_text(enum csq_status);

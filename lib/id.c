@@ -106,6 +106,9 @@ csq_status_text(enum csq_status st)
 		return "NOBODY nobody serves the queue now";
 	case CSQ_ECLOSED: /* csqd says when it opens (section 3c) */
 		return "CLOSED queue is closed";
+	case CSQ_EOOM:
+		return "TRYAGAIN Redis is over its maxmemory, nothing was "
+		       "changed (reads are answered)";
 	}
 	return "ERR unknown status";
 }

@@ -2,6 +2,8 @@
  * csq.so: libcsq inside Redis (module_state.h). Its commands:
  *
  *   CSQ.CALL <key> <limits> <time> <op>...   csqd's calls (docs/protocol.md)
+ *   CSQ.READ <key> <limits> <time> <op>...   the same, reads only: they are
+ *                                            answered over maxmemory
  *   CSQ.VERSION                              the handshake
  *   CSQ.DIGEST <key>                         the state's checksum
  *   CSQ.DUMP <key>                           the state's records
@@ -353,14 +355,22 @@ bad:
  * whole refuses the call, and nothing changes. The reply: the earliest
  * deadline (-1 none), the time, the last event id, 1, the events'
  * message ("" none), then each operation's result (lib/result.h).
+ *
+ * CSQ.READ takes the same arguments and gives the same reply, for
+ * operations that only read (csq_op_mutates; a LIMITS is the health
+ * check): it is registered readonly and without deny-oom, so that reads
+ * are answered when Redis is over its maxmemory, as Redis answers GET
+ * there. It changes nothing: the limits are not applied, an empty key
+ * is read as an empty state and not made, and an operation that would
+ * change the state refuses the whole call before anything runs.
  */
 static int
-cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+call_run(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int reads)
 {
 	struct csq_record_strings *strs;
 	struct csq_op limits_op, *ops;
 	struct call_reply cr = {NULL, 0, {0}};
-	struct module_state *st;
+	struct module_state *st, *tmp = NULL;
 	RedisModuleKey *key;
 	struct csq_wbuf msg = {0};
 	uint64_t now, t, next;
@@ -394,19 +404,38 @@ cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 		return RM_OK;
 	}
 	for (i = 0; i < n; i++) {
+		char err[112];
+
 		s = RM_StringPtrLen(argv[4 + i], &len);
 		if (record_open(s, len, &ops[i], &t, &strs[i]) != 0 ||
 		    ops[i].code == CSQ_OP_REARM) {
-			char err[96];
-
 			snprintf(err, sizeof(err),
 			         "ERR operation %d is not a csq record", i + 1);
+		} else if (reads && ops[i].code != CSQ_OP_LIMITS &&
+		           csq_op_mutates(ops[i].code)) {
+			snprintf(err, sizeof(err),
+			         "ERR operation %d changes the state: "
+			         "CSQ.READ takes reads only (CSQ.CALL)",
+			         i + 1);
+		} else {
+			continue;
+		}
+		RM_Free(ops);
+		RM_Free(strs);
+		return RM_ReplyWithError(ctx, err);
+	}
+	if (reads) {
+		if (state_read(ctx, argv[1], &key, &st) != 0 ||
+		    (st == NULL && module_import_refuse(ctx, argv[1]))) {
 			RM_Free(ops);
 			RM_Free(strs);
-			return RM_ReplyWithError(ctx, err);
+			RM_CloseKey(key);
+			return RM_OK;
 		}
-	}
-	if ((st = state_open(ctx, argv[1], 1, 0, &key)) == NULL) {
+		/* An empty key reads as the state CSQ.CALL would make. */
+		if (st == NULL)
+			st = tmp = module_state_new(1);
+	} else if ((st = state_open(ctx, argv[1], 1, 0, &key)) == NULL) {
 		RM_Free(ops);
 		RM_Free(strs);
 		RM_CloseKey(key);
@@ -414,7 +443,8 @@ cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	}
 	module_state_begin(st, ctx, now);
 	cr.st = st;
-	if (!limits_equal(&limits_op.limits,
+	if (!reads &&
+	    !limits_equal(&limits_op.limits,
 	                  csq_get_limits(csq_engine_memory_state(st->engine))))
 		st->engine->ops->set_limits(st->engine, &limits_op.limits);
 	/* The answers are made first, the reply's header after them. */
@@ -471,8 +501,23 @@ cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	RM_Free(ops);
 	RM_Free(strs);
 	RM_CloseKey(key);
-	module_timer_update(ctx);
+	if (tmp != NULL)
+		module_state_free(tmp);
+	if (!reads)
+		module_timer_update(ctx);
 	return RM_OK;
+}
+
+static int
+cmd_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	return call_run(ctx, argv, argc, 0);
+}
+
+static int
+cmd_read(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+	return call_run(ctx, argv, argc, 1);
 }
 
 /* Only Redis itself may send these: from its master, or from its AOF. */
@@ -671,6 +716,8 @@ RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 	if (module_type_register(ctx) != RM_OK ||
 	    RM_CreateCommand(ctx, "csq.call", cmd_call, "write deny-oom", 1, 1,
 	                     1) != RM_OK ||
+	    RM_CreateCommand(ctx, "csq.read", cmd_read, "readonly", 1, 1, 1) !=
+	        RM_OK ||
 	    RM_CreateCommand(ctx, "csq.apply", cmd_apply, "write", 1, 1, 1) !=
 	        RM_OK ||
 	    RM_CreateCommand(ctx, "csq.load", cmd_load, "write", 1, 1, 1) !=

@@ -306,8 +306,9 @@ module_not_loaded(void **state)
 /*
  * Garbage sent to the module straight (not through csqd): wrong arity,
  * records that are not records, a cut one, one with a bad checksum,
- * random bytes, CSQ.APPLY and CSQ.LOAD from a client, a key of another
- * type. Each is an error; the server lives and the state is unchanged.
+ * random bytes (to CSQ.CALL and CSQ.READ), CSQ.APPLY and CSQ.LOAD from a
+ * client, a key of another type. Each is an error; the server lives and the
+ * state is unchanged.
  */
 static void
 garbage_changes_nothing(void **state)
@@ -334,6 +335,13 @@ garbage_changes_nothing(void **state)
 	assert_error_prefix_at(__FILE__, __LINE__, rep,
 	                       "ERR the limits are not");
 	freeReplyObject(rep);
+	rep = CMD(rc, "CSQ.READ %s", KEY);
+	assert_error_prefix_at(__FILE__, __LINE__, rep, "ERR wrong number");
+	freeReplyObject(rep);
+	rep = CMD(rc, "CSQ.READ %s nolimits %s", KEY, "");
+	assert_error_prefix_at(__FILE__, __LINE__, rep,
+	                       "ERR the limits are not");
+	freeReplyObject(rep);
 	rep = CMD(rc, "CSQ.APPLY %s 1 x", KEY);
 	assert_error_prefix_at(__FILE__, __LINE__, rep,
 	                       "ERR CSQ.APPLY is for Redis's replication");
@@ -354,7 +362,8 @@ garbage_changes_nothing(void **state)
 	for (i = 0; i < 2000; i++) {
 		for (j = 0; j < (int)sizeof(rnd); j++)
 			rnd[j] = (char)(rand() % 256);
-		argv[0] = "CSQ.CALL", argvlen[0] = 8;
+		/* CSQ.READ takes what CSQ.CALL takes. */
+		argv[0] = i % 2 ? "CSQ.READ" : "CSQ.CALL", argvlen[0] = 8;
 		argv[1] = KEY, argvlen[1] = strlen(KEY);
 		argv[2] = rnd, argvlen[2] = (size_t)(rand() % 64);
 		argv[3] = "", argvlen[3] = 0;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "record.h"
 
 #define PREFIX "p"
 
@@ -1608,39 +1609,100 @@ stalled_unsure(void **state)
 }
 
 /*
- * Redis full, with maxmemory-policy noeviction: CSQ.CALL is deny-oom, so
- * Redis refuses every call before it runs (reads too: one command carries
- * them all) and each answers TRYAGAIN with nothing changed; the log says
- * OOM without a line per refusal, and once Redis has room again
- * everything works, on the state as it was.
+ * Redis full, with maxmemory-policy noeviction (maxmemory 1 byte): a
+ * change goes as CSQ.CALL, which is deny-oom, and Redis refuses it before
+ * it runs: each answers TRYAGAIN saying why, with nothing changed, and the
+ * log says OOM without a line per refusal. Reads go as CSQ.READ (readonly,
+ * not deny-oom) and are answered from the state as it is, the views'
+ * slices too; a MULTI of reads is answered, one with a change refused
+ * whole. Once Redis has room again everything works, on the state as it
+ * was; /healthz says up throughout. Tried to break it: a change sent to
+ * CSQ.READ directly, with a read beside it, and a read of a prefix that has no
+ * state (which must not make one).
  */
 #define OOM_TRIES 50
+#define OOM_TEXT                                                               \
+	"-TRYAGAIN Redis is over its maxmemory, nothing was changed (reads "   \
+	"are answered)"
+#define OOM_KEY "{" PREFIX "}:state"
+
+/* CSQ.READ or CSQ.CALL of key, sent to Redis straight, with one op. */
+static redisReply *
+module_call(redisContext *rc, const char *cmd, const char *key,
+            const struct csq_op *op)
+{
+	uint8_t lim[CSQ_RECORD_MAX], rec[CSQ_RECORD_MAX];
+	struct csq_op l;
+	const char *argv[5] = {cmd, key, (const char *)lim, "",
+	                       (const char *)rec};
+	size_t argvlen[5];
+
+	memset(&l, 0, sizeof(l));
+	l.code = CSQ_OP_LIMITS;
+	csq_limits_default(&l.limits);
+	argvlen[0] = strlen(cmd);
+	argvlen[1] = strlen(key);
+	argvlen[2] = csq_record_encode(&l, 0, lim);
+	argvlen[3] = 0;
+	argvlen[4] = csq_record_encode(op, 0, rec);
+	return redisCommandArgv(rc, 5, argv, argvlen);
+}
 
 static void
 redis_out_of_memory(void **state)
 {
 	struct rfx *fx = *state;
+	char before[64], after[64];
 	redisContext *c, *rc;
+	struct csq_op op;
 	redisReply *r;
 	int i;
 
-	fx_daemon(fx, 0, "");
+	fx->d[0] = csqd_start_redis_http(fx->r, PREFIX, "");
 	c = csqd_connect(fx->d[0]);
 	rc = redisd_connect(fx->r);
 	freeReplyObject(CMD(c, "ENQUEUE u1"));
 	freeReplyObject(CMD(c, "ENQUEUE u2"));
+	freeReplyObject(CMD(c, "ENQUEUE u3 QUEUE other"));
+	redisd_digest(fx->r, OOM_KEY, before, sizeof(before));
 	freeReplyObject(CMD(rc, "CONFIG SET maxmemory-policy noeviction"));
 	r = CMD(rc, "CONFIG SET maxmemory 1");
 	assert_reply_status(r, "OK");
 	freeReplyObject(r);
 
-	/* Refused before it ran: the plain TRYAGAIN, not the "may have
-	 * been applied" of a call lost in flight. */
+	/* Refused before it ran, and saying why: not the "may have been
+	 * applied" of a call lost in flight. */
 	for (i = 0; i < OOM_TRIES; i++)
-		CHECK(c, NOTHING_TEXT, "ENQUEUE new%d", i);
-	CHECK(c, NOTHING_TEXT, "HEARTBEAT s1");
-	CHECK(c, NOTHING_TEXT, "LEAVE u1");
-	CHECK(c, NOTHING_TEXT, "WHERE u2");
+		CHECK(c, OOM_TEXT, "ENQUEUE new%d", i);
+	CHECK(c, OOM_TEXT, "HEARTBEAT s1");
+	CHECK(c, OOM_TEXT, "LEAVE u1");
+	/* The reads are answered. */
+	r = CMD(c, "WHERE u2");
+	assert_string_equal(FIELD_STR(r, "state"), "waiting");
+	assert_int_equal(FIELD_INT(r, "position"), 2);
+	freeReplyObject(r);
+	CHECK(c, ":2", "QLEN default");
+	CHECK(c, "['state','none']", "WHERE new0");
+	r = CMD(c, "STATS");
+	assert_int_equal(FIELD_INT(r, "waiting"), 3);
+	freeReplyObject(r);
+	r = CMD(c, "QUEUE default");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 2);
+	freeReplyObject(r);
+	r = CMD(c, "QUEUES");
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	CHECK(c, "[]", "SERVICERS");
+	/* A MULTI of reads is answered; one with a change is refused. */
+	CHECK(c, "+OK", "MULTI");
+	CHECK(c, "+QUEUED", "QLEN default");
+	CHECK(c, "+QUEUED", "QLEN other");
+	CHECK(c, "[:2,:1]", "EXEC");
+	CHECK(c, "+OK", "MULTI");
+	CHECK(c, "+QUEUED", "QLEN default");
+	CHECK(c, "+QUEUED", "ENQUEUE new0");
+	CHECK(c, OOM_TEXT, "EXEC");
 	/* One line, not one per refusal (all came within a second or so). */
 	assert_true(lines_with(fx->d[0]->log_path, "OOM") >= 1);
 	assert_true(lines_with(fx->d[0]->log_path, "OOM") <= 3);
@@ -1649,11 +1711,47 @@ redis_out_of_memory(void **state)
 	csqd_wait_log(fx->d[0], "the last of");
 	assert_true(lines_with(fx->d[0]->log_path, "OOM") <= 4);
 
+	/* Straight to the module: CSQ.CALL is refused even for a read;
+	 * CSQ.READ refuses a change whole, and reads an empty prefix
+	 * without making its key. */
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_QLEN;
+	op.id = "default";
+	r = module_call(rc, "CSQ.CALL", OOM_KEY, &op);
+	assert_reply_error_prefix(r, "OOM");
+	freeReplyObject(r);
+	r = module_call(rc, "CSQ.READ", OOM_KEY, &op);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, 6);
+	freeReplyObject(r);
+	r = module_call(rc, "CSQ.READ", "{nostate}:state", &op);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	CHECK(rc, ":0", "EXISTS {nostate}:state");
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_LEAVE;
+	op.id = "u1";
+	r = module_call(rc, "CSQ.READ", OOM_KEY, &op);
+	assert_reply_error_prefix(r, "ERR operation 1 changes the state");
+	freeReplyObject(r);
+	op.code = CSQ_OP_EXPIRE;
+	op.id = NULL;
+	r = module_call(rc, "CSQ.READ", OOM_KEY, &op);
+	assert_reply_error_prefix(r, "ERR operation 1 changes the state");
+	freeReplyObject(r);
+	redisd_digest(fx->r, OOM_KEY, after, sizeof(after));
+	assert_string_equal(before, after);
+	/* A health check (once a second) has run since the refusals: it
+	 * reads, and the engine is up. */
+	assert_int_equal(healthz_status(fx->d[0]->http_port), 200);
+	assert_false(
+	    file_contains(fx->d[0]->log_path, "reporting the engine down"));
+
 	r = CMD(rc, "CONFIG SET maxmemory 0");
 	freeReplyObject(r);
 	r = CMD(c, "STATS");
-	assert_int_equal(FIELD_INT(r, "waiting"), 2);
-	assert_int_equal(FIELD_INT(r, "enqueued_total"), 2);
+	assert_int_equal(FIELD_INT(r, "waiting"), 3);
+	assert_int_equal(FIELD_INT(r, "enqueued_total"), 3);
 	assert_int_equal(FIELD_INT(r, "servicers"), 0);
 	freeReplyObject(r);
 	CHECK(
