@@ -185,5 +185,11 @@ csq_estimate_user(const struct csq_user *u, uint64_t pos, uint64_t now)
 		return -1;
 	if (u->flags & CSQ_USER_PREFERRING)
 		return estimate_preferring(u, now);
+	/* A user with needs waiting beside free rooms: none of them may
+	 * take it (matching is on events: it would be in one), so 0 would
+	 * be false, and the queue's rate is that of rooms it may never get
+	 * (protocol.md 3c). */
+	if (u->needs != 0 && u->queue->rooms_free > 0)
+		return -1;
 	return csq_estimate_line(u->queue, pos, csq_user_tier(u), now);
 }

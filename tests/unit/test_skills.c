@@ -174,6 +174,41 @@ test_rule(void **state)
 	assert_string_equal(room_of(f, "u1"), "");
 }
 
+/* A user with needs waiting beside free rooms that may not take it has
+ * no estimate (-1), not 0 (protocol.md 3c); without free rooms, the
+ * queue's; a plain user beside a free room is never waiting. */
+static void
+test_estimate_beside_free_rooms(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_user_info u;
+
+	hbs(f, "plain", 2, "q", NULL);
+	enqn(f, "u1", "q", -1, "fr", &u); /* nobody has fr */
+	assert_int_equal(u.state, CSQ_USER_WAITING);
+	assert_int_equal(u.eta_ms, -1);
+	where(f, "u1", &u);
+	assert_int_equal(u.eta_ms, -1);
+	/* Both rooms busy (and a hold learned): the queue's estimate. */
+	enqn(f, "p1", "q", -1, NULL, &u);
+	assert_string_equal(u.room, "plain/0");
+	f->now += 60000;
+	assert_int_equal(release(f, "plain/0"), 1);
+	enqn(f, "p2", "q", -1, NULL, &u);
+	enqn(f, "p3", "q", -1, NULL, &u);
+	assert_int_equal(u.state, CSQ_USER_ASSIGNED);
+	where(f, "u1", &u);
+	assert_int_equal(u.state, CSQ_USER_WAITING);
+	assert_true(u.eta_ms > 0);
+	/* A room frees: plain still may not take u1, which is again
+	 * without an estimate; a servicer with fr takes it. */
+	assert_int_equal(release(f, "plain/0"), 1);
+	where(f, "u1", &u);
+	assert_int_equal(u.eta_ms, -1);
+	hbs(f, "fr", 1, "q", "fr:1");
+	assert_string_equal(room_of(f, "u1"), "fr/0");
+}
+
 /* A servicer takes the best user it may take, in today's order. */
 static void
 test_order_among_eligible(void **state)
@@ -868,6 +903,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lists),
+	    cmocka_unit_test_setup_teardown(test_estimate_beside_free_rooms,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_lists_change_nothing,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rule, setup, teardown),
