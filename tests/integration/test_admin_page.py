@@ -569,6 +569,23 @@ class AdminPageTest(unittest.TestCase):
         c.execute_command("LOGOUT", "agent2")
         h.wait_until("orphans without servicer", lambda: self.js(NEEDS_JS)[
             "nobody"].get("orphans") is True)
+        # Needs and skills that come after the snapshot come with the
+        # events: a new arrival's needs in its row; agent1's new skills
+        # and a second room (servicer_updated) take u2 (fr) at once.
+        c.execute_command("ENQUEUE", "u4", "QUEUE", "support",
+                          "NEEDS", "billing:2")
+        self.settled(d)
+        self.assertEqual(self.js(NEEDS_JS)["rows"],
+                         {"u2": "fr:1", "u3": "", "u4": "billing:2"})
+        c.execute_command("HEARTBEAT", "agent1", "CAPACITY", "2",
+                          "SKILLS", "de:5,billing:3,fr:2")
+        self.settled(d)
+        got = self.js(NEEDS_JS)
+        self.assertEqual(got["servicers"]["agent1"],
+                         {"skills": "billing:3, de:5, fr:2",
+                          "rooms": [["u1", "de:2"], ["u2", "fr:1"]]})
+        self.assertEqual(got["rows"], {"u3": "", "u4": "billing:2"})
+        self.shows(d)
         self.assertEqual(self.js("return csqAdmin.reloads()"), 0)
 
     def estimates(self):

@@ -33,7 +33,8 @@
   const EVENTS = ["queued", "rescored", "matched", "left", "released",
     "requeued", "servicer_up", "servicer_down", "servicer_paused",
     "servicer_resumed", "offered", "declined", "transferred", "wrapup",
-    "ready", "overflowed", "prefer_ended", "opened", "closed"];
+    "ready", "overflowed", "prefer_ended", "opened", "closed",
+    "servicer_updated"];
 
   const $ = (id) => document.getElementById(id);
   // The URL of an API path. Not the bare path: a page opened as
@@ -165,7 +166,7 @@
   // user enters q's line at position (1-based). The prefix takes it when
   // the position falls inside it, or right after it when it is the whole
   // line.
-  function lineInsert(q, user, tier, position, arrival) {
+  function lineInsert(q, user, tier, position, arrival, needs) {
     q.waiting++;
     M.waitingAt.set(user, q.name);
     if (arrival === undefined) arrival = M.arrivals.get(user);
@@ -173,7 +174,7 @@
     const len = q.line.length;
     if (position <= len || (position === len + 1 && q.complete)) {
       q.line.splice(position - 1, 0,
-        { user: user, tier: tier, arrival: arrival, needs: "" });
+        { user: user, tier: tier, arrival: arrival, needs: needs || "" });
       q.users.add(user);
     }
     q.complete = q.line.length === q.waiting - q.preferring;
@@ -272,15 +273,23 @@
     return s;
   }
 
+  // The needs of the user in a room, as the page knows them.
+  function roomNeeds(sid, room) {
+    const s = M.servicers.get(sid);
+    const r = s === undefined ? undefined : s.rooms.get(roomIndex(room));
+    return r === undefined ? "" : r.needs;
+  }
+
   function roomIndex(room) {
     return Number(room.slice(room.lastIndexOf("/") + 1));
   }
 
-  function setRoom(sid, room, state, user, since) {
+  function setRoom(sid, room, state, user, since, needs) {
     const s = servicer(sid);
-    // A user's needs come with snapshots only: events do not carry them.
+    // A user's needs come with the snapshot, and with the events that
+    // put it in a room (offered, matched: absent without needs).
     s.rooms.set(roomIndex(room), { room: room, state: state, user: user,
-      since: since, needs: "" });
+      since: since, needs: needs || "" });
   }
 
   function freeRoom(sid, room) {
@@ -328,7 +337,8 @@
           q.preferring++;
           M.waitingAt.set(d.user, "*prefer");
         } else {
-          lineInsert(queue(d.queue), d.user, d.tier, d.position, t);
+          lineInsert(queue(d.queue), d.user, d.tier, d.position, t,
+            d.needs);
         }
         break;
       case "prefer_ended": {
@@ -352,24 +362,24 @@
         const from = d.from_queue !== undefined ? d.from_queue : d.queue;
         const e = lineRemove(queue(from), d.user);
         lineInsert(queue(d.queue), d.user, d.tier, d.position,
-          e !== null ? e.arrival : undefined);
+          e !== null ? e.arrival : undefined, d.needs);
         break;
       }
       case "overflowed": {
         const e = lineRemove(queue(d.from_queue), d.user);
         lineInsert(queue(d.queue), d.user, d.tier, d.position,
-          e !== null ? e.arrival : undefined);
+          e !== null ? e.arrival : undefined, e !== null ? e.needs : "");
         break;
       }
       case "offered":
         takeFromLine(d, undefined);
-        setRoom(d.servicer, d.room, "offered", d.user, t);
+        setRoom(d.servicer, d.room, "offered", d.user, t, d.needs);
         break;
       case "matched":
         remember(d.user, t - d.waited_ms);
         // After an offer the user was in its room already, not in line.
         if (d.offered_ms === undefined) takeFromLine(d, d.waited_ms);
-        setRoom(d.servicer, d.room, "assigned", d.user, t);
+        setRoom(d.servicer, d.room, "assigned", d.user, t, d.needs);
         M.stats.matched_total++;
         M.dirtyStats = true;
         break;
@@ -391,15 +401,18 @@
         if (d.resting_until_ms > 0) {
           servicer(d.servicer).restingUntil = d.resting_until_ms;
         }
+        lineInsert(queue(d.queue), d.user, d.tier, d.position, undefined,
+          roomNeeds(d.servicer, d.room));
         freeRoom(d.servicer, d.room);
-        lineInsert(queue(d.queue), d.user, d.tier, d.position);
         break;
       case "requeued":
+        lineInsert(queue(d.queue), d.user, d.tier, d.position, undefined,
+          roomNeeds(d.servicer, d.room));
         freeRoom(d.servicer, d.room);
-        lineInsert(queue(d.queue), d.user, d.tier, d.position);
         break;
       case "transferred":
-        lineInsert(queue(d.queue), d.user, d.tier, d.position);
+        lineInsert(queue(d.queue), d.user, d.tier, d.position, undefined,
+          d.needs);
         break;
       case "released": {
         // A conversation ended: counted for its servicer, with its time
@@ -424,12 +437,34 @@
         s.status = "ready";
         s.capacity = d.capacity;
         s.queues = d.queues;
+        s.skills = d.skills || "";
         s.rooms = new Map();
         for (let i = 0; i < d.capacity; i++) {
           s.rooms.set(i, { room: d.servicer + "/" + i, state: "free",
             user: "", since: null, needs: "" });
         }
         for (const name of d.queues) queue(name);
+        break;
+      }
+      case "servicer_updated": {
+        // A HEARTBEAT changed its queues, skills or capacity.
+        const s = servicer(d.servicer);
+        for (const name of s.queues) queue(name); // may have nobody now
+        s.queues = d.queues;
+        s.skills = d.skills || "";
+        for (const name of d.queues) queue(name);
+        // Its rooms: free ones up to the capacity; above it, busy ones
+        // stay until they free (freeRoom), as csqd keeps them.
+        s.capacity = d.capacity;
+        for (const [i, r] of s.rooms) {
+          if (i >= d.capacity && r.state === "free") s.rooms.delete(i);
+        }
+        for (let i = 0; i < d.capacity; i++) {
+          if (!s.rooms.has(i)) {
+            s.rooms.set(i, { room: d.servicer + "/" + i, state: "free",
+              user: "", since: null, needs: "" });
+          }
+        }
         break;
       }
       case "servicer_down": {
