@@ -31,11 +31,23 @@ redisd_replica_of(struct redisd *replica, struct redisd *master)
 	redisFree(c);
 }
 
+/*
+ * WAIT counts the replicas that have this connection's last write; a
+ * connection that has written nothing has nothing to wait for, and WAIT
+ * answers at once with every replica connected, whatever it has yet
+ * (the replica's digest then read "0:0" now and then in CI). A PUBLISH
+ * is propagated to replicas (outside a cluster): it makes the
+ * connection's last write the master's offset now, every write of every
+ * other connection before it included.
+ */
 void
 redisd_replicated(struct redisd *master)
 {
 	redisContext *c = redisd_connect(master);
-	redisReply *rep = CMD(c, "WAIT 1 %d", WAIT_MS);
+	redisReply *rep = CMD(c, "PUBLISH csq-test-replicated 1");
+
+	freeReplyObject(rep);
+	rep = CMD(c, "WAIT 1 %d", WAIT_MS);
 
 	assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
 	assert_int_equal(rep->integer, 1);
