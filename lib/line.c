@@ -44,15 +44,23 @@ struct csq_line {
 	uint64_t length;
 	int level;
 	uint64_t rng;
+	int borrows; /* its nodes live in another's (csq_line_insert_pair) */
 	struct csq_line_node *tail[LINE_MAX_LEVEL];
 };
+
+static size_t
+line_node_size(int level)
+{
+	return sizeof(struct csq_line_node) +
+	       (size_t)level * sizeof(struct line_link);
+}
 
 static struct csq_line_node *
 line_node_new(int level, uint64_t key, void *value)
 {
 	struct csq_line_node *n;
 
-	n = csq_xmalloc(sizeof(*n) + (size_t)level * sizeof(n->level[0]));
+	n = csq_xmalloc(line_node_size(level));
 	n->key = key;
 	n->value = value;
 	return n;
@@ -72,10 +80,20 @@ csq_line_new(uint64_t seed)
 	}
 	l->length = 0;
 	l->level = 1;
+	l->borrows = 0;
 	/* xorshift's one state it never leaves is 0. */
 	l->rng = seed ^ LINE_SEED;
 	if (l->rng == 0)
 		l->rng = LINE_SEED;
+	return l;
+}
+
+struct csq_line *
+csq_line_new_borrowing(uint64_t seed)
+{
+	struct csq_line *l = csq_line_new(seed);
+
+	l->borrows = 1;
 	return l;
 }
 
@@ -86,6 +104,11 @@ csq_line_free(struct csq_line *l)
 
 	if (l == NULL)
 		return;
+	if (l->borrows) { /* its nodes are the other lines' to free */
+		free(l->header);
+		free(l);
+		return;
+	}
 	for (n = l->header; n != NULL; n = next) {
 		next = n->level[0].forward;
 		free(n);
@@ -114,43 +137,65 @@ line_random_level(struct csq_line *l)
 	return level;
 }
 
-static struct csq_line_node *line_insert(struct csq_line *, uint64_t key,
-                                         void *value, uint64_t *rank);
+static uint64_t line_link_in(struct csq_line *, struct csq_line_node *x,
+                             int level);
 
 struct csq_line_node *
 csq_line_insert(struct csq_line *l, uint64_t key, void *value)
 {
-	uint64_t rank;
+	int level = line_random_level(l);
+	struct csq_line_node *x = line_node_new(level, key, value);
 
-	return line_insert(l, key, value, &rank);
+	line_link_in(l, x, level);
+	return x;
 }
 
 uint64_t
 csq_line_insert_rank(struct csq_line *l, uint64_t key, void *value)
 {
-	uint64_t rank;
+	int level = line_random_level(l);
 
-	line_insert(l, key, value, &rank);
-	return rank;
+	return line_link_in(l, line_node_new(level, key, value), level);
 }
 
 /*
- * Inserts key after the last key: the tails are the nodes before it, and
- * the last link of a level spans the nodes after it (to the end), so the
- * link from a tail to the new node spans one more, and a tail above the
- * new node's levels has one more node after it.
+ * Both nodes in one allocation, l's first: an ENQUEUE with NEEDS joins its
+ * need-line and q->needy, and a second allocation was the largest part of
+ * what it cost more than one without (docs/benchmarks.md, "Skills").
  */
-static struct csq_line_node *
-line_append(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
+uint64_t
+csq_line_insert_pair(struct csq_line *l, struct csq_line *b, uint64_t key,
+                     void *value)
 {
-	struct csq_line_node *x, *t;
-	int i, level = line_random_level(l);
+	int level = line_random_level(l), blevel = line_random_level(b);
+	size_t size = line_node_size(level);
+	struct csq_line_node *x, *y;
+
+	x = csq_xmalloc(size + line_node_size(blevel));
+	y = (struct csq_line_node *)((char *)x + size);
+	x->key = y->key = key;
+	x->value = y->value = value;
+	line_link_in(l, x, level);
+	return line_link_in(b, y, blevel);
+}
+
+/*
+ * Links x (of level, its key and value set) in after the last key: the
+ * tails are the nodes before it, and the last link of a level spans the
+ * nodes after it (to the end), so the link from a tail to the new node
+ * spans one more, and a tail above the new node's levels has one more
+ * node after it. Returns x's rank, the last.
+ */
+static uint64_t
+line_append(struct csq_line *l, struct csq_line_node *x, int level)
+{
+	struct csq_line_node *t;
+	int i;
 
 	for (i = l->level; i < level; i++)
 		l->header->level[i].span = l->length; /* tail[i]: the header */
 	if (level > l->level)
 		l->level = level;
-	x = line_node_new(level, key, value);
 	for (i = 0; i < level; i++) {
 		t = l->tail[i];
 		t->level[i].forward = x;
@@ -161,29 +206,31 @@ line_append(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
 	}
 	for (; i < l->level; i++)
 		l->tail[i]->level[i].span++;
-	*out = ++l->length;
-	return x;
+	return ++l->length;
 }
 
-static struct csq_line_node *
-line_insert(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
+/* Links x (of level, its key, not in l yet, and value set) in; returns the
+ * 1-based rank it got, which the descent knows. */
+static uint64_t
+line_link_in(struct csq_line *l, struct csq_line_node *x, int level)
 {
-	struct csq_line_node *update[LINE_MAX_LEVEL], *x = l->header;
-	uint64_t rank[LINE_MAX_LEVEL];
-	int i, level;
+	struct csq_line_node *update[LINE_MAX_LEVEL], *p = l->header;
+	/* before: the nodes before x, counted down the descent; rank[i]:
+	 * those before update[i] */
+	uint64_t rank[LINE_MAX_LEVEL], before = 0, key = x->key;
+	int i;
 
 	if (l->length > 0 && l->tail[0]->key < key)
-		return line_append(l, key, value, out);
+		return line_append(l, x, level);
 	for (i = l->level - 1; i >= 0; i--) {
-		rank[i] = i == l->level - 1 ? 0 : rank[i + 1];
-		while (x->level[i].forward != NULL &&
-		       x->level[i].forward->key < key) {
-			rank[i] += x->level[i].span;
-			x = x->level[i].forward;
+		while (p->level[i].forward != NULL &&
+		       p->level[i].forward->key < key) {
+			before += p->level[i].span;
+			p = p->level[i].forward;
 		}
-		update[i] = x;
+		rank[i] = before;
+		update[i] = p;
 	}
-	level = line_random_level(l);
 	if (level > l->level) {
 		for (i = l->level; i < level; i++) {
 			rank[i] = 0;
@@ -192,21 +239,19 @@ line_insert(struct csq_line *l, uint64_t key, void *value, uint64_t *out)
 		}
 		l->level = level;
 	}
-	x = line_node_new(level, key, value);
 	for (i = 0; i < level; i++) {
 		x->level[i].forward = update[i]->level[i].forward;
 		update[i]->level[i].forward = x;
 		x->level[i].span =
-		    update[i]->level[i].span - (rank[0] - rank[i]);
-		update[i]->level[i].span = (rank[0] - rank[i]) + 1;
+		    update[i]->level[i].span - (before - rank[i]);
+		update[i]->level[i].span = (before - rank[i]) + 1;
 		if (x->level[i].forward == NULL)
 			l->tail[i] = x;
 	}
 	for (i = level; i < l->level; i++)
 		update[i]->level[i].span++;
 	l->length++;
-	*out = rank[0] + 1; /* rank[0]: the nodes before x */
-	return x;
+	return before + 1;
 }
 
 void *
@@ -238,7 +283,8 @@ csq_line_remove(struct csq_line *l, uint64_t key)
 		l->level--;
 	l->length--;
 	value = x->value;
-	free(x);
+	if (!l->borrows)
+		free(x);
 	return value;
 }
 

@@ -15,6 +15,10 @@ struct csq_line_node;
 /* Dies on out of memory. The line never owns the values. seed: of the
  * nodes' levels (csq_new's). */
 struct csq_line *csq_line_new(uint64_t seed);
+/* A line that borrows its nodes: they live in the allocations of another
+ * line's (csq_line_insert_pair), so it never frees one, on a remove or
+ * when it goes. */
+struct csq_line *csq_line_new_borrowing(uint64_t seed);
 void csq_line_free(struct csq_line *);
 uint64_t csq_line_len(const struct csq_line *);
 
@@ -24,6 +28,12 @@ struct csq_line_node *csq_line_insert(struct csq_line *, uint64_t key,
 /* The same, and returns the 1-based rank key got, which the insert's own
  * descent knows: no csq_line_rank needed after it. */
 uint64_t csq_line_insert_rank(struct csq_line *, uint64_t key, void *value);
+/* Inserts key (in neither yet) with value into l and into b, a borrowing
+ * line, with both nodes in one allocation that l's owns: whoever removes
+ * key takes it out of b first, as l's remove frees b's node too. Returns
+ * the rank key got in b. */
+uint64_t csq_line_insert_pair(struct csq_line *l, struct csq_line *b,
+                              uint64_t key, void *value);
 /* Removes the node with key; returns its value, NULL if absent. */
 void *csq_line_remove(struct csq_line *, uint64_t key);
 /* 1-based rank of key, 0 when absent. */

@@ -245,24 +245,26 @@ csq_needline_enter(struct csq *c, struct csq_user *u)
 {
 	struct csq_queue *q = u->queue;
 	struct csq_line *l = csq_needline_of(c, u, 1);
-	uint64_t rank = csq_line_insert_rank(l, u->key, u);
 
 	if (u->needs == 0)
-		return position_of(q, u, rank);
+		return position_of(q, u, csq_line_insert_rank(l, u->key, u));
 	if (q->needy == NULL)
-		q->needy = csq_line_new(c->seed ^ UINT64_C(0x5bd1e995));
+		q->needy =
+		    csq_line_new_borrowing(c->seed ^ UINT64_C(0x5bd1e995));
 	q->needs_waiting++;
-	return position_of(q, u, csq_line_insert_rank(q->needy, u->key, u));
+	/* One allocation for both nodes: q->needy's lives in the
+	 * need-line's, so it leaves q->needy first (below). */
+	return position_of(q, u, csq_line_insert_pair(l, q->needy, u->key, u));
 }
 
 void
 csq_needline_leave(struct csq *c, struct csq_user *u)
 {
+	if (u->needs != 0) {
+		csq_line_remove(u->queue->needy, u->key);
+		u->queue->needs_waiting--;
+	}
 	csq_line_remove(csq_needline_of(c, u, 0), u->key);
-	if (u->needs == 0)
-		return;
-	csq_line_remove(u->queue->needy, u->key);
-	u->queue->needs_waiting--;
 }
 
 uint64_t

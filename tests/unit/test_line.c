@@ -414,6 +414,75 @@ test_queue_model(void **state)
 	free(model);
 }
 
+/*
+ * Two owning lines (need-lines) and one that borrows their nodes
+ * (q->needy, csq_line_insert_pair): the borrowing line holds every key of
+ * both, ranks them among all of them, and never frees a node, which is
+ * what it is for: its nodes live inside the owners' allocations, so a
+ * free of one (on a remove, or when it goes with keys still in it) is a
+ * free of an address malloc never gave, that ASan reports, and a remove
+ * from an owner before the borrower would be a use after free. How it
+ * tries to break it: arrivals in the middle and after the last key,
+ * removes of the last and of any, and the borrowing line freed while it
+ * still holds keys.
+ */
+static void
+test_borrowing_pair(void **state)
+{
+	int ops = (int)scale_steps(RANDOM_OPS, RANDOM_OPS_MIN), op, found;
+	uint64_t *model = calloc((size_t)ops + 1, sizeof(*model));
+	uint8_t *owner = calloc((size_t)ops * 4 + 8, 1); /* by key */
+	struct csq_line *own[2] = {csq_line_new(1), csq_line_new(2)};
+	struct csq_line *b = csq_line_new_borrowing(3);
+	uint64_t next = 1, key;
+	size_t len = 0, pos;
+	int i;
+
+	(void)state;
+	for (op = 0; op < ops; op++) {
+		if (rng(3) == 0 && len > 0) { /* leaves: b first */
+			pos = rng(4) == 0 ? len - 1 : (size_t)rng(len);
+			key = model[pos];
+			assert_ptr_equal(csq_line_remove(b, key), val(key));
+			assert_ptr_equal(csq_line_remove(own[owner[key]], key),
+			                 val(key));
+			memmove(&model[pos], &model[pos + 1],
+			        (len - pos - 1) * sizeof(*model));
+			len--;
+		} else if (next < (uint64_t)ops * 4) {
+			key = rng(4) == 0 ? 1 + rng(next) : next + rng(3);
+			pos = model_find(model, len, key, &found);
+			if (found)
+				continue;
+			owner[key] = (uint8_t)rng(2);
+			assert_int_equal(csq_line_insert_pair(own[owner[key]],
+			                                      b, key, val(key)),
+			                 pos + 1);
+			memmove(&model[pos + 1], &model[pos],
+			        (len - pos) * sizeof(*model));
+			model[pos] = key;
+			len++;
+			if (key >= next)
+				next = key + 1;
+		}
+		assert_int_equal(csq_line_check(b), 0);
+		assert_int_equal(csq_line_len(b), len);
+		assert_int_equal(csq_line_len(own[0]) + csq_line_len(own[1]),
+		                 len);
+		if (op % 1000 == 0)
+			assert_line_is(b, model, len);
+	}
+	for (i = 0; i < 2; i++)
+		assert_int_equal(csq_line_check(own[i]), 0);
+	assert_line_is(b, model, len);
+	assert_true(len > 0);
+	csq_line_free(b); /* with keys in it: frees none of their nodes */
+	csq_line_free(own[0]);
+	csq_line_free(own[1]);
+	free(owner);
+	free(model);
+}
+
 int
 main(void)
 {
@@ -425,6 +494,7 @@ main(void)
 	    cmocka_unit_test_setup(test_fifo_shape, setup),
 	    cmocka_unit_test_setup(test_random_model, setup),
 	    cmocka_unit_test_setup(test_queue_model, setup),
+	    cmocka_unit_test_setup(test_borrowing_pair, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
