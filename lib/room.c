@@ -9,7 +9,6 @@
 #include "state.h"
 #include "util.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +36,19 @@ void
 csq_room_name(const struct csq_servicer *s, uint32_t index,
               char out[CSQ_ROOM_MAX + 1])
 {
-	snprintf(out, CSQ_ROOM_MAX + 1, "%s/%u", s->id, index);
+	/* As snprintf("%s/%u") would write it, cut to CSQ_ROOM_MAX, without
+	 * its cost: a name is made for each event that names a room. */
+	char digits[10];
+	size_t n = strnlen(s->id, CSQ_ID_MAX), d = 0;
+
+	memcpy(out, s->id, n);
+	out[n++] = '/';
+	do
+		digits[d++] = (char)('0' + index % 10);
+	while ((index /= 10) != 0);
+	while (d > 0 && n < CSQ_ROOM_MAX)
+		out[n++] = digits[--d];
+	out[n] = '\0';
 }
 
 enum csq_status

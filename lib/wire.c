@@ -36,16 +36,6 @@ csq_put_bytes(struct csq_wbuf *w, const void *s, size_t n)
 }
 
 void
-csq_put_uint(struct csq_wbuf *w, uint64_t v, int bytes)
-{
-	int i;
-
-	csq_wbuf_reserve(w, (size_t)bytes);
-	for (i = 0; i < bytes; i++) /* past 8 bytes: zeros */
-		w->p[w->len++] = i < 8 ? (uint8_t)(v >> (8 * i)) : 0;
-}
-
-void
 csq_put_str(struct csq_wbuf *w, const char *s)
 {
 	size_t n = s != NULL ? strnlen(s, UINT16_MAX) : 0;

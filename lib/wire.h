@@ -24,7 +24,26 @@ struct csq_rbuf {
 void csq_wbuf_free(struct csq_wbuf *);
 void csq_wbuf_reserve(struct csq_wbuf *, size_t more);
 void csq_put_bytes(struct csq_wbuf *, const void *, size_t);
-void csq_put_uint(struct csq_wbuf *, uint64_t v, int bytes);
+
+/*
+ * v in bytes little-endian bytes (past 8: zeros). Inline: its callers
+ * give bytes as a constant, so that each call becomes a store or two
+ * (as a function it was a tenth of a module call's instructions, its
+ * loop reloading w->len after each byte a uint8_t store may alias).
+ */
+static inline void
+csq_put_uint(struct csq_wbuf *w, uint64_t v, int bytes)
+{
+	uint8_t *p;
+	int i;
+
+	if (w->len + (size_t)bytes > w->cap)
+		csq_wbuf_reserve(w, (size_t)bytes);
+	p = w->p + w->len;
+	for (i = 0; i < bytes; i++)
+		p[i] = i < 8 ? (uint8_t)(v >> (8 * i)) : 0;
+	w->len += (size_t)bytes;
+}
 /* A string of up to 65535 bytes, its length first (2 bytes). */
 void csq_put_str(struct csq_wbuf *, const char *);
 

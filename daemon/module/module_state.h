@@ -34,6 +34,9 @@ struct module_state {
 	RedisModuleCtx *ctx;
 	struct csq_wbuf events;
 	uint32_t nevents;
+	/* The run's changes, as whole records one after the other: one
+	 * CSQ.APPLY at the run's end replicates them all. */
+	struct csq_wbuf repl;
 	LIST_ENTRY(module_state) link; /* module_states */
 };
 
@@ -50,8 +53,9 @@ struct module_state *module_state_new(uint64_t seed);
 void module_state_free(struct module_state *);
 /* Begins a run on st at now: replication through ctx, events collected. */
 void module_state_begin(struct module_state *, RedisModuleCtx *, uint64_t now);
-/* Ends it: publishes the events collected (if any) on the key's channel
- * and puts their message in *msg (the caller's, or NULL). */
+/* Ends it: replicates the run's changes (one CSQ.APPLY), publishes the
+ * events collected (if any) on the key's channel and puts their message
+ * in *msg (the caller's, or NULL). */
 void module_state_end(struct module_state *, struct csq_wbuf *msg);
 /* The key's name, as the state was last seen under it. */
 void module_state_name(struct module_state *, RedisModuleCtx *,

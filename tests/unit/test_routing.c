@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "state.h"
 
 #define KEEP (-1) /* hbx: option left out */
 
@@ -225,6 +226,39 @@ test_offer_zero_is_v1(void **state)
 	assert_int_equal(last_event(f)->type, CSQ_EV_MATCHED);
 	assert_int_equal(last_event(f)->has_offered_ms, 0);
 	assert_int_equal(stats(f).offers_total, 0);
+}
+
+/* A room's name is "<servicer>/<index>", as snprintf("%s/%u") would
+ * write it cut to CSQ_ROOM_MAX (csq_room_name writes it without printf):
+ * the shortest and longest ids, the smallest and largest indexes. */
+static void
+test_room_name(void **state)
+{
+	static const uint32_t idx[] = {0,    7,    10,    42,         999,
+	                               1000, 9999, 10000, 4294967295u};
+	const char *ids[] = {"a", "agent-7", NULL};
+	char longest[CSQ_ID_MAX + 1], got[CSQ_ROOM_MAX + 1];
+	char want[CSQ_ROOM_MAX + 1];
+	size_t i, j;
+
+	(void)state;
+	memset(longest, 'x', CSQ_ID_MAX);
+	longest[CSQ_ID_MAX] = '\0';
+	ids[2] = longest;
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		struct csq_servicer *s =
+		    calloc(1, sizeof(*s) + strlen(ids[i]) + 1);
+
+		assert_non_null(s);
+		strcpy(s->id, ids[i]);
+		for (j = 0; j < sizeof(idx) / sizeof(idx[0]); j++) {
+			memset(got, '#', sizeof(got));
+			csq_room_name(s, idx[j], got);
+			snprintf(want, sizeof(want), "%s/%u", ids[i], idx[j]);
+			assert_string_equal(got, want);
+		}
+		free(s);
+	}
 }
 
 /* The errors of ACCEPT, DECLINE and READY: nothing changes. */
@@ -1310,6 +1344,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_offer_zero_is_v1, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_room_errors, setup, teardown),
+	    cmocka_unit_test(test_room_name),
 	    cmocka_unit_test_setup_teardown(test_offered_user_ttl, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_decline, setup, teardown),
