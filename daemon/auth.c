@@ -20,27 +20,10 @@ static const char *const auth_frontend_channels[] = {"user:", "queue:", NULL};
 static const char *const auth_servicer_channels[] = {
     "servicer:", "queue:", NULL};
 
-/* The commands that act for an id in argv[1], and whose (auth_may_act). */
-static const struct {
-	const char *cmd;
-	enum config_role role;
-	int room; /* the id is a room's, "<servicer>/<index>" */
-} auth_acts[] = {
-    {"enqueue", CONFIG_ROLE_FRONTEND, 0},
-    {"touch", CONFIG_ROLE_FRONTEND, 0},
-    {"leave", CONFIG_ROLE_FRONTEND, 0},
-    {"where", CONFIG_ROLE_FRONTEND, 0},
-    {"heartbeat", CONFIG_ROLE_SERVICER, 0},
-    {"pause", CONFIG_ROLE_SERVICER, 0},
-    {"resume", CONFIG_ROLE_SERVICER, 0},
-    {"logout", CONFIG_ROLE_SERVICER, 0},
-    {"rooms", CONFIG_ROLE_SERVICER, 0},
-    {"accept", CONFIG_ROLE_SERVICER, 1},
-    {"decline", CONFIG_ROLE_SERVICER, 1},
-    {"ready", CONFIG_ROLE_SERVICER, 1},
-    {"release", CONFIG_ROLE_SERVICER, 1},
-    {"transfer", CONFIG_ROLE_SERVICER, 1},
-};
+/* The roles column's bits (lib/op.h) are csqd's roles as bits. */
+_Static_assert(CSQ_ROLE_FRONTEND == 1 << CONFIG_ROLE_FRONTEND &&
+                   CSQ_ROLE_SERVICER == 1 << CONFIG_ROLE_SERVICER,
+               "CSQ_ROLE_<role> is 1 << CONFIG_ROLE_<role>");
 
 /* 1 when c is bound and id (len bytes) matches one of its globs. */
 static int
@@ -55,26 +38,24 @@ auth_id_bound(const struct client *c, const char *id, size_t len)
 }
 
 int
-auth_may_act(const struct client *c, const char *cmd, const char *arg,
+auth_may_act(const struct client *c, enum csq_id_of of, const char *arg,
              size_t len)
 {
 	enum config_role role = auth_role(c);
 	const char *slash;
-	size_t i;
 
 	if (c->nids == 0 || role == CONFIG_ROLE_ADMIN)
 		return 1;
-	for (i = 0; i < sizeof(auth_acts) / sizeof(auth_acts[0]); i++) {
-		if (strcmp(auth_acts[i].cmd, cmd) != 0 ||
-		    auth_acts[i].role != role)
-			continue;
-		/* A room acts for its servicer: the part before its '/'. */
-		if (auth_acts[i].room &&
-		    (slash = memchr(arg, '/', len)) != NULL)
-			len = (size_t)(slash - arg);
-		return auth_id_bound(c, arg, len);
-	}
-	return 1;
+	/* A user's ids are of its role's kind (config.h): a frontend's
+	 * users, a servicer's servicers. */
+	if (role == CONFIG_ROLE_FRONTEND)
+		return of != CSQ_ID_OF_USER || auth_id_bound(c, arg, len);
+	if (of != CSQ_ID_OF_SERVICER && of != CSQ_ID_OF_ROOM)
+		return 1;
+	/* A room acts for its servicer: the part before its '/'. */
+	if (of == CSQ_ID_OF_ROOM && (slash = memchr(arg, '/', len)) != NULL)
+		len = (size_t)(slash - arg);
+	return auth_id_bound(c, arg, len);
 }
 
 /* A bound user's channel of its own kind ("user:" for a frontend,

@@ -10,14 +10,9 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "op.h"
 
 struct client;
-
-/* Roles as bits, for the command table's roles column. admin may run
- * everything and has no bit. */
-#define AUTH_FRONTEND (1 << CONFIG_ROLE_FRONTEND)
-#define AUTH_SERVICER (1 << CONFIG_ROLE_SERVICER)
-#define AUTH_ALL      (AUTH_FRONTEND | AUTH_SERVICER)
 
 /* 1 while c must authenticate before anything but AUTH, HELLO and QUIT:
  * a password or users are configured and c has not authenticated. */
@@ -27,7 +22,9 @@ int auth_required(const struct client *);
  * no authentication. */
 enum config_role auth_role(const struct client *);
 
-/* 1 when c's role may run a command of these roles (AUTH_* bits). */
+/* 1 when c's role may run a command of these roles: the bits of the
+ * table of operations' roles column (CSQ_ROLE_*, lib/op.h), which csqd's
+ * own commands use too. admin may run everything and has no bit. */
 int auth_may_run(const struct client *, int roles);
 
 /* 1 when c's role may subscribe to the channel, or (pattern) to the
@@ -39,15 +36,16 @@ int auth_may_subscribe(const struct client *, const char *name, size_t len,
                        int pattern);
 
 /*
- * 1 when c may act for the id that command cmd (the table's name) names
- * in arg (argv[1]): a user bound to ids (the users' ids key) acts only
- * for those, by glob: a frontend for the users it enqueues and asks
- * about (ENQUEUE, TOUCH, LEAVE, WHERE), a servicer for its servicers
- * (HEARTBEAT, PAUSE, RESUME, LOGOUT, ROOMS) and their rooms, whose ids
- * are "<servicer>/<index>" (ACCEPT, DECLINE, READY, RELEASE, TRANSFER).
- * Any other command, and an unbound user, may act for any id.
+ * 1 when c may act for arg (argv[1]), an id of what the command's first
+ * argument names (the table of operations' id column, lib/op.h): a user
+ * bound to ids (the users' ids key) acts only for those, by glob: a
+ * frontend for the users it names (ENQUEUE, TOUCH, LEAVE, WHERE), a
+ * servicer for its servicers (HEARTBEAT, PAUSE, RESUME, LOGOUT, ROOMS)
+ * and their rooms, whose ids are "<servicer>/<index>" (ACCEPT, DECLINE,
+ * READY, RELEASE, TRANSFER). Any other id (a queue's, a user's named by
+ * a servicer), a command that names none, and an unbound user: any id.
  */
-int auth_may_act(const struct client *, const char *cmd, const char *arg,
+int auth_may_act(const struct client *, enum csq_id_of of, const char *arg,
                  size_t len);
 
 /*

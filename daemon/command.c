@@ -41,10 +41,10 @@
 typedef void command_proc(struct client *, const struct resp_request *);
 
 /*
- * roles: the roles besides admin that may run the command (AUTH_*
- * bits, protocol-v2 section 9), or ADMIN: admin alone. Every row says
- * (the build refuses a row without it). A container's subcommands have
- * their own.
+ * roles: the roles besides admin that may run the command (the bits of
+ * lib/op.h's roles column, protocol-v2 section 9), or ADMIN: admin
+ * alone. Every row says (the build refuses a row without it). A
+ * container's subcommands have their own.
  */
 struct command {
 	const char *name; /* lower case, as errors quote it */
@@ -55,20 +55,17 @@ struct command {
 };
 
 #define ADMIN 0 /* admin alone */
-#define F     AUTH_FRONTEND
-#define S     AUTH_SERVICER
-#define ALL   AUTH_ALL
+#define F     CSQ_ROLE_FRONTEND
+#define S     CSQ_ROLE_SERVICER
+#define ALL   (F | S)
 
 /*
  * The engine's commands are the operations of lib/op.h's table, each with
  * its name, arity and roles there (an operation of arity 0 is no
  * command); the others are csqd's own.
  */
-#define ROLES(r)                                                               \
-	(((r)&CSQ_ROLE_FRONTEND ? AUTH_FRONTEND : 0) |                         \
-	 ((r)&CSQ_ROLE_SERVICER ? AUTH_SERVICER : 0))
 #define ENGINE_ROW(code, name, number, arity, roles, ...)                      \
-	[CSQ_OP_##code] = {#name, arity, CMD_ENGINE, NULL, ROLES(roles)},
+	[CSQ_OP_##code] = {#name, arity, CMD_ENGINE, NULL, roles},
 
 static const struct command engine_commands[CSQ_OP_COUNT] = {
     CSQ_OPS(ENGINE_ROW)};
@@ -207,6 +204,17 @@ command_lookup(const char *name, size_t len)
 	return NULL;
 }
 
+/* What cmd's first argument names: its operation's id column, or none
+ * for csqd's own commands (engine_commands' rows are in the order of the
+ * opcodes). */
+static enum csq_id_of
+command_id_of(const struct command *cmd)
+{
+	return cmd->proc != NULL
+	           ? CSQ_ID_OF_NONE
+	           : csq_op_def((enum csq_opcode)(cmd - engine_commands))->id;
+}
+
 /* Runs cmd's handler: its own, or its operation's (engine_commands'
  * rows are in the order of the opcodes). */
 static void
@@ -341,8 +349,8 @@ command_dispatch(struct client *c, const struct resp_request *req)
 	}
 	/* A user bound to ids acts for those only (auth.h): here, before
 	 * any engine, so on both engines, in MULTI and pipelines alike. */
-	if (req->argc >= 2 &&
-	    !auth_may_act(c, cmd->name, req->argv[1], req->argvlen[1])) {
+	if (req->argc >= 2 && !auth_may_act(c, command_id_of(cmd), req->argv[1],
+	                                    req->argvlen[1])) {
 		resp_error(out,
 		           "NOPERM this user has no permissions to act "
 		           "for the id '%.*s'",

@@ -24,6 +24,7 @@
 #include "client.h"
 #include "command.h"
 #include "config.h"
+#include "engine.h"
 #include "http.h"
 #include "http_auth.h"
 #include "log.h"
@@ -63,49 +64,65 @@ struct api_field {
 	enum api_type type;
 };
 
+/* A command as a request is read: its name (the path's) and its fields,
+ * the id first (api_command). */
 struct api_command {
-	const char *name; /* the path's, and the command table's */
+	const char *name;
 	struct api_field fields[API_FIELDS_MAX];
 };
 
-/* The commands a frontend and an agent need (section 11c), and the
- * reads beside them. */
-static const struct api_command api_commands[] = {
-    {"enqueue",
-     {{"user", NULL, API_STR},
-      {"queue", "QUEUE", API_STR},
-      {"tier", "TIER", API_INT},
-      {"ttl", "TTL", API_INT},
-      {"prefer", "PREFER", API_STR},
-      {"prefer_s", "", API_INT},
-      {"needs", "NEEDS", API_LIST}}},
-    {"where", {{"user", NULL, API_STR}}},
-    {"leave", {{"user", NULL, API_STR}}},
-    {"touch", {{"user", NULL, API_STR}, {"ttl", "TTL", API_INT}}},
-    {"heartbeat",
-     {{"servicer", NULL, API_STR},
-      {"capacity", "CAPACITY", API_INT},
-      {"queues", "QUEUES", API_LIST},
-      {"ttl", "TTL", API_INT},
-      {"offer", "OFFER", API_INT},
-      {"wrapup", "WRAPUP", API_INT},
-      {"skills", "SKILLS", API_LIST}}},
-    {"pause", {{"servicer", NULL, API_STR}}},
-    {"resume", {{"servicer", NULL, API_STR}}},
-    {"logout", {{"servicer", NULL, API_STR}}},
-    {"rooms", {{"servicer", NULL, API_STR}}},
-    {"accept", {{"room", NULL, API_STR}}},
-    {"decline", {{"room", NULL, API_STR}}},
-    {"ready", {{"room", NULL, API_STR}}},
-    {"release", {{"room", NULL, API_STR}}},
-    {"transfer",
-     {{"room", NULL, API_STR},
-      {"queue", NULL, API_STR},
-      {"prefer", "PREFER", API_STR},
-      {"prefer_s", "", API_INT},
-      {"needs", "NEEDS", API_LIST}}},
-    {"qlen", {{"queue", NULL, API_STR}}},
-    {"qstats", {{"queue", NULL, API_STR}}},
+/*
+ * The operations the API serves (section 11c: what a frontend and an
+ * agent need, and the reads beside them), by the table of operations'
+ * opcode (lib/op.h). The table says the rest: the path is the
+ * operation's name, and the first field is the id its first argument
+ * names, called by the table's id column (api_id_fields). What is the
+ * API's own is here: that it serves the operation, and the fields after
+ * the id. http_api_check holds the two tables together.
+ */
+static const struct api_op {
+	int served;
+	struct api_field fields[API_FIELDS_MAX - 1]; /* after the id */
+} api_ops[CSQ_OP_COUNT] = {
+    [CSQ_OP_ENQUEUE] = {1,
+                        {{"queue", "QUEUE", API_STR},
+                         {"tier", "TIER", API_INT},
+                         {"ttl", "TTL", API_INT},
+                         {"prefer", "PREFER", API_STR},
+                         {"prefer_s", "", API_INT},
+                         {"needs", "NEEDS", API_LIST}}},
+    [CSQ_OP_WHERE] = {.served = 1},
+    [CSQ_OP_LEAVE] = {.served = 1},
+    [CSQ_OP_TOUCH] = {1, {{"ttl", "TTL", API_INT}}},
+    [CSQ_OP_HEARTBEAT] = {1,
+                          {{"capacity", "CAPACITY", API_INT},
+                           {"queues", "QUEUES", API_LIST},
+                           {"ttl", "TTL", API_INT},
+                           {"offer", "OFFER", API_INT},
+                           {"wrapup", "WRAPUP", API_INT},
+                           {"skills", "SKILLS", API_LIST}}},
+    [CSQ_OP_PAUSE] = {.served = 1},
+    [CSQ_OP_RESUME] = {.served = 1},
+    [CSQ_OP_LOGOUT] = {.served = 1},
+    [CSQ_OP_ROOMS] = {.served = 1},
+    [CSQ_OP_ACCEPT] = {.served = 1},
+    [CSQ_OP_DECLINE] = {.served = 1},
+    [CSQ_OP_READY] = {.served = 1},
+    [CSQ_OP_RELEASE] = {.served = 1},
+    [CSQ_OP_TRANSFER] = {1,
+                         {{"queue", NULL, API_STR},
+                          {"prefer", "PREFER", API_STR},
+                          {"prefer_s", "", API_INT},
+                          {"needs", "NEEDS", API_LIST}}},
+    [CSQ_OP_QLEN] = {.served = 1},
+    [CSQ_OP_QSTATS] = {.served = 1},
+};
+
+/* The JSON name of the id field, by the table's id column. */
+static const char *const api_id_fields[] = {
+    [CSQ_ID_OF_NONE] = NULL,           [CSQ_ID_OF_USER] = "user",
+    [CSQ_ID_OF_SERVICER] = "servicer", [CSQ_ID_OF_ROOM] = "room",
+    [CSQ_ID_OF_QUEUE] = "queue",
 };
 
 /* One request waiting for its reply. */
@@ -813,15 +830,76 @@ api_login(struct client *c, struct evhttp_request *req)
 	return -1;
 }
 
-static const struct api_command *
-api_command(const char *name)
+/* The command of the path's name into cmd: 0, or -1 when the API serves
+ * none of that name (the name exactly: ENQUEUE is no path). */
+static int
+api_command(const char *name, struct api_command *cmd)
 {
-	size_t i;
+	int op = csq_op_lookup(name, strlen(name));
+	const struct csq_op_def *d;
 
-	for (i = 0; i < sizeof(api_commands) / sizeof(api_commands[0]); i++)
-		if (strcmp(api_commands[i].name, name) == 0)
-			return &api_commands[i];
-	return NULL;
+	if (op < 0 || !api_ops[op].served)
+		return -1;
+	d = csq_op_def((enum csq_opcode)op);
+	if (strcmp(d->name, name) != 0)
+		return -1;
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->name = d->name;
+	cmd->fields[0].name = api_id_fields[d->id];
+	cmd->fields[0].type = API_STR;
+	memcpy(cmd->fields + 1, api_ops[op].fields, sizeof(api_ops[op].fields));
+	return 0;
+}
+
+int
+http_api_check(char *why, size_t len)
+{
+	const struct csq_op_def *d;
+	const struct api_field *f;
+	int op, i, k, words;
+
+	for (op = 0; op < CSQ_OP_COUNT; op++) {
+		if (!api_ops[op].served)
+			continue;
+		d = csq_op_def((enum csq_opcode)op);
+		/* The id and the positional fields are the words the
+		 * arity counts after the name: all of them when it is
+		 * exact, the least when it is not. */
+		words = 2;
+		for (i = 0; i < API_FIELDS_MAX - 1; i++) {
+			f = &api_ops[op].fields[i];
+			if (f->name == NULL)
+				break;
+			/* A name twice: the second could not be sent. */
+			if (strcmp(f->name, api_id_fields[d->id] != NULL
+			                        ? api_id_fields[d->id]
+			                        : "") == 0)
+				goto bad;
+			for (k = 0; k < i; k++)
+				if (strcmp(f->name,
+				           api_ops[op].fields[k].name) == 0)
+					goto bad;
+			if (f->word == NULL && (i == 0 || f[-1].word == NULL))
+				words++;
+			else if (f->word == NULL || d->arity > 0)
+				goto bad;
+			else if (f->word[0] == '\0' &&
+			         (i == 0 || f[-1].word == NULL ||
+			          f[-1].word[0] == '\0'))
+				goto bad;
+		}
+		if (d->arity == 0 || d->id == CSQ_ID_OF_NONE ||
+		    words != (d->arity > 0 ? d->arity : -d->arity))
+			goto bad;
+		continue;
+	bad:
+		snprintf(why, len,
+		         "the API's fields of '%s' do not fit its row of "
+		         "the table of operations",
+		         d->name);
+		return -1;
+	}
+	return 0;
 }
 
 /* The argv of RESP from vals: the command, the positional fields in
@@ -968,7 +1046,7 @@ http_api_serve(struct http_api *api, struct evhttp_request *req,
 	char *argv[API_ARGS_MAX], err[API_ERR_MAX], peer[CLIENT_ADDR_MAX];
 	size_t argvlen[API_ARGS_MAX], len, i;
 	struct resp_request r = {0, argv, argvlen, 0};
-	const struct api_command *cmd;
+	struct api_command cmd;
 	struct api_json j;
 	struct api_call *x;
 	struct client *c;
@@ -994,7 +1072,7 @@ http_api_serve(struct http_api *api, struct evhttp_request *req,
 		           "ERR the API takes POST");
 		goto out;
 	}
-	if ((cmd = api_command(name)) == NULL) {
+	if (api_command(name, &cmd) != 0) {
 		api_errorf(req, HTTP_NOTFOUND, "Not Found",
 		           "ERR unknown command '%.64s'", name);
 		goto out;
@@ -1006,11 +1084,11 @@ http_api_serve(struct http_api *api, struct evhttp_request *req,
 		j.start = j.p =
 		    (const char *)evbuffer_pullup(body, (ev_ssize_t)len);
 	j.end = j.p + len;
-	if (api_parse(&j, cmd, vals) != 0) {
+	if (api_parse(&j, &cmd, vals) != 0) {
 		api_errorf(req, 0, NULL, "%s", j.err);
 		goto out;
 	}
-	if (api_argv(cmd, vals, &r, err, sizeof(err)) != 0) {
+	if (api_argv(&cmd, vals, &r, err, sizeof(err)) != 0) {
 		api_errorf(req, 0, NULL, "%s", err);
 		goto out;
 	}

@@ -10,6 +10,8 @@
 #ifndef CSQD_HTTP_API_H
 #define CSQD_HTTP_API_H
 
+#include <stddef.h>
+
 struct admin_events;
 struct evhttp_request;
 struct http_api;
@@ -31,5 +33,11 @@ void http_api_free(struct http_api *);
  * credentials. */
 void http_api_serve(struct http_api *, struct evhttp_request *,
                     const char *name);
+
+/* 0 when every operation the API serves fits its row of the table of
+ * operations (lib/op.h): a command with an id first, its positional
+ * fields the words its arity counts, options only where the arity is
+ * "at least"; else -1 with why (tests/unit/test_http_api.c). */
+int http_api_check(char *why, size_t len);
 
 #endif

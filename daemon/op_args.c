@@ -459,7 +459,7 @@ args_policy(const struct resp_request *req, uint32_t max_tier,
 	return ERR_SYNTAX;
 }
 
-#define ARGS_ROW(code, name, number, arity, roles, mutates, record, args,      \
+#define ARGS_ROW(code, name, number, arity, roles, id, mutates, record, args,  \
                  reply)                                                        \
 	[CSQ_OP_##code] = args_##args,
 

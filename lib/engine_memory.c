@@ -355,9 +355,7 @@ apply_policy(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 	r->status = memory_policy(m, op, now);
 }
 
-#define APPLY_ROW(code, name, number, arity, roles, mutates, record, check,    \
-                  reply)                                                       \
-	[CSQ_OP_##code] = apply_##name,
+#define APPLY_ROW(code, name, ...) [CSQ_OP_##code] = apply_##name,
 
 static apply_fn *const applies[CSQ_OP_COUNT] = {CSQ_OPS(APPLY_ROW)};
 

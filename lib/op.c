@@ -4,9 +4,10 @@
 #include <string.h>
 #include <strings.h>
 
-#define DEF_ROW(code, name, number, arity, roles, mutates, record, check,      \
+#define DEF_ROW(code, name, number, arity, roles, id, mutates, record, check,  \
                 reply)                                                         \
-	[CSQ_OP_##code] = {#name, arity, roles, mutates, CSQ_REPLY_##reply},
+	[CSQ_OP_##code] = {#name,          arity,   roles,                     \
+	                   CSQ_ID_OF_##id, mutates, CSQ_REPLY_##reply},
 
 static const struct csq_op_def op_defs[] = {CSQ_OPS(DEF_ROW)};
 

@@ -12,6 +12,11 @@
  *   arity   csqd's, in Redis's way (n exactly, -n at least); 0: not a
  *           command, an operation of the engine's own
  *   roles   who may send it besides admin: CSQ_ROLE_* bits, 0 admin
+ *   id      what its first argument names, CSQ_ID_OF_<id>: a USER, a
+ *           SERVICER, a ROOM ("<servicer>/<index>") or a QUEUE; NONE
+ *           when it names none. A user bound to ids (csqd's users' ids
+ *           key) acts for its own only by it (daemon/auth.c), and the
+ *           HTTP API calls the field by it (daemon/http_api.c)
  *   mutates 1 when it may change the state: journaled, replicated
  *   record  its arguments' form in a record: put_<record>/get_<record>
  *           (lib/record.c)
@@ -42,39 +47,49 @@
 
 /* clang-format off */
 #define CSQ_OPS(X)                                                           \
-	/* CODE     name      n  arity roles mut record  args   reply */      \
-	X(HEARTBEAT, heartbeat, 0, -2, CSQ_OP_S, 1, heartbeat, heartbeat,     \
-	  SERVICER)                                                          \
-	X(PAUSE, pause, 1, 2, CSQ_OP_S, 1, id, servicer, OK)                  \
-	X(RESUME, resume, 2, 2, CSQ_OP_S, 1, id, servicer, OK)                \
-	X(LOGOUT, logout, 3, 2, CSQ_OP_S, 1, id, servicer, N)                 \
-	X(RELEASE, release, 4, 2, CSQ_OP_S, 1, id, room, N)                   \
-	X(ENQUEUE, enqueue, 5, -2, CSQ_OP_F, 1, enqueue, enqueue, USER)       \
-	X(TOUCH, touch, 6, -2, CSQ_OP_F, 1, touch, touch, N)                  \
-	X(LEAVE, leave, 7, 2, CSQ_OP_F, 1, id, user, N)                       \
-	X(WHERE, where, 8, 2, CSQ_OP_FS, 0, id, user, USER_DETAIL)            \
-	X(QUEUE, queue, 9, -2, CSQ_OP_S, 0, range, range, ENTRIES)            \
-	X(QLEN, qlen, 10, 2, CSQ_OP_FS, 0, id, queue, N)                      \
-	X(SERVICERS, servicers, 11, 1, CSQ_OP_A, 0, none, none, SERVICERS)    \
-	X(STATS, stats, 12, 1, CSQ_OP_A, 0, none, none, STATS)                \
+	/* CODE     name      n  arity roles id mut record args reply */      \
+	X(HEARTBEAT, heartbeat, 0, -2, CSQ_OP_S, SERVICER, 1, heartbeat,      \
+	  heartbeat, SERVICER)                                               \
+	X(PAUSE, pause, 1, 2, CSQ_OP_S, SERVICER, 1, id, servicer, OK)        \
+	X(RESUME, resume, 2, 2, CSQ_OP_S, SERVICER, 1, id, servicer, OK)      \
+	X(LOGOUT, logout, 3, 2, CSQ_OP_S, SERVICER, 1, id, servicer, N)       \
+	X(RELEASE, release, 4, 2, CSQ_OP_S, ROOM, 1, id, room, N)             \
+	X(ENQUEUE, enqueue, 5, -2, CSQ_OP_F, USER, 1, enqueue, enqueue, USER) \
+	X(TOUCH, touch, 6, -2, CSQ_OP_F, USER, 1, touch, touch, N)            \
+	X(LEAVE, leave, 7, 2, CSQ_OP_F, USER, 1, id, user, N)                 \
+	X(WHERE, where, 8, 2, CSQ_OP_FS, USER, 0, id, user, USER_DETAIL)      \
+	X(QUEUE, queue, 9, -2, CSQ_OP_S, QUEUE, 0, range, range, ENTRIES)     \
+	X(QLEN, qlen, 10, 2, CSQ_OP_FS, QUEUE, 0, id, queue, N)               \
+	X(SERVICERS, servicers, 11, 1, CSQ_OP_A, NONE, 0, none, none,         \
+	  SERVICERS)                                                         \
+	X(STATS, stats, 12, 1, CSQ_OP_A, NONE, 0, none, none, STATS)          \
 	/* Not commands: changes of state that a journal replays too. */     \
-	X(EXPIRE, expire, 13, 0, CSQ_OP_A, 1, none, none, NONE)               \
-	X(LIMITS, limits, 14, 0, CSQ_OP_A, 1, limits, none, NONE)             \
-	X(REARM, rearm, 15, 0, CSQ_OP_A, 1, none, none, NONE)                 \
+	X(EXPIRE, expire, 13, 0, CSQ_OP_A, NONE, 1, none, none, NONE)         \
+	X(LIMITS, limits, 14, 0, CSQ_OP_A, NONE, 1, limits, none, NONE)       \
+	X(REARM, rearm, 15, 0, CSQ_OP_A, NONE, 1, none, none, NONE)           \
 	/* Routing (protocol-v2). */                                         \
-	X(ACCEPT, accept, 16, 2, CSQ_OP_S, 1, id, room, N)                    \
-	X(DECLINE, decline, 17, 2, CSQ_OP_S, 1, id, room, N)                  \
-	X(READY, ready, 18, 2, CSQ_OP_S, 1, id, room, N)                      \
-	X(TRANSFER, transfer, 19, -3, CSQ_OP_S, 1, transfer, transfer,        \
+	X(ACCEPT, accept, 16, 2, CSQ_OP_S, ROOM, 1, id, room, N)              \
+	X(DECLINE, decline, 17, 2, CSQ_OP_S, ROOM, 1, id, room, N)            \
+	X(READY, ready, 18, 2, CSQ_OP_S, ROOM, 1, id, room, N)                \
+	X(TRANSFER, transfer, 19, -3, CSQ_OP_S, ROOM, 1, transfer, transfer,  \
 	  USER_DETAIL)                                                       \
 	/* The admin's overview: id NULL, every one (QUEUES by slices). */   \
-	X(QUEUES, queues, 20, 1, CSQ_OP_A, 0, slice, slice, QUEUES)           \
-	X(ROOMS, rooms, 21, 2, CSQ_OP_S, 0, rooms, rooms, ROOMS)              \
+	X(QUEUES, queues, 20, 1, CSQ_OP_A, NONE, 0, slice, slice, QUEUES)     \
+	X(ROOMS, rooms, 21, 2, CSQ_OP_S, SERVICER, 0, rooms, rooms, ROOMS)    \
 	/* Queue policies (offset of count: the last applies them all) and \
 	 * numbers (protocol-v2 sections 4 to 6). */                        \
-	X(POLICY, policy, 22, 0, CSQ_OP_A, 1, policy_set, policy, NONE)       \
-	X(QSTATS, qstats, 23, 2, CSQ_OP_FS, 0, slice, slice, QSTATS)
+	X(POLICY, policy, 22, 0, CSQ_OP_A, NONE, 1, policy_set, policy, NONE) \
+	X(QSTATS, qstats, 23, 2, CSQ_OP_FS, QUEUE, 0, slice, slice, QSTATS)
 /* clang-format on */
+
+/* What an operation's first argument names (the table's id column). */
+enum csq_id_of {
+	CSQ_ID_OF_NONE,     /* none, or no argument */
+	CSQ_ID_OF_USER,     /* a user */
+	CSQ_ID_OF_SERVICER, /* a servicer */
+	CSQ_ID_OF_ROOM,     /* a servicer's room, "<servicer>/<index>" */
+	CSQ_ID_OF_QUEUE,    /* a queue */
+};
 
 /* What an operation's answer carries (the table's reply column). */
 enum csq_reply {
@@ -94,9 +109,10 @@ enum csq_reply {
 
 /* An operation's row, for those who read it at run time. */
 struct csq_op_def {
-	const char *name; /* lower case */
-	int arity;        /* 0: not a command */
-	int roles;        /* CSQ_ROLE_* bits; 0: admin alone */
+	const char *name;  /* lower case */
+	int arity;         /* 0: not a command */
+	int roles;         /* CSQ_ROLE_* bits; 0: admin alone */
+	enum csq_id_of id; /* what argv[1] names */
 	int mutates;
 	enum csq_reply reply;
 };

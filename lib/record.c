@@ -664,8 +664,7 @@ get_slice(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
 	return 0;
 }
 
-#define RECORD_ROW(code, name, number, arity, roles, mutates, record, check,   \
-                   reply)                                                      \
+#define RECORD_ROW(code, name, number, arity, roles, id, mutates, record, ...) \
 	[CSQ_OP_##code] = {put_##record, get_##record},
 
 static const struct {

@@ -187,7 +187,7 @@ check_policy(const struct csq_op *op, const struct csq_limits *limits)
 	                                           : CSQ_ERANGE;
 }
 
-#define CHECK_ROW(code, name, number, arity, roles, mutates, record, args,     \
+#define CHECK_ROW(code, name, number, arity, roles, id, mutates, record, args, \
                   reply)                                                       \
 	[CSQ_OP_##code] = check_##args,
 
