@@ -1149,82 +1149,165 @@ config_queue_int(struct config_report *r, const config_setting_t *f,
 	return 0;
 }
 
+/* A key of a queues entry's group (config_queue_group): 0 when valid,
+ * -1 when bad (reported), 1 when the group has no such key. */
+typedef int config_group_key_fn(struct config_report *,
+                                const config_setting_t *f, const char *key,
+                                void *out);
+
+/*
+ * A group of a queues entry, name (a relax step, hours, nobody:
+ * protocol.md 3c): a group, else "queues: <name> must be <form>" and
+ * nothing is read; then *on (when not NULL) is set and each of its keys
+ * goes to fn, "queues: <name>: unknown key <key>" for one it does not
+ * know. 0 when every key is valid.
+ */
+static int
+config_queue_group(struct config_report *r, const config_setting_t *g,
+                   const char *name, const char *form, uint32_t *on,
+                   config_group_key_fn *fn, void *out)
+{
+	const config_setting_t *f;
+	int i, n, rc, bad = 0;
+
+	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+		config_error(r, g, "queues: %s must be %s", name, form);
+		return -1;
+	}
+	if (on != NULL)
+		*on = 1;
+	n = config_setting_length(g);
+	for (i = 0; i < n; i++) {
+		f = config_setting_get_elem(g, (unsigned)i);
+		rc = fn(r, f, config_setting_name(f), out);
+		if (rc > 0)
+			config_error(r, f, "queues: %s: unknown key %s", name,
+			             config_setting_name(f));
+		bad |= rc != 0;
+	}
+	return bad ? -1 : 0;
+}
+
+/* A key of a queues entry's group whose value is one of two or three
+ * names; its index is stored at off, a uint32_t of the group's struct. */
+struct config_group_enum {
+	const char *key, *names[4];
+	size_t off;
+};
+
+/* field when it is one of the n enums: 0 with the value's index stored
+ * in the group's struct at base, -1 (reported) when the value is none of
+ * the names; 1 when field is none of the enums. */
+static int
+config_group_enum(struct config_report *r, const config_setting_t *f,
+                  const char *name, const char *field,
+                  const struct config_group_enum *enums, size_t n, void *base)
+{
+	const char *v = config_setting_type(f) == CONFIG_TYPE_STRING
+	                    ? config_setting_get_string(f)
+	                    : "";
+	const struct config_group_enum *e;
+	size_t j;
+	int k;
+
+	for (j = 0; j < n && strcmp(field, enums[j].key) != 0; j++)
+		;
+	if (j == n)
+		return 1;
+	e = &enums[j];
+	for (k = 0; e->names[k] != NULL; k++)
+		if (strcmp(v, e->names[k]) == 0) {
+			*(uint32_t *)(void *)((char *)base + e->off) =
+			    (uint32_t)k;
+			return 0;
+		}
+	config_error(r, f, "queues: %s: %s must be \"%s\", \"%s\"%s%s%s", name,
+	             field, e->names[0], e->names[1],
+	             e->names[2] != NULL ? " or \"" : "",
+	             e->names[2] != NULL ? e->names[2] : "",
+	             e->names[2] != NULL ? "\"" : "");
+	return -1;
+}
+
+/* fallback and move_to of a queues entry's group name: a queue id. */
+static int
+config_group_queue(struct config_report *r, const config_setting_t *f,
+                   const char *name, const char *key, char out[CSQ_ID_MAX + 1])
+{
+	char label[32];
+
+	snprintf(label, sizeof(label), "%s: %s", name, key);
+	return config_queue_id(r, f, label, out);
+}
+
+/* A key of a relax step: after, lower or drop. */
+static int
+config_relax_key(struct config_report *r, const config_setting_t *f,
+                 const char *field, void *out)
+{
+	struct csq_relax_step *step = out;
+	struct csq_skill_list l;
+	const char *v = config_setting_type(f) == CONFIG_TYPE_STRING
+	                    ? config_setting_get_string(f)
+	                    : NULL;
+	long long n = config_is_int(f) ? config_setting_get_int64(f) : -1;
+
+	if (strcmp(field, "after") == 0) {
+		if (n < 1 || n > CSQ_POLICY_SECONDS_MAX) {
+			config_error(r, f,
+			             "queues: relax after must be between 1 "
+			             "and %d",
+			             CSQ_POLICY_SECONDS_MAX);
+			return -1;
+		}
+		step->after_s = (uint32_t)n;
+	} else if (strcmp(field, "lower") == 0) {
+		if (n < 1 || n > CSQ_SKILL_LEVEL_MAX) {
+			config_error(r, f,
+			             "queues: relax lower must be between 1 "
+			             "and %d",
+			             CSQ_SKILL_LEVEL_MAX);
+			return -1;
+		}
+		step->lower = (uint32_t)n;
+	} else if (strcmp(field, "drop") == 0) {
+		if (v != NULL && strcmp(v, "*") == 0)
+			step->drop_all = 1;
+		else if (v == NULL || v[0] == '\0' || strchr(v, ':') ||
+		         strlen(v) >= sizeof(step->drop) ||
+		         csq_skills_parse(v, CSQ_USER_NEEDS, &l) != CSQ_OK) {
+			config_error(r, f,
+			             "queues: relax drop must be \"*\" or 1 "
+			             "to %d skill names, comma-separated, at "
+			             "most %d bytes",
+			             CSQ_USER_NEEDS, CSQ_RELAX_DROP_MAX - 1);
+			return -1;
+		} else
+			snprintf(step->drop, sizeof(step->drop), "%s", v);
+	} else
+		return 1;
+	return 0;
+}
+
 /* One step of a queues entry's relax (protocol.md 3c). 0 when valid. */
 static int
 config_relax_step(struct config_report *r, const config_setting_t *e,
                   struct csq_relax_step *step)
 {
-	struct csq_skill_list l;
-	const config_setting_t *f;
-	const char *field, *v;
-	long long n;
-	int i, bad = 0;
-
-	if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
-		config_error(r, e,
-		             "queues: relax must be a list of groups, "
-		             "( { after = …; drop = …; } )");
+	memset(step, 0, sizeof(*step));
+	if (config_queue_group(r, e, "relax",
+	                       "a list of groups, ( { after = …; drop = …; } )",
+	                       NULL, config_relax_key, step) != 0)
+		return -1;
+	if (step->after_s == 0) {
+		config_error(r, e, "queues: a relax step needs after");
 		return -1;
 	}
-	memset(step, 0, sizeof(*step));
-	for (i = 0; i < config_setting_length(e); i++) {
-		f = config_setting_get_elem(e, (unsigned)i);
-		field = config_setting_name(f);
-		n = config_is_int(f) ? config_setting_get_int64(f) : -1;
-		v = config_setting_type(f) == CONFIG_TYPE_STRING
-		        ? config_setting_get_string(f)
-		        : NULL;
-		if (strcmp(field, "after") == 0) {
-			if (n < 1 || n > CSQ_POLICY_SECONDS_MAX) {
-				config_error(r, f,
-				             "queues: relax after must be "
-				             "between 1 and %d",
-				             CSQ_POLICY_SECONDS_MAX);
-				bad = 1;
-			} else
-				step->after_s = (uint32_t)n;
-		} else if (strcmp(field, "lower") == 0) {
-			if (n < 1 || n > CSQ_SKILL_LEVEL_MAX) {
-				config_error(r, f,
-				             "queues: relax lower must be "
-				             "between 1 and %d",
-				             CSQ_SKILL_LEVEL_MAX);
-				bad = 1;
-			} else
-				step->lower = (uint32_t)n;
-		} else if (strcmp(field, "drop") == 0) {
-			if (v != NULL && strcmp(v, "*") == 0)
-				step->drop_all = 1;
-			else if (v == NULL || v[0] == '\0' || strchr(v, ':') ||
-			         strlen(v) >= sizeof(step->drop) ||
-			         csq_skills_parse(v, CSQ_USER_NEEDS, &l) !=
-			             CSQ_OK) {
-				config_error(
-				    r, f,
-				    "queues: relax drop must be \"*\" "
-				    "or 1 to %d skill names, "
-				    "comma-separated, at most %d bytes",
-				    CSQ_USER_NEEDS, CSQ_RELAX_DROP_MAX - 1);
-				bad = 1;
-			} else
-				snprintf(step->drop, sizeof(step->drop), "%s",
-				         v);
-		} else {
-			config_error(r, f, "queues: relax: unknown key %s",
-			             field);
-			bad = 1;
-		}
-	}
-	if (!bad && step->after_s == 0) {
-		config_error(r, e, "queues: a relax step needs after");
-		bad = 1;
-	}
-	if (!bad && step->lower == 0 && !step->drop_all &&
-	    step->drop[0] == '\0') {
+	if (step->lower == 0 && !step->drop_all && step->drop[0] == '\0') {
 		config_error(r, e, "queues: a relax step needs drop or lower");
-		bad = 1;
+		return -1;
 	}
-	return bad ? -1 : 0;
+	return 0;
 }
 
 /* relax: a list of steps, their times growing. 0 when valid. */
@@ -1260,20 +1343,13 @@ config_relax(struct config_report *r, const config_setting_t *f,
 	return bad ? -1 : 0;
 }
 
-/*
- * nobody = { counts; when_nobody; fallback; at_nobody; grace; move_to; }
- * (protocol.md 3c, "Nobody there"): each key known and of its type;
- * what they say together (fallback with "fallback", grace with "move" or
- * "release", a cycle) is libcsq's check, at config_check_queues.
- */
+/* A key of nobody: counts, when_nobody, at_nobody, fallback, move_to
+ * or grace. */
 static int
-config_nobody(struct config_report *r, const config_setting_t *g,
-              struct csq_nobody_policy *b)
+config_nobody_key(struct config_report *r, const config_setting_t *f,
+                  const char *field, void *out)
 {
-	static const struct {
-		const char *key, *names[4];
-		size_t off;
-	} enums[] = {
+	static const struct config_group_enum enums[] = {
 	    {"counts",
 	     {"logged_in", "ready", NULL, NULL},
 	     offsetof(struct csq_nobody_policy, counts)},
@@ -1284,76 +1360,46 @@ config_nobody(struct config_report *r, const config_setting_t *g,
 	     {"keep", "move", "release", NULL},
 	     offsetof(struct csq_nobody_policy, at_nobody)},
 	};
-	const config_setting_t *f;
-	const char *field, *v;
-	int i, n, bad = 0;
-	size_t j, k;
+	struct csq_nobody_policy *b = out;
 	long long secs;
+	int rc;
 
-	memset(b, 0, sizeof(*b));
-	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-		config_error(r, g,
-		             "queues: nobody must be a group, { when_nobody = "
-		             "\"refuse\"; … }");
+	rc = config_group_enum(r, f, "nobody", field, enums,
+	                       sizeof(enums) / sizeof(enums[0]), b);
+	if (rc <= 0)
+		return rc;
+	if (strcmp(field, "fallback") == 0 || strcmp(field, "move_to") == 0)
+		return config_group_queue(r, f, "nobody", field,
+		                          field[0] == 'f' ? b->fallback
+		                                          : b->move_to);
+	if (strcmp(field, "grace") != 0)
+		return 1;
+	secs = config_is_int(f) ? config_setting_get_int64(f) : -1;
+	if (secs < 1 || secs > CSQ_POLICY_SECONDS_MAX) {
+		config_error(r, f,
+		             "queues: nobody: grace must be an integer of "
+		             "seconds, 1..%d",
+		             CSQ_POLICY_SECONDS_MAX);
 		return -1;
 	}
-	b->on = 1;
-	n = config_setting_length(g);
-	for (i = 0; i < n; i++) {
-		f = config_setting_get_elem(g, (unsigned)i);
-		field = config_setting_name(f);
-		v = config_setting_type(f) == CONFIG_TYPE_STRING
-		        ? config_setting_get_string(f)
-		        : "";
-		for (j = 0; j < sizeof(enums) / sizeof(enums[0]); j++)
-			if (strcmp(field, enums[j].key) == 0)
-				break;
-		if (j < sizeof(enums) / sizeof(enums[0])) {
-			for (k = 0; enums[j].names[k] != NULL; k++)
-				if (strcmp(v, enums[j].names[k]) == 0)
-					break;
-			if (enums[j].names[k] == NULL) {
-				config_error(
-				    r, f,
-				    "queues: nobody: %s must be \"%s\", "
-				    "\"%s\"%s%s%s",
-				    field, enums[j].names[0], enums[j].names[1],
-				    enums[j].names[2] != NULL ? " or \"" : "",
-				    enums[j].names[2] != NULL
-				        ? enums[j].names[2]
-				        : "",
-				    enums[j].names[2] != NULL ? "\"" : "");
-				bad = 1;
-			} else
-				*(uint32_t *)((char *)b + enums[j].off) =
-				    (uint32_t)k;
-		} else if (strcmp(field, "fallback") == 0) {
-			bad |= config_queue_id(r, f, "nobody: fallback",
-			                       b->fallback) != 0;
-		} else if (strcmp(field, "move_to") == 0) {
-			bad |= config_queue_id(r, f, "nobody: move_to",
-			                       b->move_to) != 0;
-		} else if (strcmp(field, "grace") == 0) {
-			secs =
-			    config_setting_type(f) == CONFIG_TYPE_INT ||
-			            config_setting_type(f) == CONFIG_TYPE_INT64
-			        ? config_setting_get_int64(f)
-			        : -1;
-			if (secs < 1 || secs > CSQ_POLICY_SECONDS_MAX) {
-				config_error(r, f,
-				             "queues: nobody: grace must be an "
-				             "integer of seconds, 1..%d",
-				             CSQ_POLICY_SECONDS_MAX);
-				bad = 1;
-			} else
-				b->grace_s = (uint32_t)secs;
-		} else {
-			config_error(r, f, "queues: nobody: unknown key %s",
-			             field);
-			bad = 1;
-		}
-	}
-	return bad ? -1 : 0;
+	b->grace_s = (uint32_t)secs;
+	return 0;
+}
+
+/*
+ * nobody = { counts; when_nobody; fallback; at_nobody; grace; move_to; }
+ * (protocol.md 3c, "Nobody there"): each key known and of its type;
+ * what they say together (fallback with "fallback", grace with "move" or
+ * "release", a cycle) is libcsq's check, at config_check_queues.
+ */
+static int
+config_nobody(struct config_report *r, const config_setting_t *g,
+              struct csq_nobody_policy *b)
+{
+	memset(b, 0, sizeof(*b));
+	return config_queue_group(r, g, "nobody",
+	                          "a group, { when_nobody = \"refuse\"; … }",
+	                          &b->on, config_nobody_key, b);
 }
 
 /*
@@ -1402,22 +1448,96 @@ config_zone(struct config_report *r, const config_setting_t *f,
 	return 0;
 }
 
-/* A string key of hours among names: its index, or -1 (reported). */
+/* hours as its keys are read: whether zone and week were there. */
+struct config_hours_read {
+	struct csq_hours *h;
+	int zone, week;
+};
+
+/* hours' closed: a list of dates. 0 when valid. */
 static int
-config_hours_enum(struct config_report *r, const config_setting_t *f,
-                  const char *key, const char *const *names)
+config_hours_closed(struct config_report *r, const config_setting_t *f,
+                    struct csq_hours *h)
 {
+	const config_setting_t *d;
+	const char *v;
+	int j, k = config_setting_length(f), bad = 0;
+	int32_t day;
+
+	if ((config_setting_type(f) != CONFIG_TYPE_ARRAY &&
+	     config_setting_type(f) != CONFIG_TYPE_LIST) ||
+	    k > CSQ_HOURS_CLOSED) {
+		config_error(r, f,
+		             "queues: hours: closed must be a list of at most "
+		             "%d dates, [\"2026-12-25\", …]",
+		             CSQ_HOURS_CLOSED);
+		return -1;
+	}
+	for (j = 0; j < k; j++) {
+		d = config_setting_get_elem(f, (unsigned)j);
+		v = config_setting_type(d) == CONFIG_TYPE_STRING
+		        ? config_setting_get_string(d)
+		        : "";
+		if (csq_hours_parse_date(v, &day) != 0 ||
+		    csq_hours_add_closed(h, day) != 0) {
+			config_error(r, d,
+			             "queues: hours: closed: \"%s\" is not a "
+			             "date YYYY-MM-DD, or is there twice",
+			             v);
+			bad = 1;
+		}
+	}
+	return bad ? -1 : 0;
+}
+
+/* A key of hours: zone, week, closed, when_closed, at_close, fallback
+ * or move_to. */
+static int
+config_hours_key(struct config_report *r, const config_setting_t *f,
+                 const char *field, void *out)
+{
+	static const struct config_group_enum enums[] = {
+	    {"when_closed",
+	     {"wait", "refuse", "fallback", NULL},
+	     offsetof(struct csq_hours, when_closed)},
+	    {"at_close",
+	     {"keep", "move", "release", NULL},
+	     offsetof(struct csq_hours, at_close)},
+	};
+	struct config_hours_read *rd = out;
+	struct csq_hours *h = rd->h;
 	const char *v = config_setting_type(f) == CONFIG_TYPE_STRING
 	                    ? config_setting_get_string(f)
-	                    : "";
-	int i;
+	                    : NULL;
+	const char *err;
+	int rc;
 
-	for (i = 0; names[i] != NULL; i++)
-		if (strcmp(v, names[i]) == 0)
-			return i;
-	config_error(r, f, "queues: hours: %s must be \"%s\", \"%s\" or \"%s\"",
-	             key, names[0], names[1], names[2]);
-	return -1;
+	rc = config_group_enum(r, f, "hours", field, enums,
+	                       sizeof(enums) / sizeof(enums[0]), h);
+	if (rc <= 0)
+		return rc;
+	if (strcmp(field, "zone") == 0) {
+		rd->zone = 1;
+		return config_zone(r, f, &h->tz) != 0 ? -1 : 0;
+	}
+	if (strcmp(field, "week") == 0) {
+		rd->week = 1;
+		if (v == NULL || csq_hours_parse_week(v, h, &err) != 0) {
+			config_error(r, f, "queues: hours: week: %s",
+			             v == NULL ? "a string, such as "
+			                         "\"mon-fri 09:00-17:00\""
+			                       : err);
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(field, "closed") == 0)
+		return config_hours_closed(r, f, h);
+	if (strcmp(field, "fallback") == 0 || strcmp(field, "move_to") == 0)
+		return config_group_queue(r, f, "hours", field,
+		                          field[0] == 'f' ? h->fallback
+		                                          : h->move_to);
+	return 1;
 }
 
 /* hours = { zone; week; closed; when_closed; fallback; at_close;
@@ -1426,98 +1546,18 @@ static int
 config_hours(struct config_report *r, const config_setting_t *g,
              struct csq_hours *h)
 {
-	static const char *const when[] = {"wait", "refuse", "fallback", NULL};
-	static const char *const at[] = {"keep", "move", "release", NULL};
-	const config_setting_t *f, *d;
-	const char *field, *v, *err;
-	int i, j, n, k, bad = 0, zone = 0, week = 0;
-	int32_t day;
+	struct config_hours_read rd = {h, 0, 0};
 
 	memset(h, 0, sizeof(*h));
-	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-		config_error(r, g,
-		             "queues: hours must be a group, { zone = …; "
-		             "week = …; }");
+	if (config_queue_group(r, g, "hours",
+	                       "a group, { zone = …; week = …; }", &h->on,
+	                       config_hours_key, &rd) != 0)
+		return -1;
+	if (!rd.zone || !rd.week) {
+		config_error(r, g, "queues: hours needs zone and week");
 		return -1;
 	}
-	h->on = 1;
-	n = config_setting_length(g);
-	for (i = 0; i < n; i++) {
-		f = config_setting_get_elem(g, (unsigned)i);
-		field = config_setting_name(f);
-		v = config_setting_type(f) == CONFIG_TYPE_STRING
-		        ? config_setting_get_string(f)
-		        : NULL;
-		if (strcmp(field, "zone") == 0) {
-			bad |= config_zone(r, f, &h->tz) != 0;
-			zone = 1;
-		} else if (strcmp(field, "week") == 0) {
-			week = 1;
-			if (v == NULL ||
-			    csq_hours_parse_week(v, h, &err) != 0) {
-				config_error(r, f, "queues: hours: week: %s",
-				             v == NULL
-				                 ? "a string, such as "
-				                   "\"mon-fri 09:00-17:00\""
-				                 : err);
-				bad = 1;
-			}
-		} else if (strcmp(field, "closed") == 0) {
-			k = config_setting_length(f);
-			if ((config_setting_type(f) != CONFIG_TYPE_ARRAY &&
-			     config_setting_type(f) != CONFIG_TYPE_LIST) ||
-			    k > CSQ_HOURS_CLOSED) {
-				config_error(r, f,
-				             "queues: hours: closed must be a "
-				             "list of at most %d dates, "
-				             "[\"2026-12-25\", …]",
-				             CSQ_HOURS_CLOSED);
-				bad = 1;
-				continue;
-			}
-			for (j = 0; j < k; j++) {
-				d = config_setting_get_elem(f, (unsigned)j);
-				v = config_setting_type(d) == CONFIG_TYPE_STRING
-				        ? config_setting_get_string(d)
-				        : "";
-				if (csq_hours_parse_date(v, &day) != 0 ||
-				    csq_hours_add_closed(h, day) != 0) {
-					config_error(r, d,
-					             "queues: hours: closed: "
-					             "\"%s\" is not a date "
-					             "YYYY-MM-DD, or is there "
-					             "twice",
-					             v);
-					bad = 1;
-				}
-			}
-		} else if (strcmp(field, "when_closed") == 0) {
-			if ((k = config_hours_enum(r, f, field, when)) < 0)
-				bad = 1;
-			else
-				h->when_closed = (uint32_t)k;
-		} else if (strcmp(field, "at_close") == 0) {
-			if ((k = config_hours_enum(r, f, field, at)) < 0)
-				bad = 1;
-			else
-				h->at_close = (uint32_t)k;
-		} else if (strcmp(field, "fallback") == 0) {
-			bad |= config_queue_id(r, f, "hours: fallback",
-			                       h->fallback) != 0;
-		} else if (strcmp(field, "move_to") == 0) {
-			bad |= config_queue_id(r, f, "hours: move_to",
-			                       h->move_to) != 0;
-		} else {
-			config_error(r, f, "queues: hours: unknown key %s",
-			             field);
-			bad = 1;
-		}
-	}
-	if (!bad && (!zone || !week)) {
-		config_error(r, g, "queues: hours needs zone and week");
-		bad = 1;
-	}
-	return bad ? -1 : 0;
+	return 0;
 }
 
 /* One entry of queues: every key known and in range. 0 when valid. */
