@@ -492,16 +492,11 @@ heartbeat_skills(struct fixture *f, const char *sid, uint32_t capacity,
                  const char *skills)
 {
 	struct csq_heartbeat_args a;
-	struct csq_servicer_info info;
 
-	memset(&a, 0, sizeof(a));
-	a.servicer = sid;
-	a.has_capacity = capacity > 0;
-	a.capacity = capacity;
+	hb_args(&a, sid, capacity, NULL, NULL, 0);
 	a.has_skills = skills != NULL;
 	a.skills = skills;
-	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, &info), CSQ_OK);
-	check(f);
+	assert_int_equal(hb_run(f, &a, NULL), CSQ_OK);
 }
 
 /* The operations give the events those fields, and only when set. */

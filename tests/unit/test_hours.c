@@ -528,13 +528,6 @@ policy_sup(struct csq_policy *p, uint32_t when, uint32_t at)
 }
 
 static void
-set_policy(struct fixture *f, const struct csq_policy *p)
-{
-	assert_int_equal(csq_set_policies(f->csq, f->now, p, 1), CSQ_OK);
-	check(f);
-}
-
-static void
 expire_at(struct fixture *f, uint64_t t)
 {
 	f->now = t;
@@ -560,7 +553,7 @@ test_wait_then_open(void **state)
 
 	f->now = FRI_1630;
 	policy_sup(&p, CSQ_CLOSED_WAIT, CSQ_AT_CLOSE_KEEP);
-	set_policy(f, &p);
+	set_policies(f, &p, 1);
 	assert_int_equal(csq_next_deadline(f->csq), FRI_1700);
 	hb(f, "s1", 1, "sup", NULL);
 	enq(f, "u0", "sup", -1, &u);
@@ -616,7 +609,7 @@ test_refuse(void **state)
 
 	f->now = FRI_1700 + 1000;
 	policy_sup(&p, CSQ_CLOSED_REFUSE, CSQ_AT_CLOSE_KEEP);
-	set_policy(f, &p);
+	set_policies(f, &p, 1);
 	memset(&a, 0, sizeof(a));
 	a.user = "u1";
 	a.has_queue = 1;
@@ -652,7 +645,7 @@ test_fallback(void **state)
 
 	f->now = FRI_1700 + 1000;
 	policy_sup(&p, CSQ_CLOSED_FALLBACK, CSQ_AT_CLOSE_KEEP);
-	set_policy(f, &p);
+	set_policies(f, &p, 1);
 	hb(f, "night1", 1, "night", NULL);
 	enq(f, "u1", "sup", -1, &u);
 	assert_int_equal(u.state, CSQ_USER_ASSIGNED);
@@ -680,7 +673,7 @@ test_fallback_cycle(void **state)
 	policy_sup(&p[1], CSQ_CLOSED_FALLBACK, CSQ_AT_CLOSE_KEEP);
 	strcpy(p[1].name, "night");
 	strcpy(p[1].hours.fallback, "sup");
-	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	set_policies(f, p, 2);
 	memset(&a, 0, sizeof(a));
 	a.user = "u1";
 	a.has_queue = 1;
@@ -703,7 +696,7 @@ test_at_close(void **state)
 
 	f->now = FRI_1630;
 	policy_sup(&p, CSQ_CLOSED_WAIT, CSQ_AT_CLOSE_MOVE);
-	set_policy(f, &p);
+	set_policies(f, &p, 1);
 	enq(f, "a", "sup", -1, NULL);
 	enq(f, "b", "sup", 2, NULL);
 	mark = f->nevents;
@@ -724,7 +717,7 @@ test_at_close(void **state)
 	csq_expire(f->csq, f->now);
 	enq(f, "c", "sup", -1, NULL);
 	policy_sup(&p, CSQ_CLOSED_WAIT, CSQ_AT_CLOSE_RELEASE);
-	set_policy(f, &p);
+	set_policies(f, &p, 1);
 	mark = f->nevents;
 	expire_at(f, (uint64_t)1774882800000ULL); /* Monday 17:00 CEST */
 	assert_string_equal(events_since(f, mark), "closed,left");
@@ -748,13 +741,13 @@ test_reload(void **state)
 	f->now = FRI_1700 + 1000;
 	policy_sup(&p, CSQ_CLOSED_WAIT, CSQ_AT_CLOSE_KEEP);
 	mark = f->nevents;
-	set_policy(f, &p);
+	set_policies(f, &p, 1);
 	assert_string_equal(events_since(f, mark), "closed");
 	hb(f, "s1", 1, "sup", NULL);
 	enq(f, "u1", "sup", -1, &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
 	mark = f->nevents;
-	assert_int_equal(csq_set_policies(f->csq, f->now, NULL, 0), CSQ_OK);
+	set_policies(f, NULL, 0);
 	check(f);
 	assert_string_equal(events_since(f, mark), "opened,matched");
 	assert_int_equal(f->events[mark].until_ms, 0);
@@ -787,7 +780,7 @@ test_snapshot(void **state)
 
 	f->now = FRI_1700 + 1000;
 	policy_sup(&p, CSQ_CLOSED_WAIT, CSQ_AT_CLOSE_KEEP);
-	set_policy(f, &p);
+	set_policies(f, &p, 1);
 	hb(f, "s1", 2, "sup", NULL);
 	enq(f, "u1", "sup", -1, NULL);
 	enq(f, "u2", "sup", 1, NULL);
@@ -838,7 +831,7 @@ test_snapshot_due(void **state)
 
 	f->now = FRI_1630;
 	policy_sup(&p, CSQ_CLOSED_WAIT, CSQ_AT_CLOSE_RELEASE);
-	set_policy(f, &p);
+	set_policies(f, &p, 1);
 	enq(f, "u1", "sup", -1, NULL);
 	enq(f, "u2", "sup", -1, NULL);
 	f->now = FRI_1700 + 5000; /* due, no pass yet */

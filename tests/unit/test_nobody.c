@@ -41,19 +41,11 @@ nobody(const char *name, uint32_t when, const char *fallback, uint32_t at,
 	return p;
 }
 
+/* pass, and then no deadline is left due. */
 static void
-set(struct fixture *f, const struct csq_policy *v, size_t n)
+pass_all(struct fixture *f, uint64_t ms)
 {
-	assert_int_equal(csq_set_policies(f->csq, f->now, v, n), CSQ_OK);
-	check(f);
-}
-
-static void
-pass(struct fixture *f, uint64_t ms)
-{
-	f->now += ms;
-	csq_expire(f->csq, f->now);
-	check(f);
+	pass(f, ms);
 	assert_true(csq_next_deadline(f->csq) > f->now);
 }
 
@@ -62,22 +54,13 @@ static void
 agent(struct fixture *f, const char *sid, uint32_t cap, const char *queues)
 {
 	struct csq_heartbeat_args a;
-	struct csq_servicer_info info;
-	char buf[128], *p, *save = NULL;
+	char buf[128];
 
-	memset(&a, 0, sizeof(a));
-	a.servicer = sid;
-	a.has_capacity = 1;
-	a.capacity = cap;
+	hb_args(&a, sid, cap, queues, buf, sizeof(buf));
+	a.has_capacity = 1; /* cap 0 too */
 	a.has_ttl = 1;
 	a.ttl_s = CSQ_TTL_MAX;
-	snprintf(buf, sizeof(buf), "%s", queues);
-	a.has_queues = 1;
-	for (p = strtok_r(buf, ",", &save); p != NULL;
-	     p = strtok_r(NULL, ",", &save))
-		a.queues[a.nqueues++] = p;
-	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, &info), CSQ_OK);
-	check(f);
+	assert_int_equal(hb_run(f, &a, NULL), CSQ_OK);
 }
 
 /* ENQUEUE with no TTL; the status. */
@@ -86,17 +69,10 @@ enq_st(struct fixture *f, const char *uid, const char *queue,
        struct csq_user_info *out)
 {
 	struct csq_enqueue_args a;
-	struct csq_user_info info;
-	enum csq_status st;
 
-	memset(&a, 0, sizeof(a));
-	a.user = uid;
-	a.has_queue = queue != NULL;
-	a.queue = queue;
+	enq_args(&a, uid, queue, -1);
 	a.has_ttl = 1;
-	st = csq_enqueue(f->csq, f->now, &a, out ? out : &info);
-	check(f);
-	return st;
+	return enq_run(f, &a, out);
 }
 
 static int64_t
@@ -174,7 +150,7 @@ test_arrivals(void **state)
 	v[1] = nobody("b", CSQ_NOBODY_FALLBACK, "c", 0, 0, NULL);
 	v[2] = nobody("c", CSQ_NOBODY_REFUSE, NULL, 0, 0, NULL);
 	v[2].nobody.counts = CSQ_NOBODY_READY;
-	set(f, v, 3);
+	set_policies(f, v, 3);
 	from = f->nevents;
 	assert_int_equal(enq_st(f, "u1", "a", NULL), CSQ_ENOBODY);
 	assert_int_equal(enq_st(f, "u1", "c", NULL), CSQ_ENOBODY);
@@ -251,7 +227,7 @@ test_grace_move(void **state)
 	uint64_t n64;
 
 	v[0] = nobody("q", CSQ_NOBODY_WAIT, NULL, CSQ_NOBODY_MOVE, 30, "r");
-	set(f, v, 1);
+	set_policies(f, v, 1);
 	assert_int_equal(nobody_ms(f, "q"), 0);
 	assert_int_equal(nobody_ms(f, "r"), CSQ_QSTATS_NO_NOBODY);
 	agent(f, "s", 1, "q");
@@ -264,10 +240,10 @@ test_grace_move(void **state)
 	/* s goes, comes back within the grace: nothing moves. */
 	assert_int_equal(csq_logout(f->csq, f->now, "s", &n64), CSQ_OK);
 	check(f);
-	pass(f, 29999);
+	pass_all(f, 29999);
 	assert_int_equal(nobody_ms(f, "q"), 29999);
 	agent(f, "s", 1, "q"); /* takes u1 */
-	pass(f, 60000);
+	pass_all(f, 60000);
 	where(f, "u2", &u);
 	assert_string_equal(u.queue, "q");
 	/* s goes for good, and u1 back in line with it: after 30 s the
@@ -275,9 +251,9 @@ test_grace_move(void **state)
 	assert_int_equal(csq_logout(f->csq, f->now, "s", &n64), CSQ_OK);
 	check(f);
 	assert_int_equal(n64, 1);
-	pass(f, 29999);
+	pass_all(f, 29999);
 	from = f->nevents;
-	pass(f, 1);
+	pass_all(f, 1);
 	assert_string_equal(events_since(f, from),
 	                    "overflowed,overflowed,overflowed");
 	ev = &f->events[from];
@@ -291,7 +267,7 @@ test_grace_move(void **state)
 	assert_int_equal(f->events[from + 2].position, 3);
 	/* Once per spell: u4 comes after, and waits in q. */
 	enq_st(f, "u4", "q", NULL);
-	pass(f, 100000);
+	pass_all(f, 100000);
 	where(f, "u4", &u);
 	assert_string_equal(u.queue, "q");
 	/* A servicer of r takes them in their order. */
@@ -312,22 +288,22 @@ test_grace_release(void **state)
 
 	v[0] = nobody("q", CSQ_NOBODY_WAIT, NULL, CSQ_NOBODY_RELEASE, 10, NULL);
 	v[0].nobody.counts = CSQ_NOBODY_READY;
-	set(f, v, 1);
+	set_policies(f, v, 1);
 	agent(f, "s", 1, "q");
 	enq_st(f, "u0", "q", NULL); /* in s's room */
 	enq_st(f, "u1", "q", NULL);
 	assert_int_equal(csq_pause(f->csq, f->now, "s"), CSQ_OK);
 	check(f);
-	pass(f, 5000);
+	pass_all(f, 5000);
 	assert_int_equal(csq_resume(f->csq, f->now, "s"), CSQ_OK);
 	check(f);
-	pass(f, 20000);
+	pass_all(f, 20000);
 	where(f, "u1", &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
 	assert_int_equal(csq_pause(f->csq, f->now, "s"), CSQ_OK);
 	check(f);
 	from = f->nevents;
-	pass(f, 10000);
+	pass_all(f, 10000);
 	assert_string_equal(events_since(f, from), "left");
 	assert_string_equal(f->events[from].user, "u1");
 	assert_int_equal(f->events[from].reason, CSQ_REASON_NOBODY);
@@ -335,7 +311,7 @@ test_grace_release(void **state)
 	assert_int_equal(u.state, CSQ_USER_NONE);
 	/* Once per spell: u2 comes after, and waits. */
 	enq_st(f, "u2", "q", NULL);
-	pass(f, 100000);
+	pass_all(f, 100000);
 	where(f, "u2", &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
 	assert_int_equal(nobody_ms(f, "q"), 110000);
@@ -356,32 +332,32 @@ test_reload_and_rearm(void **state)
 	size_t from;
 
 	enq_st(f, "u1", "q", NULL);
-	pass(f, 100000);
+	pass_all(f, 100000);
 	v[0] = nobody("q", CSQ_NOBODY_WAIT, NULL, CSQ_NOBODY_RELEASE, 60, NULL);
-	set(f, v, 1);
+	set_policies(f, v, 1);
 	assert_int_equal(nobody_ms(f, "q"), 0);
-	pass(f, 40000);
+	pass_all(f, 40000);
 	where(f, "u1", &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
 	v[0].nobody.grace_s = 30;
 	from = f->nevents;
-	set(f, v, 1);
+	set_policies(f, v, 1);
 	assert_string_equal(events_since(f, from), "left");
 	assert_true(csq_next_deadline(f->csq) > f->now);
 	/* A restart: the spell again, from now, and its grace. */
 	enq_st(f, "u2", "q", NULL);
-	pass(f, 1000);
+	pass_all(f, 1000);
 	csq_rearm_deadlines(f->csq, f->now);
 	check(f);
 	assert_int_equal(nobody_ms(f, "q"), 0);
-	pass(f, 29999);
+	pass_all(f, 29999);
 	where(f, "u2", &u);
 	assert_int_equal(u.state, CSQ_USER_WAITING);
 	from = f->nevents;
-	pass(f, 1);
+	pass_all(f, 1);
 	assert_string_equal(events_since(f, from), "left");
 	/* The policy gone: the spell with it. */
-	set(f, NULL, 0);
+	set_policies(f, NULL, 0);
 	assert_int_equal(nobody_ms(f, "q"), CSQ_QSTATS_NO_NOBODY);
 }
 

@@ -27,27 +27,15 @@ agent(struct fixture *f, const char *sid, uint32_t capacity, const char *queues,
       uint32_t offer)
 {
 	struct csq_heartbeat_args a;
-	struct csq_servicer_info info;
 	static char buf[256];
-	char *p, *save = NULL;
 
-	memset(&a, 0, sizeof(a));
-	a.servicer = sid;
-	a.has_capacity = 1;
-	a.capacity = capacity;
+	hb_args(&a, sid, capacity, queues, buf, sizeof(buf));
+	a.has_capacity = 1; /* capacity 0 too */
 	a.has_ttl = 1;
 	a.ttl_s = 3600;
 	a.has_offer = 1;
 	a.offer_s = offer;
-	if (queues != NULL) {
-		snprintf(buf, sizeof(buf), "%s", queues);
-		a.has_queues = 1;
-		for (p = strtok_r(buf, ",", &save); p != NULL;
-		     p = strtok_r(NULL, ",", &save))
-			a.queues[a.nqueues++] = p;
-	}
-	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, &info), CSQ_OK);
-	check(f);
+	assert_int_equal(hb_run(f, &a, NULL), CSQ_OK);
 }
 
 /* ENQUEUE with everything: queue (NULL: left out), tier (< 0: left out),
@@ -57,31 +45,14 @@ enq_full(struct fixture *f, const char *uid, const char *queue, int tier,
          const char *prefer, uint32_t seconds, struct csq_user_info *out)
 {
 	struct csq_enqueue_args a;
-	struct csq_user_info info;
-	enum csq_status st;
 
-	memset(&a, 0, sizeof(a));
-	a.user = uid;
-	a.has_queue = queue != NULL;
-	a.queue = queue;
-	a.has_tier = tier >= 0;
-	a.tier = tier >= 0 ? (uint32_t)tier : 0;
+	enq_args(&a, uid, queue, tier);
 	a.has_ttl = 1;
 	a.ttl_s = 3600;
 	a.prefer.has_prefer = prefer != NULL;
 	a.prefer.servicer = prefer;
 	a.prefer.seconds = seconds;
-	st = csq_enqueue(f->csq, f->now, &a, out ? out : &info);
-	check(f);
-	return st;
-}
-
-static void
-pass(struct fixture *f, uint64_t ms)
-{
-	f->now += ms;
-	csq_expire(f->csq, f->now);
-	check(f);
+	return enq_run(f, &a, out);
 }
 
 static struct csq_policy
@@ -101,13 +72,6 @@ overflow(struct csq_policy *p, uint32_t after, const char *to)
 	snprintf(p->overflow_to, sizeof(p->overflow_to), "%s", to);
 }
 
-static void
-set_policies(struct fixture *f, const struct csq_policy *v, size_t n)
-{
-	assert_int_equal(csq_set_policies(f->csq, f->now, v, n), CSQ_OK);
-	check(f);
-}
-
 static struct csq_queue_stats
 qstats(struct fixture *f, const char *q)
 {
@@ -124,13 +88,6 @@ where_is(struct fixture *f, const char *uid)
 
 	where(f, uid, &u);
 	return u;
-}
-
-static const struct csq_event *
-event_at(struct fixture *f, size_t i)
-{
-	assert_true(i < f->nevents);
-	return &f->events[i];
 }
 
 static int

@@ -28,28 +28,16 @@ hbx(struct fixture *f, const char *sid, uint32_t capacity, const char *queue,
     int offer, int wrapup, struct csq_servicer_info *out)
 {
 	struct csq_heartbeat_args a;
-	struct csq_servicer_info info;
+	char buf[CSQ_ID_MAX + 1];
 
-	memset(&a, 0, sizeof(a));
-	a.servicer = sid;
-	if (capacity > 0) {
-		a.has_capacity = 1;
-		a.capacity = capacity;
-	}
-	if (queue != NULL) {
-		a.has_queues = 1;
-		a.nqueues = 1;
-		a.queues[0] = queue;
-	}
+	hb_args(&a, sid, capacity, queue, buf, sizeof(buf));
 	a.has_offer = offer != KEEP;
 	a.offer_s = offer != KEEP ? (uint32_t)offer : 0;
 	a.has_wrapup = wrapup != KEEP;
 	a.wrapup_s = wrapup != KEEP ? (uint32_t)wrapup : 0;
 	a.has_ttl = 1;
 	a.ttl_s = 3600;
-	assert_int_equal(csq_heartbeat(f->csq, f->now, &a, out ? out : &info),
-	                 CSQ_OK);
-	check(f);
+	assert_int_equal(hb_run(f, &a, out), CSQ_OK);
 }
 
 static void
@@ -57,17 +45,11 @@ enq_ttl(struct fixture *f, const char *uid, const char *queue, uint32_t ttl,
         struct csq_user_info *out)
 {
 	struct csq_enqueue_args a;
-	struct csq_user_info info;
 
-	memset(&a, 0, sizeof(a));
-	a.user = uid;
-	a.has_queue = queue != NULL;
-	a.queue = queue;
+	enq_args(&a, uid, queue, -1);
 	a.has_ttl = 1;
 	a.ttl_s = ttl;
-	assert_int_equal(csq_enqueue(f->csq, f->now, &a, out ? out : &info),
-	                 CSQ_OK);
-	check(f);
+	assert_int_equal(enq_run(f, &a, out), CSQ_OK);
 }
 
 static int
@@ -113,15 +95,6 @@ transfer(struct fixture *f, const char *room, const char *queue,
 	return st;
 }
 
-/* Moves the clock by ms and acts on what ran out. */
-static void
-pass(struct fixture *f, uint64_t ms)
-{
-	f->now += ms;
-	csq_expire(f->csq, f->now);
-	check(f);
-}
-
 static const struct csq_servicer_info *
 servicer(struct fixture *f, const char *sid)
 {
@@ -136,13 +109,6 @@ servicer(struct fixture *f, const char *sid)
 	one = all[i];
 	free(all);
 	return &one;
-}
-
-static const struct csq_event *
-event_at(struct fixture *f, size_t i)
-{
-	assert_true(i < f->nevents);
-	return &f->events[i];
 }
 
 static struct csq_stats

@@ -27,27 +27,14 @@ hbs(struct fixture *f, const char *sid, uint32_t capacity, const char *queue,
     const char *skills)
 {
 	struct csq_heartbeat_args a;
-	struct csq_servicer_info info;
-	enum csq_status st;
+	char buf[CSQ_ID_MAX + 1];
 
-	memset(&a, 0, sizeof(a));
-	a.servicer = sid;
-	if (capacity > 0) {
-		a.has_capacity = 1;
-		a.capacity = capacity;
-	}
-	if (queue != NULL) {
-		a.has_queues = 1;
-		a.nqueues = 1;
-		a.queues[0] = queue;
-	}
+	hb_args(&a, sid, capacity, queue, buf, sizeof(buf));
 	a.has_skills = skills != NULL;
 	a.skills = skills;
 	a.has_ttl = 1; /* not lost while the clock runs */
 	a.ttl_s = CSQ_TTL_MAX;
-	st = csq_heartbeat(f->csq, f->now, &a, &info);
-	check(f);
-	return st;
+	return hb_run(f, &a, NULL);
 }
 
 /* ENQUEUE with NEEDS (NULL: left out); out may be NULL. */
@@ -56,21 +43,12 @@ enqn(struct fixture *f, const char *uid, const char *queue, int tier,
      const char *needs, struct csq_user_info *out)
 {
 	struct csq_enqueue_args a;
-	struct csq_user_info info;
-	enum csq_status st;
 
-	memset(&a, 0, sizeof(a));
-	a.user = uid;
-	a.has_queue = queue != NULL;
-	a.queue = queue;
-	a.has_tier = tier >= 0;
-	a.tier = tier >= 0 ? (uint32_t)tier : 0;
+	enq_args(&a, uid, queue, tier);
 	a.has_needs = needs != NULL;
 	a.needs = needs;
 	a.has_ttl = 1; /* never gone while the clock runs */
-	st = csq_enqueue(f->csq, f->now, &a, out ? out : &info);
-	check(f);
-	return st;
+	return enq_run(f, &a, out);
 }
 
 static const char *
@@ -274,7 +252,7 @@ test_servicer_order(void **state)
 	memset(&p, 0, sizeof(p));
 	strcpy(p.name, "q");
 	p.skill_order = CSQ_SKILL_ORDER_LEVEL;
-	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_OK);
+	set_policies(f, &p, 1);
 	check(f);
 	enqn(f, "u2", "q", -1, "de", NULL);
 	assert_string_equal(room_of(f, "u2"), "high/0");
@@ -472,7 +450,7 @@ test_relax_steps(void **state)
 	size_t from;
 
 	relax_policy(&p, "q");
-	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_OK);
+	set_policies(f, &p, 1);
 	hbs(f, "s1", 1, "q", "de:3");
 	enqn(f, "a", "q", -1, "de:5,billing:2", &u);
 	assert_int_equal(u.relax_ms, 30000);
@@ -553,7 +531,7 @@ test_relax_drop_order(void **state)
 	p.nrelax = 1;
 	p.relax[0].after_s = 30;
 	p.relax[0].drop_all = 1;
-	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_OK);
+	set_policies(f, &p, 1);
 	hbs(f, "s1", 1, "other", "zz:1"); /* zz is seen first */
 	hbs(f, "s2", 1, "other", "mm:1,aa:1");
 	enqn(f, "a", "q", -1, "aa,zz,mm", NULL);
@@ -580,7 +558,7 @@ test_relax_and_overflow(void **state)
 	p[0].overflow_after_s = 45;
 	strcpy(p[0].overflow_to, "b");
 	relax_policy(&p[1], "b");
-	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	set_policies(f, p, 2);
 	enqn(f, "u", "a", -1, "billing:4,de:4", NULL);
 	f->now = T0 + 30000;
 	csq_expire(f->csq, f->now);
@@ -601,7 +579,7 @@ test_relax_and_overflow(void **state)
 	assert_string_equal(u.needs, "de:2");
 	/* A reload measures the new steps from when it joined b. */
 	p[1].relax[2].after_s = 61;
-	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	set_policies(f, p, 2);
 	check(f);
 	csq_expire(f->csq, f->now + 1000);
 	check(f);
@@ -641,7 +619,7 @@ test_relax_due_in_operation(void **state)
 	memset(&p[1], 0, sizeof(p[1]));
 	strcpy(p[1].name, "r");
 	p[1].aging_every_s = 1000; /* v's clock runs from its ENQUEUE */
-	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	set_policies(f, p, 2);
 	enqn(f, "u", "q", -1, NULL, NULL);
 	enqn(f, "v", "r", -1, "billing:2,de:5", NULL);
 	hbs(f, "s1", 1, "r", "de:5");
@@ -661,7 +639,7 @@ test_relax_due_in_operation(void **state)
 	relax_policy(&p[1], "r");
 	p[1].aging_every_s = 1000;
 	from = f->nevents;
-	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	set_policies(f, p, 2);
 	check(f);
 	assert_string_equal(events_since(f, from), "relaxed,matched");
 	assert_string_equal(room_of(f, "v"), "s1/0");
@@ -670,7 +648,7 @@ test_relax_due_in_operation(void **state)
 	p[0].overflow_after_s = 20;
 	strcpy(p[0].overflow_to, "r");
 	from = f->nevents;
-	assert_int_equal(csq_set_policies(f->csq, f->now, p, 2), CSQ_OK);
+	set_policies(f, p, 2);
 	check(f);
 	assert_non_null(event_of(f, from, CSQ_EV_OVERFLOWED, "u"));
 	assert_true(csq_next_deadline(f->csq) > f->now);
@@ -702,7 +680,7 @@ test_relax_done(void **state)
 
 	relax_policy(&p, "q");
 	p.nrelax = 2; /* drop billing, lower 2: de:3 stays */
-	assert_int_equal(csq_set_policies(f->csq, f->now, &p, 1), CSQ_OK);
+	set_policies(f, &p, 1);
 	enqn(f, "u", "q", -1, "de:5,billing:2", NULL);
 	f->now += 60000;
 	csq_expire(f->csq, f->now);
