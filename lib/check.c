@@ -262,11 +262,37 @@ check_prefer_line(struct check *k, const struct csq_servicer *s, uint32_t i,
 	}
 }
 
+/* s's list of the need-lines of q = queues[i] it may take, while it
+ * claims to be q's of now: those it satisfies, each once. */
+static void
+check_takes(struct check *k, const struct csq_servicer *s,
+            const struct csq_queue *q, uint32_t i)
+{
+	const struct csq_takes *t = s->takes != NULL ? &s->takes[i] : NULL;
+	uint32_t j, m, in;
+
+	if (t == NULL || t->queue != q || t->gen != q->nls_gen)
+		return;
+	if (s->nskills == 0)
+		check_fail(k, "servicer %s without skills keeps takes", s->id);
+	for (j = 0, in = 0; j < q->nnls; j++) {
+		for (m = 0; m < t->n && t->v[m] != q->nls[j]; m++)
+			;
+		if ((m < t->n) != csq_skills_satisfy(s, q->nls[j]->set, NULL))
+			check_fail(k, "servicer %s's takes of %s wrong at %s",
+			           s->id, q->name, q->nls[j]->set->text);
+		in += m < t->n;
+	}
+	if (in != t->n)
+		check_fail(k, "servicer %s's takes of %s: %u, %u known", s->id,
+		           q->name, t->n, in);
+}
+
 /* s is in the avail heap of each need-line of q that it satisfies
  * while it has a free room, keyed as csq_navail_key says; else in none. */
 static void
 check_needlines(struct check *k, const struct csq_servicer *s,
-                const struct csq_queue *q, int has_free)
+                const struct csq_queue *q, uint32_t i, int has_free)
 {
 	const struct csq_needline *nl;
 	uint64_t akey, atie;
@@ -293,6 +319,7 @@ check_needlines(struct check *k, const struct csq_servicer *s,
 			           "of %s",
 			           s->id, in, nl->set->text, q->name);
 	}
+	check_takes(k, s, q, i);
 }
 
 static void
@@ -357,7 +384,7 @@ check_servicer(void *arg, const char *key, size_t len, void *val)
 			           "free room of %s beside waiting users of %s",
 			           s->id, s->queues[i]->name);
 		check_prefer_line(k, s, i, has_free);
-		check_needlines(k, s, s->queues[i], has_free);
+		check_needlines(k, s, s->queues[i], i, has_free);
 	}
 	for (; i < CSQ_SERVICER_QUEUES; i++)
 		if (s->prefer[i] != NULL)

@@ -54,6 +54,7 @@ csq_queue_get(struct csq *c, const char *name, size_t len, int create)
 		return q;
 	q = csq_xcalloc(1, sizeof(*q) + len + 1);
 	q->line = csq_line_new(c->seed);
+	q->nls_gen = ++c->nls_gen; /* no servicer's takes name it */
 	csq_heap_init(&q->avail);
 	csq_hours_init(q);
 	q->policy = csq_policy_find(c, name, len);

@@ -261,12 +261,18 @@ csq_line_remove(struct csq_line *l, uint64_t key)
 	void *value;
 	int i;
 
-	for (i = l->level - 1; i >= 0; i--) {
-		while (x->level[i].forward != NULL &&
-		       x->level[i].forward->key < key)
-			x = x->level[i].forward;
-		update[i] = x;
-	}
+	/* The head (a match takes the head of a line): the header is
+	 * before it at every level, and no other node is read. */
+	if (x->level[0].forward != NULL && x->level[0].forward->key == key)
+		for (i = 0; i < l->level; i++)
+			update[i] = x;
+	else
+		for (i = l->level - 1; i >= 0; i--) {
+			while (x->level[i].forward != NULL &&
+			       x->level[i].forward->key < key)
+				x = x->level[i].forward;
+			update[i] = x;
+		}
 	x = x->level[0].forward;
 	if (x == NULL || x->key != key)
 		return NULL;

@@ -107,9 +107,9 @@ matcher_better(const struct csq_line *l, struct csq_user *best)
 /* The best waiting user across the queues s serves and the users who
  * wait for s alone, or NULL. */
 static struct csq_user *
-matcher_best_user(const struct csq_servicer *s)
+matcher_best_user(struct csq_servicer *s)
 {
-	const struct csq_needline *nl;
+	const struct csq_takes *t;
 	struct csq_user *best = NULL;
 	uint32_t i, j;
 
@@ -118,13 +118,13 @@ matcher_best_user(const struct csq_servicer *s)
 			continue; /* business hours: nobody of it now */
 		best = matcher_better(s->queues[i]->line, best);
 		best = matcher_better(s->prefer[i], best);
-		/* The need-lines it may serve: bounded by the need-sets. */
-		for (j = 0; s->nskills > 0 && j < s->queues[i]->nnls; j++) {
-			nl = s->queues[i]->nls[j];
-			if (csq_line_len(nl->line) > 0 &&
-			    csq_may_take(s, nl->set))
-				best = matcher_better(nl->line, best);
-		}
+		if (s->nskills == 0)
+			continue;
+		/* The heads of the need-lines it may take, and no other
+		 * (needline.c, csq_needline_takes). */
+		t = csq_needline_takes(s, i);
+		for (j = 0; j < t->n; j++)
+			best = matcher_better(t->v[j]->line, best);
 	}
 	return best;
 }

@@ -57,6 +57,8 @@ csq_navail_key(const struct csq *c, const struct csq_servicer *s,
 		*key = (uint64_t)(LEVEL_SUM_MAX - sum) << 32 | *key;
 }
 
+static void needline_takes_free(struct csq_servicer *);
+
 /* One more place of s's, for nl's heap. */
 static struct csq_navail *
 navail_take(struct csq_servicer *s, struct csq_needline *nl)
@@ -102,6 +104,7 @@ csq_navail_free(struct csq_servicer *s)
 	free(s->nav);
 	s->nav = NULL;
 	s->nnav = s->capnav = 0;
+	needline_takes_free(s);
 }
 
 void
@@ -116,19 +119,88 @@ csq_navail_unaccount(struct csq_servicer *s)
 	s->nnav = 0;
 }
 
+/*
+ * The need-lines of s->queues[i] that s may take, kept per servicer and
+ * queue (struct csq_takes): a room set free and the match after it read
+ * these, a few, and not each of the queue's need-lines (50 in the bench
+ * of docs/benchmarks.md, up to 256): asking each was most of what a
+ * match with skills ran more than one without. The list is made
+ * again from the queue's need-lines (and s->sat) at its first use after
+ * one of them was made or freed (the queue's nls_gen) or s's skills
+ * changed: once per servicer and change, never per match.
+ */
+const struct csq_takes *
+csq_needline_takes(struct csq_servicer *s, uint32_t i)
+{
+	const struct csq_queue *q = s->queues[i];
+	struct csq_takes *t;
+	uint32_t j;
+
+	if (s->takes == NULL)
+		s->takes = csq_xcalloc(CSQ_SERVICER_QUEUES, sizeof(*s->takes));
+	t = &s->takes[i];
+	if (t->queue == q && t->gen == q->nls_gen)
+		return t;
+	t->queue = q;
+	t->gen = q->nls_gen;
+	t->n = 0;
+	for (j = 0; j < q->nnls; j++) {
+		if (!csq_may_take(s, q->nls[j]->set))
+			continue;
+		if (t->n == t->cap) {
+			t->cap = t->cap ? t->cap * 2 : 4;
+			t->v = csq_xrealloc(t->v, t->cap * sizeof(*t->v));
+		}
+		t->v[t->n++] = q->nls[j];
+	}
+	return t;
+}
+
+void
+csq_needline_takes_forget(struct csq_servicer *s)
+{
+	uint32_t i;
+
+	for (i = 0; s->takes != NULL && i < CSQ_SERVICER_QUEUES; i++)
+		s->takes[i].gen = 0; /* no queue's nls_gen */
+}
+
+static void
+needline_takes_free(struct csq_servicer *s)
+{
+	uint32_t i;
+
+	for (i = 0; s->takes != NULL && i < CSQ_SERVICER_QUEUES; i++)
+		free(s->takes[i].v);
+	free(s->takes);
+	s->takes = NULL;
+}
+
+/* A need-line of q was made or freed: the lists of it are to make again. */
+static void
+needline_changed(struct csq *c, struct csq_queue *q)
+{
+	q->nls_gen = ++c->nls_gen;
+}
+
 /* s has a free room: into the heaps of the need-lines it satisfies. */
 void
 csq_navail_account(struct csq *c, struct csq_servicer *s)
 {
-	struct csq_queue *q;
+	const struct csq_takes *t;
+	struct csq_navail *n;
+	uint64_t key, tie;
 	uint32_t i, j;
 
 	if (s->nskills == 0)
 		return;
 	for (i = 0; i < s->nqueues; i++) {
-		q = s->queues[i];
-		for (j = 0; j < q->nnls; j++)
-			navail_place(c, s, q->nls[j]);
+		t = csq_needline_takes(s, i);
+		for (j = 0; j < t->n; j++) {
+			n = navail_take(s, t->v[j]);
+			csq_navail_key(c, s, t->v[j], &key, &tie);
+			csq_heap_set(&t->v[j]->avail, &n->node, key, tie);
+		}
 	}
 }
 
@@ -168,6 +240,7 @@ needline_new(struct csq *c, struct csq_queue *q, struct csq_needset *set)
 	}
 	nl->slot = q->nnls;
 	q->nls[q->nnls++] = nl;
+	needline_changed(c, q);
 	for (i = 0; i < q->avail.len; i++) {
 		s = csq_container_of(q->avail.nodes[i], struct csq_avail, node)
 		        ->servicer;
@@ -186,7 +259,7 @@ csq_needline_free(struct csq *c, struct csq_needline *nl)
 	struct csq_queue *q = nl->queue;
 	struct csq_heap_node *top;
 
-	(void)c;
+	needline_changed(c, q);
 	while ((top = csq_heap_top(&nl->avail)) != NULL)
 		csq_heap_remove(&nl->avail, top);
 	csq_heap_free(&nl->avail);

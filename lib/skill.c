@@ -220,6 +220,7 @@ csq_servicer_set_skills(struct csq *c, struct csq_servicer *s,
 		s->sat = csq_xcalloc(CSQ_NEEDSETS_MAX + 1, sizeof(*s->sat));
 	else if (s->sat != NULL) /* what it may take is to learn again */
 		memset(s->sat, 0, (CSQ_NEEDSETS_MAX + 1) * sizeof(*s->sat));
+	csq_needline_takes_forget(s);
 }
 
 static int
@@ -261,8 +262,8 @@ static int skills_merge(const struct csq_servicer *, const struct csq_needset *,
                         uint32_t *sum);
 
 /* The answer of the merge below, remembered per need-set while the
- * servicer's skills and the need-set stay (a match asks it for every
- * need-line of its queues, twice). */
+ * servicer's skills and the need-set stay (a servicer's list of the
+ * need-lines it may take asks it for each of the queue's). */
 int
 csq_skills_satisfy(const struct csq_servicer *s, const struct csq_needset *n,
                    uint32_t *sum)

@@ -104,6 +104,22 @@ struct csq_needline {
 	uint32_t slot; /* in queue->nls */
 };
 
+/*
+ * The need-lines of one queue that a servicer may take, so that a match
+ * and a room set free read those (a few) and not every need-line of the
+ * queue (up to 256). Built from queue->nls at the first use after it
+ * changed: valid while queue and gen are the queue's and its nls_gen
+ * (a new number, from c->nls_gen, at each need-line made or freed in it,
+ * and at the queue's creation), and set to gen 0 when the servicer's
+ * skills change.
+ */
+struct csq_takes {
+	const struct csq_queue *queue;
+	uint64_t gen;
+	uint32_t n, cap;
+	struct csq_needline **v;
+};
+
 /* A servicer's place in a need-line's avail heap. Allocated once each,
  * kept by the servicer (s->nav), and reused: never moved. */
 struct csq_navail {
@@ -147,6 +163,7 @@ struct csq_queue {
 	struct csq_line *line;
 	struct csq_needline **nls;
 	uint32_t nnls, capnls;
+	uint64_t nls_gen; /* nls changed: servicers' takes to build again */
 	/* Every user of the need-lines again, in service order: for
 	 * positions and pages in O(log n) (NULL until the first). */
 	struct csq_line *needy;
@@ -310,6 +327,9 @@ struct csq_servicer {
 	/* What csq_skills_satisfy found for need-set i: gen << 1 | may
 	 * take, for the need-set of that gen (NULL without skills). */
 	uint32_t *sat;
+	/* takes[i]: the need-lines of queues[i] it may take (NULL without
+	 * skills; needline.c, csq_needline_takes). */
+	struct csq_takes *takes;
 	uint64_t last_order; /* event order of login or last new user */
 	uint64_t last_ms;    /* its time, for idle_ms */
 	struct csq_deadline deadline; /* TTL */
@@ -339,6 +359,7 @@ struct csq {
 	struct csq_needset *needsets[CSQ_NEEDSETS_MAX + 1];
 	struct csq_dict *needset_texts; /* canonical text -> set */
 	uint32_t needset_gen;           /* the last need-set's gen */
+	uint64_t nls_gen;               /* the last queue->nls_gen */
 	/* NEEDS texts as sent and the need-set each resolved to (skill.c):
 	 * frontends send the same few, so most ENQUEUEs skip the parse. */
 	struct csq_needs_memo {
@@ -624,7 +645,8 @@ void csq_servicer_sat_free(struct csq_servicer *); /* s is going */
 int csq_skills_satisfy(const struct csq_servicer *, const struct csq_needset *,
                        uint32_t *sum);
 /* csq_skills_satisfy without a sum: the memo's answer inline when it
- * has one (a match asks it for every need-line of its queues). */
+ * has one (a servicer's list of the need-lines it may take asks it for
+ * every need-line of the queue, csq_needline_takes). */
 static inline int
 csq_may_take(const struct csq_servicer *s, const struct csq_needset *n)
 {
@@ -680,6 +702,10 @@ void csq_navail_free(struct csq_servicer *); /* s is going */
 void csq_navail_account(struct csq *, struct csq_servicer *);
 void csq_navail_key(const struct csq *, const struct csq_servicer *,
                     const struct csq_needline *, uint64_t *key, uint64_t *tie);
+/* The need-lines of s->queues[i] that s may take (s has skills). */
+const struct csq_takes *csq_needline_takes(struct csq_servicer *, uint32_t i);
+/* Its list is built again at its next use (its skills changed). */
+void csq_needline_takes_forget(struct csq_servicer *);
 /* A free servicer that may take a user of nl: the strategy's, or NULL. */
 struct csq_servicer *csq_needline_best_servicer(const struct csq_needline *);
 

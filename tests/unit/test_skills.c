@@ -306,6 +306,51 @@ test_changes(void **state)
 	free(sv);
 }
 
+/*
+ * A servicer's list of the need-lines it may take (needline.c,
+ * csq_needline_takes: what a room set free reads instead of every
+ * need-line of its queue) follows what changes it: a need-line made
+ * after the list, its skills, its queues. A stale list would leave the
+ * user it may take waiting beside its free room, or give it one it may
+ * not take; and csq_check, after each step, compares a list it keeps
+ * with the need-lines it satisfies.
+ */
+static void
+test_takes_follow_changes(void **state)
+{
+	struct fixture *f = *state;
+
+	hbs(f, "s1", 1, "q", "de:5");
+	enqn(f, "a", "q", -1, NULL, NULL);
+	assert_string_equal(room_of(f, "a"), "s1/0");
+	enqn(f, "b", "q", -1, "en", NULL);
+	enqn(f, "c", "q", -1, "de", NULL);
+	assert_int_equal(release(f, "s1/0"), 1); /* its list made: de */
+	assert_string_equal(room_of(f, "c"), "s1/0");
+	/* A need-line made after the list, that s1 may take. */
+	enqn(f, "d", "q", -1, "de:3", NULL);
+	assert_int_equal(release(f, "s1/0"), 1);
+	assert_string_equal(room_of(f, "d"), "s1/0");
+	assert_string_equal(room_of(f, "b"), "");
+	/* Its skills change: en, no de; e (de) waits on. */
+	enqn(f, "e", "q", -1, "de", NULL);
+	hbs(f, "s1", 0, NULL, "en");
+	assert_int_equal(release(f, "s1/0"), 1);
+	assert_string_equal(room_of(f, "b"), "s1/0");
+	assert_string_equal(room_of(f, "e"), "");
+	/* Its queue changes: q2's need-lines, not q's. */
+	hbs(f, "s1", 0, "q2", NULL);
+	enqn(f, "g", "q2", -1, "en", NULL);
+	enqn(f, "h", "q", -1, "en", NULL);
+	assert_int_equal(release(f, "s1/0"), 1);
+	assert_string_equal(room_of(f, "g"), "s1/0");
+	assert_string_equal(room_of(f, "h"), "");
+	/* And back to q: its list of q is made again. */
+	hbs(f, "s1", 0, "q", NULL);
+	assert_int_equal(release(f, "s1/0"), 1);
+	assert_string_equal(room_of(f, "h"), "s1/0");
+}
+
 /* A requeued user keeps its needs; a transfer may change them. */
 static void
 test_requeue_and_transfer(void **state)
@@ -891,6 +936,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_servicer_order, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_changes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_takes_follow_changes, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_requeue_and_transfer, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_prefer_needs_skills, setup,
