@@ -52,21 +52,26 @@ def wait_until(what, fn, timeout=10.0, step=0.02):
         time.sleep(step)
 
 
-def redis_module_args():
+def redis_module_args(debug_clock=True):
     """The Redis engine is csq.so: redis-server loads the module that
-    $CSQ_TEST_REDIS_MODULE names (ctest sets it)."""
+    $CSQ_TEST_REDIS_MODULE names (ctest sets it). With debug_clock, as
+    harness_process.c loads it unless REDISD_MODULE_CLOCK: its time is the
+    one csqd's DEBUG CLOCK sets (a test build's), and csqd's reaper acts on
+    the deadlines instead of the module's timer. Without, Redis's own clock
+    and timer (the benchmarks: what a deployment runs)."""
     path = os.environ.get("CSQ_TEST_REDIS_MODULE", "")
     if not path:
         raise AssertionError("CSQ_TEST_REDIS_MODULE names no csq.so")
-    return ["--loadmodule", path]
+    return ["--loadmodule", path] + (["debug-clock"] if debug_clock else [])
 
 
 class Redisd:
     """A private redis-server for the Redis engine, on a free port, with
-    csq.so loaded."""
+    csq.so loaded (debug_clock: redis_module_args)."""
 
-    def __init__(self, d):
+    def __init__(self, d, debug_clock=True):
         self.d = d
+        self.debug_clock = debug_clock
         # A free port may be taken by another test's process before
         # redis-server binds it: then it exits, and starts on another.
         for attempt in range(START_TRIES):
@@ -82,7 +87,7 @@ class Redisd:
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.d]
-            + redis_module_args(),
+            + redis_module_args(self.debug_clock),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until("redis-server answers", self._ping)
 
