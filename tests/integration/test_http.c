@@ -371,7 +371,7 @@ test_metrics_wait_histogram(void **state)
 
 	r = CMD(fx->c, "ENQUEUE slow");
 	freeReplyObject(r);
-	sleep_ms(1100);
+	sleep_ms(1100); /* real time to pass: a wait over 1 s, for its bucket */
 	r = CMD(fx->c, "HEARTBEAT s1");
 	assert_int_equal(FIELD_INT(r, "active"), 1);
 	freeReplyObject(r);
@@ -923,7 +923,7 @@ test_metrics_routing(void **state)
 	freeReplyObject(CMD(fx->c, "ENQUEUE u1"));
 	freeReplyObject(CMD(fx->c, "ENQUEUE u2"));
 	CHECK(fx->c, ":1", "DECLINE s/1");
-	sleep_ms(300);
+	sleep_ms(300); /* real time to pass: the accept's seconds count it */
 	CHECK(fx->c, ":1", "ACCEPT s/0");
 	freeReplyObject(CMD(fx->c, "TRANSFER s/0 other"));
 	metrics_check(fx->d, "--doc=" CSQ_OPERATIONS_DOC, "csq_offers_total=2",

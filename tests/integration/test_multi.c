@@ -272,6 +272,7 @@ exec_while_another_writes(void **state)
 	size_t len = 0, cap = WRITER_N * 32;
 	int fd, i, k, first = -1, closed;
 	redisReply *r;
+	int64_t t0;
 
 	if (other != NULL) {
 		/* The fixture's daemon has its own prefix: both on "multi". */
@@ -298,16 +299,18 @@ exec_while_another_writes(void **state)
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->elements, BLOCK_N);
 	freeReplyObject(r);
-	/* Every writer's reply in: then the line is complete. */
+	/* Until the line is complete: every writer's ENQUEUE ran (30 s at
+	 * most, for a loaded machine; it was 5 s that then went on
+	 * silently). */
 	raw_sends(fd, "PING\r\n");
-	for (i = 0; i < 50; i++) {
+	for (t0 = now_ms();; sleep_ms(20)) {
 		r = CMD(w, "QLEN default");
-		if (r->integer == BLOCK_N + WRITER_N) {
-			freeReplyObject(r);
-			break;
-		}
+		k = (int)r->integer;
 		freeReplyObject(r);
-		sleep_ms(100);
+		if (k == BLOCK_N + WRITER_N)
+			break;
+		if (now_ms() - t0 > 30000)
+			fail_msg("QLEN %d, want %d", k, BLOCK_N + WRITER_N);
 	}
 	raw_read(fd, out, sizeof(out), 100, &closed);
 	close(fd);

@@ -225,6 +225,31 @@ test_ready_reload_stopping(void **state)
 	manager_close(&m);
 }
 
+/* Until pid is stopped (state T in /proc/<pid>/stat, after the comm's
+ * closing parenthesis): a SIGSTOP takes effect a moment after kill(2). */
+static void
+wait_stopped(pid_t pid)
+{
+	int64_t deadline = now_ms() + 10000;
+	char path[64], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (;;) {
+		assert_non_null(f = fopen(path, "r"));
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		if ((p = strrchr(buf, ')')) != NULL && p[1] == ' ' &&
+		    p[2] == 'T')
+			return;
+		if (now_ms() > deadline)
+			fail_msg("pid %d not stopped: %s", (int)pid, buf);
+		sleep_ms(1);
+	}
+}
+
 /*
  * WATCHDOG_USEC=400000: a ping every 200 ms, half the interval, from the
  * first one on. Measured over six pings, so that one late turn of a loaded
@@ -259,7 +284,7 @@ test_watchdog(void **state)
 		         (long long)mean, WATCHDOG_US / 2000);
 	/* A stopped loop sends no ping; a running one pings again. */
 	kill(d->pid, SIGSTOP);
-	sleep_ms(50); /* a ping already on its way */
+	wait_stopped(d->pid); /* then a ping sent before is in the socket */
 	manager_drain(&m);
 	assert_false(manager_wait(&m, "WATCHDOG=1", WATCHDOG_US / 1000, NULL, 0,
 	                          NULL, 0));

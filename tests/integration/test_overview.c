@@ -68,7 +68,7 @@ rooms_of_a_servicer(void **state)
 	freeReplyObject(CMD(fx->c, "ENQUEUE u2"));
 	freeReplyObject(CMD(fx->c, "ENQUEUE u3"));
 	CHECK(fx->c, ":1", "RELEASE s1/0");
-	sleep_ms(250);
+	sleep_ms(250); /* real time to pass: since_ms is to count it */
 	r = CMD(fx->c, "ROOMS s1");
 	assert_int_equal(r->elements, 3);
 	assert_string_equal(FIELD_STR(r->element[0], "state"), "free");

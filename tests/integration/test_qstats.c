@@ -64,7 +64,7 @@ qstats(void **state)
 	      "['state','waiting','queue','vip','position',:2,"
 	      "'eta_ms',:-1]",
 	      "ENQUEUE y2 QUEUE vip");
-	sleep_ms(100);
+	sleep_ms(100); /* real time to pass: oldest_wait_ms is to count it */
 	r = CMD(fx->c, "QSTATS vip");
 	assert_int_equal(FIELD_INT(r, "waiting"), 2);
 	assert_true(FIELD_INT(r, "oldest_wait_ms") >= 100);

@@ -997,6 +997,7 @@ refused_daemon(struct redisd *rp, const char *password, const char *why)
 		r = CMD(c, "ENQUEUE u1");
 		assert_reply_error_prefix(r, "TRYAGAIN");
 		freeReplyObject(r);
+		/* Pacing: still refused 300 ms on, not only at first. */
 		sleep_ms(100);
 	}
 	CHECK(c, "+PONG", "PING");

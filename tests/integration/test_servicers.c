@@ -348,7 +348,7 @@ logout(void **state)
 	    fx->c,
 	    "['state','waiting','queue','default','position',:1,'eta_ms',:-1]",
 	    "ENQUEUE u3");
-	sleep_ms(120);
+	sleep_ms(120); /* real time to pass: waited_ms is to count it */
 	CHECK(fx->c, ":2", "LOGOUT s1");
 	/* u2 (tier 1) first, then u1 and u3 by arrival. */
 	r = CMD(fx->c, "WHERE u2");

@@ -413,7 +413,7 @@ where_states(void **state)
 	CHECK(fx->c,
 	      "['state','waiting','queue','q','position',:2,'eta_ms',:-1]",
 	      "ENQUEUE u1 QUEUE q TIER 0");
-	sleep_ms(150);
+	sleep_ms(150); /* real time to pass: waited_ms is to count it */
 	r = CMD(fx->c, "WHERE u1");
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->elements, 12);
@@ -437,7 +437,7 @@ where_states(void **state)
 	      "['servicer','s1','status','ready','capacity',:2,'active',:2,"
 	      "'ttl',:30]",
 	      "HEARTBEAT s1 CAPACITY 2 QUEUES q");
-	sleep_ms(100);
+	sleep_ms(100); /* real time to pass: since_ms is to count it */
 	r = CMD(fx->c, "WHERE u1");
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->elements, 10);
@@ -623,7 +623,7 @@ servicers_order(void **state)
 	      "'servicer','s2']",
 	      "ENQUEUE u1");
 	CHECK(fx->c, "+OK", "PAUSE s10");
-	sleep_ms(50);
+	sleep_ms(50); /* real time to pass: idle_ms is to count it */
 	r = CMD(fx->c, "SERVICERS");
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->elements, 4);
