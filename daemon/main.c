@@ -1,4 +1,7 @@
 /* csqd: the customer-service queue matcher daemon. */
+#include <sys/prctl.h>
+
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,6 +80,31 @@ main_hugepages(char *argv[])
 		execv(self, argv);
 	}
 	free(v);
+}
+
+/*
+ * With engine "redis" the state is in redis-server, and csqd's heap is a
+ * few megabytes of buffers that come and go (a view's slices, replies). On
+ * huge pages such a heap does not shrink back after a burst: the trim
+ * gives back the 4 KiB pages freed inside a 2 MiB one, and khugepaged
+ * fills the holes again, +17 to +100 % of csqd's RSS (docs/benchmarks.md,
+ * "csqd's RSS on csq.so: huge pages"). So once the configuration says the
+ * engine, csqd turns transparent huge pages off for itself, which wins
+ * over the MADV_HUGEPAGE of glibc's tunable; the re-exec of
+ * main_hugepages stays as it is, before the file is read (an earlier try
+ * that skipped it for the Redis engine is in docs/benchmarks.md). The
+ * heap is still small then: config_load's allocations. A kernel that
+ * refuses (before Linux 3.15) leaves them on, said at info level.
+ */
+static void
+main_thp_off(const struct config *cfg)
+{
+	if (strcmp(cfg->engine, "redis") != 0)
+		return;
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0)
+		log_info("engine redis: transparent huge pages stay on "
+		         "(prctl PR_SET_THP_DISABLE: %s)",
+		         strerror(errno));
 }
 
 /*
@@ -280,5 +308,6 @@ main(int argc, char *argv[])
 	}
 	log_set_level(cfg.log_level);
 	log_set_format(cfg.log_format);
+	main_thp_off(&cfg);
 	return server_run(&cfg, a.path);
 }
