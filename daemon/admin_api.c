@@ -3,11 +3,11 @@
  * one group, whose answers are copied as they come; the answer is written
  * when the last has come: at once with the memory engine, later with the
  * Redis engine. A snapshot is STATS, QUEUES, SERVICERS and the ROOMS of
- * every servicer (ROOMS without a servicer, which no command sends); a
- * page of a line is QUEUES of its queue (its length and longest wait)
- * and QUEUE. A snapshot's round serves every request that comes while it
- * runs, and its answer those within http.cache_ms (http_cache.h): the
- * round walks every queue and servicer.
+ * every servicer (ROOMS without a servicer, which no command sends), the
+ * queues and the servicers by slices of ADMIN_SLICE; a page of a line is
+ * QUEUES of its queue (its length and longest wait) and QUEUE. A
+ * snapshot's rounds serve every request that comes while they run, and
+ * its answer those within http.cache_ms (http_cache.h).
  */
 #include "admin_api.h"
 
@@ -33,9 +33,9 @@
 
 #define ADMIN_JSON_TYPE  "application/json"
 #define ADMIN_INT_DIGITS 19 /* of an offset or a count, at most */
-/* Queues of a snapshot per turn of the loop (issue 37): a slice's calls
- * and its JSON take a few milliseconds, and other clients are served
- * between two slices. */
+/* Queues, or servicers, of a snapshot per turn of the loop (issue 37): a
+ * slice's calls and its JSON take a few milliseconds, and other clients
+ * are served between two slices. */
 #define ADMIN_SLICE       1000
 #define ADMIN_QUEUE_BYTES 160 /* a queue's JSON, about */
 
@@ -83,12 +83,18 @@ struct admin_call {
 	size_t nqstats;
 	/* A snapshot made in slices: the answer so far, where the next
 	 * slice begins (after this name), the timer that runs it at the
-	 * loop's next turn, and the queues written. */
+	 * loop's next turn, and the queues written; then the same of the
+	 * servicers (serving: the queues are all written). The first
+	 * round has the first slice of each, one state. */
 	struct evbuffer *body;
 	char after[CSQ_ID_MAX + 1];
 	int more;
 	struct event *turn;
 	size_t written;
+	int serving;
+	char safter[CSQ_ID_MAX + 1];
+	int smore;
+	size_t swritten;
 	char queue[CSQ_ID_MAX + 1]; /* page */
 	uint64_t offset;
 	uint32_t count;
@@ -548,19 +554,24 @@ admin_render_queues(struct admin_call *x, struct evbuffer *b)
 	}
 }
 
-/* Its tail: servicers with their rooms, and the history. */
+/* The servicers of a slice, with their rooms (both by servicer id). */
 static void
-admin_render_tail(struct admin_call *x, struct evbuffer *b)
+admin_render_servicers(struct admin_call *x, struct evbuffer *b)
 {
 	const struct csq_room_info *room = x->rooms;
 	size_t i;
 
-	evbuffer_add(b, "],\"servicers\":[", 15);
 	for (i = 0; i < x->nservicers; i++) {
-		if (i > 0)
+		if (x->swritten++ > 0)
 			evbuffer_add(b, ",", 1);
 		json_servicer(b, &x->servicers[i], &room, x->rooms + x->nrooms);
 	}
+}
+
+/* Its tail: the history. */
+static void
+admin_render_tail(struct admin_call *x, struct evbuffer *b)
+{
 	evbuffer_add(b, "],\"history\":", 12);
 	admin_history_json(x->api->history, b);
 	evbuffer_add(b, "}\n", 2);
@@ -654,11 +665,23 @@ admin_turn_cb(evutil_socket_t fd, short what, void *arg)
 	admin_slice_round(arg);
 }
 
+/* The next slice's calls at the loop's next turn. */
+static void
+admin_next_turn(struct admin_call *x)
+{
+	static const struct timeval now = {0, 0};
+
+	if (x->turn == NULL)
+		x->turn = evtimer_new(x->api->s->base, admin_turn_cb, x);
+	evtimer_add(x->turn, &now);
+}
+
 /*
  * A slice of a snapshot has come: its queues are written, and the next
  * slice's calls go at the loop's next turn, so that the clients that
- * came meanwhile are served first; after the last, the servicers and the
- * history, and the answer is the cache's.
+ * came meanwhile are served first; after the last, the servicers (those
+ * of the first round, then a slice a turn the same way) and the history,
+ * and the answer is the cache's.
  */
 static void
 admin_snapshot_slice(struct admin_call *x)
@@ -668,19 +691,28 @@ admin_snapshot_slice(struct admin_call *x)
 			fatalx("out of memory for an HTTP answer");
 		admin_render_head(x, x->body);
 	}
-	admin_render_queues(x, x->body);
-	free(x->queues);
-	free(x->qstats);
-	x->queues = NULL;
-	x->qstats = NULL;
-	x->nqueues = x->nqstats = 0;
-	if (x->more) {
-		static const struct timeval now = {0, 0};
-
-		if (x->turn == NULL)
-			x->turn =
-			    evtimer_new(x->api->s->base, admin_turn_cb, x);
-		evtimer_add(x->turn, &now);
+	if (!x->serving) {
+		admin_render_queues(x, x->body);
+		free(x->queues);
+		free(x->qstats);
+		x->queues = NULL;
+		x->qstats = NULL;
+		x->nqueues = x->nqstats = 0;
+		if (x->more) {
+			admin_next_turn(x);
+			return;
+		}
+		evbuffer_add(x->body, "],\"servicers\":[", 15);
+		x->serving = 1;
+	}
+	admin_render_servicers(x, x->body);
+	free(x->servicers);
+	free(x->rooms);
+	x->servicers = NULL;
+	x->rooms = NULL;
+	x->nservicers = x->nrooms = 0;
+	if (x->smore) {
+		admin_next_turn(x);
 		return;
 	}
 	admin_render_tail(x, x->body);
@@ -759,6 +791,9 @@ admin_snapshot_result(struct admin_call *x, size_t i,
 		x->servicers = admin_copy(r->servicers, r->nentries,
 		                          sizeof(*r->servicers));
 		x->nservicers = r->nentries;
+		/* ROOMS's slice visits the same servicers. */
+		if ((x->smore = r->next != NULL))
+			snprintf(x->safter, sizeof(x->safter), "%s", r->next);
 		break;
 	case SNAP_ROOMS:
 		x->rooms = admin_copy(r->rooms, r->nentries, sizeof(*r->rooms));
@@ -850,10 +885,13 @@ admin_round(struct admin_call *x)
 		else if (i == SNAP_QUEUES) {
 			admin_op(&op, CSQ_OP_QUEUES, NULL);
 			op.count = ADMIN_SLICE;
-		} else if (i == SNAP_SERVICERS)
-			admin_op(&op, CSQ_OP_SERVICERS, NULL);
-		else
-			admin_op(&op, CSQ_OP_ROOMS, NULL);
+		} else {
+			admin_op(&op,
+			         i == SNAP_SERVICERS ? CSQ_OP_SERVICERS
+			                             : CSQ_OP_ROOMS,
+			         NULL);
+			op.count = ADMIN_SLICE;
+		}
 		csq_engine_call(e, &op, admin_result, &x->slots[i]);
 	}
 	csq_engine_group_end(e);
@@ -862,27 +900,66 @@ admin_round(struct admin_call *x)
 		admin_done(x);
 }
 
+/* The next slice of a snapshot's servicers: SERVICERS and ROOMS from its
+ * cursor, as one group (the same servicers visited by both). */
+static void
+admin_servicers_round(struct admin_call *x)
+{
+	struct csq_engine *e = x->api->s->engine;
+	struct csq_op op;
+	size_t i, codes[] = {SNAP_SERVICERS, SNAP_ROOMS};
+	char after[CSQ_ID_MAX + 1];
+
+	/* The memory engine answers SERVICERS before ROOMS is asked, and
+	 * the answer moves x->safter on: both go on after this one. */
+	memcpy(after, x->safter, sizeof(after));
+	x->pending = 2;
+	x->issuing = 1;
+	csq_engine_group_begin(e);
+	for (i = 0; i < 2; i++) {
+		x->slots[codes[i]].x = x;
+		x->slots[codes[i]].i = codes[i];
+		admin_op(&op, i == 0 ? CSQ_OP_SERVICERS : CSQ_OP_ROOMS, NULL);
+		op.after = after;
+		op.count = ADMIN_SLICE;
+		csq_engine_call(e, &op, admin_result, &x->slots[codes[i]]);
+	}
+	csq_engine_group_end(e);
+	x->issuing = 0;
+	if (x->pending == 0)
+		admin_done(x);
+}
+
 /* The next slice of a snapshot: QUEUES and QSTATS from its cursor, as
- * one group (the same queues visited by both). */
+ * one group (the same queues visited by both); once they are all
+ * written, the servicers'. */
 static void
 admin_slice_round(struct admin_call *x)
 {
 	struct csq_engine *e = x->api->s->engine;
 	struct csq_op op;
+	char after[CSQ_ID_MAX + 1];
 
+	if (x->serving) {
+		admin_servicers_round(x);
+		return;
+	}
+	/* The memory engine answers QUEUES before QSTATS is asked, and the
+	 * answer moves x->after on: both go on after this one. */
+	memcpy(after, x->after, sizeof(after));
 	x->pending = 2;
 	x->issuing = 1;
 	csq_engine_group_begin(e);
 	x->slots[SNAP_QUEUES].x = x;
 	x->slots[SNAP_QUEUES].i = SNAP_QUEUES;
 	admin_op(&op, CSQ_OP_QUEUES, NULL);
-	op.after = x->after;
+	op.after = after;
 	op.count = ADMIN_SLICE;
 	csq_engine_call(e, &op, admin_result, &x->slots[SNAP_QUEUES]);
 	x->slots[SNAP_QSTATS].x = x;
 	x->slots[SNAP_QSTATS].i = SNAP_QSTATS;
 	admin_op(&op, CSQ_OP_QSTATS, NULL);
-	op.after = x->after;
+	op.after = after;
 	op.count = ADMIN_SLICE;
 	csq_engine_call(e, &op, admin_result, &x->slots[SNAP_QSTATS]);
 	csq_engine_group_end(e);

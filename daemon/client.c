@@ -115,12 +115,13 @@ client_output(struct client *c)
 	return c->cur;
 }
 
-/* Output not yet sent: the replies and what waits in the bufferevent. */
+/* Output not yet sent: the replies and what waits in the bufferevent,
+ * and a reply being made. */
 size_t
 client_pending(struct client *c)
 {
 	return evbuffer_get_length(c->out) +
-	       evbuffer_get_length(bufferevent_get_output(c->bev));
+	       evbuffer_get_length(bufferevent_get_output(c->bev)) + c->making;
 }
 
 /* client_pending, noted in c->peak when it is the most so far. */
@@ -798,6 +799,16 @@ client_weigh(struct client *c, size_t pending)
 		share = CLIENT_WEIGH_OVER;
 	if (pending > share && !evtimer_pending(s->weigh_ev, NULL))
 		evtimer_add(s->weigh_ev, &tv);
+}
+
+void
+client_output_making(struct client *c, size_t bytes)
+{
+	c->making = bytes;
+	/* A connection's only: a local client's output is its caller's. */
+	if (bytes > 0 && !c->local && c->state == CLIENT_ACTIVE &&
+	    c->killed == NULL)
+		client_weigh(c, client_pending_peak(c));
 }
 
 void

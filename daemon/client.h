@@ -88,6 +88,7 @@ struct client {
 	int reading;       /* inside client_process: no re-entry */
 	int held;          /* output held for the journal's commit */
 	size_t peak;       /* most output ever waiting (client_trim) */
+	size_t making;     /* a reply being made in slices (SERVICERS) */
 	size_t input_held; /* its part of server.input_total */
 	char *name;        /* CLIENT SETNAME */
 	struct pubsub_subs subs;
@@ -149,9 +150,12 @@ void client_input_limit(struct server *);
 
 /* c goes at the next turn of the loop, for why (logged then). */
 void client_kill(struct client *, const char *why);
-/* Output not yet sent: the replies and what waits in the socket's
- * buffer. */
+/* Output not yet sent: the replies, what waits in the socket's buffer,
+ * and a reply being made in slices. */
 size_t client_pending(struct client *);
+/* The bytes of a reply being made in slices (issue 37): they count
+ * against max_output_memory as if they waited to be sent. */
+void client_output_making(struct client *, size_t bytes);
 
 struct evbuffer *client_output(struct client *);
 struct pubsub_subs *client_subs(struct client *);

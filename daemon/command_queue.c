@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <time.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "client.h"
@@ -28,6 +30,7 @@
 
 #define FULL_LOG_QUEUES   64    /* queues whose last "full" line is kept */
 #define QUEUES_SLICE      1000  /* QUEUES: queues per turn of the loop */
+#define SERVICERS_SLICE   1000  /* SERVICERS: servicers per slice */
 #define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
 
 /* The replies' sink of a client: RESP into its buffer (op_reply.h). */
@@ -271,6 +274,155 @@ queues_walk(struct server *s, csq_engine_cb *cb, void *arg)
 }
 
 /*
+ * SERVICERS in slices (issue 37): SERVICERS_SLICE servicers a slice, from
+ * a cursor (the last id of the slice before; libcsq keeps its servicers
+ * in an ordered set of ids, so no sort). Each slice's rows are written as
+ * it comes, into the reply's body, which counts against max_output_memory
+ * as the client's output; the array's length, known once the last slice
+ * has come, goes before it, and the reply comes in its turn among the
+ * connection's replies. The walks of every client take turns, one slice
+ * at a time in all, the next at the loop's turn after the answer (the
+ * memory engine makes it in that turn; csq.so in one call of its own,
+ * redis_batch.c, and csqd reads and writes one slice's answer a turn),
+ * so that another client waits for one slice at most, however many ask.
+ */
+struct servicers_walk {
+	TAILQ_ENTRY(servicers_walk) entry;
+	struct command_call *call;
+	struct evbuffer *body; /* the rows so far */
+	int64_t n;             /* and how many */
+	char after[CSQ_ID_MAX + 1];
+};
+
+static struct {
+	TAILQ_HEAD(, servicers_walk) ready; /* each waits for its turn */
+	struct event *turn;
+	int asking; /* a slice's call is not answered yet */
+} servicers_walks = {TAILQ_HEAD_INITIALIZER(servicers_walks.ready), NULL, 0};
+
+/* The next turn, unless a slice is being made or none is waiting. */
+static void
+servicers_walk_arm(void)
+{
+	static const struct timeval now = {0, 0};
+
+	if (!servicers_walks.asking && !TAILQ_EMPTY(&servicers_walks.ready) &&
+	    !evtimer_pending(servicers_walks.turn, NULL))
+		evtimer_add(servicers_walks.turn, &now);
+}
+
+static void servicers_walk_result(void *, const struct csq_result *);
+
+/* The walk's last answer: the array, or the error that ended it. */
+static void
+servicers_walk_render(struct client *c, struct evbuffer *out,
+                      const struct csq_result *r, void *arg)
+{
+	struct servicers_walk *w = arg;
+
+	(void)c, (void)r;
+	resp_array(out, w->n);
+	evbuffer_add_buffer(out, w->body);
+	evbuffer_free(w->body);
+}
+
+static void
+servicers_walk_end(struct servicers_walk *w, const struct csq_result *r)
+{
+	struct command_call *call = w->call;
+	struct client *c = call->c;
+
+	client_output_making(c, 0);
+	if (r->status != CSQ_OK || c->state == CLIENT_DEAD ||
+	    c->killed != NULL) {
+		evbuffer_free(w->body);
+		free(w);
+		command_result(call, r);
+		return;
+	}
+	call->render = servicers_walk_render;
+	call->render_arg = w; /* freed after the render */
+	command_result(call, r);
+}
+
+/* The next walk's slice: one a turn. */
+static void
+servicers_walk_turn(evutil_socket_t fd, short what, void *arg)
+{
+	struct servicers_walk *w = TAILQ_FIRST(&servicers_walks.ready);
+	struct client *c;
+	struct csq_result gone;
+	struct csq_op op;
+
+	(void)fd, (void)what, (void)arg;
+	if (w == NULL || servicers_walks.asking)
+		return;
+	TAILQ_REMOVE(&servicers_walks.ready, w, entry);
+	c = w->call->c;
+	if (c->state == CLIENT_DEAD || c->killed != NULL) {
+		/* Nobody to answer: no more slices. */
+		memset(&gone, 0, sizeof(gone));
+		gone.status = CSQ_ETRYAGAIN;
+		servicers_walk_end(w, &gone);
+		servicers_walk_arm();
+		return;
+	}
+	op_init(&op, CSQ_OP_SERVICERS, NULL);
+	op.after = w->after;
+	op.count = SERVICERS_SLICE;
+	servicers_walks.asking = 1;
+	csq_engine_call(c->server->engine, &op, servicers_walk_result, w);
+}
+
+/* w's turn comes after every walk waiting now. */
+static void
+servicers_walk_queue(struct servicers_walk *w)
+{
+	TAILQ_INSERT_TAIL(&servicers_walks.ready, w, entry);
+	if (servicers_walks.turn == NULL)
+		servicers_walks.turn = evtimer_new(w->call->c->server->base,
+		                                   servicers_walk_turn, NULL);
+	servicers_walk_arm();
+}
+
+static void
+servicers_walk_result(void *arg, const struct csq_result *r)
+{
+	struct servicers_walk *w = arg;
+	struct client *c = w->call->c;
+
+	servicers_walks.asking = 0;
+	if (r->status == CSQ_OK && r->nentries > 0) {
+		struct resp_sink k = {w->body, c->proto};
+		const struct op_reply o = {&k,           sink_map,
+		                           sink_array,   sink_bulk,
+		                           sink_integer, sink_simple};
+
+		op_reply_servicer_rows(&o, r);
+		w->n += (int64_t)r->nentries;
+		client_output_making(c, evbuffer_get_length(w->body));
+	}
+	if (r->status == CSQ_OK && r->next != NULL) {
+		snprintf(w->after, sizeof(w->after), "%s", r->next);
+		servicers_walk_queue(w);
+		return;
+	}
+	servicers_walk_end(w, r);
+	servicers_walk_arm();
+}
+
+static void
+servicers_walk(struct command_call *call)
+{
+	struct servicers_walk *w = csq_xcalloc(1, sizeof(*w));
+
+	w->call = call;
+	if ((w->body = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	servicers_walk_queue(w);
+}
+
+/*
  * Hands op to the engine; the reply is written when it answers. queue:
  * for ENQUEUE, the queue it names (or default), else NULL.
  */
@@ -303,6 +455,8 @@ command_call_queue(struct client *c, const struct csq_op *op, const char *queue,
 	/* Inside MULTI, one state: the block runs in one go. */
 	if (op->code == CSQ_OP_QUEUES && op->id == NULL && call->exec == NULL)
 		queues_walk(c->server, command_result, call);
+	else if (op->code == CSQ_OP_SERVICERS && call->exec == NULL)
+		servicers_walk(call);
 	else
 		csq_engine_call(c->server->engine, op, command_result, call);
 	if (call->answered) {

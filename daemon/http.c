@@ -58,8 +58,9 @@
 	 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |           \
 	 EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH | HTTP_REQ_UNKNOWN)
 
-/* The engine calls of a scrape, in order; QSTATS repeats per slice of
- * the queues, QLEN per queue with a series. */
+/* The engine calls of a scrape, in order; SERVICERS repeats per slice of
+ * the servicers, QSTATS per slice of the queues, QLEN per queue with a
+ * series. */
 enum scrape_step { SCRAPE_STATS, SCRAPE_SERVICERS, SCRAPE_QSTATS, SCRAPE_QLEN };
 /* Calls of a scrape per turn of the loop, and queues per QSTATS slice
  * (issue 37): the clients that come meanwhile are served between two. */
@@ -75,8 +76,9 @@ struct scrape {
 	size_t step;  /* next call: SCRAPE_* then QLEN of queue step - 2 */
 	int waiting;  /* a call has not answered yet */
 	int stepping; /* inside scrape_next: no recursion */
-	char after[CSQ_ID_MAX + 1]; /* QSTATS: the next slice's cursor */
-	int more;                   /* QSTATS: a slice is left */
+	char after[CSQ_ID_MAX + 1]; /* SERVICERS, QSTATS: the next slice's
+	                               cursor */
+	int more;                   /* SERVICERS, QSTATS: a slice is left */
 	size_t calls;               /* made in this turn */
 	struct event *turn;         /* the next turn's calls */
 };
@@ -225,6 +227,13 @@ scrape_result(void *arg, const struct csq_result *r)
 			else
 				x->sc.servicers_paused++;
 		}
+		/* Another slice to come: the same step again (issue 37);
+		 * else QSTATS begins from the first queue. */
+		if ((x->more = r->next != NULL)) {
+			snprintf(x->after, sizeof(x->after), "%s", r->next);
+			x->step = SCRAPE_SERVICERS;
+		} else
+			x->after[0] = '\0';
 	} else
 		x->qlen[step - SCRAPE_QLEN] = (uint64_t)r->n;
 	if (!x->stepping)
@@ -257,8 +266,7 @@ scrape_next(struct scrape *x)
 			x->step = SCRAPE_QLEN + x->nqueues;
 			break;
 		}
-		if (x->calls >= SCRAPE_SLICE ||
-		    (x->more && x->step == SCRAPE_QSTATS)) {
+		if (x->calls >= SCRAPE_SLICE || x->more) {
 			if (x->turn == NULL)
 				x->turn = evtimer_new(x->server->base,
 				                      scrape_turn_cb, x);
@@ -273,9 +281,12 @@ scrape_next(struct scrape *x)
 		op.ttl_s = -1;
 		if (step == SCRAPE_STATS)
 			op.code = CSQ_OP_STATS;
-		else if (step == SCRAPE_SERVICERS)
-			op.code = CSQ_OP_SERVICERS;
-		else if (step == SCRAPE_QSTATS) {
+		else if (step == SCRAPE_SERVICERS) {
+			op.code = CSQ_OP_SERVICERS; /* by slices */
+			op.after = x->after;
+			op.count = SCRAPE_SLICE;
+			x->calls = SCRAPE_SLICE;
+		} else if (step == SCRAPE_QSTATS) {
 			op.code = CSQ_OP_QSTATS; /* no id: every queue */
 			op.after = x->after;
 			op.count = SCRAPE_SLICE;

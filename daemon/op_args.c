@@ -441,7 +441,7 @@ args_rooms(const struct resp_request *req, uint32_t max_tier, struct csq_op *op,
 	return req->argc > 1 ? args_id(req, op, CSQ_ESERVICER) : NULL;
 }
 
-/* SERVICERS, STATS: no words. */
+/* STATS: no words. */
 static const char *
 args_none(const struct resp_request *req, uint32_t max_tier, struct csq_op *op,
           struct op_args_buf *buf)
@@ -457,6 +457,14 @@ args_policy(const struct resp_request *req, uint32_t max_tier,
 {
 	(void)req, (void)max_tier, (void)op, (void)buf;
 	return ERR_SYNTAX;
+}
+
+/* SERVICERS: no words either (a slice's cursor is csqd's own). */
+static const char *
+args_view(const struct resp_request *req, uint32_t max_tier, struct csq_op *op,
+          struct op_args_buf *buf)
+{
+	return args_none(req, max_tier, op, buf);
 }
 
 #define ARGS_ROW(code, name, number, arity, roles, id, mutates, record, args,  \

@@ -309,6 +309,15 @@ reply_room(const struct op_reply *o, const struct csq_room_info *r)
 	}
 }
 
+void
+op_reply_servicer_rows(const struct op_reply *o, const struct csq_result *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nentries; i++)
+		reply_servicer_row(o, &r->servicers[i]);
+}
+
 size_t
 op_reply_stats(const struct csq_stats *st,
                struct op_reply_stat out[OP_REPLY_STATS_MAX])
@@ -385,8 +394,7 @@ op_reply_write(const struct op_reply *o, enum csq_opcode code,
 		break;
 	case CSQ_REPLY_SERVICERS:
 		arr(o, (int64_t)r->nentries);
-		for (i = 0; i < r->nentries; i++)
-			reply_servicer_row(o, &r->servicers[i]);
+		op_reply_servicer_rows(o, r);
 		break;
 	case CSQ_REPLY_QUEUES:
 		arr(o, (int64_t)r->nentries);

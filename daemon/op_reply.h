@@ -28,6 +28,13 @@ struct op_reply {
 void op_reply_write(const struct op_reply *, enum csq_opcode,
                     const struct csq_result *);
 
+/*
+ * SERVICERS's rows without the array's length before them: a reply made
+ * in slices (issue 37) writes each slice's as it comes, and the length
+ * once the last has come.
+ */
+void op_reply_servicer_rows(const struct op_reply *, const struct csq_result *);
+
 /* STATS's fields, by name, in its order (the admin view's too). */
 #define OP_REPLY_STATS_MAX 32
 struct op_reply_stat {

@@ -19,7 +19,10 @@
 #include "util.h"
 
 /* Operations in one CSQ.CALL; a MULTI block larger than this goes alone,
- * whole (max_multi_commands bounds it). */
+ * whole (max_multi_commands bounds it). A view's slice (a thousand
+ * queues or servicers) ends its call (issue 37): twenty SERVICERS'
+ * slices batched together were one call of 20,000 servicers, which every
+ * other call on the prefix waited for. */
 #define BATCH_MAX      128
 #define BATCH_INFLIGHT 8 /* calls in flight at once */
 
@@ -289,7 +292,7 @@ batch_send(struct redis_engine *r)
 {
 	struct redis_batch *b;
 	struct redis_call *k;
-	int take;
+	int take, slice = 0;
 
 	if (TAILQ_EMPTY(&r->pending))
 		return;
@@ -298,7 +301,7 @@ batch_send(struct redis_engine *r)
 	b->sub_gen = r->sub.ready ? r->sub_gen : 0;
 	b->writes = run_writes(TAILQ_FIRST(&r->pending));
 	TAILQ_INIT(&b->calls);
-	while ((k = TAILQ_FIRST(&r->pending)) != NULL) {
+	while (!slice && (k = TAILQ_FIRST(&r->pending)) != NULL) {
 		take = k->group_len > 1 ? k->group_len : 1;
 		if (b->ncalls > 0 && (b->ncalls + take > BATCH_MAX ||
 		                      run_writes(k) != b->writes))
@@ -308,6 +311,7 @@ batch_send(struct redis_engine *r)
 			TAILQ_REMOVE(&r->pending, k, entry);
 			TAILQ_INSERT_TAIL(&b->calls, k, entry);
 			b->ncalls++;
+			slice |= k->slice;
 		}
 	}
 	r->inflight++;

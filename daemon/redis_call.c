@@ -141,6 +141,9 @@ redis_call_build(struct redis_engine *r, const struct csq_op *op,
 		return -1;
 	k = redis_call_new(r, op->code, cb, arg);
 	k->reclen = csq_record_encode(op, 0, k->rec);
+	/* A view of every one by slices (QUEUES, QSTATS, SERVICERS, ROOMS
+	 * without an id, a count): about a thousand rows' work. */
+	k->slice = op->id == NULL && op->count > 0 && !csq_op_mutates(op->code);
 	*out = k;
 	return 0;
 }

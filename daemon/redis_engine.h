@@ -55,6 +55,7 @@ struct redis_call {
 	int ready;                     /* res is the answer */
 	int group_len;   /* the first of a group: its calls, all in one batch */
 	int limits_only; /* a LIMITS that goes as CSQ.CALL, to apply them */
+	int slice;       /* a view's slice: the last of its batch */
 	uint64_t wait_seq; /* held until that WAIT answers; 0: not held */
 };
 

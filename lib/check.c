@@ -593,6 +593,12 @@ csq_check(const struct csq *c, char *buf, size_t len)
 	if (k.servicers != c->stats.servicers)
 		check_fail(&k, "servicers %" PRIu64 ", counter %" PRIu64,
 		           k.servicers, c->stats.servicers);
+	/* The views' set of ids (issue 37): every servicer, in order. */
+	if (csq_nameset_len(c->servicer_ids) != csq_dict_len(c->servicers) ||
+	    csq_nameset_check(c->servicer_ids) != 0)
+		check_fail(&k, "servicer ids set holds %zu, servicers %zu",
+		           csq_nameset_len(c->servicer_ids),
+		           csq_dict_len(c->servicers));
 	if (csq_dict_len(c->users) != k.waiting + k.offered + k.assigned)
 		check_fail(&k, "users dict holds %zu, placed %" PRIu64,
 		           csq_dict_len(c->users),

@@ -671,6 +671,17 @@ const struct csq_policy *csq_get_policies(const struct csq *, size_t *n);
  */
 struct csq_servicer_info *csq_servicers(struct csq *, uint64_t now_ms,
                                         size_t *n);
+/*
+ * A slice of it (issue 37): the servicers whose ids sort after `after`
+ * ("" or NULL: from the first), at most count of them (0: all the rest);
+ * *next is the id to resume after, NULL when none is left (it lives until
+ * the state next changes). A servicer present from the first slice to the
+ * last is in exactly one of them; one that logs in or out meanwhile is in
+ * one or in none.
+ */
+struct csq_servicer_info *csq_servicers_slice(struct csq *, uint64_t now_ms,
+                                              const char *after, size_t count,
+                                              size_t *n, const char **next);
 void csq_stats(const struct csq *, struct csq_stats *);
 
 /*
@@ -696,6 +707,12 @@ enum csq_status csq_queue_info(struct csq *, uint64_t now_ms, const char *q,
  */
 enum csq_status csq_rooms(struct csq *, uint64_t now_ms, const char *sid,
                           struct csq_room_info **out, size_t *n);
+/* Those of every servicer by slices: the rooms of the servicers that
+ * csq_servicers_slice lists with the same after and count (the same
+ * *next), by servicer id. *out as csq_rooms's. */
+void csq_rooms_slice(struct csq *, uint64_t now_ms, const char *after,
+                     size_t count, struct csq_room_info **out, size_t *n,
+                     const char **next);
 
 /* Earliest deadline in ms, or UINT64_MAX when there is none. */
 uint64_t csq_next_deadline(const struct csq *);

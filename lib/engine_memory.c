@@ -251,9 +251,11 @@ apply_servicers(struct engine_memory *m, const struct csq_op *op, uint64_t now,
                 struct csq_result *r, void **owned)
 {
 	struct csq_servicer_info *v;
+	const char *next;
 
-	(void)op;
-	*owned = v = csq_servicers(m->csq, now, &r->nentries);
+	*owned = v = csq_servicers_slice(m->csq, now, op->after, op->count,
+	                                 &r->nentries, &next);
+	r->next = memory_next(m, next);
 	r->servicers = v;
 	r->status = CSQ_OK;
 }
@@ -284,8 +286,15 @@ apply_rooms(struct engine_memory *m, const struct csq_op *op, uint64_t now,
             struct csq_result *r, void **owned)
 {
 	struct csq_room_info *v;
+	const char *next;
 
-	r->status = csq_rooms(m->csq, now, op->id, &v, &r->nentries);
+	if (op->id == NULL) { /* every servicer's, by slices */
+		csq_rooms_slice(m->csq, now, op->after, op->count, &v,
+		                &r->nentries, &next);
+		r->next = memory_next(m, next);
+		r->status = CSQ_OK;
+	} else
+		r->status = csq_rooms(m->csq, now, op->id, &v, &r->nentries);
 	*owned = v;
 	r->rooms = v;
 }

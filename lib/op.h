@@ -60,7 +60,7 @@
 	X(WHERE, where, 8, 2, CSQ_OP_FS, USER, 0, id, user, USER_DETAIL)      \
 	X(QUEUE, queue, 9, -2, CSQ_OP_S, QUEUE, 0, range, range, ENTRIES)     \
 	X(QLEN, qlen, 10, 2, CSQ_OP_FS, QUEUE, 0, id, queue, N)               \
-	X(SERVICERS, servicers, 11, 1, CSQ_OP_A, NONE, 0, none, none,         \
+	X(SERVICERS, servicers, 11, 1, CSQ_OP_A, NONE, 0, view, view,         \
 	  SERVICERS)                                                         \
 	X(STATS, stats, 12, 1, CSQ_OP_A, NONE, 0, none, none, STATS)          \
 	/* Not commands: changes of state that a journal replays too. */     \
@@ -73,9 +73,10 @@
 	X(READY, ready, 18, 2, CSQ_OP_S, ROOM, 1, id, room, N)                \
 	X(TRANSFER, transfer, 19, -3, CSQ_OP_S, ROOM, 1, transfer, transfer,  \
 	  USER_DETAIL)                                                       \
-	/* The admin's overview: id NULL, every one (QUEUES by slices). */   \
+	/* The admin's overview: id NULL, every one (by slices; SERVICERS  \
+	 * too, issue 37). */                                                \
 	X(QUEUES, queues, 20, 1, CSQ_OP_A, NONE, 0, slice, slice, QUEUES)     \
-	X(ROOMS, rooms, 21, 2, CSQ_OP_S, SERVICER, 0, rooms, rooms, ROOMS)    \
+	X(ROOMS, rooms, 21, 2, CSQ_OP_S, SERVICER, 0, slice, rooms, ROOMS)    \
 	/* Queue policies (offset of count: the last applies them all) and \
 	 * numbers (protocol-v2 sections 4 to 6). */                        \
 	X(POLICY, policy, 22, 0, CSQ_OP_A, NONE, 1, policy_set, policy, NONE) \
@@ -100,9 +101,9 @@ enum csq_reply {
 	CSQ_REPLY_USER,        /* the user */
 	CSQ_REPLY_USER_DETAIL, /* the user, with WHERE's detail */
 	CSQ_REPLY_ENTRIES,     /* an array: a queue's entries */
-	CSQ_REPLY_SERVICERS,   /* an array: servicers */
+	CSQ_REPLY_SERVICERS,   /* an array: servicers, and the next slice's */
 	CSQ_REPLY_QUEUES,      /* an array: queues, and the next slice's */
-	CSQ_REPLY_ROOMS,       /* an array: rooms */
+	CSQ_REPLY_ROOMS,       /* an array: rooms, and the next slice's */
 	CSQ_REPLY_STATS,       /* the counters */
 	CSQ_REPLY_QSTATS,      /* an array: queues' numbers, and the next */
 };

@@ -189,51 +189,47 @@ overview_rooms_of(const struct csq *c, const struct csq_servicer *s,
 	}
 }
 
-struct overview_servicers {
-	const struct csq_servicer **v;
-	size_t n;
-};
-
-static void
-overview_servicer(void *arg, const char *key, size_t len, void *val)
+void
+csq_rooms_slice(struct csq *c, uint64_t now, const char *after, size_t count,
+                struct csq_room_info **out, size_t *n, const char **next)
 {
-	struct overview_servicers *w = arg;
+	const struct csq_nameset_node *node;
+	const struct csq_servicer *s = NULL;
+	size_t cap = 0, seen = 0;
 
-	(void)key, (void)len;
-	w->v[w->n++] = val;
-}
-
-static int
-overview_servicer_cmp(const void *a, const void *b)
-{
-	return strcmp((*(const struct csq_servicer *const *)a)->id,
-	              (*(const struct csq_servicer *const *)b)->id);
+	*out = NULL;
+	*n = 0;
+	*next = NULL;
+	for (node = csq_nameset_after(c->servicer_ids, after); node != NULL;
+	     node = csq_nameset_next(node)) {
+		if (count > 0 && seen == count) {
+			*next = s->id;
+			break;
+		}
+		s = csq_nameset_value(node);
+		seen++;
+		overview_rooms_of(c, s, now, out, n, &cap);
+	}
 }
 
 enum csq_status
 csq_rooms(struct csq *c, uint64_t now, const char *sid,
           struct csq_room_info **out, size_t *n)
 {
-	struct overview_servicers w;
 	const struct csq_servicer *s;
-	size_t cap = 0, i;
+	const char *next;
+	size_t cap = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (sid != NULL) {
-		if (!csq_valid_id(sid, strlen(sid)))
-			return CSQ_ESERVICER;
-		if ((s = csq_dict_get(c->servicers, sid, strlen(sid))) == NULL)
-			return CSQ_ENOTFOUND;
-		overview_rooms_of(c, s, now, out, n, &cap);
+	if (sid == NULL) {
+		csq_rooms_slice(c, now, NULL, 0, out, n, &next);
 		return CSQ_OK;
 	}
-	w.v = csq_xmalloc((csq_dict_len(c->servicers) + 1) * sizeof(*w.v));
-	w.n = 0;
-	csq_dict_each(c->servicers, overview_servicer, &w);
-	qsort(w.v, w.n, sizeof(*w.v), overview_servicer_cmp);
-	for (i = 0; i < w.n; i++)
-		overview_rooms_of(c, w.v[i], now, out, n, &cap);
-	free(w.v);
+	if (!csq_valid_id(sid, strlen(sid)))
+		return CSQ_ESERVICER;
+	if ((s = csq_dict_get(c->servicers, sid, strlen(sid))) == NULL)
+		return CSQ_ENOTFOUND;
+	overview_rooms_of(c, s, now, out, n, &cap);
 	return CSQ_OK;
 }

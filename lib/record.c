@@ -608,29 +608,8 @@ get_range(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
 	return 0;
 }
 
-/* ROOMS: flags (1: an id), then the id. */
-static void
-put_rooms(struct cursor *c, const struct csq_op *op)
-{
-	put_u64(c, (uint64_t)(op->id != NULL), 1);
-	if (op->id != NULL)
-		put_str(c, op->id);
-}
-
-static int
-get_rooms(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
-{
-	unsigned flags = (unsigned)get_u64(c, 1);
-
-	if (flags > 1)
-		return -1;
-	if (flags)
-		op->id = get_str(c, st->id, sizeof(st->id));
-	return 0;
-}
-
-/* QUEUES, QSTATS: flags (1: an id, 2: a slice), the id, or the slice's
- * after and count (issue 37). */
+/* QUEUES, QSTATS, ROOMS: flags (1: an id, 2: a slice), the id, and the
+ * slice's after and count (issue 37). */
 static void
 put_slice(struct cursor *c, const struct csq_op *op)
 {
@@ -662,6 +641,22 @@ get_slice(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
 	if (flags)
 		op->id = get_str(c, st->id, sizeof(st->id));
 	return 0;
+}
+
+/* SERVICERS: a slice's, without an id (it has none). */
+static void
+put_view(struct cursor *c, const struct csq_op *op)
+{
+	struct csq_op v = *op;
+
+	v.id = NULL;
+	put_slice(c, &v);
+}
+
+static int
+get_view(struct cursor *c, struct csq_op *op, struct csq_record_strings *st)
+{
+	return get_slice(c, op, st) != 0 || op->id != NULL ? -1 : 0;
 }
 
 #define RECORD_ROW(code, name, number, arity, roles, id, mutates, record, ...) \

@@ -294,12 +294,13 @@ array_entry_size(enum csq_reply shape)
 	}
 }
 
-/* QUEUES, QSTATS: the array is a slice, and the next one's cursor
- * follows it. */
+/* QUEUES, QSTATS, SERVICERS, ROOMS: the array is a slice, and the next
+ * one's cursor follows it. */
 static int
 has_next(enum csq_reply shape)
 {
-	return shape == CSQ_REPLY_QUEUES || shape == CSQ_REPLY_QSTATS;
+	return shape == CSQ_REPLY_QUEUES || shape == CSQ_REPLY_QSTATS ||
+	       shape == CSQ_REPLY_SERVICERS || shape == CSQ_REPLY_ROOMS;
 }
 
 void
@@ -369,7 +370,7 @@ get_array(enum csq_reply shape, struct csq_rbuf *r, struct csq_result *res,
 
 	if (r->bad || n > r->left / MIN_ENTRY)
 		return -1;
-	/* One entry more: QUEUES's and QSTATS's cursor is kept there. */
+	/* One entry more: a slice's cursor is kept there. */
 	v = csq_xcalloc(n + 1, size);
 	for (i = 0; i < n && !r->bad; i++) {
 		switch (shape) {

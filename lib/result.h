@@ -18,7 +18,8 @@
 /* The version of this form and of the records csqd sends the Redis
  * module (CSQ.CALL): the module's CSQ.VERSION says it, and csqd refuses
  * a module of another. */
-#define CSQ_MODULE_CALLS 2 /* 2: servicers' why and counters */
+/* 2: servicers' why and counters; 3: SERVICERS and ROOMS by slices */
+#define CSQ_MODULE_CALLS 3
 
 void csq_result_encode(enum csq_opcode, const struct csq_result *,
                        struct csq_wbuf *);

@@ -180,6 +180,7 @@ csq_servicer_drop(struct csq *c, struct csq_servicer *s, uint64_t now,
 	csq_deadline_clear(c, &s->deadline);
 	csq_deadline_clear(c, &s->retry);
 	csq_dict_del(c->servicers, s->id, s->idlen);
+	csq_nameset_del(c->servicer_ids, s->id);
 	c->stats.servicers--;
 	if (reason == CSQ_REASON_LOST)
 		c->stats.servicers_lost_total++;

@@ -308,6 +308,7 @@ restore_servicer(struct csq *c, const struct csq_snap_servicer *o)
 		csq_heap_set(&c->deadlines, &s->retry.node, o->retry,
 		             o->retry_tie);
 	csq_dict_put(c->servicers, s->id, idlen, s);
+	csq_nameset_add(c->servicer_ids, s->id, s);
 	c->stats.servicers++;
 	csq_servicer_set_skills(c, s, &skills);
 	csq_servicer_account(c, s);

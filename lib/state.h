@@ -346,7 +346,8 @@ struct csq {
 	struct csq_dict *users;
 	struct csq_dict *servicers;
 	struct csq_dict *queues;
-	struct csq_nameset *queue_names; /* the queues by name (views) */
+	struct csq_nameset *queue_names;  /* the queues by name (views) */
+	struct csq_nameset *servicer_ids; /* the servicers by id (views) */
 	struct csq_heap deadlines;
 	uint64_t seed;     /* csq_new's: of the tables and the lines */
 	uint64_t seq;      /* last order-key sequence handed out */

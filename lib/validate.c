@@ -157,24 +157,42 @@ check_queue(const struct csq_op *op, const struct csq_limits *limits)
 	return valid(op->id) ? CSQ_OK : CSQ_EQUEUE;
 }
 
-/* QUEUES, QSTATS: one queue, or every one (a slice's cursor: a name, or
- * none). */
+/* A slice's cursor: an id, or none (the first slice). */
+static int
+valid_after(const struct csq_op *op)
+{
+	return op->after == NULL || op->after[0] == '\0' || valid(op->after);
+}
+
+/* A view's id, or every one (NULL), and its slice's cursor. */
+static int
+valid_view(const struct csq_op *op)
+{
+	return (op->id == NULL || valid(op->id)) && valid_after(op);
+}
+
+/* QUEUES, QSTATS: one queue, or every one by slices. */
 static enum csq_status
 check_slice(const struct csq_op *op, const struct csq_limits *limits)
 {
 	(void)limits;
-	return (op->id == NULL || valid(op->id)) &&
-	               (op->after == NULL || op->after[0] == '\0' ||
-	                valid(op->after))
-	           ? CSQ_OK
-	           : CSQ_EQUEUE;
+	return valid_view(op) ? CSQ_OK : CSQ_EQUEUE;
 }
 
+/* ROOMS: one servicer's, or every one's by slices. */
 static enum csq_status
 check_rooms(const struct csq_op *op, const struct csq_limits *limits)
 {
 	(void)limits;
-	return op->id == NULL || valid(op->id) ? CSQ_OK : CSQ_ESERVICER;
+	return valid_view(op) ? CSQ_OK : CSQ_ESERVICER;
+}
+
+/* SERVICERS: every one by slices (it has no id: one is not read). */
+static enum csq_status
+check_view(const struct csq_op *op, const struct csq_limits *limits)
+{
+	(void)limits;
+	return valid_after(op) ? CSQ_OK : CSQ_ESERVICER;
 }
 
 /* The set is checked whole when it applies. */

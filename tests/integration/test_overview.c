@@ -234,6 +234,129 @@ snapshot_in_slices(void **state)
 	assert_int_equal(csqd_stop(d), 0);
 }
 
+#define SLICED_SERVICERS 2500 /* more than two slices (1,000) */
+
+/* The rows of SERVICERS are equal but for idle_ms (element 4), which
+ * runs between two replies. */
+static void
+rows_equal(const redisReply *a, const redisReply *b)
+{
+	size_t i, j;
+
+	assert_int_equal(a->elements, b->elements);
+	for (i = 0; i < a->elements; i++) {
+		const redisReply *x = a->element[i], *y = b->element[i];
+
+		assert_int_equal(x->elements, y->elements);
+		for (j = 0; j < x->elements; j++) {
+			if (j == 4)
+				continue;
+			assert_int_equal(x->element[j]->type,
+			                 y->element[j]->type);
+			if (x->element[j]->type == REDIS_REPLY_INTEGER)
+				assert_true(x->element[j]->integer ==
+				            y->element[j]->integer);
+			else if (x->element[j]->type == REDIS_REPLY_STRING)
+				assert_string_equal(x->element[j]->str,
+				                    y->element[j]->str);
+		}
+	}
+}
+
+/*
+ * SERVICERS and the snapshot's servicers in slices (issue 37): with
+ * 2,500 servicers csqd makes them 1,000 at a time from a cursor (by id),
+ * on the memory engine and on csq.so. The reply is the one a single call
+ * gives (inside MULTI, one state), and a PING pipelined after it answers
+ * after it. Tried with another connection logging servicers out and in
+ * while the slices are made: every servicer there throughout is listed
+ * once, in id order, and none twice.
+ */
+static void
+servicers_in_slices(void **state)
+{
+	struct csqd *d = csqd_start_http("");
+	redisContext *c = csqd_connect(d), *c2 = csqd_connect(d);
+	char *body, *p, *end, prev[68] = "", id[68];
+	redisReply *r, *whole;
+	int i, n = 0, busy = 0, seen[SLICED_SERVICERS], done = 0;
+
+	(void)state;
+	for (i = 0; i < SLICED_SERVICERS; i++)
+		redisAppendCommand(c, "HEARTBEAT s%05d CAPACITY 2 QUEUES q%d",
+		                   (i * 7) % SLICED_SERVICERS, i % 3);
+	for (i = 0; i < 300; i++)
+		redisAppendCommand(c, "ENQUEUE u%d QUEUE q%d", i, i % 3);
+	for (i = 0; i < SLICED_SERVICERS + 300; i++)
+		freeReplyObject(GET_REPLY(c));
+	redisAppendCommand(c, "SERVICERS");
+	redisAppendCommand(c, "PING");
+	r = GET_REPLY(c);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->elements, SLICED_SERVICERS);
+	for (i = 0; i < SLICED_SERVICERS; i++) {
+		assert_true(strcmp(prev, r->element[i]->element[0]->str) < 0);
+		snprintf(prev, sizeof(prev), "%s",
+		         r->element[i]->element[0]->str);
+		busy += (int)r->element[i]->element[3]->integer;
+	}
+	assert_int_equal(busy, 300);
+	freeReplyObject(GET_REPLY(c)); /* PONG, after it */
+	/* Inside MULTI: one call of the engine, as SERVICERS was before. */
+	freeReplyObject(CMD(c, "MULTI"));
+	freeReplyObject(CMD(c, "SERVICERS"));
+	whole = CMD(c, "EXEC");
+	assert_int_equal(whole->elements, 1);
+	rows_equal(r, whole->element[0]);
+	freeReplyObject(whole);
+	freeReplyObject(r);
+	/* The snapshot's servicers: every one, by id, with its rooms. */
+	body = http_get(d->http_port, "/api/snapshot");
+	assert_non_null(strstr(body, " 200 "));
+	assert_non_null(p = strstr(body, "\"servicers\":["));
+	assert_non_null(end = strstr(p, "],\"history\":"));
+	prev[0] = '\0';
+	for (; (p = strstr(p, "{\"id\":\"")) != NULL && p < end; p++) {
+		assert_int_equal(sscanf(p, "{\"id\":\"%65[^\"]\"", id), 1);
+		assert_true(strcmp(prev, id) < 0);
+		snprintf(prev, sizeof(prev), "%s", id);
+		n++;
+	}
+	assert_int_equal(n, SLICED_SERVICERS);
+	for (p = body, busy = 0; (p = strstr(p, "\"user\":\"u")) != NULL; p++)
+		busy++;
+	assert_int_equal(busy, 300);
+	free(body);
+	/* Churn while the slices are made: s00000 to s00009 go, and new
+	 * ones come before and after the cursor. */
+	redisAppendCommand(c, "SERVICERS");
+	assert_int_equal(redisBufferWrite(c, &done), REDIS_OK);
+	for (i = 0; i < 10; i++) {
+		redisAppendCommand(c2, "LOGOUT s%05d", i);
+		redisAppendCommand(c2, "HEARTBEAT a%02d", i);
+		redisAppendCommand(c2, "HEARTBEAT z%02d", i);
+	}
+	for (i = 0; i < 30; i++)
+		freeReplyObject(GET_REPLY(c2));
+	r = GET_REPLY(c);
+	memset(seen, 0, sizeof(seen));
+	prev[0] = '\0';
+	for (i = 0; i < (int)r->elements; i++) {
+		const char *sid = r->element[i]->element[0]->str;
+
+		assert_true(strcmp(prev, sid) < 0);
+		snprintf(prev, sizeof(prev), "%s", sid);
+		if (sid[0] == 's')
+			seen[atoi(sid + 1)]++;
+	}
+	for (i = 10; i < SLICED_SERVICERS; i++)
+		assert_int_equal(seen[i], 1);
+	freeReplyObject(r);
+	redisFree(c2);
+	redisFree(c);
+	assert_int_equal(csqd_stop(d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -247,6 +370,7 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(in_multi_and_resp3, setup,
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test(snapshot_in_slices),
+	    cmocka_unit_test(servicers_in_slices),
 	};
 
 	csqd_init(argc, argv);

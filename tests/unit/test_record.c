@@ -690,12 +690,13 @@ test_skills_records(void **state)
 	assert_memory_equal(&back.u.user, &it.u.user, sizeof(it.u.user));
 }
 
-/* QUEUES and QSTATS of a slice (issue 37): the cursor and the count go
- * with them to the Redis module; ROOMS has none; a count of 0 is none. */
+/* QUEUES, QSTATS, SERVICERS and ROOMS of a slice (issue 37): the cursor
+ * and the count go with them to the Redis module; a count of 0 is none. */
 static void
 test_slices(void **state)
 {
-	const enum csq_opcode codes[] = {CSQ_OP_QUEUES, CSQ_OP_QSTATS};
+	const enum csq_opcode codes[] = {CSQ_OP_QUEUES, CSQ_OP_QSTATS,
+	                                 CSQ_OP_SERVICERS, CSQ_OP_ROOMS};
 	struct csq_record_strings st;
 	struct csq_op op, back;
 	uint8_t rec[CSQ_RECORD_MAX];
@@ -703,7 +704,7 @@ test_slices(void **state)
 	size_t i, n;
 
 	(void)state;
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 4; i++) {
 		memset(&op, 0, sizeof(op));
 		op.code = codes[i];
 		op.after = "q0999";
@@ -731,6 +732,7 @@ test_slices(void **state)
 	                                   &st),
 	                 -1);
 	op.code = CSQ_OP_ROOMS; /* no slice: the count is not sent */
+	op.count = 0;
 	n = csq_record_encode(&op, 9, rec);
 	assert_int_equal(n - CSQ_RECORD_HEADER, 10);
 	rec[CSQ_RECORD_HEADER + 9] = 2;
@@ -738,6 +740,22 @@ test_slices(void **state)
 	                                   n - CSQ_RECORD_HEADER, &back, &now,
 	                                   &st),
 	                 -1);
+	/* SERVICERS has no id: one is never written, and one read is
+	 * refused (the ROOMS form of the same bytes is a servicer's). */
+	op.code = CSQ_OP_ROOMS;
+	op.id = "s1";
+	op.after = "a";
+	op.count = 5;
+	n = csq_record_encode(&op, 9, rec);
+	rec[CSQ_RECORD_HEADER] = CSQ_OP_SERVICERS;
+	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &now,
+	                                   &st),
+	                 -1);
+	op.code = CSQ_OP_SERVICERS;
+	round_trip(&op, 9, &back, &st);
+	assert_null(back.id);
+	assert_string_equal(back.after, "a");
 }
 
 /* Nobody there (protocol.md 3c): a POLICY's tail and a queue item's,

@@ -197,6 +197,8 @@ test_arrays(void **state)
 	r.servicers = servicers;
 	r.nentries = 2;
 	assert_round_trip(CSQ_OP_SERVICERS, &r);
+	r.next = servicers[1].id; /* a slice with more after it (issue 37) */
+	assert_round_trip(CSQ_OP_SERVICERS, &r);
 	memset(&r, 0, sizeof(r));
 	r.queues = queues;
 	r.nentries = 2;
@@ -208,6 +210,8 @@ test_arrays(void **state)
 	memset(&r, 0, sizeof(r));
 	r.rooms = rooms;
 	r.nentries = 4;
+	assert_round_trip(CSQ_OP_ROOMS, &r);
+	r.next = "s2";
 	assert_round_trip(CSQ_OP_ROOMS, &r);
 	memset(&r, 0, sizeof(r));
 	r.qstats = qstats;
