@@ -22,7 +22,7 @@
 #include "log.h"
 #include "util.h"
 
-#define RECORD_LINE_MAX    4096 /* csq_event_json's longest, with room */
+#define RECORD_LINE_MAX    4096 /* longer lines are refused (none is) */
 #define RECORD_DAY_MS      86400000ULL
 #define RECORD_SYNC_S      1           /* fsync = "everysec", and retries */
 #define RECORD_BUFFER_MAX  (64u << 20) /* kept while writes fail */
@@ -370,10 +370,12 @@ event_record_event(struct event_record *r, const struct csq_event *ev,
 		record_rotate(r, ev->ts_ms);
 	if (r->size + r->len == 0)
 		record_set_first(r, ev->ts_ms);
-	if (r->cap - r->len < RECORD_LINE_MAX + 1) {
-		r->cap = r->cap * 2 > r->len + RECORD_LINE_MAX + 1
+	/* Room for any line and its newline: csq_event_json then writes
+	 * straight into the buffer, with no copy. */
+	if (r->cap - r->len < CSQ_EVENT_JSON_MAX + 1) {
+		r->cap = r->cap * 2 > r->len + CSQ_EVENT_JSON_MAX + 1
 		             ? r->cap * 2
-		             : r->len + RECORD_LINE_MAX + 1;
+		             : r->len + CSQ_EVENT_JSON_MAX + 1;
 		r->buf = csq_xrealloc(r->buf, r->cap);
 	}
 	n = csq_event_json(ev, r->buf + r->len, r->cap - r->len);

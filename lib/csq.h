@@ -208,8 +208,12 @@ struct csq_event {
 
 typedef void csq_emit_fn(void *arg, const struct csq_event *);
 
-/* Formats ev as one JSON object; returns its length like snprintf. */
+/* Formats ev as one JSON object; returns its length like snprintf. A
+ * buffer of CSQ_EVENT_JSON_MAX bytes is written straight into (whatever
+ * ev holds, the line is shorter); a shorter one gets a copy. */
 int csq_event_json(const struct csq_event *ev, char *buf, size_t len);
+#define CSQ_EVENT_JSON_MAX                                                     \
+	(3 * sizeof(struct csq_event) + 1024) /* queues' commas: 3 bytes */
 const char *csq_event_name(enum csq_event_type);
 /* A reason as events name it ("leave", "lost", ...); "" for none. */
 const char *csq_reason_name(enum csq_reason);

@@ -1,9 +1,6 @@
 /* Events: their names, their JSON form and the channels they go to. */
 #include "csq.h"
 
-#include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 static const char *const event_names[] = {
@@ -82,298 +79,339 @@ csq_reason_name(enum csq_reason r)
 	return reason_name(r);
 }
 
-/* An snprintf that appends and keeps counting past the end of buf. */
-struct json {
-	char *buf;
-	size_t len;
-	size_t off;
-};
-
-static void json_add(struct json *j, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-json_add(struct json *j, const char *fmt, ...)
-{
-	va_list ap;
-	size_t room = j->off < j->len ? j->len - j->off : 0;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(room ? j->buf + j->off : NULL, room, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		j->off += (size_t)n;
-}
-
 /*
- * The common pieces without printf: every published event is formatted,
- * and with the record of the day (daemon/event_record.c) every event is,
- * so that vfprintf was a sixth of csqd's time under ENQUEUE. The output
- * is snprintf's: truncated at len - 1 and terminated (csq_event_json).
+ * The JSON line of an event, written without a check of room per byte:
+ * every event is formatted once the record of the day is on, and the
+ * line's formatting was the record's largest cost (about 1,300
+ * instructions an event with a writer that checked the room left for
+ * each piece, docs/benchmarks.md). json_write writes at most
+ * JSON_BOUND - 1 bytes, whatever the event holds: each string is copied
+ * up to its NUL or its field's size, whichever comes first, each field at
+ * most once, and the rest (keys, numbers, quotes) is far less than 1024
+ * bytes, but for queues, whose commas become three bytes each
+ * (CSQ_EVENT_JSON_MAX). csq_event_json writes straight into a buffer
+ * that has that room (the record's has), into one of its own and copies
+ * otherwise.
  */
-static void
-json_raw(struct json *j, const char *s, size_t n)
+#define JSON_BOUND CSQ_EVENT_JSON_MAX
+
+/* A literal: its size is known, so the copy is a few moves. */
+#define JSON_LIT(p, lit)                                                       \
+	(memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
+/* A string field, up to its NUL or the end of its array. Ids are
+ * [A-Za-z0-9._:@-] and skill lists [A-Za-z0-9._:,-]: no escaping. Short
+ * strings: a byte loop costs less than strlen and memcpy. */
+static char *
+json_copy(char *p, const char *s, size_t cap)
 {
-	if (j->off < j->len)
-		memcpy(j->buf + j->off, s,
-		       n < j->len - j->off ? n : j->len - j->off);
-	j->off += n;
+	size_t i;
+
+	for (i = 0; i < cap && s[i] != '\0'; i++)
+		p[i] = s[i];
+	return p + i;
 }
 
-static void
-json_num(struct json *j, uint64_t val)
+#define JSON_FIELD(p, f) json_copy((p), (f), sizeof(f))
+/* ,"key":"value" */
+#define JSON_STR(p, key, f)                                                    \
+	((p) = JSON_LIT((p), ",\"" key "\":\""), (p) = JSON_FIELD((p), (f)),   \
+	 (p) = JSON_LIT((p), "\""))
+/* ,"key":number */
+#define JSON_U64(p, key, v)                                                    \
+	((p) = JSON_LIT((p), ",\"" key "\":"), (p) = json_num((p), (v)))
+
+/* Two digits a division, written from the end: ids and times are 5 to 13
+ * digits, the larger part of a line's formatting. */
+static const char json_pairs[] = "00010203040506070809"
+                                 "10111213141516171819"
+                                 "20212223242526272829"
+                                 "30313233343536373839"
+                                 "40414243444546474849"
+                                 "50515253545556575859"
+                                 "60616263646566676869"
+                                 "70717273747576777879"
+                                 "80818283848586878889"
+                                 "90919293949596979899";
+
+static char *
+json_num(char *p, uint64_t val)
 {
-	char digits[20], *p = digits + sizeof(digits);
+	uint64_t t = val;
+	char *end;
+	int n = 1;
+	unsigned d;
 
-	do
-		*--p = (char)('0' + val % 10);
-	while ((val /= 10) != 0);
-	json_raw(j, p, (size_t)(digits + sizeof(digits) - p));
-}
-
-/* ,"key": */
-static void
-json_key(struct json *j, const char *key)
-{
-	json_raw(j, ",\"", 2);
-	json_raw(j, key, strlen(key));
-	json_raw(j, "\":", 2);
-}
-
-/* Ids are [A-Za-z0-9._:@-] only, so strings need no escaping. */
-static void
-json_str(struct json *j, const char *key, const char *val)
-{
-	json_key(j, key);
-	json_raw(j, "\"", 1);
-	json_raw(j, val, strlen(val));
-	json_raw(j, "\"", 1);
-}
-
-static void
-json_u64(struct json *j, const char *key, uint64_t val)
-{
-	json_key(j, key);
-	json_num(j, val);
-}
-
-static void
-json_queues(struct json *j, const char *list)
-{
-	const char *p = list, *comma;
-	int first = 1;
-
-	json_add(j, ",\"queues\":[");
-	while (*p != '\0') {
-		comma = strchr(p, ',');
-		if (comma == NULL)
-			comma = p + strlen(p);
-		json_add(j, "%s\"%.*s\"", first ? "" : ",", (int)(comma - p),
-		         p);
-		first = 0;
-		p = *comma == ',' ? comma + 1 : comma;
+	while (t >= 100) {
+		t /= 100;
+		n += 2;
 	}
-	json_add(j, "]");
+	n += t >= 10;
+	end = p + n;
+	while (val >= 100) {
+		d = (unsigned)(val % 100) * 2;
+		val /= 100;
+		*--end = json_pairs[d + 1];
+		*--end = json_pairs[d];
+	}
+	if (val >= 10) {
+		*--end = json_pairs[val * 2 + 1];
+		*--end = json_pairs[val * 2];
+	} else
+		*--end = (char)('0' + val);
+	return p + n;
+}
+
+static char *
+json_reason(char *p, const char *key_lit, size_t key_len, enum csq_reason r)
+{
+	const char *name = reason_name(r);
+
+	memcpy(p, key_lit, key_len);
+	p += key_len;
+	p = json_copy(p, name, 32);
+	return JSON_LIT(p, "\"");
+}
+
+#define JSON_REASON(p, key, r)                                                 \
+	((p) = json_reason((p), ",\"" key "\":\"",                             \
+	                   sizeof(",\"" key "\":\"") - 1, (r)))
+
+/* "a,b" as ["a","b"]. */
+static char *
+json_queues(char *p, const struct csq_event *ev)
+{
+	size_t i;
+
+	p = JSON_LIT(p, ",\"queues\":[");
+	if (ev->queues[0] != '\0') {
+		*p++ = '"';
+		for (i = 0; i < sizeof(ev->queues) && ev->queues[i] != '\0';
+		     i++) {
+			if (ev->queues[i] == ',') {
+				p = JSON_LIT(p, "\",\"");
+				continue;
+			}
+			*p++ = ev->queues[i];
+		}
+		*p++ = '"';
+	}
+	*p++ = ']';
+	return p;
 }
 
 /* A user's needs in force, for the record's replay: only when it has
  * some, so that an event of a user without needs is as before. */
-static void
-json_needs(struct json *j, const struct csq_event *ev)
+static char *
+json_needs(char *p, const struct csq_event *ev)
 {
 	if (ev->needs[0] != '\0')
-		json_str(j, "needs", ev->needs);
+		JSON_STR(p, "needs", ev->needs);
+	return p;
 }
 
 /* A waiting user's window for its preferred servicer, when it has one. */
-static void
-json_prefer(struct json *j, const struct csq_event *ev)
+static char *
+json_prefer(char *p, const struct csq_event *ev)
 {
 	if (ev->prefer[0] == '\0')
-		return;
-	json_str(j, "prefer", ev->prefer);
-	json_u64(j, "prefer_ms", ev->prefer_ms);
+		return p;
+	JSON_STR(p, "prefer", ev->prefer);
+	JSON_U64(p, "prefer_ms", ev->prefer_ms);
+	return p;
 }
 
 /* The fields every event about a user in a room has, in their order. */
-static void
-json_user_room(struct json *j, const struct csq_event *ev)
+static char *
+json_user_room(char *p, const struct csq_event *ev)
 {
-	json_str(j, "user", ev->user);
-	json_str(j, "queue", ev->queue);
-	json_u64(j, "tier", ev->tier);
-	json_str(j, "servicer", ev->servicer);
-	json_str(j, "room", ev->room);
+	JSON_STR(p, "user", ev->user);
+	JSON_STR(p, "queue", ev->queue);
+	JSON_U64(p, "tier", ev->tier);
+	JSON_STR(p, "servicer", ev->servicer);
+	JSON_STR(p, "room", ev->room);
+	return p;
+}
+
+/* The line into out (JSON_BOUND bytes at least), unterminated; its end. */
+static char *
+json_write(const struct csq_event *ev, char *p)
+{
+	p = JSON_LIT(p, "{\"event\":\"");
+	p = json_copy(p, csq_event_name(ev->type), 32);
+	p = JSON_LIT(p, "\",\"id\":");
+	p = json_num(p, ev->id);
+	p = JSON_LIT(p, ",\"ts\":");
+	p = json_num(p, ev->ts_ms);
+	switch (ev->type) {
+	case CSQ_EV_QUEUED:
+	case CSQ_EV_RESCORED:
+		JSON_STR(p, "user", ev->user);
+		JSON_STR(p, "queue", ev->queue);
+		JSON_U64(p, "tier", ev->tier);
+		JSON_U64(p, "position", ev->position);
+		if (ev->from_queue[0] != '\0')
+			JSON_STR(p, "from_queue", ev->from_queue);
+		/* A new arrival's estimate (issue 38), -1: none yet. */
+		if (ev->type == CSQ_EV_QUEUED && ev->has_eta) {
+			p = JSON_LIT(p, ",\"eta_ms\":");
+			if (ev->eta_ms < 0)
+				p = JSON_LIT(p, "-1");
+			else
+				p = json_num(p, (uint64_t)ev->eta_ms);
+		}
+		/* A v1 rescore is ENQUEUE's: a fact without a reason too. */
+		if (ev->type == CSQ_EV_RESCORED)
+			JSON_REASON(p, "reason",
+			            ev->reason != CSQ_REASON_NONE
+			                ? ev->reason
+			                : CSQ_REASON_ENQUEUE);
+		p = json_needs(p, ev);
+		if (ev->type == CSQ_EV_QUEUED)
+			p = json_prefer(p, ev);
+		break;
+	case CSQ_EV_OVERFLOWED:
+		JSON_STR(p, "user", ev->user);
+		JSON_STR(p, "from_queue", ev->from_queue);
+		JSON_STR(p, "queue", ev->queue);
+		JSON_U64(p, "tier", ev->tier);
+		JSON_U64(p, "position", ev->position);
+		/* Moved by a queue's nobody policy or at a closing time
+		 * (section 3c): reason nobody or closed. */
+		if (ev->reason != CSQ_REASON_NONE)
+			JSON_REASON(p, "reason", ev->reason);
+		break;
+	case CSQ_EV_OPENED: /* section 3c: the next change, 0 none */
+	case CSQ_EV_CLOSED:
+		JSON_STR(p, "queue", ev->queue);
+		JSON_U64(p, "until_ms", ev->until_ms);
+		break;
+	case CSQ_EV_PREFER_ENDED:
+		JSON_STR(p, "user", ev->user);
+		JSON_STR(p, "queue", ev->queue);
+		JSON_STR(p, "servicer", ev->servicer);
+		JSON_REASON(p, "reason", ev->reason);
+		break;
+	case CSQ_EV_RELAXED: /* skill lists are [A-Za-z0-9._:,-] only */
+		JSON_STR(p, "user", ev->user);
+		JSON_STR(p, "queue", ev->queue);
+		JSON_U64(p, "tier", ev->tier);
+		JSON_STR(p, "needs", ev->needs);
+		JSON_STR(p, "dropped", ev->dropped);
+		JSON_U64(p, "lowered", ev->lowered);
+		JSON_U64(p, "position", ev->position);
+		break;
+	case CSQ_EV_MATCHED:
+		p = json_user_room(p, ev);
+		JSON_U64(p, "waited_ms", ev->waited_ms);
+		if (ev->from_queue[0] != '\0')
+			JSON_STR(p, "from_queue", ev->from_queue);
+		if (ev->has_offered_ms)
+			JSON_U64(p, "offered_ms", ev->offered_ms);
+		p = json_needs(p, ev);
+		break;
+	case CSQ_EV_OFFERED:
+		p = json_user_room(p, ev);
+		JSON_U64(p, "expires_ms", ev->expires_ms);
+		if (ev->from_queue[0] != '\0')
+			JSON_STR(p, "from_queue", ev->from_queue);
+		p = json_needs(p, ev);
+		break;
+	case CSQ_EV_DECLINED:
+		p = json_user_room(p, ev);
+		JSON_REASON(p, "by", ev->reason);
+		JSON_U64(p, "position", ev->position);
+		JSON_U64(p, "resting_until_ms", ev->until_ms);
+		break;
+	case CSQ_EV_LEFT:
+		JSON_STR(p, "user", ev->user);
+		JSON_STR(p, "queue", ev->queue);
+		JSON_REASON(p, "reason", ev->reason);
+		/* An offered user: its offer goes with it. */
+		if (ev->servicer[0] != '\0') {
+			JSON_STR(p, "servicer", ev->servicer);
+			JSON_STR(p, "room", ev->room);
+		}
+		break;
+	case CSQ_EV_RELEASED:
+		JSON_STR(p, "user", ev->user);
+		JSON_STR(p, "queue", ev->queue);
+		JSON_STR(p, "servicer", ev->servicer);
+		JSON_STR(p, "room", ev->room);
+		JSON_REASON(p, "by", ev->reason);
+		break;
+	case CSQ_EV_REQUEUED:
+		JSON_STR(p, "user", ev->user);
+		JSON_STR(p, "queue", ev->queue);
+		JSON_U64(p, "tier", ev->tier);
+		JSON_U64(p, "position", ev->position);
+		JSON_STR(p, "servicer", ev->servicer);
+		JSON_STR(p, "room", ev->room);
+		JSON_REASON(p, "reason", ev->reason);
+		break;
+	case CSQ_EV_TRANSFERRED:
+		JSON_STR(p, "user", ev->user);
+		JSON_STR(p, "from_queue", ev->from_queue);
+		JSON_STR(p, "queue", ev->queue);
+		JSON_U64(p, "tier", ev->tier);
+		JSON_STR(p, "servicer", ev->servicer);
+		JSON_STR(p, "room", ev->room);
+		JSON_U64(p, "position", ev->position);
+		p = json_needs(p, ev);
+		p = json_prefer(p, ev);
+		break;
+	case CSQ_EV_WRAPUP:
+		JSON_STR(p, "servicer", ev->servicer);
+		JSON_STR(p, "room", ev->room);
+		JSON_U64(p, "until_ms", ev->until_ms);
+		break;
+	case CSQ_EV_READY:
+		JSON_STR(p, "servicer", ev->servicer);
+		JSON_STR(p, "room", ev->room);
+		break;
+	case CSQ_EV_SERVICER_UP:
+	case CSQ_EV_SERVICER_UPDATED:
+		JSON_STR(p, "servicer", ev->servicer);
+		JSON_U64(p, "capacity", ev->capacity);
+		p = json_queues(p, ev);
+		/* A login without skills is as before; an update says what
+		 * they are now, none included. */
+		if (ev->skills[0] != '\0' ||
+		    ev->type == CSQ_EV_SERVICER_UPDATED)
+			JSON_STR(p, "skills", ev->skills);
+		break;
+	case CSQ_EV_SERVICER_DOWN:
+	case CSQ_EV_SERVICER_PAUSED:
+		JSON_STR(p, "servicer", ev->servicer);
+		JSON_REASON(p, "reason", ev->reason);
+		break;
+	case CSQ_EV_SERVICER_RESUMED:
+		JSON_STR(p, "servicer", ev->servicer);
+		break;
+	}
+	*p++ = '}';
+	return p;
 }
 
 int
 csq_event_json(const struct csq_event *ev, char *buf, size_t len)
 {
-	struct json j = {buf, len, 0};
+	char own[JSON_BOUND];
+	size_t n;
 
-	if (len > 0)
-		buf[0] = '\0';
-	json_raw(&j, "{\"event\":\"", 10);
-	json_raw(&j, csq_event_name(ev->type),
-	         strlen(csq_event_name(ev->type)));
-	json_raw(&j, "\",\"id\":", 7);
-	json_num(&j, ev->id);
-	json_raw(&j, ",\"ts\":", 6);
-	json_num(&j, ev->ts_ms);
-	switch (ev->type) {
-	case CSQ_EV_QUEUED:
-	case CSQ_EV_RESCORED:
-		json_str(&j, "user", ev->user);
-		json_str(&j, "queue", ev->queue);
-		json_u64(&j, "tier", ev->tier);
-		json_u64(&j, "position", ev->position);
-		if (ev->from_queue[0] != '\0')
-			json_str(&j, "from_queue", ev->from_queue);
-		/* A new arrival's estimate (issue 38), -1: none yet. */
-		if (ev->type == CSQ_EV_QUEUED && ev->has_eta) {
-			json_key(&j, "eta_ms");
-			if (ev->eta_ms < 0)
-				json_raw(&j, "-1", 2);
-			else
-				json_num(&j, (uint64_t)ev->eta_ms);
-		}
-		/* A v1 rescore is ENQUEUE's: a fact without a reason too. */
-		if (ev->type == CSQ_EV_RESCORED)
-			json_str(&j, "reason",
-			         ev->reason != CSQ_REASON_NONE
-			             ? reason_name(ev->reason)
-			             : reason_name(CSQ_REASON_ENQUEUE));
-		json_needs(&j, ev);
-		if (ev->type == CSQ_EV_QUEUED)
-			json_prefer(&j, ev);
-		break;
-	case CSQ_EV_OVERFLOWED:
-		json_str(&j, "user", ev->user);
-		json_str(&j, "from_queue", ev->from_queue);
-		json_str(&j, "queue", ev->queue);
-		json_u64(&j, "tier", ev->tier);
-		json_u64(&j, "position", ev->position);
-		/* Moved by a queue's nobody policy or at a closing time
-		 * (section 3c): reason nobody or closed. */
-		if (ev->reason != CSQ_REASON_NONE)
-			json_str(&j, "reason", reason_name(ev->reason));
-		break;
-	case CSQ_EV_OPENED: /* section 3c: the next change, 0 none */
-	case CSQ_EV_CLOSED:
-		json_str(&j, "queue", ev->queue);
-		json_u64(&j, "until_ms", ev->until_ms);
-		break;
-	case CSQ_EV_PREFER_ENDED:
-		json_str(&j, "user", ev->user);
-		json_str(&j, "queue", ev->queue);
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "reason", reason_name(ev->reason));
-		break;
-	case CSQ_EV_RELAXED: /* skill lists are [A-Za-z0-9._:,-] only */
-		json_str(&j, "user", ev->user);
-		json_str(&j, "queue", ev->queue);
-		json_u64(&j, "tier", ev->tier);
-		json_str(&j, "needs", ev->needs);
-		json_str(&j, "dropped", ev->dropped);
-		json_u64(&j, "lowered", ev->lowered);
-		json_u64(&j, "position", ev->position);
-		break;
-	case CSQ_EV_MATCHED:
-		json_user_room(&j, ev);
-		json_u64(&j, "waited_ms", ev->waited_ms);
-		if (ev->from_queue[0] != '\0')
-			json_str(&j, "from_queue", ev->from_queue);
-		if (ev->has_offered_ms)
-			json_u64(&j, "offered_ms", ev->offered_ms);
-		json_needs(&j, ev);
-		break;
-	case CSQ_EV_OFFERED:
-		json_user_room(&j, ev);
-		json_u64(&j, "expires_ms", ev->expires_ms);
-		if (ev->from_queue[0] != '\0')
-			json_str(&j, "from_queue", ev->from_queue);
-		json_needs(&j, ev);
-		break;
-	case CSQ_EV_DECLINED:
-		json_user_room(&j, ev);
-		json_str(&j, "by", reason_name(ev->reason));
-		json_u64(&j, "position", ev->position);
-		json_u64(&j, "resting_until_ms", ev->until_ms);
-		break;
-	case CSQ_EV_LEFT:
-		json_str(&j, "user", ev->user);
-		json_str(&j, "queue", ev->queue);
-		json_str(&j, "reason", reason_name(ev->reason));
-		/* An offered user: its offer goes with it. */
-		if (ev->servicer[0] != '\0') {
-			json_str(&j, "servicer", ev->servicer);
-			json_str(&j, "room", ev->room);
-		}
-		break;
-	case CSQ_EV_RELEASED:
-		json_str(&j, "user", ev->user);
-		json_str(&j, "queue", ev->queue);
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "room", ev->room);
-		json_str(&j, "by", reason_name(ev->reason));
-		break;
-	case CSQ_EV_REQUEUED:
-		json_str(&j, "user", ev->user);
-		json_str(&j, "queue", ev->queue);
-		json_u64(&j, "tier", ev->tier);
-		json_u64(&j, "position", ev->position);
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "room", ev->room);
-		json_str(&j, "reason", reason_name(ev->reason));
-		break;
-	case CSQ_EV_TRANSFERRED:
-		json_str(&j, "user", ev->user);
-		json_str(&j, "from_queue", ev->from_queue);
-		json_str(&j, "queue", ev->queue);
-		json_u64(&j, "tier", ev->tier);
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "room", ev->room);
-		json_u64(&j, "position", ev->position);
-		json_needs(&j, ev);
-		json_prefer(&j, ev);
-		break;
-	case CSQ_EV_WRAPUP:
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "room", ev->room);
-		json_u64(&j, "until_ms", ev->until_ms);
-		break;
-	case CSQ_EV_READY:
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "room", ev->room);
-		break;
-	case CSQ_EV_SERVICER_UP:
-	case CSQ_EV_SERVICER_UPDATED:
-		json_str(&j, "servicer", ev->servicer);
-		json_u64(&j, "capacity", ev->capacity);
-		json_queues(&j, ev->queues);
-		/* A login without skills is as before; an update says what
-		 * they are now, none included. */
-		if (ev->skills[0] != '\0' ||
-		    ev->type == CSQ_EV_SERVICER_UPDATED)
-			json_str(&j, "skills", ev->skills);
-		break;
-	case CSQ_EV_SERVICER_DOWN:
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "reason", reason_name(ev->reason));
-		break;
-	case CSQ_EV_SERVICER_PAUSED:
-		json_str(&j, "servicer", ev->servicer);
-		json_str(&j, "reason", reason_name(ev->reason));
-		break;
-	case CSQ_EV_SERVICER_RESUMED:
-		json_str(&j, "servicer", ev->servicer);
-		break;
+	if (len >= JSON_BOUND) {
+		n = (size_t)(json_write(ev, buf) - buf);
+		buf[n] = '\0';
+		return (int)n;
 	}
-	json_raw(&j, "}", 1);
-	if (len > 0)
-		buf[j.off < len ? j.off : len - 1] = '\0';
-	return (int)j.off;
+	/* snprintf's contract: cut at len - 1, terminated, the whole
+	 * length returned. */
+	n = (size_t)(json_write(ev, own) - own);
+	if (len > 0) {
+		memcpy(buf, own, n < len ? n : len - 1);
+		buf[n < len ? n : len - 1] = '\0';
+	}
+	return (int)n;
 }
 
 /* out = prefix id, NUL-terminated; id is at most CSQ_ID_MAX bytes. Every

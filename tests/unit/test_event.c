@@ -20,14 +20,20 @@ ev_init(struct csq_event *ev, enum csq_event_type type)
 	ev->ts_ms = 1700000000123ULL;
 }
 
+/* Both ways csq_event_json writes: straight into a buffer of
+ * CSQ_EVENT_JSON_MAX bytes (the record's), and through a copy into a
+ * shorter one (server.c's 4096). */
 static void
 assert_json(const struct csq_event *ev, const char *expect)
 {
+	static char big[CSQ_EVENT_JSON_MAX];
 	char buf[4096];
 	int n = csq_event_json(ev, buf, sizeof(buf));
 
 	assert_int_equal(n, (int)strlen(expect));
 	assert_string_equal(buf, expect);
+	assert_int_equal(csq_event_json(ev, big, sizeof(big)), n);
+	assert_string_equal(big, expect);
 }
 
 static void
@@ -290,6 +296,58 @@ test_json_longest(void **state)
 	memset(ev.room, 'r', CSQ_ROOM_MAX);
 	memset(ev.needs, 'n', sizeof(ev.needs) - 1);
 	assert_true(csq_event_json(&ev, buf, sizeof(buf)) < 4096);
+}
+
+/*
+ * How the formatter without bounds checks was tried to break: every
+ * string of the event at its field's full size without a NUL, queues all
+ * commas (each three bytes out), every number at its largest, for every
+ * type and one past: the line stays within CSQ_EVENT_JSON_MAX (ASan
+ * watches the buffer's end), and a buffer of any shorter size gets the
+ * same bytes cut, terminated, with the whole length returned.
+ */
+static void
+test_json_garbage_fields(void **state)
+{
+	static char big[CSQ_EVENT_JSON_MAX], cut[CSQ_EVENT_JSON_MAX];
+	static const size_t sizes[] = {0, 1, 2, 100, 4096, 9000};
+	struct csq_event ev;
+	size_t i, k;
+	int t, n;
+
+	(void)state;
+	for (t = 0; t <= CSQ_EV_TYPES; t++) {
+		memset(&ev, 0xff, sizeof(ev));
+		memset(ev.user, 'u', sizeof(ev.user));
+		memset(ev.queue, 'q', sizeof(ev.queue));
+		memset(ev.from_queue, 'f', sizeof(ev.from_queue));
+		memset(ev.servicer, 's', sizeof(ev.servicer));
+		memset(ev.room, 'r', sizeof(ev.room));
+		memset(ev.queues, ',', sizeof(ev.queues));
+		memset(ev.needs, 'n', sizeof(ev.needs));
+		memset(ev.dropped, 'd', sizeof(ev.dropped));
+		memset(ev.skills, 'k', sizeof(ev.skills));
+		memset(ev.prefer, 'p', sizeof(ev.prefer));
+		ev.type = (enum csq_event_type)t;
+		ev.reason = CSQ_REASON_CLOSED;
+		ev.eta_ms = INT64_MAX;
+		n = csq_event_json(&ev, big, sizeof(big));
+		assert_true(n > 0 && (size_t)n < sizeof(big));
+		assert_int_equal((int)strlen(big), n);
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			memset(cut, 'X', sizeof(cut));
+			assert_int_equal(csq_event_json(&ev,
+			                                sizes[i] ? cut : NULL,
+			                                sizes[i]),
+			                 n);
+			if (sizes[i] == 0)
+				continue;
+			k = sizes[i] - 1 < (size_t)n ? sizes[i] - 1 : (size_t)n;
+			assert_memory_equal(cut, big, k);
+			assert_int_equal(cut[k], '\0');
+			assert_int_equal(cut[k + 1], 'X');
+		}
+	}
 }
 
 static void
@@ -622,6 +680,7 @@ main(void)
 	    cmocka_unit_test(test_json_each_type),
 	    cmocka_unit_test(test_json_truncates),
 	    cmocka_unit_test(test_json_longest),
+	    cmocka_unit_test(test_json_garbage_fields),
 	    cmocka_unit_test(test_channels),
 	    cmocka_unit_test(test_ids_and_rooms),
 	    cmocka_unit_test(test_json_record_fields),
