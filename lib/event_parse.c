@@ -320,9 +320,16 @@ parse_reason(struct parse *ps, enum csq_reason *out)
 	return 0;
 }
 
-/* An id field: the id syntax of csq_valid_id, or a room's. */
+/*
+ * An id field: the id syntax of csq_valid_id, or a room's. "" is none
+ * where csq_event_json writes an event without one as "" (none_ok: user,
+ * queue, from_queue, servicer, room of a line that lacked them), so that
+ * every line that parses prints into one that parses (fuzz/fuzz_event.c
+ * found {"event":"queued","id":1,"ts":1} printed with "user":"", which
+ * did not); "prefer" is written only when there is one.
+ */
 static int
-parse_id(struct parse *ps, char *out, size_t cap, int room)
+parse_id(struct parse *ps, char *out, size_t cap, int room, int none_ok)
 {
 	char sid[CSQ_ID_MAX + 1];
 	uint32_t index;
@@ -330,6 +337,8 @@ parse_id(struct parse *ps, char *out, size_t cap, int room)
 
 	if ((len = parse_string(ps, out, cap)) < 0)
 		return -1;
+	if (len == 0 && none_ok)
+		return 0;
 	if (room ? csq_parse_room(out, (size_t)len, sid, &index) != 0
 	         : !csq_valid_id(out, (size_t)len)) {
 		parse_fail(ps, "bad %s", room ? "room" : "id");
@@ -455,15 +464,16 @@ parse_member(struct parse *ps, const char *key, struct csq_event *ev,
 	if (strcmp(key, "eta_ms") == 0)
 		return parse_eta(ps, ev);
 	if (strcmp(key, "user") == 0)
-		return parse_id(ps, ev->user, sizeof(ev->user), 0);
+		return parse_id(ps, ev->user, sizeof(ev->user), 0, 1);
 	if (strcmp(key, "queue") == 0)
-		return parse_id(ps, ev->queue, sizeof(ev->queue), 0);
+		return parse_id(ps, ev->queue, sizeof(ev->queue), 0, 1);
 	if (strcmp(key, "from_queue") == 0)
-		return parse_id(ps, ev->from_queue, sizeof(ev->from_queue), 0);
+		return parse_id(ps, ev->from_queue, sizeof(ev->from_queue), 0,
+		                1);
 	if (strcmp(key, "servicer") == 0)
-		return parse_id(ps, ev->servicer, sizeof(ev->servicer), 0);
+		return parse_id(ps, ev->servicer, sizeof(ev->servicer), 0, 1);
 	if (strcmp(key, "room") == 0)
-		return parse_id(ps, ev->room, sizeof(ev->room), 1);
+		return parse_id(ps, ev->room, sizeof(ev->room), 1, 1);
 	if (strcmp(key, "reason") == 0 || strcmp(key, "by") == 0)
 		return parse_reason(ps, &ev->reason);
 	if (strcmp(key, "queues") == 0)
@@ -478,7 +488,7 @@ parse_member(struct parse *ps, const char *key, struct csq_event *ev,
 		return parse_skills(ps, ev->skills, sizeof(ev->skills),
 		                    CSQ_SERVICER_SKILLS);
 	if (strcmp(key, "prefer") == 0)
-		return parse_id(ps, ev->prefer, sizeof(ev->prefer), 0);
+		return parse_id(ps, ev->prefer, sizeof(ev->prefer), 0, 0);
 	return parse_skip(ps, 1);
 }
 

@@ -3,7 +3,10 @@
  * event and writes it to the record of the day, back into a struct
  * csq_event. Fields it does not know (a newer csqd's) are skipped, and so
  * is an event type it does not know, which it reports as such: a reader of
- * records keeps going over what a newer csqd wrote.
+ * records keeps going over what a newer csqd wrote. An id field left out,
+ * or "" in user, queue, from_queue, servicer and room (as csq_event_json
+ * writes an event without one), is none: every line that parses prints
+ * into one that parses to the same event (fuzz/fuzz_event.c).
  */
 #ifndef CSQ_EVENT_PARSE_H
 #define CSQ_EVENT_PARSE_H
