@@ -840,11 +840,12 @@ day_replay(int argc, char **argv)
 	        "replay: %" PRIu64 " stays, %" PRIu64
 	        " patiences drawn (censored), %" PRIu64
 	        " conversations, %" PRIu64 " offer answers and %" PRIu64
-	        " wrap-ups drawn, %" PRIu64
-	        " arrivals refused; %.2f recorded hours in %.3f s of CPU%s\n",
+	        " wrap-ups drawn, %" PRIu64 " arrivals refused, %" PRIu64
+	        " re-ENQUEUEs played; %.2f recorded hours in %.3f s of CPU%s\n",
 	        stw.visits, stw.drawn_patience, stw.drawn_handle,
 	        stw.drawn_offers, stw.drawn_wrapups, stw.refused,
-	        (double)(stw.end_ms - stw.start_ms) / 3600000.0, cpu_w / w.runs,
+	        stw.reenqueued, (double)(stw.end_ms - stw.start_ms) / 3600000.0,
+	        cpu_w / w.runs,
 	        w.runs > 1 ? " (a run; the first run's draws)" : "");
 	runs[0].label = left != NULL ? "replay" : "record";
 	if (left != NULL)

@@ -1,8 +1,8 @@
 /*
  * The fairness audit (audit.h): a model of every user (its state, its
- * room, its line and its arrival), of every room, and of the waiting
- * lines of each queue and tier in arrival order, moved by the events as
- * csq moves its own state.
+ * room, its line, its arrival and its needs in force), of every room and
+ * servicer (its skills), and of the waiting lines of each queue and tier
+ * in arrival order, moved by the events as csq moves its own state.
  */
 #include "audit.h"
 
@@ -31,6 +31,10 @@ struct au_user {
 	uint64_t placed;  /* the id of the event that put it in its room */
 	char room[CSQ_ROOM_MAX + 1];
 	unsigned excuses; /* 1 << enum csq_audit_excuse, this life */
+	/* Its needs in force as the record last said them ("" none), and
+	 * the event that said it (0: no event of it carried them). */
+	char needs[CSQ_NEEDS_TEXT_MAX];
+	uint64_t needs_at;
 	struct au_line *line;
 	struct au_user *prev, *next; /* in line, in arrival order */
 };
@@ -47,6 +51,13 @@ struct au_room {
 	uint64_t placed;
 };
 
+/* A servicer's skills as its last servicer_up or servicer_updated said
+ * them ("" none); a servicer the record never showed has no entry. */
+struct au_servicer {
+	char skills[CSQ_SKILLS_TEXT_MAX];
+	uint64_t at;
+};
+
 /* An overtake not excused yet: a later prefer_ended may excuse it. */
 struct au_pending {
 	struct au_user *early, *late;
@@ -54,11 +65,14 @@ struct au_pending {
 	char queue[CSQ_ID_MAX + 1];
 	uint32_t tier;
 	char servicer[CSQ_ID_MAX + 1];
+	/* The earlier user's needs, which the servicer's skills met: the
+	 * events that said both (0: it had none). */
+	uint64_t needs_at, skills_at;
 	int excused;
 };
 
 struct csq_audit {
-	struct csq_dict *users, *rooms, *lines;
+	struct csq_dict *users, *rooms, *lines, *servicers;
 	struct csq_audit_summary sum;
 	struct csq_audit_finding *found;
 	size_t nfound, capfound;
@@ -83,6 +97,7 @@ static const char *const excuse_names[CSQ_EXCUSES] = {
     [CSQ_EXCUSE_DECLINED] = "declined or missed offer",
     [CSQ_EXCUSE_REQUEUE] = "requeue",
     [CSQ_EXCUSE_BEFORE] = "arrived before the record began",
+    [CSQ_EXCUSE_UNRECORDED] = "servicer's skills not on record",
 };
 
 const char *
@@ -105,6 +120,7 @@ csq_audit_new(void)
 	a->users = csq_dict_new(AUDIT_SEED);
 	a->rooms = csq_dict_new(AUDIT_SEED);
 	a->lines = csq_dict_new(AUDIT_SEED);
+	a->servicers = csq_dict_new(AUDIT_SEED);
 	return a;
 }
 
@@ -123,9 +139,11 @@ csq_audit_free(struct csq_audit *a)
 	csq_dict_each(a->users, audit_free_val, NULL);
 	csq_dict_each(a->rooms, audit_free_val, NULL);
 	csq_dict_each(a->lines, audit_free_val, NULL);
+	csq_dict_each(a->servicers, audit_free_val, NULL);
 	csq_dict_free(a->users);
 	csq_dict_free(a->rooms);
 	csq_dict_free(a->lines);
+	csq_dict_free(a->servicers);
 	free(a->found);
 	free(a->pending);
 	free(a);
@@ -199,9 +217,13 @@ static void
 line_insert(struct csq_audit *a, struct au_user *u)
 {
 	struct au_line *l = audit_line(a, u->queue, u->tier);
-	struct au_user *at = l->tail;
+	struct au_user *at;
 
+	/* Out of its line first: a user that is its line's tail (a
+	 * rescored of the last arrival) must not be found as its own
+	 * place. */
 	line_remove(u);
+	at = l->tail;
 	while (at != NULL && at->arrival > u->arrival)
 		at = at->prev;
 	u->line = l;
@@ -256,6 +278,8 @@ user_arrive(struct csq_audit *a, struct au_user *u, const struct csq_event *ev,
 	u->arrival = ev->id;
 	u->excuses = before ? 1u << CSQ_EXCUSE_BEFORE : 0;
 	u->room[0] = '\0';
+	u->needs[0] = '\0';
+	u->needs_at = 0;
 	if (before)
 		a->sum.before++;
 	else
@@ -306,16 +330,79 @@ audit_excuse(unsigned bits)
 	return -1;
 }
 
+/* The needs in force of u that ev says (an event that carries them:
+ * absent, none). */
+static void
+user_needs(struct au_user *u, const struct csq_event *ev)
+{
+	snprintf(u->needs, sizeof(u->needs), "%s", ev->needs);
+	u->needs_at = ev->id;
+}
+
+/*
+ * 1 when skills meet needs (protocol.md section 3c: every skill needed,
+ * at the level needed or higher), 0 when not, -1 when either is not a
+ * skill list (not csqd's: csq_event_parse refuses them). Both lists are
+ * sorted by name once parsed: one merge.
+ */
+static int
+audit_meets(const char *skills, const char *needs)
+{
+	struct csq_skill_list have, want;
+	uint32_t i, j = 0;
+	int cmp = 1;
+
+	if (csq_skills_parse(skills, CSQ_SERVICER_SKILLS, &have) != CSQ_OK ||
+	    csq_skills_parse(needs, CSQ_USER_NEEDS, &want) != CSQ_OK)
+		return -1;
+	for (i = 0; i < want.n; i++) {
+		while (j < have.n &&
+		       (cmp = strcmp(have.v[j].name, want.v[i].name)) < 0)
+			j++;
+		if (j == have.n || cmp != 0 ||
+		    have.v[j].level < want.v[i].level)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * What excuses servicer s (NULL: not on record) passing over y, which
+ * needs something: skills when its recorded skills do not meet y's
+ * recorded needs, nothing when they do; when either is unknown, the
+ * lenient excuse that says so.
+ */
+static unsigned
+audit_skills(const struct au_servicer *s, const struct au_user *y)
+{
+	if (y->needs[0] == '\0')
+		return 0;
+	if (s == NULL)
+		return 1u << CSQ_EXCUSE_UNRECORDED;
+	switch (audit_meets(s->skills, y->needs)) {
+	case 0:
+		return 1u << CSQ_EXCUSE_SKILLS;
+	case 1:
+		return 0;
+	default:
+		return 1u << CSQ_EXCUSE_UNRECORDED;
+	}
+}
+
 /*
  * u is offered or matched by ev's servicer: whoever of its queue and tier
  * arrived before it and is still waiting was overtaken. Excused at once
- * when either has a reason; else kept pending, for a prefer_ended later
- * in the record may say that the earlier one was held for a servicer.
+ * when either has a reason, or when the servicer's skills (as the record
+ * has them now) do not meet the earlier one's needs in force; else kept
+ * pending, for a prefer_ended later in the record may say that the
+ * earlier one was held for a servicer.
  */
 static void
 audit_order(struct csq_audit *a, struct au_user *u, const struct csq_event *ev)
 {
 	struct au_line *l = audit_line(a, ev->queue, ev->tier);
+	const struct au_servicer *s =
+	    csq_dict_get(a->servicers, ev->servicer, strlen(ev->servicer));
 	struct au_user *y;
 	struct au_pending *p;
 	int e;
@@ -324,7 +411,8 @@ audit_order(struct csq_audit *a, struct au_user *u, const struct csq_event *ev)
 	for (y = l->head; y != NULL && y->arrival < u->arrival; y = y->next) {
 		if (y == u || y->st != AU_WAITING)
 			continue;
-		if ((e = audit_excuse(y->excuses | u->excuses)) >= 0) {
+		if ((e = audit_excuse(y->excuses | u->excuses |
+		                      audit_skills(s, y))) >= 0) {
 			a->sum.excused[e]++;
 			continue;
 		}
@@ -341,6 +429,10 @@ audit_order(struct csq_audit *a, struct au_user *u, const struct csq_event *ev)
 		p->late_arrival = u->arrival;
 		p->at = ev->id;
 		p->tier = ev->tier;
+		if (y->needs[0] != '\0') {
+			p->needs_at = y->needs_at;
+			p->skills_at = s->at;
+		}
 		snprintf(p->queue, sizeof(p->queue), "%s", ev->queue);
 		snprintf(p->servicer, sizeof(p->servicer), "%s", ev->servicer);
 	}
@@ -410,6 +502,7 @@ audit_place(struct csq_audit *a, struct au_user *u, const struct csq_event *ev,
 		u->excuses |= 1u << CSQ_EXCUSE_OVERFLOW;
 	audit_order(a, u, ev);
 	line_remove(u);
+	user_needs(u, ev);
 	snprintf(u->queue, sizeof(u->queue), "%s", ev->queue);
 	u->tier = ev->tier;
 	u->st = offer ? AU_OFFERED : AU_ASSIGNED;
@@ -427,6 +520,7 @@ audit_matched(struct csq_audit *a, struct au_user *u,
 {
 	/* ACCEPT: the offer becomes the conversation. */
 	if (u->st == AU_OFFERED && strcmp(u->room, ev->room) == 0) {
+		user_needs(u, ev);
 		u->st = AU_ASSIGNED;
 		u->placed = ev->id;
 		a->sum.matched++;
@@ -574,6 +668,24 @@ audit_missing(const struct csq_event *ev)
 	}
 }
 
+/* A servicer's skills, as a login or a HEARTBEAT's change says them
+ * (servicer_up without skills: none). */
+static void
+audit_servicer(struct csq_audit *a, const struct csq_event *ev)
+{
+	size_t len = strlen(ev->servicer);
+	struct au_servicer *s;
+
+	if (len == 0)
+		return;
+	if ((s = csq_dict_get(a->servicers, ev->servicer, len)) == NULL) {
+		s = csq_xcalloc(1, sizeof(*s));
+		csq_dict_put(a->servicers, ev->servicer, len, s);
+	}
+	snprintf(s->skills, sizeof(s->skills), "%s", ev->skills);
+	s->at = ev->id;
+}
+
 void
 csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 {
@@ -606,12 +718,14 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		if (ev->type == CSQ_EV_RESCORED &&
 		    ev->reason == CSQ_REASON_AGING)
 			u->excuses |= 1u << CSQ_EXCUSE_AGING;
-		/* A record that says so (queued's needs and prefer): passed
-		 * over rightly by a servicer without the skills, or by any
-		 * other than the one it waits for (lenient: which servicer
-		 * is not checked). */
-		if (ev->needs[0] != '\0')
-			u->excuses |= 1u << CSQ_EXCUSE_SKILLS;
+		/* queued and rescored carry the needs in force (none when
+		 * absent), checked at each overtake (audit_order); an
+		 * overflow keeps them. */
+		if (ev->type != CSQ_EV_OVERFLOWED)
+			user_needs(u, ev);
+		/* A window (queued's prefer): passed over rightly by any
+		 * servicer other than the one it waits for (lenient: which
+		 * servicer is not checked). */
 		if (ev->prefer[0] != '\0')
 			u->excuses |= 1u << CSQ_EXCUSE_PREFER;
 		user_wait(a, u, ev);
@@ -640,8 +754,7 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		if (u->st != AU_MOVING && u->st != AU_GONE)
 			audit_stray(a, u, ev, "not released by a transfer");
 		audit_back(a, u, ev, CSQ_EXCUSE_TRANSFER);
-		if (ev->needs[0] != '\0')
-			u->excuses |= 1u << CSQ_EXCUSE_SKILLS;
+		user_needs(u, ev);
 		if (ev->prefer[0] != '\0')
 			u->excuses |= 1u << CSQ_EXCUSE_PREFER;
 		break;
@@ -651,12 +764,21 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 			user_arrive(a, u, ev, 1);
 			user_wait(a, u, ev);
 		}
-		/* Held for a servicer, or in need of skills that some
-		 * servicers lack: passed by others of its line rightly, as
-		 * this event says only now (audit_settle). */
-		u->excuses |=
-		    1u << (ev->type == CSQ_EV_RELAXED ? CSQ_EXCUSE_SKILLS
-		                                      : CSQ_EXCUSE_PREFER);
+		if (ev->type == CSQ_EV_RELAXED && u->needs[0] != '\0') {
+			/* The needs in force from now on: checked at each
+			 * overtake after it (audit_order). */
+			user_needs(u, ev);
+			break;
+		}
+		/* Held for a servicer; or in need of skills that the
+		 * record did not say before (a csq before issue 36 wrote
+		 * needs only in relaxed): passed by others of its line
+		 * rightly, as this event says only now (audit_settle). */
+		if (ev->type == CSQ_EV_RELAXED) {
+			u->excuses |= 1u << CSQ_EXCUSE_SKILLS;
+			user_needs(u, ev);
+		} else
+			u->excuses |= 1u << CSQ_EXCUSE_PREFER;
 		audit_settle(a, u);
 		break;
 	case CSQ_EV_LEFT:
@@ -688,6 +810,8 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		break;
 	case CSQ_EV_SERVICER_UP:
 	case CSQ_EV_SERVICER_UPDATED:
+		audit_servicer(a, ev);
+		break;
 	case CSQ_EV_SERVICER_PAUSED:
 	case CSQ_EV_SERVICER_RESUMED:
 	case CSQ_EV_WRAPUP:
@@ -721,7 +845,8 @@ csq_audit_end(struct csq_audit *a)
 {
 	struct au_pending *p;
 	size_t i;
-	uint64_t ids[3];
+	uint64_t ids[4];
+	char why[96];
 
 	if (a->ended)
 		return;
@@ -734,12 +859,21 @@ csq_audit_end(struct csq_audit *a)
 		ids[0] = p->early_arrival;
 		ids[1] = p->late_arrival;
 		ids[2] = p->at;
-		audit_find(a, CSQ_AUDIT_OVERTAKEN, 3, ids,
+		ids[3] = p->needs_at;
+		/* With needs: the skills excuse refused, and the events
+		 * that said the needs and the skills that met them. */
+		why[0] = '\0';
+		if (p->needs_at != 0)
+			snprintf(why, sizeof(why),
+			         ", whose skills (event %" PRIu64
+			         ") met its needs (event %" PRIu64 ")",
+			         p->skills_at, p->needs_at);
+		audit_find(a, CSQ_AUDIT_OVERTAKEN, p->needs_at ? 4 : 3, ids,
 		           "%s (arrived at event %" PRIu64
 		           ") was waiting in %s tier %" PRIu32
-		           " when %s, who arrived after, went to %s",
+		           " when %s, who arrived after, went to %s%s",
 		           p->early->id, p->early_arrival, p->queue, p->tier,
-		           p->late->id, p->servicer);
+		           p->late->id, p->servicer, why);
 	}
 }
 

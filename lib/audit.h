@@ -12,7 +12,11 @@
  *   still waiting, unless a documented reason excuses it, which is named
  *   (a preferred servicer, skills, aging, overflow, a transfer, a
  *   declined or missed offer, a requeue, an arrival before the record
- *   began);
+ *   began). Skills are checked against the record: it keeps each
+ *   servicer's skills (servicer_up, servicer_updated) and each user's
+ *   needs in force (queued, rescored, offered, matched, transferred,
+ *   relaxed), and excuses an overtake by skills only when the
+ *   servicer's skills did not meet the earlier user's needs then;
  * - no event lost: the ids follow one another.
  *
  * Users and rooms that the record first shows in the middle of their
@@ -47,6 +51,8 @@ enum csq_audit_excuse {
 	CSQ_EXCUSE_DECLINED,
 	CSQ_EXCUSE_REQUEUE,
 	CSQ_EXCUSE_BEFORE,
+	CSQ_EXCUSE_UNRECORDED, /* the earlier user has needs, and the
+	                          servicer's skills are not on record */
 	CSQ_EXCUSES
 };
 

@@ -787,7 +787,8 @@ user_rekey(struct csq *c, struct csq_user *u, uint64_t key)
  * to a line: the clocks of the new line start. A move to a place with a
  * free room is a match (then only matched is published, and to the
  * queue left too, with from_queue); else rescored, reason enqueue, when
- * the tier or the queue changed. A window set again alone moves nothing
+ * the tier, the queue or the needs changed (the record's replay plays
+ * them: protocol.md section 3c). A window set again alone moves nothing
  * and publishes nothing; a move between the queue's line and a window
  * (PREFER alone) publishes nothing either (protocol.md section 4).
  */
@@ -856,7 +857,7 @@ user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
 			pos = csq_user_join_line(c, u, now);
 	}
 	if (!csq_match_user(c, u, moved ? from : NULL, now) &&
-	    (moved || tier != k0_tier))
+	    (moved || tier != k0_tier || relined))
 		user_event(c, CSQ_EV_RESCORED, u, moved ? from : NULL, pos,
 		           CSQ_REASON_ENQUEUE, now);
 	if (moved)

@@ -28,6 +28,11 @@
  *   - needs and a preferred servicer: an arrival's as its first event
  *     carries them; relax steps are the configuration's, so a what-if
  *     may change them;
+ *   - a re-ENQUEUE of a waiting user that changed its tier, queue or
+ *     needs (rescored, reason enqueue; or a matched or offered whose
+ *     needs differ from those in force, when the new needs took it at
+ *     once): the same ENQUEUE at its recorded time, if the user is still
+ *     waiting in the replay then;
  *   - a transfer: the conversation that the record's agent handed on is
  *     handed on in the replay too, when it ends, to the queue and with
  *     the needs and window the record's transferred names; the stay goes
@@ -79,6 +84,15 @@ struct rd_offer {
 	enum rd_answer answer;
 };
 
+/* A re-ENQUEUE of a waiting user: what it changed, when. */
+struct rd_again {
+	uint64_t ts, id;
+	int has_tier, has_queue, has_needs;
+	uint32_t tier;
+	char queue[CSQ_ID_MAX + 1];
+	char needs[CSQ_NEEDS_TEXT_MAX];
+};
+
 struct rd_visit {
 	char user[CSQ_ID_MAX + 1]; /* the replay's id: "u:2" a reused one */
 	char queue[CSQ_ID_MAX + 1];
@@ -94,6 +108,12 @@ struct rd_visit {
 	uint32_t nconvs;
 	struct rd_offer *offers;
 	uint32_t noffers;
+	struct rd_again *agains;
+	uint32_t nagains;
+	/* The record's tier and needs in force as it goes: what a
+	 * re-ENQUEUE changed is told from them. */
+	uint32_t rec_tier;
+	char rec_needs[CSQ_NEEDS_TEXT_MAX];
 };
 
 struct rd_answer_rec {
@@ -223,6 +243,7 @@ csq_replay_day_free(struct csq_replay_day *d)
 	for (i = 0; i < d->nvisits; i++) {
 		free(d->visits[i].convs);
 		free(d->visits[i].offers);
+		free(d->visits[i].agains);
 	}
 	for (i = 0; i < d->nservicers; i++)
 		free(d->servicers[i].answers);
@@ -320,8 +341,9 @@ rd_arrive(struct csq_replay_day *d, const struct csq_event *ev,
 	}
 	csq_dict_put(d->seen, ev->user, len, (void *)(n + 1));
 	snprintf(v->queue, sizeof(v->queue), "%s", queue);
-	v->tier = ev->tier;
+	v->tier = v->rec_tier = ev->tier;
 	snprintf(v->needs, sizeof(v->needs), "%s", ev->needs);
+	snprintf(v->rec_needs, sizeof(v->rec_needs), "%s", ev->needs);
 	if (ev->type == CSQ_EV_QUEUED && ev->prefer[0] != '\0') {
 		snprintf(v->prefer, sizeof(v->prefer), "%s", ev->prefer);
 		v->prefer_s = rd_window_s(ev->prefer_ms);
@@ -450,6 +472,48 @@ rd_unpack(const struct csq_replay_day *d, void *p)
 	return &d->visits[v - 1].convs[k];
 }
 
+/* The record's tier and needs in force of v after ev (an event that
+ * carries needs: absent, none). */
+static void
+rd_rec_state(struct rd_visit *v, const struct csq_event *ev, int needs)
+{
+	v->rec_tier = ev->tier;
+	if (needs)
+		snprintf(v->rec_needs, sizeof(v->rec_needs), "%s", ev->needs);
+}
+
+/*
+ * ev says that v's user, waiting, re-ENQUEUEd: a rescored of reason
+ * enqueue, or a matched or offered whose needs are not those in force
+ * (a NEEDS that a free room took at once: protocol.md section 3c). What
+ * it changed, told from the record's state before it, is kept to be
+ * played at its time; nothing when it changed nothing the replay plays.
+ */
+static void
+rd_again(struct rd_visit *v, const struct csq_event *ev)
+{
+	int tier = ev->type == CSQ_EV_RESCORED && ev->tier != v->rec_tier;
+	int queue = ev->type == CSQ_EV_RESCORED && ev->from_queue[0] != '\0' &&
+	            strcmp(ev->from_queue, ev->queue) != 0;
+	int needs = strcmp(ev->needs, v->rec_needs) != 0;
+	struct rd_again *g;
+
+	if (!tier && !queue && !needs)
+		return;
+	v->agains =
+	    csq_xrealloc(v->agains, (v->nagains + 1) * sizeof(*v->agains));
+	g = &v->agains[v->nagains++];
+	memset(g, 0, sizeof(*g));
+	g->ts = ev->ts_ms;
+	g->id = ev->id;
+	g->has_tier = tier;
+	g->tier = ev->tier;
+	g->has_queue = queue;
+	snprintf(g->queue, sizeof(g->queue), "%s", ev->queue);
+	g->has_needs = needs;
+	snprintf(g->needs, sizeof(g->needs), "%s", ev->needs);
+}
+
 void
 csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 {
@@ -499,7 +563,10 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 				    ev->ts_ms - d->first_ms > ev->waited_ms
 				        ? ev->ts_ms - ev->waited_ms
 				        : d->first_ms;
-		}
+		} else if (rd_pending_offer(v) == NULL &&
+		           rd_open_conv(v) == NULL)
+			rd_again(v, ev); /* waiting: new needs took it? */
+		rd_rec_state(v, ev, 1);
 		s = rd_servicer(d, ev->servicer);
 		if (ev->type == CSQ_EV_OFFERED) {
 			if ((o = rd_pending_offer(v)) != NULL)
@@ -534,6 +601,8 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		v->censor_ms = ev->ts_ms - v->arrive_ms;
 		break;
 	case CSQ_EV_DECLINED:
+		if (v != NULL)
+			rd_rec_state(v, ev, 0);
 		if (v != NULL && (o = rd_pending_offer(v)) != NULL)
 			rd_answer(d, o,
 			          ev->reason == CSQ_REASON_TIMEOUT ? RD_TIMEOUT
@@ -541,8 +610,10 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 			          ev);
 		break;
 	case CSQ_EV_REQUEUED:
-		if (v != NULL)
+		if (v != NULL) {
 			rd_end_conv(v, ev, 1);
+			rd_rec_state(v, ev, 0);
+		}
 		break;
 	case CSQ_EV_RELEASED:
 		if (v == NULL)
@@ -635,6 +706,8 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		break;
 	case CSQ_EV_TRANSFERRED:
 		/* Where the conversation released by the transfer went. */
+		if (v != NULL)
+			rd_rec_state(v, ev, 1);
 		if (v != NULL && v->nconvs > 0 &&
 		    (cv = &v->convs[v->nconvs - 1])->xfer &&
 		    cv->xfer_queue[0] == '\0' && ev->queue[0] != '\0') {
@@ -651,9 +724,22 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		}
 		break;
 	case CSQ_EV_RESCORED:
+		/* A re-ENQUEUE's (reason enqueue; a v1 record's has none)
+		 * is played; aging is the configuration's doing. */
+		if (v == NULL)
+			break;
+		if (ev->reason != CSQ_REASON_AGING)
+			rd_again(v, ev);
+		rd_rec_state(v, ev, 1);
+		break;
 	case CSQ_EV_OVERFLOWED:
-	case CSQ_EV_PREFER_ENDED:
 	case CSQ_EV_RELAXED:
+		/* The configuration's doing: its tier, and the needs that a
+		 * relax step left, as the record goes on. */
+		if (v != NULL)
+			rd_rec_state(v, ev, ev->type == CSQ_EV_RELAXED);
+		break;
+	case CSQ_EV_PREFER_ENDED:
 	case CSQ_EV_OPENED: /* business hours: a queue's, no user's */
 	case CSQ_EV_CLOSED:
 		/* The configuration's doing, or not replayed (docs/day.md). */
@@ -844,13 +930,15 @@ enum rd_act_kind {
 	RD_A_ADD_END,   /* change idx: logged out */
 	RD_A_KEEPALIVE, /* every servicer heartbeats */
 	RD_A_READY,     /* room: its wrap-up ends early */
+	RD_A_AGAIN,     /* stay idx re-ENQUEUEs: its gen-th rd_again */
 };
 
 struct rd_act {
 	struct csq_heap_node node;
 	enum rd_act_kind kind;
 	uint32_t idx;
-	uint32_t gen; /* RELEASE, ACCEPT, DECLINE: the stay's state then */
+	uint32_t gen; /* RELEASE, ACCEPT, DECLINE: the stay's state then;
+	                 AGAIN: which of the stay's re-ENQUEUEs */
 	char room[CSQ_ROOM_MAX + 1];
 };
 
@@ -1388,6 +1476,37 @@ rd_release(struct rd_run *r, const struct rd_act *a, const struct rd_live *l)
 	(void)csq_release(r->c, r->now, a->room, &done);
 }
 
+/*
+ * The record's user re-ENQUEUEd while it waited: the same ENQUEUE, with
+ * what it changed, when the replay's user waits too. One that is in a
+ * room, offered (csq would apply none of it), gone or not yet there
+ * asked nothing in this day.
+ */
+static void
+rd_play_again(struct rd_run *r, const struct rd_act *a)
+{
+	const struct rd_visit *v = &r->d->visits[a->idx];
+	const struct rd_again *g;
+	struct csq_enqueue_args e;
+	struct csq_user_info info;
+
+	if (a->gen >= v->nagains || r->live[a->idx].done ||
+	    csq_where(r->c, r->now, v->user, &info) != CSQ_OK ||
+	    info.state != CSQ_USER_WAITING)
+		return;
+	g = &v->agains[a->gen];
+	memset(&e, 0, sizeof(e));
+	e.user = v->user;
+	e.has_tier = g->has_tier;
+	e.tier = g->tier;
+	e.has_queue = g->has_queue;
+	e.queue = g->queue;
+	e.has_needs = g->has_needs;
+	e.needs = g->needs;
+	if (csq_enqueue(r->c, r->now, &e, &info) == CSQ_OK)
+		r->st.reenqueued++;
+}
+
 static void
 rd_act(struct rd_run *r, struct rd_act *a)
 {
@@ -1420,6 +1539,9 @@ rd_act(struct rd_run *r, struct rd_act *a)
 			r->st.refused++;
 			r->live[a->idx].done = 1;
 		}
+		break;
+	case RD_A_AGAIN:
+		rd_play_again(r, a);
 		break;
 	case RD_A_GIVE_UP:
 		v = &r->d->visits[a->idx];
@@ -1522,12 +1644,16 @@ rd_plan(struct rd_run *r)
 	const struct rd_queue *q;
 	struct rd_live *l;
 	size_t i;
+	uint32_t k;
 
 	for (i = 0; i < d->nvisits; i++) {
 		v = &d->visits[i];
 		l = &r->live[i];
 		rd_push(r, RD_A_ARRIVE, v->arrive_ms, v->arrive_id << 1,
 		        (uint32_t)i, 0, NULL);
+		for (k = 0; k < v->nagains; k++)
+			rd_push(r, RD_A_AGAIN, v->agains[k].ts,
+			        v->agains[k].id << 1, (uint32_t)i, k, NULL);
 		if (v->end == RD_LEFT || v->end == RD_EXPIRED) {
 			l->patience_ms = v->end_ms - v->arrive_ms;
 			l->expired = v->end == RD_EXPIRED;

@@ -81,6 +81,8 @@ struct csq_replay_stats {
 	uint64_t drawn_wrapups;    /* wrap-ups after those, ended early */
 	uint64_t refused;          /* arrivals csq refused (a full queue) */
 	uint64_t transfers;        /* conversations handed on as recorded */
+	uint64_t reenqueued;       /* re-ENQUEUEs played (a change of tier,
+	                              queue or needs of a waiting user) */
 	uint64_t actions;          /* actions played */
 	uint64_t events;           /* events emitted */
 	uint64_t start_ms, end_ms; /* the period played */

@@ -33,7 +33,9 @@ Two queues, sales and support, from 09:00 UTC on 2026-11-27:
     prefers a1 for a minute (PREFER), one sales conversation in six is
     handed on to support at its end (TRANSFER ... NEEDS de); support
     relaxes (after 60 s every level lower by 2, after 180 s nothing
-    needed), sales too (after 90 s nothing needed).
+    needed), sales too (after 90 s nothing needed); a customer still
+    waiting after 30 s asks again one time in four (a re-ENQUEUE:
+    NEEDS "" or TIER 1, half each), which the replay plays.
 The clock moves in steps of 10 s; every action happens on a step. Each
 customer's tier, patience and conversations, and each answer to an
 offer, are drawn from a generator of its own (seeded by the seed and the
@@ -138,6 +140,7 @@ def make_day(csqd, record_out, conf_out, shape="steady",
         talking = {}   # user -> (room, end ms)
         waiting = {}   # user -> give-up ms
         give_up = {}   # user -> give-up ms
+        arrived = {}   # user -> arrival ms (--skills: asks again)
         readies = {}   # room -> when its wrap-up ends early
         a4_out = False
         while now < T0 + day_ms:
@@ -195,6 +198,7 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                             needs_out[u] = needs
                     r.execute_command(*args)
                     waiting[u] = give_up[u] = now + ru.randint(60, 900) * 1000
+                    arrived[u] = now
             for room, t in list(readies.items()):
                 if now >= t:
                     del readies[room]
@@ -243,6 +247,15 @@ def make_day(csqd, record_out, conf_out, shape="steady",
                 elif state == "waiting" and now >= waiting[u]:
                     r.execute_command("LEAVE", u)
                     del waiting[u]
+                elif (state == "waiting" and skills and u in arrived and
+                      now >= arrived[u] + 30000):
+                    # Once: anyone will do, or it is a VIP after all.
+                    del arrived[u]
+                    x = random.Random("%d again %s" % (seed, u)).random()
+                    if x < 1 / 8:
+                        r.execute_command("ENQUEUE", u, "NEEDS", "")
+                    elif x < 1 / 4:
+                        r.execute_command("ENQUEUE", u, "TIER", 1)
                 elif state not in ("waiting", "offered"):
                     del waiting[u]
             now += STEP_MS

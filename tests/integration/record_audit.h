@@ -16,13 +16,4 @@ unsigned long long record_audit_at(const char *file, int line, const char *path,
                                    ...);
 #define record_audit(...) record_audit_at(__FILE__, __LINE__, __VA_ARGS__)
 
-/*
- * Set when the csqd audited ran with skills (NEEDS, SKILLS): an overtake
- * may then be a user passed over for the skills it needs, which the
- * record cannot show (events do not carry needs: protocol.md 3c), so the
- * audit's overtakes are printed but do not fail; every other finding
- * (lost, two users, two offers, stray, gap) still does.
- */
-extern int record_audit_skills;
-
 #endif

@@ -25,7 +25,10 @@
  * SKILLS, NEEDS and relax steps (protocol.md 3c), q3 has business hours
  * that open and close it during the run, and a run fails unless users
  * with needs were matched and, with policies, relax steps acted and q3
- * closed.
+ * closed. Each side's record of the day must pass the fairness audit
+ * (record_audit.h), skills included: an overtake is excused by skills
+ * only when the recorded skills of the servicer did not meet the earlier
+ * user's recorded needs.
  * What this found: a step that an operation left due (a NEEDS, a reload)
  * waited for the next pass of the deadlines, which each side ran at a
  * moment of its own between requests (csqd's timer, its reaper of csq.so).
@@ -819,7 +822,6 @@ main(int argc, char **argv)
 	};
 
 	skills_on = harness_module() != NULL;
-	record_audit_skills = skills_on;
 	snprintf(queues_11, sizeof(queues_11),
 	         "user_ttl = 20;\nservicer_ttl = 30;\n" TIMED_QUEUES,
 	         "\"least_busy\"", skills_on ? TIMED_SKILL_ORDER : "",

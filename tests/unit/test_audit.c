@@ -4,7 +4,14 @@
  * offer, a room given twice, a user lost with its servicer, a transfer
  * that never arrives, and missing ids are each caught, with the ids of
  * the events involved; documented reasons excuse an overtake and are
- * named, a preference window's end even after the fact.
+ * named, a preference window's end even after the fact. The skills
+ * excuse is checked against the record: a servicer whose recorded skills
+ * lacked the earlier user's needs passes; one that had them (at login,
+ * or after a HEARTBEAT's change), or a relax step or a re-ENQUEUE that
+ * made the earlier user one it could take, is caught with the events
+ * that said the needs; a servicer the record never showed is excused
+ * by that name. (The re-ENQUEUE case found that a rescored of the last
+ * user of its line lost the line, and every later overtake in it.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -317,6 +324,125 @@ test_excuses_named(void **state)
 	csq_audit_free(a);
 }
 
+/* A servicer with skills, and a user with needs (absent: none). */
+#define UP_SK(id, s, sk)                                                       \
+	"{\"event\":\"servicer_up\",\"id\":" #id ",\"ts\":1,\"servicer\":\"" s \
+	"\",\"capacity\":1,\"queues\":[\"q\"],\"skills\":\"" sk "\"}"
+#define UPDATED(id, s, sk)                                                     \
+	"{\"event\":\"servicer_updated\",\"id\":" #id                          \
+	",\"ts\":1,\"servicer\":\"" s                                          \
+	"\",\"capacity\":1,\"queues\":[\"q\"],\"skills\":\"" sk "\"}"
+#define QUEUED_N(id, u, n)                                                     \
+	"{\"event\":\"queued\",\"id\":" #id ",\"ts\":1,\"user\":\"" u          \
+	"\",\"queue\":\"q\",\"tier\":0,\"position\":" #id ",\"needs\":\"" n    \
+	"\"}"
+#define RELAXED(id, u, n)                                                      \
+	"{\"event\":\"relaxed\",\"id\":" #id ",\"ts\":1,\"user\":\"" u         \
+	"\",\"queue\":\"q\",\"tier\":0,\"needs\":\"" n                         \
+	"\",\"dropped\":\"\",\"lowered\":2,\"position\":1}"
+
+/* One overtake, excused by e (and nothing found). */
+static void
+assert_excused(const char *const *day, enum csq_audit_excuse e)
+{
+	struct csq_audit *a = run(day);
+	const struct csq_audit_summary *s = csq_audit_summary(a);
+	int i;
+
+	assert_none(a);
+	for (i = 0; i < CSQ_EXCUSES; i++)
+		assert_int_equal(s->excused[i], i == (int)e ? 1 : 0);
+	csq_audit_free(a);
+}
+
+/*
+ * The skills excuse against the record. Genuine: s1 has de:5 and en:2,
+ * u1 needs fr, then de:6, then en:3 (a skill missing, a level too low
+ * each time). False: s1's skills met u1's needs when it took u2 (at its
+ * login; after a HEARTBEAT gave it them; a relax step of u1 lowered its
+ * need to what s1 has; a re-ENQUEUE took u1's needs away), each caught
+ * with the ids of the arrivals, the placement and the event that said
+ * u1's needs in force. How it was broken: the same days with the skill
+ * one level short pass, so the check is the level's, not the name's.
+ */
+static void
+test_skills_checked(void **state)
+{
+	static const char *const missing[] = {
+	    UP_SK(1, "s1", "de:5,en:2"), QUEUED_N(2, "u1", "fr"),
+	    QUEUED(3, "u2"), MATCHED(4, "u2", "s1"), NULL};
+	static const char *const low[] = {
+	    UP_SK(1, "s1", "de:5,en:2"), QUEUED_N(2, "u1", "de:6"),
+	    QUEUED(3, "u2"), MATCHED(4, "u2", "s1"), NULL};
+	static const char *const low2[] = {
+	    UP_SK(1, "s1", "de:5,en:2"), QUEUED_N(2, "u1", "de:1,en:3"),
+	    QUEUED(3, "u2"), OFFERED(4, "u2", "s1"), NULL};
+	static const char *const had[] = {
+	    UP_SK(1, "s1", "de:5,en:2"), QUEUED_N(2, "u1", "de:5,en:1"),
+	    QUEUED(3, "u2"), MATCHED(4, "u2", "s1"), NULL};
+	static const char *const updated[] = {UP(1, "s1"),
+	                                      QUEUED_N(2, "u1", "de:3"),
+	                                      QUEUED(3, "u2"),
+	                                      UPDATED(4, "s1", "de:3"),
+	                                      MATCHED(5, "u2", "s1"),
+	                                      NULL};
+	/* Taken before the relax step: rightly; after it: not. */
+	static const char *const before_relax[] = {
+	    UP_SK(1, "s1", "de:3"), QUEUED_N(2, "u1", "de:5"), QUEUED(3, "u2"),
+	    MATCHED(4, "u2", "s1"), RELAXED(5, "u1", "de:3"),  NULL};
+	static const char *const after_relax[] = {
+	    UP_SK(1, "s1", "de:3"), QUEUED_N(2, "u1", "de:5"),
+	    QUEUED(3, "u2"),        RELAXED(4, "u1", "de:3"),
+	    MATCHED(5, "u2", "s1"), NULL};
+	/* A re-ENQUEUE with NEEDS "": its rescored has no needs. */
+	static const char *const cleared[] = {
+	    UP(1, "s1"),
+	    QUEUED_N(2, "u1", "fr"),
+	    "{\"event\":\"rescored\",\"id\":3,\"ts\":1,\"user\":\"u1\","
+	    "\"queue\":\"q\",\"tier\":0,\"position\":1,\"reason\":"
+	    "\"enqueue\"}",
+	    QUEUED(4, "u2"),
+	    MATCHED(5, "u2", "s1"),
+	    NULL};
+	/* s1 logged in before the record began: its skills unknown. */
+	static const char *const unknown[] = {QUEUED_N(1, "u1", "fr"),
+	                                      QUEUED(2, "u2"),
+	                                      MATCHED(3, "u2", "s1"), NULL};
+	struct csq_audit *a;
+	const struct csq_audit_finding *f;
+	size_t n;
+
+	(void)state;
+	assert_excused(missing, CSQ_EXCUSE_SKILLS);
+	assert_excused(low, CSQ_EXCUSE_SKILLS);
+	assert_excused(low2, CSQ_EXCUSE_SKILLS);
+	assert_excused(before_relax, CSQ_EXCUSE_SKILLS);
+	assert_excused(unknown, CSQ_EXCUSE_UNRECORDED);
+
+	a = run(had);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 4, 2, 3, 4, 2);
+	f = csq_audit_findings(a, &n);
+	assert_non_null(strstr(f[0].text, "skills (event 1) met its needs "
+	                                  "(event 2)"));
+	assert_int_equal(csq_audit_summary(a)->excused[CSQ_EXCUSE_SKILLS], 0);
+	csq_audit_free(a);
+	a = run(updated);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 4, 2, 3, 5, 2);
+	f = csq_audit_findings(a, &n);
+	assert_non_null(strstr(f[0].text, "skills (event 4)"));
+	csq_audit_free(a);
+	a = run(after_relax);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 4, 2, 3, 5, 4);
+	csq_audit_free(a);
+	/* Without needs any more: an overtake like any other. */
+	a = run(cleared);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 3, 2, 4, 5);
+	csq_audit_free(a);
+	/* The name of the new excuse. */
+	assert_non_null(
+	    strstr(csq_audit_excuse_name(CSQ_EXCUSE_UNRECORDED), "skills"));
+}
+
 /* The other tiers and queues are not "the same queue and tier". */
 static void
 test_other_tier_not_overtaken(void **state)
@@ -373,6 +499,7 @@ main(void)
 	    cmocka_unit_test(test_lost_in_transfer),
 	    cmocka_unit_test(test_gap),
 	    cmocka_unit_test(test_excuses_named),
+	    cmocka_unit_test(test_skills_checked),
 	    cmocka_unit_test(test_other_tier_not_overtaken),
 	    cmocka_unit_test(test_missing_fields),
 	};

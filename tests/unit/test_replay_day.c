@@ -18,6 +18,9 @@
  * a what-if close and open the queue in the replay (closed, opened, the
  * users waiting released, arrivals refused while closed); a user that
  * the record's closing released is not taken to have given up then.
+ * Re-ENQUEUEs of waiting users that change their needs (rescored, or a
+ * match the new needs made at once) or their tier are played at their
+ * recorded times: the day is replayed as it was.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1017,6 +1020,154 @@ test_skills_day(void **state)
 	free(rec.v);
 }
 
+/* ---- Re-ENQUEUE of a waiting user. ---- */
+
+/*
+ * An hour in steps of 10 s: k1 (support, de:5), k2 (support, en:3);
+ * users needing de, en:2, fr (nobody has it) or nothing; support drops
+ * every need after 150 s. A user in its second minute of waiting asks
+ * again: one that needs fr one time in two, with NEEDS "" or NEEDS de
+ * (rescored, or matched at once when a free room may take it now); the
+ * others one time in three, with TIER 1 or NEEDS "".
+ */
+static void
+make_again_day(struct events *out, const struct csq_policy *pol)
+{
+	static const char *const needs[] = {"de", "en:2", "fr", ""};
+	static struct sim_user u[USERS];
+	static uint64_t arrived[USERS];
+	static int asked[USERS], fr[USERS];
+	struct csq_limits lim;
+	struct csq *c;
+	struct csq_enqueue_args ea;
+	struct csq_user_info info;
+	uint64_t now;
+	int n = 0, i;
+
+	csq_limits_default(&lim);
+	lim.user_ttl_s = 0;
+	memset(u, 0, sizeof(u));
+	memset(asked, 0, sizeof(asked));
+	rng = 0x853c49e6748fea9bULL;
+	c = csq_new(&lim, 42, collect, out);
+	assert_int_equal(csq_set_policies(c, T0, pol, 1), CSQ_OK);
+	for (now = T0; now < T0 + 60 * MIN; now += 10 * SEC) {
+		csq_expire(c, now);
+		heartbeat_sk(c, now, "k1", 1, "support", "de:5");
+		heartbeat_sk(c, now, "k2", 1, "support", "en:3");
+		if (rnd(100) < 15 && n < USERS) {
+			snprintf(u[n].id, sizeof(u[n].id), "u%03d", n);
+			memset(&ea, 0, sizeof(ea));
+			ea.user = u[n].id;
+			ea.has_queue = ea.has_needs = 1;
+			ea.queue = "support";
+			ea.needs = needs[rnd(4)];
+			fr[n] = strcmp(ea.needs, "fr") == 0;
+			assert_int_equal(csq_enqueue(c, now, &ea, &info),
+			                 CSQ_OK);
+			u[n].waiting = 1;
+			u[n].give_up = now + (120 + rnd(600)) * SEC;
+			arrived[n++] = now;
+		}
+		for (i = 0; i < n; i++) {
+			if (asked[i] || !u[i].waiting ||
+			    now < arrived[i] + 60 * SEC ||
+			    csq_where(c, now, u[i].id, &info) != CSQ_OK ||
+			    info.state != CSQ_USER_WAITING)
+				continue;
+			asked[i] = 1;
+			if (rnd(fr[i] ? 2 : 3) != 0)
+				continue;
+			memset(&ea, 0, sizeof(ea));
+			ea.user = u[i].id;
+			if (fr[i] || rnd(2) == 0) {
+				ea.has_needs = 1;
+				ea.needs = fr[i] && rnd(2) ? "de" : "";
+			} else {
+				ea.has_tier = 1;
+				ea.tier = 1;
+			}
+			assert_int_equal(csq_enqueue(c, now, &ea, &info),
+			                 CSQ_OK);
+		}
+		sim_users(c, now, u, n, 300, NULL);
+	}
+	csq_free(c);
+}
+
+static void
+test_reenqueue(void **state)
+{
+	struct csq_policy pol[1];
+	struct events rec = {NULL, 0, 0}, rep;
+	struct csq_replay_config cfg;
+	struct csq_replay_stats st;
+	struct csq_replay_day *d;
+	size_t i, needs_only = 0, tiers = 0, rescored = 0;
+
+	(void)state;
+	memset(pol, 0, sizeof(pol));
+	snprintf(pol[0].name, sizeof(pol[0].name), "support");
+	pol[0].nrelax = 1;
+	pol[0].relax[0].after_s = 150;
+	pol[0].relax[0].drop_all = 1;
+	make_again_day(&rec, pol);
+	/* The record has them: a change of needs alone publishes rescored
+	 * with the new needs (protocol.md 3c), a new tier too. */
+	for (i = 0; i < rec.n; i++) {
+		if (rec.v[i].type != CSQ_EV_RESCORED)
+			continue;
+		assert_int_equal(rec.v[i].reason, CSQ_REASON_ENQUEUE);
+		rescored++;
+		if (rec.v[i].tier == 1)
+			tiers++;
+		else
+			needs_only++;
+	}
+	assert_true(needs_only > 0);
+	assert_true(tiers > 0);
+
+	/* Replayed under its own configuration: the same day, every
+	 * re-ENQUEUE at its time, those that ended in a match included. */
+	d = day_of_events(&rec);
+	rp_config(&cfg);
+	cfg.policies = pol;
+	cfg.npolicies = 1;
+	rep = play(d, &cfg);
+	assert_same_users(&rec, &rep);
+	assert_same_reports(&rec, &rep);
+	assert_int_equal(count(&rep, CSQ_EV_RESCORED), rescored);
+	free(rep.v);
+	assert_int_equal(csq_replay_day_run(d, &cfg, NULL, NULL, &st), CSQ_OK);
+	assert_true(st.reenqueued > rescored); /* some matched at once */
+
+	/* Played without its servicers (a what-if): the re-ENQUEUEs of
+	 * users still waiting are played all the same, and nobody is
+	 * matched. */
+	{
+		struct csq_replay_change ch[2];
+
+		memset(ch, 0, sizeof(ch));
+		for (i = 0; i < 2; i++) {
+			ch[i].kind = CSQ_REPLAY_REMOVE;
+			snprintf(ch[i].servicer, sizeof(ch[i].servicer), "k%zu",
+			         i + 1);
+			ch[i].from_ms = T0;
+			ch[i].to_ms = T0 + 120 * MIN;
+		}
+		cfg.changes = ch;
+		cfg.nchanges = 2;
+		rep = play(d, &cfg);
+		assert_int_equal(count(&rep, CSQ_EV_MATCHED), 0);
+		assert_true(count(&rep, CSQ_EV_RESCORED) >= rescored);
+		free(rep.v);
+		cfg.changes = NULL;
+		cfg.nchanges = 0;
+	}
+	csq_replay_day_free(d);
+	free(rec.v);
+}
+
 /* Records a replay must survive: needs nobody meets, a window for a
  * servicer never seen, a transfer with no transferred (and one to a
  * queue nobody serves), an update of a servicer never logged in. */
@@ -1247,6 +1398,7 @@ main(void)
 	    cmocka_unit_test(test_skills_day),
 	    cmocka_unit_test(test_odd_records),
 	    cmocka_unit_test(test_hours_what_if),
+	    cmocka_unit_test(test_reenqueue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
