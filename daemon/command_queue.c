@@ -28,9 +28,14 @@
 #include "server.h"
 #include "util.h"
 
-#define FULL_LOG_QUEUES   64    /* queues whose last "full" line is kept */
-#define QUEUES_SLICE      1000  /* QUEUES: queues per turn of the loop */
-#define SERVICERS_SLICE   1000  /* SERVICERS: servicers per slice */
+#define FULL_LOG_QUEUES 64   /* queues whose last "full" line is kept */
+#define QUEUES_SLICE    1000 /* QUEUES: queues per turn of the loop */
+#define SERVICERS_SLICE 1000 /* SERVICERS: servicers per slice */
+/* A SERVICERS of more than one slice leaves megabytes free in the heap
+ * (a slice's rows as libcsq gives them: about 4 MB), which glibc keeps:
+ * the heap is trimmed once such replies have stopped for this long, as
+ * after the HTTP views' large answers (http_cache.c). */
+#define SERVICERS_TRIM_MS 2000
 #define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
 
 /* The replies' sink of a client: RESP into its buffer (op_reply.h). */
@@ -291,6 +296,7 @@ struct servicers_walk {
 	struct command_call *call;
 	struct evbuffer *body; /* the rows so far */
 	int64_t n;             /* and how many */
+	int slices;            /* asked so far */
 	char after[CSQ_ID_MAX + 1];
 };
 
@@ -331,8 +337,12 @@ servicers_walk_end(struct servicers_walk *w, const struct csq_result *r)
 {
 	struct command_call *call = w->call;
 	struct client *c = call->c;
+	struct timeval trim = {SERVICERS_TRIM_MS / 1000,
+	                       (SERVICERS_TRIM_MS % 1000) * 1000};
 
 	client_output_making(c, 0);
+	if (w->slices > 1 && c->server->trim_ev != NULL)
+		evtimer_add(c->server->trim_ev, &trim); /* again, if it was */
 	if (r->status != CSQ_OK || c->state == CLIENT_DEAD ||
 	    c->killed != NULL) {
 		evbuffer_free(w->body);
@@ -371,6 +381,7 @@ servicers_walk_turn(evutil_socket_t fd, short what, void *arg)
 	op.after = w->after;
 	op.count = SERVICERS_SLICE;
 	servicers_walks.asking = 1;
+	w->slices++;
 	csq_engine_call(c->server->engine, &op, servicers_walk_result, w);
 }
 
