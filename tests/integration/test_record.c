@@ -90,7 +90,7 @@ struct lines {
 };
 
 static void
-lines_read(const char *path, struct lines *l)
+lines_read_torn(const char *path, struct lines *l, int torn_ok)
 {
 	char buf[LINE_MAX_ + 2];
 	FILE *fp = fopen(path, "r");
@@ -101,12 +101,28 @@ lines_read(const char *path, struct lines *l)
 	while (fgets(buf, sizeof(buf), fp) != NULL) {
 		size_t len = strlen(buf);
 
-		assert_true(len > 0 && buf[len - 1] == '\n');
+		if (len == 0 || buf[len - 1] != '\n') {
+			/* Only the file's last line may lack its newline,
+			 * and only after a SIGKILL: a write(2) of a turn's
+			 * lines can stop between pages when the process is
+			 * killed. Those lines were never acknowledged (the
+			 * replies wait for the write), and csqd cuts them
+			 * when it starts again (record_resume). */
+			assert_true(torn_ok && fgetc(fp) == EOF);
+			print_message("a torn last line of %zu bytes\n", len);
+			break;
+		}
 		buf[len - 1] = '\0';
 		l->v = realloc(l->v, (l->n + 1) * sizeof(*l->v));
 		l->v[l->n++] = strdup(buf);
 	}
 	fclose(fp);
+}
+
+static void
+lines_read(const char *path, struct lines *l)
+{
+	lines_read_torn(path, l, 0);
 }
 
 static void
@@ -231,7 +247,7 @@ test_acknowledged_survives_kill9(void **state)
 	csqd_kill9(d);
 	print_message("%d of %d acknowledged before the kill\n", acked,
 	              KILL_USERS);
-	lines_read(f->path, &l);
+	lines_read_torn(f->path, &l, 1);
 	assert_true(l.n >= (size_t)acked);
 	assert_ids_follow(&l, l.n > 0 ? line_id(l.v[0]) : 1);
 	for (i = 0, j = 0; i < acked; i++) {
@@ -245,7 +261,7 @@ test_acknowledged_survives_kill9(void **state)
 	found = l.n;
 	lines_free(&l);
 
-	/* The restart appends. */
+	/* The restart appends (after a torn last line, cut). */
 	d = csqd_start(f->conf);
 	c = csqd_connect(d);
 	OK(c, "ENQUEUE after QUEUE q2");
