@@ -566,8 +566,8 @@ record_size(const char *s, size_t len)
 	return plen <= len - CSQ_RECORD_HEADER ? CSQ_RECORD_HEADER + plen : 0;
 }
 
-/* The records of a CSQ.APPLY, one after the other: each whole, none
- * cut. Returns how many, or -1. */
+/* The records of a CSQ.APPLY, one after the other: one at least, each
+ * whole, none cut. 0, or -1. */
 static int
 records_check(const char *s, size_t len)
 {
@@ -575,17 +575,14 @@ records_check(const char *s, size_t len)
 	struct csq_op op;
 	uint64_t now;
 	size_t n;
-	int count = 0;
 
-	while (len > 0) {
+	if (len == 0)
+		return -1;
+	for (; len > 0; s += n, len -= n)
 		if (len < CSQ_RECORD_HEADER || (n = record_size(s, len)) == 0 ||
 		    record_open(s, n, &op, &now, &strs) != 0)
 			return -1;
-		s += n;
-		len -= n;
-		count++;
-	}
-	return count > 0 ? count : -1;
+	return 0;
 }
 
 /* CSQ.APPLY <key> <seed> <records>: the changes of one call (or deadline)
@@ -610,7 +607,7 @@ cmd_apply(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 		return RM_ReplyWithError(ctx, "ERR CSQ.APPLY is for Redis's "
 		                              "replication and AOF only");
 	s = RM_StringPtrLen(argv[3], &len);
-	if (arg_seed(argv[2], &seed) != 0 || records_check(s, len) < 0)
+	if (arg_seed(argv[2], &seed) != 0 || records_check(s, len) != 0)
 		return RM_ReplyWithError(ctx, "ERR not a csq record");
 	if ((st = state_open(ctx, argv[1], 1, seed, &key)) == NULL) {
 		RM_CloseKey(key);
