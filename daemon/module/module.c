@@ -44,6 +44,10 @@ int module_debug_clock;
  * redis_reply_header): deadline, time, last event id, exact, message. */
 #define CALL_HEADER  5
 #define CALL_OPS_MAX 4096 /* operations in one CSQ.CALL */
+/* The room kept before a run's events for the message's head (the last
+ * event id, the time and the array's length, MessagePack, 9 + 9 + 5
+ * bytes at most): the head is written there, the events are not moved. */
+#define MSG_HEAD 23
 
 static uint64_t
 state_clock(void *arg)
@@ -60,6 +64,11 @@ state_emit(void *arg, const struct csq_event *ev)
 	size_t n = csq_event_to_fact(ev, v), i;
 	const char *kind = csq_event_name(ev->type);
 
+	if (st->nevents == 0) { /* the run's first: after the head's room */
+		st->events.len = 0;
+		csq_wbuf_reserve(&st->events, MSG_HEAD);
+		st->events.len = MSG_HEAD;
+	}
 	msgpack_put_array(&st->events, (uint32_t)(n + 1));
 	msgpack_put_str(&st->events, kind, strlen(kind));
 	for (i = 0; i < n; i++)
@@ -114,6 +123,10 @@ module_state_free(struct module_state *st)
 	module_alloc_charge(NULL);
 	if (st->key != NULL)
 		RM_FreeString(NULL, st->key);
+	if (st->channel != NULL)
+		RM_FreeString(NULL, st->channel);
+	if (st->seed_arg != NULL)
+		RM_FreeString(NULL, st->seed_arg);
 	RM_Free(st);
 }
 
@@ -132,6 +145,10 @@ module_state_name(struct module_state *st, RedisModuleCtx *ctx,
 			return;
 		RM_FreeString(NULL, st->key);
 	}
+	if (st->channel != NULL) {
+		RM_FreeString(NULL, st->channel);
+		st->channel = NULL;
+	}
 	st->key = RM_CreateString(NULL, s, a);
 	st->db = db;
 }
@@ -141,65 +158,78 @@ module_state_begin(struct module_state *st, RedisModuleCtx *ctx, uint64_t now)
 {
 	st->ctx = ctx;
 	st->now = now;
-	st->events.len = 0;
+	st->events.len = 0; /* the head's room is kept at the first event */
 	st->nevents = 0;
 	st->repl.len = 0;
 	module_alloc_charge(st);
 }
 
-/* "<prefix>:events" for a key "{<prefix>}:...", or "<key>:events". */
+/* "<prefix>:events" for a key "{<prefix>}:...", or "<key>:events":
+ * made when the state first publishes under its key, then kept. */
 static RedisModuleString *
-state_channel(struct module_state *st, RedisModuleCtx *ctx)
+state_channel(struct module_state *st)
 {
 	char buf[512];
 	size_t len;
-	const char *k = RM_StringPtrLen(st->key, &len), *end;
+	const char *k, *end;
 	int n;
 
+	if (st->channel != NULL)
+		return st->channel;
+	k = RM_StringPtrLen(st->key, &len);
 	end = len > 0 && k[0] == '{' ? memchr(k, '}', len) : NULL;
 	n = snprintf(buf, sizeof(buf), "%.*s:events",
 	             (int)(end != NULL ? (size_t)(end - k + 1)
 	                               : (len < 400 ? len : 400)),
 	             k);
-	return RM_CreateString(ctx, buf, (size_t)n);
+	st->channel = RM_CreateString(NULL, buf, (size_t)n);
+	return st->channel;
 }
 
-void
-module_state_end(struct module_state *st, struct csq_wbuf *msg)
+size_t
+module_state_end(struct module_state *st, const uint8_t **msg)
 {
 	struct csq *csq = csq_engine_memory_state(st->engine);
-	struct csq_wbuf m = {0};
-	RedisModuleString *ch, *body;
+	struct csq_wbuf head;
+	RedisModuleString *body;
+	uint8_t *m = NULL;
+	size_t len = 0;
 
-	module_alloc_charge(NULL);
-	if (st->repl.len > 0 && st->ctx != NULL && st->key != NULL)
-		RM_Replicate(st->ctx, "CSQ.APPLY", "slb", st->key,
-		             (long long)st->seed, (const char *)st->repl.p,
-		             st->repl.len);
-	st->repl.len = 0;
 	if (st->nevents > 0) {
 		/* Three values one after the other, as cmsgpack.pack(last,
-		 * ts, events) wrote them for the Lua engine. */
-		msgpack_put_int(&m, (int64_t)csq_last_event_id(csq));
-		msgpack_put_int(&m, (int64_t)st->now);
-		msgpack_put_array(&m, st->nevents);
-		csq_put_bytes(&m, st->events.p, st->events.len);
-		if (st->key != NULL && st->ctx != NULL) {
-			ch = state_channel(st, st->ctx);
-			body =
-			    RM_CreateString(st->ctx, (const char *)m.p, m.len);
-			RM_PublishMessage(st->ctx, ch, body);
-			RM_FreeString(st->ctx, ch);
-			RM_FreeString(st->ctx, body);
-		}
+		 * ts, events) wrote them for the Lua engine: the head is
+		 * written after the events (still charged to the state, as
+		 * they are), then copied into the room kept before them. */
+		head = st->events;
+		msgpack_put_int(&head, (int64_t)csq_last_event_id(csq));
+		msgpack_put_int(&head, (int64_t)st->now);
+		msgpack_put_array(&head, st->nevents);
+		len = head.len - st->events.len;
+		st->events.p = head.p;
+		st->events.cap = head.cap;
+		m = st->events.p + MSG_HEAD - len;
+		memcpy(m, st->events.p + st->events.len, len);
+		len += st->events.len - MSG_HEAD;
+	}
+	module_alloc_charge(NULL);
+	if (st->repl.len > 0 && st->ctx != NULL && st->key != NULL) {
+		if (st->seed_arg == NULL)
+			st->seed_arg = RM_CreateStringFromLongLong(
+			    NULL, (long long)st->seed);
+		RM_Replicate(st->ctx, "CSQ.APPLY", "ssb", st->key, st->seed_arg,
+		             (const char *)st->repl.p, st->repl.len);
+	}
+	st->repl.len = 0;
+	if (len > 0 && st->key != NULL && st->ctx != NULL) {
+		body = RM_CreateString(st->ctx, (const char *)m, len);
+		RM_PublishMessage(st->ctx, state_channel(st), body);
+		RM_FreeString(st->ctx, body);
 	}
 	if (msg != NULL)
 		*msg = m;
-	else
-		csq_wbuf_free(&m);
 	st->ctx = NULL;
 	st->nevents = 0;
-	st->events.len = 0;
+	return len;
 }
 
 /* A record with its header (length and CRC), whole: 0 and its op. */
@@ -382,10 +412,10 @@ call_run(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int reads)
 	struct call_reply cr = {NULL, 0, {0}};
 	struct module_state *st, *tmp = NULL;
 	RedisModuleKey *key;
-	struct csq_wbuf msg = {0};
+	const uint8_t *msg;
 	uint64_t now, t, next;
 	const char *s;
-	size_t len;
+	size_t len, msglen;
 	int i, n;
 
 	if (argc < 4)
@@ -489,7 +519,7 @@ call_run(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int reads)
 			memset(&cr.buf, 0, sizeof(cr.buf));
 		}
 		next = csq_next_deadline(csq_engine_memory_state(st->engine));
-		module_state_end(st, &msg);
+		msglen = module_state_end(st, &msg);
 		RM_ReplyWithArray(ctx, CALL_HEADER + n);
 		RM_ReplyWithLongLong(ctx,
 		                     next == UINT64_MAX ? -1 : (long long)next);
@@ -498,8 +528,8 @@ call_run(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int reads)
 		                     (long long)csq_last_event_id(
 		                         csq_engine_memory_state(st->engine)));
 		RM_ReplyWithLongLong(ctx, 1);
-		RM_ReplyWithStringBuffer(ctx, msg.len > 0 ? (char *)msg.p : "",
-		                         msg.len);
+		RM_ReplyWithStringBuffer(
+		    ctx, msglen > 0 ? (const char *)msg : "", msglen);
 		for (i = 0; i < n; i++) {
 			RM_ReplyWithStringBuffer(ctx, (char *)answers[i].p,
 			                         answers[i].len);
@@ -507,7 +537,6 @@ call_run(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int reads)
 		}
 		RM_Free(answers);
 	}
-	csq_wbuf_free(&msg);
 	RM_Free(ops);
 	RM_Free(strs);
 	RM_CloseKey(key);

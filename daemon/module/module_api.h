@@ -107,6 +107,8 @@ struct rm_type_methods {
 	X(const char *, StringPtrLen, (const RedisModuleString *, size_t *))   \
 	X(RedisModuleString *, CreateString,                                   \
 	  (RedisModuleCtx *, const char *, size_t))                            \
+	X(RedisModuleString *, CreateStringFromLongLong,                       \
+	  (RedisModuleCtx *, long long))                                       \
 	X(void, FreeString, (RedisModuleCtx *, RedisModuleString *))           \
 	X(void, RetainString, (RedisModuleCtx *, RedisModuleString *))         \
 	X(RedisModuleKey *, OpenKey,                                           \
