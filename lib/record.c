@@ -7,24 +7,42 @@
 
 #define CRC32C_POLY 0x82f63b78u /* Castagnoli, reflected */
 
+/* Eight bytes a step ("slicing by 8"): table[k] is table[0] run k more
+ * bytes of zeros, so the eight lookups of a step are independent. A byte
+ * at a time, this checksum was two thirds of the cost of encoding an
+ * ENQUEUE's record (which each change of csq.so replicates). */
 uint32_t
 csq_crc32c(const void *data, size_t len)
 {
-	static uint32_t table[256];
+	static uint32_t table[8][256];
 	const uint8_t *p = data;
-	uint32_t crc = 0xffffffffu, c;
+	uint32_t crc = 0xffffffffu, c, lo, hi;
 	int i, k;
 
-	if (table[1] == 0) {
+	if (table[0][1] == 0) {
 		for (i = 0; i < 256; i++) {
 			c = (uint32_t)i;
 			for (k = 0; k < 8; k++)
 				c = c & 1 ? (c >> 1) ^ CRC32C_POLY : c >> 1;
-			table[i] = c;
+			table[0][i] = c;
 		}
+		for (k = 1; k < 8; k++)
+			for (i = 0; i < 256; i++)
+				table[k][i] = (table[k - 1][i] >> 8) ^
+				              table[0][table[k - 1][i] & 0xff];
+	}
+	for (; len >= 8; p += 8, len -= 8) {
+		lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+		            (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+		hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 |
+		     (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+		crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^
+		      table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^
+		      table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^
+		      table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
 	}
 	while (len-- > 0)
-		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+		crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return crc ^ 0xffffffffu;
 }
 

@@ -14,10 +14,27 @@
 static void
 test_crc32c(void **state)
 {
+	uint8_t buf[3 + 64];
+	uint32_t crc;
+	size_t len, i;
+	int k;
+
 	(void)state;
 	/* The check value of CRC-32C (Castagnoli). */
 	assert_int_equal(csq_crc32c("123456789", 9), 0xe3069283u);
 	assert_int_equal(csq_crc32c("", 0), 0);
+	/* Eight bytes a step and the rest one at a time, at every length
+	 * below 64 from an odd address: as the checksum a bit at a time. */
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 151 + 7);
+	for (len = 0; len < 64; len++) {
+		crc = 0xffffffffu;
+		for (i = 0; i < len; i++)
+			for (crc ^= buf[3 + i], k = 0; k < 8; k++)
+				crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78u
+				              : crc >> 1;
+		assert_int_equal(csq_crc32c(buf + 3, len), crc ^ 0xffffffffu);
+	}
 }
 
 /* The payload of a HEARTBEAT record before routing: opcode, time, the
