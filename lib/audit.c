@@ -35,6 +35,12 @@ struct au_user {
 	 * the event that said it (0: no event of it carried them). */
 	char needs[CSQ_NEEDS_TEXT_MAX];
 	uint64_t needs_at;
+	/* Its preference window as the record opened it (queued or
+	 * transferred with prefer): the servicer it waits for, when the
+	 * window closes (ms: its time out, or its prefer_ended), and the
+	 * event that opened it (0: no window on record, this life). */
+	char prefer[CSQ_ID_MAX + 1];
+	uint64_t prefer_until, prefer_at;
 	struct au_line *line;
 	struct au_user *prev, *next; /* in line, in arrival order */
 };
@@ -68,6 +74,12 @@ struct au_pending {
 	/* The earlier user's needs, which the servicer's skills met: the
 	 * events that said both (0: it had none). */
 	uint64_t needs_at, skills_at;
+	/* The earlier user's window on record, which did not excuse it:
+	 * the event that opened it (0: none), and whether it was for the
+	 * servicer that took the later user (else it had closed). */
+	uint64_t window_at;
+	int window_same;
+	char window_for[CSQ_ID_MAX + 1];
 	int excused;
 };
 
@@ -280,6 +292,8 @@ user_arrive(struct csq_audit *a, struct au_user *u, const struct csq_event *ev,
 	u->room[0] = '\0';
 	u->needs[0] = '\0';
 	u->needs_at = 0;
+	u->prefer[0] = '\0';
+	u->prefer_at = 0;
 	if (before)
 		a->sum.before++;
 	else
@@ -389,6 +403,44 @@ audit_skills(const struct au_servicer *s, const struct au_user *y)
 	}
 }
 
+/* The window ev opens for u (queued, transferred: prefer, prefer_ms, the
+ * whole window from ev's time); none without prefer. */
+static void
+user_window(struct au_user *u, const struct csq_event *ev)
+{
+	u->prefer_at = 0;
+	if (ev->prefer[0] == '\0')
+		return;
+	snprintf(u->prefer, sizeof(u->prefer), "%s", ev->prefer);
+	u->prefer_until = ev->ts_ms + ev->prefer_ms;
+	u->prefer_at = ev->id;
+}
+
+/* u's window on record is open at ev's time. */
+static int
+window_open(const struct au_user *u, const struct csq_event *ev)
+{
+	return u->prefer_at != 0 && ev->ts_ms < u->prefer_until;
+}
+
+/*
+ * What the windows on record excuse when ev's servicer takes u past y:
+ * y's, when it was open then and for another servicer (y waited for
+ * that one: protocol.md section 3b); u's, when it was open and for this
+ * one (u was taken by the servicer it waited for). A window for the
+ * servicer that took u, or one closed by then, excuses nothing.
+ */
+static unsigned
+audit_windows(const struct au_user *y, const struct au_user *u,
+              const struct csq_event *ev)
+{
+	if (window_open(y, ev) && strcmp(y->prefer, ev->servicer) != 0)
+		return 1u << CSQ_EXCUSE_PREFER;
+	if (window_open(u, ev) && strcmp(u->prefer, ev->servicer) == 0)
+		return 1u << CSQ_EXCUSE_PREFER;
+	return 0;
+}
+
 /*
  * u is offered or matched by ev's servicer: whoever of its queue and tier
  * arrived before it and is still waiting was overtaken. Excused at once
@@ -412,6 +464,7 @@ audit_order(struct csq_audit *a, struct au_user *u, const struct csq_event *ev)
 		if (y == u || y->st != AU_WAITING)
 			continue;
 		if ((e = audit_excuse(y->excuses | u->excuses |
+		                      audit_windows(y, u, ev) |
 		                      audit_skills(s, y))) >= 0) {
 			a->sum.excused[e]++;
 			continue;
@@ -432,6 +485,12 @@ audit_order(struct csq_audit *a, struct au_user *u, const struct csq_event *ev)
 		if (y->needs[0] != '\0') {
 			p->needs_at = y->needs_at;
 			p->skills_at = s->at;
+		}
+		if (y->prefer_at != 0) {
+			p->window_at = y->prefer_at;
+			p->window_same = strcmp(y->prefer, ev->servicer) == 0;
+			snprintf(p->window_for, sizeof(p->window_for), "%s",
+			         y->prefer);
 		}
 		snprintf(p->queue, sizeof(p->queue), "%s", ev->queue);
 		snprintf(p->servicer, sizeof(p->servicer), "%s", ev->servicer);
@@ -457,6 +516,31 @@ audit_settle(struct csq_audit *a, struct au_user *u)
 			p->excused = 1;
 			a->sum.excused[e]++;
 		}
+	}
+}
+
+/*
+ * u's window for ev's servicer closed (prefer_ended): u was held for that
+ * servicer until now, so the overtakes of u (this life) by others so
+ * far are excused; one by that servicer is not. For a window the record
+ * did not open (a re-ENQUEUE's PREFER publishes nothing; a csq before
+ * issue 36 wrote no prefer) this is the first the record says of it.
+ */
+static void
+audit_settle_window(struct csq_audit *a, struct au_user *u,
+                    const struct csq_event *ev)
+{
+	struct au_pending *p;
+	size_t i;
+
+	for (i = 0; i < a->npending; i++) {
+		p = &a->pending[i];
+		if (p->excused || p->early != u ||
+		    p->early_arrival != u->arrival ||
+		    strcmp(p->servicer, ev->servicer) == 0)
+			continue;
+		p->excused = 1;
+		a->sum.excused[CSQ_EXCUSE_PREFER]++;
 	}
 }
 
@@ -498,11 +582,16 @@ audit_place(struct csq_audit *a, struct au_user *u, const struct csq_event *ev,
 		r->user->room[0] = '\0';
 		user_gone(r->user);
 	}
-	if (ev->from_queue[0] != '\0')
+	/* Moved at once into a free room by a policy (overflow, nobody,
+	 * closed; a record before the reason: any move). A re-ENQUEUE's
+	 * move (reason enqueue) keeps its arrival, as its rescored does,
+	 * and is checked as any placement. */
+	if (ev->from_queue[0] != '\0' && ev->reason != CSQ_REASON_ENQUEUE)
 		u->excuses |= 1u << CSQ_EXCUSE_OVERFLOW;
 	audit_order(a, u, ev);
 	line_remove(u);
 	user_needs(u, ev);
+	u->prefer_at = 0; /* a window ends silently in a room */
 	snprintf(u->queue, sizeof(u->queue), "%s", ev->queue);
 	u->tier = ev->tier;
 	u->st = offer ? AU_OFFERED : AU_ASSIGNED;
@@ -615,10 +704,19 @@ audit_position(struct csq_audit *a, struct au_user *x,
 	uint32_t t;
 	int n;
 
+	/* An arrival in a window on record: its position is in its
+	 * servicer's line. */
+	if (x->prefer_at != 0)
+		return;
 	for (t = ev->tier; t <= a->max_tier && t >= ev->tier; t++) {
 		n = snprintf(key, sizeof(key), "%s\x1f%" PRIu32, ev->queue, t);
-		if ((l = csq_dict_get(a->lines, key, (size_t)n)) != NULL)
-			ahead += l->n - (x->line == l ? 1 : 0);
+		if ((l = csq_dict_get(a->lines, key, (size_t)n)) == NULL)
+			continue;
+		ahead += l->n - (x->line == l ? 1 : 0);
+		/* Those in a window on record are not in the line. */
+		for (y = l->head; y != NULL; y = y->next)
+			if (y != x && window_open(y, ev))
+				ahead--;
 	}
 	if (ev->position == 0 || ahead <= ev->position - 1)
 		return;
@@ -628,7 +726,8 @@ audit_position(struct csq_audit *a, struct au_user *x,
 		if ((l = csq_dict_get(a->lines, key, (size_t)n)) == NULL)
 			continue;
 		for (y = l->head; y != NULL; y = y->next)
-			if (y != x && !(y->excuses & 1u << CSQ_EXCUSE_PREFER)) {
+			if (y != x && !window_open(y, ev) &&
+			    !(y->excuses & 1u << CSQ_EXCUSE_PREFER)) {
 				y->excuses |= 1u << CSQ_EXCUSE_PREFER;
 				audit_settle(a, y);
 			}
@@ -723,11 +822,11 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 		 * overflow keeps them. */
 		if (ev->type != CSQ_EV_OVERFLOWED)
 			user_needs(u, ev);
-		/* A window (queued's prefer): passed over rightly by any
-		 * servicer other than the one it waits for (lenient: which
-		 * servicer is not checked). */
-		if (ev->prefer[0] != '\0')
-			u->excuses |= 1u << CSQ_EXCUSE_PREFER;
+		/* A window (queued's prefer): passed over rightly by a
+		 * servicer other than the one it waits for, while it is
+		 * open (audit_windows). */
+		if (ev->type == CSQ_EV_QUEUED)
+			user_window(u, ev);
 		user_wait(a, u, ev);
 		if (ev->type == CSQ_EV_QUEUED && ev->from_queue[0] == '\0' &&
 		    u->arrival == ev->id)
@@ -755,30 +854,36 @@ csq_audit_event(struct csq_audit *a, const struct csq_event *ev)
 			audit_stray(a, u, ev, "not released by a transfer");
 		audit_back(a, u, ev, CSQ_EXCUSE_TRANSFER);
 		user_needs(u, ev);
-		if (ev->prefer[0] != '\0')
-			u->excuses |= 1u << CSQ_EXCUSE_PREFER;
+		user_window(u, ev);
 		break;
 	case CSQ_EV_PREFER_ENDED:
+		if (u->st == AU_GONE) {
+			user_arrive(a, u, ev, 1);
+			user_wait(a, u, ev);
+		}
+		/* Its window is closed from now on; the overtakes by other
+		 * servicers while it waited for this one are excused. */
+		if (window_open(u, ev))
+			u->prefer_until = ev->ts_ms;
+		audit_settle_window(a, u, ev);
+		break;
 	case CSQ_EV_RELAXED:
 		if (u->st == AU_GONE) {
 			user_arrive(a, u, ev, 1);
 			user_wait(a, u, ev);
 		}
-		if (ev->type == CSQ_EV_RELAXED && u->needs[0] != '\0') {
+		if (u->needs[0] != '\0') {
 			/* The needs in force from now on: checked at each
 			 * overtake after it (audit_order). */
 			user_needs(u, ev);
 			break;
 		}
-		/* Held for a servicer; or in need of skills that the
-		 * record did not say before (a csq before issue 36 wrote
-		 * needs only in relaxed): passed by others of its line
-		 * rightly, as this event says only now (audit_settle). */
-		if (ev->type == CSQ_EV_RELAXED) {
-			u->excuses |= 1u << CSQ_EXCUSE_SKILLS;
-			user_needs(u, ev);
-		} else
-			u->excuses |= 1u << CSQ_EXCUSE_PREFER;
+		/* In need of skills that the record did not say before (a
+		 * csq before issue 36 wrote needs only in relaxed): passed
+		 * by others of its line rightly, as this event says only
+		 * now (audit_settle). */
+		u->excuses |= 1u << CSQ_EXCUSE_SKILLS;
+		user_needs(u, ev);
 		audit_settle(a, u);
 		break;
 	case CSQ_EV_LEFT:
@@ -845,8 +950,9 @@ csq_audit_end(struct csq_audit *a)
 {
 	struct au_pending *p;
 	size_t i;
-	uint64_t ids[4];
-	char why[96];
+	uint64_t ids[CSQ_AUDIT_IDS];
+	char why[96], window[128];
+	int n;
 
 	if (a->ended)
 		return;
@@ -859,21 +965,35 @@ csq_audit_end(struct csq_audit *a)
 		ids[0] = p->early_arrival;
 		ids[1] = p->late_arrival;
 		ids[2] = p->at;
-		ids[3] = p->needs_at;
+		n = 3;
 		/* With needs: the skills excuse refused, and the events
 		 * that said the needs and the skills that met them. */
 		why[0] = '\0';
-		if (p->needs_at != 0)
+		if (p->needs_at != 0) {
+			ids[n++] = p->needs_at;
 			snprintf(why, sizeof(why),
 			         ", whose skills (event %" PRIu64
 			         ") met its needs (event %" PRIu64 ")",
 			         p->skills_at, p->needs_at);
-		audit_find(a, CSQ_AUDIT_OVERTAKEN, p->needs_at ? 4 : 3, ids,
+		}
+		/* With a window on record: the preferred-servicer excuse
+		 * refused, and the event that opened the window. */
+		window[0] = '\0';
+		if (p->window_at != 0) {
+			ids[n++] = p->window_at;
+			snprintf(window, sizeof(window),
+			         p->window_same ? "; its window (event %" PRIu64
+			                          ") was for %s itself"
+			                        : "; its window (event %" PRIu64
+			                          ") for %s had closed",
+			         p->window_at, p->window_for);
+		}
+		audit_find(a, CSQ_AUDIT_OVERTAKEN, n, ids,
 		           "%s (arrived at event %" PRIu64
 		           ") was waiting in %s tier %" PRIu32
-		           " when %s, who arrived after, went to %s%s",
+		           " when %s, who arrived after, went to %s%s%s",
 		           p->early->id, p->early_arrival, p->queue, p->tier,
-		           p->late->id, p->servicer, why);
+		           p->late->id, p->servicer, why, window);
 	}
 }
 

@@ -16,7 +16,11 @@
  *   servicer's skills (servicer_up, servicer_updated) and each user's
  *   needs in force (queued, rescored, offered, matched, transferred,
  *   relaxed), and excuses an overtake by skills only when the
- *   servicer's skills did not meet the earlier user's needs then;
+ *   servicer's skills did not meet the earlier user's needs then. A
+ *   preference window on record (queued, transferred with prefer)
+ *   excuses only when it was for another servicer than the one that
+ *   took the later user and still open then; a move into a free room
+ *   only when a policy made it (matched's reason; not enqueue);
  * - no event lost: the ids follow one another.
  *
  * Users and rooms that the record first shows in the middle of their
@@ -56,7 +60,7 @@ enum csq_audit_excuse {
 	CSQ_EXCUSES
 };
 
-#define CSQ_AUDIT_IDS      4
+#define CSQ_AUDIT_IDS      5
 #define CSQ_AUDIT_TEXT_MAX 256
 
 struct csq_audit_finding {

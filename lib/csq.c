@@ -856,7 +856,8 @@ user_move(struct csq *c, struct csq_user *u, struct csq_queue *to,
 		} else
 			pos = csq_user_join_line(c, u, now);
 	}
-	if (!csq_match_user(c, u, moved ? from : NULL, now) &&
+	if (!csq_match_user(c, u, moved ? from : NULL, CSQ_REASON_ENQUEUE,
+	                    now) &&
 	    (moved || tier != k0_tier || relined))
 		user_event(c, CSQ_EV_RESCORED, u, moved ? from : NULL, pos,
 		           CSQ_REASON_ENQUEUE, now);
@@ -1017,7 +1018,7 @@ csq_enqueue(struct csq *c, uint64_t now, const struct csq_enqueue_args *a,
 		pos = csq_user_join_line(c, u, now);
 	c->stats.waiting++;
 	csq_user_deadline(c, u, now);
-	matched = csq_match_user(c, u, NULL, now);
+	matched = csq_match_user(c, u, NULL, CSQ_REASON_NONE, now);
 	csq_user_info_at(c, u, now, u->state == CSQ_USER_WAITING ? pos : 0,
 	                 out);
 	/* queued carries the reply's estimate (issue 38): a frontend that

@@ -156,9 +156,12 @@ enum csq_reason {
 	CSQ_REASON_ENQUEUE,       /* rescored by ENQUEUE */
 	CSQ_REASON_AGING,         /* rescored by the queue's aging */
 	CSQ_REASON_QUEUES,        /* prefer_ended: the queue no longer served */
-	CSQ_REASON_NOBODY, /* left, overflowed: nobody served the queue */
-	CSQ_REASON_CLOSED, /* left, overflowed: the queue closed */
+	CSQ_REASON_NOBODY,   /* left, overflowed: nobody served the queue */
+	CSQ_REASON_CLOSED,   /* left, overflowed: the queue closed */
+	CSQ_REASON_OVERFLOW, /* matched, offered: an overflow's move */
 };
+/* The last reason csq_reason_name knows. */
+#define CSQ_REASON_LAST CSQ_REASON_OVERFLOW
 
 /*
  * One event. Strings are copies owned by the event, valid during the emit
@@ -185,6 +188,8 @@ struct csq_event {
 	                        the next change (0: none) */
 	uint32_t capacity;   /* servicer_up */
 	char queues[CSQ_SERVICER_QUEUES * (CSQ_ID_MAX + 1)]; /* "a,b,c" */
+	/* Its reason or by; matched, offered: what placed a waiting user
+	 * at once (enqueue, overflow, nobody, closed), none otherwise. */
 	enum csq_reason reason;
 	/* relaxed: the needs in force after it, the names it dropped
 	 * ("a,b"), and by how much it lowered the levels. */

@@ -67,6 +67,8 @@ reason_name(enum csq_reason r)
 		return "nobody";
 	case CSQ_REASON_CLOSED:
 		return "closed";
+	case CSQ_REASON_OVERFLOW:
+		return "overflow";
 	case CSQ_REASON_NONE:
 		break;
 	}
@@ -309,6 +311,10 @@ json_write(const struct csq_event *ev, char *p)
 		if (ev->has_offered_ms)
 			JSON_U64(p, "offered_ms", ev->offered_ms);
 		p = json_needs(p, ev);
+		/* Why a waiting user was placed at once (a move, a
+		 * re-ENQUEUE): last, as in its fact. */
+		if (ev->reason != CSQ_REASON_NONE)
+			JSON_REASON(p, "reason", ev->reason);
 		break;
 	case CSQ_EV_OFFERED:
 		p = json_user_room(p, ev);
@@ -316,6 +322,8 @@ json_write(const struct csq_event *ev, char *p)
 		if (ev->from_queue[0] != '\0')
 			JSON_STR(p, "from_queue", ev->from_queue);
 		p = json_needs(p, ev);
+		if (ev->reason != CSQ_REASON_NONE)
+			JSON_REASON(p, "reason", ev->reason);
 		break;
 	case CSQ_EV_DECLINED:
 		p = json_user_room(p, ev);

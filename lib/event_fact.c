@@ -91,7 +91,8 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
     [CSQ_EV_RESCORED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE,
                          F_REASON, F_NEEDS},
     [CSQ_EV_MATCHED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
-                        F_WAITED_MS, F_FROM_QUEUE, F_OFFERED_MS, F_NEEDS},
+                        F_WAITED_MS, F_FROM_QUEUE, F_OFFERED_MS, F_NEEDS,
+                        F_REASON},
     /* servicer and room: an offered user's left. */
     [CSQ_EV_LEFT] = {F_USER, F_QUEUE, F_REASON, F_SERVICER, F_ROOM},
     [CSQ_EV_RELEASED] = {F_USER, F_QUEUE, F_SERVICER, F_ROOM, F_REASON},
@@ -102,7 +103,7 @@ static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
     [CSQ_EV_SERVICER_PAUSED] = {F_SERVICER, F_REASON},
     [CSQ_EV_SERVICER_RESUMED] = {F_SERVICER},
     [CSQ_EV_OFFERED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
-                        F_EXPIRES_MS, F_FROM_QUEUE, F_NEEDS},
+                        F_EXPIRES_MS, F_FROM_QUEUE, F_NEEDS, F_REASON},
     [CSQ_EV_DECLINED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM, F_REASON,
                          F_POSITION, F_UNTIL_MS},
     [CSQ_EV_TRANSFERRED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_SERVICER,
@@ -347,5 +348,11 @@ csq_event_to_fact(const struct csq_event *ev,
 			break;
 		}
 	}
+	/* Absent fields at the end are left out (a reader takes a field
+	 * past the last one given as absent): a matched or offered without
+	 * a move costs csq.so's message no more than before its reason,
+	 * the last of its fact, came (issue 36); most cost less. */
+	while (i > 0 && v[i - 1].type == CSQ_FACT_ABSENT)
+		i--;
 	return i;
 }

@@ -46,7 +46,8 @@ int csq_event_from_fact(struct csq_event *ev, const char *kind, size_t klen,
 /*
  * The fact of ev, the inverse of csq_event_from_fact: its kind is
  * csq_event_name(ev->type), and v gets its fields (strings point into ev
- * or are constants); a field ev has not is absent. Returns how many.
+ * or are constants); a field ev has not is absent, and those at the end
+ * are left out. Returns how many.
  */
 size_t csq_event_to_fact(const struct csq_event *ev,
                          struct csq_fact_value v[CSQ_FACT_FIELDS_MAX]);

@@ -310,7 +310,7 @@ parse_reason(struct parse *ps, enum csq_reason *out)
 
 	if (parse_string(ps, name, sizeof(name)) < 0)
 		return -1;
-	for (r = CSQ_REASON_LEAVE; r <= CSQ_REASON_CLOSED; r++)
+	for (r = CSQ_REASON_LEAVE; r <= CSQ_REASON_LAST; r++)
 		if (strcmp(name, csq_reason_name((enum csq_reason)r)) == 0) {
 			*out = (enum csq_reason)r;
 			return 0;

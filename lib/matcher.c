@@ -16,7 +16,8 @@
 
 void
 csq_assign(struct csq *c, struct csq_user *u, struct csq_servicer *s,
-           uint32_t index, const struct csq_queue *from, uint64_t now)
+           uint32_t index, const struct csq_queue *from, enum csq_reason why,
+           uint64_t now)
 {
 	struct csq_event ev;
 	struct csq_room *r;
@@ -34,20 +35,21 @@ csq_assign(struct csq *c, struct csq_user *u, struct csq_servicer *s,
 	ev.waited_ms = now > u->arrival_ms ? now - u->arrival_ms : 0;
 	if (from != NULL)
 		memcpy(ev.from_queue, from->name, from->namelen + 1);
+	ev.reason = why;
 	csq_emit(c, &ev);
 }
 
 /* Waiting u takes s's lowest free room: offered or assigned. */
 static void
 matcher_place(struct csq *c, struct csq_user *u, struct csq_servicer *s,
-              const struct csq_queue *from, uint64_t now)
+              const struct csq_queue *from, enum csq_reason why, uint64_t now)
 {
 	uint32_t index = csq_room_free_index(s);
 
 	if (s->offer_s > 0)
-		csq_offer(c, u, s, index, from, now);
+		csq_offer(c, u, s, index, from, why, now);
 	else
-		csq_assign(c, u, s, index, from, now);
+		csq_assign(c, u, s, index, from, why, now);
 }
 
 /* The servicer the strategy gives q's next user, or NULL. */
@@ -71,7 +73,7 @@ matcher_best_servicer(const struct csq_queue *q)
  */
 int
 csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
-               uint64_t now)
+               enum csq_reason why, uint64_t now)
 {
 	struct csq_servicer *s;
 
@@ -87,7 +89,7 @@ csq_match_user(struct csq *c, struct csq_user *u, const struct csq_queue *from,
 		s = matcher_best_servicer(u->queue);
 	if (s == NULL)
 		return 0;
-	matcher_place(c, u, s, from, now);
+	matcher_place(c, u, s, from, why, now);
 	return 1;
 }
 
@@ -136,7 +138,7 @@ csq_match_servicer(struct csq *c, struct csq_servicer *s, uint64_t now)
 	struct csq_user *u;
 
 	while (csq_servicer_has_free(s) && (u = matcher_best_user(s)) != NULL)
-		matcher_place(c, u, s, NULL, now);
+		matcher_place(c, u, s, NULL, CSQ_REASON_NONE, now);
 }
 
 void
@@ -207,7 +209,7 @@ csq_settle(struct csq *c, struct csq_settle *st, uint64_t now)
 	for (i = 0; i < st->back.n; i++) {
 		u = st->back.v[i];
 		if (u->state == CSQ_USER_WAITING && heads_its_line(c, u))
-			csq_match_user(c, u, NULL, now);
+			csq_match_user(c, u, NULL, CSQ_REASON_NONE, now);
 	}
 	for (i = 0; i < st->nrefill; i++)
 		if ((s = csq_servicer_get(c, st->refill[i])) != NULL)

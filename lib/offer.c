@@ -13,7 +13,8 @@
 
 void
 csq_offer(struct csq *c, struct csq_user *u, struct csq_servicer *s,
-          uint32_t index, const struct csq_queue *from, uint64_t now)
+          uint32_t index, const struct csq_queue *from, enum csq_reason why,
+          uint64_t now)
 {
 	struct csq_event ev;
 	struct csq_room *r;
@@ -32,6 +33,7 @@ csq_offer(struct csq *c, struct csq_user *u, struct csq_servicer *s,
 	ev.expires_ms = r->deadline.node.key;
 	if (from != NULL)
 		memcpy(ev.from_queue, from->name, from->namelen + 1);
+	ev.reason = why;
 	csq_emit(c, &ev);
 }
 

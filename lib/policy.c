@@ -518,7 +518,12 @@ csq_policy_move(struct csq *c, struct csq_user *u, const char *name,
 	csq_estimate_arrival(&to->est, csq_user_tier(u), now);
 	pos = csq_needline_enter(c, u);
 	csq_policy_start(c, u, now);
-	if (!csq_match_user(c, u, from, now)) {
+	/* Matched at once: its matched (offered) says which move it was,
+	 * an overflow's by name (overflowed's has no reason). */
+	if (!csq_match_user(c, u, from,
+	                    reason != CSQ_REASON_NONE ? reason
+	                                              : CSQ_REASON_OVERFLOW,
+	                    now)) {
 		csq_event_begin(&ev, CSQ_EV_OVERFLOWED, now);
 		csq_event_user(&ev, u);
 		memcpy(ev.from_queue, from->name, from->namelen + 1);
@@ -611,7 +616,7 @@ policy_relax(struct csq *c, struct csq_user *u, uint64_t now)
 	strcpy(ev.needs, csq_needset_text(c, to));
 	ev.lowered = lowered;
 	csq_emit(c, &ev);
-	return csq_match_user(c, u, NULL, now);
+	return csq_match_user(c, u, NULL, CSQ_REASON_NONE, now);
 }
 
 /*

@@ -137,7 +137,7 @@ void
 csq_prefer_expire(struct csq *c, struct csq_user *u, uint64_t now)
 {
 	csq_prefer_end(c, u, CSQ_REASON_TIMEOUT, now);
-	csq_match_user(c, u, NULL, now);
+	csq_match_user(c, u, NULL, CSQ_REASON_NONE, now);
 }
 
 /* Every window of prefer line l ends (reason); the users go to st. */

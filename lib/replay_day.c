@@ -484,16 +484,23 @@ rd_rec_state(struct rd_visit *v, const struct csq_event *ev, int needs)
 
 /*
  * ev says that v's user, waiting, re-ENQUEUEd: a rescored of reason
- * enqueue, or a matched or offered whose needs are not those in force
- * (a NEEDS that a free room took at once: protocol.md section 3c). What
- * it changed, told from the record's state before it, is kept to be
- * played at its time; nothing when it changed nothing the replay plays.
+ * enqueue, or a matched or offered of reason enqueue (a re-ENQUEUE that a
+ * free room took at once: protocol.md section 4), or, in a record of a
+ * csq before that reason, a matched or offered whose needs are not those
+ * in force (a NEEDS that a free room took at once: section 3c). What it
+ * changed, told from the record's state before it, is kept to be played
+ * at its time; nothing when it changed nothing the replay plays. A
+ * matched or offered with from_queue and no reason is an overflow's, or
+ * a re-ENQUEUE's of a csq before the reason: taken as an overflow (the
+ * replay's configuration moves the user, or not).
  */
 static void
 rd_again(struct rd_visit *v, const struct csq_event *ev)
 {
-	int tier = ev->type == CSQ_EV_RESCORED && ev->tier != v->rec_tier;
-	int queue = ev->type == CSQ_EV_RESCORED && ev->from_queue[0] != '\0' &&
+	int told =
+	    ev->type == CSQ_EV_RESCORED || ev->reason == CSQ_REASON_ENQUEUE;
+	int tier = told && ev->tier != v->rec_tier;
+	int queue = told && ev->from_queue[0] != '\0' &&
 	            strcmp(ev->from_queue, ev->queue) != 0;
 	int needs = strcmp(ev->needs, v->rec_needs) != 0;
 	struct rd_again *g;
@@ -552,9 +559,14 @@ csq_replay_day_event(struct csq_replay_day *d, const struct csq_event *ev)
 		    ev->servicer[0] == '\0')
 			break;
 		if (v == NULL) {
+			/* Moved by its queue's policy: it arrived in the
+			 * queue it came from. A re-ENQUEUE's move (reason
+			 * enqueue) is where the record first has it. */
 			v = rd_arrive(d, ev,
-			              ev->from_queue[0] != '\0' ? ev->from_queue
-			                                        : ev->queue);
+			              ev->from_queue[0] != '\0' &&
+			                      ev->reason != CSQ_REASON_ENQUEUE
+			                  ? ev->from_queue
+			                  : ev->queue);
 			/* Matched after a wait the record did not see (it
 			 * began later): it arrived when its wait began, or
 			 * at the record's start. */

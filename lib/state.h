@@ -516,7 +516,8 @@ void csq_room_ready(struct csq *, struct csq_room *, uint64_t now,
 /* offer.c */
 /* Offers waiting user u the free room index of s (s->offer_s > 0). */
 void csq_offer(struct csq *, struct csq_user *, struct csq_servicer *,
-               uint32_t index, const struct csq_queue *from, uint64_t now);
+               uint32_t index, const struct csq_queue *from,
+               enum csq_reason why, uint64_t now);
 /* The offer in r runs out: declined by timeout, missed, maybe a pause. */
 void csq_offer_expire(struct csq *, struct csq_room *, uint64_t now,
                       struct csq_settle *);
@@ -733,13 +734,18 @@ int64_t csq_estimate_new_arrival(const struct csq *, const struct csq_queue *,
 int64_t csq_estimate_user(const struct csq_user *, uint64_t pos, uint64_t now);
 
 /* matcher.c */
-/* from: the queue a user moved from just now (ENQUEUE QUEUE), else NULL. */
+/* from: the queue a user moved from just now (ENQUEUE QUEUE, a policy's
+ * move), else NULL; why: what placed a waiting user at once, for its
+ * matched or offered (enqueue, overflow, nobody, closed; none for an
+ * arrival or a freed room). */
 int csq_match_user(struct csq *, struct csq_user *,
-                   const struct csq_queue *from, uint64_t now);
+                   const struct csq_queue *from, enum csq_reason why,
+                   uint64_t now);
 void csq_match_servicer(struct csq *, struct csq_servicer *, uint64_t now);
 /* Puts waiting user u into room index of s: assigned at once. */
 void csq_assign(struct csq *, struct csq_user *, struct csq_servicer *,
-                uint32_t index, const struct csq_queue *from, uint64_t now);
+                uint32_t index, const struct csq_queue *from,
+                enum csq_reason why, uint64_t now);
 void csq_settle_back(struct csq_settle *, struct csq_user *);
 void csq_settle_refill(struct csq_settle *, const struct csq_servicer *);
 /*

@@ -1,7 +1,8 @@
 #!/bin/sh
 # csq-day audit, the program (docs/day.md): the shipped sample record of a
 # real csqd passes; each deliberate fault of tests/day/faults (an
-# out-of-order match, a double offer, a lost user) is caught with the ids
+# out-of-order match, a double offer, a lost user, a preference window
+# claimed for the servicer that passed its user over) is caught with the ids
 # of its events (exit 1); a line that is not an event is reported with
 # its place (exit 1); an unreadable file exits 2, a usage error 64; and a
 # benchmark-style run (csq-bench match with offers, 10 servicers) on a
@@ -38,6 +39,8 @@ expect 0 "audit: OK" "$src/tests/day/sample.jsonl"
 expect 1 "overtaken: events 2 3 4: c001" "$src/tests/day/faults/out_of_order.jsonl"
 expect 1 "two_offers: events 3 4: user c001" "$src/tests/day/faults/double_offer.jsonl"
 expect 1 "lost: events 2 3: user c001" "$src/tests/day/faults/lost_user.jsonl"
+# c001 waited for a1 itself (prefer): a1 taking c002 is not excused by it.
+expect 1 "overtaken: events 2 3 4 2: c001" "$src/tests/day/faults/prefer_claimed.jsonl"
 # Read as one record with the sample: the ids go back, which is a finding.
 expect 1 "gap: events" "$src/tests/day/sample.jsonl" "$src/tests/day/faults/lost_user.jsonl"
 printf '{"event":"queued","id":1,"ts":1}\nnot json\n' >"$tmp/bad.jsonl"

@@ -315,6 +315,8 @@ event_channels(void **state)
 	for (int i = 0; i < m->n; i++) {
 		assert_json_str(m->m[i].payload, "queue", "q2");
 		assert_json_str(m->m[i].payload, "from_queue", "default");
+		/* A re-ENQUEUE's move, not an overflow's (issue 36). */
+		assert_json_str(m->m[i].payload, "reason", "enqueue");
 	}
 
 	/* sub2 heard u2's four events, and nothing else. */

@@ -128,6 +128,7 @@ overflow_into_free_room(void **state)
 	if (ev == NULL)
 		fail_msg("no matched event for v1");
 	assert_json_str(ev, "from_queue", "vip");
+	assert_json_str(ev, "reason", "overflow"); /* not a re-ENQUEUE's */
 	assert_json_str(ev, "queue", "general");
 	assert_json_str(ev, "servicer", "s1");
 	assert_null(event_of(&m, "overflowed", "v1"));

@@ -11,7 +11,10 @@
  * made the earlier user one it could take, is caught with the events
  * that said the needs; a servicer the record never showed is excused
  * by that name. (The re-ENQUEUE case found that a rescored of the last
- * user of its line lost the line, and every later overtake in it.)
+ * user of its line lost the line, and every later overtake in it.) The
+ * preferred-servicer excuse is checked too: the earlier user's window on
+ * record must have been for another servicer and still open; and a move
+ * into a free room is an overflow's excuse only when its reason says so.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -443,6 +446,144 @@ test_skills_checked(void **state)
 	    strstr(csq_audit_excuse_name(CSQ_EXCUSE_UNRECORDED), "skills"));
 }
 
+/* At ms ts: u waits in q at position pos, in a window for s of ms
+ * (queued with prefer); a servicer's match; a window's end. */
+#define QUEUED_AT(id, ts, u, pos)                                              \
+	"{\"event\":\"queued\",\"id\":" #id ",\"ts\":" #ts ",\"user\":\"" u    \
+	"\",\"queue\":\"q\",\"tier\":0,\"position\":" #pos "}"
+#define QUEUED_P(id, ts, u, pos, s, ms)                                        \
+	"{\"event\":\"queued\",\"id\":" #id ",\"ts\":" #ts ",\"user\":\"" u    \
+	"\",\"queue\":\"q\",\"tier\":0,\"position\":" #pos ",\"prefer\":\"" s  \
+	"\",\"prefer_ms\":" #ms "}"
+#define MATCHED_AT(id, ts, u, s)                                               \
+	"{\"event\":\"matched\",\"id\":" #id ",\"ts\":" #ts ",\"user\":\"" u   \
+	"\",\"queue\":\"q\",\"tier\":0,\"servicer\":\"" s "\",\"room\":\"" s   \
+	"/0\",\"waited_ms\":0}"
+#define PREFER_ENDED(id, ts, u, s, why)                                        \
+	"{\"event\":\"prefer_ended\",\"id\":" #id ",\"ts\":" #ts               \
+	",\"user\":\"" u "\",\"queue\":\"q\",\"servicer\":\"" s                \
+	"\",\"reason\":\"" why "\"}"
+
+/*
+ * The preferred-servicer excuse against the record (issue 36): u1 waits
+ * in a window for s1 (queued with prefer, 60 s from 1000 ms) and u2, who
+ * arrived after, is taken. Genuine: s2 takes u2 while the window is
+ * open. Claimed wrongly, each caught with the ids of the arrivals, the
+ * match and the event that opened the window: s1 itself takes u2 (u1
+ * waited for s1: it comes first); s2 takes u2 after the window ran out
+ * (a 5 s window), or after its prefer_ended (s1 logged out). A
+ * prefer_ended after the match, later than the window's recorded end,
+ * says it was open then (a re-ENQUEUE's PREFER renewed it, which
+ * publishes nothing): excused; one for s1 does not excuse s1's own
+ * match. The later user's window excuses only when it was for the
+ * servicer that took it. How it was broken: before, any queued with
+ * prefer excused every overtake of its user, by anyone, at any time.
+ */
+static void
+test_prefer_checked(void **state)
+{
+	static const char *const genuine[] = {
+	    QUEUED_P(1, 1000, "u1", 1, "s1", 60000),
+	    QUEUED_AT(2, 2000, "u2", 1), UP(3, "s2"),
+	    MATCHED_AT(4, 3000, "u2", "s2"), NULL};
+	static const char *const same[] = {
+	    QUEUED_P(1, 1000, "u1", 1, "s1", 60000),
+	    QUEUED_AT(2, 2000, "u2", 1), UP(3, "s1"),
+	    MATCHED_AT(4, 3000, "u2", "s1"), NULL};
+	static const char *const ran_out[] = {
+	    QUEUED_P(1, 1000, "u1", 1, "s1", 5000), QUEUED_AT(2, 2000, "u2", 1),
+	    UP(3, "s2"), MATCHED_AT(4, 6000, "u2", "s2"), NULL};
+	static const char *const ended[] = {
+	    QUEUED_P(1, 1000, "u1", 1, "s1", 60000),
+	    QUEUED_AT(2, 2000, "u2", 1),
+	    PREFER_ENDED(3, 3000, "u1", "s1", "logout"),
+	    UP(4, "s2"),
+	    MATCHED_AT(5, 4000, "u2", "s2"),
+	    NULL};
+	static const char *const renewed[] = {
+	    QUEUED_P(1, 1000, "u1", 1, "s1", 5000),
+	    QUEUED_AT(2, 2000, "u2", 1),
+	    UP(3, "s2"),
+	    MATCHED_AT(4, 9000, "u2", "s2"),
+	    PREFER_ENDED(5, 20000, "u1", "s1", "timeout"),
+	    NULL};
+	static const char *const same_renewed[] = {
+	    QUEUED_P(1, 1000, "u1", 1, "s1", 60000),
+	    QUEUED_AT(2, 2000, "u2", 1),
+	    UP(3, "s1"),
+	    MATCHED_AT(4, 3000, "u2", "s1"),
+	    PREFER_ENDED(5, 20000, "u1", "s1", "timeout"),
+	    NULL};
+	static const char *const later_own[] = {
+	    QUEUED_AT(1, 1000, "u1", 1),
+	    QUEUED_P(2, 2000, "u2", 1, "s1", 60000), UP(3, "s1"),
+	    MATCHED_AT(4, 3000, "u2", "s1"), NULL};
+	static const char *const later_other[] = {
+	    QUEUED_AT(1, 1000, "u1", 1),
+	    QUEUED_P(2, 2000, "u2", 1, "s9", 60000), UP(3, "s1"),
+	    MATCHED_AT(4, 3000, "u2", "s1"), NULL};
+	const struct csq_audit_finding *f;
+	struct csq_audit *a;
+	size_t n;
+
+	(void)state;
+	assert_excused(genuine, CSQ_EXCUSE_PREFER);
+	a = run(same);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 4, 1, 2, 4, 1);
+	f = csq_audit_findings(a, &n);
+	assert_non_null(strstr(f[0].text, "window (event 1) was for s1"));
+	csq_audit_free(a);
+	a = run(ran_out);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 4, 1, 2, 4, 1);
+	f = csq_audit_findings(a, &n);
+	assert_non_null(strstr(f[0].text, "had closed"));
+	csq_audit_free(a);
+	a = run(ended);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 4, 1, 2, 5, 1);
+	csq_audit_free(a);
+	assert_excused(renewed, CSQ_EXCUSE_PREFER);
+	a = run(same_renewed);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 4, 1, 2, 4, 1);
+	csq_audit_free(a);
+	assert_excused(later_own, CSQ_EXCUSE_PREFER);
+	a = run(later_other);
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 3, 1, 2, 4);
+	csq_audit_free(a);
+}
+
+/* A matched with from_queue: an overflow's move is excused by name; a
+ * re-ENQUEUE's (reason enqueue) is checked as any placement, for it
+ * keeps its arrival as its rescored does; a record of a csq before the
+ * reason is excused as an overflow, as before (issue 36). */
+#define MOVED(id, why)                                                         \
+	"{\"event\":\"matched\",\"id\":" #id ",\"ts\":1,\"user\":\"u2\","      \
+	"\"queue\":\"q\",\"tier\":0,\"servicer\":\"s1\",\"room\":\"s1/0\","    \
+	"\"waited_ms\":0,\"from_queue\":\"p\"" why "}"
+#define QUEUED_IN_P(id, u)                                                     \
+	"{\"event\":\"queued\",\"id\":" #id ",\"ts\":1,\"user\":\"" u          \
+	"\",\"queue\":\"p\",\"tier\":0,\"position\":1}"
+
+static void
+test_move_reason(void **state)
+{
+	static const char *const enqueue[] = {
+	    QUEUED(1, "u1"), QUEUED_IN_P(2, "u2"), UP(3, "s1"),
+	    MOVED(4, ",\"reason\":\"enqueue\""), NULL};
+	static const char *const overflow[] = {
+	    QUEUED(1, "u1"), QUEUED_IN_P(2, "u2"), UP(3, "s1"),
+	    MOVED(4, ",\"reason\":\"overflow\""), NULL};
+	static const char *const older[] = {QUEUED(1, "u1"),
+	                                    QUEUED_IN_P(2, "u2"), UP(3, "s1"),
+	                                    MOVED(4, ""), NULL};
+	struct csq_audit *a = run(enqueue);
+
+	(void)state;
+	assert_one(a, CSQ_AUDIT_OVERTAKEN, 3, 1, 2, 4);
+	csq_audit_free(a);
+	assert_excused(overflow, CSQ_EXCUSE_OVERFLOW);
+	assert_excused(older, CSQ_EXCUSE_OVERFLOW);
+}
+
 /* The other tiers and queues are not "the same queue and tier". */
 static void
 test_other_tier_not_overtaken(void **state)
@@ -501,6 +642,8 @@ main(void)
 	    cmocka_unit_test(test_excuses_named),
 	    cmocka_unit_test(test_skills_checked),
 	    cmocka_unit_test(test_other_tier_not_overtaken),
+	    cmocka_unit_test(test_prefer_checked),
+	    cmocka_unit_test(test_move_reason),
 	    cmocka_unit_test(test_missing_fields),
 	};
 

@@ -113,6 +113,23 @@ test_json_each_type(void **state)
 	            "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
 	            "\"servicer\":\"s\",\"room\":\"s/0\","
 	            "\"waited_ms\":42,\"from_queue\":\"old\"}");
+	/* Why it moved (issue 36): last, as in its fact. */
+	ev.reason = CSQ_REASON_ENQUEUE;
+	assert_json(&ev,
+	            "{\"event\":\"matched\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	            "\"servicer\":\"s\",\"room\":\"s/0\","
+	            "\"waited_ms\":42,\"from_queue\":\"old\","
+	            "\"reason\":\"enqueue\"}");
+	ev.type = CSQ_EV_OFFERED;
+	ev.reason = CSQ_REASON_OVERFLOW;
+	ev.expires_ms = 9;
+	assert_json(&ev,
+	            "{\"event\":\"offered\",\"id\":42,\"ts\":1700000000123,"
+	            "\"user\":\"u1\",\"queue\":\"q\",\"tier\":0,"
+	            "\"servicer\":\"s\",\"room\":\"s/0\","
+	            "\"expires_ms\":9,\"from_queue\":\"old\","
+	            "\"reason\":\"overflow\"}");
 	ev.type = CSQ_EV_RELEASED;
 	ev.reason = CSQ_REASON_BY_USER;
 	assert_json(&ev,

@@ -101,6 +101,22 @@ test_each_kind(void **state)
 	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s\","
 	          "\"room\":\"s/0\",\"waited_ms\":0,\"from_queue\":\"p\"}",
 	          S("u"), S("q"), I(1), S("s"), S("s/0"), I(0), S("p"));
+	/* Why it moved, at the end of the fact (issue 36): a daemon before
+	 * it drops the field, as any past a kind's. */
+	FACT_JSON("matched",
+	          "{\"event\":\"matched\",\"id\":7,\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s\","
+	          "\"room\":\"s/0\",\"waited_ms\":0,\"from_queue\":\"p\","
+	          "\"reason\":\"enqueue\"}",
+	          S("u"), S("q"), I(1), S("s"), S("s/0"), I(0), S("p"), ABSENT,
+	          ABSENT, S("enqueue"));
+	FACT_JSON("offered",
+	          "{\"event\":\"offered\",\"id\":7,\"ts\":5,\"user\":\"u\","
+	          "\"queue\":\"q\",\"tier\":1,\"servicer\":\"s\","
+	          "\"room\":\"s/0\",\"expires_ms\":9,\"from_queue\":\"p\","
+	          "\"reason\":\"overflow\"}",
+	          S("u"), S("q"), I(1), S("s"), S("s/0"), I(9), S("p"), ABSENT,
+	          S("overflow"));
 	FACT_JSON("left",
 	          "{\"event\":\"left\",\"id\":7,\"ts\":5,\"user\":\"u\","
 	          "\"queue\":\"q\",\"reason\":\"timeout\"}",

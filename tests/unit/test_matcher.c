@@ -447,6 +447,8 @@ test_full_and_move(void **state)
 	/* ... which the queue it left is told of too. */
 	assert_string_equal(last_event(f)->queue, "third");
 	assert_string_equal(last_event(f)->from_queue, "small");
+	/* ... and says it was a re-ENQUEUE's move, not an overflow's. */
+	assert_int_equal(last_event(f)->reason, CSQ_REASON_ENQUEUE);
 	assert_string_equal(line_of(f, "small"), "");
 	/* An assigned user gets its assignment back; nothing changes. */
 	enq(f, "b", "big", 5, &u);

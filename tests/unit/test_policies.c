@@ -317,10 +317,12 @@ test_overflow_into_free_room(void **state)
 	assert_string_equal(ev->user, "v1");
 	assert_string_equal(ev->queue, "general");
 	assert_string_equal(ev->from_queue, "vip");
+	assert_int_equal(ev->reason, CSQ_REASON_OVERFLOW); /* not enqueue */
 	assert_int_equal(ev->waited_ms, 10000);
 	ev = event_at(f, first + 1);
 	assert_string_equal(ev->user, "v2");
 	assert_string_equal(ev->from_queue, "other");
+	assert_int_equal(ev->reason, CSQ_REASON_OVERFLOW);
 	assert_int_equal(where_is(f, "v2").state, CSQ_USER_OFFERED);
 	assert_int_equal(qstats(f, "general").matched_total, 1);
 	assert_int_equal(qstats(f, "vip").overflowed_total, 1);

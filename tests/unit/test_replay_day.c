@@ -20,7 +20,9 @@
  * the record's closing released is not taken to have given up then.
  * Re-ENQUEUEs of waiting users that change their needs (rescored, or a
  * match the new needs made at once) or their tier are played at their
- * recorded times: the day is replayed as it was.
+ * recorded times: the day is replayed as it was; so are re-ENQUEUEs that
+ * move a waiting user into another queue's free room, told from an
+ * overflow's by their matched's reason.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1168,6 +1170,147 @@ test_reenqueue(void **state)
 	free(rec.v);
 }
 
+/*
+ * An hour where waiting sales users move themselves: s1 serves sales
+ * alone (one room), s2 support (two rooms); after 30 s of waiting, one
+ * sales user in three sends ENQUEUE ... QUEUE support, which a free room
+ * of s2 often takes at once (matched, from_queue sales, reason enqueue);
+ * a sales user that waited 3 minutes overflows to support, at once into
+ * a free room too (matched, from_queue sales, reason overflow).
+ */
+static void
+make_move_day(struct events *out, const struct csq_policy *pol)
+{
+	static struct sim_user u[USERS];
+	static uint64_t arrived[USERS];
+	static int asked[USERS];
+	struct csq_limits lim;
+	struct csq *c;
+	struct csq_enqueue_args ea;
+	struct csq_user_info info;
+	uint64_t now;
+	int n = 0, i;
+
+	csq_limits_default(&lim);
+	lim.user_ttl_s = 0;
+	memset(u, 0, sizeof(u));
+	memset(asked, 0, sizeof(asked));
+	rng = 0x2545f4914f6cdd1dULL;
+	c = csq_new(&lim, 42, collect, out);
+	assert_int_equal(csq_set_policies(c, T0, pol, 1), CSQ_OK);
+	for (now = T0; now < T0 + 60 * MIN; now += 10 * SEC) {
+		csq_expire(c, now);
+		heartbeat(c, now, "s1", 1, "sales", NULL, 0, 0);
+		heartbeat(c, now, "s2", 2, "support", NULL, 0, 0);
+		if (rnd(100) < 25 && n < USERS) {
+			snprintf(u[n].id, sizeof(u[n].id), "u%03d", n);
+			memset(&ea, 0, sizeof(ea));
+			ea.user = u[n].id;
+			ea.has_queue = 1;
+			ea.queue = rnd(4) ? "sales" : "support";
+			assert_int_equal(csq_enqueue(c, now, &ea, &info),
+			                 CSQ_OK);
+			u[n].waiting = 1;
+			u[n].give_up = now + (240 + rnd(600)) * SEC;
+			arrived[n++] = now;
+		}
+		for (i = 0; i < n; i++) {
+			if (asked[i] || !u[i].waiting ||
+			    now < arrived[i] + 30 * SEC ||
+			    csq_where(c, now, u[i].id, &info) != CSQ_OK ||
+			    info.state != CSQ_USER_WAITING ||
+			    strcmp(info.queue, "sales") != 0)
+				continue;
+			asked[i] = 1;
+			if (rnd(3) != 0)
+				continue;
+			memset(&ea, 0, sizeof(ea));
+			ea.user = u[i].id;
+			ea.has_queue = 1;
+			ea.queue = "support";
+			assert_int_equal(csq_enqueue(c, now, &ea, &info),
+			                 CSQ_OK);
+		}
+		sim_users(c, now, u, n, 120, NULL);
+	}
+	csq_free(c);
+}
+
+/* Matched (or offered) after a move of why, in e. */
+static size_t
+count_moved(const struct events *e, enum csq_reason why)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < e->n; i++)
+		if ((e->v[i].type == CSQ_EV_MATCHED ||
+		     e->v[i].type == CSQ_EV_OFFERED) &&
+		    e->v[i].from_queue[0] != '\0' && e->v[i].reason == why)
+			n++;
+	return n;
+}
+
+/*
+ * A re-ENQUEUE that moves a waiting user into a free room and an
+ * overflow that does are told apart by the matched's reason (issue 36):
+ * the replay plays the first as the same ENQUEUE at its time and leaves
+ * the second to its configuration's overflow, so the day is replayed as
+ * it was. How it was broken: the same record without the reasons (as a
+ * csq before them wrote it) plays every such move as an overflow, and
+ * gives another day, so the test sees the difference.
+ */
+static void
+test_reenqueue_move(void **state)
+{
+	struct csq_policy pol[1];
+	struct events rec = {NULL, 0, 0}, rep;
+	struct csq_replay_config cfg;
+	struct csq_replay_day *d;
+	size_t enq, ovf, i;
+
+	(void)state;
+	memset(pol, 0, sizeof(pol));
+	snprintf(pol[0].name, sizeof(pol[0].name), "sales");
+	pol[0].overflow_after_s = 180;
+	snprintf(pol[0].overflow_to, sizeof(pol[0].overflow_to), "support");
+	make_move_day(&rec, pol);
+	enq = count_moved(&rec, CSQ_REASON_ENQUEUE);
+	ovf = count_moved(&rec, CSQ_REASON_OVERFLOW);
+	assert_true(enq > 0);
+	assert_true(ovf > 0);
+	/* Nothing else has a reason on matched, and every move has one. */
+	assert_int_equal(count_moved(&rec, CSQ_REASON_NONE), 0);
+	for (i = 0; i < rec.n; i++)
+		if (rec.v[i].type == CSQ_EV_MATCHED &&
+		    rec.v[i].from_queue[0] == '\0')
+			assert_int_equal(rec.v[i].reason, CSQ_REASON_NONE);
+
+	d = day_of_events(&rec);
+	rp_config(&cfg);
+	cfg.policies = pol;
+	cfg.npolicies = 1;
+	rep = play(d, &cfg);
+	assert_same_users(&rec, &rep);
+	assert_same_reports(&rec, &rep);
+	assert_int_equal(count_moved(&rep, CSQ_REASON_ENQUEUE), enq);
+	assert_int_equal(count_moved(&rep, CSQ_REASON_OVERFLOW), ovf);
+	free(rep.v);
+	csq_replay_day_free(d);
+
+	/* The record of a csq before the reason: each move read as an
+	 * overflow, and the replay's day is another. */
+	for (i = 0; i < rec.n; i++)
+		if (rec.v[i].type == CSQ_EV_MATCHED ||
+		    rec.v[i].type == CSQ_EV_OFFERED)
+			rec.v[i].reason = CSQ_REASON_NONE;
+	d = day_of_events(&rec);
+	rep = play(d, &cfg);
+	assert_true(count_moved(&rep, CSQ_REASON_ENQUEUE) < enq);
+	free(rep.v);
+	csq_replay_day_free(d);
+	free(rec.v);
+}
+
 /* Records a replay must survive: needs nobody meets, a window for a
  * servicer never seen, a transfer with no transferred (and one to a
  * queue nobody serves), an update of a servicer never logged in. */
@@ -1399,6 +1542,7 @@ main(void)
 	    cmocka_unit_test(test_odd_records),
 	    cmocka_unit_test(test_hours_what_if),
 	    cmocka_unit_test(test_reenqueue),
+	    cmocka_unit_test(test_reenqueue_move),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
