@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "http.h"
 #include "http_cache.h"
+#include "log.h"
 #include "op_reply.h"
 #include "server.h"
 #include "util.h"
@@ -38,6 +39,9 @@
  * are served between two slices. */
 #define ADMIN_SLICE       1000
 #define ADMIN_QUEUE_BYTES 160 /* a queue's JSON, about */
+/* The answer to the requests of a snapshot dropped for max_output_memory
+ * while it was being made. */
+#define ADMIN_DROPPED "output over max_output_memory"
 
 /* The calls of a snapshot, in order. QSTATS last: should it fail, the
  * rest stands without the estimates. */
@@ -92,6 +96,7 @@ struct admin_call {
 	struct event *turn;
 	size_t written;
 	int serving;
+	int dropped; /* over max_output_memory: answered 503 */
 	char safter[CSQ_ID_MAX + 1];
 	int smore;
 	size_t swritten;
@@ -686,6 +691,8 @@ admin_next_turn(struct admin_call *x)
 static void
 admin_snapshot_slice(struct admin_call *x)
 {
+	struct server *s = x->api->s;
+
 	if (x->body == NULL) {
 		if ((x->body = evbuffer_new()) == NULL)
 			fatalx("out of memory for an HTTP answer");
@@ -699,6 +706,7 @@ admin_snapshot_slice(struct admin_call *x)
 		x->qstats = NULL;
 		x->nqueues = x->nqstats = 0;
 		if (x->more) {
+			http_weigh_soon(s, evbuffer_get_length(x->body));
 			admin_next_turn(x);
 			return;
 		}
@@ -712,6 +720,7 @@ admin_snapshot_slice(struct admin_call *x)
 	x->rooms = NULL;
 	x->nservicers = x->nrooms = 0;
 	if (x->smore) {
+		http_weigh_soon(s, evbuffer_get_length(x->body));
 		admin_next_turn(x);
 		return;
 	}
@@ -728,6 +737,11 @@ admin_done(struct admin_call *x)
 
 	/* A snapshot's round has no request of its own: the cache's. */
 	if (x->api == NULL || (x->req == NULL && x->kind != ADMIN_SNAPSHOT)) {
+		admin_call_free(x);
+		return;
+	}
+	if (x->dropped) {
+		admin_call_error(x, ADMIN_DROPPED);
 		admin_call_free(x);
 		return;
 	}
@@ -991,6 +1005,59 @@ admin_api_snapshot(struct admin_api *api, struct evhttp_request *req)
 
 	if (!http_cache_take(api->snapshots, req, &start) && start)
 		admin_round(admin_call_new(api, NULL, ADMIN_SNAPSHOT));
+}
+
+/*
+ * A snapshot being made in slices holds its body so far (12 MB at 100,000
+ * queues), shared by every request waiting for it: weighed against
+ * max_output_memory with the answers waiting to be sent (issue 37), after
+ * each slice.
+ */
+size_t
+admin_api_making(const struct admin_api *api, size_t *most)
+{
+	const struct admin_call *x;
+	size_t n, total = 0;
+
+	*most = 0;
+	if (api == NULL)
+		return 0;
+	TAILQ_FOREACH(x, &api->calls, entry) {
+		if (x->body == NULL || x->dropped)
+			continue;
+		n = evbuffer_get_length(x->body);
+		total += n;
+		if (n > *most)
+			*most = n;
+	}
+	return total;
+}
+
+size_t
+admin_api_drop(struct admin_api *api)
+{
+	struct admin_call *x, *big = NULL;
+	size_t n, most = 0;
+
+	TAILQ_FOREACH(x, &api->calls, entry)
+		if (x->body != NULL && !x->dropped &&
+		    (n = evbuffer_get_length(x->body)) > most)
+			big = x, most = n;
+	if (big == NULL)
+		return 0;
+	log_warnx("http: all clients' output over max_output_memory (%lld "
+	          "bytes), the snapshot being made %zu, dropped (503)",
+	          (long long)api->s->cfg.max_output_memory, most);
+	evbuffer_free(big->body);
+	big->body = NULL;
+	big->dropped = 1;
+	/* Between two slices: its turn would come, no engine call is out
+	 * (else the last answer ends it, admin_done). */
+	if (big->pending == 0 && !big->issuing) {
+		admin_call_error(big, ADMIN_DROPPED);
+		admin_call_free(big);
+	}
+	return most;
 }
 
 /* A query parameter as an integer in lo..hi, def when absent; -1 when

@@ -14,6 +14,8 @@
 #ifndef CSQD_ADMIN_API_H
 #define CSQD_ADMIN_API_H
 
+#include <stddef.h>
+
 struct admin_api;
 struct admin_history;
 struct evhttp_request;
@@ -28,6 +30,16 @@ void admin_api_snapshot(struct admin_api *, struct evhttp_request *);
 /* queue: the path after "/api/queue/", still %-encoded. */
 void admin_api_queue(struct admin_api *, struct evhttp_request *,
                      const char *queue);
+
+/*
+ * The snapshots being made (issue 37), their bodies so far together, and
+ * in *most the largest one's: weighed against max_output_memory with the
+ * HTTP answers waiting to be sent (http_output).
+ */
+size_t admin_api_making(const struct admin_api *, size_t *most);
+/* Drops the largest snapshot being made, for max_output_memory, with a
+ * line: its requests get 503. Returns how much it held (0: none). */
+size_t admin_api_drop(struct admin_api *);
 
 /* An error answer of the API: {"error": text}. */
 void admin_api_error(struct evhttp_request *, int code, const char *reason,

@@ -804,11 +804,23 @@ client_weigh(struct client *c, size_t pending)
 void
 client_output_making(struct client *c, size_t bytes)
 {
+	struct server *s = c->server;
+	size_t pending;
+
 	c->making = bytes;
 	/* A connection's only: a local client's output is its caller's. */
-	if (bytes > 0 && !c->local && c->state == CLIENT_ACTIVE &&
-	    c->killed == NULL)
-		client_weigh(c, client_pending_peak(c));
+	if (bytes == 0 || c->local || c->state != CLIENT_ACTIVE ||
+	    c->killed != NULL)
+		return;
+	pending = client_pending_peak(c);
+	/* Over the whole cap alone: weighed before the next slice is made,
+	 * not CLIENT_WEIGH_MS later, when the reply may be whole and in the
+	 * kernel's buffers (issue 37). */
+	if (s->cfg.max_output_memory > 0 &&
+	    pending > (uint64_t)s->cfg.max_output_memory)
+		event_active(s->weigh_ev, EV_TIMEOUT, 0);
+	else
+		client_weigh(c, pending);
 }
 
 void

@@ -6,6 +6,7 @@
 #include "command_client.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -18,6 +19,7 @@
 #include "pubsub.h"
 #include "resp.h"
 #include "server.h"
+#include "util.h"
 
 /* The client types of TYPE: csqd has neither masters nor replicas, so
  * those match no connection. */
@@ -141,13 +143,25 @@ client_lines_new(void)
 	return b;
 }
 
-/* CLIENT LIST [TYPE type] [ID id [id ...]] */
+static int
+client_id_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* CLIENT LIST [TYPE type] [ID id [id ...]]: with IDs, sorted once and
+ * looked up per connection, so that a million of them against
+ * max_clients connections is not a product of the two (issue 37). */
 void
 cmd_client_list(struct client *c, const struct resp_request *req)
 {
 	struct evbuffer *b;
 	struct client *t;
-	int type = TYPE_ANY, ids = 0, i, k;
+	int type = TYPE_ANY, ids = 0, i;
+	uint64_t *want = NULL;
+	size_t nwant = 0;
 	int64_t id;
 
 	if (req->argc >= 4 && command_arg_is(req, 2, "type") &&
@@ -155,14 +169,19 @@ cmd_client_list(struct client *c, const struct resp_request *req)
 		if ((type = client_type(c, req, 3)) < 0)
 			return;
 	} else if (req->argc >= 4 && command_arg_is(req, 2, "id")) {
-		for (i = 3; i < req->argc; i++)
+		want = csq_xmalloc((size_t)(req->argc - 3) * sizeof(*want));
+		for (i = 3; i < req->argc; i++) {
 			if (command_arg_parse_int(req->argv[i], req->argvlen[i],
 			                          &id) != 0 ||
 			    id <= 0) {
 				resp_error(client_output(c),
 				           "ERR Invalid client ID");
+				free(want);
 				return;
 			}
+			want[nwant++] = (uint64_t)id;
+		}
+		qsort(want, nwant, sizeof(*want), client_id_cmp);
 		ids = 3;
 	} else if (req->argc != 2) {
 		resp_error(client_output(c), ERR_SYNTAX);
@@ -172,18 +191,12 @@ cmd_client_list(struct client *c, const struct resp_request *req)
 	TAILQ_FOREACH(t, &c->server->clients, entry) {
 		if (!client_is_type(t, type))
 			continue;
-		if (ids != 0) {
-			for (k = ids; k < req->argc; k++) {
-				command_arg_parse_int(req->argv[k],
-				                      req->argvlen[k], &id);
-				if ((uint64_t)id == t->id)
-					break;
-			}
-			if (k == req->argc)
-				continue;
-		}
+		if (ids != 0 && bsearch(&t->id, want, nwant, sizeof(*want),
+		                        client_id_cmp) == NULL)
+			continue;
 		client_line(b, t);
 	}
+	free(want);
 	client_reply_lines(c, b);
 }
 

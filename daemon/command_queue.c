@@ -29,13 +29,13 @@
 #include "util.h"
 
 #define FULL_LOG_QUEUES 64   /* queues whose last "full" line is kept */
-#define QUEUES_SLICE    1000 /* QUEUES: queues per turn of the loop */
+#define QUEUES_SLICE    1000 /* QUEUES: queues per slice */
 #define SERVICERS_SLICE 1000 /* SERVICERS: servicers per slice */
-/* A SERVICERS of more than one slice leaves megabytes free in the heap
- * (a slice's rows as libcsq gives them: about 4 MB), which glibc keeps:
- * the heap is trimmed once such replies have stopped for this long, as
- * after the HTTP views' large answers (http_cache.c). */
-#define SERVICERS_TRIM_MS 2000
+/* A QUEUES or SERVICERS of more than one slice leaves megabytes free in
+ * the heap (a slice of servicers as libcsq gives them: about 4 MB), which
+ * glibc keeps: the heap is trimmed once such replies have stopped for
+ * this long, as after the HTTP views' large answers (http_cache.c). */
+#define VIEW_TRIM_MS      2000
 #define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
 
 /* The replies' sink of a client: RESP into its buffer (op_reply.h). */
@@ -196,104 +196,28 @@ done:
 	client_unref(c);
 }
 
-/*
- * QUEUES of every queue, in slices (issue 37): QUEUES_SLICE queues a turn
- * of the loop from a cursor (the last name of the slice before), other
- * clients served between two, and one answer with them all at the end,
- * as one engine call would give (the reply still comes in order: a call
- * answered later has its slot). The same consistency as a snapshot's
- * (protocol.md 11a); a single slice is one state, as before.
- */
 static void op_init(struct csq_op *, enum csq_opcode, const char *id);
 
-struct queues_walk {
-	struct csq_engine *e;
-	struct event *turn;
-	csq_engine_cb *cb;
-	void *arg;
-	struct csq_queue_info *v;
-	size_t n, cap;
-	char after[CSQ_ID_MAX + 1];
-};
-
-static void queues_walk_step(struct queues_walk *);
-
-static void
-queues_walk_turn(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd, (void)what;
-	queues_walk_step(arg);
-}
-
-static void
-queues_walk_result(void *arg, const struct csq_result *r)
-{
-	static const struct timeval now = {0, 0};
-	struct queues_walk *w = arg;
-	struct csq_result all;
-
-	if (r->status == CSQ_OK && r->nentries > 0) {
-		if (w->n + r->nentries > w->cap) {
-			w->cap = 2 * (w->n + r->nentries);
-			w->v = csq_xrealloc(w->v, w->cap * sizeof(*w->v));
-		}
-		memcpy(w->v + w->n, r->queues, r->nentries * sizeof(*w->v));
-		w->n += r->nentries;
-	}
-	if (r->status == CSQ_OK && r->next != NULL) {
-		snprintf(w->after, sizeof(w->after), "%s", r->next);
-		evtimer_add(w->turn, &now);
-		return;
-	}
-	all = *r;
-	all.queues = w->v;
-	all.nentries = r->status == CSQ_OK ? w->n : 0;
-	all.next = NULL;
-	w->cb(w->arg, &all);
-	event_free(w->turn);
-	free(w->v);
-	free(w);
-}
-
-static void
-queues_walk_step(struct queues_walk *w)
-{
-	struct csq_op op;
-
-	op_init(&op, CSQ_OP_QUEUES, NULL);
-	op.after = w->after;
-	op.count = QUEUES_SLICE;
-	csq_engine_call(w->e, &op, queues_walk_result, w);
-}
-
-static void
-queues_walk(struct server *s, csq_engine_cb *cb, void *arg)
-{
-	struct queues_walk *w = csq_xcalloc(1, sizeof(*w));
-
-	w->e = s->engine;
-	w->turn = evtimer_new(s->base, queues_walk_turn, w);
-	w->cb = cb;
-	w->arg = arg;
-	queues_walk_step(w);
-}
-
 /*
- * SERVICERS in slices (issue 37): SERVICERS_SLICE servicers a slice, from
- * a cursor (the last id of the slice before; libcsq keeps its servicers
- * in an ordered set of ids, so no sort). Each slice's rows are written as
- * it comes, into the reply's body, which counts against max_output_memory
- * as the client's output; the array's length, known once the last slice
- * has come, goes before it, and the reply comes in its turn among the
- * connection's replies. The walks of every client take turns, one slice
- * at a time in all, the next at the loop's turn after the answer (the
- * memory engine makes it in that turn; csq.so in one call of its own,
- * redis_batch.c, and csqd reads and writes one slice's answer a turn),
- * so that another client waits for one slice at most, however many ask.
+ * QUEUES and SERVICERS in slices (issue 37): a slice is QUEUES_SLICE
+ * queues or SERVICERS_SLICE servicers from a cursor (the last name or id
+ * of the slice before; libcsq keeps both in ordered sets, so no sort).
+ * Each slice's rows are written as it comes, into the reply's body,
+ * which counts against max_output_memory as the client's output; the
+ * array's length, known once the last slice has come, goes before it,
+ * and the reply comes in its turn among the connection's replies. The
+ * walks of every client, QUEUES and SERVICERS alike, take turns, one
+ * slice at a time in all, the next at the loop's turn after the answer
+ * (the memory engine makes it in that turn; csq.so in one call of its
+ * own, redis_batch.c, and csqd reads and writes one slice's answer a
+ * turn), so that another client waits for one slice at most, however
+ * many ask. Each row is as of its own slice (protocol.md, QUEUES and
+ * SERVICERS; the same promise as a snapshot's, 11a).
  */
-struct servicers_walk {
-	TAILQ_ENTRY(servicers_walk) entry;
+struct view_walk {
+	TAILQ_ENTRY(view_walk) entry;
 	struct command_call *call;
+	enum csq_opcode code;  /* CSQ_OP_QUEUES or CSQ_OP_SERVICERS */
 	struct evbuffer *body; /* the rows so far */
 	int64_t n;             /* and how many */
 	int slices;            /* asked so far */
@@ -301,30 +225,30 @@ struct servicers_walk {
 };
 
 static struct {
-	TAILQ_HEAD(, servicers_walk) ready; /* each waits for its turn */
+	TAILQ_HEAD(, view_walk) ready; /* each waits for its turn */
 	struct event *turn;
 	int asking; /* a slice's call is not answered yet */
-} servicers_walks = {TAILQ_HEAD_INITIALIZER(servicers_walks.ready), NULL, 0};
+} view_walks = {TAILQ_HEAD_INITIALIZER(view_walks.ready), NULL, 0};
 
 /* The next turn, unless a slice is being made or none is waiting. */
 static void
-servicers_walk_arm(void)
+view_walk_arm(void)
 {
 	static const struct timeval now = {0, 0};
 
-	if (!servicers_walks.asking && !TAILQ_EMPTY(&servicers_walks.ready) &&
-	    !evtimer_pending(servicers_walks.turn, NULL))
-		evtimer_add(servicers_walks.turn, &now);
+	if (!view_walks.asking && !TAILQ_EMPTY(&view_walks.ready) &&
+	    !evtimer_pending(view_walks.turn, NULL))
+		evtimer_add(view_walks.turn, &now);
 }
 
-static void servicers_walk_result(void *, const struct csq_result *);
+static void view_walk_result(void *, const struct csq_result *);
 
 /* The walk's last answer: the array, or the error that ended it. */
 static void
-servicers_walk_render(struct client *c, struct evbuffer *out,
-                      const struct csq_result *r, void *arg)
+view_walk_render(struct client *c, struct evbuffer *out,
+                 const struct csq_result *r, void *arg)
 {
-	struct servicers_walk *w = arg;
+	struct view_walk *w = arg;
 
 	(void)c, (void)r;
 	resp_array(out, w->n);
@@ -333,12 +257,12 @@ servicers_walk_render(struct client *c, struct evbuffer *out,
 }
 
 static void
-servicers_walk_end(struct servicers_walk *w, const struct csq_result *r)
+view_walk_end(struct view_walk *w, const struct csq_result *r)
 {
 	struct command_call *call = w->call;
 	struct client *c = call->c;
-	struct timeval trim = {SERVICERS_TRIM_MS / 1000,
-	                       (SERVICERS_TRIM_MS % 1000) * 1000};
+	struct timeval trim = {VIEW_TRIM_MS / 1000,
+	                       (VIEW_TRIM_MS % 1000) * 1000};
 
 	client_output_making(c, 0);
 	if (w->slices > 1 && c->server->trim_ev != NULL)
@@ -350,87 +274,96 @@ servicers_walk_end(struct servicers_walk *w, const struct csq_result *r)
 		command_result(call, r);
 		return;
 	}
-	call->render = servicers_walk_render;
+	call->render = view_walk_render;
 	call->render_arg = w; /* freed after the render */
 	command_result(call, r);
 }
 
 /* The next walk's slice: one a turn. */
 static void
-servicers_walk_turn(evutil_socket_t fd, short what, void *arg)
+view_walk_turn(evutil_socket_t fd, short what, void *arg)
 {
-	struct servicers_walk *w = TAILQ_FIRST(&servicers_walks.ready);
+	struct view_walk *w = TAILQ_FIRST(&view_walks.ready);
 	struct client *c;
 	struct csq_result gone;
 	struct csq_op op;
 
 	(void)fd, (void)what, (void)arg;
-	if (w == NULL || servicers_walks.asking)
+	if (w == NULL || view_walks.asking)
 		return;
-	TAILQ_REMOVE(&servicers_walks.ready, w, entry);
+	TAILQ_REMOVE(&view_walks.ready, w, entry);
 	c = w->call->c;
 	if (c->state == CLIENT_DEAD || c->killed != NULL) {
 		/* Nobody to answer: no more slices. */
 		memset(&gone, 0, sizeof(gone));
 		gone.status = CSQ_ETRYAGAIN;
-		servicers_walk_end(w, &gone);
-		servicers_walk_arm();
+		view_walk_end(w, &gone);
+		view_walk_arm();
 		return;
 	}
-	op_init(&op, CSQ_OP_SERVICERS, NULL);
+	op_init(&op, w->code, NULL);
 	op.after = w->after;
-	op.count = SERVICERS_SLICE;
-	servicers_walks.asking = 1;
+	op.count = w->code == CSQ_OP_QUEUES ? QUEUES_SLICE : SERVICERS_SLICE;
+	view_walks.asking = 1;
 	w->slices++;
-	csq_engine_call(c->server->engine, &op, servicers_walk_result, w);
+	csq_engine_call(c->server->engine, &op, view_walk_result, w);
 }
 
 /* w's turn comes after every walk waiting now. */
 static void
-servicers_walk_queue(struct servicers_walk *w)
+view_walk_queue(struct view_walk *w)
 {
-	TAILQ_INSERT_TAIL(&servicers_walks.ready, w, entry);
-	if (servicers_walks.turn == NULL)
-		servicers_walks.turn = evtimer_new(w->call->c->server->base,
-		                                   servicers_walk_turn, NULL);
-	servicers_walk_arm();
+	TAILQ_INSERT_TAIL(&view_walks.ready, w, entry);
+	if (view_walks.turn == NULL)
+		view_walks.turn =
+		    evtimer_new(w->call->c->server->base, view_walk_turn, NULL);
+	view_walk_arm();
 }
 
 static void
-servicers_walk_result(void *arg, const struct csq_result *r)
+view_walk_result(void *arg, const struct csq_result *r)
 {
-	struct servicers_walk *w = arg;
+	struct view_walk *w = arg;
 	struct client *c = w->call->c;
 
-	servicers_walks.asking = 0;
+	view_walks.asking = 0;
 	if (r->status == CSQ_OK && r->nentries > 0) {
 		struct resp_sink k = {w->body, c->proto};
-		const struct op_reply o = {&k,           sink_map,
-		                           sink_array,   sink_bulk,
-		                           sink_integer, sink_simple};
+		size_t i;
 
-		op_reply_servicer_rows(&o, r);
+		if (w->code == CSQ_OP_QUEUES)
+			for (i = 0; i < r->nentries; i++)
+				resp_bulk(w->body, r->queues[i].name,
+				          strlen(r->queues[i].name));
+		else {
+			const struct op_reply o = {&k,           sink_map,
+			                           sink_array,   sink_bulk,
+			                           sink_integer, sink_simple};
+
+			op_reply_servicer_rows(&o, r);
+		}
 		w->n += (int64_t)r->nentries;
 		client_output_making(c, evbuffer_get_length(w->body));
 	}
 	if (r->status == CSQ_OK && r->next != NULL) {
 		snprintf(w->after, sizeof(w->after), "%s", r->next);
-		servicers_walk_queue(w);
+		view_walk_queue(w);
 		return;
 	}
-	servicers_walk_end(w, r);
-	servicers_walk_arm();
+	view_walk_end(w, r);
+	view_walk_arm();
 }
 
 static void
-servicers_walk(struct command_call *call)
+view_walk(struct command_call *call, enum csq_opcode code)
 {
-	struct servicers_walk *w = csq_xcalloc(1, sizeof(*w));
+	struct view_walk *w = csq_xcalloc(1, sizeof(*w));
 
 	w->call = call;
+	w->code = code;
 	if ((w->body = evbuffer_new()) == NULL)
 		fatalx("out of memory");
-	servicers_walk_queue(w);
+	view_walk_queue(w);
 }
 
 /*
@@ -464,10 +397,10 @@ command_call_queue(struct client *c, const struct csq_op *op, const char *queue,
 	client_ref(c);
 	c->inflight++;
 	/* Inside MULTI, one state: the block runs in one go. */
-	if (op->code == CSQ_OP_QUEUES && op->id == NULL && call->exec == NULL)
-		queues_walk(c->server, command_result, call);
-	else if (op->code == CSQ_OP_SERVICERS && call->exec == NULL)
-		servicers_walk(call);
+	if (((op->code == CSQ_OP_QUEUES && op->id == NULL) ||
+	     op->code == CSQ_OP_SERVICERS) &&
+	    call->exec == NULL)
+		view_walk(call, op->code);
 	else
 		csq_engine_call(c->server->engine, op, command_result, call);
 	if (call->answered) {

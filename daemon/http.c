@@ -620,6 +620,10 @@ http_output(struct server *s, size_t *most)
 		if (n > *most)
 			*most = n;
 	}
+	/* And a snapshot still being made (issue 37). */
+	total += admin_api_making(s->http->api, &n);
+	if (n > *most)
+		*most = n;
 	return total;
 }
 
@@ -636,6 +640,9 @@ http_shed(struct server *s)
 		if (n > most)
 			big = hc, most = n;
 	}
+	/* A snapshot being made that holds more goes first. */
+	if (admin_api_making(s->http->api, &n) > 0 && n > most)
+		return admin_api_drop(s->http->api);
 	if (big == NULL)
 		return 0;
 	log_warnx("http: all clients' output over max_output_memory (%lld "

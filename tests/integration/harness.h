@@ -172,6 +172,8 @@ int file_contains(const char *path, const char *text);
 int count_in_file(const char *path, const char *text);
 /* User and system time of pid, in clock ticks (/proc/<pid>/stat). */
 long long proc_cpu_ticks(pid_t pid);
+/* A field of /proc/<pid>/status in kB (VmRSS, VmHWM); -1 without it. */
+long proc_status_kb(pid_t pid, const char *field);
 struct rlimit;
 /* Lowers d's RLIMIT_NOFILE to the descriptors it has open plus extra; the
  * limit it had goes to *was, for prlimit to give back. A PING on c first
@@ -183,6 +185,13 @@ int64_t now_ms(void);
 
 /* Raw sockets, for requests hiredis would refuse to send. */
 int raw_connect(int port);
+/* A connection whose receive buffer is rcv bytes (set before the
+ * connect, so that the window stays small): what csqd sends waits in
+ * csqd. */
+int raw_connect_small(int port, int rcv);
+/* GET path over HTTP/1.0 on a new connection: the whole answer, its
+ * head included, NUL-terminated (freed by the caller). */
+char *http_get(int port, const char *path);
 void raw_send(int fd, const void *buf, size_t len);
 void raw_sends(int fd, const char *s);
 /* An ECHO of size bytes of fill into buf (cap at least size + 64); its

@@ -1087,6 +1087,26 @@ proc_cpu_ticks(pid_t pid)
 	return (long long)(ut + st);
 }
 
+long
+proc_status_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t flen = strlen(field);
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
+			kb = strtol(line + flen + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return kb;
+}
+
 void
 redisd_dump_log(struct redisd *r)
 {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -160,4 +161,43 @@ raw_read_n(int fd, char *buf, size_t want, int timeout_ms)
 	}
 	buf[used] = '\0';
 	return used;
+}
+
+int
+raw_connect_small(int port, int rcv)
+{
+	struct sockaddr_in sin;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+char *
+http_get(int port, const char *path)
+{
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap), req[256];
+	ssize_t n;
+	int fd = raw_connect(port);
+
+	assert_non_null(buf);
+	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+	raw_sends(fd, req);
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 4096) {
+			cap *= 2;
+			assert_non_null(buf = realloc(buf, cap));
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
 }

@@ -392,25 +392,6 @@ setup_cached(void **state)
 	                  "max_output_memory = 1048576;\n");
 }
 
-/* A connection whose receive buffer is rcv bytes (set before the
- * connect, so that the window stays small): what csqd sends waits in
- * csqd. */
-static int
-connect_small(int port, int rcv)
-{
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(fd >= 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	return fd;
-}
-
 /* The body of GET path on a new connection (fails unless 200). */
 static char *
 http_body(int port, const char *path)
@@ -480,7 +461,7 @@ http_output_counted(void **state)
 	for (i = 0; i < queues; i++)
 		freeReplyObject(GET_REPLY(fx->c));
 	for (i = 0; i < 10; i++) {
-		fds[i] = connect_small(fx->d->http_port, rcv);
+		fds[i] = raw_connect_small(fx->d->http_port, rcv);
 		raw_sends(fds[i],
 		          "GET /api/snapshot HTTP/1.1\r\nHost: x\r\n\r\n");
 	}

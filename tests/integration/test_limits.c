@@ -29,27 +29,6 @@
 #define WAIT_MS        10000
 #define HUGE_PATTERN   100000000 /* the audit's pattern: "*[" x... "]" */
 
-/* A field of /proc/<pid>/status in kB (VmRSS, VmHWM). */
-static long
-proc_status_kb(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	size_t flen = strlen(field);
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
-			kb = strtol(line + flen + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return kb;
-}
-
 /* How long one command takes on c, in ms. */
 static int64_t
 command_ms(redisContext *c, const char *cmd)

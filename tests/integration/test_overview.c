@@ -148,38 +148,6 @@ in_multi_and_resp3(void **state)
 
 #define SLICED_QUEUES 2500 /* more than a slice (1,000) */
 
-/* GET path over HTTP/1.0: the whole answer, NUL-terminated (freed by
- * the caller). */
-static char *
-http_get(int port, const char *path)
-{
-	struct sockaddr_in a;
-	size_t len = 0, cap = 1 << 16;
-	char *buf = malloc(cap), req[256];
-	ssize_t n;
-	int fd;
-
-	assert_non_null(buf);
-	assert_true((fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons((uint16_t)port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
-	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (cap - len < 4096) {
-			cap *= 2;
-			assert_non_null(buf = realloc(buf, cap));
-		}
-	}
-	close(fd);
-	buf[len] = '\0';
-	return buf;
-}
-
 /*
  * Views of every queue in slices (issue 37): with 2,500 queues the
  * memory engine and csq.so make /api/snapshot and QUEUES 1,000 queues at
