@@ -38,16 +38,16 @@ struct redis_conn {
 };
 
 /* One operation: its record, kept until its batch is sent, and its
- * result while it waits for its events. */
+ * result while it waits for its events. redis_call_new zeroes the fields
+ * before res only: res (4 KiB) is written whole before it is read (the
+ * answer's decoding, redis_call_fail), and rec holds reclen bytes. */
 struct redis_call {
 	TAILQ_ENTRY(redis_call) entry;
 	struct redis_engine *r;
 	enum csq_opcode code;
 	csq_engine_cb *cb;
 	void *arg;
-	uint8_t rec[CSQ_RECORD_MAX];
-	size_t reclen; /* 0: the health check, which has no operation */
-	struct csq_result res;
+	size_t reclen;       /* 0: the health check, which has no operation */
 	void *owned;         /* the module's answer's array */
 	uint64_t wait_event; /* the last event id of the call */
 	uint64_t parked_ms;
@@ -56,7 +56,9 @@ struct redis_call {
 	int group_len;   /* the first of a group: its calls, all in one batch */
 	int limits_only; /* a LIMITS that goes as CSQ.CALL, to apply them */
 	int slice;       /* a view's slice: the last of its batch */
-	uint64_t wait_seq; /* held until that WAIT answers; 0: not held */
+	uint64_t wait_seq;     /* held until that WAIT answers; 0: not held */
+	struct csq_result res; /* the answer, once ready */
+	uint8_t rec[];         /* the operation's record, reclen bytes */
 };
 
 TAILQ_HEAD(redis_call_list, redis_call);
