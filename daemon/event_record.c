@@ -9,13 +9,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/aio_abi.h>
 
 #include <event2/event.h>
 
@@ -32,20 +34,24 @@
 #define RECORD_STAMP_LEN   15 /* 20261129-014500 */
 
 /*
- * fsync = "everysec": the once-a-second fdatasync runs in a thread of its
- * own, on a duplicate of the descriptor, as Redis's bio does for its
- * append-only file: in the loop it took from 1 to over 100 ms a second on
- * a busy disk, and every client waited. One sync at a time; a second
- * whose sync finds the last one still running skips its turn.
+ * fsync = "everysec": the once-a-second fdatasync is asynchronous, as
+ * Redis's bio makes its append-only file's: in the loop it took from 1
+ * to over 100 ms a second on a busy disk, and every client waited. Not
+ * in a thread of csqd's own, though: once a process has a second thread,
+ * glibc's malloc and free take the arena's lock with an atomic
+ * instruction on every call that the per-thread cache does not serve,
+ * and that cost csqd 110 to 130 ns an ENQUEUE, about 4 % of its time
+ * at pipeline 16 (docs/benchmarks.md, the record of the day, 13:51 UTC).
+ * So the sync is a Linux AIO request (IOCB_CMD_FDSYNC, Linux 4.18 and
+ * later), which the kernel runs in a worker of its own; the next second
+ * reaps it. One sync at a time; a second that finds the last one still
+ * running skips its turn. Where io_setup is refused (an older kernel, a
+ * seccomp filter), the fdatasync runs in the loop, said once in the log.
  */
 struct record_syncer {
-	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int fd;   /* to sync and close; -1: none */
-	int busy; /* a sync runs */
-	int stop;
-	int error; /* errno of the last failed sync; 0: none */
+	aio_context_t ctx; /* 0: none, the sync runs in the loop */
+	int busy;          /* a sync was submitted and not yet reaped */
+	int inline_said;   /* the fallback was logged */
 };
 
 struct event_record {
@@ -71,52 +77,84 @@ struct event_record {
 	struct record_syncer sync;
 };
 
-static void *
-record_sync_thread(void *arg)
+static void
+record_sync(struct event_record *r)
 {
-	struct record_syncer *y = arg;
-	int fd, err;
-
-	pthread_mutex_lock(&y->mu);
-	for (;;) {
-		while (y->fd < 0 && !y->stop)
-			pthread_cond_wait(&y->cv, &y->mu);
-		if (y->fd < 0)
-			break;
-		fd = y->fd;
-		y->fd = -1;
-		y->busy = 1;
-		pthread_mutex_unlock(&y->mu);
-		err = fdatasync(fd) != 0 ? errno : 0;
-		close(fd);
-		pthread_mutex_lock(&y->mu);
-		y->busy = 0;
-		if (err != 0)
-			y->error = err;
+	if (!r->dirty)
+		return;
+	if (fdatasync(r->fd) != 0) {
+		log_warn("record %s: fdatasync", r->path);
+		return;
 	}
-	pthread_mutex_unlock(&y->mu);
-	return NULL;
+	r->dirty = 0;
 }
 
-/* Hands the file to the thread for an fdatasync, unless one runs. */
+static long
+record_io_getevents(aio_context_t ctx, struct io_event *ev,
+                    struct timespec *timeout)
+{
+	return syscall(SYS_io_getevents, ctx, 1L, 1L, ev, timeout);
+}
+
+/* Reaps the sync in flight, if it is done (or, with wait, once it is). */
+static void
+record_sync_reap(struct event_record *r, int wait)
+{
+	struct record_syncer *y = &r->sync;
+	struct timespec zero = {0, 0};
+	struct io_event ev;
+	long n;
+
+	if (!y->busy)
+		return;
+	do
+		n = record_io_getevents(y->ctx, &ev, wait ? NULL : &zero);
+	while (n < 0 && errno == EINTR && wait);
+	if (n == 0 || (n < 0 && errno == EINTR))
+		return;
+	y->busy = 0;
+	if (n < 0)
+		log_warn("record %s: io_getevents", r->path);
+	else if (ev.res < 0)
+		log_warnx("record %s: fdatasync: %s", r->path,
+		          strerror((int)-ev.res));
+}
+
+/* The second's sync: submitted to the kernel, unless one runs. */
 static void
 record_sync_later(struct event_record *r)
 {
 	struct record_syncer *y = &r->sync;
-	int fd, err;
+	struct iocb cb, *cbs[1] = {&cb};
 
-	pthread_mutex_lock(&y->mu);
-	err = y->error;
-	y->error = 0;
-	if (r->dirty && !y->busy && y->fd < 0 &&
-	    (fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) >= 0) {
-		y->fd = fd;
-		r->dirty = 0;
-		pthread_cond_signal(&y->cv);
+	record_sync_reap(r, 0);
+	if (!r->dirty || y->busy)
+		return;
+	if (y->ctx != 0) {
+		memset(&cb, 0, sizeof(cb));
+		cb.aio_fildes = (uint32_t)r->fd;
+		cb.aio_lio_opcode = IOCB_CMD_FDSYNC;
+		/* The kernel holds the file until the sync is done: a
+		 * rotation may close r->fd meanwhile. */
+		if (syscall(SYS_io_submit, y->ctx, 1L, cbs) == 1) {
+			y->busy = 1;
+			r->dirty = 0;
+			return;
+		}
+		/* Said once: from now on the sync runs in the loop. */
+		log_warn("record %s: io_submit (fdatasync); fsync = "
+		         "\"everysec\" syncs in the event loop from now",
+		         r->path);
+		(void)syscall(SYS_io_destroy, y->ctx);
+		y->ctx = 0;
+		y->inline_said = 1;
+	} else if (!y->inline_said) {
+		y->inline_said = 1;
+		log_warnx("record %s: no asynchronous fdatasync here; fsync = "
+		          "\"everysec\" syncs in the event loop",
+		          r->path);
 	}
-	pthread_mutex_unlock(&y->mu);
-	if (err != 0)
-		log_warnx("record %s: fdatasync: %s", r->path, strerror(err));
+	record_sync(r);
 }
 
 static void
@@ -174,18 +212,6 @@ record_write(struct event_record *r)
 		log_info("record %s: writable again", r->path);
 	}
 	return 0;
-}
-
-static void
-record_sync(struct event_record *r)
-{
-	if (!r->dirty)
-		return;
-	if (fdatasync(r->fd) != 0) {
-		log_warn("record %s: fdatasync", r->path);
-		return;
-	}
-	r->dirty = 0;
 }
 
 static void
@@ -507,12 +533,9 @@ event_record_open(struct event_base *base, const struct config *cfg)
 		free(r);
 		return NULL;
 	}
-	r->sync.fd = -1;
-	pthread_mutex_init(&r->sync.mu, NULL);
-	pthread_cond_init(&r->sync.cv, NULL);
-	if ((errno = pthread_create(&r->sync.thread, NULL, record_sync_thread,
-	                            &r->sync)) != 0)
-		fatal("record %s: pthread_create", r->path);
+	if (syscall(SYS_io_setup, 1L, &r->sync.ctx) != 0)
+		r->sync.ctx =
+		    0; /* said at the first sync (record_sync_later) */
 	r->flush_ev = event_new(base, -1, 0, record_flush_cb, r);
 	r->timer = event_new(base, -1, EV_PERSIST, record_timer_cb, r);
 	event_add(r->timer, &tv);
@@ -524,13 +547,9 @@ event_record_close(struct event_record *r)
 {
 	if (r == NULL)
 		return;
-	pthread_mutex_lock(&r->sync.mu);
-	r->sync.stop = 1;
-	pthread_cond_signal(&r->sync.cv);
-	pthread_mutex_unlock(&r->sync.mu);
-	pthread_join(r->sync.thread, NULL);
-	pthread_mutex_destroy(&r->sync.mu);
-	pthread_cond_destroy(&r->sync.cv);
+	record_sync_reap(r, 1);
+	if (r->sync.ctx != 0)
+		(void)syscall(SYS_io_destroy, r->sync.ctx);
 	(void)record_write(r);
 	if (r->fsync != CONFIG_FSYNC_NO)
 		record_sync(r);
