@@ -49,6 +49,11 @@ struct au_user {
 struct au_line {
 	struct au_user *head, *tail;
 	uint64_t n; /* users in it */
+	/* No window on record of a user in it is open at or after this
+	 * time (ms; the latest end of one that joined it, or opened in it),
+	 * so that an arrival's position is checked without a walk of the
+	 * line, as before windows were checked. */
+	uint64_t window_end;
 };
 
 struct au_room {
@@ -250,6 +255,8 @@ line_insert(struct csq_audit *a, struct au_user *u)
 	else
 		l->head = u;
 	l->n++;
+	if (u->prefer_at != 0 && u->prefer_until > l->window_end)
+		l->window_end = u->prefer_until;
 	if (u->tier > a->max_tier)
 		a->max_tier = u->tier;
 }
@@ -414,6 +421,8 @@ user_window(struct au_user *u, const struct csq_event *ev)
 	snprintf(u->prefer, sizeof(u->prefer), "%s", ev->prefer);
 	u->prefer_until = ev->ts_ms + ev->prefer_ms;
 	u->prefer_at = ev->id;
+	if (u->line != NULL && u->prefer_until > u->line->window_end)
+		u->line->window_end = u->prefer_until;
 }
 
 /* u's window on record is open at ev's time. */
@@ -713,7 +722,11 @@ audit_position(struct csq_audit *a, struct au_user *x,
 		if ((l = csq_dict_get(a->lines, key, (size_t)n)) == NULL)
 			continue;
 		ahead += l->n - (x->line == l ? 1 : 0);
-		/* Those in a window on record are not in the line. */
+		/* Those in a window on record are not in the line. Only
+		 * when one may be open: a walk of the line for every
+		 * arrival was quadratic in its length. */
+		if (ev->ts_ms >= l->window_end)
+			continue;
 		for (y = l->head; y != NULL; y = y->next)
 			if (y != x && window_open(y, ev))
 				ahead--;
