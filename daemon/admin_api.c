@@ -1048,6 +1048,13 @@ admin_api_drop(struct admin_api *api)
 	log_warnx("http: all clients' output over max_output_memory (%lld "
 	          "bytes), the snapshot being made %zu, dropped (503)",
 	          (long long)api->s->cfg.max_output_memory, most);
+	/* Counted as a client closed for the cap (INFO's
+	 * client_output_buffer_limit_disconnections, the metric's
+	 * csq_output_limit_disconnections_total), once a snapshot however
+	 * many wait for it: its requests are answered 503 and their
+	 * connections stay, but the cap acted, and these are where an
+	 * operator sees it act. */
+	api->s->stats.output_closed_total++;
 	evbuffer_free(big->body);
 	big->body = NULL;
 	big->dropped = 1;

@@ -335,6 +335,9 @@ snapshot_being_made_counted(void **state)
 	}
 	csqd_wait_log(d, "http: all clients' output over max_output_memory "
 	                 "(262144 bytes), the snapshot being made ");
+	/* Each drop counts where the cap's other closings do. */
+	assert_int_equal(
+	    INFO_FIELD(c, "client_output_buffer_limit_disconnections"), 3);
 	rss1 = rss_back(d, rss0);
 	print_message("csqd VmRSS %ld kB before, %ld kB after\n", rss0, rss1);
 	assert_true(rss1 <= rss0 + rss0 / 10 + RSS_SLACK);
