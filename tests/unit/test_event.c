@@ -4,12 +4,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "csq.h"
 #include "fixture.h"
+#include "state.h"
 
 static void
 ev_init(struct csq_event *ev, enum csq_event_type type)
@@ -367,6 +369,75 @@ test_json_garbage_fields(void **state)
 	}
 }
 
+/*
+ * An event as libcsq makes one (csq_event_begin: each field's first byte,
+ * not the whole struct) in memory never written before, its strings put
+ * in by strcpy: the bytes after each NUL are whatever was there.
+ * csq_event_json reads a field eight bytes at a time, past its NUL within
+ * its array: the line is the same as a zeroed event's, and under
+ * unit.valgrind (tests/valgrind) no decision of it may depend on those
+ * bytes ("conditional jump or move depends on uninitialised value").
+ */
+static void
+test_json_unwritten_tails(void **state)
+{
+	struct csq_event *ev = malloc(sizeof(*ev)), zeroed;
+	char a[CSQ_EVENT_JSON_MAX], b[4096];
+	int t, n;
+
+	(void)state;
+	assert_non_null(ev);
+	for (t = 0; t < CSQ_EV_TYPES; t++) {
+		csq_event_begin(ev, (enum csq_event_type)t, 1700000000123ULL);
+		ev->id = 42;
+		strcpy(ev->user, "u1");
+		strcpy(ev->queue, "sales-east");
+		strcpy(ev->from_queue, "support");
+		strcpy(ev->servicer, "agent.007@x");
+		strcpy(ev->room, "agent.007@x/1");
+		strcpy(ev->queues, "sales-east,support");
+		strcpy(ev->needs, "de:2");
+		strcpy(ev->dropped, "fr");
+		strcpy(ev->skills, "de:5,fr:2");
+		strcpy(ev->prefer, "agent.008");
+		ev->reason = t == CSQ_EV_MATCHED || t == CSQ_EV_OFFERED
+		                 ? CSQ_REASON_ENQUEUE
+		                 : CSQ_REASON_LOST;
+		memset(&zeroed, 0, sizeof(zeroed));
+		zeroed = *ev;
+		memset(zeroed.user, 0, sizeof(zeroed.user));
+		memset(zeroed.queue, 0, sizeof(zeroed.queue));
+		memset(zeroed.from_queue, 0, sizeof(zeroed.from_queue));
+		memset(zeroed.servicer, 0, sizeof(zeroed.servicer));
+		memset(zeroed.room, 0, sizeof(zeroed.room));
+		memset(zeroed.queues, 0, sizeof(zeroed.queues));
+		memset(zeroed.needs, 0, sizeof(zeroed.needs));
+		memset(zeroed.dropped, 0, sizeof(zeroed.dropped));
+		memset(zeroed.skills, 0, sizeof(zeroed.skills));
+		memset(zeroed.prefer, 0, sizeof(zeroed.prefer));
+		strcpy(zeroed.user, ev->user);
+		strcpy(zeroed.queue, ev->queue);
+		strcpy(zeroed.from_queue, ev->from_queue);
+		strcpy(zeroed.servicer, ev->servicer);
+		strcpy(zeroed.room, ev->room);
+		strcpy(zeroed.queues, ev->queues);
+		strcpy(zeroed.needs, ev->needs);
+		strcpy(zeroed.dropped, ev->dropped);
+		strcpy(zeroed.skills, ev->skills);
+		strcpy(zeroed.prefer, ev->prefer);
+		/* Straight into a buffer of CSQ_EVENT_JSON_MAX (the
+		 * record's), and through a copy into a shorter one. */
+		n = csq_event_json(ev, a, sizeof(a));
+		assert_int_equal(csq_event_json(&zeroed, b, sizeof(b)), n);
+		assert_string_equal(a, b);
+		assert_int_equal(csq_event_json(ev, b, sizeof(b)), n);
+		assert_string_equal(a, b);
+		/* Every byte of the line decided: strlen reads each one. */
+		assert_int_equal((int)strlen(a), n);
+	}
+	free(ev);
+}
+
 static void
 test_channels(void **state)
 {
@@ -698,6 +769,7 @@ main(void)
 	    cmocka_unit_test(test_json_truncates),
 	    cmocka_unit_test(test_json_longest),
 	    cmocka_unit_test(test_json_garbage_fields),
+	    cmocka_unit_test(test_json_unwritten_tails),
 	    cmocka_unit_test(test_channels),
 	    cmocka_unit_test(test_ids_and_rooms),
 	    cmocka_unit_test(test_json_record_fields),
