@@ -99,23 +99,54 @@ day_usage(FILE *out)
 	        "(docs/day.md)\n");
 }
 
+/*
+ * A report or a replay takes the events of at most this many intervals
+ * from the record's first event, before or after it. They keep figures
+ * for every interval between the first event and the last (the agents'
+ * occupancy): one line with a time set wrong, years away, would make a
+ * report of every hour between (issue 36's review: two lines 5,600 years
+ * apart took 640 MB in 10 s). At the default interval of an hour, 11
+ * years; a longer period is reported with a longer interval (-i).
+ */
+#define DAY_MAX_INTERVALS 100000
+
 /* What reads a record: the audit, or a report, and a replay's day. */
 struct day_reader {
 	struct csq_audit *audit;
 	struct csq_report *report;
 	struct csq_replay_day *day;
+	uint64_t interval_ms; /* of the report: the span's unit */
+	uint64_t first_ts;    /* of the first event read, */
+	int have_first;       /* once there is one */
 };
 
-/* One line to the reader; -1 with err set when it is not an event. */
+/* One line to the reader; -1 with err set when it is not an event, -2
+ * when it is one too far from the first (left out). */
 static int
 day_line(struct day_reader *rd, const char *line, size_t len, char *err)
 {
 	struct csq_event ev;
 	enum csq_event_parse r;
+	uint64_t d;
 
 	if (rd->audit != NULL)
 		return csq_audit_line(rd->audit, line, len, err);
 	r = csq_event_parse(line, len, &ev, err);
+	if (r == CSQ_PARSE_OK && rd->interval_ms > 0) {
+		if (!rd->have_first) {
+			rd->first_ts = ev.ts_ms;
+			rd->have_first = 1;
+		}
+		d = ev.ts_ms > rd->first_ts ? ev.ts_ms - rd->first_ts
+		                            : rd->first_ts - ev.ts_ms;
+		if (d / rd->interval_ms > DAY_MAX_INTERVALS) {
+			snprintf(err, CSQ_PARSE_ERR_MAX,
+			         "ts %" PRIu64 " is over %d intervals from "
+			         "the first event's, %" PRIu64,
+			         ev.ts_ms, DAY_MAX_INTERVALS, rd->first_ts);
+			return -2;
+		}
+	}
 	if (r == CSQ_PARSE_OK && rd->report != NULL)
 		csq_report_event(rd->report, &ev);
 	if (r == CSQ_PARSE_OK && rd->day != NULL)
@@ -132,6 +163,7 @@ day_read(const char *path, struct day_reader *rd, uint64_t *bad)
 	char err[CSQ_PARSE_ERR_MAX], *line = NULL;
 	size_t cap = 0, lineno = 0;
 	ssize_t n;
+	int r;
 
 	if (fp == NULL) {
 		fprintf(stderr, "csq-day: %s: %s\n", path, strerror(errno));
@@ -143,10 +175,10 @@ day_read(const char *path, struct day_reader *rd, uint64_t *bad)
 			n--;
 		if (n == 0)
 			continue;
-		if (day_line(rd, line, (size_t)n, err) != 0) {
+		if ((r = day_line(rd, line, (size_t)n, err)) != 0) {
 			fprintf(rd->audit != NULL ? stdout : stderr,
-			        "%s:%zu: not an event: %s\n", path, lineno,
-			        err);
+			        "%s:%zu: %s: %s\n", path, lineno,
+			        r == -2 ? "left out" : "not an event", err);
 			(*bad)++;
 		}
 	}
@@ -194,7 +226,7 @@ static int
 day_audit(int argc, char **argv)
 {
 	struct csq_audit *a = csq_audit_new();
-	struct day_reader rd = {a, NULL, NULL};
+	struct day_reader rd = {a, NULL, NULL, 0, 0, 0};
 	const struct csq_audit_finding *f;
 	uint64_t bad = 0;
 	size_t n, i;
@@ -277,7 +309,7 @@ day_report(int argc, char **argv)
 	struct csq_report_config cfg = {.interval_ms = 3600000};
 	const char *format = "table", *outpath = NULL;
 	const struct csq_report_row *rows;
-	struct day_reader rd = {NULL, NULL, NULL};
+	struct day_reader rd = {NULL, NULL, NULL, 0, 0, 0};
 	uint64_t bad = 0;
 	FILE *out = stdout;
 	size_t n;
@@ -306,6 +338,7 @@ day_report(int argc, char **argv)
 	if (k >= argc)
 		goto usage;
 	rd.report = csq_report_new(&cfg);
+	rd.interval_ms = cfg.interval_ms;
 	for (; k < argc; k++)
 		if (day_read(argv[k], &rd, &bad) != 0) {
 			csq_report_free(rd.report);
@@ -677,7 +710,7 @@ day_replay(int argc, char **argv)
 	struct csq_report_config cfg = {.interval_ms = 3600000};
 	struct csq_replay_config rb, rw;
 	struct csq_replay_stats stb, stw;
-	struct day_reader rd = {NULL, NULL, NULL};
+	struct day_reader rd = {NULL, NULL, NULL, 0, 0, 0};
 	struct csq_report_row *left = NULL, *right = NULL;
 	struct day_run runs[2];
 	const char *format = "table", *outpath = NULL, *opt, *val;
@@ -775,6 +808,7 @@ day_replay(int argc, char **argv)
 
 	rd.report = csq_report_new(&cfg);
 	rd.day = csq_replay_day_new();
+	rd.interval_ms = cfg.interval_ms;
 	for (; k < argc; k++)
 		if (day_read(argv[k], &rd, &bad) != 0) {
 			status = DAY_EX_IO;

@@ -46,6 +46,28 @@ expect 1 "gap: events" "$src/tests/day/sample.jsonl" "$src/tests/day/faults/lost
 printf '{"event":"queued","id":1,"ts":1}\nnot json\n' >"$tmp/bad.jsonl"
 expect 1 "bad.jsonl:2: not an event" "$tmp/bad.jsonl"
 expect 2 "No such file" "$tmp/none.jsonl"
+# A line whose time is 5,600 years after the first (a clock set wrong, a
+# corrupt ts): report and replay leave it out with its place, instead of
+# keeping figures for every hour between (they grew to 640 MB in 10 s).
+printf '%s\n%s\n' \
+	'{"event":"servicer_up","id":1,"ts":1795770000000,"servicer":"a1","capacity":1,"queues":["sales"]}' \
+	'{"event":"released","id":2,"ts":179577090800000,"user":"c013","queue":"sales","tier":0,"position":3}' \
+	>"$tmp/far.jsonl"
+for cmd in report replay; do
+	timeout 60 "$day" "$cmd" "$tmp/far.jsonl" >"$tmp/out" 2>&1
+	got=$?
+	[ "$got" -eq 1 ] || fail "$cmd far.jsonl: exit $got, not 1: $(head -c 2000 "$tmp/out")"
+	grep -qF "far.jsonl:2: left out: ts 179577090800000 is over 100000 intervals" "$tmp/out" ||
+		fail "$cmd far.jsonl: not left out: $(head -c 2000 "$tmp/out")"
+done
+# One interval less far is still read: 100,000 hours after the first.
+printf '%s\n%s\n' \
+	'{"event":"servicer_up","id":1,"ts":1795770000000,"servicer":"a1","capacity":1,"queues":["sales"]}' \
+	'{"event":"servicer_down","id":2,"ts":2155770000000,"servicer":"a1","reason":"logout"}' \
+	>"$tmp/long.jsonl"
+timeout 60 "$day" report -f csv "$tmp/long.jsonl" >"$tmp/out" 2>&1 ||
+	fail "report long.jsonl: exit $?: $(head -c 2000 "$tmp/out")"
+grep -q "left out" "$tmp/out" && fail "report long.jsonl left a line out"
 "$day" >/dev/null 2>&1
 [ $? -eq 64 ] || fail "no arguments: not exit 64"
 "$day" audit - <"$src/tests/day/sample.jsonl" | grep -q "audit: OK" ||
