@@ -16,6 +16,7 @@
 #include "debug_clock.h"
 #include "log.h"
 #include "record.h"
+#include "redis_event.h"
 #include "util.h"
 
 /* Operations in one CSQ.CALL; a MULTI block larger than this goes alone,
@@ -330,5 +331,9 @@ redis_batch_flush_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	while (r->inflight < BATCH_INFLIGHT && !TAILQ_EMPTY(&r->pending))
 		batch_send(r);
-	/* redis_event.c writes them at the end of this turn of the loop. */
+	/* Written now, ahead of what this turn has for the clients: the
+	 * flush runs once the turn's requests are read, so the call holds
+	 * them all, and Redis's work overlaps the clients' writes. */
+	if (r->cmd.ac != NULL)
+		redis_event_write_now(r->cmd.ac);
 }

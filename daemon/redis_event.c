@@ -8,7 +8,8 @@
  * it out once written: two more. Here the read event is persistent, and a
  * command is written at the end of the loop turn it was made in (an
  * active event, which costs no system call), together with every other
- * command of that turn; the write event is registered only when the
+ * command of that turn, or at once when the caller says so
+ * (redis_event_write_now); the write event is registered only when the
  * socket did not take everything, and while connecting.
  */
 #include "redis_event.h"
@@ -117,6 +118,26 @@ del_write(void *arg)
 
 	event_del(e->wev);
 	event_del(e->later);
+}
+
+/*
+ * What ac has to send goes now, not at the end of the loop turn: for the
+ * Redis engine's calls, made at the end of a turn already, so that they
+ * leave before the replies and messages to clients that the same turn
+ * queued, which csqd can write while Redis works (docs/benchmarks.md,
+ * "Where a match's microseconds go"). Not while the socket is full:
+ * then the write event sends it.
+ */
+void
+redis_event_write_now(redisAsyncContext *ac)
+{
+	struct redis_event *e = ac->ev.data;
+
+	if (e == NULL || e->in_write ||
+	    !event_pending(e->later, EV_TIMEOUT, NULL))
+		return;
+	event_del(e->later);
+	redis_event_write(e);
 }
 
 static void
