@@ -172,7 +172,8 @@ int file_contains(const char *path, const char *text);
 int count_in_file(const char *path, const char *text);
 /* User and system time of pid, in clock ticks (/proc/<pid>/stat). */
 long long proc_cpu_ticks(pid_t pid);
-/* A field of /proc/<pid>/status in kB (VmRSS, VmHWM); -1 without it. */
+/* A number field of /proc/<pid>/status (VmRSS, VmHWM in kB; Threads); -1
+ * without it. */
 long proc_status_kb(pid_t pid, const char *field);
 struct rlimit;
 /* Lowers d's RLIMIT_NOFILE to the descriptors it has open plus extra; the

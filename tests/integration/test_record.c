@@ -84,24 +84,6 @@ teardown(void **state)
 	return 0;
 }
 
-/* The threads of pid (/proc/<pid>/status), -1 if unknown. */
-static int
-proc_threads(pid_t pid)
-{
-	char path[64], line[256];
-	int n = -1;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((fp = fopen(path, "r")) == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), fp) != NULL)
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	fclose(fp);
-	return n;
-}
-
 /* The lines of a file; each without its newline. */
 struct lines {
 	char **v;
@@ -226,7 +208,7 @@ test_lines_are_the_published_events(void **state)
 	/* The record's fdatasync is not a thread of csqd's: a second
 	 * thread makes glibc lock its arena on every malloc and free
 	 * (event_record.c; tried: with the old sync thread, this fails). */
-	assert_int_equal(proc_threads(d->pid), 1);
+	assert_int_equal(proc_status_kb(d->pid, "Threads"), 1);
 	redisFree(sub);
 	redisFree(c);
 	assert_int_equal(csqd_stop(d), 0);
