@@ -215,6 +215,13 @@ dict_rehash_step(struct csq_dict *d)
 			d->nold = d->moved = 0;
 		}
 	}
+	/* The head of the chain the next change moves, fetched now while
+	 * the caller works, not then: a user table that grows as a queue
+	 * fills spent 6 to 8 % of redis-server's time in this function,
+	 * waiting for it, and 4 % with this (docs/benchmarks.md, issue
+	 * 34's direct row). A hint only: a NULL is harmless. */
+	if (d->old != NULL)
+		__builtin_prefetch(d->old[d->moved], 1);
 }
 
 /* The link that points at key's node, or at the NULL ending its chain. */

@@ -492,22 +492,28 @@ call_run(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int reads)
 		struct csq_wbuf *answers =
 		    RM_Calloc((size_t)n + 1, sizeof(*answers));
 		struct csq_result res;
+		enum csq_status status;
 
 		for (i = 0; i < n; i++) {
 			cr.code = ops[i].code;
-			memset(&res, 0, sizeof(res));
+			/* An answer of its own is zeroed here; the engine's
+			 * (the last branch) is zeroed by the engine, as much
+			 * as the operation fills. */
 			if (ops[i].code == CSQ_OP_EXPIRE ||
 			    ops[i].code == CSQ_OP_LIMITS) {
 				/* The reaper, and the health check. */
 				if (ops[i].code == CSQ_OP_EXPIRE)
 					st->engine->ops->expire(st->engine);
+				memset(&res, 0, sizeof(res));
 				res.event_id = csq_last_event_id(
 				    csq_engine_memory_state(st->engine));
 				call_answer(&cr, &res);
-			} else if ((res.status = csq_op_validate(
+			} else if ((status = csq_op_validate(
 			                &ops[i],
 			                csq_get_limits(csq_engine_memory_state(
 			                    st->engine)))) != CSQ_OK) {
+				memset(&res, 0, sizeof(res));
+				res.status = status;
 				res.event_id = csq_last_event_id(
 				    csq_engine_memory_state(st->engine));
 				call_answer(&cr, &res);

@@ -508,8 +508,12 @@ test_channels(void **state)
 static void
 test_ids_and_rooms(void **state)
 {
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	                               "abcdefghijklmnopqrstuvwxyz"
+	                               "0123456789._:@-";
 	char sid[CSQ_ID_MAX + 1], id65[66];
 	uint32_t idx;
+	int c;
 
 	(void)state;
 	assert_true(csq_valid_id("aZ09._:@-", 9));
@@ -521,6 +525,15 @@ test_ids_and_rooms(void **state)
 	memset(id65, 'x', sizeof(id65));
 	assert_true(csq_valid_id(id65, 64));
 	assert_false(csq_valid_id(id65, 65));
+	/* Every byte, alone and after a good one: the alphabet's 67 and
+	 * no other (lib/id.c's table). */
+	for (c = 0; c < 256; c++) {
+		char one[2] = {'a', (char)c};
+		int ok = c != 0 && strchr(alphabet, c) != NULL;
+
+		assert_int_equal(csq_valid_id(&one[1], 1), ok);
+		assert_int_equal(csq_valid_id(one, 2), ok);
+	}
 
 	assert_int_equal(csq_parse_room("s/0", 3, sid, &idx), 0);
 	assert_string_equal(sid, "s");
