@@ -71,6 +71,7 @@ static void client_weigh(struct client *, size_t pending);
 static void client_input_account(struct client *);
 static void client_reading(struct client *, int on);
 static void client_got_input(struct client *);
+static void client_unpush(struct client *);
 
 static void client_log(enum log_level, const struct client *, const char *key,
                        const char *value, const char *, ...)
@@ -272,6 +273,7 @@ client_close(struct client *c, const char *why)
 	event_free(c->linger);
 	event_free(c->wake);
 	event_free(c->admit);
+	client_unpush(c);
 	event_free(c->flush);
 	if (c->rev != NULL)
 		event_free(c->rev); /* before the socket closes with the bev */
@@ -420,11 +422,36 @@ client_release_output(struct client *c)
 	bufferevent_enable(c->bev, EV_WRITE);
 }
 
+/* Out of server.pushed: its pushed messages are being written. */
+static void
+client_unpush(struct client *c)
+{
+	if (!c->pushed)
+		return;
+	TAILQ_REMOVE(&c->server->pushed, c, pushed_entry);
+	c->pushed = 0;
+}
+
 static void
 client_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd, (void)what;
+	client_unpush(arg);
 	client_flush(arg);
+}
+
+void
+client_flush_pushed(struct server *s)
+{
+	struct client *c;
+
+	while ((c = TAILQ_FIRST(&s->pushed)) != NULL) {
+		client_unpush(c);
+		if (c->reading)
+			continue; /* its flush, still active, ends the turn */
+		event_del(c->flush);
+		client_flush(c);
+	}
 }
 
 void
@@ -759,8 +786,13 @@ client_push_end(struct client *c)
 {
 	server_hold_output(c->server, c);
 	if (client_pending_peak(c) <= CLIENT_PUBSUB_HARD_MAX) {
-		/* Written at this turn's end, with whatever else is pushed;
-		 * that flush weighs what is left (client_weigh). */
+		/* Written at this turn's end, with whatever else is pushed,
+		 * or sooner (client_flush_pushed); that flush weighs what is
+		 * left (client_weigh). */
+		if (!c->pushed) {
+			TAILQ_INSERT_TAIL(&c->server->pushed, c, pushed_entry);
+			c->pushed = 1;
+		}
 		event_active(c->flush, EV_TIMEOUT, 0);
 		return;
 	}

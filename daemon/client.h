@@ -63,6 +63,9 @@ struct client {
 	struct client_slot *cur_slot;  /* the slot being filled, unclaimed */
 	struct event *rev;             /* readable: read into in */
 	struct event *flush;           /* deferred write of pushed messages */
+	/* In server.pushed while pushed messages wait for flush. */
+	TAILQ_ENTRY(client) pushed_entry;
+	int pushed;
 	struct resp_parser *parser;
 	struct resp_request req;
 	struct event *linger; /* bounds CLIENT_DRAINING */
@@ -164,6 +167,15 @@ int client_subscribed(const struct client *);
 /* A pushed message: begin gives the buffer or NULL (client gone). */
 struct evbuffer *client_push_begin(struct client *);
 void client_push_end(struct client *);
+/*
+ * The messages pushed so far go out now rather than at the end of the
+ * loop turn, as client_push_end would send them: the Redis engine calls
+ * this once a reply's events are emitted, so that a `matched` leaves
+ * before csqd reads the events' echo or anything else that the same
+ * epoll_wait found ready. A client whose requests are being run keeps
+ * its write for the turn's end.
+ */
+void client_flush_pushed(struct server *);
 
 /* An engine call has answered: go on with the requests waiting. */
 void client_resume(struct client *);

@@ -316,7 +316,8 @@ engine_sentinels(struct redis_engine *r, const struct config *cfg)
 struct csq_engine *
 engine_redis_new(struct event_base *evb, const struct config *cfg,
                  csq_clock_fn *clock, void *clock_arg, csq_emit_fn *emit,
-                 void *emit_arg, void (*deadline_changed)(void *), void *arg)
+                 void *emit_arg, void (*deadline_changed)(void *),
+                 void (*events_out)(void *), void *arg)
 {
 	struct redis_engine *r = csq_xcalloc(1, sizeof(*r));
 	struct timeval tv = {TICK_MS / 1000, (TICK_MS % 1000) * 1000};
@@ -350,6 +351,7 @@ engine_redis_new(struct event_base *evb, const struct config *cfg,
 	r->emit = emit;
 	r->emit_arg = emit_arg;
 	r->deadline_changed = deadline_changed;
+	r->events_out = events_out;
 	r->deadline_arg = arg;
 	r->next_redis = -1;
 	r->rtt_us = -1;

@@ -194,6 +194,11 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 		redis_subscription_sync(r, b, reply->element[4],
 		                        (uint64_t)last);
 		redis_subscription_reply(r, reply->element[4]);
+		/* The events (a `matched`) leave now, before the answers are
+		 * decoded and before the loop reads their echo on the
+		 * subscription (docs/benchmarks.md, "Events written from the
+		 * reply", 2026-11-29). */
+		redis_events_out(r);
 		while ((k = TAILQ_FIRST(&b->calls)) != NULL) {
 			TAILQ_REMOVE(&b->calls, k, entry);
 			redis_reply_module(k, reply, i++, (uint64_t)last);
@@ -317,6 +322,25 @@ batch_send(struct redis_engine *r)
 	}
 	r->inflight++;
 	batch_write(b);
+}
+
+/*
+ * The events emitted so far go to their clients now (events_out), not at
+ * the end of the loop turn: before csqd reads anything else that the
+ * turn's epoll_wait found ready, the echo of these events among it. A
+ * call of requests already read in this turn, waiting for the turn's end,
+ * goes first: a call still leaves before the turn's writes to clients.
+ */
+void
+redis_events_out(struct redis_engine *r)
+{
+	if (r->events_out == NULL)
+		return;
+	if (event_pending(r->flush, EV_TIMEOUT, NULL)) {
+		event_del(r->flush);
+		redis_batch_flush_cb(-1, 0, r);
+	}
+	r->events_out(r->deadline_arg);
 }
 
 void

@@ -95,7 +95,8 @@ struct redis_engine {
 	csq_emit_fn *emit;
 	void *emit_arg;
 	void (*deadline_changed)(void *);
-	void *deadline_arg;
+	void (*events_out)(void *); /* the events emitted: write them now */
+	void *deadline_arg;         /* the argument of both */
 
 	struct redis_conn cmd, sub;
 	int up;                              /* both connections ready */
@@ -231,6 +232,9 @@ void redis_batch_schedule(struct redis_engine *);
 void redis_batch_fail_pending(struct redis_engine *);
 /* The flush event: sends what is pending at the end of a loop turn. */
 void redis_batch_flush_cb(evutil_socket_t, short, void *);
+/* The events emitted so far go to their clients now (events_out), after a
+ * call that waits for the turn's end. */
+void redis_events_out(struct redis_engine *);
 
 /* redis_reply.c */
 /* The header of a CSQ.CALL's reply: the last event id, or -1. */

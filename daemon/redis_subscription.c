@@ -250,6 +250,7 @@ redis_subscription_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	if (strcmp(kind->str, "message") == 0 &&
 	    body->type == REDIS_REPLY_STRING) {
 		sub_events(c->r, body->str, body->len);
+		redis_events_out(c->r);
 		redis_call_flush(c->r, 0);
 	}
 }

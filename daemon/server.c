@@ -658,6 +658,13 @@ server_reload_cb(evutil_socket_t sig, short what, void *arg)
 		             "the running one kept)");
 }
 
+/* The Redis engine has emitted a reply's events: out now (client.h). */
+static void
+server_events_out(void *arg)
+{
+	client_flush_pushed(arg);
+}
+
 /* The Redis engine learned of a new earliest deadline on its own. */
 static void
 server_deadline_moved(void *arg)
@@ -698,7 +705,7 @@ server_engine(struct server *s)
 		return e;
 	}
 	return engine_redis_new(s->base, &s->cfg, server_clock, s, server_emit,
-	                        s, server_deadline_moved, s);
+	                        s, server_deadline_moved, server_events_out, s);
 }
 
 /*
@@ -740,6 +747,7 @@ server_run(const struct config *cfg, const char *config_path)
 	s->started_ms = server_now_ms();
 	s->deadline_armed = UINT64_MAX;
 	TAILQ_INIT(&s->clients);
+	TAILQ_INIT(&s->pushed);
 	signal(SIGPIPE, SIG_IGN);
 	/* A journal over the file size limit fails a write with EFBIG, which
 	 * is answered as a full disk is (TRYAGAIN), not the end of csqd. */

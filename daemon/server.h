@@ -41,6 +41,8 @@ struct server {
 	struct pubsub *pubsub;
 	struct listener *listeners;
 	struct client_list clients;
+	/* Clients with pushed messages not yet written (client.c). */
+	struct client_list pushed;
 	uint64_t nclients;
 	uint64_t input_total; /* input all clients hold (max_input_memory) */
 	uint64_t next_client_id;
