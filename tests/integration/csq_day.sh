@@ -73,20 +73,43 @@ grep -q "left out" "$tmp/out" && fail "report long.jsonl left a line out"
 "$day" audit - <"$src/tests/day/sample.jsonl" | grep -q "audit: OK" ||
 	fail "standard input"
 
-# A benchmark-style run: csq-bench's match scenario with offers.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$tmp/csqd.conf" <<EOC
+# A benchmark-style run: csq-bench's match scenario with offers. csqd must
+# say it is ready (its listeners open) within START_S, a deadline for a
+# hang. (The wait was for "csq-bench ping -d 0", which always fails, as
+# csq-bench takes no duration of 0: a fixed 5 s, and then the run went on
+# regardless.) A free port may be taken by another test's process before
+# csqd binds it: then csqd exits, and starts again on another.
+START_S=30
+up=0
+for _ in 1 2 3 4 5; do
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	rm -f "$tmp/day.jsonl"
+	cat >"$tmp/csqd.conf" <<EOC
 listen = ["127.0.0.1:$port"];
 http: { listen = ""; };
 record: { path = "$tmp/day.jsonl"; };
 EOC
-"$csqd" -c "$tmp/csqd.conf" >"$tmp/csqd.log" 2>&1 &
-pid=$!
-i=0
-until "$bench" -p "$port" ping -c 1 -d 0 >/dev/null 2>&1 || [ $i -ge 100 ]; do
-	sleep 0.05
-	i=$((i + 1))
+	"$csqd" -c "$tmp/csqd.conf" >"$tmp/csqd.log" 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt $((START_S * 20)) ] && kill -0 "$pid" 2>/dev/null; do
+		if grep -q ' ready, engine ' "$tmp/csqd.log"; then
+			up=1
+			break
+		fi
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ $up -eq 1 ] && break
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	pid=
+	grep -q "Address already in use" "$tmp/csqd.log" || break
 done
+if [ $up -ne 1 ]; then
+	fail "csqd did not answer on port $port: $(cat "$tmp/csqd.log")"
+	exit $status
+fi
 "$bench" -p "$port" match --servicers 10 --offer 5 -d 2 >"$tmp/bench.out" 2>&1 ||
 	fail "csq-bench match: $(cat "$tmp/bench.out")"
 kill "$pid"

@@ -908,7 +908,9 @@ have_parser(void)
 /*
  * Routing's counters and the histogram of offer to ACCEPT (protocol-v2
  * sections 1, 1a), on both engines: zero at first; then an offer accepted
- * after 300 ms, one declined, a transfer.
+ * after 300 ms, one declined, a transfer. The accept is in the bucket of
+ * 5 s, not 1 s: its 300 ms are at least 300 ms (the sum says so) but a
+ * loaded machine may make them more than 1 s.
  */
 static void
 test_metrics_routing(void **state)
@@ -930,7 +932,7 @@ test_metrics_routing(void **state)
 	              "csq_offers_declined_total=1",
 	              "csq_offers_missed_total=0", "csq_transferred_total=1",
 	              "csq_matched_total=1", "csq_offer_accept_seconds_count=1",
-	              "csq_offer_accept_seconds_bucket{le=\"1\"}=1",
+	              "csq_offer_accept_seconds_bucket{le=\"5\"}=1",
 	              "csq_offer_accept_seconds_sum>=0.3",
 	              "csq_rooms{state=\"busy\"}=0", NULL);
 }

@@ -4,7 +4,7 @@
  * together under max_input_memory, the largest closed first; channels and
  * patterns no longer than max_channel_length. Each attack is run as the
  * audit ran it, and the test watches csqd's resident memory (/proc) and
- * the latency of an honest client beside the attacker.
+ * what an honest client's commands beside the attacker cost csqd.
  */
 #include <sys/socket.h>
 
@@ -24,33 +24,61 @@
 #define ATTACK_BYTES   (16 * MiB) /* each attacker sends this much data */
 #define SEND_CHUNK     (1 * MiB)
 #define RSS_SLACK_KB   (32 * 1024) /* growth allowed for an attack held off */
-#define LATENCY_MAX_MS 250         /* an honest PING or ENQUEUE, at most */
+#define HONEST_CPU_MAX 250         /* ms of csqd's CPU for an honest command */
 #define INPUT_CAP      (8 * MiB)
 #define WAIT_MS        10000
 #define HUGE_PATTERN   100000000 /* the audit's pattern: "*[" x... "]" */
 
-/* How long one command takes on c, in ms. */
-static int64_t
-command_ms(redisContext *c, const char *cmd)
+/*
+ * The costs of honest commands: the most CPU time csqd spent between a
+ * command's send and its reply, and the longest such wait.
+ */
+struct cost {
+	int64_t cpu_ms;
+	int64_t wall_ms;
+};
+
+/*
+ * One command on c, to csqd d, counted in *worst: csqd's CPU time while it
+ * ran (ms, from /proc's clock ticks: 10 ms steps) and the wall time of its
+ * reply. "Answered at once" is judged on the CPU time, what csqd spent on
+ * the attackers' input before it answered: the wall time counts as well
+ * the time that csqd and the test waited for a core, and an honest PING
+ * that took 2 to 11 ms alone took 443 ms beside three other tests on one
+ * core (taskset -c 1, ctest -j4). The wall time has a deadline for a hang
+ * (WAIT_MS).
+ */
+static void
+command_cost(struct csqd *d, redisContext *c, const char *cmd,
+             struct cost *worst)
 {
-	int64_t t0 = now_ms();
+	long long t0 = proc_cpu_ticks(d->pid), t1;
+	int64_t w0 = now_ms(), wall, cpu;
 	redisReply *r = CMD(c, cmd);
 
+	wall = now_ms() - w0;
+	t1 = proc_cpu_ticks(d->pid);
 	assert_true(r->type != REDIS_REPLY_ERROR);
 	freeReplyObject(r);
-	return now_ms() - t0;
+	assert_true(t0 >= 0 && t1 >= t0);
+	cpu = (int64_t)((t1 - t0) * 1000 / sysconf(_SC_CLK_TCK));
+	if (cpu > worst->cpu_ms)
+		worst->cpu_ms = cpu;
+	if (wall > worst->wall_ms)
+		worst->wall_ms = wall;
+	assert_true(wall < WAIT_MS);
 }
 
-/* Sends len bytes of fill in SEND_CHUNK pieces, checking between pieces
- * that the honest client h is answered in time. Stops at the first send
- * that fails (csqd closed the connection). Returns the bytes sent. */
+/* Sends len bytes of fill in SEND_CHUNK pieces, a PING of the honest
+ * client h to csqd d between pieces, its cost in *worst. Stops at the first
+ * send that fails (csqd closed the connection). Returns the bytes sent. */
 static size_t
-send_fill(int fd, size_t len, redisContext *h, int64_t *worst)
+send_fill(int fd, size_t len, struct csqd *d, redisContext *h,
+          struct cost *worst)
 {
 	static char chunk[SEND_CHUNK];
 	size_t sent = 0, k;
 	ssize_t n;
-	int64_t ms;
 
 	memset(chunk, 'x', sizeof(chunk));
 	while (sent < len) {
@@ -61,8 +89,8 @@ send_fill(int fd, size_t len, redisContext *h, int64_t *worst)
 		if (n <= 0)
 			break;
 		sent += (size_t)n;
-		if (h != NULL && (ms = command_ms(h, "PING")) > *worst)
-			*worst = ms;
+		if (h != NULL)
+			command_cost(d, h, "PING", worst);
 	}
 	return sent;
 }
@@ -97,7 +125,7 @@ unauth_big_bulk(void **state)
 	struct csqd_fx *fx = *state;
 	static const char head[] = "*2\r\n$4\r\nAUTH\r\n$536870912\r\n";
 	long rss0, hwm0, hwm1;
-	int64_t worst = 0;
+	struct cost worst = {0, 0};
 	int fds[ATTACKERS], i;
 
 	CHECK(fx->c, "+OK", "AUTH s3cret");
@@ -107,15 +135,16 @@ unauth_big_bulk(void **state)
 	for (i = 0; i < ATTACKERS; i++) {
 		fds[i] = raw_connect(fx->d->port);
 		raw_send(fds[i], head, strlen(head));
-		send_fill(fds[i], ATTACK_BYTES, fx->c, &worst);
+		send_fill(fds[i], ATTACK_BYTES, fx->d, fx->c, &worst);
 	}
 	hwm1 = proc_status_kb(fx->d->pid, "VmHWM");
-	print_message("VmRSS before %ld kB, VmHWM %ld -> %ld kB after %d x "
-	              "%d MiB; slowest PING %lld ms\n",
-	              rss0, hwm0, hwm1, ATTACKERS, ATTACK_BYTES / MiB,
-	              (long long)worst);
+	print_message(
+	    "VmRSS before %ld kB, VmHWM %ld -> %ld kB after %d x "
+	    "%d MiB; costliest PING %lld ms of CPU, slowest %lld ms\n",
+	    rss0, hwm0, hwm1, ATTACKERS, ATTACK_BYTES / MiB,
+	    (long long)worst.cpu_ms, (long long)worst.wall_ms);
 	assert_true(hwm1 - hwm0 < RSS_SLACK_KB);
-	assert_true(worst < LATENCY_MAX_MS);
+	assert_true(worst.cpu_ms < HONEST_CPU_MAX);
 	for (i = 0; i < ATTACKERS; i++) {
 		expect_closed_with(fds[i], "-ERR Protocol error: "
 		                           "unauthenticated bulk length\r\n");
@@ -254,7 +283,7 @@ echo_begin(int port, size_t size, size_t part)
 
 	snprintf(head, sizeof(head), "*2\r\n$4\r\nECHO\r\n$%zu\r\n", size);
 	raw_sends(fd, head);
-	assert_int_equal(send_fill(fd, part, NULL, NULL), part);
+	assert_int_equal(send_fill(fd, part, NULL, NULL, NULL), part);
 	return fd;
 }
 
@@ -267,7 +296,8 @@ echo_end(int fd, size_t size, size_t part)
 	size_t hlen, got;
 
 	assert_non_null(buf);
-	assert_int_equal(send_fill(fd, size - part, NULL, NULL), size - part);
+	assert_int_equal(send_fill(fd, size - part, NULL, NULL, NULL),
+	                 size - part);
 	raw_sends(fd, "\r\n");
 	hlen = (size_t)snprintf(head, sizeof(head), "$%zu\r\n", size);
 	got = raw_read_n(fd, buf, hlen + size + 2, READ_IDLE);
@@ -329,7 +359,7 @@ input_cap_memory(void **state)
 	struct csqd_fx *fx = *state;
 	static const char head[] = "*2\r\n$4\r\nECHO\r\n$536870912\r\n";
 	long hwm0, hwm1;
-	int64_t worst = 0;
+	struct cost worst = {0, 0};
 	int fds[ATTACKERS], i, closed;
 	char out[RAW_BUF];
 
@@ -337,7 +367,7 @@ input_cap_memory(void **state)
 	for (i = 0; i < ATTACKERS; i++) {
 		fds[i] = raw_connect(fx->d->port);
 		raw_send(fds[i], head, strlen(head));
-		send_fill(fds[i], ATTACK_BYTES, fx->c, &worst);
+		send_fill(fds[i], ATTACK_BYTES, fx->d, fx->c, &worst);
 	}
 	for (i = 0; i < ATTACKERS; i++) {
 		raw_read(fds[i], out, sizeof(out), READ_IDLE, &closed);
@@ -345,12 +375,13 @@ input_cap_memory(void **state)
 		close(fds[i]);
 	}
 	hwm1 = proc_status_kb(fx->d->pid, "VmHWM");
-	print_message("VmHWM %ld -> %ld kB after %d x %d MiB under a cap of "
-	              "%d MiB; slowest PING %lld ms\n",
-	              hwm0, hwm1, ATTACKERS, ATTACK_BYTES / MiB,
-	              INPUT_CAP / MiB, (long long)worst);
+	print_message(
+	    "VmHWM %ld -> %ld kB after %d x %d MiB under a cap of "
+	    "%d MiB; costliest PING %lld ms of CPU, slowest %lld ms\n",
+	    hwm0, hwm1, ATTACKERS, ATTACK_BYTES / MiB, INPUT_CAP / MiB,
+	    (long long)worst.cpu_ms, (long long)worst.wall_ms);
 	assert_true(hwm1 - hwm0 < INPUT_CAP / 1024 + RSS_SLACK_KB);
-	assert_true(worst < LATENCY_MAX_MS);
+	assert_true(worst.cpu_ms < HONEST_CPU_MAX);
 	assert_int_equal(INFO_FIELD(fx->c, "client_query_buffer_limit_"
 	                                   "disconnections"),
 	                 ATTACKERS);
@@ -372,7 +403,7 @@ huge_pattern(void **state)
 	size_t argvlen[2] = {10, len};
 	redisContext *sub = csqd_connect(fx->d);
 	redisReply *r;
-	int64_t ms;
+	struct cost cost = {0, 0};
 
 	assert_non_null(pat);
 	memcpy(pat, "*[", 2);
@@ -384,8 +415,10 @@ huge_pattern(void **state)
 	free(pat);
 	/* Not in subscribe mode: an ordinary command runs. */
 	CHECK(sub, "+PONG", "PING");
-	ms = command_ms(fx->c, "ENQUEUE u1");
-	assert_true(ms < LATENCY_MAX_MS);
+	command_cost(fx->d, fx->c, "ENQUEUE u1", &cost);
+	print_message("ENQUEUE after the pattern: %lld ms of CPU, %lld ms\n",
+	              (long long)cost.cpu_ms, (long long)cost.wall_ms);
+	assert_true(cost.cpu_ms < HONEST_CPU_MAX);
 	redisFree(sub);
 }
 

@@ -575,23 +575,26 @@ setup_least_busy(void **state)
 }
 
 /* Rewrites d's configuration to conf and reloads it (SIGHUP), waiting for
- * the log to say so. */
+ * the log to say so, until a deadline for a hang (RELOAD_WAIT_MS): 500
+ * tries 10 ms apart gave a csqd on a loaded machine about 5 s. */
+#define RELOAD_WAIT_MS 30000
+
 static void
 reload(struct csqd *d, const char *conf)
 {
 	int before = count_in_file(d->log_path, "configuration reloaded");
-	int i;
+	int64_t deadline;
 
 	csqd_rewrite_conf(d, conf);
 	kill(d->pid, SIGHUP);
-	for (i = 0; i < 500; i++) {
+	for (deadline = now_ms() + RELOAD_WAIT_MS; now_ms() < deadline;) {
 		if (count_in_file(d->log_path, "configuration reloaded") >
 		    before)
 			return;
 		sleep_ms(10);
 	}
 	csqd_dump_log(d);
-	fail_msg("no reload");
+	fail_msg("no reload within %d ms", RELOAD_WAIT_MS);
 }
 
 /* least_busy from the configuration, then longest_idle by a reload. */
