@@ -167,8 +167,8 @@ main(int argc, char *argv[])
 			o.duration = strtod(optarg, &end);
 			if (end == optarg || *end != '\0' || o.duration <= 0 ||
 			    o.duration > 3600)
-				bench_fatalx("--duration: want seconds, 0 to "
-				             "3600");
+				bench_fatalx("--duration: want seconds, more "
+				             "than 0 and at most 3600");
 			break;
 		case OPT_LABEL:
 			o.label = optarg;
