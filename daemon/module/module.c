@@ -38,6 +38,8 @@
 #include "module_state.h"
 
 struct module_state_list module_states = LIST_HEAD_INITIALIZER(module_states);
+/* Each state made is numbered: the order of states with one deadline. */
+static uint64_t serial;
 int module_debug_clock;
 
 /* The reply's header before the operations' results (csqd's
@@ -108,6 +110,8 @@ module_state_new(uint64_t seed)
 	csq_engine_memory_set_journal(st->engine, state_journal, st);
 	module_alloc_charge(NULL);
 	st->db = -1;
+	csq_heap_node_init(&st->due);
+	st->serial = ++serial;
 	LIST_INSERT_HEAD(&module_states, st, link);
 	return st;
 }
@@ -115,6 +119,7 @@ module_state_new(uint64_t seed)
 void
 module_state_free(struct module_state *st)
 {
+	module_timer_forget(st);
 	LIST_REMOVE(st, link);
 	module_alloc_charge(st);
 	st->engine->ops->free(st->engine);
@@ -151,6 +156,7 @@ module_state_name(struct module_state *st, RedisModuleCtx *ctx,
 	}
 	st->key = RM_CreateString(NULL, s, a);
 	st->db = db;
+	module_timer_note(st);
 }
 
 void
@@ -229,6 +235,7 @@ module_state_end(struct module_state *st, const uint8_t **msg)
 		*msg = m;
 	st->ctx = NULL;
 	st->nevents = 0;
+	module_timer_note(st);
 	return len;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/queue.h>
 
 #include "engine.h"
+#include "heap.h"
 #include "module_api.h"
 #include "result.h"
 #include "wire.h"
@@ -43,6 +44,10 @@ struct module_state {
 	/* The run's changes, as whole records one after the other: one
 	 * CSQ.APPLY at the run's end replicates them all. */
 	struct csq_wbuf repl;
+	/* Its place among the states with a deadline, by the earliest
+	 * (module_timer.c); serial breaks ties, in the order made. */
+	struct csq_heap_node due;
+	uint64_t serial;
 	LIST_ENTRY(module_state) link; /* module_states */
 };
 
@@ -84,6 +89,12 @@ void module_alloc_charge(struct module_state *);
 /* Arms the one timer for the earliest deadline of every state, on a
  * master without debug-clock; stops it elsewhere. */
 void module_timer_update(RedisModuleCtx *);
+/* A state's earliest deadline, or its key, may have changed (the end of
+ * a run, a new name): its place among the states is set again, O(log n)
+ * in the number of states. */
+void module_timer_note(struct module_state *);
+/* The state goes (before it is freed). */
+void module_timer_forget(struct module_state *);
 
 /* The state of a key open for writing, made (a new seed) when the key is
  * empty and create is set; NULL with an error replied for a key of

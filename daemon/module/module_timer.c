@@ -11,22 +11,39 @@
 static RedisModuleTimerID timer_id;
 static int timer_armed;
 static uint64_t timer_due;
+/* The states that have a key and a deadline, by their earliest: a write
+ * moves its own state, never walks the others. */
+static struct csq_heap dues;
 
 static void timer_fired(RedisModuleCtx *, void *);
+
+void
+module_timer_note(struct module_state *st)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (st->key != NULL)
+		d = csq_next_deadline(csq_engine_memory_state(st->engine));
+	if (d != UINT64_MAX)
+		csq_heap_set(&dues, &st->due, d, st->serial);
+	else if (csq_heap_contains(&st->due))
+		csq_heap_remove(&dues, &st->due);
+}
+
+void
+module_timer_forget(struct module_state *st)
+{
+	if (csq_heap_contains(&st->due))
+		csq_heap_remove(&dues, &st->due);
+}
 
 /* The earliest deadline of every state, UINT64_MAX for none. */
 static uint64_t
 earliest(void)
 {
-	struct module_state *st;
-	uint64_t due = UINT64_MAX, d;
+	struct csq_heap_node *n = csq_heap_top(&dues);
 
-	LIST_FOREACH(st, &module_states, link)
-		if (st->key != NULL &&
-		    (d = csq_next_deadline(
-		         csq_engine_memory_state(st->engine))) < due)
-			due = d;
-	return due;
+	return n != NULL ? n->key : UINT64_MAX;
 }
 
 void
@@ -53,26 +70,45 @@ module_timer_update(RedisModuleCtx *ctx)
 	timer_armed = 1;
 }
 
+struct due_list {
+	struct module_state **st;
+	size_t len, cap;
+};
+
+static void
+due_add(void *arg, struct csq_heap_node *n)
+{
+	struct due_list *l = arg;
+
+	if (l->len == l->cap) {
+		l->cap = l->cap > 0 ? l->cap * 2 : 8;
+		l->st = RM_Realloc(l->st, l->cap * sizeof(*l->st));
+	}
+	l->st[l->len++] = csq_container_of(n, struct module_state, due);
+}
+
+/* The states due now, and only they, each once: taken from the heap
+ * first, since each one's run moves it there. */
 static void
 timer_fired(RedisModuleCtx *ctx, void *data)
 {
-	struct module_state *st, *next;
+	struct due_list due = {0};
+	struct module_state *st;
 	uint64_t now = (uint64_t)RM_Milliseconds();
+	size_t i;
 
 	(void)data;
 	timer_armed = 0;
 	if (RM_GetContextFlags(ctx) & RM_CTX_FLAGS_MASTER) {
-		for (st = LIST_FIRST(&module_states); st != NULL; st = next) {
-			next = LIST_NEXT(st, link);
-			if (st->key == NULL ||
-			    csq_next_deadline(
-			        csq_engine_memory_state(st->engine)) > now)
-				continue;
+		csq_heap_each_upto(&dues, now, due_add, &due);
+		for (i = 0; i < due.len; i++) {
+			st = due.st[i];
 			RM_SelectDb(ctx, st->db);
 			module_state_begin(st, ctx, now);
 			st->engine->ops->expire(st->engine);
 			module_state_end(st, NULL);
 		}
+		RM_Free(due.st);
 	}
 	module_timer_update(ctx);
 }

@@ -203,6 +203,7 @@ type_rdb_load(RedisModuleIO *io, int encver)
 		if (s != NULL) {
 			st->key = RM_CreateString(NULL, s, klen);
 			st->db = RM_GetDbIdFromIO(io);
+			module_timer_note(st);
 		}
 	}
 	return st;

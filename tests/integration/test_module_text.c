@@ -203,12 +203,68 @@ text_commands_refuse_garbage(void **state)
 	redisd_free(r);
 }
 
+/*
+ * The deadlines of several states (one per prefix), with no csqd: each
+ * acts on time and in order, whichever state was written last, and a
+ * state deleted with a deadline pending is forgotten (ASan would see its
+ * use after the free). The timer keeps the states by their earliest
+ * deadline; a write moves only its own state.
+ */
+static void
+deadlines_of_many_states(void **state)
+{
+	struct redisd *r = redisd_start(REDISD_MODULE_CLOCK);
+	redisContext *rc, *sub;
+	redisReply *rep;
+
+	(void)state;
+	rc = redisd_connect(r);
+	sub = redisd_connect(r);
+	freeReplyObject(CMD(sub, "SUBSCRIBE {ta}:events"));
+	freeReplyObject(CMD(sub, "SUBSCRIBE {tb}:events"));
+	CHECK(rc,
+	      "['state','waiting','queue','default','position',:1,"
+	      "'eta_ms',:-1]",
+	      "CSQ.ENQUEUE {ta}:state late-in-a TTL 2");
+	CHECK(rc,
+	      "['state','waiting','queue','default','position',:1,"
+	      "'eta_ms',:-1]",
+	      "CSQ.ENQUEUE {td}:state gone-with-d TTL 1");
+	CHECK(rc,
+	      "['state','waiting','queue','default','position',:1,"
+	      "'eta_ms',:-1]",
+	      "CSQ.ENQUEUE {tb}:state early-in-b TTL 1");
+	/* The last write is to a state with no deadline at all. */
+	CHECK(rc,
+	      "['state','waiting','queue','default','position',:1,"
+	      "'eta_ms',:-1]",
+	      "CSQ.ENQUEUE {tc}:state stays-in-c TTL 0");
+	rep = CMD(rc, "DEL {td}:state");
+	assert_int_equal(rep->integer, 1);
+	freeReplyObject(rep);
+	/* b's user goes first, then a's: a message for a's first would be
+	 * read (and dropped) while waiting for b's, and the second wait
+	 * would fail. */
+	assert_true(redis_wait_message(sub, "early-in-b", "timeout"));
+	assert_true(redis_wait_message(sub, "late-in-a", "timeout"));
+	CHECK(rc, ":0", "CSQ.QLEN {ta}:state default");
+	CHECK(rc, ":0", "CSQ.QLEN {tb}:state default");
+	CHECK(rc, ":1", "CSQ.QLEN {tc}:state default");
+	rep = CMD(rc, "EXISTS {td}:state");
+	assert_int_equal(rep->integer, 0);
+	freeReplyObject(rep);
+	redisFree(sub);
+	redisFree(rc);
+	redisd_free(r);
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(text_commands_share_csqds_state),
 	    cmocka_unit_test(text_commands_refuse_garbage),
+	    cmocka_unit_test(deadlines_of_many_states),
 	};
 
 	csqd_init(argc, argv);
