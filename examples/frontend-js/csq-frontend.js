@@ -50,6 +50,7 @@ export class Customer extends EventEmitter {
     this.ended = false;
     this.leaving = false;
     this.timer = null;
+    this.goneTimer = null; // a reply said "none": waiting for the event
     // Counts events: a reply (ENQUEUE, WHERE) read after an event that
     // arrived while it was on its way may be older than the event, since
     // replies and events come on two connections. Such a reply is dropped;
@@ -111,9 +112,14 @@ export class Customer extends EventEmitter {
       return;
     }
     if (f.state === 'none' && this.status.state !== 'none') {
-      // Gone without an event seen (it came before we listened, or the
+      // Gone. The event that says how (released, left) comes on the
+      // other connection and may come after this reply: it is waited for
+      // a while. None at all (it came before we listened, or the
       // subscription was down): a TTL that ran out is the likely cause.
-      this.end({ event: 'left', reason: 'unknown' });
+      if (this.goneTimer === null) {
+        this.goneTimer = setTimeout(() => this.end({ event: 'left', reason: 'unknown' }),
+          LEAVE_EVENT_MS);
+      }
       return;
     }
     this.update({ state: f.state, queue: f.queue, position: f.position,
@@ -132,6 +138,7 @@ export class Customer extends EventEmitter {
   end(why) {
     if (this.ended) return;
     this.ended = true;
+    clearTimeout(this.goneTimer);
     this.frontend.forget(this);
     this.emit('end', why);
   }
@@ -231,6 +238,9 @@ export class Frontend {
       console.error(`${c.id}: TOUCH: ${err.message}`);
       return;
     }
+    // Matched meanwhile: nothing to ask (an agent may even have ended
+    // the conversation already).
+    if (c.status.state === 'assigned') return;
     await this.refresh(c);
   }
 

@@ -562,12 +562,58 @@ def roles_wrong_user(t):
     check(t.servicers() == [], "nobody logged in")
 
 
+# The library's own rule, without a csqd to race: a WHERE reply saying the
+# customer is gone can overtake, on the command connection, the event that
+# says how (released, left) on the subscription. The event decides; the
+# reply alone ends it as "left (unknown)" only when no event comes within
+# the library's wait (2 s). Seen on a loaded machine: RELEASE right after
+# a keep-alive's WHERE printed "left the line (unknown)".
+OVERTAKE_JS = r"""
+import { Customer } from %s;
+const stub = { forget() {}, refresh() {} };
+function customer(ends) {
+  const c = new Customer(stub, 'u9', { ttl: 1 });
+  c.on('end', (w) => ends.push(w));
+  c.onEvent({ event: 'matched', queue: 'default', servicer: 's1',
+              room: 's1/0' });
+  return c;
+}
+const a = [];
+const ca = customer(a);
+ca.onReply(['state', 'none'], ca.events);
+ca.onEvent({ event: 'released', by: 'servicer' });
+const b = [];
+const cb = customer(b);
+cb.onReply(['state', 'none'], cb.events);
+const before = JSON.stringify(b);
+await new Promise((r) => setTimeout(r, 2500));
+console.log(JSON.stringify({ a, before, b }));
+"""
+
+
+def frontend_reply_overtakes_event(t):
+    """A reply that says "none" before the event that explains it."""
+    url = json.dumps("file://" + os.path.join(FRONTEND_DIR,
+                                              "csq-frontend.js"))
+    out = subprocess.run([NODE, "--input-type=module", "-e",
+                          OVERTAKE_JS % url], capture_output=True,
+                         text=True, timeout=60, check=False)
+    check(out.returncode == 0, "node: %s" % out.stderr)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    check(got["a"] == [{"event": "released", "reason": "servicer"}],
+          "the event decides: %s" % got["a"])
+    check(got["before"] == "[]", "not ended at the reply: %s" %
+          got["before"])
+    check(got["b"] == [{"event": "left", "reason": "unknown"}],
+          "no event: left (unknown) after the wait: %s" % got["b"])
+
+
 GROUPS = {
     "agent_python": [agent_serves_user, agent_pauses_before_leaving,
                      agent_heartbeats, agent_user_leaves,
                      agent_lost_and_back],
     "frontend_js": [frontend_waits_and_is_matched, frontend_requeued,
-                    frontend_touches,
+                    frontend_reply_overtakes_event, frontend_touches,
                     frontend_gives_up, frontend_ends_chat,
                     agent_serves_frontend],
     "agent_offers": [agent_offers],
