@@ -370,10 +370,6 @@ apply_policy(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 static apply_fn *const applies[CSQ_OP_COUNT] = {CSQ_OPS(APPLY_ROW)};
 
 /*
- * Runs op at now. The one dispatcher for calls and replays, so that a
- * replay does exactly what the call did.
- */
-/*
  * The result zeroed before an operation fills it, but for its servicer
  * (3,400 of its 4,232 bytes), which only a SERVICER answer (HEARTBEAT's)
  * fills and which only such an answer reads (lib/result.c,
@@ -397,6 +393,10 @@ result_clear(struct csq_result *r, enum csq_opcode code)
 	memset(&r->user, 0, sizeof(*r) - offsetof(struct csq_result, user));
 }
 
+/*
+ * Runs op at now. The one dispatcher for calls and replays, so that a
+ * replay does exactly what the call did.
+ */
 static void
 memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
              struct csq_result *r, void **owned)

@@ -344,7 +344,6 @@ lost_servicer_restarts_ttl(void **state)
 {
 	struct csqd_fx *fx = *state;
 	int64_t t0 = now_ms(), back = -1, gone = -1;
-
 	redisReply *r;
 
 	freeReplyObject(CMD(fx->c, "HEARTBEAT s1 QUEUES q TTL 2"));

@@ -1,0 +1,47 @@
+#!/bin/sh
+# scripts/bench-latency (issue 34's latency rows) refuses what it cannot
+# run, before it builds or starts anything: each bad argument exits 2 with
+# a word of what is wrong. Its runs themselves are the lead's, on a quiet
+# machine (docs/benchmarks.md); a timed run here would measure nothing.
+# Usage: bench_latency.sh <source dir>. Exit 77 (skip) without bash.
+set -u
+
+SRC=${1:?usage: bench_latency.sh <source dir>}
+command -v bash >/dev/null 2>&1 || { echo "bash not found: skipped"; exit 77; }
+tmp=$(mktemp -d /tmp/csq-bench-latency-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+	echo "FAIL: $*"
+	cat "$tmp/out" "$tmp/err" 2>/dev/null
+	exit 1
+}
+
+# How it was broken: zero, negative, over the range, not a number, empty,
+# unknown, and a --csqd-b that is no program. Each with the words its
+# refusal must carry.
+check() {
+	want=$1
+	shift
+	bash "$SRC/scripts/bench-latency" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq 2 ] || fail "bench-latency $* exited $rc, not 2"
+	grep -q -- "$want" "$tmp/err" || fail "bench-latency $*: no word of $want"
+	[ ! -d "$SRC/build-bench" ] || [ "$(find "$SRC/build-bench" -newer "$tmp/out" | head -1)" = "" ] ||
+		fail "bench-latency $*: built something"
+}
+check "--rounds: 1 or more" --rounds 0 --no-build
+check "whole numbers" --rounds -1 --no-build
+check "whole numbers" --rounds x --no-build
+check "--seconds: 1 to 3600" --seconds 0 --no-build
+check "--seconds: 1 to 3600" --seconds 3601 --no-build
+check "--servicers: no row" --servicers " " --no-build
+check "--servicers: 0 is not" --servicers "1 0" --no-build
+check "--servicers: 1000001 is not" --servicers 1000001 --no-build
+check "whole numbers" --servicers "1,10" --no-build
+check "unknown argument: --bogus" --bogus
+check "is not an executable" --csqd-b "$tmp/none" --no-build
+bash "$SRC/scripts/bench-latency" --help >"$tmp/out" 2>"$tmp/err" ||
+	fail "--help exited $?"
+grep -q -- "--csqd-b PATH" "$tmp/err" || fail "--help: no word of --csqd-b"
+echo "bench-latency: ok"
