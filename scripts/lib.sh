@@ -51,6 +51,57 @@ csq_say()
 	printf '%s: %s\n' "${0##*/}" "$*" >&2
 }
 
+# A TCP port on 127.0.0.1 that no socket uses, not one of those given. It
+# is taken below the kernel's range of ephemeral ports: a client's socket
+# there, even one in TIME-WAIT for a minute after it closed, makes a
+# server's bind fail with "Address already in use" (seen: a run that lost
+# its csqd rows that way), and a listening probe cannot see it.
+csq_free_port()
+{
+	local p q taken lo=32768 hi=60999 base span _
+	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || :
+	if [ "$lo" -gt 12000 ]; then
+		base=10000 span=$((lo - 10000))
+	elif [ "$hi" -lt 64000 ]; then
+		base=$((hi + 1)) span=$((65535 - hi))
+	else
+		base=20000 span=40000 # no room outside the range: hope
+	fi
+	for _ in $(seq 1 200); do
+		p=$((base + RANDOM % span))
+		taken=0
+		for q in "$@"; do [ "$p" = "$q" ] && taken=1; done
+		[ "$taken" -eq 1 ] && continue
+		[ -z "$(ss -Htan "( sport = :$p )" 2>/dev/null)" ] || continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Waits until the server on port $1 answers PING while pid $2 lives (10 s
+# at most).
+csq_wait_ready()
+{
+	local _
+	for _ in $(seq 1 200); do
+		kill -0 "$2" 2>/dev/null || return 1
+		[ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# Redis's usec_per_call (INFO commandstats) of command $2 on the
+# redis-server of port $1, since its last CONFIG RESETSTAT.
+csq_redis_usec()
+{
+	redis-cli -p "$1" INFO commandstats | tr -d '\r' |
+		sed -n "s/^cmdstat_$2:.*usec_per_call=\([0-9.]*\).*/\1/p"
+}
+
 # Changes to the repository root, found from this file's own path, so that the
 # scripts work from any directory.
 csq_cd_root()
