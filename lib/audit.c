@@ -727,9 +727,11 @@ audit_position(struct csq_audit *a, struct au_user *x,
 		 * arrival was quadratic in its length. */
 		if (ev->ts_ms >= l->window_end)
 			continue;
-		for (y = l->head; y != NULL; y = y->next)
+		for (y = l->head; y != NULL; y = y->next) {
+			a->sum.walked++;
 			if (y != x && window_open(y, ev))
 				ahead--;
+		}
 	}
 	if (ev->position == 0 || ahead <= ev->position - 1)
 		return;

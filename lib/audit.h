@@ -77,6 +77,10 @@ struct csq_audit_summary {
 	uint64_t before;   /* users present before it began */
 	uint64_t matched, left, expired, still_waiting, in_rooms;
 	uint64_t checked; /* offers and matches checked for order */
+	/* Users passed over to check an arrival's position against the
+	 * windows on record: only while one may be open, so the audit
+	 * stays linear in the record (tests count it). */
+	uint64_t walked;
 	uint64_t excused[CSQ_EXCUSES];
 	uint64_t findings[CSQ_AUDIT_KINDS];
 };
