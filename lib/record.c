@@ -5,6 +5,12 @@
 
 #include <string.h>
 
+#if (defined(__x86_64__) || defined(__i386__)) &&                              \
+    (defined(__GNUC__) || defined(__clang__))
+#define CSQ_CRC32C_X86 1
+#include <nmmintrin.h> /* the crc32 instruction's intrinsics */
+#endif
+
 #define CRC32C_POLY 0x82f63b78u /* Castagnoli, reflected */
 
 /* Eight bytes a step ("slicing by 8"): table[k] is table[0] run k more
@@ -12,7 +18,7 @@
  * at a time, this checksum was two thirds of the cost of encoding an
  * ENQUEUE's record (which each change of csq.so replicates). */
 uint32_t
-csq_crc32c(const void *data, size_t len)
+csq_crc32c_table(const void *data, size_t len)
 {
 	static uint32_t table[8][256];
 	const uint8_t *p = data;
@@ -44,6 +50,69 @@ csq_crc32c(const void *data, size_t len)
 	while (len-- > 0)
 		crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return crc ^ 0xffffffffu;
+}
+
+/*
+ * The same sum by the CPU: SSE4.2's crc32 instruction computes exactly
+ * CRC-32C (the Castagnoli polynomial, reflected), eight bytes an
+ * instruction. Chosen at run time (csq_crc32c_hw_ok), so that one build
+ * runs on any x86-64, and the table is the path of every other CPU. The
+ * function is compiled for SSE4.2 alone (the target attribute), the rest
+ * of the file for the build's baseline.
+ */
+#ifdef CSQ_CRC32C_X86
+int
+csq_crc32c_hw_ok(void)
+{
+	return __builtin_cpu_supports("sse4.2");
+}
+
+__attribute__((target("sse4.2"))) uint32_t
+csq_crc32c_hw(const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	uint32_t crc = 0xffffffffu;
+#ifdef __x86_64__
+	uint64_t w, c = crc;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8); /* unaligned, little endian */
+		c = _mm_crc32_u64(c, w);
+	}
+	crc = (uint32_t)c;
+#endif
+	for (; len >= 4; p += 4, len -= 4) {
+		uint32_t v;
+
+		memcpy(&v, p, 4);
+		crc = _mm_crc32_u32(crc, v);
+	}
+	while (len-- > 0)
+		crc = _mm_crc32_u8(crc, *p++);
+	return crc ^ 0xffffffffu;
+}
+#else
+int
+csq_crc32c_hw_ok(void)
+{
+	return 0;
+}
+
+uint32_t
+csq_crc32c_hw(const void *data, size_t len)
+{
+	return csq_crc32c_table(data, len);
+}
+#endif
+
+uint32_t
+csq_crc32c(const void *data, size_t len)
+{
+#ifdef CSQ_CRC32C_X86
+	if (csq_crc32c_hw_ok())
+		return csq_crc32c_hw(data, len);
+#endif
+	return csq_crc32c_table(data, len);
 }
 
 /* A cursor over a record's bytes; any overrun sets bad. */
@@ -494,6 +563,7 @@ get_policy_set(struct cursor *c, struct csq_op *op,
                struct csq_record_strings *st)
 {
 	(void)st;
+	memset(&op->policy, 0, sizeof(op->policy)); /* csq_record_decode */
 	op->offset = get_u64(c, 4);
 	op->count = (uint32_t)get_u64(c, 4);
 	if (op->count > CSQ_POLICIES_MAX ||
@@ -700,6 +770,10 @@ csq_record_encode(const struct csq_op *op, uint64_t now,
 	return record_seal(buf, &c);
 }
 
+_Static_assert(offsetof(struct csq_op, policy) + sizeof(struct csq_policy) ==
+                   sizeof(struct csq_op),
+               "csq_record_decode zeroes a csq_op up to its policy, the last");
+
 int
 csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
                   uint64_t *now, struct csq_record_strings *st)
@@ -707,7 +781,11 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 	struct cursor c = {NULL, payload, len, 0};
 	uint64_t code;
 
-	memset(op, 0, sizeof(*op));
+	/* Zeroed but its policy, 2.8 KB of the 3.4 of a csq_op, which only a
+	 * POLICY record holds (get_policy_set zeroes it) and only a POLICY
+	 * reads (the op table's check and apply): the memset of all of it
+	 * was half the instructions of decoding an ENQUEUE or a RELEASE. */
+	memset(op, 0, offsetof(struct csq_op, policy));
 	op->ttl_s = -1;
 	code = get_u64(&c, 1);
 	op->code = (enum csq_opcode)code;

@@ -31,14 +31,22 @@ struct csq_record_strings {
 	char skills[CSQ_SKILLS_TEXT_MAX + 1];
 };
 
+/* CRC-32C (Castagnoli) of the bytes: by the CPU's crc32 instruction
+ * where it has one (SSE4.2, looked up at each call), else by a table.
+ * Both give the same sum; the two below are the paths, for the tests. */
 uint32_t csq_crc32c(const void *, size_t);
+uint32_t csq_crc32c_table(const void *, size_t);
+int csq_crc32c_hw_ok(void);                   /* 1: the CPU's path runs */
+uint32_t csq_crc32c_hw(const void *, size_t); /* only where hw_ok */
 
 /* Writes op at now as one whole record into buf; returns its size. */
 size_t csq_record_encode(const struct csq_op *, uint64_t now,
                          uint8_t buf[CSQ_RECORD_MAX]);
 /*
  * Reads one payload (without the header) into op and *now, its strings
- * into st. Returns 0, or -1 when the payload is not a valid record.
+ * into st. Returns 0, or -1 when the payload is not a valid record. Every
+ * field of op the record does not hold is zero, but op->policy, which
+ * only a POLICY record writes (and only a POLICY reads).
  */
 int csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *,
                       uint64_t *now, struct csq_record_strings *st);

@@ -37,6 +37,78 @@ test_crc32c(void **state)
 	}
 }
 
+/* The sums of RFC 3720 (iSCSI), B.4: 32 bytes of zeros, of ones,
+ * ascending and descending; by csq_crc32c and by each of its paths. */
+static void
+test_crc32c_vectors(void **state)
+{
+	uint8_t zeros[32], ones[32], up[32], down[32];
+	uint32_t (*const path[])(const void *, size_t) = {
+	    csq_crc32c, csq_crc32c_table, csq_crc32c_hw};
+	size_t i, k, paths = csq_crc32c_hw_ok() ? 3 : 2;
+
+	(void)state;
+	for (i = 0; i < 32; i++) {
+		zeros[i] = 0;
+		ones[i] = 0xff;
+		up[i] = (uint8_t)i;
+		down[i] = (uint8_t)(31 - i);
+	}
+	for (k = 0; k < paths; k++) {
+		assert_int_equal(path[k]("123456789", 9), 0xe3069283u);
+		assert_int_equal(path[k]("", 0), 0);
+		assert_int_equal(path[k](zeros, 32), 0x8a9136aau);
+		assert_int_equal(path[k](ones, 32), 0x62a8ab43u);
+		assert_int_equal(path[k](up, 32), 0x46dd794eu);
+		assert_int_equal(path[k](down, 32), 0x113fdb5cu);
+	}
+}
+
+/* The CPU's crc32 path against the table's: random bytes, every length
+ * 0..64 from each of eight alignments (the 8- and 4-byte steps and the
+ * tail meet at every split), then large buffers of odd lengths. A CPU
+ * without SSE4.2 has only the table: the test says so and skips. */
+static void
+test_crc32c_paths_agree(void **state)
+{
+	static uint8_t buf[8 + 70000];
+	static const size_t large[] = {255,  256,   1000, 4095,
+	                               4096, 65537, 70000};
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	uint32_t sum;
+	size_t i, len, off;
+
+	(void)state;
+	if (!csq_crc32c_hw_ok()) {
+		print_message("no SSE4.2 here: only the table's path runs\n");
+		skip();
+	}
+	for (i = 0; i < sizeof(buf); i++) { /* xorshift64 */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = (uint8_t)(x >> 24);
+	}
+	for (off = 0; off < 8; off++)
+		for (len = 0; len <= 64; len++)
+			assert_int_equal(csq_crc32c_hw(buf + off, len),
+			                 csq_crc32c_table(buf + off, len));
+	for (i = 0; i < sizeof(large) / sizeof(large[0]); i++)
+		for (off = 0; off < 8; off += 3)
+			assert_int_equal(csq_crc32c_hw(buf + off, large[i]),
+			                 csq_crc32c_table(buf + off, large[i]));
+	/* One bit changed anywhere changes the sum, alike on both paths
+	 * (a CRC catches every error of one bit). */
+	sum = csq_crc32c(buf, 64);
+	for (i = 0; i < 64; i++) {
+		buf[i] ^= 0x10;
+		assert_int_equal(csq_crc32c_hw(buf, 64),
+		                 csq_crc32c_table(buf, 64));
+		assert_int_not_equal(csq_crc32c(buf, 64), sum);
+		buf[i] ^= 0x10;
+	}
+}
+
 /* The payload of a HEARTBEAT record before routing: opcode, time, the
  * servicer, flags, capacity, TTL, the count of queues and their bytes. */
 #define HEARTBEAT_LEGACY(sid, qbytes)                                          \
@@ -850,6 +922,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nobody_records),
 	    cmocka_unit_test(test_crc32c),
+	    cmocka_unit_test(test_crc32c_vectors),
+	    cmocka_unit_test(test_crc32c_paths_agree),
 	    cmocka_unit_test(test_every_operation),
 	    cmocka_unit_test(test_slices),
 	    cmocka_unit_test(test_legacy_limits),
