@@ -61,13 +61,23 @@ dict_hash(const struct csq_dict *d, const char *key, size_t len)
 {
 	uint64_t h = d->seed ^ ((uint64_t)len * UINT64_C(0x9e3779b97f4a7c15));
 	uint64_t w;
+	unsigned char *tail;
 
 	for (; len >= sizeof(w); key += sizeof(w), len -= sizeof(w)) {
 		memcpy(&w, key, sizeof(w));
 		h = dict_mix(h ^ w);
 	}
+	/* The last 0 to 7 bytes, in w's first bytes as one memcpy of len
+	 * would put them, by copies of fixed sizes: a copy of a variable
+	 * size was a third of a short key's hash. */
 	w = 0;
-	memcpy(&w, key, len);
+	tail = (unsigned char *)&w;
+	if (len & 4)
+		memcpy(tail, key, 4);
+	if (len & 2)
+		memcpy(tail + (len & 4), key + (len & 4), 2);
+	if (len & 1)
+		tail[len - 1] = (unsigned char)key[len - 1];
 	return (uint32_t)dict_mix(h ^ w ^ ((uint64_t)len << 56));
 }
 
@@ -244,6 +254,12 @@ csq_dict_get(const struct csq_dict *d, const char *key, size_t len)
 	    *dict_find(d, key, len, dict_hash(d, key, len));
 
 	return n != NULL ? dict_val(d, n) : NULL;
+}
+
+void
+csq_dict_prefetch(const struct csq_dict *d, const char *key, size_t len)
+{
+	__builtin_prefetch(dict_bucket(d, dict_hash(d, key, len)));
 }
 
 /* Links n, with its hash and len set, at the end of chain p. */

@@ -36,6 +36,10 @@ int csq_dict_resizing(const struct csq_dict *);
 /* The most keys in one chain (tests: what the seed does). */
 size_t csq_dict_longest_chain(const struct csq_dict *);
 void *csq_dict_get(const struct csq_dict *, const char *key, size_t len);
+/* Starts fetching the bucket key is looked up in, and changes nothing:
+ * a lookup of key made a little later (a few hundred instructions) finds
+ * it in cache. A hint only: a change between them costs the miss again. */
+void csq_dict_prefetch(const struct csq_dict *, const char *key, size_t len);
 
 /* Copying dicts. Adds or replaces; returns the previous value or NULL. */
 void *csq_dict_put(struct csq_dict *, const char *key, size_t len, void *val);

@@ -134,6 +134,12 @@ struct csq_engine *csq_engine_memory_new(const struct csq_limits *,
                                          void *emit_arg);
 /* The state machine behind a memory engine (for tests and checks). */
 struct csq *csq_engine_memory_state(struct csq_engine *);
+/* A hint before an operation on the user id (len bytes) is called:
+ * starts fetching what its lookup of the user will read (the user table's
+ * bucket), so that the call, made a little later, does not wait for it.
+ * Changes nothing. */
+void csq_engine_memory_prefetch_user(struct csq_engine *, const char *id,
+                                     size_t len);
 
 /*
  * The journal hook: called with every operation that may change the state,

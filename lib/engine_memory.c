@@ -2,8 +2,10 @@
  * The memory engine: the whole state in this process, in one struct csq.
  * It answers every call at once, before csq_engine_call() returns.
  */
+#include "dict.h"
 #include "engine.h"
 #include "snapshot.h"
+#include "state.h"
 #include "util.h"
 
 #include <stddef.h>
@@ -564,6 +566,13 @@ struct csq *
 csq_engine_memory_state(struct csq_engine *e)
 {
 	return engine_memory(e)->csq;
+}
+
+void
+csq_engine_memory_prefetch_user(struct csq_engine *e, const char *id,
+                                size_t len)
+{
+	csq_dict_prefetch(engine_memory(e)->csq->users, id, len);
 }
 
 void

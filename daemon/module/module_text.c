@@ -18,8 +18,7 @@
 #include "op_reply.h"
 #include "util.h"
 
-#define TEXT_WORDS 16   /* words copied on the stack, at most */
-#define TEXT_BYTES 1024 /* bytes of them */
+#define TEXT_WORDS 16 /* words whose places fit on the stack, at most */
 
 /* The reply's sink: Redis's reply calls (a map is a flat array). */
 static void
@@ -85,7 +84,8 @@ text_answer(void *arg, const struct csq_result *res)
  * empty state does, without making one.
  */
 static int
-text_run(RedisModuleCtx *ctx, RedisModuleString *name, struct csq_op *op)
+text_run(RedisModuleCtx *ctx, RedisModuleString *name, struct csq_op *op,
+         size_t user_len)
 {
 	struct text_call tc = {ctx, op->code};
 	int writes = csq_op_mutates(op->code);
@@ -100,6 +100,10 @@ text_run(RedisModuleCtx *ctx, RedisModuleString *name, struct csq_op *op)
 		RM_CloseKey(key);
 		return RM_OK;
 	}
+	/* The user's bucket on its way from memory while the op is checked
+	 * and journaled: in a big state it was the call's costliest miss. */
+	if (user_len > 0)
+		csq_engine_memory_prefetch_user(st->engine, op->id, user_len);
 	module_state_begin(st, ctx, (uint64_t)RM_Milliseconds());
 	s = csq_op_validate(
 	    op, csq_get_limits(csq_engine_memory_state(st->engine)));
@@ -115,24 +119,27 @@ text_run(RedisModuleCtx *ctx, RedisModuleString *name, struct csq_op *op)
 
 /*
  * CSQ.<op> <key> <words>: csqd's command of that name and arity with the
- * key first. The words are copied out, each with its NUL, so that the
- * parser reads C strings whatever Redis's strings are; the TIER a state
- * takes is its own (csq_op_validate), so the parser takes any tier there
- * may be.
+ * key first. The words are read where Redis holds them: a command's
+ * arguments are sds strings, each with a NUL after its bytes (Redis's own
+ * commands read them as C strings), so the parser reads C strings without
+ * a copy; an argument's own NUL bytes are in its length, as they were in
+ * the copy this replaced. The TIER a state takes is its own
+ * (csq_op_validate), so the parser takes any tier there may be.
  */
 static int
 text_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
              enum csq_opcode code)
 {
-	char *words[TEXT_WORDS], text[TEXT_BYTES], *t = text;
-	size_t lens[TEXT_WORDS], len, total = 0;
+	const struct csq_op_def *def = csq_op_def(code);
+	char *words[TEXT_WORDS];
+	size_t lens[TEXT_WORDS], len, ulen = 0;
 	struct resp_request req = {argc - 1, words, lens, 0};
 	struct op_args_buf buf;
 	struct csq_op op;
 	const char *err;
 	int i, ret;
 
-	if (!op_args_arity_ok(csq_op_def(code)->arity, argc - 1))
+	if (!op_args_arity_ok(def->arity, argc - 1))
 		return RM_WrongArity(ctx);
 	/* The key's place is the name's: the words follow it. A command's
 	 * usual words fit on the stack; more go to the heap. */
@@ -144,21 +151,14 @@ text_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
 	for (i = 0; i < req.argc; i++) {
 		req.argv[i] = (char *)RM_StringPtrLen(argv[i + 1], &len);
 		req.argvlen[i] = len;
-		total += len + 1;
-	}
-	if (total > TEXT_BYTES)
-		t = csq_xmalloc(total);
-	for (i = 0, total = 0; i < req.argc; i++) {
-		memcpy(t + total, req.argv[i], req.argvlen[i]);
-		t[total + req.argvlen[i]] = '\0';
-		req.argv[i] = t + total;
-		total += req.argvlen[i] + 1;
 	}
 	err = op_args_parse(code, &req, CSQ_TIER_LIMIT, &op, &buf);
+	/* A user's id is the word after the key (op->id), whose length is
+	 * known here: the hint's, in text_run. */
+	if (err == NULL && def->id == CSQ_ID_OF_USER && op.id == req.argv[1])
+		ulen = req.argvlen[1];
 	ret = err != NULL ? RM_ReplyWithError(ctx, err)
-	                  : text_run(ctx, argv[1], &op);
-	if (t != text)
-		free(t);
+	                  : text_run(ctx, argv[1], &op, ulen);
 	if (req.argv != words) {
 		free(req.argvlen);
 		free(req.argv);

@@ -635,6 +635,62 @@ test_intrusive(void **state)
 	free(objs);
 }
 
+/* lib/dict.c's hash as it was first written (one memcpy of the last
+ * bytes), with its mixing step from collide.h: the order a dict's walk
+ * follows, and so a snapshot's and an RDB's bytes, hang on it, so a
+ * faster hash must give the same. */
+static uint32_t
+ref_hash(uint64_t seed, const char *key, size_t len)
+{
+	uint64_t h = seed ^ ((uint64_t)len * UINT64_C(0x9e3779b97f4a7c15));
+	uint64_t w;
+
+	for (; len >= sizeof(w); key += sizeof(w), len -= sizeof(w)) {
+		memcpy(&w, key, sizeof(w));
+		h = collide_mix(h ^ w);
+	}
+	w = 0;
+	memcpy(&w, key, len);
+	return (uint32_t)collide_mix(h ^ w ^ ((uint64_t)len << 56));
+}
+
+/* Every length from 1 to 23 (every tail of 0 to 7 bytes, after 0 to 2
+ * words), random bytes (NUL and 0xff among them), two seeds: each node
+ * holds the hash the first one gave. */
+static void
+test_hash_unchanged(void **state)
+{
+	static const uint64_t seeds[] = {0, UINT64_C(0x9e3779b97f4a7c15)};
+	struct obj o[23];
+	size_t s, len, i;
+
+	(void)state;
+	for (s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
+		struct csq_dict *d = obj_dict(seeds[s]);
+
+		for (len = 1; len <= 23; len++) {
+			for (i = 0; i < len; i++)
+				o[len - 1].id[i] = (char)(rng(256));
+			csq_dict_add(d, &o[len - 1], len);
+			assert_int_equal(
+			    o[len - 1].link.hash,
+			    ref_hash(seeds[s], o[len - 1].id, len));
+			assert_int_equal(o[len - 1].link.len, len);
+		}
+		/* The hint before a lookup changes nothing, for a key
+		 * there or not, in a resize (23 keys: 16 buckets grew). */
+		assert_true(csq_dict_resizing(d));
+		for (len = 1; len <= 23; len++) {
+			csq_dict_prefetch(d, o[len - 1].id, len);
+			csq_dict_prefetch(d, "absent", 6);
+			assert_ptr_equal(csq_dict_get(d, o[len - 1].id, len),
+			                 &o[len - 1]);
+		}
+		assert_int_equal(csq_dict_len(d), 23);
+		csq_dict_free(d);
+	}
+}
+
 static void
 test_intrusive_model(void **state)
 {
@@ -685,6 +741,7 @@ main(void)
 	    cmocka_unit_test(test_seeds),
 	    cmocka_unit_test(test_seed_decides_chains),
 	    cmocka_unit_test(test_intrusive),
+	    cmocka_unit_test(test_hash_unchanged),
 	    cmocka_unit_test(test_intrusive_model),
 	};
 

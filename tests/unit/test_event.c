@@ -512,6 +512,7 @@ test_ids_and_rooms(void **state)
 	                               "abcdefghijklmnopqrstuvwxyz"
 	                               "0123456789._:@-";
 	char sid[CSQ_ID_MAX + 1], id65[66];
+	size_t len, at;
 	uint32_t idx;
 	int c;
 
@@ -534,6 +535,20 @@ test_ids_and_rooms(void **state)
 		assert_int_equal(csq_valid_id(&one[1], 1), ok);
 		assert_int_equal(csq_valid_id(one, 2), ok);
 	}
+	/* One bad byte at every place of every length, in the checker's
+	 * steps of four and in the bytes after them. */
+	for (len = 1; len <= CSQ_ID_MAX; len++)
+		for (at = 0; at < len; at++) {
+			memset(id65, 'x', sizeof(id65));
+			id65[at] = '/';
+			assert_false(csq_valid_id(id65, len));
+			id65[at] = '\0';
+			assert_false(csq_valid_id(id65, len));
+			id65[at] = (char)0xff;
+			assert_false(csq_valid_id(id65, len));
+			id65[at] = '@';
+			assert_true(csq_valid_id(id65, len));
+		}
 
 	assert_int_equal(csq_parse_room("s/0", 3, sid, &idx), 0);
 	assert_string_equal(sid, "s");
