@@ -141,6 +141,19 @@ csq_match_servicer(struct csq *c, struct csq_servicer *s, uint64_t now)
 		matcher_place(c, u, s, NULL, CSQ_REASON_NONE, now);
 }
 
+/* The users put back so far, inline or allocated. */
+static struct csq_user **
+settle_backs(struct csq_settle *st)
+{
+	return st->back.v != NULL ? st->back.v : st->back_in;
+}
+
+/* The ids of the servicers to refill so far, inline or allocated. */
+static char (*settle_refills(struct csq_settle *st))[CSQ_ID_MAX + 1]
+{
+	return st->refill != NULL ? st->refill : st->refill_in;
+}
+
 void
 csq_settle_back(struct csq_settle *st, struct csq_user *u)
 {
@@ -148,22 +161,30 @@ csq_settle_back(struct csq_settle *st, struct csq_user *u)
 
 	/* Doubled: a storm of 10,000 servicers lost in one pass must not
 	 * copy the array 10,000 times. */
-	if (b->n == b->cap) {
-		b->cap = b->cap ? b->cap * 2 : 16;
+	if (b->v == NULL && b->n == CSQ_SETTLE_IN) {
+		b->cap = 2 * CSQ_SETTLE_IN;
+		b->v = csq_xmalloc(b->cap * sizeof(*b->v));
+		memcpy(b->v, st->back_in, sizeof(st->back_in));
+	} else if (b->v != NULL && b->n == b->cap) {
+		b->cap *= 2;
 		b->v = csq_xrealloc(b->v, b->cap * sizeof(*b->v));
 	}
-	b->v[b->n++] = u;
+	settle_backs(st)[b->n++] = u;
 }
 
 void
 csq_settle_refill(struct csq_settle *st, const struct csq_servicer *s)
 {
-	if (st->nrefill == st->caprefill) {
-		st->caprefill = st->caprefill ? st->caprefill * 2 : 4;
+	if (st->refill == NULL && st->nrefill == CSQ_SETTLE_IN) {
+		st->caprefill = 2 * CSQ_SETTLE_IN;
+		st->refill = csq_xmalloc(st->caprefill * sizeof(*st->refill));
+		memcpy(st->refill, st->refill_in, sizeof(st->refill_in));
+	} else if (st->refill != NULL && st->nrefill == st->caprefill) {
+		st->caprefill *= 2;
 		st->refill = csq_xrealloc(st->refill,
 		                          st->caprefill * sizeof(*st->refill));
 	}
-	memcpy(st->refill[st->nrefill++], s->id, s->idlen + 1);
+	memcpy(settle_refills(st)[st->nrefill++], s->id, s->idlen + 1);
 }
 
 static int
@@ -202,21 +223,26 @@ csq_settle(struct csq *c, struct csq_settle *st, uint64_t now)
 	struct csq_servicer *s;
 	struct csq_user *u;
 	size_t i;
+	struct csq_user **back = settle_backs(st);
+	char(*refill)[CSQ_ID_MAX + 1] = settle_refills(st);
 
 	if (st->back.n > 1)
-		qsort(st->back.v, st->back.n, sizeof(*st->back.v),
-		      user_key_cmp);
+		qsort(back, st->back.n, sizeof(*back), user_key_cmp);
 	for (i = 0; i < st->back.n; i++) {
-		u = st->back.v[i];
+		u = back[i];
 		if (u->state == CSQ_USER_WAITING && heads_its_line(c, u))
 			csq_match_user(c, u, NULL, CSQ_REASON_NONE, now);
 	}
 	for (i = 0; i < st->nrefill; i++)
-		if ((s = csq_servicer_get(c, st->refill[i])) != NULL)
+		if ((s = csq_servicer_get(c, refill[i])) != NULL)
 			csq_match_servicer(c, s, now);
 	free(st->back.v);
 	free(st->refill);
-	memset(st, 0, sizeof(*st));
+	/* Empty again; the inline arrays' bytes are not read past n. */
+	st->back.v = NULL;
+	st->back.n = st->back.cap = 0;
+	st->refill = NULL;
+	st->nrefill = st->caprefill = 0;
 	/* Servicers came or went: spells of nobody begin or end. */
 	csq_nobody_settle(c, now);
 }

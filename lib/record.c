@@ -123,13 +123,18 @@ struct cursor {
 	int bad;
 };
 
+/* Through a local pointer: a store through c->w itself may alias the
+ * cursor (a uint8_t store may alias anything), so the compiler reloaded
+ * c->w after each byte; with p it writes the value in one store. */
 static void
 put_u64(struct cursor *c, uint64_t v, int bytes)
 {
+	uint8_t *p = c->w;
 	int i;
 
 	for (i = 0; i < bytes; i++)
-		*c->w++ = (uint8_t)(v >> (8 * i));
+		p[i] = (uint8_t)(v >> (8 * i));
+	c->w = p + bytes;
 }
 
 static void

@@ -39,7 +39,7 @@ csq_room_name(const struct csq_servicer *s, uint32_t index,
 	/* As snprintf("%s/%u") would write it, cut to CSQ_ROOM_MAX, without
 	 * its cost: a name is made for each event that names a room. */
 	char digits[10];
-	size_t n = strnlen(s->id, CSQ_ID_MAX), d = 0;
+	size_t n = s->idlen, d = 0;
 
 	memcpy(out, s->id, n);
 	out[n++] = '/';

@@ -389,10 +389,17 @@ struct csq_users {
 	struct csq_user **v;
 	size_t n, cap;
 };
+/* An operation puts back a user or two and frees a room or two (a
+ * RELEASE frees one): the first CSQ_SETTLE_IN of each are kept in the
+ * settle itself, and only more allocate (back.v and refill, NULL while
+ * the inline arrays hold them all). A zeroed csq_settle is empty. */
+#define CSQ_SETTLE_IN 2
 struct csq_settle {
 	struct csq_users back;
 	char (*refill)[CSQ_ID_MAX + 1];
 	size_t nrefill, caprefill;
+	struct csq_user *back_in[CSQ_SETTLE_IN];
+	char refill_in[CSQ_SETTLE_IN][CSQ_ID_MAX + 1];
 };
 
 /* csq.c */

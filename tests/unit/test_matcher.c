@@ -283,6 +283,88 @@ test_lost_together(void **state)
 	assert_int_equal(st.servicers, 0);
 }
 
+/*
+ * One pass that frees rooms at six servicers and one that puts six users
+ * back: more than csq_settle keeps inline (CSQ_SETTLE_IN) and more than
+ * its first allocation, so the copy out of the inline arrays and the
+ * growth after it both run. Broken on purpose while writing it, each
+ * caught: the refills' copy out of the inline array one entry short (the
+ * second servicer's id garbage: "free room of s1 beside waiting users"),
+ * and the users' copy one short (UBSan: a garbage user read).
+ */
+static void
+test_settle_many(void **state)
+{
+	struct fixture *f = *state;
+	struct csq_heartbeat_args a;
+	struct csq_user_info u;
+	struct csq_stats st;
+	char buf[64], id[8];
+	int i;
+
+	/* s0..s5, one room each and a wrap-up of 1 s, hold u0..u5. */
+	for (i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "s%d", i);
+		hb_args(&a, id, 1, NULL, buf, sizeof(buf));
+		a.has_ttl = 1;
+		a.ttl_s = 600;
+		a.has_wrapup = 1;
+		a.wrapup_s = 1;
+		assert_int_equal(hb_run(f, &a, NULL), CSQ_OK);
+		f->now++;
+	}
+	for (i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "u%d", i);
+		enq(f, id, NULL, -1, &u);
+		assert_int_equal(u.state, CSQ_USER_ASSIGNED);
+	}
+	for (i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "w%d", i);
+		enq(f, id, NULL, -1, &u);
+		assert_int_equal(u.state, CSQ_USER_WAITING);
+	}
+	for (i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "u%d", i);
+		where(f, id, &u);
+		assert_int_equal(release(f, u.room), 1); /* wrap-up begins */
+	}
+	assert_string_equal(line_of(f, "default"), "w0,w1,w2,w3,w4,w5");
+	/* The six wrap-ups end in one pass: six servicers to refill. */
+	pass(f, 1000);
+	assert_string_equal(line_of(f, "default"), "");
+	for (i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "w%d", i);
+		where(f, id, &u);
+		assert_int_equal(u.state, CSQ_USER_ASSIGNED);
+	}
+	csq_stats(f->csq, &st);
+	assert_int_equal(st.matched_total, 12);
+
+	/* b, six rooms, holds x0..x5 and is lost; c has three rooms free:
+	 * the six put back in one pass, the three best go to c. */
+	hb_args(&a, "b", 6, "other", buf, sizeof(buf));
+	a.has_ttl = 1;
+	a.ttl_s = 1;
+	assert_int_equal(hb_run(f, &a, NULL), CSQ_OK);
+	for (i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "x%d", i);
+		enq(f, id, "other", -1, &u);
+		assert_string_equal(u.servicer, "b");
+	}
+	hb_args(&a, "c", 3, "other", buf, sizeof(buf));
+	a.has_ttl = 1;
+	a.ttl_s = 600;
+	assert_int_equal(hb_run(f, &a, NULL), CSQ_OK);
+	pass(f, 1000);
+	for (i = 0; i < 3; i++) {
+		snprintf(id, sizeof(id), "x%d", i);
+		where(f, id, &u);
+		assert_int_equal(u.state, CSQ_USER_ASSIGNED);
+		assert_string_equal(u.servicer, "c");
+	}
+	assert_string_equal(line_of(f, "other"), "x3,x4,x5");
+}
+
 /* Events of a loss come in causal order, then the new matches. */
 static void
 test_logout_then_matches(void **state)
@@ -918,6 +1000,7 @@ main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_lost_together, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_settle_many, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_loss_requeues_at_old_place,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_logout_then_matches, setup,

@@ -217,6 +217,7 @@ test_room_name(void **state)
 
 		assert_non_null(s);
 		strcpy(s->id, ids[i]);
+		s->idlen = strlen(ids[i]); /* as a HEARTBEAT makes it */
 		for (j = 0; j < sizeof(idx) / sizeof(idx[0]); j++) {
 			memset(got, '#', sizeof(got));
 			csq_room_name(s, idx[j], got);
