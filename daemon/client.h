@@ -26,7 +26,7 @@ struct evbuffer;
  */
 struct client_slot {
 	TAILQ_ENTRY(client_slot) entry;
-	struct evbuffer *buf;
+	struct evbuffer *buf; /* made when a reply must wait in it */
 	int done;
 };
 
@@ -61,6 +61,7 @@ struct client {
 	struct evbuffer *cur; /* where replies go now: out, or a slot's */
 	struct client_slot_list slots; /* replies waiting for earlier ones */
 	struct client_slot *cur_slot;  /* the slot being filled, unclaimed */
+	struct client_slot *spare;     /* kept for the next one, or NULL */
 	struct event *rev;             /* readable: read into in */
 	struct event *flush;           /* deferred write of pushed messages */
 	/* In server.pushed while pushed messages wait for flush. */

@@ -208,17 +208,72 @@ batch_reply_cb(redisAsyncContext *ac, void *reply_, void *priv)
 	redis_batch_schedule(r);
 }
 
-/* Writes b's call, argc arguments (hiredis copies them into its output
- * buffer at once); a link that is going fails it, and what waits. */
+#define CMDBUF_KEEP 65536 /* a larger CSQ.CALL's buffer is not kept */
+
+/* Room for n more bytes of the CSQ.CALL being written at len. */
+static char *
+cmd_room(struct redis_engine *r, size_t len, size_t n)
+{
+	size_t cap = r->cmdcap > 0 ? r->cmdcap : 4096;
+
+	while (cap < len + n)
+		cap *= 2;
+	if (cap != r->cmdcap) {
+		r->cmdbuf = csq_xrealloc(r->cmdbuf, cap);
+		r->cmdcap = cap;
+	}
+	return r->cmdbuf + len;
+}
+
+/* n in decimal at p, then CRLF: the bytes written. */
+static size_t
+cmd_uint(char *p, size_t n)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp), len;
+
+	do
+		tmp[--i] = (char)('0' + n % 10);
+	while ((n /= 10) > 0);
+	len = sizeof(tmp) - i;
+	memcpy(p, tmp + i, len);
+	p[len] = '\r';
+	p[len + 1] = '\n';
+	return len + 2;
+}
+
+/* One argument of the call, a RESP bulk string, at len: the new length. */
+static size_t
+cmd_arg(struct redis_engine *r, size_t len, const void *arg, size_t n)
+{
+	char *p = cmd_room(r, len, n + 28);
+
+	p[0] = '$';
+	len += 1 + cmd_uint(p + 1, n);
+	p = r->cmdbuf + len;
+	memcpy(p, arg, n);
+	p[n] = '\r';
+	p[n + 1] = '\n';
+	return len + n + 2;
+}
+
+/*
+ * Writes b's call, cmd (len bytes of RESP, as hiredis's
+ * redisFormatCommandArgv writes the same arguments, which hiredis copies
+ * into its output buffer at once); a link that is going fails it, and what
+ * waits. csqd formats it itself, into a buffer it keeps: hiredis grew an
+ * sds argument by argument with sdscatfmt, 4 % of csqd's instructions a
+ * match on the Redis engine (docs/benchmarks.md, "csqd's CPU a match on
+ * the Redis engine").
+ */
 static void
-batch_command(struct redis_batch *b, int argc, const char **argv,
-              const size_t *argvlen)
+batch_command(struct redis_batch *b, const char *cmd, size_t len)
 {
 	struct redis_engine *r = b->r;
 	int rc = r->cmd.ac == NULL
 	             ? REDIS_ERR
-	             : redisAsyncCommandArgv(r->cmd.ac, batch_reply_cb, b, argc,
-	                                     argv, argvlen);
+	             : redisAsyncFormattedCommand(r->cmd.ac, batch_reply_cb, b,
+	                                          cmd, len);
 
 	if (rc != REDIS_OK) {
 		r->inflight--;
@@ -241,15 +296,11 @@ batch_write(struct redis_batch *b)
 {
 	struct redis_engine *r = b->r;
 	uint8_t limits[CSQ_RECORD_MAX];
-	size_t *argvlen, limits_len;
-	char now[24];
-	const char **argv;
+	size_t limits_len, len;
+	char now[24], *p;
 	struct redis_call *k;
 	struct csq_op op;
-	int argc = 0;
 
-	argv = csq_xmalloc((size_t)(b->ncalls + 4) * sizeof(*argv));
-	argvlen = csq_xmalloc((size_t)(b->ncalls + 4) * sizeof(*argvlen));
 	memset(&op, 0, sizeof(op));
 	op.code = CSQ_OP_LIMITS;
 	op.limits = r->limits;
@@ -261,22 +312,25 @@ batch_write(struct redis_batch *b)
 		snprintf(now, sizeof(now), "%llu",
 		         (unsigned long long)debug_clock_ms());
 #endif
-	argv[argc] = b->writes ? "CSQ.CALL" : "CSQ.READ", argvlen[argc++] = 8;
-	argv[argc] = r->state_key, argvlen[argc++] = strlen(r->state_key);
-	argv[argc] = (const char *)limits, argvlen[argc++] = limits_len;
-	argv[argc] = now, argvlen[argc++] = strlen(now);
+	p = cmd_room(r, 0, 32);
+	p[0] = '*';
+	len = 1 + cmd_uint(p + 1, (size_t)b->ncalls + 4);
+	len = cmd_arg(r, len, b->writes ? "CSQ.CALL" : "CSQ.READ", 8);
+	len = cmd_arg(r, len, r->state_key, strlen(r->state_key));
+	len = cmd_arg(r, len, limits, limits_len);
+	len = cmd_arg(r, len, now, strlen(now));
 	TAILQ_FOREACH(k, &b->calls, entry) {
-		if (k->reclen > 0) {
-			argv[argc] = (const char *)k->rec;
-			argvlen[argc++] = k->reclen;
-		} else { /* the health check */
-			argv[argc] = (const char *)limits;
-			argvlen[argc++] = limits_len;
-		}
+		if (k->reclen > 0) /* else the health check */
+			len = cmd_arg(r, len, k->rec, k->reclen);
+		else
+			len = cmd_arg(r, len, limits, limits_len);
 	}
-	batch_command(b, argc, argv, argvlen);
-	free(argv);
-	free(argvlen);
+	batch_command(b, r->cmdbuf, len);
+	if (r->cmdcap > CMDBUF_KEEP) {
+		free(r->cmdbuf);
+		r->cmdbuf = NULL;
+		r->cmdcap = 0;
+	}
 }
 
 /* Whether the operation k (a group's first: the whole group) may change

@@ -19,12 +19,37 @@
 #include "util.h"
 
 #define PARK_TIMEOUT_MS 2000 /* longest a reply waits for its events */
+/* A call whose record fits in CALL_REC_SPARE bytes is allocated with that
+ * room, and kept when it is answered, up to CALL_SPARE_MAX of them (300
+ * KB), for the next one. */
+#define CALL_REC_SPARE 256
+#define CALL_SPARE_MAX 64
 
 static void
 call_free(struct redis_call *k)
 {
+	struct redis_engine *r = k->r;
+
 	free(k->owned);
+	if (k->reccap == CALL_REC_SPARE && r->nspare < CALL_SPARE_MAX &&
+	    !r->freeing) {
+		TAILQ_INSERT_HEAD(&r->spare, k, entry);
+		r->nspare++;
+		return;
+	}
 	free(k);
+}
+
+void
+redis_call_spare_free(struct redis_engine *r)
+{
+	struct redis_call *k;
+
+	while ((k = TAILQ_FIRST(&r->spare)) != NULL) {
+		TAILQ_REMOVE(&r->spare, k, entry);
+		free(k);
+	}
+	r->nspare = 0;
 }
 
 /* k's answer is known (k->res); it leaves when every call made before
@@ -88,15 +113,26 @@ redis_call_flush(struct redis_engine *r, int all)
  * every operation: 0.1 to 0.3 us each, and a fifth of csqd's instructions
  * in a Redis-engine match as valgrind counts them (docs/benchmarks.md,
  * "What csq adds above the hop"). res is written before it is read.
+ * A small record's call comes from the spare ones when there is one: the
+ * 4.4 KB request went to malloc's large bins, which sort and consolidate
+ * its free chunks, and made every other malloc of csqd's slower
+ * (docs/benchmarks.md, "csqd's CPU a match on the Redis engine").
  */
 static struct redis_call *
 call_alloc(struct redis_engine *r, enum csq_opcode code, csq_engine_cb *cb,
            void *arg, size_t reclen)
 {
-	struct redis_call *k =
-	    csq_xmalloc(offsetof(struct redis_call, rec) + reclen);
+	size_t cap = reclen <= CALL_REC_SPARE ? CALL_REC_SPARE : reclen;
+	struct redis_call *k = TAILQ_FIRST(&r->spare);
 
+	if (cap == CALL_REC_SPARE && k != NULL) {
+		TAILQ_REMOVE(&r->spare, k, entry);
+		r->nspare--;
+	} else {
+		k = csq_xmalloc(offsetof(struct redis_call, rec) + cap);
+	}
 	memset(k, 0, offsetof(struct redis_call, res));
+	k->reccap = cap;
 	k->r = r;
 	k->code = code;
 	k->cb = cb;

@@ -287,6 +287,7 @@ redis_conn_start(struct redis_conn *c)
 	}
 	c->ac = ac;
 	ac->data = c;
+	redis_reply_objects(ac);
 	redis_event_attach(ac, r->evb);
 	redisAsyncSetConnectCallback(ac, conn_connected_cb);
 	redisAsyncSetDisconnectCallback(ac, conn_disconnected_cb);

@@ -56,7 +56,8 @@ struct redis_call {
 	int group_len;   /* the first of a group: its calls, all in one batch */
 	int limits_only; /* a LIMITS that goes as CSQ.CALL, to apply them */
 	int slice;       /* a view's slice: the last of its batch */
-	uint64_t wait_seq;     /* held until that WAIT answers; 0: not held */
+	uint64_t wait_seq; /* held until that WAIT answers; 0: not held */
+	size_t reccap;     /* room for a record: CALL_REC_SPARE, or reclen */
 	struct csq_result res; /* the answer, once ready */
 	uint8_t rec[];         /* the operation's record, reclen bytes */
 };
@@ -103,6 +104,13 @@ struct redis_engine {
 	char state_key[CONFIG_STR_MAX + 16]; /* csq.so's: "{prefix}:state" */
 
 	struct redis_call_list pending; /* not sent yet */
+	/* Calls answered, kept for the next ones (redis_call.c): a call is
+	 * 4.4 KB, a request malloc serves from its large bins. */
+	struct redis_call_list spare;
+	int nspare;
+	/* The CSQ.CALL being written, RESP (redis_batch.c). */
+	char *cmdbuf;
+	size_t cmdcap;
 	/* Between group_begin and group_end: the group's calls so far,
 	 * which join pending together at its end. */
 	int grouping;
@@ -226,6 +234,8 @@ void redis_call_group_end(struct redis_engine *);
 void redis_call_ready(struct redis_call *, uint64_t wait_event);
 void redis_call_fail(struct redis_call *, enum csq_status why);
 void redis_call_flush(struct redis_engine *, int all);
+/* Frees the calls kept for reuse (the engine stops). */
+void redis_call_spare_free(struct redis_engine *);
 
 /* redis_batch.c */
 void redis_batch_schedule(struct redis_engine *);
@@ -243,6 +253,8 @@ int64_t redis_reply_header(struct redis_engine *, const redisReply *);
 void redis_reply_module(struct redis_call *k, const redisReply *reply, size_t i,
                         uint64_t last);
 void redis_reply_log_error(struct redis_engine *, const char *what);
+/* ac's replies built as redis_reply.c makes them, before it reads any. */
+void redis_reply_objects(redisAsyncContext *ac);
 void redis_reply_log_flush(struct redis_engine *);
 
 /* redis_subscription.c */
