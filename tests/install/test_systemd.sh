@@ -293,18 +293,28 @@ wait_prop()
 	done
 }
 
-# A message of csqd's in the journal with its priority: "6 listening on ...".
+# A message of csqd's in the journal with its priority: "6 listening on ...",
+# waited for up to WAIT_S. journald takes a stream's lines asynchronously,
+# and tags each with the sender's _COMM from /proc when it takes it: the
+# last line of a csqd that exits at once (a refused start) may come after
+# systemd has seen the exit, and without _COMM, so SYSLOG_IDENTIFIER
+# (the unit's "csqd") names the sender too.
 journal_has()
 {
-	in_ns journalctl -u csqd -o json --no-pager | python3 -c '
+	n=0
+	until in_ns journalctl -u csqd -o json --no-pager | python3 -c '
 import json, sys
 want = sys.argv[1]
 for line in sys.stdin:
     j = json.loads(line)
-    if j.get("_COMM") == "csqd" and \
+    if "csqd" in (j.get("_COMM"), j.get("SYSLOG_IDENTIFIER")) and \
             ("%s %s" % (j.get("PRIORITY"), j.get("MESSAGE"))).startswith(want):
         sys.exit(0)
-sys.exit(1)' "$1"
+sys.exit(1)' "$1"; do
+		n=$((n + 1))
+		[ $n -le $((WAIT_S * 10)) ] || return 1
+		sleep 0.1
+	done
 }
 
 # Sends a signal to csqd's main process, never to a process group: with
