@@ -12,20 +12,10 @@ set -u
 SRC=${1:?usage: bench_calls.sh <source dir> <build dir> <csq.so>}
 BIN=${2:?usage: bench_calls.sh <source dir> <build dir> <csq.so>}
 SO=${3:?usage: bench_calls.sh <source dir> <build dir> <csq.so>}
-for t in bash redis-server redis-cli python3; do
-	if ! command -v "$t" >/dev/null 2>&1; then
-		echo "$t not found: skipped"
-		exit 77
-	fi
-done
-tmp=$(mktemp -d /tmp/csq-bench-calls-test.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() {
-	echo "FAIL: $*"
-	cat "$tmp/out" "$tmp/err" 2>/dev/null
-	exit 1
-}
+# shellcheck source=script_test.sh
+. "$SRC/tests/integration/script_test.sh"
+script_test_need bash redis-server redis-cli python3
+script_test_tmp bench-calls
 
 # How it was broken: arguments it cannot use are refused before anything
 # starts (2); a csq.so or a saved capture that is not there (1).

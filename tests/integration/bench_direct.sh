@@ -14,20 +14,10 @@ USAGE="usage: bench_direct.sh <source dir> <csq.so> <csq-shape.so>"
 SRC=${1:?$USAGE}
 SO=${2:?$USAGE}
 SHAPE=${3:?$USAGE}
-for t in bash redis-server redis-cli redis-benchmark python3; do
-	if ! command -v "$t" >/dev/null 2>&1; then
-		echo "$t not found: skipped"
-		exit 77
-	fi
-done
-tmp=$(mktemp -d /tmp/csq-bench-direct-test.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() {
-	echo "FAIL: $*"
-	cat "$tmp/out" "$tmp/err" 2>/dev/null
-	exit 1
-}
+# shellcheck source=script_test.sh
+. "$SRC/tests/integration/script_test.sh"
+script_test_need bash redis-server redis-cli redis-benchmark python3
+script_test_tmp bench-direct
 
 # How it was broken: arguments it cannot use are refused before any
 # redis-server starts (2), and a csq.so that is not there (1).

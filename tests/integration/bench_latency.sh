@@ -7,15 +7,10 @@
 set -u
 
 SRC=${1:?usage: bench_latency.sh <source dir>}
-command -v bash >/dev/null 2>&1 || { echo "bash not found: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/csq-bench-latency-test.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() {
-	echo "FAIL: $*"
-	cat "$tmp/out" "$tmp/err" 2>/dev/null
-	exit 1
-}
+# shellcheck source=script_test.sh
+. "$SRC/tests/integration/script_test.sh"
+script_test_need bash
+script_test_tmp bench-latency
 
 # How it was broken: zero, negative, over the range, not a number, empty,
 # unknown, and a --csqd-b that is no program. Each with the words its
