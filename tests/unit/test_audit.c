@@ -607,8 +607,8 @@ test_other_tier_not_overtaken(void **state)
 	csq_audit_free(a);
 }
 
-#define LONG_LINE   40000 /* users waiting in one line */
-#define WINDOW_MS   1000  /* the first user's window, for s2 */
+#define LONG_LINE 40000 /* users waiting in one line */
+#define WINDOW_MS 1000  /* the first user's window, for s2 */
 
 /*
  * A line 40,000 users long, each arrival's position checked against it:
