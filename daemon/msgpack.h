@@ -34,5 +34,10 @@ void msgpack_put_int(struct csq_wbuf *, int64_t);
 void msgpack_put_str(struct csq_wbuf *, const char *, size_t);
 void msgpack_put_array(struct csq_wbuf *, uint32_t n);
 void msgpack_put_fact_value(struct csq_wbuf *, const struct csq_fact_value *);
+/* A fact as csq.so publishes it, [kind, v[0], ..., v[n-1]]: the same
+ * bytes as msgpack_put_array, msgpack_put_str and msgpack_put_fact_value
+ * one after the other, with one reserve. */
+void msgpack_put_fact(struct csq_wbuf *, const char *kind, size_t klen,
+                      const struct csq_fact_value *v, size_t n);
 
 #endif

@@ -303,7 +303,7 @@ csq_event_to_fact(const struct csq_event *ev,
 	const char *at;
 	uint32_t u32;
 	uint64_t u64;
-	size_t i;
+	size_t i, n = 0;
 
 	for (i = 0; i < FACT_KIND_FIELDS && fields[i] != F_END; i++) {
 		at = (const char *)ev + fact_fields[fields[i]].off;
@@ -347,12 +347,13 @@ csq_event_to_fact(const struct csq_event *ev,
 			v[i].n = (int64_t)u64;
 			break;
 		}
+		/* Absent fields at the end are left out (a reader takes a
+		 * field past the last one given as absent): a matched or
+		 * offered without a move costs csq.so's message no more
+		 * than before its reason, the last of its fact, came (issue
+		 * 36); most cost less. */
+		if (v[i].type != CSQ_FACT_ABSENT)
+			n = i + 1;
 	}
-	/* Absent fields at the end are left out (a reader takes a field
-	 * past the last one given as absent): a matched or offered without
-	 * a move costs csq.so's message no more than before its reason,
-	 * the last of its fact, came (issue 36); most cost less. */
-	while (i > 0 && v[i - 1].type == CSQ_FACT_ABSENT)
-		i--;
-	return i;
+	return n;
 }

@@ -63,7 +63,7 @@ state_emit(void *arg, const struct csq_event *ev)
 {
 	struct module_state *st = arg;
 	struct csq_fact_value v[CSQ_FACT_FIELDS_MAX];
-	size_t n = csq_event_to_fact(ev, v), i;
+	size_t n = csq_event_to_fact(ev, v);
 	const char *kind = csq_event_name(ev->type);
 
 	if (st->nevents == 0) { /* the run's first: after the head's room */
@@ -71,10 +71,7 @@ state_emit(void *arg, const struct csq_event *ev)
 		csq_wbuf_reserve(&st->events, MSG_HEAD);
 		st->events.len = MSG_HEAD;
 	}
-	msgpack_put_array(&st->events, (uint32_t)(n + 1));
-	msgpack_put_str(&st->events, kind, strlen(kind));
-	for (i = 0; i < n; i++)
-		msgpack_put_fact_value(&st->events, &v[i]);
+	msgpack_put_fact(&st->events, kind, strlen(kind), v, n);
 	st->nevents++;
 }
 
