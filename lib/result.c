@@ -1,6 +1,7 @@
 /* Results as bytes (result.h). */
 #include "result.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -409,6 +410,30 @@ get_array(enum csq_reply shape, struct csq_rbuf *r, struct csq_result *res,
 	return 0;
 }
 
+/*
+ * The result zeroed before the decode fills it, but for its servicer
+ * (3,400 of its 4,232 bytes), which only a SERVICER answer (HEARTBEAT's)
+ * fills and reads (daemon/op_reply.c): the memory engine's rule
+ * (result_clear, lib/engine_memory.c), so that both engines hand the
+ * same fields to the reply. csqd decodes every answer of csq.so here, a
+ * RELEASE's and an ENQUEUE's among them (docs/benchmarks.md, "The Redis
+ * engine's calls in flight, and the answers' decode", issue 34).
+ */
+_Static_assert(offsetof(struct csq_result, user) ==
+                   offsetof(struct csq_result, servicer) +
+                       sizeof(((struct csq_result *)0)->servicer),
+               "nothing lies between the servicer and the user");
+static void
+result_clear(struct csq_result *res, enum csq_reply shape)
+{
+	if (shape == CSQ_REPLY_SERVICER) {
+		memset(res, 0, sizeof(*res));
+		return;
+	}
+	memset(res, 0, offsetof(struct csq_result, servicer));
+	memset(&res->user, 0, sizeof(*res) - offsetof(struct csq_result, user));
+}
+
 int
 csq_result_decode(enum csq_opcode code, const uint8_t *p, size_t len,
                   struct csq_result *res, void **owned)
@@ -418,7 +443,7 @@ csq_result_decode(enum csq_opcode code, const uint8_t *p, size_t len,
 	uint64_t status;
 	size_t i;
 
-	memset(res, 0, sizeof(*res));
+	result_clear(res, shape);
 	*owned = NULL;
 	status = csq_get_uint(&r, 1);
 	res->n = (int64_t)csq_get_uint(&r, 8);
