@@ -525,6 +525,10 @@ get_heartbeat(struct cursor *c, struct csq_op *op,
 		return -1;
 	for (i = 0; i < h->nqueues; i++)
 		h->queues[i] = get_str(c, st->queues[i], sizeof(st->queues[i]));
+	/* csq_record_decode leaves the queues to this form: the rest NULL,
+	 * as a zeroed op had them (readers stop at nqueues). */
+	memset(&h->queues[i], 0,
+	       (CSQ_SERVICER_QUEUES - i) * sizeof(h->queues[0]));
 	if (c->left == 0 && !h->has_offer && !h->has_wrapup && !h->has_skills)
 		return 0; /* written before routing */
 	h->offer_s = (uint32_t)get_u64(c, 4);
@@ -779,6 +783,13 @@ _Static_assert(offsetof(struct csq_op, policy) + sizeof(struct csq_policy) ==
                    sizeof(struct csq_op),
                "csq_record_decode zeroes a csq_op up to its policy, the last");
 
+/* The parts of a csq_op csq_record_decode zeroes: all up to its policy but
+ * the HEARTBEAT's queues, which get_heartbeat writes (the only reader of
+ * them is a HEARTBEAT's check and apply). */
+#define HB_QUEUES offsetof(struct csq_op, heartbeat.queues)
+#define HB_QUEUES_END                                                          \
+	(HB_QUEUES + sizeof(((struct csq_op *)NULL)->heartbeat.queues))
+
 int
 csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
                   uint64_t *now, struct csq_record_strings *st)
@@ -789,8 +800,12 @@ csq_record_decode(const uint8_t *payload, size_t len, struct csq_op *op,
 	/* Zeroed but its policy, 2.8 KB of the 3.4 of a csq_op, which only a
 	 * POLICY record holds (get_policy_set zeroes it) and only a POLICY
 	 * reads (the op table's check and apply): the memset of all of it
-	 * was half the instructions of decoding an ENQUEUE or a RELEASE. */
-	memset(op, 0, offsetof(struct csq_op, policy));
+	 * was half the instructions of decoding an ENQUEUE or a RELEASE.
+	 * Nor the HEARTBEAT's 256 B of queue pointers: get_heartbeat writes
+	 * them, and only a HEARTBEAT reads them. */
+	memset(op, 0, HB_QUEUES);
+	memset((char *)op + HB_QUEUES_END, 0,
+	       offsetof(struct csq_op, policy) - HB_QUEUES_END);
 	op->ttl_s = -1;
 	code = get_u64(&c, 1);
 	op->code = (enum csq_opcode)code;

@@ -463,6 +463,65 @@ test_refused(void **state)
 }
 
 /*
+ * csq_record_decode does not zero a HEARTBEAT's 256 B of queue pointers
+ * (only a HEARTBEAT reads them): get_heartbeat writes them all, the ones
+ * past nqueues NULL. Tried to break it: a HEARTBEAT of 2 queues decoded
+ * into an op of garbage, then one of none, then a LEAVE between them.
+ */
+static void
+test_heartbeat_queues_written(void **state)
+{
+	struct csq_record_strings st;
+	struct csq_op op, back;
+	uint8_t buf[CSQ_RECORD_MAX];
+	uint64_t now;
+	size_t n, i;
+
+	(void)state;
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_HEARTBEAT;
+	op.heartbeat.servicer = op.id = "s";
+	op.heartbeat.has_queues = 1;
+	op.heartbeat.nqueues = 2;
+	op.heartbeat.queues[0] = "q1";
+	op.heartbeat.queues[1] = "q2";
+	n = csq_record_encode(&op, 5, buf);
+	memset(&back, 0xa5, sizeof(back));
+	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &now,
+	                                   &st),
+	                 0);
+	assert_string_equal(back.heartbeat.queues[0], "q1");
+	assert_string_equal(back.heartbeat.queues[1], "q2");
+	for (i = 2; i < CSQ_SERVICER_QUEUES; i++)
+		assert_null(back.heartbeat.queues[i]);
+	assert_null(back.after);
+	assert_int_equal(back.ttl_s, -1);
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_LEAVE;
+	op.id = "u";
+	n = csq_record_encode(&op, 6, buf);
+	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &now,
+	                                   &st),
+	                 0);
+	assert_string_equal(back.id, "u");
+	assert_null(back.heartbeat.servicer);
+	assert_int_equal(back.heartbeat.nqueues, 0);
+	op.code = CSQ_OP_HEARTBEAT;
+	op.heartbeat.servicer = op.id = "s";
+	n = csq_record_encode(&op, 7, buf);
+	memset(&back, 0xa5, sizeof(back));
+	assert_int_equal(csq_record_decode(buf + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &now,
+	                                   &st),
+	                 0);
+	assert_int_equal(back.heartbeat.nqueues, 0);
+	for (i = 0; i < CSQ_SERVICER_QUEUES; i++)
+		assert_null(back.heartbeat.queues[i]);
+}
+
+/*
  * LIMITS that no configuration passes are not records csqd wrote: a
  * max_tier of 16, replayed, made order keys past their bits (found by
  * fuzz/fuzz_record). The decoder refuses them as damage.
@@ -926,6 +985,7 @@ main(void)
 	    cmocka_unit_test(test_crc32c_vectors),
 	    cmocka_unit_test(test_crc32c_paths_agree),
 	    cmocka_unit_test(test_every_operation),
+	    cmocka_unit_test(test_heartbeat_queues_written),
 	    cmocka_unit_test(test_slices),
 	    cmocka_unit_test(test_legacy_limits),
 	    cmocka_unit_test(test_refused),
