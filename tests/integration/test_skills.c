@@ -236,6 +236,10 @@ skills_check_config(void **state)
 		fail_msg("csqd -n exit %d:\n%s", rc, out);
 }
 
+#ifdef CSQ_TEST_CLOCK
+/* The case on the test clock: only a build with DEBUG CLOCK has it
+ * (CSQ_TEST_CLOCK, as scripts/test's). */
+
 /* The id of event ev of user in m, or -1 when there is none. */
 static long long
 event_id_of(const struct msgs *m, const char *ev, const char *user)
@@ -299,6 +303,7 @@ skills_relax(void **state)
 	freeReplyObject(r);
 	redisFree(sub);
 }
+#endif
 
 int
 main(int argc, char **argv)
@@ -310,8 +315,10 @@ main(int argc, char **argv)
 	                                    csqd_fx_teardown),
 	    cmocka_unit_test(skills_restart),
 	    cmocka_unit_test(skills_check_config),
+#ifdef CSQ_TEST_CLOCK
 	    cmocka_unit_test_setup_teardown(skills_relax, skills_setup,
 	                                    csqd_fx_teardown),
+#endif
 	};
 
 	csqd_init(argc, argv);
