@@ -4,6 +4,7 @@
  */
 #include "dict.h"
 #include "engine.h"
+#include "result.h"
 #include "snapshot.h"
 #include "state.h"
 #include "util.h"
@@ -372,30 +373,6 @@ apply_policy(struct engine_memory *m, const struct csq_op *op, uint64_t now,
 static apply_fn *const applies[CSQ_OP_COUNT] = {CSQ_OPS(APPLY_ROW)};
 
 /*
- * The result zeroed before an operation fills it, but for its servicer
- * (3,400 of its 4,232 bytes), which only a SERVICER answer (HEARTBEAT's)
- * fills and which only such an answer reads (lib/result.c,
- * daemon/op_reply.c): a CSQ.ENQUEUE no longer zeroes 3,400 bytes it
- * never reads (docs/benchmarks.md, issue 34's direct row).
- */
-_Static_assert(offsetof(struct csq_result, user) ==
-                   offsetof(struct csq_result, servicer) +
-                       sizeof(((struct csq_result *)0)->servicer),
-               "nothing lies between the servicer and the user");
-static void
-result_clear(struct csq_result *r, enum csq_opcode code)
-{
-	const struct csq_op_def *d = csq_op_def(code);
-
-	if (d == NULL || d->reply == CSQ_REPLY_SERVICER) {
-		memset(r, 0, sizeof(*r));
-		return;
-	}
-	memset(r, 0, offsetof(struct csq_result, servicer));
-	memset(&r->user, 0, sizeof(*r) - offsetof(struct csq_result, user));
-}
-
-/*
  * Runs op at now. The one dispatcher for calls and replays, so that a
  * replay does exactly what the call did.
  */
@@ -403,7 +380,7 @@ static void
 memory_apply(struct engine_memory *m, const struct csq_op *op, uint64_t now,
              struct csq_result *r, void **owned)
 {
-	result_clear(r, op->code);
+	csq_result_clear(r, op->code);
 	if ((unsigned)op->code < CSQ_OP_COUNT)
 		applies[op->code](m, op, now, r, owned);
 	else

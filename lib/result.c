@@ -411,27 +411,29 @@ get_array(enum csq_reply shape, struct csq_rbuf *r, struct csq_result *res,
 }
 
 /*
- * The result zeroed before the decode fills it, but for its servicer
+ * The result zeroed before an answer fills it, but for its servicer
  * (3,400 of its 4,232 bytes), which only a SERVICER answer (HEARTBEAT's)
- * fills and reads (daemon/op_reply.c): the memory engine's rule
- * (result_clear, lib/engine_memory.c), so that both engines hand the
- * same fields to the reply. csqd decodes every answer of csq.so here, a
- * RELEASE's and an ENQUEUE's among them (docs/benchmarks.md, "The Redis
- * engine's calls in flight, and the answers' decode", issue 34).
+ * fills and reads (daemon/op_reply.c). Both engines clear by it: the
+ * memory engine before an operation, csqd's Redis engine before it
+ * decodes csq.so's answer, so that both hand the reply the same fields
+ * (docs/benchmarks.md, issue 34: a CSQ.ENQUEUE and a decoded RELEASE no
+ * longer zero 3,400 bytes they never read).
  */
 _Static_assert(offsetof(struct csq_result, user) ==
                    offsetof(struct csq_result, servicer) +
                        sizeof(((struct csq_result *)0)->servicer),
                "nothing lies between the servicer and the user");
-static void
-result_clear(struct csq_result *res, enum csq_reply shape)
+void
+csq_result_clear(struct csq_result *r, enum csq_opcode code)
 {
-	if (shape == CSQ_REPLY_SERVICER) {
-		memset(res, 0, sizeof(*res));
+	const struct csq_op_def *d = csq_op_def(code);
+
+	if (d == NULL || d->reply == CSQ_REPLY_SERVICER) {
+		memset(r, 0, sizeof(*r));
 		return;
 	}
-	memset(res, 0, offsetof(struct csq_result, servicer));
-	memset(&res->user, 0, sizeof(*res) - offsetof(struct csq_result, user));
+	memset(r, 0, offsetof(struct csq_result, servicer));
+	memset(&r->user, 0, sizeof(*r) - offsetof(struct csq_result, user));
 }
 
 int
@@ -443,7 +445,7 @@ csq_result_decode(enum csq_opcode code, const uint8_t *p, size_t len,
 	uint64_t status;
 	size_t i;
 
-	result_clear(res, shape);
+	csq_result_clear(res, code);
 	*owned = NULL;
 	status = csq_get_uint(&r, 1);
 	res->n = (int64_t)csq_get_uint(&r, 8);

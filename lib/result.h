@@ -21,6 +21,11 @@
 /* 2: servicers' why and counters; 3: SERVICERS and ROOMS by slices */
 #define CSQ_MODULE_CALLS 3
 
+/* Zeroes r for an answer of code, but for the servicer, which only a
+ * SERVICER answer (HEARTBEAT's) fills and reads: what csq_result_decode
+ * and the memory engine do before they fill a result. */
+void csq_result_clear(struct csq_result *, enum csq_opcode);
+
 void csq_result_encode(enum csq_opcode, const struct csq_result *,
                        struct csq_wbuf *);
 /*
