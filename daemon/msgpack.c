@@ -201,15 +201,24 @@ mp_int(uint8_t *p, int64_t v)
 }
 
 /* len bytes of s at p: an event's strings are mostly ids of a few
- * bytes, which two overlapping loads of 8 or 4 bytes copy with no call
- * (reading only s's own len bytes). */
+ * bytes, which two overlapping loads of 16, 8 or 4 bytes copy with no
+ * call (reading only s's own len bytes). */
 static inline uint8_t *
 mp_copy(uint8_t *p, const char *s, size_t len)
 {
-	uint64_t a, b;
+	uint64_t a, b, e, f;
 	uint32_t c, d;
 
-	if (len >= 8 && len <= 16) {
+	if (len > 16 && len <= 32) {
+		memcpy(&a, s, 8);
+		memcpy(&b, s + 8, 8);
+		memcpy(&e, s + len - 16, 8);
+		memcpy(&f, s + len - 8, 8);
+		memcpy(p, &a, 8);
+		memcpy(p + 8, &b, 8);
+		memcpy(p + len - 16, &e, 8);
+		memcpy(p + len - 8, &f, 8);
+	} else if (len >= 8 && len <= 16) {
 		memcpy(&a, s, 8);
 		memcpy(&b, s + len - 8, 8);
 		memcpy(p, &a, 8);
@@ -312,19 +321,28 @@ msgpack_put_fact_value(struct csq_wbuf *w, const struct csq_fact_value *v)
 	mp_done(w, mp_fact_value(mp_room(w, more), v));
 }
 
+/* The room is reserved for the heads and the kind at once, and for each
+ * string's bytes as it comes (so that before value i there is room for
+ * the n - i values' heads at least): a first pass over the values only
+ * to add up their strings cost more than this check. */
 void
 msgpack_put_fact(struct csq_wbuf *w, const char *kind, size_t klen,
                  const struct csq_fact_value *v, size_t n)
 {
-	size_t more = 2 * MP_HEAD_MAX + klen, i;
-	uint8_t *p;
+	uint8_t *p = mp_room(w, 2 * MP_HEAD_MAX + klen + n * MP_VALUE_MAX);
+	uint8_t *end = w->p + w->cap;
+	size_t i;
 
-	for (i = 0; i < n; i++)
-		more +=
-		    MP_VALUE_MAX + (v[i].type == CSQ_FACT_STR ? v[i].len : 0);
-	p = mp_array(mp_room(w, more), (uint32_t)(n + 1));
+	p = mp_array(p, (uint32_t)(n + 1));
 	p = mp_str(p, kind, klen);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (v[i].type == CSQ_FACT_STR &&
+		    v[i].len > (size_t)(end - p) - (n - i) * MP_VALUE_MAX) {
+			mp_done(w, p);
+			p = mp_room(w, (n - i) * MP_VALUE_MAX + v[i].len);
+			end = w->p + w->cap;
+		}
 		p = mp_fact_value(p, &v[i]);
+	}
 	mp_done(w, p);
 }

@@ -599,6 +599,12 @@ enum csq_status csq_logout(struct csq *, uint64_t now_ms, const char *sid,
  */
 enum csq_status csq_release(struct csq *, uint64_t now_ms, const char *room,
                             int *ended);
+/* The same for a room parsed already (csq_parse_room): its servicer's id
+ * is sid's first sidlen bytes, its index index. csq_release parses room
+ * and calls it, so that a RELEASE parsed once (csq_op_check) and one
+ * parsed here run the same. */
+enum csq_status csq_release_at(struct csq *, uint64_t now_ms, const char *sid,
+                               size_t sidlen, uint32_t index, int *ended);
 /* ACCEPT, DECLINE: *done 1 the room held an offer, 0 it held none. */
 enum csq_status csq_accept(struct csq *, uint64_t now_ms, const char *room,
                            int *done);

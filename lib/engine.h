@@ -36,6 +36,17 @@ const struct csq_op_def *csq_op_def(enum csq_opcode);
 /* The command of that name (len bytes, any case), -1 for none. */
 int csq_op_lookup(const char *name, size_t len);
 
+/*
+ * A room id as csq_op_check parsed it: of is the id parsed (the op's id),
+ * its servicer's id of's first sidlen bytes, its index index. of NULL (or
+ * not the op's id): not parsed, and the engine parses the id itself.
+ */
+struct csq_op_room {
+	const char *of;
+	uint32_t sidlen;
+	uint32_t index;
+};
+
 /* One request; strings are borrowed for the duration of the call only. */
 struct csq_op {
 	enum csq_opcode code;
@@ -50,6 +61,8 @@ struct csq_op {
 	                             of at most this many (0: all) */
 	const char *after;        /* QUEUES, QSTATS of every queue: the slice's
 	                             queues sort after this name (NULL: the first) */
+	struct csq_op_room room;  /* RELEASE, ACCEPT, DECLINE, READY: id,
+	                             parsed by csq_op_check (RELEASE reads it) */
 	struct csq_limits limits; /* LIMITS */
 	struct csq_policy policy; /* POLICY */
 };
@@ -174,6 +187,13 @@ int csq_engine_memory_restore_end(struct csq_engine *);
  */
 enum csq_status csq_op_validate(const struct csq_op *,
                                 const struct csq_limits *);
+/*
+ * csq_op_validate, keeping what it parsed for the engine: the room of an
+ * op on a room (op->room), so that the memory engine's RELEASE does not
+ * parse it a second time. op->room is set (of NULL when there is none)
+ * whatever the answer.
+ */
+enum csq_status csq_op_check(struct csq_op *, const struct csq_limits *);
 /* 1 when op may change the state (and so goes to the journal). */
 int csq_op_mutates(enum csq_opcode);
 

@@ -150,12 +150,22 @@ apply_known(known_fn *fn, struct engine_memory *m, const struct csq_op *op,
 	r->n = known;
 }
 
+/* The room as csq_op_check parsed it, when it did (csq.so's calls):
+ * parsed once. */
 static void
 apply_release(struct engine_memory *m, const struct csq_op *op, uint64_t now,
               struct csq_result *r, void **owned)
 {
+	int known = 0;
+
 	(void)owned;
-	apply_known(csq_release, m, op, now, r);
+	if (op->room.of == NULL || op->room.of != op->id) {
+		apply_known(csq_release, m, op, now, r);
+		return;
+	}
+	r->status = csq_release_at(m->csq, now, op->id, op->room.sidlen,
+	                           op->room.index, &known);
+	r->n = known;
 }
 
 static void

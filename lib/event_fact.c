@@ -85,41 +85,87 @@ static const struct {
 
 #define FACT_KIND_FIELDS 10
 
+/*
+ * Each kind's fields, in csq_event_json's order, as X-macro lists: one
+ * list makes both the kind's line of fact_kinds (read by
+ * csq_event_from_fact) and its writer (fact_<kind>, csq_event_to_fact).
+ */
+/* clang-format off */
+#define KIND_QUEUED(X) \
+	X(F_USER) X(F_QUEUE) X(F_TIER) X(F_POSITION) X(F_FROM_QUEUE) \
+	X(F_ETA_MS) X(F_NEEDS) X(F_PREFER) X(F_PREFER_MS)
+#define KIND_RESCORED(X) \
+	X(F_USER) X(F_QUEUE) X(F_TIER) X(F_POSITION) X(F_FROM_QUEUE) \
+	X(F_REASON) X(F_NEEDS)
+#define KIND_MATCHED(X) \
+	X(F_USER) X(F_QUEUE) X(F_TIER) X(F_SERVICER) X(F_ROOM) \
+	X(F_WAITED_MS) X(F_FROM_QUEUE) X(F_OFFERED_MS) X(F_NEEDS) \
+	X(F_REASON)
+/* servicer and room: an offered user's left. */
+#define KIND_LEFT(X) \
+	X(F_USER) X(F_QUEUE) X(F_REASON) X(F_SERVICER) X(F_ROOM)
+#define KIND_RELEASED(X) \
+	X(F_USER) X(F_QUEUE) X(F_SERVICER) X(F_ROOM) X(F_REASON)
+#define KIND_REQUEUED(X) \
+	X(F_USER) X(F_QUEUE) X(F_TIER) X(F_POSITION) X(F_SERVICER) X(F_ROOM) \
+	X(F_REASON)
+#define KIND_SERVICER_UP(X) \
+	X(F_SERVICER) X(F_CAPACITY) X(F_QUEUES) X(F_SKILLS)
+#define KIND_SERVICER_DOWN(X) \
+	X(F_SERVICER) X(F_REASON)
+#define KIND_SERVICER_PAUSED(X) \
+	X(F_SERVICER) X(F_REASON)
+#define KIND_SERVICER_RESUMED(X) \
+	X(F_SERVICER)
+#define KIND_OFFERED(X) \
+	X(F_USER) X(F_QUEUE) X(F_TIER) X(F_SERVICER) X(F_ROOM) \
+	X(F_EXPIRES_MS) X(F_FROM_QUEUE) X(F_NEEDS) X(F_REASON)
+#define KIND_DECLINED(X) \
+	X(F_USER) X(F_QUEUE) X(F_TIER) X(F_SERVICER) X(F_ROOM) X(F_REASON) \
+	X(F_POSITION) X(F_UNTIL_MS)
+#define KIND_TRANSFERRED(X) \
+	X(F_USER) X(F_FROM_QUEUE) X(F_QUEUE) X(F_TIER) X(F_SERVICER) \
+	X(F_ROOM) X(F_POSITION) X(F_NEEDS) X(F_PREFER) X(F_PREFER_MS)
+#define KIND_WRAPUP(X) \
+	X(F_SERVICER) X(F_ROOM) X(F_UNTIL_MS)
+#define KIND_READY(X) \
+	X(F_SERVICER) X(F_ROOM)
+#define KIND_OVERFLOWED(X) \
+	X(F_USER) X(F_FROM_QUEUE) X(F_QUEUE) X(F_TIER) X(F_POSITION) \
+	X(F_REASON)
+#define KIND_PREFER_ENDED(X) \
+	X(F_USER) X(F_QUEUE) X(F_SERVICER) X(F_REASON)
+#define KIND_RELAXED(X) \
+	X(F_USER) X(F_QUEUE) X(F_TIER) X(F_NEEDS) X(F_DROPPED) X(F_LOWERED) \
+	X(F_POSITION)
+#define KIND_OPENED(X) \
+	X(F_QUEUE) X(F_UNTIL_MS)
+#define KIND_CLOSED(X) \
+	X(F_QUEUE) X(F_UNTIL_MS)
+#define KIND_SERVICER_UPDATED(X) \
+	X(F_SERVICER) X(F_CAPACITY) X(F_QUEUES) X(F_SKILLS)
+
+/* Every kind, with its event type's name after CSQ_EV_. */
+#define FACT_KIND_LIST(K) \
+	K(QUEUED) K(RESCORED) K(MATCHED) K(LEFT) K(RELEASED) K(REQUEUED) \
+	K(SERVICER_UP) K(SERVICER_DOWN) K(SERVICER_PAUSED) \
+	K(SERVICER_RESUMED) K(OFFERED) K(DECLINED) K(TRANSFERRED) K(WRAPUP) \
+	K(READY) K(OVERFLOWED) K(PREFER_ENDED) K(RELAXED) K(OPENED) \
+	K(CLOSED) K(SERVICER_UPDATED)
+/* clang-format on */
+
+#define FACT_KIND_ONE(kind) +1
+/* As many kinds as types, each once (a line given twice stops the build),
+ * so that none is missing. */
+_Static_assert(0 FACT_KIND_LIST(FACT_KIND_ONE) == CSQ_EV_TYPES,
+               "every kind of event in FACT_KIND_LIST");
+
+#define FACT_FIELD_ITEM(f)   f,
+#define FACT_KIND_LINE(kind) [CSQ_EV_##kind] = {KIND_##kind(FACT_FIELD_ITEM)},
+
 /* Each kind's fields, in csq_event_json's order. */
 static const unsigned char fact_kinds[][FACT_KIND_FIELDS] = {
-    [CSQ_EV_QUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE,
-                       F_ETA_MS, F_NEEDS, F_PREFER, F_PREFER_MS},
-    [CSQ_EV_RESCORED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_FROM_QUEUE,
-                         F_REASON, F_NEEDS},
-    [CSQ_EV_MATCHED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
-                        F_WAITED_MS, F_FROM_QUEUE, F_OFFERED_MS, F_NEEDS,
-                        F_REASON},
-    /* servicer and room: an offered user's left. */
-    [CSQ_EV_LEFT] = {F_USER, F_QUEUE, F_REASON, F_SERVICER, F_ROOM},
-    [CSQ_EV_RELEASED] = {F_USER, F_QUEUE, F_SERVICER, F_ROOM, F_REASON},
-    [CSQ_EV_REQUEUED] = {F_USER, F_QUEUE, F_TIER, F_POSITION, F_SERVICER,
-                         F_ROOM, F_REASON},
-    [CSQ_EV_SERVICER_UP] = {F_SERVICER, F_CAPACITY, F_QUEUES, F_SKILLS},
-    [CSQ_EV_SERVICER_DOWN] = {F_SERVICER, F_REASON},
-    [CSQ_EV_SERVICER_PAUSED] = {F_SERVICER, F_REASON},
-    [CSQ_EV_SERVICER_RESUMED] = {F_SERVICER},
-    [CSQ_EV_OFFERED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM,
-                        F_EXPIRES_MS, F_FROM_QUEUE, F_NEEDS, F_REASON},
-    [CSQ_EV_DECLINED] = {F_USER, F_QUEUE, F_TIER, F_SERVICER, F_ROOM, F_REASON,
-                         F_POSITION, F_UNTIL_MS},
-    [CSQ_EV_TRANSFERRED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_SERVICER,
-                            F_ROOM, F_POSITION, F_NEEDS, F_PREFER, F_PREFER_MS},
-    [CSQ_EV_WRAPUP] = {F_SERVICER, F_ROOM, F_UNTIL_MS},
-    [CSQ_EV_READY] = {F_SERVICER, F_ROOM},
-    [CSQ_EV_OVERFLOWED] = {F_USER, F_FROM_QUEUE, F_QUEUE, F_TIER, F_POSITION,
-                           F_REASON},
-    [CSQ_EV_PREFER_ENDED] = {F_USER, F_QUEUE, F_SERVICER, F_REASON},
-    [CSQ_EV_RELAXED] = {F_USER, F_QUEUE, F_TIER, F_NEEDS, F_DROPPED, F_LOWERED,
-                        F_POSITION},
-    [CSQ_EV_OPENED] = {F_QUEUE, F_UNTIL_MS},
-    [CSQ_EV_CLOSED] = {F_QUEUE, F_UNTIL_MS},
-    [CSQ_EV_SERVICER_UPDATED] = {F_SERVICER, F_CAPACITY, F_QUEUES, F_SKILLS},
-};
+    FACT_KIND_LIST(FACT_KIND_LINE)};
 /* A kind without its line here has no fact: the module could not tell
  * it to csqd. */
 _Static_assert(sizeof(fact_kinds) / sizeof(fact_kinds[0]) == CSQ_EV_TYPES,
@@ -332,65 +378,94 @@ csq_event_from_fact(struct csq_event *ev, const char *kind, size_t klen,
 	return 0;
 }
 
+/*
+ * Field f of ev into *v (absent: zeroed), and n one past it when it is
+ * present. f is a constant in each kind's writer below, so that its type
+ * and place fold away: a kind's fields are written one after the other,
+ * with no loop over the kind's list and no switch on a field's type
+ * (always inlined: GCC otherwise calls it, and the switch stays).
+ */
+static inline __attribute__((always_inline)) void
+fact_get(const struct csq_event *ev, enum fact_field f, size_t i,
+         struct csq_fact_value *v, size_t *n)
+{
+	const char *at = (const char *)ev + fact_fields[f].off;
+	uint32_t u32;
+	uint64_t u64;
+
+	memset(v, 0, sizeof(*v));
+	switch (fact_fields[f].type) {
+	case FACT_ID:
+	case FACT_IDS:
+	case FACT_ROOM:
+	case FACT_SKILLS:
+		if (at[0] == '\0')
+			return;
+		v->type = CSQ_FACT_STR;
+		v->s = at;
+		v->len = strlen(at);
+		break;
+	case FACT_REASON:
+		if (ev->reason == CSQ_REASON_NONE)
+			return;
+		v->type = CSQ_FACT_STR;
+		v->s = csq_reason_name(ev->reason);
+		v->len = strlen(v->s);
+		break;
+	case FACT_U32:
+		memcpy(&u32, at, sizeof(u32));
+		v->type = CSQ_FACT_INT;
+		v->n = (int64_t)u32;
+		break;
+	case FACT_ETA:
+		if (!ev->has_eta)
+			return;
+		v->type = CSQ_FACT_INT;
+		v->n = ev->eta_ms;
+		break;
+	case FACT_OFFERED_MS:
+		if (!ev->has_offered_ms)
+			return;
+		/* fall through */
+	case FACT_U64:
+		memcpy(&u64, at, sizeof(u64));
+		v->type = CSQ_FACT_INT;
+		v->n = (int64_t)u64;
+		break;
+	}
+	/* Absent fields at the end are left out (a reader takes a field
+	 * past the last one given as absent): a matched or offered without
+	 * a move costs csq.so's message no more than before its reason, the
+	 * last of its fact, came (issue 36); most cost less. */
+	*n = i + 1;
+}
+
+typedef size_t fact_writer(const struct csq_event *,
+                           struct csq_fact_value v[CSQ_FACT_FIELDS_MAX]);
+
+#define FACT_GET(f)                                                            \
+	fact_get(ev, f, i, &v[i], &n);                                         \
+	i++;
+#define FACT_WRITER(kind)                                                      \
+	static size_t fact_##kind(                                             \
+	    const struct csq_event *ev,                                        \
+	    struct csq_fact_value v[CSQ_FACT_FIELDS_MAX])                      \
+	{                                                                      \
+		size_t i = 0, n = 0;                                           \
+                                                                               \
+		KIND_##kind(FACT_GET) return n;                                \
+	}
+FACT_KIND_LIST(FACT_WRITER)
+
+#define FACT_WRITER_ROW(kind) [CSQ_EV_##kind] = fact_##kind,
+
+static fact_writer *const fact_writers[] = {FACT_KIND_LIST(FACT_WRITER_ROW)};
+_Static_assert(sizeof(fact_writers) / sizeof(fact_writers[0]) == CSQ_EV_TYPES,
+               "every kind of event has its writer");
+
 size_t
 csq_event_to_fact(const struct csq_event *ev,
                   struct csq_fact_value v[CSQ_FACT_FIELDS_MAX])
 {
-	const unsigned char *fields = fact_kinds[ev->type];
-	const char *at;
-	uint32_t u32;
-	uint64_t u64;
-	size_t i, n = 0;
-
-	for (i = 0; i < FACT_KIND_FIELDS && fields[i] != F_END; i++) {
-		at = (const char *)ev + fact_fields[fields[i]].off;
-		memset(&v[i], 0, sizeof(v[i]));
-		switch (fact_fields[fields[i]].type) {
-		case FACT_ID:
-		case FACT_IDS:
-		case FACT_ROOM:
-		case FACT_SKILLS:
-			if (at[0] == '\0')
-				break;
-			v[i].type = CSQ_FACT_STR;
-			v[i].s = at;
-			v[i].len = strlen(at);
-			break;
-		case FACT_REASON:
-			if (ev->reason == CSQ_REASON_NONE)
-				break;
-			v[i].type = CSQ_FACT_STR;
-			v[i].s = csq_reason_name(ev->reason);
-			v[i].len = strlen(v[i].s);
-			break;
-		case FACT_U32:
-			memcpy(&u32, at, sizeof(u32));
-			v[i].type = CSQ_FACT_INT;
-			v[i].n = (int64_t)u32;
-			break;
-		case FACT_ETA:
-			if (!ev->has_eta)
-				break;
-			v[i].type = CSQ_FACT_INT;
-			v[i].n = ev->eta_ms;
-			break;
-		case FACT_OFFERED_MS:
-			if (!ev->has_offered_ms)
-				break;
-			/* fall through */
-		case FACT_U64:
-			memcpy(&u64, at, sizeof(u64));
-			v[i].type = CSQ_FACT_INT;
-			v[i].n = (int64_t)u64;
-			break;
-		}
-		/* Absent fields at the end are left out (a reader takes a
-		 * field past the last one given as absent): a matched or
-		 * offered without a move costs csq.so's message no more
-		 * than before its reason, the last of its fact, came (issue
-		 * 36); most cost less. */
-		if (v[i].type != CSQ_FACT_ABSENT)
-			n = i + 1;
-	}
-	return n;
+	return fact_writers[ev->type](ev, v);
 }

@@ -244,15 +244,31 @@ csq_room_take(struct csq *c, struct csq_user *u, struct csq_servicer *s,
 enum csq_status
 csq_release(struct csq *c, uint64_t now, const char *room, int *ended)
 {
+	char sid[CSQ_ID_MAX + 1];
+	uint32_t idx;
+
+	*ended = 0;
+	if (room == NULL || csq_parse_room(room, strlen(room), sid, &idx) != 0)
+		return CSQ_EROOM;
+	return csq_release_at(c, now, sid, strlen(sid), idx, ended);
+}
+
+/* As csq_room_lookup and csq_room_find, from the room's parse. */
+enum csq_status
+csq_release_at(struct csq *c, uint64_t now, const char *sid, size_t sidlen,
+               uint32_t index, int *ended)
+{
+	struct csq_servicer *s = csq_dict_get(c->servicers, sid, sidlen);
 	struct csq_settle st;
 	struct csq_room *r;
 	struct csq_user *u;
-	enum csq_status status;
 
 	*ended = 0;
+	if (s == NULL || !csq_room_exists(s, index))
+		return CSQ_ENOTFOUND;
 	/* An offer stands, a wrap-up runs on: neither is a conversation. */
-	if ((r = csq_room_find(c, room, CSQ_ROOM_ASSIGNED, &status)) == NULL)
-		return status;
+	if ((r = s->rooms[index]) == NULL || r->state != CSQ_ROOM_ASSIGNED)
+		return CSQ_OK;
 	memset(&st, 0, sizeof(st));
 	u = r->user;
 	csq_room_end(c, r, now, CSQ_REASON_BY_SERVICER, &st);

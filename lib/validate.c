@@ -82,14 +82,26 @@ check_enqueue(const struct csq_op *op, const struct csq_limits *limits)
 	return validate_needs(a->has_needs, a->needs, &a->prefer);
 }
 
+/* 1 when room is one, its parse in *out (csq_op_room). */
+static int
+parse_room(const char *room, struct csq_op_room *out)
+{
+	char sid[CSQ_ID_MAX + 1];
+
+	if (room == NULL ||
+	    csq_parse_room(room, strlen(room), sid, &out->index) != 0)
+		return 0;
+	out->of = room;
+	out->sidlen = (uint32_t)strlen(sid);
+	return 1;
+}
+
 static int
 valid_room(const char *room)
 {
-	char sid[CSQ_ID_MAX + 1];
-	uint32_t idx;
+	struct csq_op_room parsed;
 
-	return room != NULL &&
-	       csq_parse_room(room, strlen(room), sid, &idx) == 0;
+	return parse_room(room, &parsed);
 }
 
 static enum csq_status
@@ -217,4 +229,13 @@ csq_op_validate(const struct csq_op *op, const struct csq_limits *limits)
 	if ((unsigned)op->code >= CSQ_OP_COUNT)
 		return CSQ_ERANGE;
 	return checks[op->code](op, limits);
+}
+
+enum csq_status
+csq_op_check(struct csq_op *op, const struct csq_limits *limits)
+{
+	op->room.of = NULL;
+	if ((unsigned)op->code < CSQ_OP_COUNT && checks[op->code] == check_room)
+		return parse_room(op->id, &op->room) ? CSQ_OK : CSQ_EROOM;
+	return csq_op_validate(op, limits);
 }

@@ -606,7 +606,7 @@ call_run(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int reads)
 				res.event_id = csq_last_event_id(
 				    csq_engine_memory_state(st->engine));
 				call_answer(&cr, &res);
-			} else if ((status = csq_op_validate(
+			} else if ((status = csq_op_check(
 			                &ops[i],
 			                csq_get_limits(csq_engine_memory_state(
 			                    st->engine)))) != CSQ_OK) {

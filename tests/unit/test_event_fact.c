@@ -376,6 +376,220 @@ test_record_fields(void **state)
 	}
 }
 
+/*
+ * csq_event_to_fact against a reference written as the loop it replaced
+ * was (each kind's fields in csq_event_json's order, read one by one by
+ * type), on 20,000 events of every kind with each field present or
+ * absent at random: the same count and the same values, so csq.so's
+ * messages keep their bytes. How it was tried: a kind's writer with two
+ * fields swapped, or one that kept a trailing absent field, fails it.
+ */
+enum ref_type { R_STR, R_REASON, R_U32, R_U64, R_ETA, R_OFFERED };
+
+struct ref_field {
+	enum ref_type type;
+	size_t off;
+};
+
+#define RS(m)                                                                  \
+	{                                                                      \
+		R_STR, offsetof(struct csq_event, m)                           \
+	}
+#define RU(m)                                                                  \
+	{                                                                      \
+		R_U32, offsetof(struct csq_event, m)                           \
+	}
+#define RL(m)                                                                  \
+	{                                                                      \
+		R_U64, offsetof(struct csq_event, m)                           \
+	}
+#define RR                                                                     \
+	{                                                                      \
+		R_REASON, 0                                                    \
+	}
+#define RE                                                                     \
+	{                                                                      \
+		R_ETA, 0                                                       \
+	}
+#define RO                                                                     \
+	{                                                                      \
+		R_OFFERED, offsetof(struct csq_event, offered_ms)              \
+	}
+#define REF(...)                                                               \
+	{                                                                      \
+		sizeof((struct ref_field[]){__VA_ARGS__}) /                    \
+		    sizeof(struct ref_field),                                  \
+		{                                                              \
+			__VA_ARGS__                                            \
+		}                                                              \
+	}
+
+static const struct {
+	size_t n;
+	struct ref_field f[10];
+} ref_kinds[CSQ_EV_TYPES] = {
+    [CSQ_EV_QUEUED] =
+        REF(RS(user), RS(queue), RU(tier), RL(position), RS(from_queue), RE,
+            RS(needs), RS(prefer), RL(prefer_ms)),
+    [CSQ_EV_RESCORED] = REF(RS(user), RS(queue), RU(tier), RL(position),
+                            RS(from_queue), RR, RS(needs)),
+    [CSQ_EV_MATCHED] =
+        REF(RS(user), RS(queue), RU(tier), RS(servicer), RS(room),
+            RL(waited_ms), RS(from_queue), RO, RS(needs), RR),
+    [CSQ_EV_LEFT] = REF(RS(user), RS(queue), RR, RS(servicer), RS(room)),
+    [CSQ_EV_RELEASED] = REF(RS(user), RS(queue), RS(servicer), RS(room), RR),
+    [CSQ_EV_REQUEUED] = REF(RS(user), RS(queue), RU(tier), RL(position),
+                            RS(servicer), RS(room), RR),
+    [CSQ_EV_SERVICER_UP] =
+        REF(RS(servicer), RU(capacity), RS(queues), RS(skills)),
+    [CSQ_EV_SERVICER_DOWN] = REF(RS(servicer), RR),
+    [CSQ_EV_SERVICER_PAUSED] = REF(RS(servicer), RR),
+    [CSQ_EV_SERVICER_RESUMED] = REF(RS(servicer)),
+    [CSQ_EV_OFFERED] =
+        REF(RS(user), RS(queue), RU(tier), RS(servicer), RS(room),
+            RL(expires_ms), RS(from_queue), RS(needs), RR),
+    [CSQ_EV_DECLINED] = REF(RS(user), RS(queue), RU(tier), RS(servicer),
+                            RS(room), RR, RL(position), RL(until_ms)),
+    [CSQ_EV_TRANSFERRED] =
+        REF(RS(user), RS(from_queue), RS(queue), RU(tier), RS(servicer),
+            RS(room), RL(position), RS(needs), RS(prefer), RL(prefer_ms)),
+    [CSQ_EV_WRAPUP] = REF(RS(servicer), RS(room), RL(until_ms)),
+    [CSQ_EV_READY] = REF(RS(servicer), RS(room)),
+    [CSQ_EV_OVERFLOWED] =
+        REF(RS(user), RS(from_queue), RS(queue), RU(tier), RL(position), RR),
+    [CSQ_EV_PREFER_ENDED] = REF(RS(user), RS(queue), RS(servicer), RR),
+    [CSQ_EV_RELAXED] = REF(RS(user), RS(queue), RU(tier), RS(needs),
+                           RS(dropped), RU(lowered), RL(position)),
+    [CSQ_EV_OPENED] = REF(RS(queue), RL(until_ms)),
+    [CSQ_EV_CLOSED] = REF(RS(queue), RL(until_ms)),
+    [CSQ_EV_SERVICER_UPDATED] =
+        REF(RS(servicer), RU(capacity), RS(queues), RS(skills)),
+};
+
+static size_t
+ref_to_fact(const struct csq_event *ev, struct csq_fact_value *v)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ref_kinds[ev->type].n; i++) {
+		const struct ref_field *f = &ref_kinds[ev->type].f[i];
+		const char *at = (const char *)ev + f->off;
+		uint32_t u32;
+		uint64_t u64;
+
+		memset(&v[i], 0, sizeof(v[i]));
+		switch (f->type) {
+		case R_STR:
+			if (at[0] != '\0') {
+				v[i].type = CSQ_FACT_STR;
+				v[i].s = at;
+				v[i].len = strlen(at);
+			}
+			break;
+		case R_REASON:
+			if (ev->reason != CSQ_REASON_NONE) {
+				v[i].type = CSQ_FACT_STR;
+				v[i].s = csq_reason_name(ev->reason);
+				v[i].len = strlen(v[i].s);
+			}
+			break;
+		case R_U32:
+			memcpy(&u32, at, sizeof(u32));
+			v[i].type = CSQ_FACT_INT;
+			v[i].n = u32;
+			break;
+		case R_ETA:
+			if (ev->has_eta) {
+				v[i].type = CSQ_FACT_INT;
+				v[i].n = ev->eta_ms;
+			}
+			break;
+		case R_OFFERED:
+			if (!ev->has_offered_ms)
+				break;
+			/* fall through */
+		case R_U64:
+			memcpy(&u64, at, sizeof(u64));
+			v[i].type = CSQ_FACT_INT;
+			v[i].n = (int64_t)u64;
+			break;
+		}
+		if (v[i].type != CSQ_FACT_ABSENT)
+			n = i + 1;
+	}
+	return n;
+}
+
+static uint64_t ref_seed = 88172645463325252ull;
+
+static uint64_t
+ref_rand(void)
+{
+	ref_seed ^= ref_seed << 13;
+	ref_seed ^= ref_seed >> 7;
+	ref_seed ^= ref_seed << 17;
+	return ref_seed;
+}
+
+/* A string of 0 to max - 1 bytes into a member of max bytes: empty half
+ * the time (absent), the rest filled to a random length. */
+static void
+ref_text(char *at, size_t max)
+{
+	size_t len = ref_rand() % 2 ? 0 : ref_rand() % max;
+
+	memset(at, 'a' + (int)(ref_rand() % 26), len);
+	at[len] = '\0';
+}
+
+static void
+test_to_fact_reference(void **state)
+{
+	struct csq_fact_value v[CSQ_FACT_FIELDS_MAX], w[CSQ_FACT_FIELDS_MAX];
+	struct csq_event ev;
+	size_t k, i, n, m;
+
+	(void)state;
+	for (k = 0; k < 20000; k++) {
+		memset(&ev, 0x5a, sizeof(ev));
+		ev.type = (enum csq_event_type)(k % CSQ_EV_TYPES);
+		ref_text(ev.user, sizeof(ev.user));
+		ref_text(ev.queue, sizeof(ev.queue));
+		ref_text(ev.from_queue, sizeof(ev.from_queue));
+		ref_text(ev.servicer, sizeof(ev.servicer));
+		ref_text(ev.room, sizeof(ev.room));
+		ref_text(ev.queues, sizeof(ev.queues));
+		ref_text(ev.needs, sizeof(ev.needs));
+		ref_text(ev.dropped, sizeof(ev.dropped));
+		ref_text(ev.skills, sizeof(ev.skills));
+		ref_text(ev.prefer, sizeof(ev.prefer));
+		ev.tier = (uint32_t)ref_rand();
+		ev.capacity = (uint32_t)ref_rand();
+		ev.lowered = (uint32_t)ref_rand();
+		ev.position = ref_rand() >> (ref_rand() % 64);
+		ev.waited_ms = ref_rand() >> (ref_rand() % 64);
+		ev.offered_ms = ref_rand();
+		ev.expires_ms = ref_rand();
+		ev.until_ms = ref_rand();
+		ev.prefer_ms = ref_rand();
+		ev.eta_ms = (int64_t)(ref_rand() % 100000) - 1;
+		ev.has_eta = (int)(ref_rand() % 2);
+		ev.has_offered_ms = (int)(ref_rand() % 2);
+		ev.reason =
+		    (enum csq_reason)(ref_rand() % (CSQ_REASON_LAST + 1));
+		memset(v, 0xa5, sizeof(v));
+		n = csq_event_to_fact(&ev, v);
+		m = ref_to_fact(&ev, w);
+		assert_int_equal(n, m);
+		for (i = 0; i < n; i++) {
+			assert_int_equal(v[i].type, w[i].type);
+			assert_int_equal(v[i].n, w[i].n);
+			assert_ptr_equal(v[i].s, w[i].s);
+			assert_int_equal(v[i].len, w[i].len);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -385,6 +599,7 @@ main(void)
 	    cmocka_unit_test(test_clamped),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_record_fields),
+	    cmocka_unit_test(test_to_fact_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
