@@ -13,8 +13,10 @@ script_test_need bash
 script_test_tmp bench-latency
 
 # How it was broken: zero, negative, over the range, not a number, empty,
-# unknown, and a --csqd-b that is no program. Each with the words its
-# refusal must carry.
+# unknown, a --csqd-b that is no program, and a --conf-b with no line in
+# it. Each with the words its refusal must carry. (A --conf-b that csqd
+# refuses is csqd -n's to find, once csqd is built: bench-latency says so
+# and exits 2 before anything starts.)
 check() {
 	want=$1
 	shift
@@ -36,7 +38,10 @@ check "--servicers: 1000001 is not" --servicers 1000001 --no-build
 check "whole numbers" --servicers "1,10" --no-build
 check "unknown argument: --bogus" --bogus
 check "is not an executable" --csqd-b "$tmp/none" --no-build
+check "--conf-b: no configuration line" --conf-b "" --no-build
+check "--conf-b: no configuration line" --conf-b " 	" --no-build
 bash "$SRC/scripts/bench-latency" --help >"$tmp/out" 2>"$tmp/err" ||
 	fail "--help exited $?"
 grep -q -- "--csqd-b PATH" "$tmp/err" || fail "--help: no word of --csqd-b"
+grep -q -- "--conf-b TEXT" "$tmp/err" || fail "--help: no word of --conf-b"
 echo "bench-latency: ok"
