@@ -253,6 +253,7 @@ redis_free(struct csq_engine *e)
 	event_free(r->tick);
 	event_free(r->flush);
 	redis_call_spare_free(r);
+	redis_reply_spares_free();
 	free(r->cmdbuf);
 	free(r->policies);
 	free(r);

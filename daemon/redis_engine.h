@@ -255,6 +255,11 @@ void redis_reply_module(struct redis_call *k, const redisReply *reply, size_t i,
 void redis_reply_log_error(struct redis_engine *, const char *what);
 /* ac's replies built as redis_reply.c makes them, before it reads any. */
 void redis_reply_objects(redisAsyncContext *ac);
+/* The same for a reader of its own (the tests'). */
+void redis_reply_reader(redisReader *reader);
+/* The small objects kept for the next replies, given back (at the
+ * engine's end). */
+void redis_reply_spares_free(void);
 void redis_reply_log_flush(struct redis_engine *);
 
 /* redis_subscription.c */

@@ -124,12 +124,53 @@ redis_reply_module(struct redis_call *k, const redisReply *reply, size_t i,
  * match on the Redis engine"). The same struct redisReply, read the same
  * way; NULL when malloc fails, which hiredis reports as out of memory, as
  * with its own.
+ *
+ * An object of REPLY_SPARE_SIZE bytes or fewer (an integer, an answer of
+ * the module, a header's array) takes a block of that size, and a block
+ * freed is kept for the next one, REPLY_SPARE_MAX at most (64 KiB): a
+ * CSQ.CALL's reply of a dozen answers made a dozen mallocs of a size, more
+ * than glibc's per-thread cache keeps (7), and each went to its bins
+ * (docs/benchmarks.md, "csqd linked whole"). A larger object (the events'
+ * message) is its own malloc. The size of an object is known again when
+ * it is freed from its fields, which nobody changes (reply_extra). csqd
+ * runs one thread: the spares are the process's, given back when the
+ * engine stops (redis_reply_spares_free).
  */
+#define REPLY_SPARE_SIZE 256
+#define REPLY_SPARE_MAX  256
+
+struct reply_spare {
+	struct reply_spare *next;
+};
+
+static struct reply_spare *reply_spares;
+static size_t reply_nspares;
+
+/* The bytes r holds after its struct: its string's, or its elements'
+ * pointers. */
+static size_t
+reply_extra(const redisReply *r)
+{
+	if (r->type == REDIS_REPLY_ARRAY)
+		return r->elements * sizeof(redisReply *);
+	return r->str != NULL ? r->len + 1 : 0;
+}
+
 static void *
 reply_object(const redisReadTask *task, int type, size_t extra)
 {
-	redisReply *r = malloc(sizeof(*r) + extra), *parent;
+	redisReply *r, *parent;
+	struct reply_spare *s = reply_spares;
 
+	if (extra > REPLY_SPARE_SIZE - sizeof(*r)) {
+		r = malloc(sizeof(*r) + extra);
+	} else if (s != NULL) {
+		reply_spares = s->next;
+		reply_nspares--;
+		r = (redisReply *)(void *)s;
+	} else {
+		r = malloc(REPLY_SPARE_SIZE);
+	}
 	if (r == NULL)
 		return NULL;
 	memset(r, 0, sizeof(*r));
@@ -139,6 +180,35 @@ reply_object(const redisReadTask *task, int type, size_t extra)
 		parent->element[task->idx] = r;
 	}
 	return r;
+}
+
+/* r, whose elements are freed, back to the spares or to malloc. */
+static void
+reply_object_free(redisReply *r)
+{
+	struct reply_spare *s;
+
+	if (reply_extra(r) > REPLY_SPARE_SIZE - sizeof(*r) ||
+	    reply_nspares >= REPLY_SPARE_MAX) {
+		free(r);
+		return;
+	}
+	s = (struct reply_spare *)(void *)r;
+	s->next = reply_spares;
+	reply_spares = s;
+	reply_nspares++;
+}
+
+void
+redis_reply_spares_free(void)
+{
+	struct reply_spare *s;
+
+	while ((s = reply_spares) != NULL) {
+		reply_spares = s->next;
+		free(s);
+	}
+	reply_nspares = 0;
 }
 
 static void *
@@ -200,7 +270,7 @@ reply_free(void *obj)
 	if (r->type == REDIS_REPLY_ARRAY)
 		for (i = 0; i < r->elements; i++)
 			reply_free(r->element[i]);
-	free(r);
+	reply_object_free(r);
 }
 
 static redisReplyObjectFunctions reply_functions = {
@@ -212,7 +282,13 @@ static redisReplyObjectFunctions reply_functions = {
 };
 
 void
+redis_reply_reader(redisReader *reader)
+{
+	reader->fn = &reply_functions;
+}
+
+void
 redis_reply_objects(redisAsyncContext *ac)
 {
-	ac->c.reader->fn = &reply_functions;
+	redis_reply_reader(ac->c.reader);
 }
