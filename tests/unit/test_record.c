@@ -976,12 +976,138 @@ test_nobody_records(void **state)
 	assert_int_equal(back.u.queue.has_hours, 0);
 }
 
+/* The bytes of a record as csqd has always written them: a little-endian
+ * integer of each width (1, 2, 4, 8), strings, the header's length and
+ * CRC. Written whole here, so that a change of how the integers are
+ * stored or read (put_u64 and get_u64 store and load words whole where
+ * the host is little-endian) shows as a byte, not only as a round trip
+ * that an encoder and a decoder wrong the same way would pass. */
+static void
+hex(const uint8_t *p, size_t n, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", p[i]);
+	out[2 * n] = '\0';
+}
+
+static void
+test_fixed_bytes(void **state)
+{
+	static const char enqueue_hex[] =
+	    "290000004f6e920405112233445566778803752d3107017101020304"
+	    "0a0b0c0d0101732122232401070064653a332c656e";
+	static const char touch_hex[] =
+	    "15000000f97927e706112233445566778803752d3208070605040302"
+	    "01";
+	static const char limits_hex[] =
+	    "36000000db93d19d0e11223344556677881e0000002c010000090000"
+	    "00060504030201000014000000030000003c0000000500000001e803"
+	    "000000000000";
+	static const char snap_hex[] =
+	    "710000007e2531348000000000000000001817161514131211020000"
+	    "00000000008090a0b0c0d0e0f0050000000000000000000000000000"
+	    "000000000000000000000000000000000000000000000000004d0000"
+	    "00000000000000000000000000000000000000000000000000000000"
+	    "000000000000000000";
+	const uint64_t now = UINT64_C(0x8877665544332211);
+	uint8_t rec[CSQ_RECORD_MAX];
+	char got[2 * CSQ_RECORD_MAX + 1];
+	struct csq_record_strings st;
+	struct csq_snap_item it, itb;
+	struct csq_op op, back;
+	uint64_t t;
+	size_t n;
+
+	(void)state;
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_ENQUEUE;
+	op.enqueue.user = op.id = "u-1";
+	op.enqueue.has_queue = op.enqueue.has_tier = op.enqueue.has_ttl = 1;
+	op.enqueue.queue = "q";
+	op.enqueue.tier = 0x04030201u;
+	op.enqueue.ttl_s = 0x0d0c0b0au;
+	op.enqueue.prefer.has_prefer = 1;
+	op.enqueue.prefer.servicer = "s";
+	op.enqueue.prefer.seconds = 0x24232221u;
+	op.enqueue.has_needs = 1;
+	op.enqueue.needs = "de:3,en";
+	n = csq_record_encode(&op, now, rec);
+	hex(rec, n, got);
+	assert_string_equal(got, enqueue_hex);
+	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &t,
+	                                   &st),
+	                 0);
+	assert_true(t == now);
+	assert_int_equal(back.enqueue.tier, 0x04030201u);
+	assert_int_equal(back.enqueue.ttl_s, 0x0d0c0b0au);
+	assert_int_equal(back.enqueue.prefer.seconds, 0x24232221u);
+	assert_string_equal(back.enqueue.needs, "de:3,en");
+
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_TOUCH;
+	op.id = "u-2";
+	op.ttl_s = INT64_C(0x0102030405060708);
+	n = csq_record_encode(&op, now, rec);
+	hex(rec, n, got);
+	assert_string_equal(got, touch_hex);
+	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &t,
+	                                   &st),
+	                 0);
+	assert_true(back.ttl_s == INT64_C(0x0102030405060708));
+
+	memset(&op, 0, sizeof(op));
+	op.code = CSQ_OP_LIMITS;
+	op.limits.servicer_ttl_s = 30;
+	op.limits.user_ttl_s = 300;
+	op.limits.max_tier = 9;
+	op.limits.max_queue_length = UINT64_C(0x0000010203040506);
+	op.limits.offer_timeout_s = 20;
+	op.limits.offer_max_missed = 3;
+	op.limits.offer_retry_s = 60;
+	op.limits.wrapup_s = 5;
+	op.limits.strategy = CSQ_STRATEGY_LEAST_BUSY;
+	op.limits.max_queues = 1000;
+	n = csq_record_encode(&op, now, rec);
+	hex(rec, n, got);
+	assert_string_equal(got, limits_hex);
+	assert_int_equal(csq_record_decode(rec + CSQ_RECORD_HEADER,
+	                                   n - CSQ_RECORD_HEADER, &back, &t,
+	                                   &st),
+	                 0);
+	assert_true(back.limits.max_queue_length ==
+	            UINT64_C(0x0000010203040506));
+	assert_int_equal(back.limits.user_ttl_s, 300);
+	assert_int_equal(back.limits.max_queues, 1000);
+
+	memset(&it, 0, sizeof(it));
+	it.kind = CSQ_SNAP_STATE;
+	it.u.state.seq = UINT64_C(0x1112131415161718);
+	it.u.state.order = 2;
+	it.u.state.tie = UINT64_C(0xf0e0d0c0b0a09080);
+	it.u.state.event_id = 77;
+	it.u.state.stats.enqueued_total = 5;
+	n = csq_record_encode_snap(&it, rec);
+	hex(rec, n, got);
+	assert_string_equal(got, snap_hex);
+	assert_int_equal(csq_record_decode_snap(rec + CSQ_RECORD_HEADER,
+	                                        n - CSQ_RECORD_HEADER, &itb),
+	                 0);
+	assert_true(itb.u.state.seq == UINT64_C(0x1112131415161718));
+	assert_true(itb.u.state.tie == UINT64_C(0xf0e0d0c0b0a09080));
+	assert_true(itb.u.state.event_id == 77);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nobody_records),
 	    cmocka_unit_test(test_crc32c),
+	    cmocka_unit_test(test_fixed_bytes),
 	    cmocka_unit_test(test_crc32c_vectors),
 	    cmocka_unit_test(test_crc32c_paths_agree),
 	    cmocka_unit_test(test_every_operation),
