@@ -20,7 +20,8 @@ script_test_tmp bench-calls
 # How it was broken: arguments it cannot use are refused before anything
 # starts (2); a csq.so or a saved capture that is not there (1).
 for bad in "--rounds 0" "--rounds x" "--replays 0" "--replays 101" \
-	"--seconds 0" "--seconds 31" "--save $tmp/a --calls $tmp/b" "--bogus"; do
+	"--seconds 0" "--seconds 31" "--servicers 0" "--servicers 1001" \
+	"--servicers x" "--save $tmp/a --calls $tmp/b" "--bogus"; do
 	# shellcheck disable=SC2086 # the words of $bad are the arguments
 	bash "$SRC/scripts/bench-calls" $bad --no-build --bin "$BIN" \
 		--module "$SO" >"$tmp/out" 2>"$tmp/err"
@@ -38,11 +39,11 @@ rc=$?
 [ "$rc" -eq 1 ] || fail "bench-calls with no saved capture exited $rc, not 1"
 
 # Two csq.so (the same one twice, as a before and an after): each
-# replays the capture, which is saved.
+# replays the capture (of 2 servicers), which is saved.
 bash "$SRC/scripts/bench-calls" --rounds 1 --replays 1 --seconds 1 \
-	--no-build --bin "$BIN" --module "$SO" --module "$SO" \
+	--servicers 2 --no-build --bin "$BIN" --module "$SO" --module "$SO" \
 	--save "$tmp/calls" >"$tmp/out" 2>"$tmp/err" || fail "bench-calls exited $?"
-grep -q '^bench-calls: capturing csq-bench match --servicers 10 -d 1; load average: ' "$tmp/out" ||
+grep -q '^bench-calls: capturing csq-bench match --servicers 2 -d 1; load average: ' "$tmp/out" ||
 	fail "no head line with the load average"
 line=$(grep -E '^capture: [0-9]+ matches, [0-9]+ commands \([0-9]+ CSQ.CALL, [0-9.]+ a match\), [0-9]+ bytes$' "$tmp/out") ||
 	fail "no capture line"
