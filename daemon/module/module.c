@@ -123,6 +123,7 @@ module_state_free(struct module_state *st)
 	csq_wbuf_free(&st->events);
 	csq_wbuf_free(&st->repl);
 	module_alloc_charge(NULL);
+	module_alloc_drop(st);
 	if (st->key != NULL)
 		RM_FreeString(NULL, st->key);
 	if (st->channel != NULL)

@@ -23,13 +23,31 @@
  * start. */
 #define CSQ_MODULE_VERSION 1
 
+/*
+ * Blocks of one usable size that libcsq freed while running on a state,
+ * kept for its next allocations of that size (module_alloc.c): a match
+ * frees a user, a room and a node of the line and the next ENQUEUE and
+ * match make three more of the same sizes, and each went through Redis's
+ * allocator and its size look-ups. Kept, they are still charged to the
+ * state: they are Redis's memory that it holds.
+ */
+#define MODULE_KEPT_SMALL 256 /* the largest usable size kept */
+#define MODULE_KEPT_SLOTS 16  /* one a 16 bytes of usable size */
+#define MODULE_KEPT_MAX   32  /* blocks kept of one size */
+struct module_kept {
+	void *head;    /* linked through each block's first word */
+	uint32_t size; /* their usable size */
+	uint32_t n;
+};
+
 struct module_state {
 	struct csq_engine *engine;
 	uint64_t seed;
 	uint64_t now; /* the time of the operation running (the clock) */
 	RedisModuleString *key; /* its key's name, kept for the deadlines */
 	int db;
-	size_t bytes; /* what libcsq allocated for it */
+	size_t bytes; /* what libcsq allocated for it (kept[] included) */
+	struct module_kept kept[MODULE_KEPT_SLOTS];
 	/* While a command or a deadline runs on it: where to replicate, and
 	 * the events so far (MessagePack facts, for the message). */
 	RedisModuleCtx *ctx;
@@ -84,6 +102,8 @@ struct module_state *module_state_load(uint64_t seed, const uint8_t *,
 
 /* module_alloc.c: libcsq's allocations charged to the state in use. */
 void module_alloc_charge(struct module_state *);
+/* The blocks st keeps go back to Redis (st is going). */
+void module_alloc_drop(struct module_state *);
 
 /* module_timer.c */
 /* Arms the one timer for the earliest deadline of every state, on a
