@@ -220,6 +220,8 @@ int csq_event_json(const struct csq_event *ev, char *buf, size_t len);
 #define CSQ_EVENT_JSON_MAX                                                     \
 	(3 * sizeof(struct csq_event) + 1024) /* queues' commas: 3 bytes */
 const char *csq_event_name(enum csq_event_type);
+/* strlen(csq_event_name(type)), known without counting. */
+size_t csq_event_name_len(enum csq_event_type);
 /* A reason as events name it ("leave", "lost", ...); "" for none. */
 const char *csq_reason_name(enum csq_reason);
 

@@ -3,36 +3,53 @@
 
 #include <string.h>
 
-static const char *const event_names[] = {
-    [CSQ_EV_QUEUED] = "queued",
-    [CSQ_EV_RESCORED] = "rescored",
-    [CSQ_EV_MATCHED] = "matched",
-    [CSQ_EV_LEFT] = "left",
-    [CSQ_EV_RELEASED] = "released",
-    [CSQ_EV_REQUEUED] = "requeued",
-    [CSQ_EV_SERVICER_UP] = "servicer_up",
-    [CSQ_EV_SERVICER_DOWN] = "servicer_down",
-    [CSQ_EV_SERVICER_PAUSED] = "servicer_paused",
-    [CSQ_EV_SERVICER_RESUMED] = "servicer_resumed",
-    [CSQ_EV_OFFERED] = "offered",
-    [CSQ_EV_DECLINED] = "declined",
-    [CSQ_EV_TRANSFERRED] = "transferred",
-    [CSQ_EV_WRAPUP] = "wrapup",
-    [CSQ_EV_READY] = "ready",
-    [CSQ_EV_OVERFLOWED] = "overflowed",
-    [CSQ_EV_PREFER_ENDED] = "prefer_ended",
-    [CSQ_EV_RELAXED] = "relaxed",
-    [CSQ_EV_OPENED] = "opened",
-    [CSQ_EV_CLOSED] = "closed",
-    [CSQ_EV_SERVICER_UPDATED] = "servicer_updated",
+/* Each name with its length, known here, so that writing one takes no
+ * strlen (csq.so writes the name of each event it publishes). */
+struct event_name {
+	const char *s;
+	size_t len;
+};
+#define EVENT_NAME(type, name) [type] = {name, sizeof(name) - 1}
+#define EVENT_UNKNOWN          "unknown"
+
+static const struct event_name event_names[] = {
+    EVENT_NAME(CSQ_EV_QUEUED, "queued"),
+    EVENT_NAME(CSQ_EV_RESCORED, "rescored"),
+    EVENT_NAME(CSQ_EV_MATCHED, "matched"),
+    EVENT_NAME(CSQ_EV_LEFT, "left"),
+    EVENT_NAME(CSQ_EV_RELEASED, "released"),
+    EVENT_NAME(CSQ_EV_REQUEUED, "requeued"),
+    EVENT_NAME(CSQ_EV_SERVICER_UP, "servicer_up"),
+    EVENT_NAME(CSQ_EV_SERVICER_DOWN, "servicer_down"),
+    EVENT_NAME(CSQ_EV_SERVICER_PAUSED, "servicer_paused"),
+    EVENT_NAME(CSQ_EV_SERVICER_RESUMED, "servicer_resumed"),
+    EVENT_NAME(CSQ_EV_OFFERED, "offered"),
+    EVENT_NAME(CSQ_EV_DECLINED, "declined"),
+    EVENT_NAME(CSQ_EV_TRANSFERRED, "transferred"),
+    EVENT_NAME(CSQ_EV_WRAPUP, "wrapup"),
+    EVENT_NAME(CSQ_EV_READY, "ready"),
+    EVENT_NAME(CSQ_EV_OVERFLOWED, "overflowed"),
+    EVENT_NAME(CSQ_EV_PREFER_ENDED, "prefer_ended"),
+    EVENT_NAME(CSQ_EV_RELAXED, "relaxed"),
+    EVENT_NAME(CSQ_EV_OPENED, "opened"),
+    EVENT_NAME(CSQ_EV_CLOSED, "closed"),
+    EVENT_NAME(CSQ_EV_SERVICER_UPDATED, "servicer_updated"),
 };
 
 const char *
 csq_event_name(enum csq_event_type type)
 {
 	if ((size_t)type >= sizeof(event_names) / sizeof(event_names[0]))
-		return "unknown";
-	return event_names[type];
+		return EVENT_UNKNOWN;
+	return event_names[type].s;
+}
+
+size_t
+csq_event_name_len(enum csq_event_type type)
+{
+	if ((size_t)type >= sizeof(event_names) / sizeof(event_names[0]))
+		return sizeof(EVENT_UNKNOWN) - 1;
+	return event_names[type].len;
 }
 
 static const char *

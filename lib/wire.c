@@ -35,15 +35,6 @@ csq_put_bytes(struct csq_wbuf *w, const void *s, size_t n)
 	w->len += n;
 }
 
-void
-csq_put_str(struct csq_wbuf *w, const char *s)
-{
-	size_t n = s != NULL ? strnlen(s, UINT16_MAX) : 0;
-
-	csq_put_uint(w, n, 2);
-	csq_put_bytes(w, s, n);
-}
-
 uint64_t
 csq_get_uint(struct csq_rbuf *r, int bytes)
 {

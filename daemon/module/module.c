@@ -71,7 +71,7 @@ state_emit(void *arg, const struct csq_event *ev)
 		csq_wbuf_reserve(&st->events, MSG_HEAD);
 		st->events.len = MSG_HEAD;
 	}
-	msgpack_put_fact(&st->events, kind, strlen(kind), v, n);
+	msgpack_put_fact(&st->events, kind, csq_event_name_len(ev->type), v, n);
 	st->nevents++;
 }
 

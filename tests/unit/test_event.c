@@ -789,10 +789,31 @@ test_record_fields_from_operations(void **state)
 	assert_string_equal(last_event(f)->needs, "de:1");
 }
 
+/* Each name's length is its strlen, "unknown"'s past the last type
+ * too: a length one short (or long) would write every event of the
+ * type wrong in csq.so's messages. */
+static void
+test_name_lengths(void **state)
+{
+	int t;
+
+	(void)state;
+	for (t = 0; t <= CSQ_EV_TYPES + 1; t++) {
+		const char *name = csq_event_name((enum csq_event_type)t);
+
+		assert_non_null(name);
+		assert_true(name[0] != '\0');
+		assert_int_equal(csq_event_name_len((enum csq_event_type)t),
+		                 strlen(name));
+	}
+	assert_string_equal(csq_event_name(CSQ_EV_TYPES), "unknown");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_name_lengths),
 	    cmocka_unit_test(test_json_each_type),
 	    cmocka_unit_test(test_json_truncates),
 	    cmocka_unit_test(test_json_longest),

@@ -87,6 +87,35 @@ assert_round_trip(enum csq_opcode code, const struct csq_result *r)
 	csq_wbuf_free(&w);
 }
 
+/* A string's bytes: its length (2 bytes, little-endian) and its bytes;
+ * an empty string and NULL are two zero bytes. The decoder is the
+ * round trips' judge; these are the bytes themselves. */
+static void
+test_put_str_bytes(void **state)
+{
+	static const uint8_t want[] = {0, 0, 0,   0,   1,    0,   'a',
+	                               3, 0, 'a', 'b', 'c',  0,   0,
+	                               2, 0, 'x', 'y', 0x2c, 0x01};
+	char big[301];
+	struct csq_wbuf w = {0};
+
+	(void)state;
+	csq_put_str(&w, "");
+	csq_put_str(&w, NULL);
+	csq_put_str(&w, "a");
+	csq_put_str(&w, "abc");
+	csq_put_str(&w, "");
+	csq_put_str(&w, "xy");
+	memset(big, 'z', 300);
+	big[300] = '\0';
+	csq_put_str(&w, big);
+	assert_int_equal(w.len, sizeof(want) + 300);
+	assert_memory_equal(w.p, want, sizeof(want));
+	assert_int_equal(w.p[sizeof(want)], 'z');
+	assert_int_equal(w.p[sizeof(want) + 299], 'z');
+	csq_wbuf_free(&w);
+}
+
 static void
 test_scalars(void **state)
 {
@@ -414,6 +443,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_put_str_bytes),
 	    cmocka_unit_test(test_scalars),
 	    cmocka_unit_test(test_arrays),
 	    cmocka_unit_test(test_lies),
