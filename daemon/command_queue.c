@@ -38,9 +38,10 @@
 #define VIEW_TRIM_MS      2000
 #define FULL_LOG_EVERY_MS 60000 /* at most one "full" line per queue */
 
-/* The replies' sink of a client: RESP into its buffer (op_reply.h). */
+/* The replies' sink of a client: RESP into its buffer (op_reply.h), in
+ * one piece (resp_buf). */
 struct resp_sink {
-	struct evbuffer *out;
+	struct resp_buf b;
 	int proto;
 };
 
@@ -49,31 +50,31 @@ sink_map(void *arg, int64_t pairs)
 {
 	struct resp_sink *k = arg;
 
-	resp_map(k->out, k->proto, pairs);
+	resp_buf_map(&k->b, k->proto, pairs);
 }
 
 static void
 sink_array(void *arg, int64_t n)
 {
-	resp_array(((struct resp_sink *)arg)->out, n);
+	resp_buf_array(&((struct resp_sink *)arg)->b, n);
 }
 
 static void
 sink_bulk(void *arg, const char *s, size_t len)
 {
-	resp_bulk(((struct resp_sink *)arg)->out, s, len);
+	resp_buf_bulk(&((struct resp_sink *)arg)->b, s, len);
 }
 
 static void
 sink_integer(void *arg, int64_t v)
 {
-	resp_integer(((struct resp_sink *)arg)->out, v);
+	resp_buf_integer(&((struct resp_sink *)arg)->b, v);
 }
 
 static void
 sink_simple(void *arg, const char *s)
 {
-	resp_simple(((struct resp_sink *)arg)->out, s);
+	resp_buf_simple(&((struct resp_sink *)arg)->b, s);
 }
 
 /*
@@ -165,12 +166,15 @@ command_result(void *arg, const struct csq_result *r)
 		goto done;
 	}
 	{
-		struct resp_sink k = {out, c->proto};
+		struct resp_sink k;
 		const struct op_reply o = {&k,           sink_map,
 		                           sink_array,   sink_bulk,
 		                           sink_integer, sink_simple};
 
+		resp_buf_init(&k.b, out);
+		k.proto = c->proto;
 		op_reply_write(&o, call->code, r);
+		resp_buf_flush(&k.b);
 	}
 	server_hold_output(c->server, c);
 done:
@@ -328,8 +332,11 @@ view_walk_result(void *arg, const struct csq_result *r)
 
 	view_walks.asking = 0;
 	if (r->status == CSQ_OK && r->nentries > 0) {
-		struct resp_sink k = {w->body, c->proto};
+		struct resp_sink k;
 		size_t i;
+
+		resp_buf_init(&k.b, w->body);
+		k.proto = c->proto;
 
 		if (w->code == CSQ_OP_QUEUES)
 			for (i = 0; i < r->nentries; i++)
@@ -341,6 +348,7 @@ view_walk_result(void *arg, const struct csq_result *r)
 			                           sink_integer, sink_simple};
 
 			op_reply_servicer_rows(&o, r);
+			resp_buf_flush(&k.b);
 		}
 		w->n += (int64_t)r->nentries;
 		client_output_making(c, evbuffer_get_length(w->body));

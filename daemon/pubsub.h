@@ -65,4 +65,31 @@ int pubsub_wanted(const struct pubsub *, const char *ch, size_t chlen);
 void pubsub_publish(struct pubsub *, const char *ch, size_t chlen,
                     const char *msg, size_t len);
 
+/*
+ * Whether the pattern is a prefix and one '*' at its end, nothing else
+ * special ("user:*"); pubsub_glob then matches it with a memcmp, as
+ * csq_glob would (a glob's walk was 70 instructions a channel an event,
+ * a pattern subscriber's every event), and any other with csq_glob.
+ */
+int pubsub_glob_prefix(const char *pat, size_t len);
+int pubsub_glob(const char *pat, size_t plen, int prefix, const char *s,
+                size_t slen);
+
+/*
+ * The message of msg on ch as a subscriber reads it (pat NULL: of the
+ * channel; else of the pattern pat), written whole into f in RESP2; send
+ * adds it to out in one piece for a client of protocol proto, or in the
+ * pieces resp_push and resp_bulk write when it did not fit (f->over).
+ * The bytes are the same either way. A channel's message is written once
+ * for all its subscribers.
+ */
+struct resp_buf;
+struct evbuffer;
+void pubsub_message_frame(struct resp_buf *f, const char *pat, size_t patlen,
+                          const char *ch, size_t chlen, const char *msg,
+                          size_t len);
+void pubsub_message_send(struct resp_buf *f, struct evbuffer *out, int proto,
+                         const char *pat, size_t patlen, const char *ch,
+                         size_t chlen, const char *msg, size_t len);
+
 #endif

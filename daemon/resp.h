@@ -82,6 +82,35 @@ void resp_push(struct evbuffer *, int proto, int64_t n);    /* >n or *n */
 /* Text for a person (INFO): =n txt:… or a bulk string. */
 void resp_verbatim(struct evbuffer *, int proto, const char *, size_t);
 
+/*
+ * A reply, or a pub/sub message, written into a buffer of its own and
+ * added to out in one evbuffer_add (at resp_buf_flush, or when the buffer
+ * is full): each evbuffer_add is about 100 instructions, and a reply of a
+ * map of strings, or a message of three or four bulk strings, made a
+ * dozen or four of them a match (docs/benchmarks.md, "csqd's replies and
+ * messages written in one piece"). The bytes are the writers' above, the
+ * same in the same order. With out NULL nothing is ever added: what does
+ * not fit sets over, and the buffer is the caller's to send or not.
+ */
+#define RESP_BUF_SIZE 1024
+struct resp_buf {
+	struct evbuffer *out;
+	size_t len;
+	int over;
+	char buf[RESP_BUF_SIZE];
+};
+void resp_buf_init(struct resp_buf *, struct evbuffer *out);
+/* n bytes of RESP written elsewhere, as they are. */
+void resp_buf_raw(struct resp_buf *, const void *p, size_t n);
+void resp_buf_bulk(struct resp_buf *, const char *s, size_t len);
+void resp_buf_integer(struct resp_buf *, int64_t);
+void resp_buf_simple(struct resp_buf *, const char *s);
+void resp_buf_array(struct resp_buf *, int64_t n);
+void resp_buf_map(struct resp_buf *, int proto, int64_t pairs);
+void resp_buf_push(struct resp_buf *, int proto, int64_t n);
+/* What is in the buffer goes to out (nothing when out is NULL). */
+void resp_buf_flush(struct resp_buf *);
+
 /* The reader's and the writer's: writes the digits of v so that they end
  * at end (no NUL); returns their start. */
 char *resp_digits(char *end, uint64_t v);

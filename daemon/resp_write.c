@@ -206,3 +206,127 @@ resp_verbatim(struct evbuffer *out, int proto, const char *s, size_t len)
 	evbuffer_add(out, s, len);
 	evbuffer_add(out, "\r\n", 2);
 }
+
+void
+resp_buf_init(struct resp_buf *b, struct evbuffer *out)
+{
+	b->out = out;
+	b->len = 0;
+	b->over = 0;
+}
+
+void
+resp_buf_flush(struct resp_buf *b)
+{
+	if (b->out != NULL && b->len > 0)
+		evbuffer_add(b->out, b->buf, b->len);
+	if (b->out != NULL)
+		b->len = 0;
+}
+
+void
+resp_buf_raw(struct resp_buf *b, const void *p, size_t n)
+{
+	if (b->over)
+		return;
+	if (n > sizeof(b->buf) - b->len) {
+		if (b->out == NULL) {
+			b->over = 1;
+			return;
+		}
+		resp_buf_flush(b);
+		if (n > sizeof(b->buf)) {
+			evbuffer_add(b->out, p, n);
+			return;
+		}
+	}
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+}
+
+/* "<type><n>\r\n", n signed, as resp_number. */
+static void
+resp_buf_number(struct resp_buf *b, char type, int64_t n)
+{
+	char buf[RESP_NUM], *p = buf + sizeof(buf);
+
+	*--p = '\n';
+	*--p = '\r';
+	p = resp_digits(p, n < 0 ? -(uint64_t)n : (uint64_t)n);
+	if (n < 0)
+		*--p = '-';
+	*--p = type;
+	resp_buf_raw(b, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+/* The decimal digits of v. */
+static size_t
+resp_ndigits(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+void
+resp_buf_bulk(struct resp_buf *b, const char *s, size_t len)
+{
+	size_t nd = resp_ndigits(len), hlen = nd + 3; /* "$<len>\r\n" */
+	char *p;
+
+	/* Written in place when the whole bulk fits, the usual case. */
+	if (!b->over && hlen + len + 2 <= sizeof(b->buf) - b->len) {
+		p = b->buf + b->len;
+		p[0] = '$';
+		resp_digits(p + 1 + nd, len);
+		p[1 + nd] = '\r';
+		p[2 + nd] = '\n';
+		memcpy(p + hlen, s, len);
+		p[hlen + len] = '\r';
+		p[hlen + len + 1] = '\n';
+		b->len += hlen + len + 2;
+		return;
+	}
+	resp_buf_number(b, '$', (int64_t)len);
+	resp_buf_raw(b, s, len);
+	resp_buf_raw(b, "\r\n", 2);
+}
+
+void
+resp_buf_integer(struct resp_buf *b, int64_t n)
+{
+	resp_buf_number(b, ':', n);
+}
+
+void
+resp_buf_simple(struct resp_buf *b, const char *s)
+{
+	resp_buf_raw(b, "+", 1);
+	resp_buf_raw(b, s, strlen(s));
+	resp_buf_raw(b, "\r\n", 2);
+}
+
+void
+resp_buf_array(struct resp_buf *b, int64_t n)
+{
+	resp_buf_number(b, '*', n);
+}
+
+void
+resp_buf_map(struct resp_buf *b, int proto, int64_t pairs)
+{
+	if (proto == 3)
+		resp_buf_number(b, '%', pairs);
+	else
+		resp_buf_number(b, '*', pairs * 2);
+}
+
+void
+resp_buf_push(struct resp_buf *b, int proto, int64_t n)
+{
+	resp_buf_number(b, proto == 3 ? '>' : '*', n);
+}
