@@ -91,6 +91,12 @@ struct redis_engine {
 	 * tick sends them alone (limits_out: on their way). */
 	uint64_t limits_gen, limits_applied;
 	int limits_out;
+	/* The limits as the LIMITS record every CSQ.CALL carries, encoded
+	 * for generation limits_rec_gen (0: not yet): not again for each
+	 * call (redis_batch.c). */
+	uint64_t limits_rec_gen;
+	size_t limits_rec_len;
+	uint8_t limits_rec[CSQ_RECORD_MAX];
 	csq_clock_fn *clock; /* this daemon's time, for deadlines */
 	void *clock_arg;
 	csq_emit_fn *emit;
