@@ -57,6 +57,7 @@
 #define CLIENT_INPUT_PAUSE   (1024 * 1024) /* held requests: stop reading */
 #define CLIENT_WHY_MAX       256           /* why a TLS connection failed */
 #define CLIENT_ADMIT_LOG_MS  10000 /* auth_timeout's closes: a line at most */
+#define CLIENT_SLOT_SPARES   16 /* slots a connection keeps, buffers and all */
 
 static const char *const client_state_names[] = {
     "active",
@@ -147,20 +148,25 @@ client_quiet(struct client *c)
 
 /*
  * A slot's buffer is made only when a reply must wait in it, behind an
- * earlier one (client_slot_write); a connection keeps one slot, buffer and
- * all, for its next call. On the Redis engine every call takes a slot:
- * its calloc, an evbuffer's and their frees were 1,600 instructions a
- * match, 4 % of csqd's (docs/benchmarks.md, "csqd's CPU a match on the
- * Redis engine").
+ * earlier one (client_slot_write); a connection keeps up to
+ * CLIENT_SLOT_SPARES slots, buffers and all, for its next calls. On the
+ * Redis engine every call takes a slot: its calloc, an evbuffer's and
+ * their frees were 1,600 instructions a match, 4 % of csqd's
+ * (docs/benchmarks.md, "csqd's CPU a match on the Redis engine"); a
+ * client with calls pipelined (the match's feeder) made and freed a slot
+ * and a buffer for every call but its first while one spare was kept,
+ * 600 instructions a match ("csqd's replies and messages written in one
+ * piece").
  */
 static struct client_slot *
 client_slot_open(struct client *c)
 {
-	struct client_slot *s = c->spare;
+	struct client_slot *s = TAILQ_FIRST(&c->spares);
 
-	if (s != NULL)
-		c->spare = NULL;
-	else
+	if (s != NULL) {
+		TAILQ_REMOVE(&c->spares, s, entry);
+		c->nspares--;
+	} else
 		s = csq_xcalloc(1, sizeof(*s));
 	s->done = 0;
 	TAILQ_INSERT_TAIL(&c->slots, s, entry);
@@ -175,15 +181,31 @@ client_slot_drop(struct client_slot *s)
 	free(s);
 }
 
+/* A slot's buffer is empty once its replies went to out (a buffer that
+ * still holds some is a client's that is going: dropped). */
 static void
 client_slot_free(struct client *c, struct client_slot *s)
 {
 	TAILQ_REMOVE(&c->slots, s, entry);
-	if (c->spare == NULL &&
-	    (s->buf == NULL || evbuffer_get_length(s->buf) == 0))
-		c->spare = s;
-	else
+	if (c->nspares < CLIENT_SLOT_SPARES &&
+	    (!s->filled || evbuffer_get_length(s->buf) == 0)) {
+		s->filled = 0;
+		TAILQ_INSERT_HEAD(&c->spares, s, entry);
+		c->nspares++;
+	} else
 		client_slot_drop(s);
+}
+
+/* What s holds goes to out. A kept slot's buffer, given out or not, is
+ * looked at only when it was (filled): 2 calls a reply less. */
+static void
+client_slot_empty(struct client *c, struct client_slot *s)
+{
+	if (!s->filled)
+		return;
+	if (evbuffer_get_length(s->buf) > 0)
+		evbuffer_add_buffer(c->out, s->buf);
+	s->filled = 0;
 }
 
 struct client_slot *
@@ -203,13 +225,13 @@ void
 client_slot_write(struct client *c, struct client_slot *s)
 {
 	if (s == TAILQ_FIRST(&c->slots)) {
-		if (s->buf != NULL && evbuffer_get_length(s->buf) > 0)
-			evbuffer_add_buffer(c->out, s->buf);
+		client_slot_empty(c, s);
 		c->cur = c->out;
 		return;
 	}
 	if (s->buf == NULL && (s->buf = evbuffer_new()) == NULL)
 		fatalx("out of memory");
+	s->filled = 1;
 	c->cur = s->buf;
 }
 
@@ -219,8 +241,7 @@ client_slot_done(struct client *c, struct client_slot *s)
 	c->cur = c->out;
 	s->done = 1;
 	while ((s = TAILQ_FIRST(&c->slots)) != NULL && s->done) {
-		if (s->buf != NULL && evbuffer_get_length(s->buf) > 0)
-			evbuffer_add_buffer(c->out, s->buf);
+		client_slot_empty(c, s);
 		client_slot_free(c, s);
 	}
 }
@@ -278,8 +299,10 @@ client_unref(struct client *c)
 		return;
 	while ((s = TAILQ_FIRST(&c->slots)) != NULL)
 		client_slot_free(c, s);
-	if (c->spare != NULL)
-		client_slot_drop(c->spare);
+	while ((s = TAILQ_FIRST(&c->spares)) != NULL) {
+		TAILQ_REMOVE(&c->spares, s, entry);
+		client_slot_drop(s);
+	}
 	resp_request_clear(&c->req);
 	resp_parser_free(c->parser);
 	if (c->in != NULL)
@@ -823,12 +846,15 @@ client_push_end(struct client *c)
 	if (client_pending_peak(c) <= CLIENT_PUBSUB_HARD_MAX) {
 		/* Written at this turn's end, with whatever else is pushed,
 		 * or sooner (client_flush_pushed); that flush weighs what is
-		 * left (client_weigh). */
+		 * left (client_weigh). A client in server.pushed has its
+		 * flush active already (client_unpush takes it out whenever
+		 * the flush runs or is deleted): a message more needs no
+		 * event_active. */
 		if (!c->pushed) {
 			TAILQ_INSERT_TAIL(&c->server->pushed, c, pushed_entry);
 			c->pushed = 1;
+			event_active(c->flush, EV_TIMEOUT, 0);
 		}
-		event_active(c->flush, EV_TIMEOUT, 0);
 		return;
 	}
 	/* Not closed here: the publisher may be walking a list that holds
@@ -1125,6 +1151,7 @@ client_new(struct server *s, evutil_socket_t fd, int tls)
 	c->out = evbuffer_new();
 	c->cur = c->out;
 	TAILQ_INIT(&c->slots);
+	TAILQ_INIT(&c->spares);
 	if (c->in == NULL || c->out == NULL) {
 		log_warnx("cannot set up a connection");
 		bufferevent_free(c->bev);
@@ -1180,6 +1207,7 @@ client_new_local(struct server *s, const char *addr,
 		fatalx("out of memory");
 	c->cur = c->out;
 	TAILQ_INIT(&c->slots);
+	TAILQ_INIT(&c->spares);
 	c->wake = event_new(s->base, -1, 0, client_wake_cb, c);
 	c->id = ++s->next_client_id;
 	snprintf(c->addr, sizeof(c->addr), "%s", addr);

@@ -27,6 +27,7 @@ struct evbuffer;
 struct client_slot {
 	TAILQ_ENTRY(client_slot) entry;
 	struct evbuffer *buf; /* made when a reply must wait in it */
+	int filled;           /* buf was given out since it was last emptied */
 	int done;
 };
 
@@ -59,11 +60,12 @@ struct client {
 	struct evbuffer *in;
 	struct evbuffer *out; /* replies not yet handed to the socket */
 	struct evbuffer *cur; /* where replies go now: out, or a slot's */
-	struct client_slot_list slots; /* replies waiting for earlier ones */
-	struct client_slot *cur_slot;  /* the slot being filled, unclaimed */
-	struct client_slot *spare;     /* kept for the next one, or NULL */
-	struct event *rev;             /* readable: read into in */
-	struct event *flush;           /* deferred write of pushed messages */
+	struct client_slot_list slots;  /* replies waiting for earlier ones */
+	struct client_slot *cur_slot;   /* the slot being filled, unclaimed */
+	struct client_slot_list spares; /* kept for the next ones */
+	int nspares;
+	struct event *rev;   /* readable: read into in */
+	struct event *flush; /* deferred write of pushed messages */
 	/* In server.pushed while pushed messages wait for flush. */
 	TAILQ_ENTRY(client) pushed_entry;
 	int pushed;

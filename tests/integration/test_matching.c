@@ -355,6 +355,45 @@ counters_within_pipeline(void **state)
 	freeReplyObject(r);
 }
 
+#define PIPE_ROUNDS 20 /* pipelines of replies_behind_calls */
+#define PIPE_DEPTH  12 /* good and refused ENQUEUE pairs in each */
+
+/*
+ * Replies written at once (an ENQUEUE refused for its arguments),
+ * pipelined behind calls still in flight (on the Redis engine, each
+ * ENQUEUE until its CSQ.CALL is answered): each waits in a slot of its
+ * own and leaves in its order, and the slots a connection keeps for its
+ * next calls (daemon/client.c) serve round after round. With a kept
+ * slot's reply taken for none, the refusals were lost and this failed
+ * (tried).
+ */
+static void
+replies_behind_calls(void **state)
+{
+	struct csqd_fx *fx = *state;
+	redisReply *r;
+	int round, i;
+
+	for (round = 0; round < PIPE_ROUNDS; round++) {
+		for (i = 0; i < PIPE_DEPTH; i++) {
+			redisAppendCommand(fx->c, "ENQUEUE p%d.%d", round, i);
+			redisAppendCommand(fx->c, "ENQUEUE x%d.%d TIER x",
+			                   round, i);
+		}
+		for (i = 0; i < PIPE_DEPTH; i++) {
+			r = GET_REPLY(fx->c);
+			assert_string_equal(FIELD_STR(r, "state"), "waiting");
+			assert_int_equal(FIELD_INT(r, "position"),
+			                 round * PIPE_DEPTH + i + 1);
+			freeReplyObject(r);
+			r = GET_REPLY(fx->c);
+			assert_reply_error(
+			    r, "ERR value is not an integer or out of range");
+			freeReplyObject(r);
+		}
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -378,6 +417,8 @@ main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(counters_within_pipeline,
 	                                    csqd_fx_setup_default,
 	                                    csqd_fx_teardown),
+	    cmocka_unit_test_setup_teardown(
+	        replies_behind_calls, csqd_fx_setup_default, csqd_fx_teardown),
 	};
 
 	csqd_init(argc, argv);
