@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -643,20 +644,32 @@ deep_pipeline_written_first(void **state)
  * about (a client that holds csqd). Then the close as csqd counts it
  * (INFO's client_output_buffer_limit_disconnections), and as the socket
  * sees it (EOF or reset, after the replies that were in its buffer).
+ *
+ * A send that runs out of its SO_SNDTIMEO has sent part of a request, and
+ * the next one goes on from that byte. It once started the request again
+ * from its first byte: csqd read a bulk that ran into the next request,
+ * answered the protocol error, and held the connection while it waited
+ * for the client to read what it owed (never), without closing for the
+ * limit; that ran once on a busy machine, csqd slow enough for a send to
+ * wait a second. So csqd is stopped once here for as long: the send that
+ * fills the sockets' buffers is cut, and the stream must stay whole.
  */
 #define ECHO_BIG        (512 * 1024)
 #define UNREAD_STALL_MS 60000
+#define UNREAD_STOP_AT  (32 * 1024 * 1024) /* sent when csqd is stopped */
 
 static void
 unread_replies_limit(void **state)
 {
 	struct csqd_fx *fx = *state;
 	static char req[ECHO_BIG + 64];
-	size_t len, sent = 0;
+	size_t len, off, sent = 0;
 	ssize_t n;
 	struct timeval tv = {1, 0};
-	int fd = raw_connect(fx->d->port), closed = 0;
+	int fd = raw_connect(fx->d->port), closed = 0, stopped = 0;
 	int64_t t0 = now_ms(), last = t0;
+	long long cut = -1; /* where in a request the cut send stopped; 0: at
+	                     * a boundary, none cut */
 
 	/* ECHO of 512 KiB: 700 of them are 350 MiB of replies. */
 	len = raw_echo_request(req, sizeof(req), ECHO_BIG, 'y');
@@ -665,7 +678,18 @@ unread_replies_limit(void **state)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	while (!closed && sent < 700 * len) {
-		n = send(fd, req, len, MSG_NOSIGNAL);
+		if (!stopped && sent >= UNREAD_STOP_AT) {
+			assert_int_equal(kill(fx->d->pid, SIGSTOP), 0);
+			stopped = 1;
+		}
+		off = sent % len;
+		n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (stopped == 1 && n != (ssize_t)(len - off)) {
+			/* The buffers are full: csqd goes on. */
+			assert_int_equal(kill(fx->d->pid, SIGCONT), 0);
+			stopped = 2;
+			cut = n > 0 ? (long long)((sent + (size_t)n) % len) : 0;
+		}
 		if (n > 0) {
 			sent += (size_t)n;
 			last = now_ms();
@@ -679,9 +703,11 @@ unread_replies_limit(void **state)
 			    UNREAD_STALL_MS, sent);
 		}
 	}
-	print_message("unread replies: %s after %zu MiB sent in %lld ms\n",
+	print_message("unread replies: %s after %zu MiB sent in %lld ms (csqd "
+	              "stopped at %d MiB, a send cut at byte %lld of %zu)\n",
 	              closed ? "closed" : "all sent", sent >> 20,
-	              (long long)(now_ms() - t0));
+	              (long long)(now_ms() - t0), UNREAD_STOP_AT >> 20, cut,
+	              len);
 	last = now_ms();
 	while (INFO_FIELD(fx->c, "client_output_buffer_limit_disconnections") !=
 	       1) {
