@@ -13,10 +13,11 @@
 
 #include <hiredis/hiredis.h>
 
-#define BENCH_ARGV_MAX  8  /* most words in one generated command */
-#define BENCH_WORD_MAX  96 /* longest generated word, an id with a prefix */
-#define BENCH_NS_PER_S  1000000000ULL
-#define BENCH_NS_PER_US 1000ULL
+#define BENCH_ARGV_MAX      8  /* most words in one generated command */
+#define BENCH_WORD_MAX      96 /* longest generated word, an id with a prefix */
+#define BENCH_NS_PER_S      1000000000ULL
+#define BENCH_NS_PER_US     1000ULL
+#define BENCH_JSON_KEYS_MAX 8 /* keys one bench_json_strings call finds */
 
 /* Everything the command line sets; each scenario reads what it needs. */
 struct bench_opts {
@@ -56,6 +57,12 @@ struct bench_samples {
 	int sorted;
 };
 
+/* A piece of a message, where it lies: not copied, not NUL-terminated. */
+struct bench_span {
+	const char *p; /* NULL: not there */
+	size_t len;
+};
+
 /* What a throughput or latency run did. */
 struct bench_run {
 	long ops;
@@ -75,8 +82,15 @@ void bench_cmd_set(struct bench_cmd *, int, const char *, ...)
 void bench_samples_add(struct bench_samples *, uint64_t);
 double bench_samples_pct_us(struct bench_samples *, double);
 void bench_samples_free(struct bench_samples *);
-int bench_json_str(const char *, const char *, char *, size_t);
-int bench_json_is(const char *, const char *);
+
+/* json.c: csqd's events read in one pass. */
+int bench_json_strings(const char *, size_t, const char *const *, int,
+                       struct bench_span *);
+int bench_span_is(struct bench_span, const char *);
+
+/* resp.c: commands written as RESP without a format. */
+size_t bench_resp_ulong(char *, unsigned long long);
+size_t bench_resp_cmd(char *, size_t, int, const char *const *, const size_t *);
 
 /* drive.c: the asynchronous drivers over hiredis + libevent. */
 int bench_drive_rate(const struct bench_opts *, int, int, long, bench_gen_fn,

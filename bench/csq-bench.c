@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "redis_engine.h"
 
 #define DEFAULT_PORT      7878
 #define DEFAULT_CLIENTS   50
@@ -130,7 +131,7 @@ main(int argc, char *argv[])
 	struct bench_opts o;
 	const struct scenario *s;
 	char *end;
-	int ch, clients = 0;
+	int ch, clients = 0, rc;
 
 	memset(&o, 0, sizeof(o));
 	o.host = "127.0.0.1";
@@ -222,5 +223,7 @@ main(int argc, char *argv[])
 	if (o.servicers == 0)
 		o.servicers = strcmp(s->name, "storm") == 0 ? DEFAULT_STORM_SV
 		                                            : DEFAULT_MATCH_SV;
-	return s->run(&o) == 0 ? 0 : 1;
+	rc = s->run(&o) == 0 ? 0 : 1;
+	redis_reply_spares_free();
+	return rc;
 }

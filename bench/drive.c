@@ -12,7 +12,11 @@
 #include <hiredis/async.h>
 
 #include "bench.h"
+#include "redis_engine.h"
 #include "redis_event.h"
+
+/* The RESP of a generated command: its words and their headers. */
+#define DRIVE_CMD_MAX (BENCH_ARGV_MAX * (BENCH_WORD_MAX + 32) + 32)
 
 struct drive;
 
@@ -73,14 +77,19 @@ drive_send(struct drive_client *c)
 {
 	struct drive *d = c->d;
 	struct bench_cmd cmd;
+	char buf[DRIVE_CMD_MAX];
+	size_t len;
 	int n;
 
 	if (d->latency)
 		c->sent_ns = bench_now_ns();
 	for (n = 0; n < d->pipeline && drive_more(d); n++) {
 		d->gen(d->issued++, &cmd, d->arg);
-		if (redisAsyncCommandArgv(c->ac, drive_reply_cb, c, cmd.argc,
-		                          cmd.argv, cmd.argvlen) != REDIS_OK) {
+		len = bench_resp_cmd(buf, sizeof(buf), cmd.argc, cmd.argv,
+		                     cmd.argvlen);
+		if (len == 0 ||
+		    redisAsyncFormattedCommand(c->ac, drive_reply_cb, c, buf,
+		                               len) != REDIS_OK) {
 			drive_fail(d, "cannot queue a command");
 			return;
 		}
@@ -196,6 +205,7 @@ drive(struct drive *d, const struct bench_opts *o)
 			             o->port,
 			             c->ac != NULL ? c->ac->errstr : "?");
 		c->ac->data = c;
+		redis_reply_objects(c->ac);
 		redis_event_attach(c->ac, d->base);
 		redisAsyncSetConnectCallback(c->ac, drive_connect_cb);
 		redisAsyncSetDisconnectCallback(c->ac, drive_disconnect_cb);

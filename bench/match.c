@@ -21,13 +21,34 @@
 #include <hiredis/async.h>
 
 #include "bench.h"
+#include "redis_engine.h"
 #include "redis_event.h"
 
-#define MATCH_PRELOAD  2000   /* users in line before the servicers log in */
-#define MATCH_TTL      "3600" /* servicers outlive the run; no heartbeats */
-#define MATCH_WARMUP_S 1.0    /* seconds of matches not sampled */
+#define MATCH_PRELOAD   2000   /* users in line before the servicers log in */
+#define MATCH_TTL       "3600" /* servicers outlive the run; no heartbeats */
+#define MATCH_WARMUP_S  1.0    /* seconds of matches not sampled */
+#define MATCH_ID_DIGITS 9      /* most digits of a room's servicer or number */
+/* A command's RESP: a verb, an id, "TTL" and "0" at most. */
+#define MATCH_CMD_MAX (4 * (BENCH_WORD_MAX + 32))
+/* A verb as bench_resp_cmd takes it: the text and its length. */
+#define MATCH_VERB(v) (v), (sizeof(v) - 1)
 
 enum match_phase { MATCH_SETUP, MATCH_WARMUP, MATCH_MEASURE, MATCH_OVER };
+
+/* What a message on a channel is to the scenario. */
+enum match_kind {
+	MATCH_BAD = -1, /* matched or offered, without a room and a user */
+	MATCH_OTHER,    /* another event, or offered without --offer */
+	MATCH_MATCHED,
+	MATCH_OFFERED
+};
+
+/* A message's event, read in one pass: its kind, room and user. */
+struct match_event {
+	enum match_kind kind;
+	struct bench_span room;
+	struct bench_span user;
+};
 
 struct match;
 
@@ -80,6 +101,8 @@ struct match {
 	struct match_room *rooms;
 	char sprefix[32]; /* servicer ids */
 	char uprefix[32]; /* user ids */
+	size_t sprefix_len;
+	size_t uprefix_len;
 	long fed;
 	int subscribed;
 	uint64_t t_measure;
@@ -123,33 +146,133 @@ match_reply_cb(redisAsyncContext *ac, void *r, void *priv)
 		         reply->str);
 }
 
+/*
+ * Sends the command of argc words on conn, written as RESP here rather
+ * than from a format by hiredis: the same bytes, at a fraction of the
+ * instructions (docs/benchmarks.md, "csq-bench's own CPU a match").
+ */
+static void
+match_send(struct match *m, struct match_conn *conn, int argc,
+           const char *const *argv, const size_t *argvlen)
+{
+	char buf[MATCH_CMD_MAX];
+	size_t len;
+
+	if ((len = bench_resp_cmd(buf, sizeof(buf), argc, argv, argvlen)) ==
+	    0) {
+		match_fail(m, "a command too long");
+		return;
+	}
+	redisAsyncFormattedCommand(conn->ac, match_reply_cb, m, buf, len);
+}
+
+/* VERB <room>, the room as the event named it. */
+static void
+match_send_room(struct match *m, struct match_conn *conn, const char *verb,
+                size_t verblen, struct bench_span room)
+{
+	const char *argv[2] = {verb, room.p};
+	size_t argvlen[2] = {verblen, room.len};
+
+	match_send(m, conn, 2, argv, argvlen);
+}
+
+/* ENQUEUE <uprefix><n> TTL 0, the next new user. */
 static void
 match_feed(struct match *m)
 {
 	char user[BENCH_WORD_MAX];
+	const char *argv[4] = {"ENQUEUE", user, "TTL", "0"};
+	size_t argvlen[4] = {sizeof("ENQUEUE") - 1, 0, sizeof("TTL") - 1, 1};
 
-	snprintf(user, sizeof(user), "%s%ld", m->uprefix, m->fed++);
-	redisAsyncCommand(m->feed.ac, match_reply_cb, m, "ENQUEUE %s TTL 0",
-	                  user);
+	memcpy(user, m->uprefix, m->uprefix_len);
+	argvlen[1] =
+	    m->uprefix_len + bench_resp_ulong(user + m->uprefix_len,
+	                                      (unsigned long long)m->fed++);
+	match_send(m, &m->feed, 4, argv, argvlen);
+}
+
+/* Reads the decimal number at *p, up to end or a byte not a digit. */
+static long
+match_number(const char **p, const char *end)
+{
+	const char *q = *p;
+	long v = 0;
+
+	while (q < end && *q >= '0' && *q <= '9' && q - *p < MATCH_ID_DIGITS)
+		v = v * 10 + (*q++ - '0');
+	if (q == *p || (q < end && *q >= '0' && *q <= '9'))
+		return -1;
+	*p = q;
+	return v;
 }
 
 /* The slot of room "<sprefix><idx>/<n>", or -1 if it is not ours. */
 static long
-match_slot(struct match *m, const char *room)
+match_slot(struct match *m, struct bench_span room)
 {
-	size_t len = strlen(m->sprefix);
-	char *end;
+	const char *p = room.p + m->sprefix_len, *end = room.p + room.len;
 	long idx, n;
 
-	if (strncmp(room, m->sprefix, len) != 0)
+	if (room.len <= m->sprefix_len ||
+	    memcmp(room.p, m->sprefix, m->sprefix_len) != 0)
 		return -1;
-	idx = strtol(room + len, &end, 10);
-	if (*end != '/' || idx < 0 || idx >= m->o->servicers)
+	idx = match_number(&p, end);
+	if (idx < 0 || idx >= m->o->servicers || p >= end || *p++ != '/')
 		return -1;
-	n = strtol(end + 1, &end, 10);
-	if (*end != '\0' || n < 0 || n >= m->o->capacity)
+	n = match_number(&p, end);
+	if (n < 0 || n >= m->o->capacity || p != end)
 		return -1;
 	return idx * m->o->capacity + n;
+}
+
+/* Whether s, NUL-terminated, is the id u. */
+static int
+match_same(const char *s, struct bench_span u)
+{
+	return strncmp(s, u.p, u.len) == 0 && s[u.len] == '\0';
+}
+
+/* Copies the id u, shorter than BENCH_WORD_MAX, into s. */
+static void
+match_copy(char *s, struct bench_span u)
+{
+	memcpy(s, u.p, u.len);
+	s[u.len] = '\0';
+}
+
+/*
+ * Reads a channel's message once: the event, and for a matched (or, with
+ * --offer, an offered) its room and user, each shorter than an id may be.
+ */
+static enum match_kind
+match_event_read(const struct match *m, const redisReply *msg,
+                 struct match_event *ev)
+{
+	static const char *const event[] = {"event"};
+	static const char *const ids[] = {"room", "user"};
+	struct bench_span kind, f[2];
+
+	/*
+	 * "event" is the first key csqd writes: most messages (queued,
+	 * released, ...) are put aside after it alone.
+	 */
+	if (msg->type != REDIS_REPLY_STRING ||
+	    bench_json_strings(msg->str, msg->len, event, 1, &kind) != 1)
+		return ev->kind = MATCH_OTHER;
+	if (bench_span_is(kind, "matched"))
+		ev->kind = MATCH_MATCHED;
+	else if (m->o->offer > 0 && bench_span_is(kind, "offered"))
+		ev->kind = MATCH_OFFERED;
+	else
+		return ev->kind = MATCH_OTHER;
+	bench_json_strings(msg->str, msg->len, ids, 2, f);
+	ev->room = f[0];
+	ev->user = f[1];
+	if (f[0].p == NULL || f[0].len >= BENCH_WORD_MAX || f[1].p == NULL ||
+	    f[1].len >= BENCH_WORD_MAX)
+		ev->kind = MATCH_BAD;
+	return ev->kind;
 }
 
 /* A message on servicer:<id>: a user in one of our rooms ends at once. */
@@ -159,7 +282,7 @@ match_servicer_cb(redisAsyncContext *ac, void *r, void *priv)
 	struct match_servicer *sv = priv;
 	struct match *m = sv->m;
 	redisReply *reply = r;
-	char room[BENCH_WORD_MAX], user[BENCH_WORD_MAX];
+	struct match_event ev;
 	struct match_carried *c;
 	struct match_room *rm;
 	long slot;
@@ -175,39 +298,30 @@ match_servicer_cb(redisAsyncContext *ac, void *r, void *priv)
 		match_subscribed(m);
 		return;
 	}
-	if (!bench_json_is(reply->element[2]->str, "matched") &&
-	    !(m->o->offer > 0 &&
-	      bench_json_is(reply->element[2]->str, "offered")))
+	if (match_event_read(m, reply->element[2], &ev) == MATCH_OTHER)
 		return;
-	if (bench_json_str(reply->element[2]->str, "room", room,
-	                   sizeof(room)) == -1 ||
-	    bench_json_str(reply->element[2]->str, "user", user,
-	                   sizeof(user)) == -1 ||
-	    (slot = match_slot(m, room)) == -1) {
+	if (ev.kind == MATCH_BAD || (slot = match_slot(m, ev.room)) == -1) {
 		match_fail(m, "matched event without our room");
 		return;
 	}
 	rm = &m->rooms[slot];
 	/* The event that follows a RELEASE: the next offer, or match. */
-	if ((m->o->offer > 0) ==
-	        bench_json_is(reply->element[2]->str, "offered") &&
-	    rm->released_ns != 0 && strcmp(rm->ended, user) != 0) {
+	if ((m->o->offer > 0) == (ev.kind == MATCH_OFFERED) &&
+	    rm->released_ns != 0 && !match_same(rm->ended, ev.user)) {
 		c = &rm->carried[rm->ncarried++ % MATCH_CARRIED];
 		c->released_ns = rm->released_ns;
-		memcpy(c->user, user, sizeof(user));
+		match_copy(c->user, ev.user);
 		rm->released_ns = 0;
 	}
-	if (m->o->offer > 0 &&
-	    bench_json_is(reply->element[2]->str, "offered")) {
-		memcpy(rm->offered, user, sizeof(user));
+	if (ev.kind == MATCH_OFFERED) {
+		match_copy(rm->offered, ev.user);
 		rm->accepted_ns = bench_now_ns();
-		redisAsyncCommand(sv->cmd.ac, match_reply_cb, m, "ACCEPT %s",
-		                  room);
+		match_send_room(m, &sv->cmd, MATCH_VERB("ACCEPT"), ev.room);
 		return;
 	}
-	memcpy(rm->ended, user, sizeof(user));
+	match_copy(rm->ended, ev.user);
 	rm->released_ns = bench_now_ns();
-	redisAsyncCommand(sv->cmd.ac, match_reply_cb, m, "RELEASE %s", room);
+	match_send_room(m, &sv->cmd, MATCH_VERB("RELEASE"), ev.room);
 }
 
 static void
@@ -225,10 +339,9 @@ match_user_cb(redisAsyncContext *ac, void *r, void *priv)
 {
 	struct match *m = priv;
 	redisReply *reply = r;
-	char room[BENCH_WORD_MAX], user[BENCH_WORD_MAX];
+	struct match_event ev;
 	struct match_carried *c;
 	struct match_room *rm;
-	const char *json;
 	uint64_t now;
 	long slot;
 	int i;
@@ -246,22 +359,19 @@ match_user_cb(redisAsyncContext *ac, void *r, void *priv)
 	}
 	if (reply->elements < 4)
 		return;
-	json = reply->element[3]->str;
-	if (!bench_json_is(json, "matched") &&
-	    !(m->o->offer > 0 && bench_json_is(json, "offered")))
+	if (match_event_read(m, reply->element[3], &ev) == MATCH_OTHER)
 		return;
 	now = bench_now_ns();
-	if (bench_json_str(json, "room", room, sizeof(room)) == -1 ||
-	    bench_json_str(json, "user", user, sizeof(user)) == -1)
+	if (ev.kind == MATCH_BAD)
 		return;
-	if (bench_json_is(json, "matched") &&
-	    strncmp(user, m->uprefix, strlen(m->uprefix)) == 0)
+	if (ev.kind == MATCH_MATCHED && ev.user.len >= m->uprefix_len &&
+	    memcmp(ev.user.p, m->uprefix, m->uprefix_len) == 0)
 		match_feed(m);
-	if ((slot = match_slot(m, room)) == -1)
+	if ((slot = match_slot(m, ev.room)) == -1)
 		return;
 	rm = &m->rooms[slot];
-	if (m->o->offer > 0 && bench_json_is(json, "matched")) {
-		if (rm->accepted_ns != 0 && strcmp(rm->offered, user) == 0) {
+	if (m->o->offer > 0 && ev.kind == MATCH_MATCHED) {
+		if (rm->accepted_ns != 0 && match_same(rm->offered, ev.user)) {
 			if (m->phase == MATCH_MEASURE)
 				bench_samples_add(&m->accept,
 				                  now - rm->accepted_ns);
@@ -271,14 +381,14 @@ match_user_cb(redisAsyncContext *ac, void *r, void *priv)
 	}
 	for (i = 0; i < MATCH_CARRIED; i++) {
 		c = &rm->carried[i];
-		if (c->released_ns != 0 && strcmp(c->user, user) == 0) {
+		if (c->released_ns != 0 && match_same(c->user, ev.user)) {
 			match_sample(m, now - c->released_ns);
 			c->released_ns = 0;
 			return;
 		}
 	}
 	/* The match of the user whose RELEASE is pending is not the next. */
-	if (rm->released_ns == 0 || strcmp(rm->ended, user) == 0)
+	if (rm->released_ns == 0 || match_same(rm->ended, ev.user))
 		return;
 	match_sample(m, now - rm->released_ns);
 	rm->released_ns = 0;
@@ -382,6 +492,7 @@ match_connect(struct match *m, struct match_conn *conn)
 	conn->m = m;
 	conn->ac = ac;
 	ac->data = conn;
+	redis_reply_objects(ac);
 	redis_event_attach(ac, m->base);
 	redisAsyncSetConnectCallback(ac, match_connect_cb);
 	redisAsyncSetDisconnectCallback(ac, match_disconnect_cb);
@@ -409,6 +520,8 @@ bench_match(const struct bench_opts *o)
 	         (unsigned long long)(bench_now_ns() % 1000000));
 	snprintf(m.uprefix, sizeof(m.uprefix), "m%ld.%llu.u", (long)getpid(),
 	         (unsigned long long)(bench_now_ns() % 1000000));
+	m.sprefix_len = strlen(m.sprefix);
+	m.uprefix_len = strlen(m.uprefix);
 	if ((m.base = event_base_new()) == NULL)
 		bench_fatalx("event_base_new failed");
 	m.sv = calloc((size_t)o->servicers, sizeof(*m.sv));

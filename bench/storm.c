@@ -51,8 +51,9 @@ bench_storm(const struct bench_opts *o)
 	long n = o->servicers, requeued = 0, errors = 0;
 	long long busy, waiting, lost0, lost;
 	uint64_t t_stop, t_first = 0, t_last = 0;
-	char ttl[16], sid[BENCH_WORD_MAX];
-	const char *json;
+	static const char *const storm_keys[] = {"event", "servicer"};
+	struct bench_span f[2];
+	char ttl[16];
 	double back_ms, spread_ms;
 
 	snprintf(g.sprefix, sizeof(g.sprefix), "t%ld.%llu.s", (long)getpid(),
@@ -99,12 +100,13 @@ bench_storm(const struct bench_opts *o)
 			    sub->errstr);
 		if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
 		    r->element[2]->type == REDIS_REPLY_STRING) {
-			json = r->element[2]->str;
 			/* Ours: users of our servicers, whoever they are. */
-			if (bench_json_is(json, "requeued") &&
-			    bench_json_str(json, "servicer", sid,
-			                   sizeof(sid)) == 0 &&
-			    strncmp(sid, g.sprefix, strlen(g.sprefix)) == 0) {
+			if (bench_json_strings(r->element[2]->str,
+			                       r->element[2]->len, storm_keys,
+			                       2, f) == 2 &&
+			    bench_span_is(f[0], "requeued") &&
+			    f[1].len >= strlen(g.sprefix) &&
+			    memcmp(f[1].p, g.sprefix, strlen(g.sprefix)) == 0) {
 				t_last = bench_now_ns();
 				if (requeued++ == 0)
 					t_first = t_last;

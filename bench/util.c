@@ -1,4 +1,4 @@
-/* The small things every scenario uses: clock, messages, samples, JSON. */
+/* The small things every scenario uses: clock, messages, samples. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,40 +119,4 @@ bench_samples_free(struct bench_samples *s)
 {
 	free(s->v);
 	memset(s, 0, sizeof(*s));
-}
-
-/*
- * Copies the string value of "key" in a flat JSON object into out. csqd's
- * ids never hold a quote or a backslash, so no unescaping is needed.
- * Returns 0, or -1 when the key is missing or the value too long.
- */
-int
-bench_json_str(const char *json, const char *key, char *out, size_t outsz)
-{
-	char pat[64];
-	const char *p, *end;
-	size_t len;
-
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	if ((p = strstr(json, pat)) == NULL)
-		return -1;
-	p += strlen(pat);
-	if ((end = strchr(p, '"')) == NULL)
-		return -1;
-	len = (size_t)(end - p);
-	if (len >= outsz)
-		return -1;
-	memcpy(out, p, len);
-	out[len] = '\0';
-	return 0;
-}
-
-/* Whether the event is the named one; "event" is the first key csqd writes. */
-int
-bench_json_is(const char *json, const char *event)
-{
-	char pat[64];
-
-	snprintf(pat, sizeof(pat), "\"event\":\"%s\"", event);
-	return strstr(json, pat) != NULL;
 }
