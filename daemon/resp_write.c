@@ -28,11 +28,11 @@ resp_digits(char *end, uint64_t v)
 #define RESP_SMALL 256 /* a bulk up to this long goes out in one add */
 #define RESP_NUM   24  /* type, sign, 20 digits, CRLF */
 
-/* "<type><n>\r\n", n signed. */
-static void
-resp_number(struct evbuffer *out, char type, int64_t n)
+/* "<type><n>\r\n", n signed, written at the end of buf: its first byte. */
+static char *
+resp_number_text(char buf[RESP_NUM], char type, int64_t n)
 {
-	char buf[RESP_NUM], *p = buf + sizeof(buf);
+	char *p = buf + RESP_NUM;
 
 	*--p = '\n';
 	*--p = '\r';
@@ -40,6 +40,15 @@ resp_number(struct evbuffer *out, char type, int64_t n)
 	if (n < 0)
 		*--p = '-';
 	*--p = type;
+	return p;
+}
+
+/* "<type><n>\r\n", n signed. */
+static void
+resp_number(struct evbuffer *out, char type, int64_t n)
+{
+	char buf[RESP_NUM], *p = resp_number_text(buf, type, n);
+
 	evbuffer_add(out, p, (size_t)(buf + sizeof(buf) - p));
 }
 
@@ -248,14 +257,8 @@ resp_buf_raw(struct resp_buf *b, const void *p, size_t n)
 static void
 resp_buf_number(struct resp_buf *b, char type, int64_t n)
 {
-	char buf[RESP_NUM], *p = buf + sizeof(buf);
+	char buf[RESP_NUM], *p = resp_number_text(buf, type, n);
 
-	*--p = '\n';
-	*--p = '\r';
-	p = resp_digits(p, n < 0 ? -(uint64_t)n : (uint64_t)n);
-	if (n < 0)
-		*--p = '-';
-	*--p = type;
 	resp_buf_raw(b, p, (size_t)(buf + sizeof(buf) - p));
 }
 
